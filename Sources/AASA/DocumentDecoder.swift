@@ -79,7 +79,7 @@ struct DocumentDecoder {
         if bytes.count > maximumSize {
             error(
                 .fileTooLarge, nil, nil,
-                "the file is \(bytes.count) bytes; \(fileKind) must be at most \(maximumSize) bytes (128 KB) uncompressed, or devices ignore it; remove patterns or split apps across domains"
+                "the file is larger than \(maximumSize) bytes; \(fileKind) must be at most 128 KB uncompressed, or devices ignore it; remove patterns or split apps across domains"
             )
             return nil
         }

@@ -1,0 +1,251 @@
+public import AASA
+import Foundation
+
+/// A finding about the config directory itself or one of its files, outside any JSON document:
+/// a bad directory name, a missing file, an unreadable file, a host claimed twice.
+public struct ConfigProblem: Sendable, Equatable, CustomStringConvertible {
+    public var severity: Diagnostic.Severity
+    /// The file or directory, relative to the config directory (e.g. `sites/a.com`).
+    public var file: String
+    public var message: String
+
+    public var description: String { "\(file): \(message)" }
+}
+
+/// One file of a site as read from disk, with its validation.
+public struct SiteFile<Document: Sendable>: Sendable {
+    /// Relative to the config directory, e.g. `sites/a.com/apple-app-site-association`.
+    public var relativePath: String
+    public var bytes: [UInt8]
+    public var result: ValidationResult<Document>
+}
+
+/// One site directory (or symlinked site) found under `sites/`.
+public struct SiteSource: Sendable {
+    public var host: HostName
+    /// Relative to the config directory, e.g. `sites/links.example.com`.
+    public var directory: String
+    /// More names for the same site: symlinks in `sites/` pointing at this directory.
+    public var aliases: [HostName]
+    public var aasa: SiteFile<AppSiteAssociation>?
+    public var assetLinks: SiteFile<AssetLinks>?
+    /// Problems with the site's directory (missing files, unreadable files, conflicts).
+    public var problems: [ConfigProblem]
+
+    /// Every host name the site answers for.
+    public var hosts: [HostName] { [host] + aliases }
+
+    /// True when everything the site has may be served.
+    public var isValid: Bool {
+        !problems.contains { $0.severity == .error } && aasa?.result.isValid != false && assetLinks?.result.isValid != false
+    }
+}
+
+/// Everything found in a config directory: the sites and the problems. `aasad validate` prints it;
+/// `serve` builds its snapshot from the valid sites (DESIGN.md: validate runs the load code of serve).
+public struct ConfigScan: Sendable {
+    public var root: String
+    public var sites: [SiteSource]
+    /// Problems not tied to one site (missing `sites/`, bad names in it).
+    public var problems: [ConfigProblem]
+
+    public init(root: String, sites: [SiteSource], problems: [ConfigProblem]) {
+        self.root = root
+        self.sites = sites
+        self.problems = problems
+    }
+
+    public var isValid: Bool {
+        !problems.contains { $0.severity == .error } && sites.allSatisfy(\.isValid)
+    }
+
+    /// The site that answers for a host: an exact name (or alias) first, then the wildcard with the
+    /// longest suffix (DESIGN.md "What it serves").
+    public func site(for host: String) -> SiteSource? {
+        let host = host.lowercased()
+        if let exact = sites.first(where: { $0.hosts.contains { !$0.isWildcard && $0.name == host } }) {
+            return exact
+        }
+        var best: (SiteSource, Int)?
+        for site in sites {
+            for name in site.hosts where name.isWildcard && name.covers(host) {
+                let length = name.name.utf8.count
+                if length > (best?.1 ?? -1) { best = (site, length) }
+            }
+        }
+        return best?.0
+    }
+}
+
+/// Reads a config directory (DESIGN.md "Config directory").
+public enum ConfigLoader {
+    public static let aasaFileName = "apple-app-site-association"
+    public static let assetLinksFileName = "assetlinks.json"
+    /// Names a site directory may hold besides the served files.
+    static let knownSiteEntries: Set<String> = [aasaFileName, assetLinksFileName, "site.yaml", "tls"]
+
+    /// Scans `root/sites/`, reading and validating every site's files.
+    public static func scan(directory root: String) -> ConfigScan {
+        var scan = ConfigScan(root: root, sites: [], problems: [])
+        let fm = FileManager.default
+        let sitesPath = root + "/sites"
+        var isDirectory: ObjCBool = false
+        guard fm.fileExists(atPath: sitesPath, isDirectory: &isDirectory), isDirectory.boolValue else {
+            scan.problems.append(
+                ConfigProblem(severity: .error, file: "sites", message: "no sites/ directory; create sites/<host>/apple-app-site-association for each host"))
+            return scan
+        }
+        let names: [String]
+        do {
+            names = try fm.contentsOfDirectory(atPath: sitesPath).sorted()
+        } catch {
+            scan.problems.append(ConfigProblem(severity: .error, file: "sites", message: "cannot list the directory: \(describe(error))"))
+            return scan
+        }
+
+        var aliasLinks: [(name: String, host: HostName, target: String)] = []
+        for name in names where !name.hasPrefix(".") {
+            let relative = "sites/\(name)"
+            let full = sitesPath + "/" + name
+            let host: HostName
+            do {
+                host = try HostName(parsing: name)
+            } catch {
+                scan.problems.append(ConfigProblem(severity: .error, file: relative, message: "not a valid site name: \(error)"))
+                continue
+            }
+            if host.name != name && host.name + "." != name {
+                scan.problems.append(
+                    ConfigProblem(severity: .warning, file: relative, message: "served as \(host.name); host names are lower case, so name the directory that way"))
+            }
+            // A symlink to a sibling site directory is an alias of that site.
+            if let target = try? fm.destinationOfSymbolicLink(atPath: full) {
+                let resolved = target.hasPrefix("/") ? target : sitesPath + "/" + target
+                let targetName = URL(fileURLWithPath: resolved).standardizedFileURL.deletingLastPathComponent().path
+                    == URL(fileURLWithPath: sitesPath).standardizedFileURL.path
+                    ? URL(fileURLWithPath: resolved).lastPathComponent : nil
+                if let targetName, names.contains(targetName) {
+                    aliasLinks.append((name, host, targetName))
+                    continue
+                }
+            }
+            guard fm.fileExists(atPath: full, isDirectory: &isDirectory) else {
+                scan.problems.append(ConfigProblem(severity: .error, file: relative, message: "a symlink whose target does not exist"))
+                continue
+            }
+            guard isDirectory.boolValue else {
+                scan.problems.append(
+                    ConfigProblem(severity: .error, file: relative, message: "not a directory; each site is a directory holding its apple-app-site-association"))
+                continue
+            }
+            scan.sites.append(loadSite(host: host, directory: full, relative: relative))
+        }
+
+        for link in aliasLinks {
+            guard let i = scan.sites.firstIndex(where: { $0.directory == "sites/\(link.target)" }) else {
+                scan.problems.append(
+                    ConfigProblem(severity: .error, file: "sites/\(link.name)", message: "an alias of \(link.target), which is not a site"))
+                continue
+            }
+            scan.sites[i].aliases.append(link.host)
+        }
+        reportConflicts(&scan)
+        return scan
+    }
+
+    /// A host claimed by two sites is an error on both: serving either would be a silent pick.
+    private static func reportConflicts(_ scan: inout ConfigScan) {
+        var owners: [HostName: [Int]] = [:]
+        for (i, site) in scan.sites.enumerated() {
+            for host in Set(site.hosts) { owners[host, default: []].append(i) }
+        }
+        for (host, sites) in owners where sites.count > 1 {
+            let dirs = sites.map { scan.sites[$0].directory }
+            for i in sites {
+                scan.sites[i].problems.append(
+                    ConfigProblem(
+                        severity: .error, file: scan.sites[i].directory,
+                        message: "the host \(host) is claimed by \(dirs.joined(separator: " and ")); keep it in one site"))
+            }
+        }
+    }
+
+    /// Reads and validates one site directory.
+    public static func loadSite(host: HostName, directory: String, relative: String) -> SiteSource {
+        var site = SiteSource(host: host, directory: relative, aliases: [], aasa: nil, assetLinks: nil, problems: [])
+        let fm = FileManager.default
+        let entries = (try? fm.contentsOfDirectory(atPath: directory)) ?? []
+        for entry in entries.sorted() where !knownSiteEntries.contains(entry) && !entry.hasPrefix(".") {
+            let message: String
+            switch entry {
+            case "apple-app-site-association.json":
+                message = "not served: the file must be named apple-app-site-association, without .json"
+            case ".well-known", "well-known":
+                message = "not served: put apple-app-site-association directly in the site directory"
+            default:
+                message = "ignored: a site directory holds apple-app-site-association, assetlinks.json, site.yaml and tls/"
+            }
+            site.problems.append(ConfigProblem(severity: .warning, file: "\(relative)/\(entry)", message: message))
+        }
+        if let file = readSiteFile(directory, relative, aasaFileName, AppSiteAssociation.maximumFileSize, &site.problems) {
+            site.aasa = SiteFile(relativePath: file.0, bytes: file.1, result: AppSiteAssociation.validate(file.1))
+        }
+        if let file = readSiteFile(directory, relative, assetLinksFileName, AssetLinks.maximumFileSize, &site.problems) {
+            site.assetLinks = SiteFile(relativePath: file.0, bytes: file.1, result: AssetLinks.validate(file.1))
+        }
+        if site.aasa == nil && site.assetLinks == nil && !site.problems.contains(where: { $0.severity == .error }) {
+            site.problems.append(
+                ConfigProblem(severity: .error, file: relative, message: "the site has neither apple-app-site-association nor assetlinks.json"))
+        }
+        return site
+    }
+
+    /// Reads a file if it exists. Reads at most `limit + 1` bytes, so an oversized file is
+    /// reported by the validator without being loaded whole.
+    private static func readSiteFile(
+        _ directory: String, _ relative: String, _ name: String, _ limit: Int, _ problems: inout [ConfigProblem]
+    ) -> (String, [UInt8])? {
+        let path = directory + "/" + name
+        let relativePath = "\(relative)/\(name)"
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else { return nil }
+        if isDirectory.boolValue {
+            problems.append(ConfigProblem(severity: .error, file: relativePath, message: "a directory, not a file"))
+            return nil
+        }
+        switch readBounded(path: path, limit: limit) {
+        case .success(let bytes): return (relativePath, bytes)
+        case .failure(let error):
+            problems.append(ConfigProblem(severity: .error, file: relativePath, message: "cannot read the file: \(error)"))
+            return nil
+        }
+    }
+
+    public struct ReadError: Error, CustomStringConvertible, Sendable {
+        public var description: String
+    }
+
+    /// Reads up to `limit + 1` bytes of a file: one byte more than allowed tells "too large" apart
+    /// from "exactly at the limit" without reading a huge file.
+    public static func readBounded(path: String, limit: Int) -> Result<[UInt8], ReadError> {
+        guard let handle = FileHandle(forReadingAtPath: path) else {
+            let reason = FileManager.default.isReadableFile(atPath: path) ? "it cannot be opened" : "permission denied"
+            return .failure(ReadError(description: reason))
+        }
+        defer { try? handle.close() }
+        do {
+            var bytes: [UInt8] = []
+            while bytes.count <= limit {
+                guard let chunk = try handle.read(upToCount: limit + 1 - bytes.count), !chunk.isEmpty else { break }
+                bytes.append(contentsOf: chunk)
+            }
+            return .success(bytes)
+        } catch {
+            return .failure(ReadError(description: describe(error)))
+        }
+    }
+
+    static func describe(_ error: any Error) -> String {
+        (error as NSError).localizedDescription
+    }
+}

@@ -1,0 +1,24 @@
+import ArgumentParser
+
+/// The `aasad` binary: serves, validates and explains apple-app-site-association files.
+@main
+struct AASACommand: ParsableCommand {
+    static let version = "0.1.0"
+
+    static let configuration = CommandConfiguration(
+        commandName: "aasad",
+        abstract: "Serve, validate and explain apple-app-site-association and assetlinks.json files.",
+        discussion: """
+            Exit status: 0 when everything checked is valid, 1 when a file is invalid or a URL cannot \
+            be evaluated, 64 for bad arguments.
+            """,
+        version: version,
+        subcommands: [ValidateCommand.self, MatchCommand.self]
+    )
+}
+
+/// How a subcommand prints its result: for people, or as JSON for scripts (a stable interface).
+enum OutputFormat: String, ExpressibleByArgument, CaseIterable {
+    case text
+    case json
+}

@@ -1,0 +1,129 @@
+import AASA
+import ArgumentParser
+import Foundation
+import SiteStore
+
+/// `aasad match`: which app opens each URL, and which rule decided — `swcutil verify` on Linux.
+struct MatchCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "match",
+        abstract: "Tell which app opens each URL under an AASA file, and which rule decided.",
+        discussion: """
+            With --file, URLs may be full http(s) URLs or paths such as /buy/1?ref=x. With --config, \
+            each URL's host picks the site (exact host first, then the longest wildcard). Each app \
+            named in the file gets one line: matched, blocked (by an exclude component or NOT path) \
+            or no match. Exit status 0 when every URL was evaluated, 1 otherwise.
+            """
+    )
+
+    @Option(name: .long, help: "An apple-app-site-association file.")
+    var file: String?
+
+    @Option(name: .long, help: "A config directory; the URL's host picks the site.")
+    var config: String?
+
+    @Option(help: "Output format: text for people, json for scripts.")
+    var format: OutputFormat = .text
+
+    @Argument(help: "URLs to evaluate.")
+    var urls: [String]
+
+    func validate() throws {
+        if (file == nil) == (config == nil) {
+            throw ValidationError("Give exactly one of --file FILE or --config DIR.")
+        }
+        if urls.isEmpty {
+            throw ValidationError("Name at least one URL, e.g. 'aasad match --file aasa.json https://example.com/buy/1'.")
+        }
+    }
+
+    func run() throws {
+        var results: [URLReport] = []
+        if let file {
+            switch Self.loadMatcher(path: file, displayPath: file) {
+            case .failure(let problem):
+                results = urls.map { URLReport(url: $0, error: problem.message, findings: problem.findings) }
+            case .success(let matcher):
+                results = urls.map { Self.evaluate($0, matcher: matcher, site: nil, needsHost: false) }
+            }
+        } else if let config {
+            let scan = ConfigLoader.scan(directory: config)
+            results = urls.map { Self.evaluate($0, in: scan, root: config) }
+        }
+        switch format {
+        case .json:
+            if results.count == 1 { JSONOutput.print(results[0]) } else { JSONOutput.print(results) }
+        case .text:
+            for (i, r) in results.enumerated() {
+                if i > 0 { print("") }
+                r.printText()
+            }
+        }
+        if results.contains(where: { $0.error != nil }) { throw ExitCode(1) }
+    }
+
+    struct LoadProblem: Error {
+        var message: String
+        var findings: [ValidationReport.Finding]
+    }
+
+    static func loadMatcher(path: String, displayPath: String) -> Result<Matcher, LoadProblem> {
+        switch ConfigLoader.readBounded(path: path, limit: AppSiteAssociation.maximumFileSize) {
+        case .failure(let error):
+            return .failure(LoadProblem(message: "\(displayPath): cannot read the file: \(error)", findings: []))
+        case .success(let bytes):
+            return matcher(AppSiteAssociation.validate(bytes), displayPath: displayPath)
+        }
+    }
+
+    /// A matcher for a valid file; an invalid one is refused, as `serve` would not publish it.
+    static func matcher(_ result: ValidationResult<AppSiteAssociation>, displayPath: String) -> Result<Matcher, LoadProblem> {
+        guard result.isValid, let document = result.document else {
+            let errors = result.diagnostics.errors
+            return .failure(
+                LoadProblem(
+                    message: "\(displayPath) is invalid (\(errors.count) error\(errors.count == 1 ? "" : "s")), so no device would use it; run 'aasad validate \(displayPath)'",
+                    findings: errors.map(ValidationReport.finding)))
+        }
+        return .success(Matcher(document))
+    }
+
+    static func evaluate(_ text: String, in scan: ConfigScan, root: String) -> URLReport {
+        let url: LinkURL
+        do {
+            url = try LinkURL(parsing: text)
+        } catch {
+            return URLReport(url: text, error: error.description)
+        }
+        guard let host = url.host else {
+            return URLReport(url: text, error: "with --config the URL needs a host, e.g. https://example.com\(url.path)")
+        }
+        guard let site = scan.site(for: host) else {
+            return URLReport(url: text, error: "no site in \(root) serves \(host)")
+        }
+        guard let aasa = site.aasa else {
+            return URLReport(url: text, site: site.directory, error: "\(site.directory) has no apple-app-site-association file")
+        }
+        let display = ValidationReport.join(root, aasa.relativePath)
+        switch matcher(aasa.result, displayPath: display) {
+        case .failure(let problem):
+            return URLReport(url: text, site: site.directory, error: problem.message, findings: problem.findings)
+        case .success(let matcher):
+            return evaluate(text, matcher: matcher, site: site.directory, needsHost: true)
+        }
+    }
+
+    static func evaluate(_ text: String, matcher: Matcher, site: String?, needsHost: Bool) -> URLReport {
+        do {
+            let url = try LinkURL(parsing: text)
+            let result = try matcher.evaluate(url)
+            return URLReport(text, result, site: site, services: matcher.file)
+        } catch let error as LinkURL.ParseError {
+            return URLReport(url: text, site: site, error: error.description)
+        } catch let error as MatchError {
+            return URLReport(url: text, site: site, error: error.description)
+        } catch {
+            return URLReport(url: text, site: site, error: "\(error)")
+        }
+    }
+}

@@ -1,0 +1,120 @@
+import AASA
+
+/// The answer for one URL in the shape `match --format json` prints. A stable interface for
+/// scripts: `url`, `appID` (null when no app opens it), `decidedBy` (null likewise) and `apps` are
+/// always present; fields are only ever added.
+struct URLReport: Encodable {
+    struct Reference: Encodable {
+        /// Index of the `details` entry.
+        var detail: Int
+        /// Index of the pattern within the entry's list.
+        var pattern: Int
+        /// `components` or `paths`.
+        var source: String
+        /// JSON path of the pattern, e.g. `applinks.details[0].components[1]`.
+        var path: String
+        /// The pattern as written: the component as JSON, or the legacy path string quoted.
+        var rule: String
+        /// True when the pattern excludes (an `exclude` component or a `NOT` path).
+        var exclude: Bool
+
+        init(_ r: MatchResult.Reference, exclude: Bool) {
+            detail = r.detail
+            pattern = r.pattern
+            source = r.source.rawValue
+            path = r.path.description
+            rule = r.rule
+            self.exclude = exclude
+        }
+
+        var text: String { "\(path) \(rule)" }
+    }
+
+    struct App: Encodable {
+        var appID: String
+        /// `match`, `block` or `none`.
+        var decision: String
+        var decidedBy: Reference?
+
+        func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(appID, forKey: .appID)
+            try c.encode(decision, forKey: .decision)
+            try c.encode(decidedBy, forKey: .decidedBy)
+        }
+
+        enum CodingKeys: String, CodingKey { case appID, decision, decidedBy }
+    }
+
+    var url: String
+    var site: String?
+    var appID: String?
+    var decidedBy: Reference?
+    var apps: [App] = []
+    var hasAppLinks = true
+    var error: String?
+    var findings: [ValidationReport.Finding] = []
+
+    init(url: String, site: String? = nil, error: String, findings: [ValidationReport.Finding] = []) {
+        self.url = url
+        self.site = site
+        self.error = error
+        self.findings = findings
+    }
+
+    init(_ text: String, _ result: MatchResult, site: String?, services: AppSiteAssociation) {
+        url = text
+        self.site = site
+        hasAppLinks = services.applinks != nil
+        appID = result.opener?.appID
+        decidedBy = result.opener?.decidedBy.map { Reference($0, exclude: false) }
+        apps = result.apps.map { app in
+            App(
+                appID: app.appID, decision: app.decision.rawValue,
+                decidedBy: app.decidedBy.map { Reference($0, exclude: app.decision == .block) })
+        }
+    }
+
+    enum CodingKeys: String, CodingKey { case url, site, appID, decidedBy, apps, error, findings }
+
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(url, forKey: .url)
+        try c.encodeIfPresent(site, forKey: .site)
+        try c.encode(appID, forKey: .appID)
+        try c.encode(decidedBy, forKey: .decidedBy)
+        try c.encode(apps, forKey: .apps)
+        try c.encodeIfPresent(error, forKey: .error)
+        if !findings.isEmpty { try c.encode(findings, forKey: .findings) }
+    }
+
+    /// The URL, the verdict, then one readable line per app.
+    func printText() {
+        print(url)
+        if let error {
+            print("  error: \(error)")
+            for f in findings {
+                print("    \(f.path.map { "\($0): " } ?? "")\(f.value.map { "\($0) — " } ?? "")\(f.message)")
+            }
+            return
+        }
+        guard hasAppLinks else {
+            print("  opens no app: the file has no \"applinks\" service")
+            return
+        }
+        if let appID, let decidedBy {
+            print("  opens \(appID) — \(decidedBy.text)")
+        } else if apps.contains(where: { $0.decision == "block" }) {
+            print("  opens no app: excluded (see the blocked apps below)")
+        } else {
+            print("  opens no app: no pattern matched")
+        }
+        for app in apps {
+            switch app.decision {
+            case "match": print("  \(app.appID): matched by \(app.decidedBy?.text ?? "")")
+            case "block": print("  \(app.appID): blocked by \(app.decidedBy?.text ?? "")")
+            default: print("  \(app.appID): no match")
+            }
+        }
+    }
+}

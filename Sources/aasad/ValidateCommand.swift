@@ -1,0 +1,105 @@
+import AASA
+import ArgumentParser
+import Foundation
+import SiteStore
+
+/// `aasad validate`: the `nginx -t` of aasad. It runs the same loading code as `serve`.
+struct ValidateCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "validate",
+        abstract: "Check AASA and assetlinks.json files, or a whole config directory, as serve would load them.",
+        discussion: """
+            A PATH may be a file (a file named assetlinks.json is checked as a Digital Asset Links \
+            list, any other as an apple-app-site-association file), a site directory, or a config \
+            directory holding sites/. Exit status 0 when everything is valid, 1 when anything is not.
+            """
+    )
+
+    @Option(help: "Output format: text for people, json for scripts.")
+    var format: OutputFormat = .text
+
+    @Flag(help: "Treat warnings as errors (exit 1 when there is any warning).")
+    var strict = false
+
+    @Argument(help: "Files, site directories or config directories to check.")
+    var paths: [String]
+
+    func validate() throws {
+        if paths.isEmpty {
+            throw ValidationError("Name at least one file or directory to check, e.g. 'aasad validate config/'.")
+        }
+    }
+
+    func run() throws {
+        var files: [ValidationReport.File] = []
+        var sites = 0
+        var invalidSites = 0
+        var sawConfig = false
+        for path in paths {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+                files.append(Self.problem(path, "no such file or directory"))
+                continue
+            }
+            if isDirectory.boolValue {
+                let scan = Self.scanDirectory(path)
+                sawConfig = true
+                sites += scan.sites.count
+                invalidSites += scan.sites.filter { !$0.isValid }.count
+                files += ValidationReport.files(of: scan, root: scan.root)
+            } else {
+                files.append(Self.checkFile(path))
+            }
+        }
+        let valid = files.allSatisfy(\.valid)
+        let report = ValidationReport(
+            valid: valid, sites: sawConfig ? sites : nil, invalidSites: sawConfig ? invalidSites : nil, files: files)
+        let warnings = files.flatMap(\.findings).contains { $0.severity == .warning }
+        switch format {
+        case .json: JSONOutput.print(report)
+        case .text: report.printText(strict: strict)
+        }
+        if !valid || (strict && warnings) { throw ExitCode(1) }
+    }
+
+    /// A config directory, or a single site directory (one holding the files directly).
+    static func scanDirectory(_ path: String) -> ConfigScan {
+        let fm = FileManager.default
+        let isSite = [ConfigLoader.aasaFileName, ConfigLoader.assetLinksFileName].contains { fm.fileExists(atPath: path + "/" + $0) }
+        guard !fm.fileExists(atPath: path + "/sites") && isSite else {
+            return ConfigLoader.scan(directory: path)
+        }
+        // A lone site directory: its name need not be a host name, since nothing is served from it.
+        let trimmed = path.count > 1 && path.hasSuffix("/") ? String(path.dropLast()) : path
+        let name = (trimmed as NSString).lastPathComponent
+        let host = (try? HostName(parsing: name)) ?? (try! HostName(parsing: "localhost"))
+        let site = ConfigLoader.loadSite(host: host, directory: trimmed, relative: name)
+        return ConfigScan(root: (trimmed as NSString).deletingLastPathComponent, sites: [site], problems: [])
+    }
+
+    static func checkFile(_ path: String) -> ValidationReport.File {
+        let isAssetLinks = (path as NSString).lastPathComponent == ConfigLoader.assetLinksFileName
+        let limit = isAssetLinks ? AssetLinks.maximumFileSize : AppSiteAssociation.maximumFileSize
+        switch ConfigLoader.readBounded(path: path, limit: limit) {
+        case .failure(let error):
+            return problem(path, "cannot read the file: \(error)")
+        case .success(let bytes):
+            if isAssetLinks {
+                return report(AssetLinks.validate(bytes), path: path, kind: ConfigLoader.assetLinksFileName)
+            }
+            return report(AppSiteAssociation.validate(bytes), path: path, kind: ConfigLoader.aasaFileName)
+        }
+    }
+
+    private static func report<D>(_ result: ValidationResult<D>, path: String, kind: String) -> ValidationReport.File {
+        ValidationReport.File(
+            file: path, kind: kind, host: nil, valid: result.isValid,
+            findings: result.diagnostics.map(ValidationReport.finding))
+    }
+
+    static func problem(_ path: String, _ message: String) -> ValidationReport.File {
+        ValidationReport.File(
+            file: path, kind: "config", host: nil, valid: false,
+            findings: [.init(severity: .error, rule: "config", path: nil, value: nil, message: message, line: nil, column: nil)])
+    }
+}
