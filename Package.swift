@@ -16,7 +16,7 @@ let package = Package(
         .executable(name: "aasad", targets: ["aasad"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2")
     ],
     targets: [
         // Pure AASA model: strict JSON, parser, validator, URL matcher. No I/O.
@@ -37,7 +37,6 @@ let package = Package(
         .testTarget(
             name: "aasadTests",
             dependencies: ["aasad"],
-            resources: [.copy("Golden")],
             swiftSettings: swiftSettings
         ),
     ],

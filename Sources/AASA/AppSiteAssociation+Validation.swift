@@ -68,13 +68,17 @@ extension DocumentDecoder {
         guard let members = expectObject(value, path, "\"\(service)\"") else { return nil }
         warnUnknownKeys(members, path, known: ["apps"], context: "\"\(service)\"")
         guard let appsValue = member(members, "apps") else {
-            error(.missingKey, path.appending("apps"), nil, "\"\(service)\" needs \"apps\": a list of app identifiers like \"ABCDE12345.com.example.app\"")
+            error(
+                .missingKey, path.appending("apps"), nil,
+                "\"\(service)\" needs \"apps\": a list of app identifiers like \"ABCDE12345.com.example.app\"")
             return nil
         }
         let appsPath = path.appending("apps")
         guard let apps = expectStringArray(appsValue, appsPath, "\"apps\"") else { return nil }
         if apps.isEmpty {
-            error(.appsEmpty, appsPath, appsValue, "\"\(service)\".apps is empty, so the service names no app; list at least one app identifier")
+            error(
+                .appsEmpty, appsPath, appsValue,
+                "\"\(service)\".apps is empty, so the service names no app; list at least one app identifier")
         }
         checkAppIdentifiers(appsValue, appsPath)
         return AppList(apps: apps)
@@ -88,7 +92,9 @@ extension DocumentDecoder {
             if let problem = AppIdentifier.problem(with: id) {
                 error(.appIdentifier, path.appending(i), element, problem)
             } else if !seen.insert(id).inserted {
-                warning(.duplicateAppIdentifier, path.appending(i), element, "this app identifier is listed twice; the second one has no effect")
+                warning(
+                    .duplicateAppIdentifier, path.appending(i), element, "this app identifier is listed twice; the second one has no effect"
+                )
             }
         }
     }
@@ -121,7 +127,9 @@ extension DocumentDecoder {
             switch detailsValue.kind {
             case .array(let entries):
                 if entries.isEmpty {
-                    error(.detailsEmpty, detailsPath, detailsValue, "\"details\" is empty, so no URL opens an app; add an entry with appIDs and components")
+                    error(
+                        .detailsEmpty, detailsPath, detailsValue,
+                        "\"details\" is empty, so no URL opens an app; add an entry with appIDs and components")
                 }
                 for (i, entry) in entries.enumerated() {
                     if let d = decodeDetail(entry, detailsPath.appending(i), legacyAppID: nil) {
@@ -157,9 +165,10 @@ extension DocumentDecoder {
         }
 
         let defaults = member(members, "defaults").flatMap { decodeDefaults($0, path.appending("defaults")) }
-        let variables = member(members, "substitutionVariables").map {
-            decodeVariables($0, path.appending("substitutionVariables"))
-        } ?? []
+        let variables =
+            member(members, "substitutionVariables").map {
+                decodeVariables($0, path.appending("substitutionVariables"))
+            } ?? []
         return AppLinks(apps: apps, details: details, detailsForm: form, defaults: defaults, substitutionVariables: variables)
     }
 
@@ -167,7 +176,8 @@ extension DocumentDecoder {
 
     private mutating func decodeDetail(_ value: JSONValue, _ path: JSONPath, legacyAppID: String?) -> Detail? {
         guard let members = expectObject(value, path, "each entry of \"details\"") else { return nil }
-        warnUnknownKeys(members, path, known: legacyAppID == nil ? Self.detailKeys : ["paths", "components", "defaults"], context: "a details entry")
+        warnUnknownKeys(
+            members, path, known: legacyAppID == nil ? Self.detailKeys : ["paths", "components", "defaults"], context: "a details entry")
         var detail = Detail()
 
         if let legacyAppID {
@@ -180,7 +190,10 @@ extension DocumentDecoder {
                 if let ids = expectStringArray(appIDsValue, p, "\"appIDs\"") {
                     detail.appIDs = ids
                     if ids.isEmpty {
-                        error(.appIDsEmpty, p, appIDsValue, "\"appIDs\" is empty, so this entry speaks for no app (and \"appID\" is ignored when \"appIDs\" is present); list the app identifiers")
+                        error(
+                            .appIDsEmpty, p, appIDsValue,
+                            "\"appIDs\" is empty, so this entry speaks for no app (and \"appID\" is ignored when \"appIDs\" is present); list the app identifiers"
+                        )
                     }
                     checkAppIdentifiers(appIDsValue, p)
                 }
@@ -200,7 +213,10 @@ extension DocumentDecoder {
                 }
             }
             if appIDValue == nil && appIDsValue == nil {
-                error(.detailNoApp, path, nil, "the entry has neither \"appIDs\" nor \"appID\", so the system ignores it; add \"appIDs\": [\"ABCDE12345.com.example.app\"]")
+                error(
+                    .detailNoApp, path, nil,
+                    "the entry has neither \"appIDs\" nor \"appID\", so the system ignores it; add \"appIDs\": [\"ABCDE12345.com.example.app\"]"
+                )
             }
         }
 
@@ -219,7 +235,9 @@ extension DocumentDecoder {
                 }
                 detail.components = components
                 if list.isEmpty {
-                    warning(.patternsEmpty, p, componentsValue, "\"components\" is empty, so this entry matches no URL (and its \"paths\", if any, are ignored)")
+                    warning(
+                        .patternsEmpty, p, componentsValue,
+                        "\"components\" is empty, so this entry matches no URL (and its \"paths\", if any, are ignored)")
                 }
             }
         }
@@ -230,7 +248,10 @@ extension DocumentDecoder {
             )
         }
         if member(members, "paths") == nil && member(members, "components") == nil {
-            error(.detailNoPatterns, path, nil, "the entry has neither \"components\" nor \"paths\", so it matches no URL; add \"components\": [{\"/\": \"/*\"}] to match every path")
+            error(
+                .detailNoPatterns, path, nil,
+                "the entry has neither \"components\" nor \"paths\", so it matches no URL; add \"components\": [{\"/\": \"/*\"}] to match every path"
+            )
         }
         if let defaultsValue = member(members, "defaults") {
             detail.defaults = decodeDefaults(defaultsValue, path.appending("defaults"))
@@ -252,8 +273,12 @@ extension DocumentDecoder {
         if let v = member(members, "#") { c.fragment = expectString(v, path.appending("#"), "\"#\"") }
         if let v = member(members, "comment") { _ = expectString(v, path.appending("comment"), "\"comment\""); c.comment = v.stringValue }
         if let v = member(members, "exclude") { c.exclude = expectBool(v, path.appending("exclude"), "\"exclude\"") }
-        if let v = member(members, "caseSensitive") { c.caseSensitive = expectBool(v, path.appending("caseSensitive"), "\"caseSensitive\"") }
-        if let v = member(members, "percentEncoded") { c.percentEncoded = expectBool(v, path.appending("percentEncoded"), "\"percentEncoded\"") }
+        if let v = member(members, "caseSensitive") {
+            c.caseSensitive = expectBool(v, path.appending("caseSensitive"), "\"caseSensitive\"")
+        }
+        if let v = member(members, "percentEncoded") {
+            c.percentEncoded = expectBool(v, path.appending("percentEncoded"), "\"percentEncoded\"")
+        }
         if let v = member(members, "?") {
             let p = path.appending("?")
             switch v.kind {
@@ -269,7 +294,9 @@ extension DocumentDecoder {
                 }
                 c.query = .items(out)
             default:
-                error(.wrongType, p, v, "\"?\" must be a string (the whole query) or an object of query item names to patterns, found \(v.typeName)")
+                error(
+                    .wrongType, p, v,
+                    "\"?\" must be a string (the whole query) or an object of query item names to patterns, found \(v.typeName)")
             }
         }
     }
@@ -282,7 +309,8 @@ extension DocumentDecoder {
         for m in members where ["/", "?", "#", "exclude", "comment"].contains(m.key) && m.key != "comment" {
             warning(
                 .defaultsKeyIgnored, path.appending(m.key), nil,
-                "only \"caseSensitive\" and \"percentEncoded\" have an effect in \"defaults\"; put \(JSONValue.quote(m.key)) in a component")
+                "only \"caseSensitive\" and \"percentEncoded\" have an effect in \"defaults\"; put \(JSONValue.quote(m.key)) in a component"
+            )
         }
         return PatternDefaults(caseSensitive: c.caseSensitive, percentEncoded: c.percentEncoded)
     }
@@ -301,7 +329,8 @@ extension DocumentDecoder {
                 error(.variableName, p, nil, "a variable name may not contain '\(bad)' (names may use any character but $, ( and ))")
             }
             if BuiltInVariable(rawValue: m.key) != nil {
-                warning(.variableShadowsBuiltIn, p, nil, "this variable has the name of a built-in one and replaces it; choose another name")
+                warning(
+                    .variableShadowsBuiltIn, p, nil, "this variable has the name of a built-in one and replaces it; choose another name")
             }
             guard let values = expectStringArray(m.value, p, "a substitution variable's value") else { continue }
             if values.isEmpty {
@@ -390,7 +419,8 @@ extension DocumentDecoder {
         if isPath, let first = source.unicodeScalars.first, !["/", "*", "?"].contains(first), !source.hasPrefix("$(") {
             warning(
                 .patternStart, path, value,
-                "a path pattern should start with '/' or a wildcard; URL paths always start with '/', so this never matches a non-empty path")
+                "a path pattern should start with '/' or a wildcard; URL paths always start with '/', so this never matches a non-empty path"
+            )
         }
     }
 }

@@ -47,7 +47,9 @@ public struct AssetLinks: Sendable, Equatable {
         guard parts.count >= 2 else { return false }
         return parts.allSatisfy { part in
             guard let first = part.unicodeScalars.first, ("a"..."z").contains(first) || ("A"..."Z").contains(first) else { return false }
-            return part.unicodeScalars.allSatisfy { ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) || $0 == "_" }
+            return part.unicodeScalars.allSatisfy {
+                ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) || $0 == "_"
+            }
         }
     }
 
@@ -55,16 +57,19 @@ public struct AssetLinks: Sendable, Equatable {
     /// malformed certificate by Google's parser (spec §4, S17 tests 2304–2314).
     static func isFingerprint(_ s: String) -> Bool {
         let octets = s.split(separator: ":", omittingEmptySubsequences: false)
-        return octets.count == 32 && octets.allSatisfy { o in
-            o.utf8.count == 2 && o.unicodeScalars.allSatisfy { ("0"..."9").contains($0) || ("A"..."F").contains($0) }
-        }
+        return octets.count == 32
+            && octets.allSatisfy { o in
+                o.utf8.count == 2 && o.unicodeScalars.allSatisfy { ("0"..."9").contains($0) || ("A"..."F").contains($0) }
+            }
     }
 }
 
 extension DocumentDecoder {
     mutating func decodeAssetLinks(_ json: JSONValue) -> AssetLinks? {
         guard let list = json.arrayValue else {
-            error(.topLevelType, .root, json, "assetlinks.json must be a JSON array of statements, found \(json.typeName); wrap the statement in [ ]")
+            error(
+                .topLevelType, .root, json,
+                "assetlinks.json must be a JSON array of statements, found \(json.typeName); wrap the statement in [ ]")
             return nil
         }
         if list.isEmpty {
@@ -77,7 +82,9 @@ extension DocumentDecoder {
             if let include = member(members, "include") {
                 warnUnknownKeys(members, path, known: ["include"], context: "an include statement")
                 if member(members, "relation") != nil || member(members, "target") != nil {
-                    error(.includeStatement, path, nil, "an include statement may not also carry \"relation\" or \"target\"; make them two statements")
+                    error(
+                        .includeStatement, path, nil,
+                        "an include statement may not also carry \"relation\" or \"target\"; make them two statements")
                 }
                 if let url = expectString(include, path.appending("include"), "\"include\"") {
                     if !url.lowercased().hasPrefix("https://") {
@@ -97,17 +104,24 @@ extension DocumentDecoder {
                 }
                 for (j, r) in (relation.arrayValue ?? []).enumerated() {
                     if let s = r.stringValue, !AssetLinks.isRelation(s) {
-                        error(.relation, p.appending(j), r, "a relation is kind/detail in lower case, e.g. \"delegate_permission/common.handle_all_urls\"")
+                        error(
+                            .relation, p.appending(j), r,
+                            "a relation is kind/detail in lower case, e.g. \"delegate_permission/common.handle_all_urls\"")
                     }
                 }
             } else {
-                error(.missingKey, path.appending("relation"), nil, "the statement needs \"relation\", e.g. [\"delegate_permission/common.handle_all_urls\"]")
+                error(
+                    .missingKey, path.appending("relation"), nil,
+                    "the statement needs \"relation\", e.g. [\"delegate_permission/common.handle_all_urls\"]")
             }
             if let extensions = member(members, "relation_extensions") {
                 _ = expectObject(extensions, path.appending("relation_extensions"), "\"relation_extensions\"")
             }
             guard let targetValue = member(members, "target") else {
-                error(.missingKey, path.appending("target"), nil, "the statement needs \"target\": {\"namespace\": \"android_app\", \"package_name\": …, \"sha256_cert_fingerprints\": […]}")
+                error(
+                    .missingKey, path.appending("target"), nil,
+                    "the statement needs \"target\": {\"namespace\": \"android_app\", \"package_name\": …, \"sha256_cert_fingerprints\": […]}"
+                )
                 continue
             }
             if let target = decodeTarget(targetValue, path.appending("target")) {
@@ -126,12 +140,15 @@ extension DocumentDecoder {
         guard let namespace = expectString(nsValue, path.appending("namespace"), "\"namespace\"") else { return nil }
         switch namespace {
         case "android_app":
-            warnUnknownKeys(members, path, known: ["namespace", "package_name", "sha256_cert_fingerprints"], context: "an android_app target")
+            warnUnknownKeys(
+                members, path, known: ["namespace", "package_name", "sha256_cert_fingerprints"], context: "an android_app target")
             var package = ""
             if let p = member(members, "package_name") {
                 package = expectString(p, path.appending("package_name"), "\"package_name\"") ?? ""
                 if p.stringValue != nil && !AssetLinks.isPackageName(package) {
-                    error(.packageName, path.appending("package_name"), p, "not a valid Android package name (dot-separated identifiers, e.g. \"com.example.app\")")
+                    error(
+                        .packageName, path.appending("package_name"), p,
+                        "not a valid Android package name (dot-separated identifiers, e.g. \"com.example.app\")")
                 }
             } else {
                 error(.missingKey, path.appending("package_name"), nil, "an android_app target needs \"package_name\"")

@@ -98,7 +98,9 @@ struct DocumentDecoder {
         } catch {
             let rule: Rule = error.reason == .invalidUTF8 ? .encoding : .jsonSyntax
             diagnostics.append(
-                Diagnostic(.error, rule, path: nil, message: error.message + " (line \(error.location.line), column \(error.location.column))", location: error.location))
+                Diagnostic(
+                    .error, rule, path: nil, message: error.message + " (line \(error.location.line), column \(error.location.column))",
+                    location: error.location))
             return nil
         }
     }
@@ -122,7 +124,8 @@ struct DocumentDecoder {
                         diagnostics.append(
                             Diagnostic(
                                 .error, .duplicateKey, path: keyPath,
-                                message: "the key \(JSONValue.quote(member.key)) appears more than once in this object (again at line \(location.line)); parsers disagree on which one wins, so keep exactly one",
+                                message:
+                                    "the key \(JSONValue.quote(member.key)) appears more than once in this object (again at line \(location.line)); parsers disagree on which one wins, so keep exactly one",
                                 location: location))
                     } else {
                         dropped += 1
@@ -160,7 +163,8 @@ struct DocumentDecoder {
 
     mutating func expectBool(_ value: JSONValue, _ path: JSONPath, _ what: String) -> Bool? {
         if let b = value.boolValue { return b }
-        let hint = value.stringValue.map { ["true", "false"].contains($0.lowercased()) ? "; write \($0.lowercased()) without quotes" : "" } ?? ""
+        let hint =
+            value.stringValue.map { ["true", "false"].contains($0.lowercased()) ? "; write \($0.lowercased()) without quotes" : "" } ?? ""
         error(.wrongType, path, value, "\(what) must be true or false, found \(value.typeName)\(hint)")
         return nil
     }

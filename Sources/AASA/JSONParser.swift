@@ -51,14 +51,18 @@ public struct JSONParser {
         if let bad = UTF8Validation.firstInvalidOffset(in: bytes) {
             var p = JSONParser(bytes: bytes)
             p.index = bad
-            throw p.error(.invalidUTF8, "the text is not valid UTF-8 (byte 0x\(String(bytes[bad], radix: 16, uppercase: true)) at offset \(bad)); save the file as UTF-8")
+            throw p.error(
+                .invalidUTF8,
+                "the text is not valid UTF-8 (byte 0x\(String(bytes[bad], radix: 16, uppercase: true)) at offset \(bad)); save the file as UTF-8"
+            )
         }
         var parser = JSONParser(bytes: bytes)
         parser.skipWhitespace()
         let value = try parser.parseValue()
         parser.skipWhitespace()
         if parser.index < bytes.count {
-            throw parser.error(.trailingData, "unexpected \(parser.describeCurrent()) after the end of the JSON value; a file holds exactly one value")
+            throw parser.error(
+                .trailingData, "unexpected \(parser.describeCurrent()) after the end of the JSON value; a file holds exactly one value")
         }
         return value
     }
@@ -139,7 +143,9 @@ public struct JSONParser {
         case "":
             throw error(.unexpectedCharacter, "unexpected \(describeCurrent()) where a value was expected")
         default:
-            throw error(.invalidLiteral, "unexpected word '\(word)'; strings must be in double quotes, and the only literals are true, false and null")
+            throw error(
+                .invalidLiteral,
+                "unexpected word '\(word)'; strings must be in double quotes, and the only literals are true, false and null")
         }
     }
 
@@ -275,7 +281,10 @@ public struct JSONParser {
             case UInt8(ascii: "\\"):
                 try parseEscape(into: &out)
             case 0..<0x20:
-                throw error(.controlCharacter, "control character 0x\(String(b, radix: 16, uppercase: true)) inside a string must be escaped (for a line break write \\n)")
+                throw error(
+                    .controlCharacter,
+                    "control character 0x\(String(b, radix: 16, uppercase: true)) inside a string must be escaped (for a line break write \\n)"
+                )
             default:
                 out.append(b)
                 index += 1
@@ -301,7 +310,8 @@ public struct JSONParser {
         case UInt8(ascii: "u"): simple = nil
         default:
             index -= 1
-            throw error(.invalidEscape, "invalid escape sequence \\\(describeNext()); JSON allows \\\" \\\\ \\/ \\b \\f \\n \\r \\t and \\uXXXX")
+            throw error(
+                .invalidEscape, "invalid escape sequence \\\(describeNext()); JSON allows \\\" \\\\ \\/ \\b \\f \\n \\r \\t and \\uXXXX")
         }
         if let simple {
             out.append(simple)
@@ -316,13 +326,16 @@ public struct JSONParser {
             // A high surrogate must be followed by an escaped low surrogate.
             guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u") else {
                 index = escapeStart
-                throw error(.loneSurrogate, "lone surrogate escape \\u\(hex(first)): a high surrogate must be followed by a low surrogate (\\uDC00–\\uDFFF)")
+                throw error(
+                    .loneSurrogate,
+                    "lone surrogate escape \\u\(hex(first)): a high surrogate must be followed by a low surrogate (\\uDC00–\\uDFFF)")
             }
             index += 2
             let second = try parseHex4(escapeStart: escapeStart)
             guard (0xDC00...0xDFFF).contains(second) else {
                 index = escapeStart
-                throw error(.loneSurrogate, "lone surrogate escape \\u\(hex(first)) followed by \\u\(hex(second)), which is not a low surrogate")
+                throw error(
+                    .loneSurrogate, "lone surrogate escape \\u\(hex(first)) followed by \\u\(hex(second)), which is not a low surrogate")
             }
             scalarValue = 0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00)
         } else if (0xDC00...0xDFFF).contains(first) {

@@ -56,7 +56,9 @@ final class Subject {
         if let m = classMasks[key] { return m }
         var m = PositionSet(bitCount: count + 1)
         for (p, s) in scalars.enumerated() {
-            let hit = variable.contains(s) || (caseInsensitive && (variable.contains(CaseFolding.fold(s)) || variable.contains(CaseFolding.upper(s))))
+            let hit =
+                variable.contains(s)
+                || (caseInsensitive && (variable.contains(CaseFolding.fold(s)) || variable.contains(CaseFolding.upper(s))))
             if hit { m.insert(p) }
         }
         classMasks[key] = m

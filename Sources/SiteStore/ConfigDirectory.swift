@@ -92,7 +92,9 @@ public enum ConfigLoader {
         var isDirectory: ObjCBool = false
         guard fm.fileExists(atPath: sitesPath, isDirectory: &isDirectory), isDirectory.boolValue else {
             scan.problems.append(
-                ConfigProblem(severity: .error, file: "sites", message: "no sites/ directory; create sites/<host>/apple-app-site-association for each host"))
+                ConfigProblem(
+                    severity: .error, file: "sites",
+                    message: "no sites/ directory; create sites/<host>/apple-app-site-association for each host"))
             return scan
         }
         let names: [String]
@@ -116,13 +118,16 @@ public enum ConfigLoader {
             }
             if host.name != name && host.name + "." != name {
                 scan.problems.append(
-                    ConfigProblem(severity: .warning, file: relative, message: "served as \(host.name); host names are lower case, so name the directory that way"))
+                    ConfigProblem(
+                        severity: .warning, file: relative,
+                        message: "served as \(host.name); host names are lower case, so name the directory that way"))
             }
             // A symlink to a sibling site directory is an alias of that site.
             if let target = try? fm.destinationOfSymbolicLink(atPath: full) {
                 let resolved = target.hasPrefix("/") ? target : sitesPath + "/" + target
-                let targetName = URL(fileURLWithPath: resolved).standardizedFileURL.deletingLastPathComponent().path
-                    == URL(fileURLWithPath: sitesPath).standardizedFileURL.path
+                let targetName =
+                    URL(fileURLWithPath: resolved).standardizedFileURL.deletingLastPathComponent().path
+                        == URL(fileURLWithPath: sitesPath).standardizedFileURL.path
                     ? URL(fileURLWithPath: resolved).lastPathComponent : nil
                 if let targetName, names.contains(targetName) {
                     aliasLinks.append((name, host, targetName))
@@ -135,7 +140,9 @@ public enum ConfigLoader {
             }
             guard isDirectory.boolValue else {
                 scan.problems.append(
-                    ConfigProblem(severity: .error, file: relative, message: "not a directory; each site is a directory holding its apple-app-site-association"))
+                    ConfigProblem(
+                        severity: .error, file: relative,
+                        message: "not a directory; each site is a directory holding its apple-app-site-association"))
                 continue
             }
             scan.sites.append(loadSite(host: host, directory: full, relative: relative))
@@ -195,7 +202,8 @@ public enum ConfigLoader {
         }
         if site.aasa == nil && site.assetLinks == nil && !site.problems.contains(where: { $0.severity == .error }) {
             site.problems.append(
-                ConfigProblem(severity: .error, file: relative, message: "the site has neither apple-app-site-association nor assetlinks.json"))
+                ConfigProblem(
+                    severity: .error, file: relative, message: "the site has neither apple-app-site-association nor assetlinks.json"))
         }
         return site
     }

@@ -67,7 +67,10 @@ public struct HostName: Sendable, Hashable, Comparable, CustomStringConvertible 
         for (i, label) in labels.enumerated() {
             if label == "*" {
                 guard i == 0, labels.count >= 3 else {
-                    throw i == 0 ? .badLabel("*", reason: "needs at least two labels after it (a wildcard over a top-level domain would claim every site)") : .misplacedWildcard
+                    throw i == 0
+                        ? .badLabel(
+                            "*", reason: "needs at least two labels after it (a wildcard over a top-level domain would claim every site)")
+                        : .misplacedWildcard
                 }
                 continue
             }

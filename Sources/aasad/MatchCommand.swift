@@ -82,7 +82,8 @@ struct MatchCommand: ParsableCommand {
             let errors = result.diagnostics.errors
             return .failure(
                 LoadProblem(
-                    message: "\(displayPath) is invalid (\(errors.count) error\(errors.count == 1 ? "" : "s")), so no device would use it; run 'aasad validate \(displayPath)'",
+                    message:
+                        "\(displayPath) is invalid (\(errors.count) error\(errors.count == 1 ? "" : "s")), so no device would use it; run 'aasad validate \(displayPath)'",
                     findings: errors.map(ValidationReport.finding)))
         }
         return .success(Matcher(document))
