@@ -182,7 +182,7 @@ public enum ConfigLoader {
         var site = SiteSource(host: host, directory: relative, aliases: [], aasa: nil, assetLinks: nil, problems: [])
         let fm = FileManager.default
         let entries = (try? fm.contentsOfDirectory(atPath: directory)) ?? []
-        for entry in entries.sorted() where !knownSiteEntries.contains(entry) && !entry.hasPrefix(".") {
+        for entry in entries.sorted() where !knownSiteEntries.contains(entry) && (!entry.hasPrefix(".") || entry == ".well-known") {
             let message: String
             switch entry {
             case "apple-app-site-association.json":

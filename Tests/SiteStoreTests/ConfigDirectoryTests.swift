@@ -1,0 +1,145 @@
+import AASA
+import Foundation
+import Testing
+
+@testable import SiteStore
+
+/// A throw-away config directory on disk.
+final class TempConfig {
+    let root: String
+
+    init() throws {
+        root = NSTemporaryDirectory() + "aasad-test-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: root + "/sites", withIntermediateDirectories: true)
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: root) }
+
+    func write(_ relative: String, _ text: String) throws {
+        let path = root + "/" + relative
+        try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+    }
+
+    func link(_ relative: String, to target: String) throws {
+        try FileManager.default.createSymbolicLink(atPath: root + "/" + relative, withDestinationPath: target)
+    }
+
+    static let aasa = #"{"applinks": {"apps": [], "details": [{"appIDs": ["ABCDE12345.com.example.app"], "components": [{"/": "/*"}]}]}}"#
+}
+
+@Suite("Config directory scan (DESIGN.md)")
+struct ConfigDirectoryTests {
+    @Test("each site directory becomes a site with its validated files")
+    func loadsSites() throws {
+        let c = try TempConfig()
+        try c.write("sites/a.example/apple-app-site-association", TempConfig.aasa)
+        try c.write("sites/a.example/assetlinks.json", "[]")
+        let scan = ConfigLoader.scan(directory: c.root)
+        #expect(scan.sites.map(\.host.name) == ["a.example"])
+        #expect(scan.sites[0].aasa?.result.isValid == true)
+        #expect(scan.sites[0].assetLinks?.result.isValid == false)
+        #expect(scan.sites[0].aasa?.relativePath == "sites/a.example/apple-app-site-association")
+        #expect(!scan.isValid)
+    }
+
+    @Test("a symlink to a sibling site is an alias of it")
+    func symlinkAlias() throws {
+        let c = try TempConfig()
+        try c.write("sites/a.example/apple-app-site-association", TempConfig.aasa)
+        try c.link("sites/www.a.example", to: "a.example")
+        let scan = ConfigLoader.scan(directory: c.root)
+        #expect(scan.sites.count == 1)
+        #expect(scan.sites[0].aliases.map(\.name) == ["www.a.example"])
+        #expect(scan.site(for: "WWW.A.EXAMPLE")?.host.name == "a.example")
+        #expect(scan.isValid)
+    }
+
+    @Test("an exact host beats a wildcard, and the longest wildcard wins")
+    func hostLookup() throws {
+        let c = try TempConfig()
+        for name in ["*.example.com", "*.users.example.com", "bob.users.example.com"] {
+            try c.write("sites/\(name)/apple-app-site-association", TempConfig.aasa)
+        }
+        let scan = ConfigLoader.scan(directory: c.root)
+        #expect(scan.site(for: "bob.users.example.com")?.host.name == "bob.users.example.com")
+        #expect(scan.site(for: "emily.users.example.com")?.host.name == "*.users.example.com")
+        #expect(scan.site(for: "shop.example.com")?.host.name == "*.example.com")
+        #expect(scan.site(for: "example.com") == nil)
+    }
+
+    @Test("a host claimed by two sites is a conflict on both, not a silent pick")
+    func conflict() throws {
+        let c = try TempConfig()
+        try c.write("sites/a.example/apple-app-site-association", TempConfig.aasa)
+        try c.write("sites/A.example/apple-app-site-association", TempConfig.aasa)
+        let scan = ConfigLoader.scan(directory: c.root)
+        #expect(scan.sites.count == 2)
+        #expect(scan.sites.allSatisfy { $0.problems.contains { $0.message.contains("claimed by") } })
+        #expect(!scan.isValid)
+    }
+
+    @Test("a Unicode directory name is refused with its xn-- form")
+    func unicodeName() throws {
+        let c = try TempConfig()
+        try c.write("sites/bücher.example/apple-app-site-association", TempConfig.aasa)
+        let scan = ConfigLoader.scan(directory: c.root)
+        #expect(scan.sites.isEmpty)
+        #expect(scan.problems.contains { $0.message.contains("xn--bcher-kva.example") })
+    }
+
+    @Test("common mistakes in a site directory are named", arguments: [
+        ("apple-app-site-association.json", "without .json"),
+        (".well-known/apple-app-site-association", "directly in the site directory"),
+    ])
+    func misplacedFiles(_ file: String, _ advice: String) throws {
+        let c = try TempConfig()
+        try c.write("sites/a.example/\(file)", TempConfig.aasa)
+        let scan = ConfigLoader.scan(directory: c.root)
+        let messages = scan.sites.flatMap(\.problems).map(\.message)
+        #expect(messages.contains { $0.contains(advice) }, "\(messages)")
+        #expect(messages.contains { $0.contains("neither apple-app-site-association nor assetlinks.json") })
+    }
+
+    @Test("a missing sites/ directory is an error that says what to create")
+    func missingSites() throws {
+        let scan = ConfigLoader.scan(directory: NSTemporaryDirectory() + "does-not-exist-" + UUID().uuidString)
+        #expect(!scan.isValid)
+        #expect(scan.problems.first?.message.contains("sites/<host>") == true)
+    }
+
+    @Test("an unreadable file is reported, not skipped")
+    func unreadable() throws {
+        guard getuid() != 0 else { return }  // root reads everything; CI runs as root
+        let c = try TempConfig()
+        try c.write("sites/a.example/apple-app-site-association", TempConfig.aasa)
+        chmod(c.root + "/sites/a.example/apple-app-site-association", 0)
+        let scan = ConfigLoader.scan(directory: c.root)
+        #expect(scan.sites[0].problems.contains { $0.message.contains("cannot read") })
+    }
+
+    @Test("an oversized file is read only to one byte past the limit")
+    func boundedRead() throws {
+        let c = try TempConfig()
+        try c.write("big", String(repeating: " ", count: 1_000_000))
+        let bytes = try ConfigLoader.readBounded(path: c.root + "/big", limit: 1000).get()
+        #expect(bytes.count == 1001)
+    }
+
+    @Test("dot entries such as Kubernetes' ..data are not sites")
+    func skipsDotEntries() throws {
+        let c = try TempConfig()
+        try c.write("sites/..data/x", "")
+        try c.write("sites/a.example/apple-app-site-association", TempConfig.aasa)
+        #expect(ConfigLoader.scan(directory: c.root).isValid)
+    }
+
+    @Test("the shipped example config is valid")
+    func shippedExample() throws {
+        let config = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("config").path
+        let scan = ConfigLoader.scan(directory: config)
+        #expect(scan.isValid, "\(scan.problems) \(scan.sites.flatMap(\.problems))")
+        #expect(scan.sites.allSatisfy { $0.aasa?.result.diagnostics.isEmpty ?? true })
+        #expect(scan.sites.flatMap(\.hosts).allSatisfy { $0.name.hasSuffix(".localhost") })
+    }
+}

@@ -1,0 +1,69 @@
+import Testing
+
+@testable import SiteStore
+
+@Suite("Host names (DESIGN.md config directory, spec §2)")
+struct HostNameTests {
+    @Test("names are lower-cased and a trailing dot dropped", arguments: [
+        ("Links.Example.COM", "links.example.com"), ("example.com.", "example.com"), ("*.users.example.com", "*.users.example.com"),
+        ("localhost", "localhost"), ("xn--bcher-kva.example", "xn--bcher-kva.example"),
+    ])
+    func normalises(_ raw: String, _ expected: String) throws {
+        #expect(try HostName(parsing: raw).name == expected)
+    }
+
+    @Test("Unicode names are refused with their xn-- form", arguments: [
+        ("bücher.example", "xn--bcher-kva.example"),
+        ("München.de", "xn--mnchen-3ya.de"),
+        ("中国.example", "xn--fiqs8s.example"),
+        ("例え.テスト", "xn--r8jz45g.xn--zckzah"),
+    ])
+    func refusesUnicode(_ raw: String, _ aLabel: String) {
+        #expect(throws: HostName.Problem.unicode(suggested: aLabel)) { try HostName(parsing: raw) }
+    }
+
+    @Test("the refusal message names the xn-- form")
+    func messageNamesALabel() {
+        #expect(HostName.Problem.unicode(suggested: "xn--bcher-kva.example").description.contains("xn--bcher-kva.example"))
+    }
+
+    @Test("malformed names are refused", arguments: [
+        "", "a..b", ".a.b", "a_b.com", "-a.com", "a-.com", "a.*.com", "*a.com", "*.com", "a.com:443", "a b.com",
+        String(repeating: "a", count: 64) + ".com",
+    ])
+    func refusesMalformed(_ raw: String) {
+        #expect(throws: HostName.Problem.self) { try HostName(parsing: raw) }
+    }
+
+    @Test("a label of 63 characters is accepted, 64 is refused")
+    func labelBound() throws {
+        _ = try HostName(parsing: String(repeating: "a", count: HostName.maximumLabelLength) + ".com")
+        #expect(throws: HostName.Problem.self) { try HostName(parsing: String(repeating: "a", count: HostName.maximumLabelLength + 1) + ".com") }
+    }
+
+    @Test("a name of 253 characters is accepted, 254 is refused")
+    func nameBound() throws {
+        let label = String(repeating: "a", count: 63)
+        let at = [label, label, label, String(repeating: "b", count: 61)].joined(separator: ".")
+        #expect(at.count == HostName.maximumLength)
+        _ = try HostName(parsing: at)
+        #expect(throws: HostName.Problem.tooLong(254)) { try HostName(parsing: "c" + at) }
+    }
+
+    @Test("a wildcard covers names below its suffix at any depth, never the suffix itself")
+    func wildcardCoverage() throws {
+        let w = try HostName(parsing: "*.example.com")
+        #expect(w.covers("a.example.com"))
+        #expect(w.covers("emily.users.example.com"))
+        #expect(!w.covers("example.com"))
+        #expect(!w.covers("badexample.com"))
+    }
+
+    @Test("Punycode matches RFC 3492's samples", arguments: [
+        ("bücher", "bcher-kva"), ("münchen", "mnchen-3ya"), ("中国", "fiqs8s"), ("ü", "tda"),
+        ("他们为什么不说中文", "ihqwcrb4cv8a8dqg056pqjye"),
+    ])
+    func punycode(_ label: String, _ encoded: String) {
+        #expect(Punycode.encode(label) == encoded)
+    }
+}
