@@ -20,9 +20,11 @@ struct JSONParserTests {
         #expect(v.objectMembers?.map(\.key) == ["a", "a"])
     }
 
-    @Test("every JSON value kind is read", arguments: [
-        (#"{"s":"x","n":-1.5e3,"t":true,"f":false,"z":null,"a":[1,[]],"o":{}}"#, 7)
-    ])
+    @Test(
+        "every JSON value kind is read",
+        arguments: [
+            (#"{"s":"x","n":-1.5e3,"t":true,"f":false,"z":null,"a":[1,[]],"o":{}}"#, 7)
+        ])
     func readsAllKinds(text: String, count: Int) throws {
         let v = try parse(text)
         #expect(v.objectMembers?.count == count)
@@ -89,13 +91,15 @@ struct JSONParserTests {
         }
     }
 
-    @Test("invalid UTF-8 is refused with its offset", arguments: [
-        [UInt8(ascii: "\""), 0xC3, UInt8(ascii: "\"")],  // truncated sequence
-        [UInt8(ascii: "\""), 0xC0, 0x80, UInt8(ascii: "\"")],  // overlong NUL
-        [UInt8(ascii: "\""), 0xED, 0xA0, 0x80, UInt8(ascii: "\"")],  // encoded surrogate
-        [UInt8(ascii: "\""), 0xF4, 0x90, 0x80, 0x80, UInt8(ascii: "\"")],  // above U+10FFFF
-        [UInt8(ascii: "\""), 0xFF, UInt8(ascii: "\"")],
-    ])
+    @Test(
+        "invalid UTF-8 is refused with its offset",
+        arguments: [
+            [UInt8(ascii: "\""), 0xC3, UInt8(ascii: "\"")],  // truncated sequence
+            [UInt8(ascii: "\""), 0xC0, 0x80, UInt8(ascii: "\"")],  // overlong NUL
+            [UInt8(ascii: "\""), 0xED, 0xA0, 0x80, UInt8(ascii: "\"")],  // encoded surrogate
+            [UInt8(ascii: "\""), 0xF4, 0x90, 0x80, 0x80, UInt8(ascii: "\"")],  // above U+10FFFF
+            [UInt8(ascii: "\""), 0xFF, UInt8(ascii: "\"")],
+        ])
     func rejectsInvalidUTF8(bytes: [UInt8]) {
         do {
             _ = try JSONParser.parse(bytes)

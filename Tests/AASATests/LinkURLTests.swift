@@ -78,26 +78,30 @@ struct LinkURLTests {
 
 @Suite("App identifiers (spec §1.3)")
 struct AppIdentifierTests {
-    @Test("well-formed identifiers pass", arguments: [
-        "ABCDE12345.com.example.app", "ABCDE12345.com.example-app.app", "0123456789.x", "ABCDE12345.com.Example.App",
-    ])
+    @Test(
+        "well-formed identifiers pass",
+        arguments: [
+            "ABCDE12345.com.example.app", "ABCDE12345.com.example-app.app", "0123456789.x", "ABCDE12345.com.Example.App",
+        ])
     func valid(_ id: String) {
         #expect(AppIdentifier.problem(with: id) == nil)
     }
 
-    @Test("each malformation says what is wrong", arguments: [
-        ("com.example.app", "team ID prefix must be 10 characters"),
-        ("ABC.com.x", "team ID prefix must be 10 characters (found 3)"),
-        ("ABCDE123456.com.x", "(found 11)"),
-        ("abcde12345.com.x", "must be upper case"),
-        ("ABCDE-2345.com.x", "only A–Z and 0–9"),
-        ("ABCDE12345.", "bundle ID after the team ID is missing"),
-        ("ABCDE12345", "needs a 10-character Team ID prefix"),
-        ("ABCDE12345.com.my_app", "found '_'"),
-        ("ABCDE12345.com..app", "empty part"),
-        ("ABCDE12345.com.app.", "empty part"),
-        ("ABCDE12345.com.app*", "found '*'"),
-    ])
+    @Test(
+        "each malformation says what is wrong",
+        arguments: [
+            ("com.example.app", "team ID prefix must be 10 characters"),
+            ("ABC.com.x", "team ID prefix must be 10 characters (found 3)"),
+            ("ABCDE123456.com.x", "(found 11)"),
+            ("abcde12345.com.x", "must be upper case"),
+            ("ABCDE-2345.com.x", "only A–Z and 0–9"),
+            ("ABCDE12345.", "bundle ID after the team ID is missing"),
+            ("ABCDE12345", "needs a 10-character Team ID prefix"),
+            ("ABCDE12345.com.my_app", "found '_'"),
+            ("ABCDE12345.com..app", "empty part"),
+            ("ABCDE12345.com.app.", "empty part"),
+            ("ABCDE12345.com.app*", "found '*'"),
+        ])
     func invalid(_ id: String, _ fragment: String) {
         let problem = AppIdentifier.problem(with: id)
         #expect(problem?.contains(fragment) == true, "\(id): \(problem ?? "accepted")")

@@ -106,7 +106,8 @@ struct LegacyPathTests {
 
     @Test("domain defaults apply to legacy paths (inferred §8.7)")
     func defaultsApplyToPaths() throws {
-        let file = #"{"applinks": {"apps": [], "defaults": {"caseSensitive": false}, "details": [{"appID": "ABCDE12345.a.b", "paths": ["/Buy/*"]}]}}"#
+        let file =
+            #"{"applinks": {"apps": [], "defaults": {"caseSensitive": false}, "details": [{"appID": "ABCDE12345.a.b", "paths": ["/Buy/*"]}]}}"#
         #expect(try opens(file, "https://e.com/buy/1"))
     }
 
@@ -237,8 +238,12 @@ struct OptionTests {
     func resolution() throws {
         let domainOff = #", "defaults": {"caseSensitive": false}"#
         #expect(try opens(components(#"[{"/": "/A"}]"#, applinks: domainOff), "https://e.com/a"))
-        #expect(try !opens(components(#"[{"/": "/A"}]"#, applinks: domainOff, entry: #", "defaults": {"caseSensitive": true}"#), "https://e.com/a"))
-        #expect(try opens(components(#"[{"/": "/A", "caseSensitive": false}]"#, entry: #", "defaults": {"caseSensitive": true}"#), "https://e.com/a"))
+        #expect(
+            try !opens(
+                components(#"[{"/": "/A"}]"#, applinks: domainOff, entry: #", "defaults": {"caseSensitive": true}"#), "https://e.com/a"))
+        #expect(
+            try opens(
+                components(#"[{"/": "/A", "caseSensitive": false}]"#, entry: #", "defaults": {"caseSensitive": true}"#), "https://e.com/a"))
         #expect(try !opens(components(#"[{"/": "/A"}]"#), "https://e.com/a"))
     }
 
@@ -393,7 +398,8 @@ struct DetailsOrderTests {
 
     @Test("an exclude blocks only the apps of its own entry")
     func excludeIsPerApp() throws {
-        let file = AASAFixture.make(details: #"[{"appID": "\#(Self.a)", "paths": ["NOT /x/*", "*"]}, {"appID": "\#(Self.b)", "paths": ["/x/*"]}]"#)
+        let file = AASAFixture.make(
+            details: #"[{"appID": "\#(Self.a)", "paths": ["NOT /x/*", "*"]}, {"appID": "\#(Self.b)", "paths": ["/x/*"]}]"#)
         let r = try verdict(file, "https://e.com/x/1")
         #expect(r.apps.map(\.decision) == [.block, .match])
         #expect(r.opener?.appID == Self.b)
@@ -401,8 +407,12 @@ struct DetailsOrderTests {
 
     @Test("the same app in two entries: the first entry that decides wins, match then block")
     func matchThenBlock() throws {
-        let file = AASAFixture.make(details: #"[{"appID": "\#(Self.a)", "paths": ["/x/*"]}, {"appID": "\#(Self.a)", "paths": ["NOT /x/*"]}]"#)
-        #expect(try verdict(file, "https://e.com/x/1").apps == [MatchResult.App(appID: Self.a, decision: .match, decidedBy: try verdict(file, "https://e.com/x/1").apps[0].decidedBy)])
+        let file = AASAFixture.make(
+            details: #"[{"appID": "\#(Self.a)", "paths": ["/x/*"]}, {"appID": "\#(Self.a)", "paths": ["NOT /x/*"]}]"#)
+        #expect(
+            try verdict(file, "https://e.com/x/1").apps == [
+                MatchResult.App(appID: Self.a, decision: .match, decidedBy: try verdict(file, "https://e.com/x/1").apps[0].decidedBy)
+            ])
         #expect(try verdict(file, "https://e.com/x/1").apps[0].decidedBy?.detail == 0)
     }
 
@@ -430,7 +440,10 @@ struct DetailsOrderTests {
 
     @Test("the opener is the first app in the order entries decide, not in the order apps are listed")
     func openerInDecisionOrder() throws {
-        let file = AASAFixture.make(details: #"[{"appID": "\#(Self.a)", "paths": ["/nothing"]}, {"appID": "\#(Self.b)", "paths": ["*"]}, {"appID": "\#(Self.a)", "paths": ["*"]}]"#)
+        let file = AASAFixture.make(
+            details:
+                #"[{"appID": "\#(Self.a)", "paths": ["/nothing"]}, {"appID": "\#(Self.b)", "paths": ["*"]}, {"appID": "\#(Self.a)", "paths": ["*"]}]"#
+        )
         let r = try verdict(file, "https://e.com/x")
         #expect(r.apps.map(\.appID) == [Self.a, Self.b])
         #expect(r.opener?.appID == Self.b)

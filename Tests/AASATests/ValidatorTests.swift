@@ -25,56 +25,148 @@ struct ValidatorTests {
         Case(name: "top level is a string", text: #""applinks""#, rule: .topLevelType, path: "(top level)"),
         Case(name: "empty object names no service", text: "{}", rule: .noService, path: "(top level)"),
         Case(name: "only unknown services", text: #"{"applink": {}}"#, rule: .noService, path: "(top level)"),
-        Case(name: "duplicate key at top level", text: #"{"webcredentials": {"apps": ["ABCDE12345.a.b"]}, "webcredentials": {"apps": ["ABCDE12345.a.b"]}}"#, rule: .duplicateKey, path: "webcredentials"),
-        Case(name: "duplicate key deep inside", text: F.make(components: #"[{"/": "/a", "/": "/b"}]"#), rule: .duplicateKey, path: #"applinks.details[0].components[0]["/"]"#),
+        Case(
+            name: "duplicate key at top level",
+            text: #"{"webcredentials": {"apps": ["ABCDE12345.a.b"]}, "webcredentials": {"apps": ["ABCDE12345.a.b"]}}"#, rule: .duplicateKey,
+            path: "webcredentials"),
+        Case(
+            name: "duplicate key deep inside", text: F.make(components: #"[{"/": "/a", "/": "/b"}]"#), rule: .duplicateKey,
+            path: #"applinks.details[0].components[0]["/"]"#),
         Case(name: "applinks not an object", text: #"{"applinks": []}"#, rule: .wrongType, path: "applinks"),
-        Case(name: "applinks.apps not empty", text: #"{"applinks": {"apps": ["ABCDE12345.a.b"], "details": []}}"#, rule: .applinksAppsNotEmpty, path: "applinks.apps"),
-        Case(name: "applinks.apps not an array", text: #"{"applinks": {"apps": {}, "details": [{"appID": "ABCDE12345.a.b", "paths": ["*"]}]}}"#, rule: .wrongType, path: "applinks.apps"),
+        Case(
+            name: "applinks.apps not empty", text: #"{"applinks": {"apps": ["ABCDE12345.a.b"], "details": []}}"#,
+            rule: .applinksAppsNotEmpty, path: "applinks.apps"),
+        Case(
+            name: "applinks.apps not an array",
+            text: #"{"applinks": {"apps": {}, "details": [{"appID": "ABCDE12345.a.b", "paths": ["*"]}]}}"#, rule: .wrongType,
+            path: "applinks.apps"),
         Case(name: "details missing", text: #"{"applinks": {"apps": []}}"#, rule: .missingKey, path: "applinks.details"),
         Case(name: "details empty", text: F.make(details: "[]"), rule: .detailsEmpty, path: "applinks.details"),
         Case(name: "details a string", text: F.make(details: #""x""#), rule: .wrongType, path: "applinks.details"),
         Case(name: "details entry not an object", text: F.make(details: "[1]"), rule: .wrongType, path: "applinks.details[0]"),
-        Case(name: "entry without appID or appIDs", text: F.make(details: #"[{"paths": ["*"]}]"#), rule: .detailNoApp, path: "applinks.details[0]"),
-        Case(name: "appIDs empty", text: F.make(details: #"[{"appIDs": [], "paths": ["*"]}]"#), rule: .appIDsEmpty, path: "applinks.details[0].appIDs"),
-        Case(name: "appIDs a string", text: F.make(details: #"[{"appIDs": "ABCDE12345.a.b", "paths": ["*"]}]"#), rule: .wrongType, path: "applinks.details[0].appIDs"),
-        Case(name: "appIDs holds a number", text: F.make(details: #"[{"appIDs": [1], "paths": ["*"]}]"#), rule: .wrongType, path: "applinks.details[0].appIDs[0]"),
-        Case(name: "malformed appID", text: F.make(details: #"[{"appID": "ABC.com.x", "paths": ["*"]}]"#), rule: .appIdentifier, path: "applinks.details[0].appID"),
-        Case(name: "malformed appIDs element", text: F.make(details: #"[{"appIDs": ["ABCDE12345.com.x", "abcde12345.com.x"], "paths": ["*"]}]"#), rule: .appIdentifier, path: "applinks.details[0].appIDs[1]"),
-        Case(name: "appID not a string", text: F.make(details: #"[{"appID": 5, "paths": ["*"]}]"#), rule: .wrongType, path: "applinks.details[0].appID"),
-        Case(name: "neither paths nor components", text: F.make(details: #"[{"appID": "ABCDE12345.a.b"}]"#), rule: .detailNoPatterns, path: "applinks.details[0]"),
-        Case(name: "paths not an array", text: F.make(details: #"[{"appID": "ABCDE12345.a.b", "paths": "*"}]"#), rule: .wrongType, path: "applinks.details[0].paths"),
-        Case(name: "paths holds a number", text: F.make(details: #"[{"appID": "ABCDE12345.a.b", "paths": [1]}]"#), rule: .wrongType, path: "applinks.details[0].paths[0]"),
+        Case(
+            name: "entry without appID or appIDs", text: F.make(details: #"[{"paths": ["*"]}]"#), rule: .detailNoApp,
+            path: "applinks.details[0]"),
+        Case(
+            name: "appIDs empty", text: F.make(details: #"[{"appIDs": [], "paths": ["*"]}]"#), rule: .appIDsEmpty,
+            path: "applinks.details[0].appIDs"),
+        Case(
+            name: "appIDs a string", text: F.make(details: #"[{"appIDs": "ABCDE12345.a.b", "paths": ["*"]}]"#), rule: .wrongType,
+            path: "applinks.details[0].appIDs"),
+        Case(
+            name: "appIDs holds a number", text: F.make(details: #"[{"appIDs": [1], "paths": ["*"]}]"#), rule: .wrongType,
+            path: "applinks.details[0].appIDs[0]"),
+        Case(
+            name: "malformed appID", text: F.make(details: #"[{"appID": "ABC.com.x", "paths": ["*"]}]"#), rule: .appIdentifier,
+            path: "applinks.details[0].appID"),
+        Case(
+            name: "malformed appIDs element",
+            text: F.make(details: #"[{"appIDs": ["ABCDE12345.com.x", "abcde12345.com.x"], "paths": ["*"]}]"#), rule: .appIdentifier,
+            path: "applinks.details[0].appIDs[1]"),
+        Case(
+            name: "appID not a string", text: F.make(details: #"[{"appID": 5, "paths": ["*"]}]"#), rule: .wrongType,
+            path: "applinks.details[0].appID"),
+        Case(
+            name: "neither paths nor components", text: F.make(details: #"[{"appID": "ABCDE12345.a.b"}]"#), rule: .detailNoPatterns,
+            path: "applinks.details[0]"),
+        Case(
+            name: "paths not an array", text: F.make(details: #"[{"appID": "ABCDE12345.a.b", "paths": "*"}]"#), rule: .wrongType,
+            path: "applinks.details[0].paths"),
+        Case(
+            name: "paths holds a number", text: F.make(details: #"[{"appID": "ABCDE12345.a.b", "paths": [1]}]"#), rule: .wrongType,
+            path: "applinks.details[0].paths[0]"),
         Case(name: "components not an array", text: F.make(components: "{}"), rule: .wrongType, path: "applinks.details[0].components"),
-        Case(name: "component not an object", text: F.make(components: #"["/a"]"#), rule: .wrongType, path: "applinks.details[0].components[0]"),
-        Case(name: "/ not a string", text: F.make(components: #"[{"/": 1}]"#), rule: .wrongType, path: #"applinks.details[0].components[0]["/"]"#),
-        Case(name: "# not a string", text: F.make(components: ##"[{"#": true}]"##), rule: .wrongType, path: ##"applinks.details[0].components[0]["#"]"##),
-        Case(name: "? an array", text: F.make(components: #"[{"?": ["a"]}]"#), rule: .wrongType, path: #"applinks.details[0].components[0]["?"]"#),
-        Case(name: "? dictionary value not a string", text: F.make(components: #"[{"?": {"id": 1}}]"#), rule: .wrongType, path: #"applinks.details[0].components[0]["?"].id"#),
-        Case(name: "exclude a string", text: F.make(components: #"[{"exclude": "true"}]"#), rule: .wrongType, path: "applinks.details[0].components[0].exclude"),
-        Case(name: "caseSensitive a number", text: F.make(components: #"[{"caseSensitive": 0}]"#), rule: .wrongType, path: "applinks.details[0].components[0].caseSensitive"),
-        Case(name: "percentEncoded a string", text: F.make(components: #"[{"percentEncoded": "no"}]"#), rule: .wrongType, path: "applinks.details[0].components[0].percentEncoded"),
-        Case(name: "comment not a string", text: F.make(components: #"[{"comment": 1}]"#), rule: .wrongType, path: "applinks.details[0].components[0].comment"),
-        Case(name: "domain defaults wrong type", text: F.make(components: "[{}]", extraApplinks: #", "defaults": {"caseSensitive": "no"}"#), rule: .wrongType, path: "applinks.defaults.caseSensitive"),
-        Case(name: "entry defaults not an object", text: F.make(components: "[{}]", entryExtras: #", "defaults": true"#), rule: .wrongType, path: "applinks.details[0].defaults"),
-        Case(name: "substitutionVariables not an object", text: F.make(components: "[{}]", extraApplinks: #", "substitutionVariables": []"#), rule: .wrongType, path: "applinks.substitutionVariables"),
-        Case(name: "variable value not an array", text: F.make(components: "[{}]", extraApplinks: #", "substitutionVariables": {"food": "taco"}"#), rule: .wrongType, path: "applinks.substitutionVariables.food"),
-        Case(name: "variable value holds a number", text: F.make(components: "[{}]", extraApplinks: #", "substitutionVariables": {"food": [1]}"#), rule: .wrongType, path: "applinks.substitutionVariables.food[0]"),
-        Case(name: "percentEncoded placed inside substitutionVariables", text: F.make(components: "[{}]", extraApplinks: #", "substitutionVariables": {"percentEncoded": false}"#), rule: .wrongType, path: "applinks.substitutionVariables.percentEncoded"),
-        Case(name: "empty variable name", text: F.make(components: "[{}]", extraApplinks: #", "substitutionVariables": {"": ["a"]}"#), rule: .variableName, path: #"applinks.substitutionVariables[""]"#),
-        Case(name: "variable name with $", text: F.make(components: "[{}]", extraApplinks: #", "substitutionVariables": {"a$b": ["a"]}"#), rule: .variableName, path: #"applinks.substitutionVariables["a$b"]"#),
-        Case(name: "variable name with (", text: F.make(components: "[{}]", extraApplinks: #", "substitutionVariables": {"a(b": ["a"]}"#), rule: .variableName, path: #"applinks.substitutionVariables["a(b"]"#),
-        Case(name: "variable value using a variable", text: F.make(components: "[{}]", extraApplinks: #", "substitutionVariables": {"a": ["$(b)"], "b": ["x"]}"#), rule: .variableValue, path: "applinks.substitutionVariables.a[0]"),
-        Case(name: "undefined variable in /", text: F.make(components: #"[{"/": "/$(food)/*"}]"#), rule: .variableUndefined, path: #"applinks.details[0].components[0]["/"]"#),
-        Case(name: "undefined variable in ?", text: F.make(components: #"[{"?": "$(nope)"}]"#), rule: .variableUndefined, path: #"applinks.details[0].components[0]["?"]"#),
-        Case(name: "undefined variable in a query item", text: F.make(components: #"[{"?": {"q": "$(nope)"}}]"#), rule: .variableUndefined, path: #"applinks.details[0].components[0]["?"].q"#),
-        Case(name: "undefined variable in #", text: F.make(components: ##"[{"#": "$(nope)"}]"##), rule: .variableUndefined, path: ##"applinks.details[0].components[0]["#"]"##),
-        Case(name: "undefined variable in a legacy path", text: F.make(details: #"[{"appID": "ABCDE12345.a.b", "paths": ["NOT /$(nope)"]}]"#), rule: .variableUndefined, path: "applinks.details[0].paths[0]"),
-        Case(name: "webcredentials not an object", text: #"{"webcredentials": ["ABCDE12345.a.b"]}"#, rule: .wrongType, path: "webcredentials"),
+        Case(
+            name: "component not an object", text: F.make(components: #"["/a"]"#), rule: .wrongType,
+            path: "applinks.details[0].components[0]"),
+        Case(
+            name: "/ not a string", text: F.make(components: #"[{"/": 1}]"#), rule: .wrongType,
+            path: #"applinks.details[0].components[0]["/"]"#),
+        Case(
+            name: "# not a string", text: F.make(components: ##"[{"#": true}]"##), rule: .wrongType,
+            path: ##"applinks.details[0].components[0]["#"]"##),
+        Case(
+            name: "? an array", text: F.make(components: #"[{"?": ["a"]}]"#), rule: .wrongType,
+            path: #"applinks.details[0].components[0]["?"]"#),
+        Case(
+            name: "? dictionary value not a string", text: F.make(components: #"[{"?": {"id": 1}}]"#), rule: .wrongType,
+            path: #"applinks.details[0].components[0]["?"].id"#),
+        Case(
+            name: "exclude a string", text: F.make(components: #"[{"exclude": "true"}]"#), rule: .wrongType,
+            path: "applinks.details[0].components[0].exclude"),
+        Case(
+            name: "caseSensitive a number", text: F.make(components: #"[{"caseSensitive": 0}]"#), rule: .wrongType,
+            path: "applinks.details[0].components[0].caseSensitive"),
+        Case(
+            name: "percentEncoded a string", text: F.make(components: #"[{"percentEncoded": "no"}]"#), rule: .wrongType,
+            path: "applinks.details[0].components[0].percentEncoded"),
+        Case(
+            name: "comment not a string", text: F.make(components: #"[{"comment": 1}]"#), rule: .wrongType,
+            path: "applinks.details[0].components[0].comment"),
+        Case(
+            name: "domain defaults wrong type", text: F.make(components: "[{}]", extraApplinks: #", "defaults": {"caseSensitive": "no"}"#),
+            rule: .wrongType, path: "applinks.defaults.caseSensitive"),
+        Case(
+            name: "entry defaults not an object", text: F.make(components: "[{}]", entryExtras: #", "defaults": true"#), rule: .wrongType,
+            path: "applinks.details[0].defaults"),
+        Case(
+            name: "substitutionVariables not an object", text: F.make(components: "[{}]", extraApplinks: #", "substitutionVariables": []"#),
+            rule: .wrongType, path: "applinks.substitutionVariables"),
+        Case(
+            name: "variable value not an array",
+            text: F.make(components: "[{}]", extraApplinks: #", "substitutionVariables": {"food": "taco"}"#), rule: .wrongType,
+            path: "applinks.substitutionVariables.food"),
+        Case(
+            name: "variable value holds a number",
+            text: F.make(components: "[{}]", extraApplinks: #", "substitutionVariables": {"food": [1]}"#), rule: .wrongType,
+            path: "applinks.substitutionVariables.food[0]"),
+        Case(
+            name: "percentEncoded placed inside substitutionVariables",
+            text: F.make(components: "[{}]", extraApplinks: #", "substitutionVariables": {"percentEncoded": false}"#), rule: .wrongType,
+            path: "applinks.substitutionVariables.percentEncoded"),
+        Case(
+            name: "empty variable name", text: F.make(components: "[{}]", extraApplinks: #", "substitutionVariables": {"": ["a"]}"#),
+            rule: .variableName, path: #"applinks.substitutionVariables[""]"#),
+        Case(
+            name: "variable name with $", text: F.make(components: "[{}]", extraApplinks: #", "substitutionVariables": {"a$b": ["a"]}"#),
+            rule: .variableName, path: #"applinks.substitutionVariables["a$b"]"#),
+        Case(
+            name: "variable name with (", text: F.make(components: "[{}]", extraApplinks: #", "substitutionVariables": {"a(b": ["a"]}"#),
+            rule: .variableName, path: #"applinks.substitutionVariables["a(b"]"#),
+        Case(
+            name: "variable value using a variable",
+            text: F.make(components: "[{}]", extraApplinks: #", "substitutionVariables": {"a": ["$(b)"], "b": ["x"]}"#),
+            rule: .variableValue, path: "applinks.substitutionVariables.a[0]"),
+        Case(
+            name: "undefined variable in /", text: F.make(components: #"[{"/": "/$(food)/*"}]"#), rule: .variableUndefined,
+            path: #"applinks.details[0].components[0]["/"]"#),
+        Case(
+            name: "undefined variable in ?", text: F.make(components: #"[{"?": "$(nope)"}]"#), rule: .variableUndefined,
+            path: #"applinks.details[0].components[0]["?"]"#),
+        Case(
+            name: "undefined variable in a query item", text: F.make(components: #"[{"?": {"q": "$(nope)"}}]"#), rule: .variableUndefined,
+            path: #"applinks.details[0].components[0]["?"].q"#),
+        Case(
+            name: "undefined variable in #", text: F.make(components: ##"[{"#": "$(nope)"}]"##), rule: .variableUndefined,
+            path: ##"applinks.details[0].components[0]["#"]"##),
+        Case(
+            name: "undefined variable in a legacy path",
+            text: F.make(details: #"[{"appID": "ABCDE12345.a.b", "paths": ["NOT /$(nope)"]}]"#), rule: .variableUndefined,
+            path: "applinks.details[0].paths[0]"),
+        Case(
+            name: "webcredentials not an object", text: #"{"webcredentials": ["ABCDE12345.a.b"]}"#, rule: .wrongType, path: "webcredentials"
+        ),
         Case(name: "webcredentials without apps", text: #"{"webcredentials": {}}"#, rule: .missingKey, path: "webcredentials.apps"),
         Case(name: "webcredentials apps empty", text: #"{"webcredentials": {"apps": []}}"#, rule: .appsEmpty, path: "webcredentials.apps"),
-        Case(name: "appclips malformed app", text: #"{"appclips": {"apps": ["ABCDE12345"]}}"#, rule: .appIdentifier, path: "appclips.apps[0]"),
-        Case(name: "activitycontinuation apps a string", text: #"{"activitycontinuation": {"apps": "ABCDE12345.a.b"}}"#, rule: .wrongType, path: "activitycontinuation.apps"),
-        Case(name: "legacy dictionary key malformed", text: F.make(details: #"{"com.example.app": {"paths": ["*"]}}"#), rule: .appIdentifier, path: #"applinks.details["com.example.app"]"#),
+        Case(
+            name: "appclips malformed app", text: #"{"appclips": {"apps": ["ABCDE12345"]}}"#, rule: .appIdentifier, path: "appclips.apps[0]"
+        ),
+        Case(
+            name: "activitycontinuation apps a string", text: #"{"activitycontinuation": {"apps": "ABCDE12345.a.b"}}"#, rule: .wrongType,
+            path: "activitycontinuation.apps"),
+        Case(
+            name: "legacy dictionary key malformed", text: F.make(details: #"{"com.example.app": {"paths": ["*"]}}"#), rule: .appIdentifier,
+            path: #"applinks.details["com.example.app"]"#),
         Case(name: "legacy dictionary empty", text: F.make(details: "{}"), rule: .detailsEmpty, path: "applinks.details"),
     ]
 
@@ -82,69 +174,113 @@ struct ValidatorTests {
     func refusesInvalid(_ c: Case) {
         let r = F.validate(c.text)
         #expect(!r.isValid, "accepted: \(c.name)")
-        #expect(r.has(c.rule, at: c.path, severity: .error), "\(c.name): expected \(c.rule.rawValue) at \(c.path ?? "-"), got:\n\(r.summary)")
+        #expect(
+            r.has(c.rule, at: c.path, severity: .error), "\(c.name): expected \(c.rule.rawValue) at \(c.path ?? "-"), got:\n\(r.summary)")
     }
 
     /// Files that are valid but deserve a warning.
     static let warned: [Case] = [
-        Case(name: "legacy dictionary details", text: F.make(details: #"{"ABCDE12345.com.x": {"paths": ["*"]}}"#), rule: .detailsDictionary, path: "applinks.details"),
-        Case(name: "paths and components together", text: F.make(components: #"[{"/": "/a"}]"#, entryExtras: #", "paths": ["/a"]"#), rule: .pathsAndComponents, path: "applinks.details[0]"),
-        Case(name: "appID beside appIDs", text: F.make(details: #"[{"appID": "ABCDE12345.a.b", "appIDs": ["ABCDE12345.a.c"], "paths": ["*"]}]"#), rule: .appIDIgnored, path: "applinks.details[0].appID"),
-        Case(name: "apps missing", text: #"{"applinks": {"details": [{"appID": "ABCDE12345.a.b", "paths": ["*"]}]}}"#, rule: .applinksAppsMissing, path: "applinks.apps"),
-        Case(name: "unknown top-level key", text: #"{"applinks": {"apps": [], "details": [{"appID": "ABCDE12345.a.b", "paths": ["*"]}]}, "foo": 1}"#, rule: .unknownKey, path: "foo"),
-        Case(name: "unknown component key (typo)", text: F.make(components: #"[{"/": "/a", "excludes": true}]"#), rule: .unknownKey, path: "applinks.details[0].components[0].excludes"),
-        Case(name: "unknown entry key", text: F.make(components: "[{}]", entryExtras: #", "appId": "x""#), rule: .unknownKey, path: "applinks.details[0].appId"),
+        Case(
+            name: "legacy dictionary details", text: F.make(details: #"{"ABCDE12345.com.x": {"paths": ["*"]}}"#), rule: .detailsDictionary,
+            path: "applinks.details"),
+        Case(
+            name: "paths and components together", text: F.make(components: #"[{"/": "/a"}]"#, entryExtras: #", "paths": ["/a"]"#),
+            rule: .pathsAndComponents, path: "applinks.details[0]"),
+        Case(
+            name: "appID beside appIDs",
+            text: F.make(details: #"[{"appID": "ABCDE12345.a.b", "appIDs": ["ABCDE12345.a.c"], "paths": ["*"]}]"#), rule: .appIDIgnored,
+            path: "applinks.details[0].appID"),
+        Case(
+            name: "apps missing", text: #"{"applinks": {"details": [{"appID": "ABCDE12345.a.b", "paths": ["*"]}]}}"#,
+            rule: .applinksAppsMissing, path: "applinks.apps"),
+        Case(
+            name: "unknown top-level key",
+            text: #"{"applinks": {"apps": [], "details": [{"appID": "ABCDE12345.a.b", "paths": ["*"]}]}, "foo": 1}"#, rule: .unknownKey,
+            path: "foo"),
+        Case(
+            name: "unknown component key (typo)", text: F.make(components: #"[{"/": "/a", "excludes": true}]"#), rule: .unknownKey,
+            path: "applinks.details[0].components[0].excludes"),
+        Case(
+            name: "unknown entry key", text: F.make(components: "[{}]", entryExtras: #", "appId": "x""#), rule: .unknownKey,
+            path: "applinks.details[0].appId"),
         Case(name: "empty components", text: F.make(components: "[]"), rule: .patternsEmpty, path: "applinks.details[0].components"),
-        Case(name: "empty paths", text: F.make(details: #"[{"appID": "ABCDE12345.a.b", "paths": []}]"#), rule: .patternsEmpty, path: "applinks.details[0].paths"),
-        Case(name: "path pattern without leading slash", text: F.make(components: #"[{"/": "buy/*"}]"#), rule: .patternStart, path: #"applinks.details[0].components[0]["/"]"#),
-        Case(name: "legacy path without leading slash", text: F.make(details: #"[{"appID": "ABCDE12345.a.b", "paths": ["NOT buy"]}]"#), rule: .patternStart, path: "applinks.details[0].paths[0]"),
-        Case(name: "unterminated variable", text: F.make(components: #"[{"/": "/$(lang"}]"#), rule: .variableUnterminated, path: #"applinks.details[0].components[0]["/"]"#),
-        Case(name: "variable shadowing a built-in", text: F.make(components: "[{}]", extraApplinks: #", "substitutionVariables": {"lang": ["en"]}"#), rule: .variableShadowsBuiltIn, path: "applinks.substitutionVariables.lang"),
-        Case(name: "variable without values", text: F.make(components: "[{}]", extraApplinks: #", "substitutionVariables": {"v": []}"#), rule: .variableNoValues, path: "applinks.substitutionVariables.v"),
-        Case(name: "exclude inside defaults", text: F.make(components: "[{}]", extraApplinks: #", "defaults": {"exclude": true}"#), rule: .defaultsKeyIgnored, path: "applinks.defaults.exclude"),
-        Case(name: "app listed twice", text: F.make(details: #"[{"appIDs": ["ABCDE12345.a.b", "ABCDE12345.a.b"], "paths": ["*"]}]"#), rule: .duplicateAppIdentifier, path: "applinks.details[0].appIDs[1]"),
+        Case(
+            name: "empty paths", text: F.make(details: #"[{"appID": "ABCDE12345.a.b", "paths": []}]"#), rule: .patternsEmpty,
+            path: "applinks.details[0].paths"),
+        Case(
+            name: "path pattern without leading slash", text: F.make(components: #"[{"/": "buy/*"}]"#), rule: .patternStart,
+            path: #"applinks.details[0].components[0]["/"]"#),
+        Case(
+            name: "legacy path without leading slash", text: F.make(details: #"[{"appID": "ABCDE12345.a.b", "paths": ["NOT buy"]}]"#),
+            rule: .patternStart, path: "applinks.details[0].paths[0]"),
+        Case(
+            name: "unterminated variable", text: F.make(components: #"[{"/": "/$(lang"}]"#), rule: .variableUnterminated,
+            path: #"applinks.details[0].components[0]["/"]"#),
+        Case(
+            name: "variable shadowing a built-in",
+            text: F.make(components: "[{}]", extraApplinks: #", "substitutionVariables": {"lang": ["en"]}"#), rule: .variableShadowsBuiltIn,
+            path: "applinks.substitutionVariables.lang"),
+        Case(
+            name: "variable without values", text: F.make(components: "[{}]", extraApplinks: #", "substitutionVariables": {"v": []}"#),
+            rule: .variableNoValues, path: "applinks.substitutionVariables.v"),
+        Case(
+            name: "exclude inside defaults", text: F.make(components: "[{}]", extraApplinks: #", "defaults": {"exclude": true}"#),
+            rule: .defaultsKeyIgnored, path: "applinks.defaults.exclude"),
+        Case(
+            name: "app listed twice", text: F.make(details: #"[{"appIDs": ["ABCDE12345.a.b", "ABCDE12345.a.b"], "paths": ["*"]}]"#),
+            rule: .duplicateAppIdentifier, path: "applinks.details[0].appIDs[1]"),
     ]
 
     @Test("suspicious but valid files are served with a warning", arguments: warned)
     func warns(_ c: Case) {
         let r = F.validate(c.text)
         #expect(r.isValid, "\(c.name) refused:\n\(r.summary)")
-        #expect(r.has(c.rule, at: c.path, severity: .warning), "\(c.name): expected \(c.rule.rawValue) at \(c.path ?? "-"), got:\n\(r.summary)")
+        #expect(
+            r.has(c.rule, at: c.path, severity: .warning), "\(c.name): expected \(c.rule.rawValue) at \(c.path ?? "-"), got:\n\(r.summary)")
     }
 
     /// Valid files from Apple's documents and the spec's examples.
     static let valid: [(String, String)] = [
-        ("Apple's current example (S1)", ##"""
-        {
-          "applinks": {
-              "details": [
-                   {
-                     "appIDs": [ "ABCDE12345.com.example.app", "ABCDE12345.com.example.app2" ],
-                     "components": [
-                       { "#": "no_universal_links", "exclude": true, "comment": "Matches any URL with a fragment that equals no_universal_links and instructs the system not to open it as a universal link." },
-                       { "/": "/buy/*", "comment": "Matches any URL with a path that starts with /buy/." },
-                       { "/": "/help/website/*", "exclude": true, "comment": "Matches any URL with a path that starts with /help/website/ and instructs the system not to open it as a universal link." },
-                       { "/": "/help/*", "?": { "articleNumber": "????" }, "comment": "Matches any URL with a path that starts with /help/ and that has a query item with name 'articleNumber' and a value of exactly four characters." }
-                     ]
-                   }
-               ]
-           },
-           "webcredentials": { "apps": [ "ABCDE12345.com.example.app" ] },
-           "appclips": { "apps": ["ABCDE12345.com.example.MyApp.Clip"] }
-        }
-        """##),
-        ("legacy iOS 9 file with NOT paths", #"{"applinks": {"apps": [], "details": [{"appID": "ABCDE12345.com.example.app", "paths": ["NOT /videos/wwdc/2010/*", "/videos/wwdc/201?/*", "/"]}]}}"#),
+        (
+            "Apple's current example (S1)",
+            ##"""
+            {
+              "applinks": {
+                  "details": [
+                       {
+                         "appIDs": [ "ABCDE12345.com.example.app", "ABCDE12345.com.example.app2" ],
+                         "components": [
+                           { "#": "no_universal_links", "exclude": true, "comment": "Matches any URL with a fragment that equals no_universal_links and instructs the system not to open it as a universal link." },
+                           { "/": "/buy/*", "comment": "Matches any URL with a path that starts with /buy/." },
+                           { "/": "/help/website/*", "exclude": true, "comment": "Matches any URL with a path that starts with /help/website/ and instructs the system not to open it as a universal link." },
+                           { "/": "/help/*", "?": { "articleNumber": "????" }, "comment": "Matches any URL with a path that starts with /help/ and that has a query item with name 'articleNumber' and a value of exactly four characters." }
+                         ]
+                       }
+                   ]
+               },
+               "webcredentials": { "apps": [ "ABCDE12345.com.example.app" ] },
+               "appclips": { "apps": ["ABCDE12345.com.example.MyApp.Clip"] }
+            }
+            """##
+        ),
+        (
+            "legacy iOS 9 file with NOT paths",
+            #"{"applinks": {"apps": [], "details": [{"appID": "ABCDE12345.com.example.app", "paths": ["NOT /videos/wwdc/2010/*", "/videos/wwdc/201?/*", "/"]}]}}"#
+        ),
         ("webcredentials only", #"{"webcredentials": {"apps": ["ABCDE12345.com.example.app"]}}"#),
         ("appclips only, two clips", #"{"appclips": {"apps": ["ABCDE12345.com.example.app.Clip", "ABCDE12345.com.example.app.Clip2"]}}"#),
         ("activitycontinuation only", #"{"activitycontinuation": {"apps": ["ABCDE12345.com.example-app.app"]}}"#),
-        ("substitution variables and defaults (WWDC20)", #"""
-        {"applinks": {"apps": [],
-          "defaults": {"caseSensitive": false},
-          "substitutionVariables": {"food": ["burrito", "taco"], "Canadian food": ["poutine"]},
-          "details": [{"appIDs": ["ABCDE12345.com.example.app"],
-                       "defaults": {"percentEncoded": false},
-                       "components": [{"/": "/$(lang)_$(region)/$(food)/*"}, {"/": "/$(Canadian food)"}]}]}}
-        """#),
+        (
+            "substitution variables and defaults (WWDC20)",
+            #"""
+            {"applinks": {"apps": [],
+              "defaults": {"caseSensitive": false},
+              "substitutionVariables": {"food": ["burrito", "taco"], "Canadian food": ["poutine"]},
+              "details": [{"appIDs": ["ABCDE12345.com.example.app"],
+                           "defaults": {"percentEncoded": false},
+                           "components": [{"/": "/$(lang)_$(region)/$(food)/*"}, {"/": "/$(Canadian food)"}]}]}}
+            """#
+        ),
         ("component {} matches everything", F.make(components: "[{}]")),
         ("empty path pattern for fragment-only links", F.make(components: ##"[{"/": "", "#": "coupon-*"}]"##)),
         ("Unicode in a pattern", F.make(components: #"[{"/": "/café/*", "percentEncoded": false}]"#)),
@@ -181,12 +317,14 @@ struct ValidatorTests {
         #expect(r.has(.fileTooLarge))
     }
 
-    @Test("UTF-16 files are refused with advice to save as UTF-8", arguments: [
-        [0xFE, 0xFF, 0x00, 0x7B, 0x00, 0x7D] as [UInt8],
-        [0xFF, 0xFE, 0x7B, 0x00, 0x7D, 0x00],
-        [0x00, 0x7B, 0x00, 0x7D],
-        [0x7B, 0x00, 0x7D, 0x00],
-    ])
+    @Test(
+        "UTF-16 files are refused with advice to save as UTF-8",
+        arguments: [
+            [0xFE, 0xFF, 0x00, 0x7B, 0x00, 0x7D] as [UInt8],
+            [0xFF, 0xFE, 0x7B, 0x00, 0x7D, 0x00],
+            [0x00, 0x7B, 0x00, 0x7D],
+            [0x7B, 0x00, 0x7D, 0x00],
+        ])
     func refusesUTF16(bytes: [UInt8]) {
         let r = AppSiteAssociation.validate(bytes)
         #expect(!r.isValid)
@@ -203,7 +341,9 @@ struct ValidatorTests {
     func messageFormat() {
         let r = F.validate(F.make(details: #"[{"appID": "ABC.com.x", "paths": ["*"]}]"#))
         let d = r.diagnostics.first { $0.rule == .appIdentifier }
-        #expect(d?.description.hasPrefix(#"applinks.details[0].appID: "ABC.com.x" — the team ID prefix must be 10 characters"#) == true, "\(d?.description ?? "none")")
+        #expect(
+            d?.description.hasPrefix(#"applinks.details[0].appID: "ABC.com.x" — the team ID prefix must be 10 characters"#) == true,
+            "\(d?.description ?? "none")")
         #expect(d?.location?.line == 1)
     }
 

@@ -88,10 +88,12 @@ struct ConfigDirectoryTests {
         #expect(scan.problems.contains { $0.message.contains("xn--bcher-kva.example") })
     }
 
-    @Test("common mistakes in a site directory are named", arguments: [
-        ("apple-app-site-association.json", "without .json"),
-        (".well-known/apple-app-site-association", "directly in the site directory"),
-    ])
+    @Test(
+        "common mistakes in a site directory are named",
+        arguments: [
+            ("apple-app-site-association.json", "without .json"),
+            (".well-known/apple-app-site-association", "directly in the site directory"),
+        ])
     func misplacedFiles(_ file: String, _ advice: String) throws {
         let c = try TempConfig()
         try c.write("sites/a.example/\(file)", TempConfig.aasa)
@@ -136,7 +138,8 @@ struct ConfigDirectoryTests {
 
     @Test("the shipped example config is valid")
     func shippedExample() throws {
-        let config = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("config").path
+        let config = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("config").path
         let scan = ConfigLoader.scan(directory: config)
         #expect(scan.isValid, "\(scan.problems) \(scan.sites.flatMap(\.problems))")
         #expect(scan.sites.allSatisfy { $0.aasa?.result.diagnostics.isEmpty ?? true })

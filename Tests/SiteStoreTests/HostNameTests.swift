@@ -4,20 +4,24 @@ import Testing
 
 @Suite("Host names (DESIGN.md config directory, spec §2)")
 struct HostNameTests {
-    @Test("names are lower-cased and a trailing dot dropped", arguments: [
-        ("Links.Example.COM", "links.example.com"), ("example.com.", "example.com"), ("*.users.example.com", "*.users.example.com"),
-        ("localhost", "localhost"), ("xn--bcher-kva.example", "xn--bcher-kva.example"),
-    ])
+    @Test(
+        "names are lower-cased and a trailing dot dropped",
+        arguments: [
+            ("Links.Example.COM", "links.example.com"), ("example.com.", "example.com"), ("*.users.example.com", "*.users.example.com"),
+            ("localhost", "localhost"), ("xn--bcher-kva.example", "xn--bcher-kva.example"),
+        ])
     func normalises(_ raw: String, _ expected: String) throws {
         #expect(try HostName(parsing: raw).name == expected)
     }
 
-    @Test("Unicode names are refused with their xn-- form", arguments: [
-        ("bücher.example", "xn--bcher-kva.example"),
-        ("München.de", "xn--mnchen-3ya.de"),
-        ("中国.example", "xn--fiqs8s.example"),
-        ("例え.テスト", "xn--r8jz45g.xn--zckzah"),
-    ])
+    @Test(
+        "Unicode names are refused with their xn-- form",
+        arguments: [
+            ("bücher.example", "xn--bcher-kva.example"),
+            ("München.de", "xn--mnchen-3ya.de"),
+            ("中国.example", "xn--fiqs8s.example"),
+            ("例え.テスト", "xn--r8jz45g.xn--zckzah"),
+        ])
     func refusesUnicode(_ raw: String, _ aLabel: String) {
         #expect(throws: HostName.Problem.unicode(suggested: aLabel)) { try HostName(parsing: raw) }
     }
@@ -27,10 +31,12 @@ struct HostNameTests {
         #expect(HostName.Problem.unicode(suggested: "xn--bcher-kva.example").description.contains("xn--bcher-kva.example"))
     }
 
-    @Test("malformed names are refused", arguments: [
-        "", "a..b", ".a.b", "a_b.com", "-a.com", "a-.com", "a.*.com", "*a.com", "*.com", "a.com:443", "a b.com",
-        String(repeating: "a", count: 64) + ".com",
-    ])
+    @Test(
+        "malformed names are refused",
+        arguments: [
+            "", "a..b", ".a.b", "a_b.com", "-a.com", "a-.com", "a.*.com", "*a.com", "*.com", "a.com:443", "a b.com",
+            String(repeating: "a", count: 64) + ".com",
+        ])
     func refusesMalformed(_ raw: String) {
         #expect(throws: HostName.Problem.self) { try HostName(parsing: raw) }
     }
@@ -38,7 +44,9 @@ struct HostNameTests {
     @Test("a label of 63 characters is accepted, 64 is refused")
     func labelBound() throws {
         _ = try HostName(parsing: String(repeating: "a", count: HostName.maximumLabelLength) + ".com")
-        #expect(throws: HostName.Problem.self) { try HostName(parsing: String(repeating: "a", count: HostName.maximumLabelLength + 1) + ".com") }
+        #expect(throws: HostName.Problem.self) {
+            try HostName(parsing: String(repeating: "a", count: HostName.maximumLabelLength + 1) + ".com")
+        }
     }
 
     @Test("a name of 253 characters is accepted, 254 is refused")
@@ -59,10 +67,12 @@ struct HostNameTests {
         #expect(!w.covers("badexample.com"))
     }
 
-    @Test("Punycode matches RFC 3492's samples", arguments: [
-        ("bücher", "bcher-kva"), ("münchen", "mnchen-3ya"), ("中国", "fiqs8s"), ("ü", "tda"),
-        ("他们为什么不说中文", "ihqwcrb4cv8a8dqg056pqjye"),
-    ])
+    @Test(
+        "Punycode matches RFC 3492's samples",
+        arguments: [
+            ("bücher", "bcher-kva"), ("münchen", "mnchen-3ya"), ("中国", "fiqs8s"), ("ü", "tda"),
+            ("他们为什么不说中文", "ihqwcrb4cv8a8dqg056pqjye"),
+        ])
     func punycode(_ label: String, _ encoded: String) {
         #expect(Punycode.encode(label) == encoded)
     }
