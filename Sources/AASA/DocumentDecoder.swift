@@ -99,7 +99,7 @@ struct DocumentDecoder {
             let rule: Rule = error.reason == .invalidUTF8 ? .encoding : .jsonSyntax
             diagnostics.append(
                 Diagnostic(
-                    .error, rule, path: nil, message: error.message + " (line \(error.location.line), column \(error.location.column))",
+                    .error, rule, path: nil, message: error.message,
                     location: error.location))
             return nil
         }

@@ -88,7 +88,7 @@ struct ValidationReport: Encodable {
                 if let value = f.value { line += "\(value) — " }
                 line += f.message
                 var tags = [f.rule]
-                if let l = f.line { tags.append("line \(l)") }
+                if let l = f.line, let c = f.column { tags.append("line \(l), column \(c)") }
                 line += " [\(tags.joined(separator: ", "))]"
                 print(line)
                 if f.severity == .error { errors += 1 } else { warnings += 1 }

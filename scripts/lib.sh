@@ -1,0 +1,23 @@
+# Shared helpers for the project's scripts. Source it; do not run it.
+
+# ensure_packages PKG...: installs the Debian packages that are missing (needs root or sudo).
+ensure_packages() {
+    local missing=()
+    for pkg in "$@"; do
+        dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    echo "installing: ${missing[*]}" >&2
+    local sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# require_swift: stops with advice when the Swift toolchain is missing.
+require_swift() {
+    if ! command -v swift >/dev/null 2>&1; then
+        echo "error: the Swift toolchain (6.0 or later) is not on PATH; install it from swift.org first" >&2
+        exit 1
+    fi
+}
