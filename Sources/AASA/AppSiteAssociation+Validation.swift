@@ -306,7 +306,7 @@ extension DocumentDecoder {
         warnUnknownKeys(members, path, known: Self.componentKeys, context: "\"defaults\"")
         var c = Component()
         decodeComponentKeys(members, path, into: &c)
-        for m in members where ["/", "?", "#", "exclude", "comment"].contains(m.key) && m.key != "comment" {
+        for m in members where ["/", "?", "#", "exclude"].contains(m.key) {
             warning(
                 .defaultsKeyIgnored, path.appending(m.key), nil,
                 "only \"caseSensitive\" and \"percentEncoded\" have an effect in \"defaults\"; put \(JSONValue.quote(m.key)) in a component"

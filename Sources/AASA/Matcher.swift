@@ -29,11 +29,12 @@ public struct Matcher: Sendable {
         let subjects = URLSubjects(url)
         var decisions: [String: MatchResult.App] = [:]
         var order: [String] = []
+        var listed = Set<String>()
         var opener: MatchResult.App?
 
         for (di, detail) in applinks.details.enumerated() {
             let apps = detail.apps
-            for app in apps where decisions[app] == nil && !order.contains(app) { order.append(app) }
+            for app in apps where listed.insert(app).inserted { order.append(app) }
             guard !apps.isEmpty, let source = detail.patternSource else { continue }
             // An entry only matters for apps it can still decide (spec §1.10: the first entry that
             // decides an app wins for that app).

@@ -313,12 +313,7 @@ struct VariableTests {
         #expect(try opens(components(##"[{"?": {"a": "$(v)"}, "#": "$(v)"}]"##, applinks: vars), "https://e.com/?a=x#x"))
     }
 
-    struct BuiltIn: Sendable, CustomTestStringConvertible {
-        let pattern: String
-        let path: String
-        let matches: Bool
-        var testDescription: String { "\(pattern) \(matches ? "matches" : "does not match") \(path)" }
-    }
+    typealias BuiltIn = PatternLanguageTests.Row
 
     static let builtIns: [BuiltIn] = [
         BuiltIn(pattern: "/$(alpha)", path: "/q", matches: true),
