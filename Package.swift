@@ -19,6 +19,12 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2")
     ],
     targets: [
+        // Linux calls Swift's Glibc module does not expose (epoll, eventfd, timerfd, accept4).
+        .target(name: "CAASALinux"),
+        // The event loop: epoll, sockets, timers. No knowledge of HTTP.
+        .target(name: "Reactor", dependencies: ["CAASALinux"], swiftSettings: swiftSettings),
+        // A strict, bounded HTTP/1.1 request parser. No I/O.
+        .target(name: "HTTP1", swiftSettings: swiftSettings),
         // Pure AASA model: strict JSON, parser, validator, URL matcher. No I/O.
         .target(name: "AASA", swiftSettings: swiftSettings),
         // The config directory: host names, site discovery, loading and validating every site.
@@ -33,10 +39,13 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "AASATests", dependencies: ["AASA"], swiftSettings: swiftSettings),
+        .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"], swiftSettings: swiftSettings),
+        .testTarget(name: "ReactorTests", dependencies: ["Reactor"], swiftSettings: swiftSettings),
         .testTarget(name: "SiteStoreTests", dependencies: ["SiteStore", "AASA"], swiftSettings: swiftSettings),
         .testTarget(
             name: "aasadTests",
             dependencies: ["aasad"],
+            exclude: ["Fixtures", "Golden"],
             swiftSettings: swiftSettings
         ),
     ],

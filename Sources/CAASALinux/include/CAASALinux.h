@@ -1,0 +1,42 @@
+#ifndef CAASALINUX_H
+#define CAASALINUX_H
+
+// Linux system calls and constants that Swift's Glibc module does not expose: epoll, eventfd,
+// timerfd, signalfd, accept4 (the same gap swift-nio fills with CNIOLinux).
+
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+
+// accept4 is a GNU extension the header hides without _GNU_SOURCE; shims.c defines it.
+int CAASALinux_accept4(int sockfd, int flags);
+
+// epoll_event is packed on x86-64; these keep Swift from depending on its layout.
+static inline struct epoll_event CAASALinux_epoll_event(uint32_t events, uint64_t data) {
+    struct epoll_event ev;
+    ev.events = events;
+    ev.data.u64 = data;
+    return ev;
+}
+
+static inline uint64_t CAASALinux_epoll_event_data(const struct epoll_event *ev) { return ev->data.u64; }
+
+static inline uint32_t CAASALinux_epoll_event_events(const struct epoll_event *ev) { return ev->events; }
+
+// The epoll event bits are an enum of int in glibc's header; Swift imports them awkwardly.
+static const uint32_t CAASALinux_EPOLLIN = EPOLLIN;
+static const uint32_t CAASALinux_EPOLLOUT = EPOLLOUT;
+static const uint32_t CAASALinux_EPOLLERR = EPOLLERR;
+static const uint32_t CAASALinux_EPOLLHUP = EPOLLHUP;
+static const uint32_t CAASALinux_EPOLLRDHUP = EPOLLRDHUP;
+static const int CAASALinux_SOCK_NONBLOCK = SOCK_NONBLOCK;
+static const int CAASALinux_SOCK_CLOEXEC = SOCK_CLOEXEC;
+static const int CAASALinux_EFD_NONBLOCK = EFD_NONBLOCK;
+static const int CAASALinux_EFD_CLOEXEC = EFD_CLOEXEC;
+
+#endif

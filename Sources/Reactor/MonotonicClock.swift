@@ -1,0 +1,12 @@
+import Glibc
+
+/// Seconds and milliseconds since an arbitrary start, never going backwards (CLOCK_MONOTONIC).
+public struct MonotonicClock: Sendable {
+    public init() {}
+
+    public func milliseconds() -> Int64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
+    }
+}
