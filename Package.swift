@@ -10,31 +10,53 @@ let swiftSettings: [SwiftSetting] = [
 
 let package = Package(
     name: "aasad",
-    platforms: [.macOS(.v14)],
+    platforms: [.macOS(.v15)],
     products: [
         .library(name: "AASA", targets: ["AASA"]),
         .executable(name: "aasad", targets: ["aasad"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2")
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
         // Linux calls Swift's Glibc module does not expose (epoll, eventfd, timerfd, accept4).
         .target(name: "CAASALinux"),
+        // libssl and libcrypto (OpenSSL 3) with wrappers for their macros.
+        .systemLibrary(name: "CAASAOpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        // zlib, to gzip served files once at load time.
+        .systemLibrary(name: "CAASAZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         // The event loop: epoll, sockets, timers. No knowledge of HTTP.
         .target(name: "Reactor", dependencies: ["CAASALinux"], swiftSettings: swiftSettings),
+        // Byte-level HTTP pieces every layer shares (dates). No I/O.
+        .target(name: "HTTPCore", swiftSettings: swiftSettings),
         // A strict, bounded HTTP/1.1 request parser. No I/O.
         .target(name: "HTTP1", swiftSettings: swiftSettings),
+        // OpenSSL contexts, SNI, ALPN, connections, the development certificate.
+        .target(name: "TLS", dependencies: ["CAASAOpenSSL"], swiftSettings: swiftSettings),
+        // The server: workers, connections, routing and responses over HTTP/1.1 (and TLS).
+        .target(
+            name: "HTTPServer",
+            dependencies: [
+                "CAASALinux", "Reactor", "HTTPCore", "HTTP1", "TLS", "SiteStore",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // Pure AASA model: strict JSON, parser, validator, URL matcher. No I/O.
         .target(name: "AASA", swiftSettings: swiftSettings),
         // The config directory: host names, site discovery, loading and validating every site.
-        .target(name: "SiteStore", dependencies: ["AASA"], swiftSettings: swiftSettings),
+        .target(name: "SiteStore", dependencies: ["AASA", "HTTPCore", "CAASAOpenSSL", "CAASAZlib"], swiftSettings: swiftSettings),
         .executableTarget(
             name: "aasad",
             dependencies: [
                 "AASA",
                 "SiteStore",
+                "TLS",
+                "HTTPServer",
+                "Reactor",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),

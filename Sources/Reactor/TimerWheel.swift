@@ -3,13 +3,17 @@
 /// (a keep-alive request re-armed it), it is put back in the slot of its new deadline. Re-arming
 /// therefore costs nothing but a store of the deadline, and idle connections cost one entry each.
 public struct TimerWheel {
+    /// Whose deadline an entry is: the owner's slot (a descriptor), its generation, and a ticket
+    /// the owner changes when it files a new entry, which retires the old one.
     public struct Entry: Equatable, Sendable {
         public var slot: Int32
         public var generation: UInt32
+        public var ticket: UInt32
 
-        public init(slot: Int32, generation: UInt32) {
+        public init(slot: Int32, generation: UInt32, ticket: UInt32 = 0) {
             self.slot = slot
             self.generation = generation
+            self.ticket = ticket
         }
     }
 

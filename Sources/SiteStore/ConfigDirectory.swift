@@ -9,6 +9,12 @@ public struct ConfigProblem: Sendable, Equatable, CustomStringConvertible {
     public var file: String
     public var message: String
 
+    public init(severity: Diagnostic.Severity, file: String, message: String) {
+        self.severity = severity
+        self.file = file
+        self.message = message
+    }
+
     public var description: String { "\(file): \(message)" }
 }
 
@@ -17,7 +23,30 @@ public struct SiteFile<Document: Sendable>: Sendable {
     /// Relative to the config directory, e.g. `sites/a.com/apple-app-site-association`.
     public var relativePath: String
     public var bytes: [UInt8]
+    /// Modification time, seconds since the epoch (served as `Last-Modified`).
+    public var modified: Int64
     public var result: ValidationResult<Document>
+}
+
+/// A certificate chain and its private key, as PEM bytes read from a `tls/` directory.
+public struct CertificateFiles: Sendable, Equatable {
+    /// The directory they came from, relative to the config directory (e.g. `sites/a.com/tls`).
+    public var directory: String
+    /// Leaf first, then intermediates.
+    public var chainPEM: [UInt8]
+    public var keyPEM: [UInt8]
+
+    /// Largest PEM file read: a chain of a few certificates is under 10 KB.
+    public static let maximumFileSize = 1 << 20
+
+    public init(directory: String, chainPEM: [UInt8], keyPEM: [UInt8]) {
+        self.directory = directory
+        self.chainPEM = chainPEM
+        self.keyPEM = keyPEM
+    }
+
+    /// Identifies the pair by content: sites with the same bytes share one TLS context.
+    public var identity: String { Digest.hex(Digest.sha256(chainPEM + [0] + keyPEM)) }
 }
 
 /// One site directory (or symlinked site) found under `sites/`.
@@ -29,6 +58,8 @@ public struct SiteSource: Sendable {
     public var aliases: [HostName]
     public var aasa: SiteFile<AppSiteAssociation>?
     public var assetLinks: SiteFile<AssetLinks>?
+    /// The site's own certificate (`tls/cert.pem` and `tls/key.pem`), if it has one.
+    public var certificate: CertificateFiles?
     /// Problems with the site's directory (missing files, unreadable files, conflicts).
     public var problems: [ConfigProblem]
 
@@ -48,11 +79,15 @@ public struct ConfigScan: Sendable {
     public var sites: [SiteSource]
     /// Problems not tied to one site (missing `sites/`, bad names in it).
     public var problems: [ConfigProblem]
+    /// The default certificate (`tls/` at the top of the config directory), for sites without
+    /// their own and for connections without SNI.
+    public var defaultCertificate: CertificateFiles?
 
-    public init(root: String, sites: [SiteSource], problems: [ConfigProblem]) {
+    public init(root: String, sites: [SiteSource], problems: [ConfigProblem], defaultCertificate: CertificateFiles? = nil) {
         self.root = root
         self.sites = sites
         self.problems = problems
+        self.defaultCertificate = defaultCertificate
     }
 
     public var isValid: Bool {
@@ -87,6 +122,7 @@ public enum ConfigLoader {
     /// Scans `root/sites/`, reading and validating every site's files.
     public static func scan(directory root: String) -> ConfigScan {
         var scan = ConfigScan(root: root, sites: [], problems: [])
+        scan.defaultCertificate = readCertificate(root, "tls", &scan.problems)
         let fm = FileManager.default
         let sitesPath = root + "/sites"
         var isDirectory: ObjCBool = false
@@ -179,7 +215,7 @@ public enum ConfigLoader {
 
     /// Reads and validates one site directory.
     public static func loadSite(host: HostName, directory: String, relative: String) -> SiteSource {
-        var site = SiteSource(host: host, directory: relative, aliases: [], aasa: nil, assetLinks: nil, problems: [])
+        var site = SiteSource(host: host, directory: relative, aliases: [], aasa: nil, assetLinks: nil, certificate: nil, problems: [])
         let fm = FileManager.default
         let entries = (try? fm.contentsOfDirectory(atPath: directory)) ?? []
         for entry in entries.sorted() where !knownSiteEntries.contains(entry) && (!entry.hasPrefix(".") || entry == ".well-known") {
@@ -195,11 +231,14 @@ public enum ConfigLoader {
             site.problems.append(ConfigProblem(severity: .warning, file: "\(relative)/\(entry)", message: message))
         }
         if let file = readSiteFile(directory, relative, aasaFileName, AppSiteAssociation.maximumFileSize, &site.problems) {
-            site.aasa = SiteFile(relativePath: file.0, bytes: file.1, result: AppSiteAssociation.validate(file.1))
+            site.aasa = SiteFile(
+                relativePath: file.path, bytes: file.bytes, modified: file.modified, result: AppSiteAssociation.validate(file.bytes))
         }
         if let file = readSiteFile(directory, relative, assetLinksFileName, AssetLinks.maximumFileSize, &site.problems) {
-            site.assetLinks = SiteFile(relativePath: file.0, bytes: file.1, result: AssetLinks.validate(file.1))
+            site.assetLinks = SiteFile(
+                relativePath: file.path, bytes: file.bytes, modified: file.modified, result: AssetLinks.validate(file.bytes))
         }
+        site.certificate = readCertificate(directory, relative + "/tls", &site.problems, base: "tls")
         if site.aasa == nil && site.assetLinks == nil && !site.problems.contains(where: { $0.severity == .error }) {
             site.problems.append(
                 ConfigProblem(
@@ -212,7 +251,7 @@ public enum ConfigLoader {
     /// reported by the validator without being loaded whole.
     private static func readSiteFile(
         _ directory: String, _ relative: String, _ name: String, _ limit: Int, _ problems: inout [ConfigProblem]
-    ) -> (String, [UInt8])? {
+    ) -> (path: String, bytes: [UInt8], modified: Int64)? {
         let path = directory + "/" + name
         let relativePath = "\(relative)/\(name)"
         var isDirectory: ObjCBool = false
@@ -222,11 +261,43 @@ public enum ConfigLoader {
             return nil
         }
         switch readBounded(path: path, limit: limit) {
-        case .success(let bytes): return (relativePath, bytes)
+        case .success(let bytes):
+            let date = (try? FileManager.default.attributesOfItem(atPath: path)[.modificationDate]) as? Date
+            return (relativePath, bytes, Int64(date?.timeIntervalSince1970 ?? 0))
         case .failure(let error):
             problems.append(ConfigProblem(severity: .error, file: relativePath, message: "cannot read the file: \(error)"))
             return nil
         }
+    }
+
+    /// Reads `tls/cert.pem` and `tls/key.pem` under `directory/base` when the folder exists. Both
+    /// files must be there; whether they load and match is the TLS layer's check.
+    static func readCertificate(
+        _ directory: String, _ relative: String, _ problems: inout [ConfigProblem], base: String = "tls"
+    ) -> CertificateFiles? {
+        let tls = directory + "/" + base
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: tls, isDirectory: &isDirectory), isDirectory.boolValue else { return nil }
+        var files: [[UInt8]] = []
+        for name in ["cert.pem", "key.pem"] {
+            switch readBounded(path: tls + "/" + name, limit: CertificateFiles.maximumFileSize) {
+            case .success(let bytes) where bytes.count > CertificateFiles.maximumFileSize:
+                problems.append(
+                    ConfigProblem(severity: .error, file: "\(relative)/\(name)", message: "larger than 1 MB; is it a certificate?"))
+            case .success(let bytes):
+                files.append(bytes)
+            case .failure(let error):
+                let missing = !FileManager.default.fileExists(atPath: tls + "/" + name)
+                problems.append(
+                    ConfigProblem(
+                        severity: .error, file: "\(relative)/\(name)",
+                        message: missing
+                            ? "missing: a tls/ directory holds cert.pem (the chain, leaf first) and key.pem"
+                            : "cannot read the file: \(error)"))
+            }
+        }
+        guard files.count == 2 else { return nil }
+        return CertificateFiles(directory: relative, chainPEM: files[0], keyPEM: files[1])
     }
 
     public struct ReadError: Error, CustomStringConvertible, Sendable {

@@ -67,7 +67,7 @@ struct ValidateCommand: ParsableCommand {
         let fm = FileManager.default
         let isSite = [ConfigLoader.aasaFileName, ConfigLoader.assetLinksFileName].contains { fm.fileExists(atPath: path + "/" + $0) }
         guard !fm.fileExists(atPath: path + "/sites") && isSite else {
-            return ConfigLoader.scan(directory: path)
+            return ConfigLoading.load(path)
         }
         // A lone site directory: its name need not be a host name, since nothing is served from it.
         let trimmed = path.count > 1 && path.hasSuffix("/") ? String(path.dropLast()) : path

@@ -1,0 +1,65 @@
+import HTTP1
+import TLS
+
+/// One client connection, owned by one worker (connections never move between loops).
+final class Connection {
+    /// Where the connection is in a request's life (named as nginx names its phases).
+    enum Phase: Equatable {
+        /// TLS handshake in progress.
+        case handshaking
+        /// Waiting for (the rest of) a request head; `started` once its first byte arrived.
+        case readingRequest(started: Bool)
+        /// Output pending that the socket would not take yet; reading is paused (back-pressure).
+        case writing
+        /// The last response is out; the write side is shut and input is read and dropped until the
+        /// peer closes, so a late pipelined request cannot turn into a reset that destroys the
+        /// response (nginx's lingering close).
+        case lingering
+    }
+
+    let fd: Int32
+    let generation: UInt32
+    var transport: Transport
+    var phase: Phase
+    /// Bytes of an unfinished request head kept between reads (empty almost always: complete
+    /// requests are parsed straight from the worker's read buffer).
+    var input: [UInt8] = []
+    /// Output the socket did not take yet, from `outputOffset` on.
+    var output: [UInt8] = []
+    var outputOffset = 0
+    var parser = HTTP1Parser()
+    /// Close once the pending output is written.
+    var closeAfterWrite = false
+    /// Monotonic second at which the current phase times out.
+    var deadline: Int64
+    /// Identifies the connection's live timer entry (see `TimerWheel.Entry`).
+    var timerTicket: UInt32 = 0
+    /// The certificate the TLS handshake chose, for the 421 rule.
+    var tlsIdentity: Responder.TLSIdentity = .none
+    /// Interest registered with epoll.
+    var watchingWrite = false
+    var watchingRead = true
+    /// Requests answered on this connection.
+    var requests = 0
+
+    init(fd: Int32, generation: UInt32, transport: Transport, deadline: Int64) {
+        self.fd = fd
+        self.generation = generation
+        self.transport = transport
+        phase = transport.isTLS ? .handshaking : .readingRequest(started: false)
+        self.deadline = deadline
+    }
+
+    var hasPendingOutput: Bool { outputOffset < output.count }
+}
+
+/// How bytes move on a connection: straight on the socket, or through TLS.
+enum Transport {
+    case plain
+    case tls(TLSConnection)
+
+    var isTLS: Bool {
+        if case .tls = self { return true }
+        return false
+    }
+}

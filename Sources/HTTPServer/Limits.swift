@@ -1,0 +1,25 @@
+/// Every bound and timeout of a connection, named, with the reason for its value.
+public struct Limits: Sendable {
+    /// TLS handshake must finish within this many seconds (a client that opens a socket and sends
+    /// nothing holds a descriptor for at most this long).
+    public var handshakeTimeout: Int64 = 10
+    /// A request head, once begun, must be complete within this many seconds (slowloris).
+    public var requestTimeout: Int64 = 10
+    /// An idle keep-alive connection is closed after this many seconds (the bench anchors use 60).
+    public var idleTimeout: Int64 = 60
+    /// A client that stops reading a pending response is dropped after this many seconds.
+    public var writeTimeout: Int64 = 30
+    /// After the last response, input is drained for at most this many seconds before closing.
+    public var lingerTimeout: Int64 = 2
+    /// Output buffered before the worker stops parsing pipelined requests and waits for the socket
+    /// (pipelining back-pressure).
+    public var outputHighWater = 64 * 1024
+    /// Reads per readiness event: bounds one connection's share of a loop iteration.
+    public var readsPerEvent = 4
+    /// Connections accepted per readiness event of a listener (nginx accepts in batches as well).
+    public var acceptBatch = 64
+    /// Seconds accepting pauses after EMFILE/ENFILE instead of spinning on a full descriptor table.
+    public var acceptPause: Int64 = 1
+
+    public init() {}
+}

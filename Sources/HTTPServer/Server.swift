@@ -1,0 +1,115 @@
+import Glibc
+public import Logging
+public import Reactor
+public import SiteStore
+public import TLS
+
+/// The HTTPS (and optional plain HTTP) server: one worker thread per core by default, each with
+/// its own epoll loop and its own SO_REUSEPORT listener per address; connections never move
+/// between workers (DESIGN.md "Shape of the server").
+public final class Server {
+    public struct Configuration: Sendable {
+        public var https: [SocketAddress]
+        public var http: [SocketAddress]
+        public var threads: Int
+        public var limits: Limits
+
+        public init(https: [SocketAddress], http: [SocketAddress], threads: Int, limits: Limits = Limits()) {
+            self.https = https
+            self.http = http
+            self.threads = threads
+            self.limits = limits
+        }
+    }
+
+    private let configuration: Configuration
+    private let store: SnapshotStore
+    private let tls: TLSServer?
+    private let defaultIdentity: String?
+    private let logger: Logger
+    private let stopFlag = StopFlag()
+    private var workers: [Worker] = []
+    private var threads: [pthread_t] = []
+    private var listenerFDs: [Int32] = []
+
+    /// The addresses actually bound (port 0 resolved), HTTPS then HTTP, in configuration order.
+    public private(set) var boundHTTPS: [SocketAddress] = []
+    public private(set) var boundHTTP: [SocketAddress] = []
+
+    public init(configuration: Configuration, store: SnapshotStore, tls: TLSServer?, logger: Logger) {
+        self.configuration = configuration
+        self.store = store
+        self.tls = tls
+        defaultIdentity = tls?.defaultContext.identity
+        self.logger = logger
+    }
+
+    /// Binds every listener and starts the workers. Throws (and binds nothing) when an address
+    /// cannot be bound.
+    public func start() throws(SystemError) {
+        let count = max(1, configuration.threads)
+        var perWorker = Array(repeating: [Worker.Listener](), count: count)
+        do throws(SystemError) {
+            for (addresses, isTLS) in [(configuration.https, true), (configuration.http, false)] {
+                for address in addresses {
+                    var resolved = address
+                    for i in 0..<count {
+                        let fd = try Socket.listen(on: resolved, reusePort: true)
+                        listenerFDs.append(fd)
+                        if i == 0 { resolved = try Socket.localAddress(fd) }
+                        perWorker[i].append(Worker.Listener(fd: fd, tls: isTLS))
+                    }
+                    if isTLS { boundHTTPS.append(resolved) } else { boundHTTP.append(resolved) }
+                }
+            }
+            for i in 0..<count {
+                workers.append(
+                    try Worker(
+                        index: i, listeners: perWorker[i], tls: tls, store: store, limits: configuration.limits, logger: logger,
+                        defaultIdentity: defaultIdentity, stopFlag: stopFlag))
+            }
+        } catch {
+            listenerFDs.forEach { _ = close($0) }
+            listenerFDs = []
+            workers = []
+            throw error
+        }
+        for worker in workers {
+            threads.append(Self.spawn { worker.run() })
+        }
+    }
+
+    /// Asks every worker to stop and waits for them.
+    public func stop() {
+        stopFlag.raise()
+        for worker in workers { worker.loop.wake() }
+        wait()
+        listenerFDs.forEach { _ = close($0) }
+        listenerFDs = []
+    }
+
+    /// Waits until every worker has stopped.
+    public func wait() {
+        for thread in threads { pthread_join(thread, nil) }
+        threads = []
+    }
+
+    private final class Box {
+        let body: () -> Void
+        init(_ body: @escaping () -> Void) { self.body = body }
+    }
+
+    private static func spawn(_ body: @escaping () -> Void) -> pthread_t {
+        var thread = pthread_t()
+        let box = Unmanaged.passRetained(Box(body)).toOpaque()
+        let result = pthread_create(
+            &thread, nil,
+            { raw in
+                let box = Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue()
+                box.body()
+                return nil
+            }, box)
+        precondition(result == 0, "cannot start a worker thread: \(describeErrno(result))")
+        return thread
+    }
+}

@@ -1,0 +1,457 @@
+import CAASALinux
+import Glibc
+import HTTP1
+import Logging
+import Reactor
+import SiteStore
+import TLS
+
+/// One loop thread: its own epoll, its own SO_REUSEPORT listeners, its own connections. A request
+/// is read, parsed in place, answered from the snapshot and written, on this thread, with no lock
+/// and, when the socket takes the whole response, no allocation.
+final class Worker {
+    struct Listener {
+        let fd: Int32
+        let tls: Bool
+    }
+
+    /// epoll data of a listener: the top bit set, the listener's index below.
+    private static let listenerTag: UInt64 = 1 << 63
+
+    let index: Int
+    let loop: EventLoop
+    private let listeners: [Listener]
+    private let tls: TLSServer?
+    private let store: SnapshotStore
+    private let limits: Limits
+    private let logger: Logger
+    private var snapshot: Snapshot
+    private var defaultIdentity: String?
+
+    private var connections: [Connection?] = []
+    private var nextGeneration: UInt32 = 1
+    private var wheel: TimerWheel
+    private var dateLine = DateLine()
+    private let clock = MonotonicClock()
+    private var now: Int64
+    private var acceptPausedUntil: Int64?
+    private let readBuffer: UnsafeMutableRawBufferPointer
+    private var out: [UInt8] = []
+    private let stopFlag: StopFlag
+
+    /// The size of the loop's read buffer: several TLS records, or many pipelined requests.
+    static let readBufferSize = 64 * 1024
+
+    init(
+        index: Int, listeners: [Listener], tls: TLSServer?, store: SnapshotStore, limits: Limits, logger: Logger,
+        defaultIdentity: String?, stopFlag: StopFlag
+    ) throws(SystemError) {
+        self.index = index
+        self.listeners = listeners
+        self.tls = tls
+        self.store = store
+        self.limits = limits
+        self.logger = logger
+        self.defaultIdentity = defaultIdentity
+        self.stopFlag = stopFlag
+        loop = try EventLoop()
+        snapshot = store.snapshot()
+        now = clock.milliseconds() / 1000
+        wheel = TimerWheel(now: now)
+        readBuffer = .allocate(byteCount: Self.readBufferSize, alignment: 16)
+        out.reserveCapacity(limits.outputHighWater + Self.readBufferSize)
+        for (i, listener) in listeners.enumerated() {
+            try loop.add(listener.fd, data: Self.listenerTag | UInt64(i), read: true, write: false)
+        }
+    }
+
+    deinit {
+        readBuffer.deallocate()
+    }
+
+    /// Runs until the stop flag is raised.
+    func run() {
+        loop.claimThread()
+        dateLine.update(now: Int64(time(nil)))
+        while !stopFlag.isRaised {
+            do {
+                // Wake at least once a second for timeouts and the Date header.
+                try loop.wait(timeoutMilliseconds: 1000) { event in dispatch(event) }
+            } catch {
+                logger.error("event loop failed", metadata: ["error": "\(error)"])
+                return
+            }
+            tick()
+        }
+        for case let connection? in connections { close(connection) }
+    }
+
+    // MARK: - Dispatch
+
+    private func dispatch(_ event: EventLoop.Event) {
+        if event.data == EventLoop.wakeData { return }
+        if event.data & Self.listenerTag != 0 {
+            accept(listeners[Int(event.data & ~Self.listenerTag)])
+            return
+        }
+        let fd = Int(event.data & 0xFFFF_FFFF)
+        // A descriptor closed and reused within one batch: the event is for the old connection.
+        guard fd < connections.count, let connection = connections[fd], connection.generation == UInt32(event.data >> 32) else { return }
+        refreshSnapshot()
+        switch connection.phase {
+        case .handshaking:
+            handshake(connection)
+        case .readingRequest:
+            readRequests(connection)
+        case .writing:
+            if event.writable || event.hangup { flush(connection) }
+        case .lingering:
+            drain(connection)
+        }
+    }
+
+    private func refreshSnapshot() {
+        if store.generation != snapshot.generation { snapshot = store.snapshot() }
+    }
+
+    private func tick() {
+        let ms = clock.milliseconds()
+        now = ms / 1000
+        dateLine.update(now: Int64(time(nil)))
+        wheel.advance(to: now) { entry in
+            let fd = Int(entry.slot)
+            guard fd < connections.count, let c = connections[fd], c.generation == entry.generation, c.timerTicket == entry.ticket else {
+                return nil
+            }
+            if c.deadline > now { return c.deadline }
+            timedOut(c)
+            return nil
+        }
+        if let until = acceptPausedUntil, now >= until {
+            acceptPausedUntil = nil
+            for (i, listener) in listeners.enumerated() {
+                try? loop.add(listener.fd, data: Self.listenerTag | UInt64(i), read: true, write: false)
+            }
+        }
+    }
+
+    // MARK: - Accepting
+
+    private func accept(_ listener: Listener) {
+        for _ in 0..<limits.acceptBatch {
+            let fd: Int32
+            do {
+                switch try Socket.accept(listener.fd) {
+                case .wouldBlock: return
+                case .done(let accepted): fd = accepted
+                }
+            } catch {
+                if error.errno == EMFILE || error.errno == ENFILE {
+                    // nginx's answer to a full descriptor table: stop accepting for a moment
+                    // instead of spinning on a listener that stays readable.
+                    logger.warning("too many open files; accepting pauses", metadata: ["seconds": "\(limits.acceptPause)"])
+                    for l in listeners { loop.remove(l.fd) }
+                    acceptPausedUntil = now + limits.acceptPause
+                    return
+                }
+                continue  // ECONNABORTED and the like: that client is gone
+            }
+            try? Socket.setOption(fd, Int32(IPPROTO_TCP), TCP_NODELAY, 1)
+            let transport: Transport
+            if listener.tls {
+                guard let tls, let connection = tls.makeConnection(fd: fd) else {
+                    Glibc.close(fd)
+                    continue
+                }
+                transport = .tls(connection)
+            } else {
+                transport = .plain
+            }
+            let generation = nextGeneration
+            nextGeneration = nextGeneration == 0x7FFF_FFFF ? 1 : nextGeneration + 1
+            let deadline = now + (listener.tls ? limits.handshakeTimeout : limits.idleTimeout)
+            let connection = Connection(fd: fd, generation: generation, transport: transport, deadline: deadline)
+            if Int(fd) >= connections.count {
+                connections.append(contentsOf: repeatElement(nil, count: Int(fd) - connections.count + 1))
+            }
+            connections[Int(fd)] = connection
+            do {
+                try loop.add(fd, data: data(connection), read: true, write: false)
+            } catch {
+                connections[Int(fd)] = nil
+                Glibc.close(fd)
+                continue
+            }
+            wheel.schedule(.init(slot: fd, generation: generation, ticket: connection.timerTicket), at: deadline)
+        }
+    }
+
+    private func data(_ c: Connection) -> UInt64 { UInt64(c.generation) << 32 | UInt64(UInt32(c.fd)) }
+
+    // MARK: - Deadlines
+
+    /// Moves a connection's deadline. Later deadlines cost a store (the timer entry re-files itself
+    /// when it fires); an earlier one files a new entry and retires the old one.
+    private func setDeadline(_ c: Connection, _ seconds: Int64) {
+        let deadline = now + seconds
+        if deadline < c.deadline {
+            c.timerTicket &+= 1
+            wheel.schedule(.init(slot: c.fd, generation: c.generation, ticket: c.timerTicket), at: deadline)
+        }
+        c.deadline = deadline
+    }
+
+    private func timedOut(_ c: Connection) {
+        logger.debug("connection timed out", metadata: ["phase": "\(c.phase)"])
+        close(c)
+    }
+
+    // MARK: - TLS handshake
+
+    private func handshake(_ c: Connection) {
+        guard case .tls(let t) = c.transport else { return }
+        switch t.handshake() {
+        case .done:
+            c.tlsIdentity = t.sentServerName ? .certificate(t.certificateIdentity ?? "") : .none
+            c.phase = .readingRequest(started: false)
+            setDeadline(c, limits.idleTimeout)
+            watch(c, read: true, write: false)
+            // The first request may already be inside OpenSSL's buffers.
+            readRequests(c)
+        case .wantRead:
+            watch(c, read: true, write: false)
+        case .wantWrite:
+            watch(c, read: false, write: true)
+        case .closed:
+            close(c)
+        case .failed(let reason):
+            logger.debug("TLS handshake failed", metadata: ["reason": "\(reason)"])
+            close(c)
+        }
+    }
+
+    // MARK: - Reading and answering
+
+    private enum ReadOutcome {
+        case bytes(Int)
+        case wouldBlock
+        case closed
+    }
+
+    private func read(_ c: Connection) -> ReadOutcome {
+        switch c.transport {
+        case .plain:
+            do {
+                switch try Socket.read(c.fd, into: readBuffer) {
+                case .wouldBlock: return .wouldBlock
+                case .done(0): return .closed
+                case .done(let n): return .bytes(n)
+                }
+            } catch {
+                return .closed
+            }
+        case .tls(let t):
+            let (progress, n) = t.read(into: readBuffer)
+            switch progress {
+            case .done: return .bytes(n)
+            case .wantRead: return .wouldBlock
+            case .wantWrite:
+                watch(c, read: true, write: true)
+                return .wouldBlock
+            case .closed, .failed: return .closed
+            }
+        }
+    }
+
+    private func readRequests(_ c: Connection) {
+        for _ in 0..<limits.readsPerEvent {
+            switch read(c) {
+            case .wouldBlock:
+                return
+            case .closed:
+                close(c)
+                return
+            case .bytes(let n):
+                let fresh = UnsafeRawBufferPointer(rebasing: readBuffer[0..<n])
+                if c.input.isEmpty {
+                    let consumed = answer(c, fresh)
+                    if consumed < n { c.input = Array(fresh[consumed...]) }
+                } else {
+                    c.input.append(contentsOf: fresh)
+                    let consumed = c.input.withUnsafeBytes { answer(c, $0) }
+                    c.input.removeFirst(consumed)
+                }
+                if !send(c) { return }
+                guard case .readingRequest = c.phase else { return }
+                // A short read drained the socket; epoll reports the next bytes.
+                if n < Self.readBufferSize { return }
+            }
+        }
+    }
+
+    /// Parses and answers the complete requests at the start of `bytes`, appending the responses to
+    /// the worker's output buffer; returns how many bytes were used.
+    private func answer(_ c: Connection, _ bytes: UnsafeRawBufferPointer) -> Int {
+        var offset = 0
+        while offset < bytes.count {
+            let rest = UnsafeRawBufferPointer(rebasing: bytes[offset...])
+            switch c.parser.parse(rest) {
+            case .incomplete:
+                if case .readingRequest(started: false) = c.phase {
+                    c.phase = .readingRequest(started: true)
+                    setDeadline(c, limits.requestTimeout)
+                }
+                return offset
+            case .failed(let error):
+                logger.debug("bad request", metadata: ["status": "\(error.status)", "reason": "\(error)"])
+                let response = Response.error(Status(rawValue: error.status) ?? .badRequest, close: true)
+                response.serialize(into: &out, dateLine: dateLine.bytes)
+                c.closeAfterWrite = true
+                return bytes.count
+            case .complete(let head):
+                var response = respond(c, head, rest)
+                response.close = !head.keepAlive
+                response.serialize(into: &out, dateLine: dateLine.bytes)
+                c.requests += 1
+                c.parser.reset()
+                offset += head.length
+                c.phase = .readingRequest(started: false)
+                setDeadline(c, limits.idleTimeout)
+                if response.close {
+                    c.closeAfterWrite = true
+                    return bytes.count
+                }
+                if out.count >= limits.outputHighWater { return offset }
+            }
+        }
+        return offset
+    }
+
+    private func respond(_ c: Connection, _ head: RequestHead, _ b: UnsafeRawBufferPointer) -> Response {
+        func slice(_ r: Range<Int>?) -> UnsafeRawBufferPointer? { r.map { UnsafeRawBufferPointer(rebasing: b[$0]) } }
+        let host = slice(head.host).map(Responder.normalizeHost)
+        return Responder.respond(
+            method: head.method, host: host, path: slice(head.path)!, ifNoneMatch: slice(head.ifNoneMatch),
+            ifModifiedSince: slice(head.ifModifiedSince), acceptsGzip: head.acceptsGzip, snapshot: snapshot, tls: c.tlsIdentity,
+            defaultCertificateIdentity: defaultIdentity)
+    }
+
+    // MARK: - Writing
+
+    /// Writes the worker's output buffer to the connection. What the socket does not take is kept
+    /// on the connection and reading pauses until it is written. Returns false when the
+    /// connection is gone or no longer reading.
+    private func send(_ c: Connection) -> Bool {
+        guard !out.isEmpty else { return true }
+        defer { out.removeAll(keepingCapacity: true) }
+        let written = out.withUnsafeBytes { write(c, $0) }
+        guard let written else {
+            close(c)
+            return false
+        }
+        if written < out.count {
+            c.output = Array(out[written...])
+            c.outputOffset = 0
+            c.phase = .writing
+            setDeadline(c, limits.writeTimeout)
+            watch(c, read: false, write: true)
+            return false
+        }
+        if c.closeAfterWrite {
+            startLingering(c)
+            return false
+        }
+        return true
+    }
+
+    /// Writes as much as the socket takes; nil when the connection failed.
+    private func write(_ c: Connection, _ bytes: UnsafeRawBufferPointer) -> Int? {
+        var total = 0
+        while total < bytes.count {
+            let rest = UnsafeRawBufferPointer(rebasing: bytes[total...])
+            switch c.transport {
+            case .plain:
+                do {
+                    switch try Socket.write(c.fd, rest) {
+                    case .wouldBlock: return total
+                    case .done(let n): total += n
+                    }
+                } catch {
+                    return nil
+                }
+            case .tls(let t):
+                let (progress, n) = t.write(rest)
+                switch progress {
+                case .done: total += n
+                case .wantWrite, .wantRead: return total
+                case .closed, .failed: return nil
+                }
+            }
+        }
+        return total
+    }
+
+    private func flush(_ c: Connection) {
+        let written = c.output.withUnsafeBytes { write(c, UnsafeRawBufferPointer(rebasing: $0[c.outputOffset...])) }
+        guard let written else {
+            close(c)
+            return
+        }
+        c.outputOffset += written
+        guard !c.hasPendingOutput else { return }
+        c.output = []
+        c.outputOffset = 0
+        if c.closeAfterWrite {
+            startLingering(c)
+            return
+        }
+        c.phase = .readingRequest(started: false)
+        setDeadline(c, limits.idleTimeout)
+        watch(c, read: true, write: false)
+        // Pipelined requests that waited for this output.
+        if !c.input.isEmpty {
+            let consumed = c.input.withUnsafeBytes { answer(c, $0) }
+            c.input.removeFirst(consumed)
+            _ = send(c)
+        }
+    }
+
+    // MARK: - Closing
+
+    private func startLingering(_ c: Connection) {
+        if case .tls(let t) = c.transport { t.shutdown() }
+        Glibc.shutdown(c.fd, Int32(SHUT_WR))
+        c.phase = .lingering
+        c.input = []
+        setDeadline(c, limits.lingerTimeout)
+        watch(c, read: true, write: false)
+    }
+
+    private func drain(_ c: Connection) {
+        for _ in 0..<limits.readsPerEvent {
+            let n = Glibc.read(c.fd, readBuffer.baseAddress, readBuffer.count)
+            if n > 0 { continue }
+            if n < 0 && (errno == EAGAIN || errno == EINTR) { return }
+            break
+        }
+        close(c)
+    }
+
+    private func watch(_ c: Connection, read: Bool, write: Bool) {
+        guard c.watchingRead != read || c.watchingWrite != write else { return }
+        c.watchingRead = read
+        c.watchingWrite = write
+        try? loop.modify(c.fd, data: data(c), read: read, write: write)
+    }
+
+    private func close(_ c: Connection) {
+        guard Int(c.fd) < connections.count, connections[Int(c.fd)] === c else { return }
+        loop.remove(c.fd)
+        connections[Int(c.fd)] = nil
+        c.transport = .plain  // frees the SSL object before the descriptor number can be reused
+        Glibc.close(c.fd)
+    }
+
+    /// Open connections (for tests and metrics).
+    var connectionCount: Int { connections.reduce(0) { $0 + ($1 == nil ? 0 : 1) } }
+}

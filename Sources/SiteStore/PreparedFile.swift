@@ -1,0 +1,70 @@
+import HTTPCore
+
+/// How files are served: the header values that are policy rather than content.
+public struct ServingOptions: Sendable, Equatable {
+    /// `Cache-Control` of every served file. Short by default so that a fixed file reaches Apple's
+    /// CDN and devices within minutes (DESIGN.md).
+    public var cacheControl: String
+
+    public static let defaultCacheControl = "max-age=300"
+
+    public init(cacheControl: String = ServingOptions.defaultCacheControl) {
+        self.cacheControl = cacheControl
+    }
+}
+
+/// A served file with everything its responses need computed once, when the site is loaded
+/// (DESIGN.md: the hot path only looks up and writes bytes).
+public final class PreparedFile: Sendable {
+    /// The file, byte for byte.
+    public let body: [UInt8]
+    /// The file gzipped, when that is smaller.
+    public let gzipBody: [UInt8]?
+    /// Strong ETag of the identity body: a SHA-256 prefix, quoted.
+    public let etag: String
+    /// Strong ETag of the gzip body (a different representation needs a different strong ETag).
+    public let gzipETag: String?
+    /// Modification time, seconds since the epoch.
+    public let lastModified: Int64
+    /// `Name: value\r\n` lines of a 200 response, all but `Date` and `Connection`.
+    public let headers: [UInt8]
+    public let gzipHeaders: [UInt8]?
+    /// The same for a 304 (RFC 9110 §15.4.5: the validators and caching fields, no body fields).
+    public let notModifiedHeaders: [UInt8]
+    public let gzipNotModifiedHeaders: [UInt8]?
+
+    public init(body: [UInt8], modified: Int64, options: ServingOptions) {
+        self.body = body
+        let hash = Digest.hex(Digest.sha256(body).prefix(16))
+        etag = "\"\(hash)\""
+        lastModified = modified
+        let compressed = Gzip.compress(body).flatMap { $0.count < body.count ? $0 : nil }
+        gzipBody = compressed
+        gzipETag = compressed == nil ? nil : "\"\(hash)-gz\""
+        let lastModifiedText = HTTPDate.format(modified)
+        func lines(_ fields: [(String, String)]) -> [UInt8] {
+            Array(fields.map { "\($0.0): \($0.1)\r\n" }.joined().utf8)
+        }
+        // Vary only when a gzip variant exists: otherwise every client gets the same bytes.
+        let vary: [(String, String)] = compressed == nil ? [] : [("Vary", "Accept-Encoding")]
+        let common: [(String, String)] = [
+            ("Last-Modified", lastModifiedText), ("Cache-Control", options.cacheControl),
+        ]
+        headers = lines(
+            [("Content-Type", "application/json"), ("Content-Length", "\(body.count)"), ("ETag", etag)] + common + vary
+                + [("X-Content-Type-Options", "nosniff")])
+        notModifiedHeaders = lines([("ETag", etag)] + common + vary)
+        if let compressed, let gzipETag {
+            gzipHeaders = lines(
+                [
+                    ("Content-Type", "application/json"), ("Content-Encoding", "gzip"), ("Content-Length", "\(compressed.count)"),
+                    ("ETag", gzipETag),
+                ]
+                    + common + vary + [("X-Content-Type-Options", "nosniff")])
+            gzipNotModifiedHeaders = lines([("ETag", gzipETag)] + common + vary)
+        } else {
+            gzipHeaders = nil
+            gzipNotModifiedHeaders = nil
+        }
+    }
+}

@@ -1,0 +1,158 @@
+import CAASAOpenSSL
+
+/// Why a certificate or key could not be used; the message names the file and OpenSSL's reason.
+public struct TLSError: Error, CustomStringConvertible, Sendable {
+    /// The file at fault, when there is one.
+    public var file: String?
+    /// What is wrong and what to do.
+    public var reason: String
+
+    public init(_ reason: String, file: String? = nil) {
+        self.reason = reason
+        self.file = file
+    }
+
+    public var description: String { file.map { "\($0): \(reason)" } ?? reason }
+
+    /// The OpenSSL error queue as one line (and cleared).
+    static func openSSLReasons() -> String {
+        var reasons: [String] = []
+        while true {
+            let code = ERR_get_error()
+            if code == 0 { break }
+            var buf = [CChar](repeating: 0, count: 256)
+            ERR_error_string_n(code, &buf, buf.count)
+            reasons.append(String(decoding: buf.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+        }
+        return reasons.isEmpty ? "unknown OpenSSL error" : reasons.joined(separator: "; ")
+    }
+}
+
+/// One `SSL_CTX`: a certificate chain and key with the server's protocol settings. Sites whose
+/// certificate files have the same bytes share one (DESIGN.md).
+public final class TLSContext: @unchecked Sendable {
+    // @unchecked: the SSL_CTX is configured in init and only read afterwards; OpenSSL makes
+    // SSL_new and SSL_set_SSL_CTX on a shared context thread-safe.
+
+    let ctx: OpaquePointer
+    /// Content identity of the certificate files (`CertificateFiles.identity`).
+    public let identity: String
+
+    /// TLS 1.2 cipher suites: Mozilla's "intermediate" list (forward secrecy, AEAD only).
+    /// TLS 1.3 suites are OpenSSL's defaults, which are all modern.
+    static let tls12Ciphers =
+        "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305"
+    /// Key-exchange groups, in preference order.
+    static let groups = "X25519:P-256:P-384"
+
+    /// Builds a context from PEM bytes: the chain (leaf first) and the private key, which must match.
+    public init(chainPEM: [UInt8], keyPEM: [UInt8], identity: String, source: String) throws(TLSError) {
+        guard let ctx = SSL_CTX_new(TLS_server_method()) else {
+            throw TLSError("cannot create a TLS context: \(TLSError.openSSLReasons())")
+        }
+        self.ctx = ctx
+        self.identity = identity
+        do {
+            try Self.configure(ctx)
+            try Self.loadChain(ctx, chainPEM, source: source)
+            try Self.loadKey(ctx, keyPEM, source: source)
+        } catch {
+            SSL_CTX_free(ctx)
+            throw error
+        }
+        SSL_CTX_set_ex_data(ctx, TLSContext.contextIndex, Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    deinit {
+        SSL_CTX_free(ctx)
+    }
+
+    /// The index under which each SSL_CTX points back at its TLSContext.
+    static let contextIndex: Int32 = CRYPTO_get_ex_new_index(CRYPTO_EX_INDEX_SSL_CTX, 0, nil, nil, nil, nil)
+
+    private static func configure(_ ctx: OpaquePointer) throws(TLSError) {
+        guard CAASAOpenSSL_SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) == 1,
+            CAASAOpenSSL_SSL_CTX_set_max_proto_version(ctx, TLS1_3_VERSION) == 1,
+            SSL_CTX_set_cipher_list(ctx, tls12Ciphers) == 1,
+            CAASAOpenSSL_SSL_CTX_set1_groups_list(ctx, groups) == 1
+        else { throw TLSError("cannot apply the TLS settings: \(TLSError.openSSLReasons())") }
+        SSL_CTX_set_options(
+            ctx, CAASAOpenSSL_SSL_OP_NO_RENEGOTIATION | CAASAOpenSSL_SSL_OP_NO_COMPRESSION | CAASAOpenSSL_SSL_OP_IGNORE_UNEXPECTED_EOF)
+        // RELEASE_BUFFERS: an idle connection holds no OpenSSL buffers. MOVING_WRITE_BUFFER: a
+        // retried write may come from another address (Swift arrays move).
+        _ = CAASAOpenSSL_SSL_CTX_set_mode(
+            ctx,
+            CAASAOpenSSL_SSL_MODE_RELEASE_BUFFERS | CAASAOpenSSL_SSL_MODE_ENABLE_PARTIAL_WRITE
+                | CAASAOpenSSL_SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER)
+        SSL_CTX_set_alpn_select_cb(ctx, alpnSelect, nil)
+    }
+
+    private static func loadChain(_ ctx: OpaquePointer, _ pem: [UInt8], source: String) throws(TLSError) {
+        let bio = pem.withUnsafeBytes { BIO_new_mem_buf($0.baseAddress, Int32($0.count)) }
+        defer { BIO_free(bio) }
+        guard let leaf = PEM_read_bio_X509(bio, nil, nil, nil) else {
+            throw TLSError("no PEM certificate found (\(TLSError.openSSLReasons()))", file: "\(source)/cert.pem")
+        }
+        defer { X509_free(leaf) }
+        guard SSL_CTX_use_certificate(ctx, leaf) == 1 else {
+            throw TLSError("the certificate cannot be used: \(TLSError.openSSLReasons())", file: "\(source)/cert.pem")
+        }
+        while let intermediate = PEM_read_bio_X509(bio, nil, nil, nil) {
+            // The context takes ownership of each extra certificate.
+            guard CAASAOpenSSL_SSL_CTX_add_extra_chain_cert(ctx, intermediate) == 1 else {
+                X509_free(intermediate)
+                throw TLSError("an intermediate certificate cannot be used: \(TLSError.openSSLReasons())", file: "\(source)/cert.pem")
+            }
+        }
+        ERR_clear_error()  // the loop ends on a "no start line" error
+    }
+
+    private static func loadKey(_ ctx: OpaquePointer, _ pem: [UInt8], source: String) throws(TLSError) {
+        let bio = pem.withUnsafeBytes { BIO_new_mem_buf($0.baseAddress, Int32($0.count)) }
+        defer { BIO_free(bio) }
+        guard let key = PEM_read_bio_PrivateKey(bio, nil, nil, nil) else {
+            throw TLSError(
+                "no unencrypted PEM private key found; decrypt the key first (\(TLSError.openSSLReasons()))", file: "\(source)/key.pem")
+        }
+        defer { EVP_PKEY_free(key) }
+        guard SSL_CTX_use_PrivateKey(ctx, key) == 1, SSL_CTX_check_private_key(ctx) == 1 else {
+            throw TLSError("the key does not match the certificate in cert.pem (\(TLSError.openSSLReasons()))", file: "\(source)/key.pem")
+        }
+    }
+
+    /// The context an SSL connection currently uses.
+    static func of(_ ssl: OpaquePointer) -> TLSContext? {
+        guard let ctx = SSL_get_SSL_CTX(ssl), let p = SSL_CTX_get_ex_data(ctx, contextIndex) else { return nil }
+        return Unmanaged<TLSContext>.fromOpaque(p).takeUnretainedValue()
+    }
+}
+
+/// ALPN (RFC 7301): `http/1.1` only for now; a client that offers nothing we speak continues
+/// without ALPN rather than failing (RFC 7301 §3.2 allows either; curl and browsers always offer it).
+private let alpnSelect:
+    @convention(c) (
+        OpaquePointer?, UnsafeMutablePointer<UnsafePointer<UInt8>?>?, UnsafeMutablePointer<UInt8>?, UnsafePointer<UInt8>?, UInt32,
+        UnsafeMutableRawPointer?
+    ) -> Int32 = { _, out, outlen, input, inlen, _ in
+        guard let input, let out, let outlen else { return CAASAOpenSSL_SSL_TLSEXT_ERR_NOACK }
+        var selected: UnsafeMutablePointer<UInt8>?
+        let supported = TLSContext.alpnWire
+        let result = supported.withUnsafeBufferPointer { server in
+            SSL_select_next_proto(&selected, outlen, server.baseAddress, UInt32(server.count), input, inlen)
+        }
+        guard result == OPENSSL_NPN_NEGOTIATED, let selected else { return CAASAOpenSSL_SSL_TLSEXT_ERR_NOACK }
+        out.pointee = UnsafePointer(selected)
+        return CAASAOpenSSL_SSL_TLSEXT_ERR_OK
+    }
+
+extension TLSContext {
+    /// Protocols offered in ALPN wire format (length-prefixed), in preference order.
+    static let alpnWire: [UInt8] = {
+        var out: [UInt8] = []
+        for proto in ["http/1.1"] {
+            out.append(UInt8(proto.utf8.count))
+            out.append(contentsOf: proto.utf8)
+        }
+        return out
+    }()
+}

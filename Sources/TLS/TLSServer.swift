@@ -1,0 +1,97 @@
+import CAASAOpenSSL
+import Synchronization
+
+/// The certificates a server presents: a default context for connections without SNI or with an
+/// unknown name, and per-site contexts chosen by SNI (nginx's `ngx_http_ssl_servername`, h2o's
+/// `on_sni_callback`). Contexts are made on first use and kept in a bounded cache, so memory
+/// follows the hosts being fetched, not the hosts configured (DESIGN.md).
+public final class TLSServer: Sendable {
+    /// Contexts kept at once. Each costs tens of kilobytes; at hundreds of thousands of sites
+    /// with their own certificates, one each would cost gigabytes.
+    public static let maximumCachedContexts = 10_000
+
+    /// What the SNI callback asks: the certificate files of the site that serves a name (nil: the
+    /// name is unknown or the site uses the default certificate).
+    public typealias Resolver = @Sendable (String) -> CertificateSource?
+
+    /// Certificate files and their identity, as the snapshot holds them.
+    public struct CertificateSource: Sendable {
+        public var identity: String
+        public var chainPEM: [UInt8]
+        public var keyPEM: [UInt8]
+        public var label: String
+
+        public init(identity: String, chainPEM: [UInt8], keyPEM: [UInt8], label: String) {
+            self.identity = identity
+            self.chainPEM = chainPEM
+            self.keyPEM = keyPEM
+            self.label = label
+        }
+    }
+
+    public let defaultContext: TLSContext
+    private let resolver: Resolver
+    private let cache: Mutex<[String: TLSContext]>
+
+    public init(defaultCertificate: CertificateSource, resolver: @escaping Resolver) throws(TLSError) {
+        defaultContext = try TLSContext(
+            chainPEM: defaultCertificate.chainPEM, keyPEM: defaultCertificate.keyPEM, identity: defaultCertificate.identity,
+            source: defaultCertificate.label)
+        self.resolver = resolver
+        cache = Mutex([defaultCertificate.identity: defaultContext])
+        CAASAOpenSSL_SSL_CTX_set_tlsext_servername_callback(defaultContext.ctx, serverNameCallback)
+        CAASAOpenSSL_SSL_CTX_set_tlsext_servername_arg(defaultContext.ctx, Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    /// A new TLS connection on an accepted socket.
+    public func makeConnection(fd: Int32) -> TLSConnection? {
+        guard let ssl = SSL_new(defaultContext.ctx) else { return nil }
+        return TLSConnection(ssl: ssl, fd: fd)
+    }
+
+    /// The context for certificate files: cached by identity, built on first use.
+    public func context(for source: CertificateSource) throws(TLSError) -> TLSContext {
+        if let cached = cache.withLock({ $0[source.identity] }) { return cached }
+        let made = try TLSContext(chainPEM: source.chainPEM, keyPEM: source.keyPEM, identity: source.identity, source: source.label)
+        return cache.withLock { contexts in
+            if let raced = contexts[source.identity] { return raced }
+            if contexts.count >= Self.maximumCachedContexts,
+                let victim = contexts.keys.first(where: { $0 != defaultContext.identity })
+            {
+                // Evicting is safe: live connections keep their context alive.
+                contexts[victim] = nil
+            }
+            contexts[source.identity] = made
+            return made
+        }
+    }
+
+    /// Contexts currently cached (for tests and metrics).
+    public var cachedContextCount: Int { cache.withLock { $0.count } }
+
+    fileprivate func selectContext(_ ssl: OpaquePointer) {
+        let connection = TLSConnection.of(ssl)
+        guard let raw = SSL_get_servername(ssl, CAASAOpenSSL_TLSEXT_NAMETYPE_host_name),
+            let name = String(validatingCString: raw)?.lowercased()
+        else {
+            connection?.recordServerName(nil)
+            return
+        }
+        connection?.recordServerName(name)
+        guard let source = resolver(name), let context = try? context(for: source) else {
+            connection?.chosenContext = defaultContext
+            return
+        }
+        connection?.chosenContext = context
+        if context !== defaultContext { SSL_set_SSL_CTX(ssl, context.ctx) }
+    }
+}
+
+/// OpenSSL's SNI callback: picks the site's context from the current snapshot. Never fails the
+/// handshake: an unknown name gets the default certificate (the client then decides).
+private let serverNameCallback: @convention(c) (OpaquePointer?, UnsafeMutablePointer<Int32>?, UnsafeMutableRawPointer?) -> Int32 = {
+    ssl, _, arg in
+    guard let ssl, let arg else { return CAASAOpenSSL_SSL_TLSEXT_ERR_OK }
+    Unmanaged<TLSServer>.fromOpaque(arg).takeUnretainedValue().selectContext(ssl)
+    return CAASAOpenSSL_SSL_TLSEXT_ERR_OK
+}
