@@ -311,6 +311,8 @@ final class Worker {
             case .complete(let head):
                 var response = respond(c, head, rest)
                 response.close = !head.keepAlive
+                // RFC 9110 §9.3.2: a HEAD response never has content, whatever its status.
+                if head.method == .head { response.sendsBody = false }
                 response.serialize(into: &out, dateLine: dateLine.bytes)
                 c.requests += 1
                 c.parser.reset()

@@ -29,7 +29,9 @@ struct ServeCommand: ParsableCommand {
     var http: [String] = []
 
     @Option(help: "Worker threads, each with its own event loop (default: one per core).")
-    var threads: Int = Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
+    var threads: Int?
+
+    private var workerCount: Int { threads ?? max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) }
 
     @Option(help: "Where the development certificate is kept.")
     var state: String = ProcessInfo.processInfo.environment["AASAD_STATE"] ?? "state"
@@ -41,7 +43,7 @@ struct ServeCommand: ParsableCommand {
     var logLevel: LogLevel = .info
 
     func validate() throws {
-        if threads < 1 { throw ValidationError("--threads must be at least 1.") }
+        if let threads, threads < 1 { throw ValidationError("--threads must be at least 1.") }
         for address in https + http {
             do {
                 _ = try SocketAddress(parsing: address)
@@ -89,7 +91,7 @@ struct ServeCommand: ParsableCommand {
         let httpsAddresses = try (https.isEmpty ? [":8443"] : https).map { try SocketAddress(parsing: $0) }
         let httpAddresses = try http.map { try SocketAddress(parsing: $0) }
         let server = Server(
-            configuration: .init(https: httpsAddresses, http: httpAddresses, threads: threads), store: store, tls: tls, logger: logger)
+            configuration: .init(https: httpsAddresses, http: httpAddresses, threads: workerCount), store: store, tls: tls, logger: logger)
         do {
             try server.start()
         } catch {
@@ -101,7 +103,7 @@ struct ServeCommand: ParsableCommand {
             "serving",
             metadata: [
                 "sites": "\(served)", "https": "\(server.boundHTTPS.map(\.description).joined(separator: ","))",
-                "http": "\(server.boundHTTP.map(\.description).joined(separator: ","))", "threads": "\(threads)",
+                "http": "\(server.boundHTTP.map(\.description).joined(separator: ","))", "threads": "\(workerCount)",
             ])
         if let authority = certificates.developmentAuthority,
             let host = store.snapshot().sites.lazy.flatMap(\.hosts).first(where: { !$0.isWildcard }),

@@ -1,0 +1,236 @@
+import Foundation
+import Testing
+
+/// A config directory for end-to-end tests, built fresh in a temporary directory:
+/// - `a.test`: an AASA file and assetlinks.json; `www.a.test` is a symlink alias of it
+/// - `*.w.test`: a wildcard site
+/// - `own.test`: a site with its own RSA certificate (the default one is the development ECDSA one)
+/// - `bad.test`: an invalid file, so not served
+final class TestConfig {
+    let root: URL
+    let aasa = Array(
+        #"{"applinks": {"apps": [], "details": [{"appIDs": ["ABCDE12345.com.example.app"], "components": [{"/": "/buy/*"}]}]}}"#.utf8)
+    let wildcardAASA = Array(#"{"applinks": {"apps": [], "details": [{"appID": "ABCDE12345.com.example.w", "paths": ["*"]}]}}"#.utf8)
+    let ownAASA = Array(#"{"webcredentials": {"apps": ["ABCDE12345.com.example.own"]}}"#.utf8)
+    let assetLinks = Array(
+        #"[{"relation": ["delegate_permission/common.handle_all_urls"], "target": {"namespace": "android_app", "package_name": "com.example", "sha256_cert_fingerprints": ["14:6D:E9:83:C5:73:06:50:D8:EE:B9:95:2F:34:FC:64:16:A0:83:42:E6:1D:BE:A8:8A:04:96:B2:3F:CF:44:E5"]}}]"#
+            .utf8)
+
+    init() throws {
+        root = FileManager.default.temporaryDirectory.appendingPathComponent("aasad-e2e-\(UUID().uuidString)")
+        try write("config/sites/a.test/apple-app-site-association", aasa)
+        try write("config/sites/a.test/assetlinks.json", assetLinks)
+        try FileManager.default.createSymbolicLink(atPath: path("config/sites/www.a.test"), withDestinationPath: "a.test")
+        try write("config/sites/*.w.test/apple-app-site-association", wildcardAASA)
+        try write("config/sites/own.test/apple-app-site-association", ownAASA)
+        try write("config/sites/bad.test/apple-app-site-association", Array(#"{"applinks": {"details": [],}}"#.utf8))
+        // own.test's RSA certificate, self-signed: clients trust it with --cacert own.pem.
+        let tls = path("config/sites/own.test/tls")
+        try FileManager.default.createDirectory(atPath: tls, withIntermediateDirectories: true)
+        let status = try Tool.run(
+            "openssl",
+            [
+                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=own.test", "-addext",
+                "subjectAltName=DNS:own.test",
+                "-keyout", tls + "/key.pem", "-out", tls + "/cert.pem",
+            ]
+        ).status
+        #expect(status == 0, "openssl could not make the test certificate")
+    }
+
+    deinit { try? FileManager.default.removeItem(at: root) }
+
+    func path(_ relative: String) -> String { root.appendingPathComponent(relative).path }
+
+    func write(_ relative: String, _ bytes: [UInt8]) throws {
+        let url = root.appendingPathComponent(relative)
+        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try Data(bytes).write(to: url)
+    }
+
+    var config: String { path("config") }
+    var state: String { path("state") }
+    var developmentCA: String { path("state/dev-tls/ca.pem") }
+    var ownCA: String { path("config/sites/own.test/tls/cert.pem") }
+}
+
+/// Runs a command line tool and collects its output.
+enum Tool {
+    struct Output {
+        var status: Int32
+        var stdout: [UInt8]
+        var stderr: String
+        var text: String { String(decoding: stdout, as: UTF8.self) }
+    }
+
+    static func run(_ tool: String, _ arguments: [String], input: [UInt8]? = nil) throws -> Output {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = [tool] + arguments
+        let out = Pipe()
+        let err = Pipe()
+        let inPipe = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = inPipe
+        try process.run()
+        if let input { inPipe.fileHandleForWriting.write(Data(input)) }
+        try? inPipe.fileHandleForWriting.close()
+        let stdout = out.fileHandleForReading.readDataToEndOfFile()
+        let stderr = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Output(status: process.terminationStatus, stdout: [UInt8](stdout), stderr: String(decoding: stderr, as: UTF8.self))
+    }
+}
+
+/// `aasad serve` started on port 0 for one test, stopped with SIGTERM when the test ends.
+final class RunningServer {
+    let process = Process()
+    let config: TestConfig
+    private(set) var httpsPort = 0
+    private(set) var httpPort = 0
+    private let stdout = Pipe()
+    private let stderr = Pipe()
+    private(set) var stdoutText = ""
+
+    init(config: TestConfig, extra: [String] = []) throws {
+        self.config = config
+        process.executableURL = AASAD.binary
+        process.arguments =
+            [
+                "serve", "--config", config.config, "--state", config.state, "--https", "127.0.0.1:0", "--http", "127.0.0.1:0", "--threads",
+                "2",
+            ] + extra
+        process.standardOutput = stdout
+        process.standardError = stderr
+        try process.run()
+        try waitUntilReady()
+    }
+
+    deinit {
+        if process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+        }
+    }
+
+    /// Reads standard output until the readiness line; fails after 30 s or if the process exits.
+    private func waitUntilReady() throws {
+        let handle = stdout.fileHandleForReading
+        var buffer = ""
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline {
+            let data = handle.availableData
+            if data.isEmpty {
+                throw ServerError(
+                    "aasad exited before it was ready: \(String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))"
+                )
+            }
+            buffer += String(decoding: data, as: UTF8.self)
+            if let line = buffer.split(separator: "\n").first(where: { $0.hasPrefix("aasad ready:") }) {
+                stdoutText = buffer
+                httpsPort = Self.port(in: line, key: "https=")
+                httpPort = Self.port(in: line, key: "http=")
+                return
+            }
+        }
+        throw ServerError("aasad was not ready within 30 s")
+    }
+
+    private static func port(in line: Substring, key: String) -> Int {
+        guard let range = line.range(of: " " + key) ?? line.range(of: key) else { return 0 }
+        let value = line[range.upperBound...].prefix { $0 != " " && $0 != "," }
+        return Int(value.split(separator: ":").last ?? "") ?? 0
+    }
+
+    /// Stops with SIGTERM and returns the exit status.
+    func stop() -> Int32 {
+        process.terminate()
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
+    func signal(_ signal: Int32) { kill(process.processIdentifier, signal) }
+
+    /// What the server logged (read after it stopped).
+    func log() -> String { String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self) }
+
+    struct ServerError: Error, CustomStringConvertible {
+        var description: String
+        init(_ d: String) { description = d }
+    }
+
+    // MARK: - Clients
+
+    struct HTTPResult {
+        var status: Int
+        var headers: [String: String]
+        var body: [UInt8]
+        var connects: Int
+    }
+
+    /// curl over HTTPS with `host` resolved to the server, trusting the development CA (or `cacert`).
+    func https(_ host: String, _ path: String, _ options: [String] = [], cacert: String? = nil) throws -> HTTPResult {
+        try curl(
+            [
+                "--cacert", cacert ?? config.developmentCA, "--resolve", "\(host):\(httpsPort):127.0.0.1",
+                "https://\(host):\(httpsPort)\(path)",
+            ] + options)
+    }
+
+    /// curl over plain HTTP with a Host header.
+    func http(_ host: String, _ path: String, _ options: [String] = []) throws -> HTTPResult {
+        try curl(["-H", "Host: \(host)", "http://127.0.0.1:\(httpPort)\(path)"] + options)
+    }
+
+    func curl(_ arguments: [String]) throws -> HTTPResult {
+        let headerFile = config.path("headers-\(UUID().uuidString)")
+        let out = try Tool.run(
+            "curl", ["-sS", "--path-as-is", "-D", headerFile, "-w", "\n%{num_connects}", "--max-time", "10"] + arguments)
+        defer { try? FileManager.default.removeItem(atPath: headerFile) }
+        var body = out.stdout
+        var connects = 0
+        if let newline = body.lastIndex(of: 10) {
+            connects = Int(String(decoding: body[(newline + 1)...], as: UTF8.self)) ?? 0
+            body = Array(body[..<newline])
+        }
+        let head = (try? String(contentsOfFile: headerFile, encoding: .utf8)) ?? ""
+        // With several requests, the last response's head counts.
+        let blocks = head.components(separatedBy: "\r\n\r\n").filter { !$0.isEmpty }
+        let lines = (blocks.last ?? "").components(separatedBy: "\r\n")
+        let status = lines.first.flatMap { Int($0.split(separator: " ").dropFirst().first ?? "") } ?? 0
+        var headers: [String: String] = [:]
+        for line in lines.dropFirst() {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        if out.status != 0 && status == 0 { throw ServerError("curl failed (\(out.status)): \(out.stderr)") }
+        return HTTPResult(status: status, headers: headers, body: body, connects: connects)
+    }
+
+    /// Sends raw bytes on a plain TCP connection and returns everything received until the server
+    /// closes or `timeout` seconds pass.
+    func raw(_ bytes: [UInt8], timeout: Double = 5) -> [UInt8] {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = UInt16(httpPort).bigEndian
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { return [] }
+        var tv = timeval(tv_sec: Int(timeout), tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = recv(fd, &buffer, buffer.count, 0)
+            if n <= 0 { break }
+            received += buffer[0..<n]
+        }
+        return received
+    }
+}

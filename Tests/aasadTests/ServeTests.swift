@@ -1,0 +1,271 @@
+import Foundation
+import Testing
+
+/// `aasad serve` end to end over HTTPS and plain HTTP/1.1, with curl, openssl and raw sockets.
+/// Each test starts its own server on port 0 and stops it when done.
+@Suite("aasad serve: HTTP/1.1 and HTTPS with real clients")
+final class ServeTests {
+    let config: TestConfig
+    let server: RunningServer
+
+    init() throws {
+        config = try TestConfig()
+        server = try RunningServer(config: config)
+    }
+
+    static let paths = ["/.well-known/apple-app-site-association", "/apple-app-site-association"]
+
+    @Test("both AASA paths serve the file byte for byte as application/json, over HTTPS and HTTP", arguments: paths)
+    func servesFile(_ path: String) throws {
+        for r in [try server.https("a.test", path), try server.http("a.test", path)] {
+            #expect(r.status == 200)
+            #expect(r.headers["content-type"] == "application/json")
+            #expect(r.body == config.aasa)
+            #expect(r.headers["content-length"] == "\(config.aasa.count)")
+            #expect(r.headers["x-content-type-options"] == "nosniff")
+            #expect(r.headers["etag"]?.hasPrefix("\"") == true)
+            #expect(r.headers["last-modified"]?.hasSuffix("GMT") == true)
+            #expect(r.headers["cache-control"] == "max-age=300")
+            #expect(r.headers["date"]?.hasSuffix("GMT") == true)
+        }
+    }
+
+    @Test("assetlinks.json is served for the site that has one, 404 elsewhere")
+    func assetLinks() throws {
+        let r = try server.https("a.test", "/.well-known/assetlinks.json")
+        #expect(r.status == 200 && r.body == config.assetLinks && r.headers["content-type"] == "application/json")
+        #expect(try server.https("x.w.test", "/.well-known/assetlinks.json").status == 404)
+    }
+
+    @Test("an alias symlink and a wildcard site serve their files")
+    func aliasAndWildcard() throws {
+        #expect(try server.https("www.a.test", Self.paths[0]).body == config.aasa)
+        #expect(try server.https("x.w.test", Self.paths[0]).body == config.wildcardAASA)
+        // A TLS wildcard covers one label; the site's wildcard covers any depth (spec §2, inferred).
+        #expect(try server.http("deep.er.w.test", Self.paths[0]).body == config.wildcardAASA)
+        #expect(try server.http("w.test", Self.paths[0]).status == 404)  // a wildcard does not cover its suffix
+    }
+
+    @Test("HEAD sends the headers without the body")
+    func head() throws {
+        let reply = String(
+            decoding: server.raw(Array("HEAD /apple-app-site-association HTTP/1.1\r\nHost: a.test\r\nConnection: close\r\n\r\n".utf8)),
+            as: UTF8.self)
+        #expect(reply.hasPrefix("HTTP/1.1 200 OK"))
+        #expect(reply.contains("Content-Length: \(config.aasa.count)\r\n"))
+        #expect(reply.hasSuffix("\r\n\r\n"), "a body followed the head")
+    }
+
+    @Test("the query string is ignored")
+    func queryIgnored() throws {
+        #expect(try server.https("a.test", Self.paths[0] + "?bust=1&x").body == config.aasa)
+    }
+
+    @Test("other methods get 405 with Allow: GET, HEAD", arguments: ["POST", "PUT", "DELETE", "OPTIONS", "PATCH"])
+    func methodNotAllowed(_ method: String) throws {
+        let r = try server.https("a.test", Self.paths[0], ["-X", method])
+        #expect(r.status == 405)
+        #expect(r.headers["allow"] == "GET, HEAD")
+    }
+
+    @Test(
+        "variants of the path are 404, never a redirect",
+        arguments: [
+            "/.well-known/apple-app-site-association/", "/.well-known/apple-app-site-association.json",
+            "/.WELL-KNOWN/apple-app-site-association",
+            "/.well-known%2Fapple-app-site-association", "/.well-known/../.well-known/apple-app-site-association", "/", "/index.html",
+            "/x/.well-known/apple-app-site-association",
+        ])
+    func variantsAre404(_ path: String) throws {
+        let r = try server.https("a.test", path)
+        #expect(r.status == 404, "\(path)")
+        #expect(r.headers["location"] == nil)
+    }
+
+    @Test("an unknown host and an invalid site are 404")
+    func unknownHost() throws {
+        #expect(try server.http("nope.test", Self.paths[0]).status == 404)
+        #expect(try server.http("bad.test", Self.paths[0]).status == 404)
+    }
+
+    @Test("Host is case-insensitive and its port is ignored")
+    func hostNormalised() throws {
+        #expect(try server.http("A.TEST:8443", Self.paths[0]).status == 200)
+        #expect(try server.http("a.test.", Self.paths[0]).status == 200)
+    }
+
+    @Test("a host whose site uses another certificate than the one negotiated gets 421")
+    func misdirected() throws {
+        // SNI a.test (development certificate), Host own.test (its own RSA certificate).
+        let r = try server.https("a.test", Self.paths[0], ["-H", "Host: own.test"])
+        #expect(r.status == 421)
+        // SNI own.test, Host a.test.
+        let r2 = try server.https("own.test", Self.paths[0], ["-H", "Host: a.test"], cacert: config.ownCA)
+        #expect(r2.status == 421)
+        // Matching SNI and Host: served with the site's own RSA certificate.
+        #expect(try server.https("own.test", Self.paths[0], cacert: config.ownCA).body == config.ownAASA)
+    }
+
+    @Test("without SNI the Host header decides")
+    func noSNI() throws {
+        // An IP address in the URL: curl sends no SNI; the development certificate covers 127.0.0.1.
+        let r = try server.curl([
+            "--cacert", config.developmentCA, "-H", "Host: own.test", "https://127.0.0.1:\(server.httpsPort)\(Self.paths[0])",
+        ])
+        #expect(r.status == 200)
+        #expect(r.body == config.ownAASA)
+    }
+
+    @Test("If-None-Match and If-Modified-Since give 304; a changed tag or older date gives 200")
+    func conditional() throws {
+        let first = try server.https("a.test", Self.paths[0])
+        let etag = try #require(first.headers["etag"])
+        let lastModified = try #require(first.headers["last-modified"])
+        #expect(try server.https("a.test", Self.paths[0], ["-H", "If-None-Match: \(etag)"]).status == 304)
+        #expect(try server.https("a.test", Self.paths[0], ["-H", "If-None-Match: \"x\", W/\(etag)"]).status == 304)
+        #expect(try server.https("a.test", Self.paths[0], ["-H", "If-None-Match: *"]).status == 304)
+        #expect(try server.https("a.test", Self.paths[0], ["-H", "If-None-Match: \"other\""]).status == 200)
+        #expect(try server.https("a.test", Self.paths[0], ["-H", "If-Modified-Since: \(lastModified)"]).status == 304)
+        #expect(try server.https("a.test", Self.paths[0], ["-H", "If-Modified-Since: Sat, 01 Jan 2000 00:00:00 GMT"]).status == 200)
+        let notModified = try server.https("a.test", Self.paths[0], ["-H", "If-None-Match: \(etag)"])
+        #expect(notModified.body.isEmpty && notModified.headers["etag"] == etag)
+    }
+
+    @Test("gzip is served when asked, with its own ETag, and decompresses to the file")
+    func gzip() throws {
+        let large = Array(
+            (#"{"applinks": {"apps": [], "details": [{"appIDs": ["ABCDE12345.com.example.app"], "components": ["#
+                + Array(repeating: #"{"/": "/section/*", "comment": "a repeated pattern"}"#, count: 40).joined(separator: ",") + "]}]}}")
+                .utf8)
+        try config.write("config/sites/z.test/apple-app-site-association", large)
+        server.signal(SIGHUP)
+        var r = try server.http("z.test", Self.paths[0], ["-H", "Accept-Encoding: gzip"])
+        for _ in 0..<50 where r.status != 200 {
+            usleep(100_000)  // the reload is asynchronous to this client; poll, bounded
+            r = try server.http("z.test", Self.paths[0], ["-H", "Accept-Encoding: gzip"])
+        }
+        #expect(r.headers["content-encoding"] == "gzip")
+        #expect(r.headers["vary"] == "Accept-Encoding")
+        #expect(r.headers["etag"]?.hasSuffix("-gz\"") == true)
+        let plain = try server.http("z.test", Self.paths[0], ["--compressed"])
+        #expect(plain.body == large)
+        #expect(try server.http("z.test", Self.paths[0]).headers["content-encoding"] == nil)
+    }
+
+    @Test("keep-alive: several requests on one connection")
+    func keepAlive() throws {
+        let url = "https://a.test:\(server.httpsPort)\(Self.paths[0])"
+        let r = try server.curl(["--cacert", config.developmentCA, "--resolve", "a.test:\(server.httpsPort):127.0.0.1", url, url, url])
+        #expect(r.status == 200)
+        #expect(r.connects == 0 || r.connects == 1)
+    }
+
+    @Test("pipelined requests are answered in order on one connection")
+    func pipelining() throws {
+        let request = "GET /apple-app-site-association HTTP/1.1\r\nHost: a.test\r\n\r\n"
+        let last = "HEAD /nope HTTP/1.1\r\nHost: a.test\r\nConnection: close\r\n\r\n"
+        let reply = String(decoding: server.raw(Array((request + request + last).utf8)), as: UTF8.self)
+        // Bodies do not end in CRLF: find each status line wherever it starts.
+        let statuses = reply.components(separatedBy: "HTTP/1.1 ").dropFirst().map { $0.prefix(3) }
+        #expect(statuses == ["200", "200", "404"])
+        #expect(reply.hasSuffix("\r\n\r\n"), "the HEAD response has no body")
+        #expect(reply.contains("Connection: close"))
+    }
+
+    @Test("HTTP/1.0 is answered and the connection closed")
+    func http10() throws {
+        let reply = String(
+            decoding: server.raw(Array("GET /apple-app-site-association HTTP/1.0\r\nHost: a.test\r\n\r\n".utf8)), as: UTF8.self)
+        #expect(reply.hasPrefix("HTTP/1.1 200 OK"))
+        #expect(reply.contains("Connection: close"))
+        #expect(reply.hasSuffix(String(decoding: config.aasa, as: UTF8.self)))
+    }
+
+    @Test(
+        "bad requests get their status and the connection is closed",
+        arguments: [
+            ("GET /" + String(repeating: "a", count: 9000) + " HTTP/1.1\r\nHost: a.test\r\n\r\n", "414"),
+            ("GET / HTTP/1.1\r\nHost: a.test\r\nX: " + String(repeating: "v", count: 17000) + "\r\n\r\n", "431"),
+            ("GET /apple-app-site-association HTTP/1.1\r\nHost: a.test\r\nContent-Length: 4\r\n\r\nbody", "413"),
+            ("GET /apple-app-site-association HTTP/1.1\r\nHost: a.test\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", "413"),
+            ("\u{1}\u{2}garbage\r\n\r\n", "400"),
+            ("GET / HTTP/1.1\r\n\r\n", "400"),
+            ("GET / HTTP/3.0\r\nHost: a.test\r\n\r\n", "505"),
+        ])
+    func badRequests(_ request: String, _ status: String) throws {
+        let reply = String(decoding: server.raw(Array(request.utf8)), as: UTF8.self)
+        #expect(reply.hasPrefix("HTTP/1.1 \(status) "), "\(reply.prefix(80))")
+        #expect(reply.contains("Connection: close"))
+    }
+
+    @Test("TLS 1.2 and 1.3 are accepted; TLS 1.1 and 1.0 are refused even when the client allows them")
+    func tlsVersions() throws {
+        for version in ["-tls1_2", "-tls1_3"] {
+            let out = try Tool.run(
+                "openssl",
+                [
+                    "s_client", "-connect", "127.0.0.1:\(server.httpsPort)", "-servername", "a.test", version, "-CAfile",
+                    config.developmentCA,
+                ],
+                input: [])
+            #expect(out.text.contains("Verify return code: 0 (ok)"), "\(version): \(out.stderr)")
+        }
+        for version in ["-tls1_1", "-tls1"] {
+            let out = try Tool.run(
+                "openssl",
+                [
+                    "s_client", "-connect", "127.0.0.1:\(server.httpsPort)", "-servername", "a.test", version, "-cipher",
+                    "DEFAULT:@SECLEVEL=0",
+                ],
+                input: [])
+            // s_client prints a session block even after a failed handshake: the cipher tells.
+            #expect(out.text.contains("Cipher is (NONE)") || out.text.contains("Cipher    : 0000"), "\(version) was accepted: \(out.text)")
+        }
+    }
+
+    @Test("ALPN offers http/1.1")
+    func alpn() throws {
+        let out = try Tool.run(
+            "openssl", ["s_client", "-connect", "127.0.0.1:\(server.httpsPort)", "-servername", "a.test", "-alpn", "http/1.1"], input: [])
+        #expect(out.text.contains("ALPN protocol: http/1.1"))
+    }
+
+    @Test("an unknown SNI name gets the default certificate and then 404")
+    func unknownSNI() throws {
+        let r = try server.curl([
+            "-k", "--resolve", "nope.test:\(server.httpsPort):127.0.0.1", "https://nope.test:\(server.httpsPort)\(Self.paths[0])",
+        ])
+        #expect(r.status == 404)
+    }
+
+    @Test("an ECDSA (development) and an RSA (own.test) certificate are both presented by SNI")
+    func certificateKinds() throws {
+        let dev = try Tool.run("openssl", ["s_client", "-connect", "127.0.0.1:\(server.httpsPort)", "-servername", "a.test"], input: [])
+        #expect(dev.text.contains("Server public key is 256 bit"))
+        let own = try Tool.run("openssl", ["s_client", "-connect", "127.0.0.1:\(server.httpsPort)", "-servername", "own.test"], input: [])
+        #expect(own.text.contains("Server public key is 2048 bit"))
+    }
+
+    @Test("the development certificate prints a curl line that works")
+    func developmentCurlLine() throws {
+        let line = try #require(server.stdoutText.split(separator: "\n").first { $0.contains("curl --cacert") })
+        #expect(line.contains(config.developmentCA))
+        #expect(FileManager.default.fileExists(atPath: config.developmentCA))
+    }
+
+    @Test("SIGHUP picks up a new site; SIGTERM stops with status 0")
+    func reloadAndStop() throws {
+        try config.write("config/sites/new.test/apple-app-site-association", config.aasa)
+        #expect(try server.http("new.test", Self.paths[0]).status == 404)
+        server.signal(SIGHUP)
+        var status = 0
+        for _ in 0..<50 {
+            status = try server.http("new.test", Self.paths[0]).status
+            if status == 200 { break }
+            usleep(100_000)
+        }
+        #expect(status == 200)
+        #expect(server.stop() == 0)
+        #expect(server.log().contains("bad.test"))
+    }
+}
