@@ -63,6 +63,7 @@ let package = Package(
         .testTarget(name: "AASATests", dependencies: ["AASA"], swiftSettings: swiftSettings),
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"], swiftSettings: swiftSettings),
         .testTarget(name: "ReactorTests", dependencies: ["Reactor"], swiftSettings: swiftSettings),
+        .testTarget(name: "TLSTests", dependencies: ["TLS"], swiftSettings: swiftSettings),
         .testTarget(name: "SiteStoreTests", dependencies: ["SiteStore", "AASA"], swiftSettings: swiftSettings),
         .testTarget(
             name: "aasadTests",

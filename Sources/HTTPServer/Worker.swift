@@ -264,6 +264,9 @@ final class Worker {
     }
 
     private func readRequests(_ c: Connection) {
+        // Write interest was only for a TLS read that needed to write: drop it, or a level-
+        // triggered epoll reports the (always) writable socket in a loop.
+        if c.watchingWrite { watch(c, read: true, write: false) }
         for _ in 0..<limits.readsPerEvent {
             switch read(c) {
             case .wouldBlock:
@@ -400,7 +403,11 @@ final class Worker {
             return
         }
         c.outputOffset += written
-        guard !c.hasPendingOutput else { return }
+        guard !c.hasPendingOutput else {
+            // The write timeout is between two writes that make progress (nginx's send_timeout).
+            if written > 0 { setDeadline(c, limits.writeTimeout) }
+            return
+        }
         c.output = []
         c.outputOffset = 0
         if c.closeAfterWrite {

@@ -85,6 +85,9 @@ public final class TLSContext: @unchecked Sendable {
             CAASAOpenSSL_SSL_MODE_RELEASE_BUFFERS | CAASAOpenSSL_SSL_MODE_ENABLE_PARTIAL_WRITE
                 | CAASAOpenSSL_SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER)
         SSL_CTX_set_alpn_select_cb(ctx, alpnSelect, nil)
+        // Tickets use the keys of the context a connection started on; every context gets the
+        // rotating shared keys, so a ticket opens whichever context the client reaches.
+        _ = CAASAOpenSSL_SSL_CTX_set_tlsext_ticket_key_evp_cb(ctx, ticketKeyCallback)
     }
 
     private static func loadChain(_ ctx: OpaquePointer, _ pem: [UInt8], source: String) throws(TLSError) {

@@ -39,11 +39,21 @@ struct ServeCommand: ParsableCommand {
     @Option(help: "Cache-Control of served files.")
     var cacheControl: String = ServingOptions.defaultCacheControl
 
+    @Option(help: "Seconds a TLS handshake may take.")
+    var handshakeTimeout: Int64 = Limits().handshakeTimeout
+
+    @Option(help: "Seconds a request head may take once begun.")
+    var requestTimeout: Int64 = Limits().requestTimeout
+
+    @Option(help: "Seconds an idle keep-alive connection is kept.")
+    var idleTimeout: Int64 = Limits().idleTimeout
+
     @Option(help: "Log level.")
     var logLevel: LogLevel = .info
 
     func validate() throws {
         if let threads, threads < 1 { throw ValidationError("--threads must be at least 1.") }
+        if min(handshakeTimeout, requestTimeout, idleTimeout) < 1 { throw ValidationError("Timeouts are whole seconds, at least 1.") }
         for address in https + http {
             do {
                 _ = try SocketAddress(parsing: address)
@@ -88,10 +98,15 @@ struct ServeCommand: ParsableCommand {
             throw ExitCode(1)
         }
 
+        var limits = Limits()
+        limits.handshakeTimeout = handshakeTimeout
+        limits.requestTimeout = requestTimeout
+        limits.idleTimeout = idleTimeout
         let httpsAddresses = try (https.isEmpty ? [":8443"] : https).map { try SocketAddress(parsing: $0) }
         let httpAddresses = try http.map { try SocketAddress(parsing: $0) }
         let server = Server(
-            configuration: .init(https: httpsAddresses, http: httpAddresses, threads: workerCount), store: store, tls: tls, logger: logger)
+            configuration: .init(https: httpsAddresses, http: httpAddresses, threads: workerCount, limits: limits), store: store, tls: tls,
+            logger: logger)
         do {
             try server.start()
         } catch {

@@ -230,6 +230,18 @@ final class ServeTests {
         #expect(out.text.contains("ALPN protocol: http/1.1"))
     }
 
+    @Test("sessions resume from a ticket, over TLS 1.2 and TLS 1.3", arguments: ["-tls1_2", "-tls1_3"])
+    func resumption(_ version: String) throws {
+        let session = config.path("session-\(version)")
+        let request = Array("GET /apple-app-site-association HTTP/1.1\r\nHost: a.test\r\nConnection: close\r\n\r\n".utf8)
+        let base = ["s_client", "-connect", "127.0.0.1:\(server.httpsPort)", "-servername", "a.test", version, "-ign_eof"]
+        let first = try Tool.run("openssl", base + ["-sess_out", session], input: request)
+        #expect(first.text.contains("New, TLSv1."), "\(first.stderr)")
+        let second = try Tool.run("openssl", base + ["-sess_in", session], input: request)
+        #expect(second.text.contains("Reused, TLSv1."), "the session was not resumed: \(second.text.prefix(400))")
+        #expect(second.text.contains("HTTP/1.1 200 OK"))
+    }
+
     @Test("an unknown SNI name gets the default certificate and then 404")
     func unknownSNI() throws {
         let r = try server.curl([
@@ -267,5 +279,41 @@ final class ServeTests {
         #expect(status == 200)
         #expect(server.stop() == 0)
         #expect(server.log().contains("bad.test"))
+    }
+}
+
+/// Timeouts, with a server whose limits are one second so the test takes seconds, not minutes.
+@Suite("aasad serve: timeouts")
+final class TimeoutTests {
+    let config: TestConfig
+    let server: RunningServer
+
+    init() throws {
+        config = try TestConfig()
+        server = try RunningServer(config: config, extra: ["--request-timeout", "1", "--idle-timeout", "1", "--handshake-timeout", "1"])
+    }
+
+    @Test("a request head that never completes is dropped after the request timeout (slowloris)")
+    func requestTimeout() {
+        let started = Date()
+        let reply = server.raw(Array("GET /apple-app-site-association HTTP/1.1\r\nHost: a.te".utf8), timeout: 8)
+        #expect(reply.isEmpty)
+        #expect(Date().timeIntervalSince(started) < 7, "the connection was not closed by the server")
+    }
+
+    @Test("an idle keep-alive connection is closed after the idle timeout")
+    func idleTimeout() {
+        let started = Date()
+        let reply = server.raw(Array("GET /apple-app-site-association HTTP/1.1\r\nHost: a.test\r\n\r\n".utf8), timeout: 8)
+        #expect(String(decoding: reply, as: UTF8.self).hasPrefix("HTTP/1.1 200 OK"))
+        #expect(Date().timeIntervalSince(started) < 7, "the idle connection was not closed by the server")
+    }
+
+    @Test("a TLS client that never sends a ClientHello is dropped after the handshake timeout")
+    func handshakeTimeout() {
+        let started = Date()
+        let reply = server.raw([], timeout: 8, port: server.httpsPort)
+        #expect(reply.isEmpty)
+        #expect(Date().timeIntervalSince(started) < 7)
     }
 }

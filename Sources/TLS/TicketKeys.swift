@@ -1,0 +1,113 @@
+import CAASAOpenSSL
+import Synchronization
+
+/// Session ticket keys, rotating with overlap (h2o's `update_tickets`, Caddy's sessiontickets.go):
+/// tickets are issued under the newest key; older keys still open tickets (which are then
+/// renewed) until they age out. A stolen key therefore exposes only a few hours of sessions,
+/// and a restart (new keys) costs clients one full handshake.
+public final class TicketKeys: Sendable {
+    /// A new key is made this often. Default: 1 h.
+    public static let rotationInterval: Int64 = 3600
+    /// Keys kept for decryption, newest first; tickets older than this many intervals need a full
+    /// handshake. Default 3 (2 to 3 hours, beyond OpenSSL's 2 h ticket lifetime hint).
+    public static let keysKept = 3
+
+    struct Key {
+        let name: [UInt8]
+        let aes: [UInt8]
+        let hmac: [UInt8]
+        let created: Int64
+    }
+
+    private let keys = Mutex<[Key]>([])
+    private let clock: @Sendable () -> Int64
+
+    /// Keys on the system clock.
+    public convenience init() {
+        self.init(clock: { Int64(time(nil)) })
+    }
+
+    /// `clock` returns seconds; tests inject their own.
+    public init(clock: @escaping @Sendable () -> Int64) {
+        self.clock = clock
+    }
+
+    /// The key that new tickets use, rotating first when it is due.
+    func current() -> Key {
+        let now = clock()
+        return keys.withLock { keys in
+            if let newest = keys.first, now - newest.created < Self.rotationInterval { return newest }
+            let key = Key(name: Self.random(16), aes: Self.random(32), hmac: Self.random(32), created: now)
+            keys.insert(key, at: 0)
+            if keys.count > Self.keysKept { keys.removeLast(keys.count - Self.keysKept) }
+            return key
+        }
+    }
+
+    /// The key with this name, and whether it is the newest (otherwise the ticket is renewed).
+    func find(name: UnsafePointer<UInt8>) -> (Key, isNewest: Bool)? {
+        _ = current()  // rotate on schedule even when no new ticket is issued
+        return keys.withLock { keys in
+            for (i, key) in keys.enumerated() where key.name.withUnsafeBufferPointer({ memcmp($0.baseAddress!, name, 16) == 0 }) {
+                return (key, i == 0)
+            }
+            return nil
+        }
+    }
+
+    /// Key names currently held, newest first (for tests).
+    public var names: [[UInt8]] { keys.withLock { $0.map(\.name) } }
+
+    private static func random(_ count: Int) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: count)
+        precondition(RAND_bytes(&bytes, Int32(count)) == 1, "no randomness for session ticket keys")
+        return bytes
+    }
+
+    /// The keys every context of this process uses.
+    public static let shared = TicketKeys()
+
+    /// Sets the HMAC key and digest of a ticket's MAC. The parameter names and the digest name are
+    /// static strings: an OSSL_PARAM keeps pointers to them until it is used, so bridged
+    /// temporaries would dangle.
+    static func setMAC(_ hctx: OpaquePointer, _ key: Key) -> Bool {
+        var hmac = key.hmac
+        return hmac.withUnsafeMutableBytes { k in
+            var params = [
+                OSSL_PARAM_construct_octet_string(cString(keyParameter), k.baseAddress, k.count),
+                OSSL_PARAM_construct_utf8_string(cString(digestParameter), UnsafeMutablePointer(mutating: cString(digestName)), 0),
+                OSSL_PARAM_construct_end(),
+            ]
+            return EVP_MAC_CTX_set_params(hctx, &params) == 1
+        }
+    }
+
+    private static let keyParameter: StaticString = "key"
+    private static let digestParameter: StaticString = "digest"
+    private static let digestName: StaticString = "SHA256"
+
+    private static func cString(_ s: StaticString) -> UnsafePointer<CChar> {
+        UnsafeRawPointer(s.utf8Start).assumingMemoryBound(to: CChar.self)
+    }
+}
+
+/// OpenSSL's ticket key callback (SSL_CTX_set_tlsext_ticket_key_evp_cb): AES-256-CBC and
+/// HMAC-SHA256 under the shared rotating keys. Returns, when encrypting, 1 (done) or -1; when
+/// decrypting, 0 (unknown key: full handshake), 1 (done) or 2 (done, issue a fresh ticket).
+let ticketKeyCallback:
+    @convention(c) (
+        OpaquePointer?, UnsafeMutablePointer<UInt8>?, UnsafeMutablePointer<UInt8>?, OpaquePointer?, OpaquePointer?, Int32
+    ) -> Int32 = { _, name, iv, cipher, hmac, encrypt in
+        guard let name, let iv, let cipher, let hmac else { return -1 }
+        let keys = TicketKeys.shared
+        if encrypt == 1 {
+            let key = keys.current()
+            guard RAND_bytes(iv, 16) == 1 else { return -1 }
+            key.name.withUnsafeBufferPointer { _ = memcpy(name, $0.baseAddress!, 16) }
+            guard EVP_EncryptInit_ex(cipher, EVP_aes_256_cbc(), nil, key.aes, iv) == 1, TicketKeys.setMAC(hmac, key) else { return -1 }
+            return 1
+        }
+        guard let (key, isNewest) = keys.find(name: name) else { return 0 }
+        guard TicketKeys.setMAC(hmac, key), EVP_DecryptInit_ex(cipher, EVP_aes_256_cbc(), nil, key.aes, iv) == 1 else { return -1 }
+        return isNewest ? 1 : 2
+    }

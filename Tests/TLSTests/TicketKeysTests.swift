@@ -1,0 +1,50 @@
+import Synchronization
+import Testing
+
+@testable import TLS
+
+/// A clock the test moves by hand.
+private final class FakeClock: Sendable {
+    let seconds = Atomic<Int64>(1_000)
+    func advance(_ by: Int64) { seconds.add(by, ordering: .relaxed) }
+}
+
+@Suite("Session ticket keys (rotation with overlap)")
+struct TicketKeysTests {
+    @Test("the same key is used until the rotation interval has passed")
+    func stableWithinInterval() {
+        let clock = FakeClock()
+        let keys = TicketKeys(clock: { clock.seconds.load(ordering: .relaxed) })
+        let first = keys.current().name
+        clock.advance(TicketKeys.rotationInterval - 1)
+        #expect(keys.current().name == first)
+        clock.advance(1)
+        #expect(keys.current().name != first)
+    }
+
+    @Test("an older key still opens tickets, marked for renewal; the newest does not need renewal")
+    func overlap() throws {
+        let clock = FakeClock()
+        let keys = TicketKeys(clock: { clock.seconds.load(ordering: .relaxed) })
+        let old = keys.current().name
+        clock.advance(TicketKeys.rotationInterval)
+        let new = keys.current().name
+        let foundOld = try #require(old.withUnsafeBufferPointer { keys.find(name: $0.baseAddress!) })
+        #expect(!foundOld.isNewest)
+        let foundNew = try #require(new.withUnsafeBufferPointer { keys.find(name: $0.baseAddress!) })
+        #expect(foundNew.isNewest)
+    }
+
+    @Test("no more than keysKept keys are held; the oldest then opens nothing")
+    func ageOut() {
+        let clock = FakeClock()
+        let keys = TicketKeys(clock: { clock.seconds.load(ordering: .relaxed) })
+        let first = keys.current().name
+        for _ in 0..<TicketKeys.keysKept {
+            clock.advance(TicketKeys.rotationInterval)
+            _ = keys.current()
+        }
+        #expect(keys.names.count == TicketKeys.keysKept)
+        #expect(first.withUnsafeBufferPointer { keys.find(name: $0.baseAddress!) } == nil)
+    }
+}
