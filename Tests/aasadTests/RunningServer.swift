@@ -93,14 +93,22 @@ final class RunningServer {
     private let stderr = Pipe()
     private(set) var stdoutText = ""
 
-    init(config: TestConfig, extra: [String] = []) throws {
+    /// `fileLimit` starts the server under `ulimit -n`, to test what happens when descriptors run out.
+    init(config: TestConfig, extra: [String] = [], fileLimit: Int? = nil) throws {
         self.config = config
-        process.executableURL = AASAD.binary
-        process.arguments =
+        let arguments =
             [
                 "serve", "--config", config.config, "--state", config.state, "--https", "127.0.0.1:0", "--http", "127.0.0.1:0", "--threads",
                 "2",
-            ] + extra
+            ]
+            + extra
+        if let fileLimit {
+            process.executableURL = URL(fileURLWithPath: "/bin/sh")
+            process.arguments = ["-c", "ulimit -n \(fileLimit) && exec \"$0\" \"$@\"", AASAD.binary.path] + arguments
+        } else {
+            process.executableURL = AASAD.binary
+            process.arguments = arguments
+        }
         process.standardOutput = stdout
         process.standardError = stderr
         try process.run()
@@ -206,6 +214,19 @@ final class RunningServer {
         }
         if out.status != 0 && status == 0 { throw ServerError("curl failed (\(out.status)): \(out.stderr)") }
         return HTTPResult(status: status, headers: headers, body: body, connects: connects)
+    }
+
+    /// Opens a plain TCP connection and leaves it open (the caller closes it).
+    func openConnection() -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = UInt16(httpPort).bigEndian
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        _ = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        return fd
     }
 
     /// Sends raw bytes on a plain TCP connection and returns everything received until the server

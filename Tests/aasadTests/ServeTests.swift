@@ -317,3 +317,24 @@ final class TimeoutTests {
         #expect(Date().timeIntervalSince(started) < 7)
     }
 }
+
+@Suite("aasad serve: running out of descriptors")
+final class DescriptorLimitTests {
+    @Test("EMFILE pauses accepting instead of spinning, and serving resumes when descriptors free up")
+    func pausesOnEMFILE() throws {
+        let config = try TestConfig()
+        let server = try RunningServer(config: config, fileLimit: 64)
+        // More connections than the server has descriptors: the kernel completes them, accept fails.
+        let held = (0..<80).map { _ in server.openConnection() }
+        usleep(1_500_000)
+        held.forEach { _ = close($0) }
+        var status = 0
+        for _ in 0..<60 where status != 200 {
+            status = (try? server.http("a.test", "/apple-app-site-association").status) ?? 0
+            if status != 200 { usleep(100_000) }
+        }
+        #expect(status == 200, "the server did not resume serving")
+        #expect(server.stop() == 0)
+        #expect(server.log().contains("too many open files"))
+    }
+}
