@@ -1,0 +1,34 @@
+// libFuzzer entry point over the HTTP/1.1 request parser, which reads untrusted network bytes.
+// Built by scripts/fuzz.sh together with Sources/HTTP1 as one module (hence no import).
+// Besides not crashing, every parsed request must stay inside the input, and feeding the same
+// bytes in two pieces must give the same answer.
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+    let bytes = UnsafeRawBufferPointer(start: data, count: size)
+    var parser = HTTP1Parser()
+    var offset = 0
+    var requests = 0
+    while offset < size && requests < 64 {
+        let rest = UnsafeRawBufferPointer(rebasing: bytes[offset...])
+        guard case .complete(let head) = parser.parse(rest) else { break }
+        for range in [head.target, head.path] + [head.host, head.ifNoneMatch, head.ifModifiedSince, head.userAgent].compactMap({ $0 }) {
+            precondition(range.lowerBound >= 0 && range.upperBound <= head.length, "a field outside its request")
+        }
+        precondition(head.length > 0 && head.length <= rest.count, "a request longer than the input")
+        offset += head.length
+        parser.reset()
+        requests += 1
+    }
+    if size > 1 {
+        var whole = HTTP1Parser()
+        var split = HTTP1Parser()
+        let half = size / 2
+        let first = split.parse(UnsafeRawBufferPointer(rebasing: bytes[..<half]))
+        let expected = whole.parse(bytes)
+        if case .incomplete = first {
+            precondition(split.parse(bytes) == expected, "the answer depends on where the input was split")
+        }
+    }
+    return 0
+}
