@@ -77,3 +77,19 @@ struct HostNameTests {
         #expect(Punycode.encode(label) == encoded)
     }
 }
+
+@Suite("gzip prepared at load time")
+struct GzipTests {
+    @Test("compressing then decompressing gives the bytes back", arguments: [0, 1, 100, 131_072])
+    func roundTrip(_ size: Int) throws {
+        let input = (0..<size).map { UInt8(truncatingIfNeeded: $0 * 7 % 13) }
+        let compressed = try #require(Gzip.compress(input))
+        #expect(compressed.starts(with: [0x1F, 0x8B]))  // the gzip magic
+        #expect(Gzip.decompress(compressed) == input)
+    }
+
+    @Test("a buffer that is not gzip does not decompress")
+    func notGzip() {
+        #expect(Gzip.decompress(Array("plain text".utf8)) == nil)
+    }
+}
