@@ -18,6 +18,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
     ],
     targets: [
         // Linux calls Swift's Glibc module does not expose (epoll, eventfd, timerfd, accept4).
@@ -46,7 +47,15 @@ let package = Package(
         // Pure AASA model: strict JSON, parser, validator, URL matcher. No I/O.
         .target(name: "AASA", swiftSettings: swiftSettings),
         // The config directory: host names, site discovery, loading and validating every site.
-        .target(name: "SiteStore", dependencies: ["AASA", "HTTPCore", "CAASAOpenSSL", "CAASAZlib"], swiftSettings: swiftSettings),
+        .target(
+            name: "SiteStore",
+            dependencies: [
+                "AASA", "HTTPCore", "CAASAOpenSSL", "CAASAZlib",
+                .product(name: "HashTreeCollections", package: "swift-collections"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .executableTarget(
             name: "aasad",
             dependencies: [

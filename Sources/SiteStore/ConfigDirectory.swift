@@ -66,6 +66,9 @@ public struct SiteSource: Sendable {
     /// Every host name the site answers for.
     public var hosts: [HostName] { [host] + aliases }
 
+    /// The directory's own name, e.g. `links.example.com` for `sites/links.example.com`.
+    public var name: String { String(directory.split(separator: "/").last ?? Substring(directory)) }
+
     /// True when everything the site has may be served.
     public var isValid: Bool {
         !problems.contains { $0.severity == .error } && aasa?.result.isValid != false && assetLinks?.result.isValid != false
@@ -142,46 +145,14 @@ public enum ConfigLoader {
         }
 
         var aliasLinks: [(name: String, host: HostName, target: String)] = []
-        for name in names where !name.hasPrefix(".") {
-            let relative = "sites/\(name)"
-            let full = sitesPath + "/" + name
-            let host: HostName
-            do {
-                host = try HostName(parsing: name)
-            } catch {
-                scan.problems.append(ConfigProblem(severity: .error, file: relative, message: "not a valid site name: \(error)"))
-                continue
+        let siteNames = Set(names.filter { examineKind(sitesPath, $0) == .directory })
+        for name in names {
+            switch examine(sitesPath: sitesPath, name: name, isSite: { siteNames.contains($0) }) {
+            case .site(let site): scan.sites.append(site)
+            case .alias(let host, let target): aliasLinks.append((name, host, target))
+            case .problem(let problem): scan.problems.append(problem)
+            case .ignored, .missing: break
             }
-            if host.name != name && host.name + "." != name {
-                scan.problems.append(
-                    ConfigProblem(
-                        severity: .warning, file: relative,
-                        message: "served as \(host.name); host names are lower case, so name the directory that way"))
-            }
-            // A symlink to a sibling site directory is an alias of that site.
-            if let target = try? fm.destinationOfSymbolicLink(atPath: full) {
-                let resolved = target.hasPrefix("/") ? target : sitesPath + "/" + target
-                let targetName =
-                    URL(fileURLWithPath: resolved).standardizedFileURL.deletingLastPathComponent().path
-                        == URL(fileURLWithPath: sitesPath).standardizedFileURL.path
-                    ? URL(fileURLWithPath: resolved).lastPathComponent : nil
-                if let targetName, names.contains(targetName) {
-                    aliasLinks.append((name, host, targetName))
-                    continue
-                }
-            }
-            guard fm.fileExists(atPath: full, isDirectory: &isDirectory) else {
-                scan.problems.append(ConfigProblem(severity: .error, file: relative, message: "a symlink whose target does not exist"))
-                continue
-            }
-            guard isDirectory.boolValue else {
-                scan.problems.append(
-                    ConfigProblem(
-                        severity: .error, file: relative,
-                        message: "not a directory; each site is a directory holding its apple-app-site-association"))
-                continue
-            }
-            scan.sites.append(loadSite(host: host, directory: full, relative: relative))
         }
 
         for link in aliasLinks {
@@ -210,6 +181,72 @@ public enum ConfigLoader {
                         severity: .error, file: scan.sites[i].directory,
                         message: "the host \(host) is claimed by \(dirs.joined(separator: " and ")); keep it in one site"))
             }
+        }
+    }
+
+    /// What one name under `sites/` is.
+    public enum Entry: Sendable {
+        /// A site directory (or a symlink to a directory outside `sites/`), read and validated.
+        case site(SiteSource)
+        /// A symlink to a sibling site directory: another name for that site.
+        case alias(HostName, target: String)
+        /// A name that cannot be a site (bad host name, a plain file, a dangling symlink).
+        case problem(ConfigProblem)
+        /// Hidden entries (Kubernetes' `..data` and its timestamped directories among them).
+        case ignored
+        /// Nothing by that name (any more).
+        case missing
+    }
+
+    enum Kind { case directory, other, missing }
+
+    /// Whether a name is a directory (following symlinks), something else, or absent.
+    static func examineKind(_ sitesPath: String, _ name: String) -> Kind {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: sitesPath + "/" + name, isDirectory: &isDirectory) else { return .missing }
+        return isDirectory.boolValue ? .directory : .other
+    }
+
+    /// Examines one name under `sites/`: the same question for a full scan and for the watcher's
+    /// single-site reloads. `isSite` tells whether a sibling name is a site directory.
+    public static func examine(sitesPath: String, name: String, isSite: (String) -> Bool) -> Entry {
+        if name.hasPrefix(".") { return .ignored }
+        let relative = "sites/\(name)"
+        let full = sitesPath + "/" + name
+        let fm = FileManager.default
+        guard (try? fm.attributesOfItem(atPath: full)) != nil else { return .missing }
+        let host: HostName
+        do {
+            host = try HostName(parsing: name)
+        } catch {
+            return .problem(ConfigProblem(severity: .error, file: relative, message: "not a valid site name: \(error)"))
+        }
+        // A symlink to a sibling site directory is an alias of that site.
+        if let target = try? fm.destinationOfSymbolicLink(atPath: full) {
+            let resolved = URL(fileURLWithPath: target.hasPrefix("/") ? target : sitesPath + "/" + target).standardizedFileURL
+            if resolved.deletingLastPathComponent().path == URL(fileURLWithPath: sitesPath).standardizedFileURL.path,
+                resolved.lastPathComponent != name, isSite(resolved.lastPathComponent)
+            {
+                return .alias(host, target: resolved.lastPathComponent)
+            }
+        }
+        switch examineKind(sitesPath, name) {
+        case .missing:
+            return .problem(ConfigProblem(severity: .error, file: relative, message: "a symlink whose target does not exist"))
+        case .other:
+            return .problem(
+                ConfigProblem(
+                    severity: .error, file: relative,
+                    message: "not a directory; each site is a directory holding its apple-app-site-association"))
+        case .directory:
+            var site = loadSite(host: host, directory: full, relative: relative)
+            if host.name != name && host.name + "." != name {
+                site.problems.append(
+                    ConfigProblem(
+                        severity: .warning, file: relative,
+                        message: "served as \(host.name); host names are lower case, so name the directory that way"))
+            }
+            return .site(site)
         }
     }
 

@@ -13,9 +13,10 @@ public struct ServingOptions: Sendable, Equatable {
     }
 }
 
-/// A served file with everything its responses need computed once, when the site is loaded
-/// (DESIGN.md: the hot path only looks up and writes bytes).
-public final class PreparedFile: Sendable {
+/// What depends only on a file's bytes: the body, its gzip form and their ETags. Sites whose
+/// files have the same bytes share one (issue 4: identical files share one prepared body), and
+/// the compression runs once per distinct file.
+public final class PreparedContent: Sendable {
     /// The file, byte for byte.
     public let body: [UInt8]
     /// The file gzipped, when that is smaller.
@@ -24,6 +25,26 @@ public final class PreparedFile: Sendable {
     public let etag: String
     /// Strong ETag of the gzip body (a different representation needs a different strong ETag).
     public let gzipETag: String?
+    /// SHA-256 of the body, hex: the key under which it is shared.
+    public let digest: String
+
+    /// `sha256` is the body's hash when the caller has it already.
+    public init(body: [UInt8], sha256: [UInt8]? = nil) {
+        self.body = body
+        let hash = sha256 ?? Digest.sha256(body)
+        digest = Digest.hex(hash)
+        let short = Digest.hex(hash.prefix(16))
+        etag = "\"\(short)\""
+        let compressed = Gzip.compress(body).flatMap { $0.count < body.count ? $0 : nil }
+        gzipBody = compressed
+        gzipETag = compressed == nil ? nil : "\"\(short)-gz\""
+    }
+}
+
+/// A served file with everything its responses need computed once, when the site is loaded
+/// (DESIGN.md: the hot path only looks up and writes bytes).
+public final class PreparedFile: Sendable {
+    public let content: PreparedContent
     /// Modification time, seconds since the epoch.
     public let lastModified: Int64
     /// `Name: value\r\n` lines of a 200 response, all but `Date` and `Connection`.
@@ -33,34 +54,34 @@ public final class PreparedFile: Sendable {
     public let notModifiedHeaders: [UInt8]
     public let gzipNotModifiedHeaders: [UInt8]?
 
-    public init(body: [UInt8], modified: Int64, options: ServingOptions) {
-        self.body = body
-        let hash = Digest.hex(Digest.sha256(body).prefix(16))
-        etag = "\"\(hash)\""
+    public var body: [UInt8] { content.body }
+    public var gzipBody: [UInt8]? { content.gzipBody }
+    public var etag: String { content.etag }
+    public var gzipETag: String? { content.gzipETag }
+
+    public convenience init(body: [UInt8], modified: Int64, options: ServingOptions) {
+        self.init(content: PreparedContent(body: body), modified: modified, options: options)
+    }
+
+    public init(content: PreparedContent, modified: Int64, options: ServingOptions) {
+        self.content = content
         lastModified = modified
-        let compressed = Gzip.compress(body).flatMap { $0.count < body.count ? $0 : nil }
-        gzipBody = compressed
-        gzipETag = compressed == nil ? nil : "\"\(hash)-gz\""
-        let lastModifiedText = HTTPDate.format(modified)
         func lines(_ fields: [(String, String)]) -> [UInt8] {
             Array(fields.map { "\($0.0): \($0.1)\r\n" }.joined().utf8)
         }
         // Vary only when a gzip variant exists: otherwise every client gets the same bytes.
-        let vary: [(String, String)] = compressed == nil ? [] : [("Vary", "Accept-Encoding")]
-        let common: [(String, String)] = [
-            ("Last-Modified", lastModifiedText), ("Cache-Control", options.cacheControl),
-        ]
+        let vary: [(String, String)] = content.gzipBody == nil ? [] : [("Vary", "Accept-Encoding")]
+        let common: [(String, String)] = [("Last-Modified", HTTPDate.format(modified)), ("Cache-Control", options.cacheControl)]
         headers = lines(
-            [("Content-Type", "application/json"), ("Content-Length", "\(body.count)"), ("ETag", etag)] + common + vary
+            [("Content-Type", "application/json"), ("Content-Length", "\(content.body.count)"), ("ETag", content.etag)] + common + vary
                 + [("X-Content-Type-Options", "nosniff")])
-        notModifiedHeaders = lines([("ETag", etag)] + common + vary)
-        if let compressed, let gzipETag {
+        notModifiedHeaders = lines([("ETag", content.etag)] + common + vary)
+        if let compressed = content.gzipBody, let gzipETag = content.gzipETag {
             gzipHeaders = lines(
                 [
                     ("Content-Type", "application/json"), ("Content-Encoding", "gzip"), ("Content-Length", "\(compressed.count)"),
                     ("ETag", gzipETag),
-                ]
-                    + common + vary + [("X-Content-Type-Options", "nosniff")])
+                ] + common + vary + [("X-Content-Type-Options", "nosniff")])
             gzipNotModifiedHeaders = lines([("ETag", gzipETag)] + common + vary)
         } else {
             gzipHeaders = nil

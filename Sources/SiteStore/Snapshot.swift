@@ -1,8 +1,10 @@
+public import HashTreeCollections
+
 /// One site as served: its names, its prepared files and its certificate.
 public final class ServedSite: Sendable {
-    /// The site's directory name.
-    public let name: HostName
-    /// Every name it answers for: its own and its aliases.
+    /// The site's directory name under `sites/`.
+    public let directory: String
+    /// Every name it answers for (its own, its aliases), less any in conflict with another site.
     public let hosts: [HostName]
     public let aasa: PreparedFile?
     public let assetLinks: PreparedFile?
@@ -10,47 +12,64 @@ public final class ServedSite: Sendable {
     public let certificate: CertificateFiles?
     /// `certificate?.identity`, computed once.
     public let certificateIdentity: String?
+    /// When this version was loaded, seconds since the epoch.
+    public let loadedAt: Int64
 
-    init(name: HostName, hosts: [HostName], aasa: PreparedFile?, assetLinks: PreparedFile?, certificate: CertificateFiles?) {
-        self.name = name
+    public init(
+        directory: String, hosts: [HostName], aasa: PreparedFile?, assetLinks: PreparedFile?, certificate: CertificateFiles?,
+        loadedAt: Int64
+    ) {
+        self.directory = directory
         self.hosts = hosts
         self.aasa = aasa
         self.assetLinks = assetLinks
         self.certificate = certificate
         certificateIdentity = certificate?.identity
+        self.loadedAt = loadedAt
+    }
+
+    /// The same site answering for other names (after a conflict appeared or went away).
+    func with(hosts: [HostName]) -> ServedSite {
+        ServedSite(directory: directory, hosts: hosts, aasa: aasa, assetLinks: assetLinks, certificate: certificate, loadedAt: loadedAt)
     }
 }
 
 /// Everything served at one moment, immutable: built off the hot path, published with one atomic
 /// store, read once per request (DESIGN.md "Shape of the server").
+///
+/// The maps are persistent hash tries: a snapshot that differs from the last by one site shares
+/// everything else with it, so applying a change costs O(log n) whatever the number of sites.
 public final class Snapshot: Sendable {
     /// Increases with every published snapshot.
     public let generation: UInt64
-    public let sites: [ServedSite]
+    /// Served sites by directory name.
+    public let sites: TreeDictionary<String, ServedSite>
     public let defaultCertificate: CertificateFiles?
     public let defaultCertificateIdentity: String?
-    private let exact: [String: ServedSite]
+    private let exact: TreeDictionary<String, ServedSite>
     /// Wildcard sites by suffix: `*.users.example.com` is filed under `users.example.com`.
-    private let wildcards: [String: ServedSite]
+    private let wildcards: TreeDictionary<String, ServedSite>
 
-    public init(generation: UInt64, sites: [ServedSite], defaultCertificate: CertificateFiles?) {
+    private init(
+        generation: UInt64, sites: TreeDictionary<String, ServedSite>, exact: TreeDictionary<String, ServedSite>,
+        wildcards: TreeDictionary<String, ServedSite>, defaultCertificate: CertificateFiles?
+    ) {
         self.generation = generation
         self.sites = sites
-        self.defaultCertificate = defaultCertificate
-        defaultCertificateIdentity = defaultCertificate?.identity
-        var exact: [String: ServedSite] = [:]
-        var wildcards: [String: ServedSite] = [:]
-        for site in sites {
-            for host in site.hosts {
-                if let suffix = host.wildcardSuffix {
-                    wildcards[suffix] = site
-                } else {
-                    exact[host.name] = site
-                }
-            }
-        }
         self.exact = exact
         self.wildcards = wildcards
+        self.defaultCertificate = defaultCertificate
+        defaultCertificateIdentity = defaultCertificate?.identity
+    }
+
+    public convenience init(generation: UInt64, sites: [ServedSite], defaultCertificate: CertificateFiles?) {
+        self.init(generation: generation, sites: [:], exact: [:], wildcards: [:], defaultCertificate: defaultCertificate)
+        // Build through the same path as incremental changes.
+        var snapshot = self
+        for site in sites { snapshot = snapshot.replacing(site.directory, with: site, generation: generation) }
+        self.init(
+            generation: generation, sites: snapshot.sites, exact: snapshot.exact, wildcards: snapshot.wildcards,
+            defaultCertificate: defaultCertificate)
     }
 
     /// An empty snapshot: nothing served.
@@ -68,22 +87,74 @@ public final class Snapshot: Sendable {
         return nil
     }
 
-    /// Builds a snapshot from a scan: every valid site is served, invalid ones are left out (the
-    /// scan's problems say why). Identical files share one prepared file.
-    public static func build(from scan: ConfigScan, generation: UInt64, options: ServingOptions = ServingOptions()) -> Snapshot {
-        var prepared: [[UInt8]: PreparedFile] = [:]
-        func prepare<D>(_ file: SiteFile<D>?) -> PreparedFile? {
-            guard let file, file.result.isValid else { return nil }
-            if let shared = prepared[file.bytes], shared.lastModified == file.modified { return shared }
-            let p = PreparedFile(body: file.bytes, modified: file.modified, options: options)
-            prepared[file.bytes] = p
-            return p
+    /// A snapshot where the site of `directory` is `site` (nil: not served). O(log n).
+    public func replacing(_ directory: String, with site: ServedSite?, generation: UInt64) -> Snapshot {
+        var sites = self.sites
+        var exact = self.exact
+        var wildcards = self.wildcards
+        if let old = sites[directory] {
+            for host in old.hosts {
+                if let suffix = host.wildcardSuffix {
+                    if wildcards[suffix] === old { wildcards[suffix] = nil }
+                } else if exact[host.name] === old {
+                    exact[host.name] = nil
+                }
+            }
         }
+        sites[directory] = site
+        for host in site?.hosts ?? [] {
+            if let suffix = host.wildcardSuffix { wildcards[suffix] = site } else { exact[host.name] = site }
+        }
+        return Snapshot(generation: generation, sites: sites, exact: exact, wildcards: wildcards, defaultCertificate: defaultCertificate)
+    }
+
+    /// A snapshot with another default certificate.
+    public func with(defaultCertificate: CertificateFiles?, generation: UInt64) -> Snapshot {
+        Snapshot(generation: generation, sites: sites, exact: exact, wildcards: wildcards, defaultCertificate: defaultCertificate)
+    }
+
+    /// Builds a snapshot from a scan: every valid site is served, invalid ones are left out (the
+    /// scan's problems say why). Identical files share one prepared content.
+    public static func build(from scan: ConfigScan, generation: UInt64, options: ServingOptions = ServingOptions()) -> Snapshot {
+        var contents = ContentCache()
         let sites = scan.sites.filter(\.isValid).map { source in
             ServedSite(
-                name: source.host, hosts: source.hosts, aasa: prepare(source.aasa), assetLinks: prepare(source.assetLinks),
-                certificate: source.certificate)
+                directory: source.name, hosts: source.hosts,
+                aasa: source.aasa.flatMap { contents.prepare($0, options: options) },
+                assetLinks: source.assetLinks.flatMap { contents.prepare($0, options: options) }, certificate: source.certificate,
+                loadedAt: 0)
         }
         return Snapshot(generation: generation, sites: sites, defaultCertificate: scan.defaultCertificate)
     }
+}
+
+/// Prepared contents by digest, counted, so that identical files share one body and one gzip and
+/// a content no site uses any more is dropped.
+struct ContentCache {
+    private var entries: [String: (content: PreparedContent, uses: Int)] = [:]
+
+    /// The prepared file for a valid site file (nil for an invalid one), sharing content.
+    mutating func prepare<D>(_ file: SiteFile<D>, options: ServingOptions) -> PreparedFile? {
+        guard file.result.isValid else { return nil }
+        let hash = Digest.sha256(file.bytes)
+        let digest = Digest.hex(hash)
+        let content: PreparedContent
+        if let entry = entries[digest] {
+            content = entry.content
+            entries[digest]!.uses += 1
+        } else {
+            content = PreparedContent(body: file.bytes, sha256: hash)
+            entries[digest] = (content, 1)
+        }
+        return PreparedFile(content: content, modified: file.modified, options: options)
+    }
+
+    /// Gives back a prepared file's use of its content.
+    mutating func release(_ file: PreparedFile?) {
+        guard let digest = file?.content.digest, let entry = entries[digest] else { return }
+        if entry.uses <= 1 { entries[digest] = nil } else { entries[digest]!.uses -= 1 }
+    }
+
+    /// Distinct contents held (for tests).
+    var count: Int { entries.count }
 }

@@ -13,7 +13,7 @@ struct AASACommand: ParsableCommand {
             be evaluated, 64 for bad arguments.
             """,
         version: version,
-        subcommands: [ServeCommand.self, ValidateCommand.self, MatchCommand.self]
+        subcommands: [ServeCommand.self, ValidateCommand.self, MatchCommand.self, SitesCommand.self]
     )
 }
 

@@ -4,6 +4,16 @@ import TLS
 /// The loading code `serve` and `validate` share (nginx's `-t` runs the same code as the server):
 /// scan the directory, then check that every certificate pair loads and matches.
 enum ConfigLoading {
+    /// Whether certificate files load and match: nil when they do, else why not.
+    static func check(_ files: CertificateFiles) -> String? {
+        do {
+            _ = try TLSContext(chainPEM: files.chainPEM, keyPEM: files.keyPEM, identity: files.identity, source: files.directory)
+            return nil
+        } catch {
+            return error.description
+        }
+    }
+
     static func load(_ directory: String) -> ConfigScan {
         var scan = ConfigLoader.scan(directory: directory)
         var checked: [String: TLSError?] = [:]

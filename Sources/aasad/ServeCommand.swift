@@ -48,12 +48,19 @@ struct ServeCommand: ParsableCommand {
     @Option(help: "Seconds an idle keep-alive connection is kept.")
     var idleTimeout: Int64 = Limits().idleTimeout
 
+    @Option(help: "Seconds between full rescans of the config directory, for filesystems where inotify is silent (default: none).")
+    var rescanInterval: Int64?
+
+    @Flag(inversion: .prefixedNo, help: "Follow the config directory with inotify and apply changes as they happen.")
+    var watch = true
+
     @Option(help: "Log level.")
     var logLevel: LogLevel = .info
 
     func validate() throws {
         if let threads, threads < 1 { throw ValidationError("--threads must be at least 1.") }
         if min(handshakeTimeout, requestTimeout, idleTimeout) < 1 { throw ValidationError("Timeouts are whole seconds, at least 1.") }
+        if let rescanInterval, rescanInterval < 1 { throw ValidationError("--rescan-interval is whole seconds, at least 1.") }
         for address in https + http {
             do {
                 _ = try SocketAddress(parsing: address)
@@ -79,13 +86,11 @@ struct ServeCommand: ParsableCommand {
         for s in [SIGTERM, SIGINT, SIGHUP] { sigaddset(&signals, s) }
         pthread_sigmask(SIG_BLOCK, &signals, nil)
 
-        var generation: UInt64 = 1
-        let options = ServingOptions(cacheControl: cacheControl)
-        let scan = ConfigLoading.load(config)
-        Self.report(scan, logger: logger)
-        let store = SnapshotStore(Snapshot.build(from: scan, generation: generation, options: options))
-
-        let certificates = try Self.certificates(scan: scan, state: state, logger: logger)
+        let registry = SiteRegistry(
+            root: config, options: ServingOptions(cacheControl: cacheControl), logger: logger, checkCertificate: ConfigLoading.check)
+        registry.reloadAll()
+        let store = SnapshotStore(registry.snapshot)
+        let certificates = try Self.certificates(snapshot: registry.snapshot, state: state, logger: logger)
         let tls: TLSServer
         do {
             tls = try TLSServer(defaultCertificate: certificates.defaultSource) { name in
@@ -114,6 +119,23 @@ struct ServeCommand: ParsableCommand {
             throw ExitCode(1)
         }
         let served = store.snapshot().sites.count
+        var watcher: ConfigWatcher?
+        if watch {
+            do {
+                watcher = try ConfigWatcher(root: config, rescanInterval: rescanInterval, logger: logger) { change in
+                    if change.full {
+                        registry.reloadAll()
+                    } else {
+                        if change.defaultCertificate { registry.reloadDefaultCertificate() }
+                        registry.reload(change.sites)
+                    }
+                    store.publish(registry.snapshot)
+                }
+                watcher?.start()
+            } catch {
+                logger.warning("cannot watch the config directory; changes apply on SIGHUP only", metadata: ["error": "\(error)"])
+            }
+        }
         logger.info(
             "serving",
             metadata: [
@@ -121,7 +143,7 @@ struct ServeCommand: ParsableCommand {
                 "http": "\(server.boundHTTP.map(\.description).joined(separator: ","))", "threads": "\(workerCount)",
             ])
         if let authority = certificates.developmentAuthority,
-            let host = store.snapshot().sites.lazy.flatMap(\.hosts).first(where: { !$0.isWildcard }),
+            let host = store.snapshot().sites.values.lazy.flatMap(\.hosts).first(where: { !$0.isWildcard }),
             let address = server.boundHTTPS.first
         {
             emit("Development certificate in use. Try:")
@@ -136,14 +158,17 @@ struct ServeCommand: ParsableCommand {
             var received: Int32 = 0
             sigwait(&signals, &received)
             if received == SIGHUP {
-                generation += 1
-                let rescan = ConfigLoading.load(config)
-                Self.report(rescan, logger: logger)
-                store.publish(Snapshot.build(from: rescan, generation: generation, options: options))
-                logger.info("reloaded", metadata: ["sites": "\(store.snapshot().sites.count)", "generation": "\(generation)"])
+                if let watcher {
+                    watcher.requestFullRescan()
+                } else {
+                    registry.reloadAll()
+                    store.publish(registry.snapshot)
+                }
+                logger.info("reload requested (SIGHUP)")
                 continue
             }
             logger.info("stopping", metadata: ["signal": "\(received == SIGTERM ? "SIGTERM" : "SIGINT")"])
+            watcher?.stop()
             server.stop()
             return
         }
@@ -157,15 +182,15 @@ struct ServeCommand: ParsableCommand {
 
     /// The default certificate: the configured one; else, when some site has no certificate of its
     /// own, a development certificate for those sites; else the first site's own.
-    static func certificates(scan: ConfigScan, state: String, logger: Logger) throws -> Certificates {
-        if let files = scan.defaultCertificate, scan.problems.allSatisfy({ $0.severity != .error || !$0.file.hasPrefix("tls") }) {
+    static func certificates(snapshot: Snapshot, state: String, logger: Logger) throws -> Certificates {
+        if let files = snapshot.defaultCertificate {
             return Certificates(
                 defaultSource: .init(identity: files.identity, chainPEM: files.chainPEM, keyPEM: files.keyPEM, label: files.directory),
                 developmentAuthority: nil)
         }
-        let valid = scan.sites.filter(\.isValid)
-        let uncovered = valid.filter { $0.certificate == nil }
-        if uncovered.isEmpty, let files = valid.compactMap(\.certificate).first {
+        let sites = snapshot.sites.values.sorted { $0.directory < $1.directory }
+        let uncovered = sites.filter { $0.certificate == nil }
+        if uncovered.isEmpty, let files = sites.compactMap(\.certificate).first {
             logger.notice(
                 "no default certificate (config/tls/); connections without SNI get the first site's",
                 metadata: ["site": "\(files.directory)"])
@@ -173,13 +198,12 @@ struct ServeCommand: ParsableCommand {
                 defaultSource: .init(identity: files.identity, chainPEM: files.chainPEM, keyPEM: files.keyPEM, label: files.directory),
                 developmentAuthority: nil)
         }
-        let hosts = uncovered.flatMap(\.hosts).map(\.name)
-        if !valid.isEmpty && uncovered.count < valid.count || scan.defaultCertificate != nil {
+        if uncovered.count < sites.count {
             logger.warning(
                 "sites without a certificate are served with a development certificate", metadata: ["sites": "\(uncovered.count)"])
         }
         do {
-            let issued = try DevelopmentCertificate.issue(directory: state + "/dev-tls", hosts: hosts)
+            let issued = try DevelopmentCertificate.issue(directory: state + "/dev-tls", hosts: uncovered.flatMap(\.hosts).map(\.name))
             let identity = CertificateFiles(directory: "dev-tls", chainPEM: issued.chainPEM, keyPEM: issued.keyPEM).identity
             return Certificates(
                 defaultSource: .init(identity: identity, chainPEM: issued.chainPEM, keyPEM: issued.keyPEM, label: state + "/dev-tls"),
@@ -190,25 +214,6 @@ struct ServeCommand: ParsableCommand {
         }
     }
 
-    /// Logs what is not served and why: one line per finding, never silent.
-    static func report(_ scan: ConfigScan, logger: Logger) {
-        for problem in scan.problems {
-            logger.log(level: problem.severity == .error ? .error : .warning, "\(problem.file): \(problem.message)")
-        }
-        for site in scan.sites {
-            for problem in site.problems {
-                logger.log(level: problem.severity == .error ? .error : .warning, "\(problem.file): \(problem.message)")
-            }
-            for file in [
-                site.aasa.map { ($0.relativePath, $0.result.diagnostics) },
-                site.assetLinks.map { ($0.relativePath, $0.result.diagnostics) },
-            ] {
-                guard let (path, diagnostics) = file else { continue }
-                for d in diagnostics.errors { logger.error("\(path): \(d)") }
-            }
-            if !site.isValid { logger.error("not served: \(site.directory)") }
-        }
-    }
 }
 
 /// Writes a line to standard output at once (not through stdio's buffer), for whoever waits for it.

@@ -1,0 +1,289 @@
+public import AASA
+import Foundation
+public import Logging
+
+/// How a site stands (issue 4, `/sites` and `aasad sites`).
+public enum SiteState: String, Sendable, Codable {
+    /// Every file on disk is valid and served.
+    case serving
+    /// A file on disk is invalid; its previous good version goes on being served.
+    case servingLastGood = "serving-last-good"
+    /// Nothing good was ever loaded (or the last good file was deleted): not served.
+    case refused
+}
+
+/// One site's state, as listed for operators.
+public struct SiteStatus: Sendable, Codable {
+    public var directory: String
+    /// Names it answers for.
+    public var hosts: [String]
+    /// Names it claims that another site claims too: served by neither.
+    public var conflictingHosts: [String]
+    public var state: SiteState
+    /// ETag of the AASA file served, if any.
+    public var etag: String?
+    /// When the served version was loaded, seconds since the epoch.
+    public var loadedAt: Int64?
+    /// The last problems found, one line each (file, JSON path, rule).
+    public var errors: [String]
+}
+
+/// Every site as loaded over time: what is on disk, what is served, and why they differ. It turns
+/// a set of changed names under `sites/` into a new snapshot at a cost that depends on the changed
+/// sites only: one site's change is applied in the same time at 10 or 100,000 sites.
+///
+/// Rules (DESIGN.md, issue 4): a file whose new version is invalid keeps its last good version in
+/// service; a deleted file or site stops being served; a site that never had a good version is
+/// not served; a host claimed by two sites is served by neither and reported on both; each
+/// problem is logged once per change. Not thread-safe: one reloader owns it.
+public final class SiteRegistry {
+    /// Says whether certificate files load and match; nil when they do, else why not. (The TLS
+    /// layer answers; SiteStore does not link it.)
+    public typealias CertificateCheck = (CertificateFiles) -> String?
+
+    struct Record {
+        var host: HostName
+        /// The site as last read from disk.
+        var source: SiteSource
+        /// The last good version, with all its claimed hosts.
+        var served: ServedSite?
+        /// Problems of the version on disk.
+        var errors: [String] = []
+        /// Hosts it claims, for conflict bookkeeping.
+        var claims: [HostName] = []
+    }
+
+    public let root: String
+    private var sitesPath: String { root + "/sites" }
+    private let options: ServingOptions
+    private let logger: Logger
+    private let checkCertificate: CertificateCheck
+    private let clock: () -> Int64
+
+    private var records: [String: Record] = [:]
+    /// Alias entries: alias name → (its host, its target site).
+    private var aliases: [String: (host: HostName, target: String)] = [:]
+    /// The same, by target: site name → its alias names.
+    private var aliasesByTarget: [String: Set<String>] = [:]
+    /// Names under `sites/` that cannot be sites, with why.
+    private var entryProblems: [String: ConfigProblem] = [:]
+    /// Host → the sites claiming it.
+    private var claims: [HostName: Set<String>] = [:]
+    private var contents = ContentCache()
+    public private(set) var snapshot: Snapshot
+    private var generation: UInt64
+
+    public init(
+        root: String, options: ServingOptions = ServingOptions(), logger: Logger, generation: UInt64 = 0,
+        checkCertificate: @escaping CertificateCheck = { _ in nil }, clock: (() -> Int64)? = nil
+    ) {
+        self.root = root
+        self.options = options
+        self.logger = logger
+        self.checkCertificate = checkCertificate
+        self.clock = clock ?? { Int64(Date().timeIntervalSince1970) }
+        self.generation = generation
+        snapshot = Snapshot(generation: generation, sites: [], defaultCertificate: nil)
+    }
+
+    // MARK: - Reloading
+
+    /// Re-reads everything: every name now under `sites/`, every name known before (to notice
+    /// deletions), and the default certificate. Returns the new snapshot.
+    @discardableResult
+    public func reloadAll() -> Snapshot {
+        let listed = (try? FileManager.default.contentsOfDirectory(atPath: sitesPath)) ?? []
+        if !FileManager.default.fileExists(atPath: sitesPath) {
+            logger.error("sites/: no sites/ directory; create sites/<host>/apple-app-site-association for each host")
+        }
+        let names = Set(listed).union(records.keys).union(aliases.keys).union(entryProblems.keys)
+        reloadDefaultCertificate()
+        return reload(names)
+    }
+
+    /// Re-reads the named entries of `sites/` (directory names, as the watcher reports them) and
+    /// returns the new snapshot. Sites an alias points to are re-read with it.
+    @discardableResult
+    public func reload(_ names: Set<String>) -> Snapshot {
+        var touched = Set<String>()
+        // Site directories first, so that aliases find their targets.
+        let directories = names.filter(isDirectory)
+        let ordered = directories.sorted() + names.subtracting(directories).sorted()
+        for name in ordered {
+            if let old = aliases.removeValue(forKey: name) {
+                touched.insert(old.target)
+                aliasesByTarget[old.target]?.remove(name)
+            }
+            if entryProblems.removeValue(forKey: name) != nil, records[name] == nil { touched.insert(name) }
+            let entry = ConfigLoader.examine(sitesPath: sitesPath, name: name) { self.records[$0] != nil || self.isDirectory($0) }
+            switch entry {
+            case .site(let source):
+                if var record = records[name] {
+                    record.source = source
+                    records[name] = record
+                } else {
+                    records[name] = Record(host: source.host, source: source)
+                }
+                touched.insert(name)
+            case .alias(let host, let target):
+                aliases[name] = (host, target)
+                aliasesByTarget[target, default: []].insert(name)
+                touched.insert(target)
+                if records[name] != nil { remove(name) }
+            case .problem(let problem):
+                entryProblems[name] = problem
+                logger.error("\(problem.file): \(problem.message)")
+                if records[name] != nil { remove(name) }
+            case .ignored, .missing:
+                if records[name] != nil { remove(name) }
+            }
+        }
+        var republish = Set<String>()
+        for name in touched.sorted() where records[name] != nil {
+            republish.formUnion(update(name))
+        }
+        for name in republish { publish(name) }
+        return snapshot
+    }
+
+    private func isDirectory(_ name: String) -> Bool {
+        ConfigLoader.examineKind(sitesPath, name) == .directory
+            && (try? FileManager.default.destinationOfSymbolicLink(atPath: sitesPath + "/" + name)) == nil
+    }
+
+    /// A site directory went away: it stops being served.
+    private func remove(_ name: String) {
+        guard let record = records.removeValue(forKey: name) else { return }
+        var republish = Set<String>()
+        for host in record.claims {
+            claims[host]?.remove(name)
+            if claims[host]?.isEmpty == true { claims[host] = nil }
+            republish.formUnion(claims[host] ?? [])
+        }
+        contents.release(record.served?.aasa)
+        contents.release(record.served?.assetLinks)
+        bump()
+        snapshot = snapshot.replacing(name, with: nil, generation: generation)
+        logger.info("site removed", metadata: ["site": "\(name)"])
+        for other in republish { publish(other) }
+    }
+
+    /// Applies a site's new source: per file, the new version if valid, else the last good one.
+    /// Returns the sites whose served hosts may have changed (conflicts appearing or clearing).
+    private func update(_ name: String) -> Set<String> {
+        guard var record = records[name] else { return [] }
+        let source = record.source
+        var errors: [String] = []
+        for problem in source.problems where problem.severity == .error { errors.append("\(problem.file): \(problem.message)") }
+
+        let aasa = choose(source.aasa, previous: record.served?.aasa, errors: &errors)
+        let assetLinks = choose(source.assetLinks, previous: record.served?.assetLinks, errors: &errors)
+        var certificate = source.certificate
+        if let files = certificate, let problem = checkCertificate(files) {
+            errors.append("\(files.directory): \(problem)")
+            certificate = record.served?.certificate  // the last pair that loaded
+        }
+        if record.served?.aasa !== aasa { contents.release(record.served?.aasa) }
+        if record.served?.assetLinks !== assetLinks { contents.release(record.served?.assetLinks) }
+
+        // Claimed hosts: the directory's own, its alias symlinks'.
+        let hosts = [source.host] + (aliasesByTarget[name] ?? []).compactMap { aliases[$0]?.host }.sorted()
+        var affected = Set<String>()
+        for host in Set(record.claims).subtracting(hosts) {
+            claims[host]?.remove(name)
+            if claims[host]?.isEmpty == true { claims[host] = nil }
+            affected.formUnion(claims[host] ?? [])
+        }
+        for host in Set(hosts).subtracting(record.claims) {
+            affected.formUnion(claims[host] ?? [])
+            claims[host, default: []].insert(name)
+        }
+        record.claims = hosts
+
+        let unchanged = record.served.map { $0.aasa === aasa && $0.assetLinks === assetLinks && $0.certificate == certificate } ?? false
+        if aasa == nil && assetLinks == nil {
+            record.served = nil
+        } else if !unchanged {
+            record.served = ServedSite(
+                directory: name, hosts: hosts, aasa: aasa, assetLinks: assetLinks, certificate: certificate, loadedAt: clock())
+        }
+        if errors != record.errors {
+            for line in errors { logger.error("\(line)") }
+            if errors.isEmpty && !record.errors.isEmpty { logger.info("site fixed", metadata: ["site": "\(name)"]) }
+            if !errors.isEmpty {
+                logger.error(record.served == nil ? "not served: \(name)" : "serving the last good version: \(name)")
+            }
+        }
+        record.errors = errors
+        records[name] = record
+        affected.insert(name)
+        return affected
+    }
+
+    /// The file to serve: the new one when valid; the previous one when the new one is invalid;
+    /// none when the file is gone.
+    private func choose<D>(_ file: SiteFile<D>?, previous: PreparedFile?, errors: inout [String]) -> PreparedFile? {
+        guard let file else { return nil }
+        if file.result.isValid {
+            if let previous, previous.content.body == file.bytes, previous.lastModified == file.modified { return previous }
+            return contents.prepare(file, options: options)
+        }
+        for d in file.result.diagnostics.errors { errors.append("\(file.relativePath): \(d)") }
+        return previous
+    }
+
+    /// Puts a site's current served version into the snapshot, answering for its hosts that no
+    /// other site claims.
+    private func publish(_ name: String) {
+        bump()
+        guard let record = records[name], let served = record.served else {
+            snapshot = snapshot.replacing(name, with: nil, generation: generation)
+            return
+        }
+        let hosts = record.claims.filter { (claims[$0]?.count ?? 0) <= 1 }
+        let conflicted = record.claims.filter { (claims[$0]?.count ?? 0) > 1 }
+        for host in conflicted {
+            let others = (claims[host] ?? []).subtracting([name]).sorted().joined(separator: ", ")
+            logger.error("sites/\(name): the host \(host) is also claimed by \(others); neither serves it until one lets go")
+        }
+        snapshot = snapshot.replacing(name, with: served.hosts == hosts ? served : served.with(hosts: hosts), generation: generation)
+    }
+
+    private func bump() {
+        generation += 1
+    }
+
+    /// Re-reads `tls/` at the top of the config directory.
+    public func reloadDefaultCertificate() {
+        var problems: [ConfigProblem] = []
+        var files = ConfigLoader.readCertificate(root, "tls", &problems)
+        for p in problems { logger.error("\(p.file): \(p.message)") }
+        if let f = files, let problem = checkCertificate(f) {
+            logger.error("\(f.directory): \(problem); keeping the previous default certificate")
+            files = snapshot.defaultCertificate
+        }
+        guard files != snapshot.defaultCertificate else { return }
+        bump()
+        snapshot = snapshot.with(defaultCertificate: files, generation: generation)
+    }
+
+    // MARK: - State
+
+    /// Every site's state, sorted by directory name.
+    public var statuses: [SiteStatus] {
+        records.keys.sorted().map { name in
+            let r = records[name]!
+            let conflicted = r.claims.filter { (claims[$0]?.count ?? 0) > 1 }.map(\.name)
+            let state: SiteState = r.served == nil ? .refused : (r.errors.isEmpty ? .serving : .servingLastGood)
+            return SiteStatus(
+                directory: name, hosts: r.claims.map(\.name), conflictingHosts: conflicted, state: state, etag: r.served?.aasa?.etag,
+                loadedAt: r.served?.loadedAt, errors: r.errors)
+        }
+    }
+
+    /// Names under `sites/` that are not sites, with why.
+    public var entryErrors: [ConfigProblem] { entryProblems.keys.sorted().map { entryProblems[$0]! } }
+
+    /// Distinct prepared contents held (identical files counted once).
+    public var distinctContents: Int { contents.count }
+}
