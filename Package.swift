@@ -73,7 +73,9 @@ let package = Package(
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"], swiftSettings: swiftSettings),
         .testTarget(name: "ReactorTests", dependencies: ["Reactor"], swiftSettings: swiftSettings),
         .testTarget(name: "TLSTests", dependencies: ["TLS"], swiftSettings: swiftSettings),
-        .testTarget(name: "SiteStoreTests", dependencies: ["SiteStore", "AASA"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "SiteStoreTests", dependencies: ["SiteStore", "AASA", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: swiftSettings),
         .testTarget(
             name: "aasadTests",
             dependencies: ["aasad"],

@@ -1,0 +1,181 @@
+import AASA
+import Foundation
+import Logging
+import Testing
+
+@testable import SiteStore
+
+private let good = #"{"applinks": {"apps": [], "details": [{"appIDs": ["ABCDE12345.com.example.app"], "components": [{"/": "/a/*"}]}]}}"#
+private let good2 = #"{"applinks": {"apps": [], "details": [{"appIDs": ["ABCDE12345.com.example.app"], "components": [{"/": "/b/*"}]}]}}"#
+private let broken = #"{"applinks": {"apps": [], "details": [{"appIDs": ["ABCDE12345.com.example.app"], "components": [{"/": "/a/*"}]}]"#
+
+extension TempConfig {
+    func registry() -> SiteRegistry {
+        SiteRegistry(root: root, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+    }
+
+    func remove(_ relative: String) throws {
+        try FileManager.default.removeItem(atPath: root + "/" + relative)
+    }
+}
+
+private func body(_ snapshot: Snapshot, _ host: String) -> String? {
+    snapshot.site(forHost: host)?.aasa.map { String(decoding: $0.body, as: UTF8.self) }
+}
+
+@Suite("Site registry: last good, deletions, aliases, conflicts (issue 4)")
+struct SiteRegistryTests {
+    @Test("a full load serves every valid site")
+    func loads() throws {
+        let c = try TempConfig()
+        try c.write("sites/a.test/apple-app-site-association", good)
+        try c.write("sites/b.test/apple-app-site-association", good2)
+        let r = c.registry()
+        let s = r.reloadAll()
+        #expect(body(s, "a.test") == good)
+        #expect(body(s, "b.test") == good2)
+        #expect(r.statuses.map(\.state) == [.serving, .serving])
+    }
+
+    @Test("an invalid new file leaves the last good version serving, and the state says so")
+    func lastGood() throws {
+        let c = try TempConfig()
+        try c.write("sites/a.test/apple-app-site-association", good)
+        let r = c.registry()
+        r.reloadAll()
+        try c.write("sites/a.test/apple-app-site-association", broken)
+        let s = r.reload(["a.test"])
+        #expect(body(s, "a.test") == good)
+        let status = try #require(r.statuses.first)
+        #expect(status.state == .servingLastGood)
+        #expect(status.errors.first?.contains("sites/a.test/apple-app-site-association") == true)
+        // Fixed: the new version is served and the state is clean again.
+        try c.write("sites/a.test/apple-app-site-association", good2)
+        #expect(body(r.reload(["a.test"]), "a.test") == good2)
+        #expect(r.statuses.first?.state == .serving)
+    }
+
+    @Test("a site that never had a good version is not served")
+    func neverGood() throws {
+        let c = try TempConfig()
+        try c.write("sites/a.test/apple-app-site-association", broken)
+        let r = c.registry()
+        #expect(r.reloadAll().site(forHost: "a.test") == nil)
+        #expect(r.statuses.first?.state == .refused)
+    }
+
+    @Test("a deleted file or site stops being served", arguments: ["sites/a.test/apple-app-site-association", "sites/a.test"])
+    func deletion(_ path: String) throws {
+        let c = try TempConfig()
+        try c.write("sites/a.test/apple-app-site-association", good)
+        let r = c.registry()
+        r.reloadAll()
+        try c.remove(path)
+        #expect(r.reload(["a.test"]).site(forHost: "a.test") == nil)
+    }
+
+    @Test("a deleted invalid file does not bring back its last good version")
+    func deletedAfterBroken() throws {
+        let c = try TempConfig()
+        try c.write("sites/a.test/apple-app-site-association", good)
+        let r = c.registry()
+        r.reloadAll()
+        try c.write("sites/a.test/apple-app-site-association", broken)
+        r.reload(["a.test"])
+        try c.remove("sites/a.test/apple-app-site-association")
+        #expect(r.reload(["a.test"]).site(forHost: "a.test") == nil)
+    }
+
+    @Test("per file: a broken assetlinks.json does not hold back a fixed AASA file")
+    func perFile() throws {
+        let c = try TempConfig()
+        try c.write("sites/a.test/apple-app-site-association", good)
+        try c.write("sites/a.test/assetlinks.json", "[]")
+        let r = c.registry()
+        let s = r.reloadAll()
+        #expect(body(s, "a.test") == good)
+        #expect(s.site(forHost: "a.test")?.assetLinks == nil)
+        try c.write("sites/a.test/apple-app-site-association", good2)
+        #expect(body(r.reload(["a.test"]), "a.test") == good2)
+    }
+
+    @Test("a renamed site directory moves its hosts")
+    func rename() throws {
+        let c = try TempConfig()
+        try c.write("sites/a.test/apple-app-site-association", good)
+        let r = c.registry()
+        r.reloadAll()
+        try FileManager.default.moveItem(atPath: c.root + "/sites/a.test", toPath: c.root + "/sites/c.test")
+        let s = r.reload(["a.test", "c.test"])
+        #expect(s.site(forHost: "a.test") == nil)
+        #expect(body(s, "c.test") == good)
+    }
+
+    @Test("an alias symlink added or removed changes the site's hosts")
+    func aliases() throws {
+        let c = try TempConfig()
+        try c.write("sites/a.test/apple-app-site-association", good)
+        let r = c.registry()
+        r.reloadAll()
+        try c.link("sites/www.a.test", to: "a.test")
+        #expect(body(r.reload(["www.a.test"]), "www.a.test") == good)
+        try c.remove("sites/www.a.test")
+        #expect(r.reload(["www.a.test"]).site(forHost: "www.a.test") == nil)
+        #expect(body(r.snapshot, "a.test") == good)
+    }
+
+    @Test("a host claimed by two sites is served by neither and reported on both; it clears when one lets go")
+    func conflict() throws {
+        let c = try TempConfig()
+        try c.write("sites/a.test/apple-app-site-association", good)
+        try c.write("sites/b.test/apple-app-site-association", good2)
+        let r = c.registry()
+        r.reloadAll()
+        // b.test claims www.a.test too... through a directory of that name vs an alias of a.test
+        try c.link("sites/www.a.test", to: "a.test")
+        try c.write("sites/WWW.A.test/apple-app-site-association", good2)
+        let s = r.reload(["www.a.test", "WWW.A.test"])
+        #expect(s.site(forHost: "www.a.test") == nil)
+        #expect(body(s, "a.test") == good)
+        #expect(r.statuses.filter { !$0.conflictingHosts.isEmpty }.count == 2)
+        try c.remove("sites/WWW.A.test")
+        #expect(body(r.reload(["WWW.A.test"]), "www.a.test") == good)
+    }
+
+    @Test("identical files share one prepared content; unused contents are dropped")
+    func sharing() throws {
+        let c = try TempConfig()
+        for i in 0..<20 { try c.write("sites/s\(i).test/apple-app-site-association", i % 2 == 0 ? good : good2) }
+        let r = c.registry()
+        let s = r.reloadAll()
+        #expect(r.distinctContents == 2)
+        #expect(s.site(forHost: "s0.test")?.aasa?.content === s.site(forHost: "s2.test")?.aasa?.content)
+        for i in 0..<20 where i % 2 == 1 { try c.remove("sites/s\(i).test") }
+        r.reloadAll()
+        #expect(r.distinctContents == 1)
+    }
+
+    @Test("a change to one site leaves the others' served objects untouched")
+    func incremental() throws {
+        let c = try TempConfig()
+        try c.write("sites/a.test/apple-app-site-association", good)
+        try c.write("sites/b.test/apple-app-site-association", good)
+        let r = c.registry()
+        let before = r.reloadAll()
+        try c.write("sites/a.test/apple-app-site-association", good2)
+        let after = r.reload(["a.test"])
+        #expect(after.generation > before.generation)
+        #expect(after.site(forHost: "b.test") === before.site(forHost: "b.test"))
+    }
+
+    @Test("a bad directory name is reported, and a Kubernetes ..data entry is ignored")
+    func entries() throws {
+        let c = try TempConfig()
+        try c.write("sites/a_b.test/apple-app-site-association", good)
+        try c.write("sites/..data/x", "")
+        let r = c.registry()
+        r.reloadAll()
+        #expect(r.entryErrors.map(\.file) == ["sites/a_b.test"])
+        #expect(r.statuses.isEmpty)
+    }
+}

@@ -1,0 +1,275 @@
+import Foundation
+import Synchronization
+import Testing
+
+/// One keep-alive HTTP/1.1 connection that reads responses by Content-Length, reconnecting when
+/// the server closes. Enough to fetch many times a second and check every answer whole.
+final class KeepAliveClient {
+    let port: Int
+    private var fd: Int32 = -1
+
+    init(port: Int) { self.port = port }
+    deinit { if fd >= 0 { close(fd) } }
+
+    struct Answer {
+        var status: Int
+        var body: [UInt8]
+        var complete: Bool
+    }
+
+    func get(host: String, path: String) -> Answer? {
+        for _ in 0..<2 {
+            if fd < 0 { connectNow() }
+            guard fd >= 0 else { return nil }
+            let request = Array("GET \(path) HTTP/1.1\r\nHost: \(host)\r\n\r\n".utf8)
+            if request.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == request.count,
+                let answer = readResponse()
+            {
+                return answer
+            }
+            close(fd)
+            fd = -1
+        }
+        return nil
+    }
+
+    private func connectNow() {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = UInt16(port).bigEndian
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let ok = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        var tv = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        if ok != 0 {
+            close(fd)
+            fd = -1
+        }
+    }
+
+    private var buffer: [UInt8] = []
+
+    private func fill() -> Bool {
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        let n = recv(fd, &chunk, chunk.count, 0)
+        guard n > 0 else { return false }
+        buffer += chunk[0..<n]
+        return true
+    }
+
+    private func readResponse() -> Answer? {
+        let terminator: [UInt8] = [13, 10, 13, 10]
+        var headEnd: Int?
+        while headEnd == nil {
+            if let r = buffer.firstRange(of: terminator) { headEnd = r.upperBound } else if !fill() { return nil }
+        }
+        let head = String(decoding: buffer[..<headEnd!], as: UTF8.self)
+        let status = Int(head.split(separator: " ").dropFirst().first ?? "") ?? 0
+        var length = 0
+        for line in head.split(separator: "\r\n") where line.lowercased().hasPrefix("content-length:") {
+            length = Int(line.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) ?? 0
+        }
+        while buffer.count < headEnd! + length {
+            if !fill() {
+                let body = Array(buffer[headEnd!...])
+                buffer = []
+                return Answer(status: status, body: body, complete: false)
+            }
+        }
+        let body = Array(buffer[headEnd!..<(headEnd! + length)])
+        buffer.removeFirst(headEnd! + length)
+        return Answer(status: status, body: body, complete: true)
+    }
+}
+
+/// Fetches a host's AASA file in a loop on its own thread and checks each answer against the
+/// versions written so far.
+final class FetchLoop: @unchecked Sendable {
+    // @unchecked: the lock guards every mutable field.
+    private let lock = NSLock()
+    private var allowed: Set<[UInt8]> = []
+    private var allow404 = false
+    private(set) var violations: [String] = []
+    private(set) var answers = 0
+    private var running = true
+    private let done = DispatchSemaphore(value: 0)
+    /// When each version was first seen, for reload latency.
+    private var firstSeen: [[UInt8]: Date] = [:]
+
+    init(port: Int, host: String) {
+        Thread { [self] in
+            let client = KeepAliveClient(port: port)
+            while lock.withLock({ running }) {
+                let answer = client.get(host: host, path: "/.well-known/apple-app-site-association")
+                lock.withLock {
+                    answers += 1
+                    guard let answer else {
+                        violations.append("no answer")
+                        return
+                    }
+                    if !answer.complete {
+                        violations.append("truncated body (\(answer.body.count) bytes)")
+                    } else if answer.status == 200 {
+                        if !allowed.contains(answer.body) {
+                            violations.append("unexpected body: \(String(decoding: answer.body.prefix(60), as: UTF8.self))")
+                        }
+                        if firstSeen[answer.body] == nil { firstSeen[answer.body] = Date() }
+                    } else if answer.status == 404 {
+                        if !allow404 { violations.append("404 while the site exists") }
+                    } else {
+                        violations.append("status \(answer.status)")
+                    }
+                }
+            }
+            done.signal()
+        }.start()
+    }
+
+    func allow(_ body: [UInt8]) { lock.withLock { _ = allowed.insert(body) } }
+    func setAllow404(_ value: Bool) { lock.withLock { allow404 = value } }
+    func seen(_ body: [UInt8]) -> Date? { lock.withLock { firstSeen[body] } }
+    var count: Int { lock.withLock { answers } }
+
+    func stop() -> [String] {
+        lock.withLock { running = false }
+        done.wait()
+        return lock.withLock { violations }
+    }
+}
+
+@Suite("Watched config directory under fault injection (issue 4)")
+final class WatcherTests {
+    let config: TestConfig
+    let server: RunningServer
+
+    init() throws {
+        config = try TestConfig()
+        server = try RunningServer(config: config)
+    }
+
+    private func version(_ n: Int, padding: Int = 0) -> [UInt8] {
+        Array(
+            #"{"applinks": {"apps": [], "details": [{"appIDs": ["ABCDE12345.com.example.app"], "components": [{"/": "/v\#(n)/*", "comment": "\#(String(repeating: "x", count: padding))"}]}]}}"#
+                .utf8)
+    }
+
+    private var filePath: String { config.path("config/sites/a.test/apple-app-site-association") }
+
+    /// Waits (bounded) until the loop has seen `body`; returns how long after `since` it was first seen.
+    private func waitFor(_ loop: FetchLoop, _ body: [UInt8], since: Date) -> TimeInterval? {
+        for _ in 0..<100 {
+            if let seen = loop.seen(body) { return seen.timeIntervalSince(since) }
+            usleep(20_000)
+        }
+        return nil
+    }
+
+    /// Writes a file in pieces, in place, with pauses between them (an editor or a slow copy).
+    private func writeInPieces(_ bytes: [UInt8], pieces: Int, pause: useconds_t) {
+        let fd = open(filePath, O_WRONLY | O_TRUNC)
+        let size = (bytes.count + pieces - 1) / pieces
+        for start in stride(from: 0, to: bytes.count, by: size) {
+            _ = bytes[start..<min(start + size, bytes.count)].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            usleep(pause)
+        }
+        close(fd)
+    }
+
+    /// Writes a whole file under another name and renames it over the served one (atomic replace).
+    private func replaceAtomically(_ bytes: [UInt8]) throws {
+        let tmp = filePath + ".tmp"
+        try Data(bytes).write(to: URL(fileURLWithPath: tmp))
+        rename(tmp, filePath)
+    }
+
+    @Test("a client fetching all the time sees only complete good versions, or 404 after deletion")
+    func faultInjection() throws {
+        let loop = FetchLoop(port: server.httpPort, host: "a.test")
+        loop.allow(config.aasa)
+        var latencies: [TimeInterval] = []
+
+        // Partial in-place writes: held until the file is closed.
+        let v1 = version(1)
+        loop.allow(v1)
+        let t1 = Date()
+        writeInPieces(v1, pieces: 4, pause: 150_000)
+        if let l = waitFor(loop, v1, since: Date()) {
+            latencies.append(l)
+        } else {
+            Issue.record("v1 never served (\(Date().timeIntervalSince(t1)) s)")
+        }
+
+        // Invalid JSON, then an oversize file: the last good version stays.
+        try Data(#"{"applinks": {"#.utf8).write(to: URL(fileURLWithPath: filePath))
+        usleep(400_000)
+        try Data(version(2, padding: 140_000)).write(to: URL(fileURLWithPath: filePath))
+        usleep(400_000)
+
+        // Atomic rename-over.
+        let v3 = version(3)
+        loop.allow(v3)
+        let t3 = Date()
+        try replaceAtomically(v3)
+        if let l = waitFor(loop, v3, since: t3) { latencies.append(l) } else { Issue.record("v3 never served") }
+
+        // 1,000 rapid edits, alternating in-place writes and renames.
+        var last = v3
+        for i in 0..<1000 {
+            let v = version(1000 + i)
+            loop.allow(v)
+            if i % 2 == 0 { try Data(v).write(to: URL(fileURLWithPath: filePath)) } else { try replaceAtomically(v) }
+            last = v
+        }
+        let tLast = Date()
+        if let l = waitFor(loop, last, since: tLast) { latencies.append(l) } else { Issue.record("the last rapid edit never served") }
+
+        // Kubernetes: sites/k.test -> ..data/k.test, ..data -> ..v1, swapped to ..v2 atomically.
+        let sites = config.path("config/sites")
+        try config.write("config/sites/..v1/k.test/apple-app-site-association", version(50))
+        symlink("..v1", sites + "/..data")
+        symlink("..data/k.test", sites + "/k.test")
+        let kLoop = FetchLoop(port: server.httpPort, host: "k.test")
+        kLoop.setAllow404(true)  // until the first version is picked up
+        kLoop.allow(version(50))
+        _ = waitFor(kLoop, version(50), since: Date())
+        kLoop.setAllow404(false)
+        try config.write("config/sites/..v2/k.test/apple-app-site-association", version(51))
+        kLoop.allow(version(51))
+        symlink("..v2", sites + "/..data_tmp")
+        let tK = Date()
+        rename(sites + "/..data_tmp", sites + "/..data")
+        if let l = waitFor(kLoop, version(51), since: tK) {
+            latencies.append(l)
+        } else {
+            Issue.record("the ConfigMap swap was not picked up")
+        }
+        try? FileManager.default.removeItem(atPath: sites + "/..v1")
+
+        // Directory rename away and back: 404 while it is gone is right.
+        loop.setAllow404(true)
+        rename(sites + "/a.test", sites + "/a2.test")
+        usleep(400_000)
+        rename(sites + "/a2.test", sites + "/a.test")
+        if waitFor(loop, last, since: Date()) == nil { Issue.record("not served again after the directory came back") }
+        usleep(300_000)
+        loop.setAllow404(false)
+
+        // Deletion: 404 from then on.
+        loop.setAllow404(true)
+        try FileManager.default.removeItem(atPath: filePath)
+        usleep(500_000)
+        #expect(try server.http("a.test", "/.well-known/apple-app-site-association").status == 404)
+
+        let violations = loop.stop() + kLoop.stop()
+        #expect(violations.isEmpty, "\(violations.prefix(10))")
+        #expect(loop.count > 100, "the client loop fetched too rarely to prove anything")
+        let sorted = latencies.sorted()
+        print("reload latency (close to first served), seconds: \(sorted.map { String(format: "%.3f", $0) }.joined(separator: " "))")
+        #expect(server.stop() == 0)
+        let log = server.log()
+        #expect(log.contains("serving the last good version: a.test"))
+    }
+}
