@@ -50,7 +50,7 @@ let package = Package(
         .target(
             name: "SiteStore",
             dependencies: [
-                "AASA", "HTTPCore", "CAASAOpenSSL", "CAASAZlib",
+                "AASA", "HTTPCore", "CAASALinux", "CAASAOpenSSL", "CAASAZlib",
                 .product(name: "HashTreeCollections", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -111,19 +111,32 @@ struct DocumentDecoder {
     }
 
     /// RFC 8259 §4: the behaviour of duplicate names is unpredictable (parsers keep the first or the
-    /// last), so a duplicate is an error wherever it is.
+    /// last), so a duplicate is an error wherever it is. The walk keeps the path as a stack and
+    /// builds a `JSONPath` only for a duplicate: most files have none.
     private mutating func checkDuplicateKeys(_ value: JSONValue, _ path: JSONPath) {
+        var stack = path.components
+        checkDuplicateKeys(value, &stack)
+    }
+
+    private mutating func checkDuplicateKeys(_ value: JSONValue, _ stack: inout [JSONPath.Component]) {
         switch value.kind {
         case .object(let members):
-            var seen = Set<String>()
-            for member in members {
-                if !seen.insert(member.key).inserted {
+            // Small objects (all of an AASA file's) compare pairwise instead of building a set.
+            var seen: Set<String>? = members.count > 8 ? Set() : nil
+            for (i, member) in members.enumerated() {
+                let duplicate: Bool
+                if seen != nil {
+                    duplicate = !seen!.insert(member.key).inserted
+                } else {
+                    duplicate = members[..<i].contains { $0.key == member.key }
+                }
+                stack.append(.key(member.key))
+                if duplicate {
                     let location = SourceLocation(offset: member.keyOffset, in: bytes)
-                    let keyPath = path.appending(member.key)
                     if diagnostics.count < Self.maximumDiagnostics {
                         diagnostics.append(
                             Diagnostic(
-                                .error, .duplicateKey, path: keyPath,
+                                .error, .duplicateKey, path: JSONPath(stack),
                                 message:
                                     "the key \(JSONValue.quote(member.key)) appears more than once in this object (again at line \(location.line)); parsers disagree on which one wins, so keep exactly one",
                                 location: location))
@@ -131,11 +144,14 @@ struct DocumentDecoder {
                         dropped += 1
                     }
                 }
-                checkDuplicateKeys(member.value, path.appending(member.key))
+                checkDuplicateKeys(member.value, &stack)
+                stack.removeLast()
             }
         case .array(let elements):
             for (i, element) in elements.enumerated() {
-                checkDuplicateKeys(element, path.appending(i))
+                stack.append(.index(i))
+                checkDuplicateKeys(element, &stack)
+                stack.removeLast()
             }
         default:
             break

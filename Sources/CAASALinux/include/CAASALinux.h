@@ -12,6 +12,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <signal.h>
+#include <malloc.h>
 
 // accept4 is a GNU extension the header hides without _GNU_SOURCE; shims.c defines it.
 int CAASALinux_accept4(int sockfd, int flags);

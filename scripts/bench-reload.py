@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""Start-up time, memory and reload latency of aasad serve at N sites (issue 4).
+
+Generates N sites of about 2 KB each (half of them identical, half unique), starts the release
+build, measures the time from exec to the readiness line and the RSS, then edits random sites one
+at a time and measures the time from the file's close to the new version being served (polled over
+one keep-alive connection). Prints key=value lines. Everything stays on 127.0.0.1.
+
+Usage: scripts/bench-reload.py SITES [EDITS]   (build first: swift build -c release --product aasad)
+"""
+import http.client, json, os, random, re, shutil, subprocess, sys, tempfile, time
+
+sites = int(sys.argv[1]) if len(sys.argv) > 1 else 10
+edits = int(sys.argv[2]) if len(sys.argv) > 2 else 50
+binary = subprocess.run(["swift", "build", "-c", "release", "--show-bin-path"], capture_output=True, text=True, check=True).stdout.strip() + "/aasad"
+work = tempfile.mkdtemp(prefix="aasad-reload-")
+
+def aasa(tag):
+    components = [{"/": f"/section-{i}/*", "comment": f"pattern {i} of {tag}"} for i in range(28)]
+    return json.dumps({"applinks": {"apps": [], "details": [{"appIDs": ["ABCDE12345.com.example.app"], "components": components}]}}, indent=1)
+
+try:
+    shared = aasa("shared")
+    t = time.time()
+    for i in range(sites):
+        d = f"{work}/config/sites/s{i}.bench.test"
+        os.makedirs(d)
+        with open(f"{d}/apple-app-site-association", "w") as f:
+            f.write(shared if i % 2 == 0 else aasa(f"site {i}"))
+    print(f"bench=reload sites={sites} generate_s={time.time() - t:.1f} file_bytes={len(shared)}", flush=True)
+
+    start = time.time()
+    server = subprocess.Popen([binary, "serve", "--config", f"{work}/config", "--https", "127.0.0.1:0", "--http", "127.0.0.1:0",
+                               "--threads", "2", "--state", f"{work}/state", "--log-level", "warning"],
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    line = server.stdout.readline()
+    while line and not line.startswith("aasad ready"):
+        line = server.stdout.readline()
+    ready = time.time() - start
+    port = int(re.search(r"http=[^ ]*:(\d+)", line).group(1))
+    rss = next(int(l.split()[1]) for l in open(f"/proc/{server.pid}/status") if l.startswith("VmRSS"))
+    print(f"bench=reload sites={sites} startup_s={ready:.2f} rss_kb={rss} rss_per_site_bytes={rss * 1024 // max(sites, 1)}", flush=True)
+
+    conn = http.client.HTTPConnection("127.0.0.1", port)
+    def fetch(host):
+        conn.request("GET", "/.well-known/apple-app-site-association", headers={"Host": host})
+        r = conn.getresponse()
+        return r.status, r.read()
+
+    latencies = []
+    for k in range(edits):
+        i = random.randrange(sites)
+        host = f"s{i}.bench.test"
+        body = aasa(f"edit {k}").encode()
+        with open(f"{work}/config/sites/{host}/apple-app-site-association", "wb") as f:
+            f.write(body)
+        t0 = time.time()
+        while True:
+            status, got = fetch(host)
+            if got == body:
+                break
+            if time.time() - t0 > 10:
+                raise SystemExit(f"edit {k} of {host} not served after 10 s")
+            time.sleep(0.002)
+        latencies.append(time.time() - t0)
+    latencies.sort()
+    p = lambda q: latencies[min(len(latencies) - 1, int(q * len(latencies)))]
+    print(f"bench=reload sites={sites} edits={edits} p50_ms={p(0.5) * 1000:.0f} p99_ms={p(0.99) * 1000:.0f} max_ms={latencies[-1] * 1000:.0f}", flush=True)
+    server.terminate()
+    server.wait(timeout=10)
+finally:
+    shutil.rmtree(work, ignore_errors=True)
