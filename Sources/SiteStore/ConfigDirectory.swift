@@ -60,11 +60,13 @@ public struct SiteSource: Sendable {
     public var assetLinks: SiteFile<AssetLinks>?
     /// The site's own certificate (`tls/cert.pem` and `tls/key.pem`), if it has one.
     public var certificate: CertificateFiles?
+    /// What `site.yaml` says (more host names, cache policy).
+    public var settings = SiteSettings()
     /// Problems with the site's directory (missing files, unreadable files, conflicts).
     public var problems: [ConfigProblem]
 
-    /// Every host name the site answers for.
-    public var hosts: [HostName] { [host] + aliases }
+    /// Every host name the site answers for: its directory's, its alias symlinks', site.yaml's.
+    public var hosts: [HostName] { [host] + aliases + settings.aliases }
 
     /// The directory's own name, e.g. `links.example.com` for `sites/links.example.com`.
     public var name: String { String(directory.split(separator: "/").last ?? Substring(directory)) }
@@ -276,6 +278,20 @@ public enum ConfigLoader {
                 relativePath: file.path, bytes: file.bytes, modified: file.modified, result: AssetLinks.validate(file.bytes))
         }
         site.certificate = readCertificate(directory, relative + "/tls", &site.problems, base: "tls")
+        let settingsPath = directory + "/site.yaml"
+        if FileManager.default.fileExists(atPath: settingsPath) {
+            switch readBounded(path: settingsPath, limit: SiteSettings.maximumFileSize) {
+            case .success(let bytes) where bytes.count > SiteSettings.maximumFileSize:
+                site.problems.append(ConfigProblem(severity: .error, file: "\(relative)/site.yaml", message: "larger than 64 KB"))
+            case .success(let bytes):
+                let (settings, problems) = SiteSettings.parse(String(decoding: bytes, as: UTF8.self), file: "\(relative)/site.yaml")
+                site.settings = settings
+                site.problems += problems
+            case .failure(let error):
+                site.problems.append(
+                    ConfigProblem(severity: .error, file: "\(relative)/site.yaml", message: "cannot read the file: \(error)"))
+            }
+        }
         if site.aasa == nil && site.assetLinks == nil && !site.problems.contains(where: { $0.severity == .error }) {
             site.problems.append(
                 ConfigProblem(

@@ -45,6 +45,8 @@ public final class PreparedContent: Sendable {
 /// (DESIGN.md: the hot path only looks up and writes bytes).
 public final class PreparedFile: Sendable {
     public let content: PreparedContent
+    /// The options the headers were made with.
+    public let options: ServingOptions
     /// Modification time, seconds since the epoch.
     public let lastModified: Int64
     /// `Name: value\r\n` lines of a 200 response, all but `Date` and `Connection`.
@@ -65,6 +67,7 @@ public final class PreparedFile: Sendable {
 
     public init(content: PreparedContent, modified: Int64, options: ServingOptions) {
         self.content = content
+        self.options = options
         lastModified = modified
         func lines(_ fields: [(String, String)]) -> [UInt8] {
             Array(fields.map { "\($0.0): \($0.1)\r\n" }.joined().utf8)

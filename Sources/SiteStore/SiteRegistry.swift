@@ -53,6 +53,8 @@ public final class SiteRegistry {
         var errors: [String] = []
         /// Hosts it claims, for conflict bookkeeping.
         var claims: [HostName] = []
+        /// The site.yaml settings in force (the last that parsed).
+        var settings = SiteSettings()
     }
 
     public let root: String
@@ -226,8 +228,14 @@ public final class SiteRegistry {
         var errors: [String] = []
         for problem in source.problems where problem.severity == .error { errors.append("\(problem.file): \(problem.message)") }
 
-        let aasa = choose(source.aasa, previous: record.served?.aasa, errors: &errors)
-        let assetLinks = choose(source.assetLinks, previous: record.served?.assetLinks, errors: &errors)
+        // site.yaml errors leave its previous settings in force (and the files served under them).
+        let settingsBroken = source.problems.contains { $0.severity == .error && $0.file.hasSuffix("/site.yaml") }
+        let settings = settingsBroken ? record.settings : source.settings
+        record.settings = settings
+        var siteOptions = options
+        if let cacheControl = settings.cacheControl { siteOptions.cacheControl = cacheControl }
+        let aasa = choose(source.aasa, previous: record.served?.aasa, options: siteOptions, errors: &errors)
+        let assetLinks = choose(source.assetLinks, previous: record.served?.assetLinks, options: siteOptions, errors: &errors)
         var certificate = source.certificate
         if let files = certificate, let problem = checkCertificate(files) {
             errors.append("\(files.directory): \(problem)")
@@ -237,7 +245,7 @@ public final class SiteRegistry {
         if record.served?.assetLinks !== assetLinks { contents.release(record.served?.assetLinks) }
 
         // Claimed hosts: the directory's own, its alias symlinks'.
-        let hosts = [source.host] + (aliasesByTarget[name] ?? []).compactMap { aliases[$0]?.host }.sorted()
+        let hosts = [source.host] + settings.aliases + (aliasesByTarget[name] ?? []).compactMap { aliases[$0]?.host }.sorted()
         var affected = Set<String>()
         for host in Set(record.claims).subtracting(hosts) {
             claims[host]?.remove(name)
@@ -275,10 +283,13 @@ public final class SiteRegistry {
 
     /// The file to serve: the new one when valid; the previous one when the new one is invalid;
     /// none when the file is gone.
-    private func choose<D>(_ file: SiteFile<D>?, previous: PreparedFile?, errors: inout [String]) -> PreparedFile? {
+    private func choose<D>(_ file: SiteFile<D>?, previous: PreparedFile?, options: ServingOptions, errors: inout [String]) -> PreparedFile?
+    {
         guard let file else { return nil }
         if file.result.isValid {
-            if let previous, previous.content.body == file.bytes, previous.lastModified == file.modified { return previous }
+            if let previous, previous.content.body == file.bytes, previous.lastModified == file.modified, previous.options == options {
+                return previous
+            }
             return contents.prepare(file, options: options)
         }
         for d in file.result.diagnostics.errors { errors.append("\(file.relativePath): \(d)") }

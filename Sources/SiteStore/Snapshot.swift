@@ -112,20 +112,6 @@ public final class Snapshot: Sendable {
     public func with(defaultCertificate: CertificateFiles?, generation: UInt64) -> Snapshot {
         Snapshot(generation: generation, sites: sites, exact: exact, wildcards: wildcards, defaultCertificate: defaultCertificate)
     }
-
-    /// Builds a snapshot from a scan: every valid site is served, invalid ones are left out (the
-    /// scan's problems say why). Identical files share one prepared content.
-    public static func build(from scan: ConfigScan, generation: UInt64, options: ServingOptions = ServingOptions()) -> Snapshot {
-        var contents = ContentCache()
-        let sites = scan.sites.filter(\.isValid).map { source in
-            ServedSite(
-                directory: source.name, hosts: source.hosts,
-                aasa: source.aasa.flatMap { contents.prepare($0, options: options) },
-                assetLinks: source.assetLinks.flatMap { contents.prepare($0, options: options) }, certificate: source.certificate,
-                loadedAt: 0)
-        }
-        return Snapshot(generation: generation, sites: sites, defaultCertificate: scan.defaultCertificate)
-    }
 }
 
 /// Prepared contents by digest, counted, so that identical files share one body and one gzip and

@@ -179,3 +179,64 @@ struct SiteRegistryTests {
         #expect(r.statuses.isEmpty)
     }
 }
+
+@Suite("site.yaml: aliases and cache policy")
+struct SiteSettingsTests {
+    @Test("aliases in site.yaml are served by the site; cache-control replaces the default")
+    func aliasesAndCache() throws {
+        let c = try TempConfig()
+        try c.write("sites/a.test/apple-app-site-association", good)
+        try c.write("sites/a.test/site.yaml", "aliases:\n  - www.a.test\n  - A.example\ncache-control: max-age=60\n")
+        let r = c.registry()
+        let s = r.reloadAll()
+        #expect(body(s, "www.a.test") == good)
+        #expect(body(s, "a.example") == good)
+        let headers = String(decoding: s.site(forHost: "a.test")!.aasa!.headers, as: UTF8.self)
+        #expect(headers.contains("Cache-Control: max-age=60\r\n"))
+    }
+
+    @Test(
+        "a broken site.yaml is reported by key and the previous settings stay in force",
+        arguments: [
+            ("aliases: www.a.test\n", "must be a list"),
+            ("alias:\n  - www.a.test\n", "unknown key \"alias\""),
+            ("aliases:\n  - bücher.test\n", "xn--bcher-kva.test"),
+            ("cache-control: [1]\n", "one line of text"),
+            ("aliases: [\n", "not valid YAML"),
+        ])
+    func broken(_ yaml: String, _ message: String) throws {
+        let c = try TempConfig()
+        try c.write("sites/a.test/apple-app-site-association", good)
+        try c.write("sites/a.test/site.yaml", "aliases:\n  - www.a.test\n")
+        let r = c.registry()
+        r.reloadAll()
+        try c.write("sites/a.test/site.yaml", yaml)
+        let s = r.reload(["a.test"])
+        #expect(body(s, "www.a.test") == good, "the last good settings were dropped")
+        let status = try #require(r.statuses.first)
+        #expect(status.state == .servingLastGood)
+        #expect(status.errors.contains { $0.contains("site.yaml") && $0.contains(message) }, "\(status.errors)")
+    }
+
+    @Test("an alias in site.yaml that another site claims is a conflict")
+    func conflict() throws {
+        let c = try TempConfig()
+        try c.write("sites/a.test/apple-app-site-association", good)
+        try c.write("sites/b.test/apple-app-site-association", good2)
+        try c.write("sites/b.test/site.yaml", "aliases: [a.test]\n")
+        let r = c.registry()
+        let s = r.reloadAll()
+        #expect(s.site(forHost: "a.test") == nil)
+        #expect(body(s, "b.test") == good2)
+    }
+
+    @Test("validate reports site.yaml problems like any other file")
+    func scanned() throws {
+        let c = try TempConfig()
+        try c.write("sites/a.test/apple-app-site-association", good)
+        try c.write("sites/a.test/site.yaml", "colour: blue\n")
+        let scan = ConfigLoader.scan(directory: c.root)
+        #expect(!scan.isValid)
+        #expect(scan.sites[0].problems.contains { $0.file == "sites/a.test/site.yaml" && $0.message.contains("unknown key \"colour\"") })
+    }
+}

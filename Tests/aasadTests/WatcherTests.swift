@@ -273,3 +273,38 @@ final class WatcherTests {
         #expect(log.contains("serving the last good version: a.test"))
     }
 }
+
+/// Ten thousand sites in CI (the 100,000-site figures come from scripts/bench-reload.py).
+@Suite("Many sites (issue 4 scale)")
+final class ManySitesTests {
+    static let count = 10_000
+
+    @Test("10,000 sites load, every one answers, and a one-site change is applied while the rest stay")
+    func tenThousandSites() throws {
+        let config = try TestConfig()
+        let shared = Array(#"{"applinks": {"apps": [], "details": [{"appIDs": ["ABCDE12345.com.example.app"], "paths": ["*"]}]}}"#.utf8)
+        for i in 0..<Self.count {
+            let bytes =
+                i % 2 == 0
+                ? shared
+                : Array(#"{"applinks": {"apps": [], "details": [{"appID": "ABCDE12345.com.example.s\#(i)", "paths": ["*"]}]}}"#.utf8)
+            try config.write("config/sites/s\(i).many.test/apple-app-site-association", bytes)
+        }
+        let server = try RunningServer(config: config)
+        let client = KeepAliveClient(port: server.httpPort)
+        for i in stride(from: 0, to: Self.count, by: 997) {
+            let answer = client.get(host: "s\(i).many.test", path: "/.well-known/apple-app-site-association")
+            #expect(answer?.status == 200, "s\(i).many.test")
+        }
+        let changed = Array(#"{"applinks": {"apps": [], "details": [{"appID": "ABCDE12345.com.example.changed", "paths": ["*"]}]}}"#.utf8)
+        try config.write("config/sites/s4242.many.test/apple-app-site-association", changed)
+        var served = false
+        for _ in 0..<100 where !served {
+            served = client.get(host: "s4242.many.test", path: "/.well-known/apple-app-site-association")?.body == changed
+            if !served { usleep(20_000) }
+        }
+        #expect(served, "the change was not applied")
+        #expect(client.get(host: "s4243.many.test", path: "/.well-known/apple-app-site-association")?.status == 200)
+        #expect(server.stop() == 0)
+    }
+}
