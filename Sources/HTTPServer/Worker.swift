@@ -26,7 +26,9 @@ final class Worker {
     private let limits: Limits
     private let logger: Logger
     private var snapshot: Snapshot
-    private var defaultIdentity: String?
+    /// The default certificate's identity when it does not come from the config directory (the
+    /// development certificate, or the first site's); a configured default is in the snapshot.
+    private let defaultIdentity: String?
 
     private var connections: [Connection?] = []
     private var nextGeneration: UInt32 = 1
@@ -338,7 +340,7 @@ final class Worker {
         return Responder.respond(
             method: head.method, host: host, path: slice(head.path)!, ifNoneMatch: slice(head.ifNoneMatch),
             ifModifiedSince: slice(head.ifModifiedSince), acceptsGzip: head.acceptsGzip, snapshot: snapshot, tls: c.tlsIdentity,
-            defaultCertificateIdentity: defaultIdentity)
+            defaultCertificateIdentity: snapshot.defaultCertificateIdentity ?? defaultIdentity)
     }
 
     // MARK: - Writing

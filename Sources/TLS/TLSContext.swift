@@ -52,14 +52,11 @@ public final class TLSContext: @unchecked Sendable {
         }
         self.ctx = ctx
         self.identity = identity
-        do {
-            try Self.configure(ctx)
-            try Self.loadChain(ctx, chainPEM, source: source)
-            try Self.loadKey(ctx, keyPEM, source: source)
-        } catch {
-            SSL_CTX_free(ctx)
-            throw error
-        }
+        // A throw from here on still runs deinit (every stored property is set), which frees ctx:
+        // freeing it here as well would free it twice.
+        try Self.configure(ctx)
+        try Self.loadChain(ctx, chainPEM, source: source)
+        try Self.loadKey(ctx, keyPEM, source: source)
         SSL_CTX_set_ex_data(ctx, TLSContext.contextIndex, Unmanaged.passUnretained(self).toOpaque())
     }
 

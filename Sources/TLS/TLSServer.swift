@@ -29,18 +29,32 @@ public final class TLSServer: Sendable {
         }
     }
 
-    public let defaultContext: TLSContext
+    private let current: Mutex<TLSContext>
     private let resolver: Resolver
     private let cache: Mutex<[String: TLSContext]>
 
     public init(defaultCertificate: CertificateSource, resolver: @escaping Resolver) throws(TLSError) {
-        defaultContext = try TLSContext(
+        let context = try TLSContext(
             chainPEM: defaultCertificate.chainPEM, keyPEM: defaultCertificate.keyPEM, identity: defaultCertificate.identity,
             source: defaultCertificate.label)
+        current = Mutex(context)
         self.resolver = resolver
-        cache = Mutex([defaultCertificate.identity: defaultContext])
-        CAASAOpenSSL_SSL_CTX_set_tlsext_servername_callback(defaultContext.ctx, serverNameCallback)
-        CAASAOpenSSL_SSL_CTX_set_tlsext_servername_arg(defaultContext.ctx, Unmanaged.passUnretained(self).toOpaque())
+        cache = Mutex([defaultCertificate.identity: context])
+        CAASAOpenSSL_SSL_CTX_set_tlsext_servername_callback(context.ctx, serverNameCallback)
+        CAASAOpenSSL_SSL_CTX_set_tlsext_servername_arg(context.ctx, Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    /// The context new connections start on, and that connections without SNI or with an
+    /// unknown name keep.
+    public var defaultContext: TLSContext { current.withLock { $0 } }
+
+    /// Makes another certificate the default, for connections accepted from now on; open
+    /// connections keep theirs. The pair must load and match first, or nothing changes.
+    public func replaceDefault(_ source: CertificateSource) throws(TLSError) {
+        let context = try context(for: source)
+        CAASAOpenSSL_SSL_CTX_set_tlsext_servername_callback(context.ctx, serverNameCallback)
+        CAASAOpenSSL_SSL_CTX_set_tlsext_servername_arg(context.ctx, Unmanaged.passUnretained(self).toOpaque())
+        current.withLock { $0 = context }
     }
 
     /// A new TLS connection on an accepted socket.
@@ -55,9 +69,8 @@ public final class TLSServer: Sendable {
         let made = try TLSContext(chainPEM: source.chainPEM, keyPEM: source.keyPEM, identity: source.identity, source: source.label)
         return cache.withLock { contexts in
             if let raced = contexts[source.identity] { return raced }
-            if contexts.count >= Self.maximumCachedContexts,
-                let victim = contexts.keys.first(where: { $0 != defaultContext.identity })
-            {
+            let keep = current.withLock { $0.identity }
+            if contexts.count >= Self.maximumCachedContexts, let victim = contexts.keys.first(where: { $0 != keep }) {
                 // Evicting is safe: live connections keep their context alive.
                 contexts[victim] = nil
             }
@@ -78,12 +91,14 @@ public final class TLSServer: Sendable {
             return
         }
         connection?.recordServerName(name)
+        // The context the connection started on is its default (another may be current by now).
+        let started = TLSContext.of(ssl)
         guard let source = resolver(name), let context = try? context(for: source) else {
-            connection?.chosenContext = defaultContext
+            connection?.chosenContext = started
             return
         }
         connection?.chosenContext = context
-        if context !== defaultContext { SSL_set_SSL_CTX(ssl, context.ctx) }
+        if context !== started { SSL_set_SSL_CTX(ssl, context.ctx) }
     }
 }
 

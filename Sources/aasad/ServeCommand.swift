@@ -129,6 +129,7 @@ struct ServeCommand: ParsableCommand {
                         if change.defaultCertificate { registry.reloadDefaultCertificate() }
                         registry.reload(change.sites)
                     }
+                    Self.followDefaultCertificate(registry.snapshot, tls: tls, fallback: certificates.defaultSource, logger: logger)
                     store.publish(registry.snapshot)
                 }
                 watcher?.start()
@@ -162,6 +163,7 @@ struct ServeCommand: ParsableCommand {
                     watcher.requestFullRescan()
                 } else {
                     registry.reloadAll()
+                    Self.followDefaultCertificate(registry.snapshot, tls: tls, fallback: certificates.defaultSource, logger: logger)
                     store.publish(registry.snapshot)
                 }
                 logger.info("reload requested (SIGHUP)")
@@ -171,6 +173,22 @@ struct ServeCommand: ParsableCommand {
             watcher?.stop()
             server.stop()
             return
+        }
+    }
+
+    /// Keeps the TLS default in step with the config directory's `tls/`: a new pair becomes the
+    /// default for new connections; without one, the start-up default (development or first site).
+    static func followDefaultCertificate(_ snapshot: Snapshot, tls: TLSServer, fallback: TLSServer.CertificateSource, logger: Logger) {
+        let wanted =
+            snapshot.defaultCertificate.map {
+                TLSServer.CertificateSource(identity: $0.identity, chainPEM: $0.chainPEM, keyPEM: $0.keyPEM, label: $0.directory)
+            } ?? fallback
+        guard wanted.identity != tls.defaultContext.identity else { return }
+        do {
+            try tls.replaceDefault(wanted)
+            logger.info("default certificate replaced", metadata: ["from": "\(wanted.label)"])
+        } catch {
+            logger.error("the new default certificate cannot be used; keeping the previous one", metadata: ["error": "\(error)"])
         }
     }
 
