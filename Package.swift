@@ -26,6 +26,8 @@ let package = Package(
         .target(name: "CAASALinux"),
         // libssl and libcrypto (OpenSSL 3) with wrappers for their macros.
         .systemLibrary(name: "CAASAOpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        // libnghttp2 for HTTP/2, driven through its memory API.
+        .systemLibrary(name: "CAASANghttp2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
         // zlib, to gzip served files once at load time.
         .systemLibrary(name: "CAASAZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         // The event loop: epoll, sockets, timers. No knowledge of HTTP.
@@ -36,11 +38,13 @@ let package = Package(
         .target(name: "HTTP1", swiftSettings: swiftSettings),
         // OpenSSL contexts, SNI, ALPN, connections, the development certificate.
         .target(name: "TLS", dependencies: ["CAASAOpenSSL"], swiftSettings: swiftSettings),
+        // HTTP/2 sessions over libnghttp2: frames in and out, requests collected, responses sent.
+        .target(name: "HTTP2", dependencies: ["CAASANghttp2", "HTTP1"], swiftSettings: swiftSettings),
         // The server: workers, connections, routing and responses over HTTP/1.1 (and TLS).
         .target(
             name: "HTTPServer",
             dependencies: [
-                "CAASALinux", "Reactor", "HTTPCore", "HTTP1", "TLS", "SiteStore",
+                "CAASALinux", "Reactor", "HTTPCore", "HTTP1", "HTTP2", "TLS", "SiteStore",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings

@@ -21,3 +21,11 @@ require_swift() {
         exit 1
     fi
 }
+
+# ensure_python_package MODULE REQUIREMENT: pip-installs REQUIREMENT (from PyPI) when MODULE is missing.
+ensure_python_package() {
+    python3 -c "import $1" 2>/dev/null && return 0
+    echo "installing: $2 (PyPI)" >&2
+    python3 -m pip install --quiet --disable-pip-version-check "$2" 2>/dev/null ||
+        python3 -m pip install --quiet --disable-pip-version-check --break-system-packages "$2"
+}

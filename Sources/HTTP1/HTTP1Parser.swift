@@ -275,6 +275,11 @@ public struct HTTP1Parser: Sendable {
         }
     }
 
+    /// Whether an `Accept-Encoding` value admits gzip (HTTP/2 requests use the same rule).
+    public static func acceptsGzip(_ value: UnsafeRawBufferPointer) -> Bool {
+        acceptsGzip(value, 0..<value.count)
+    }
+
     /// gzip is acceptable unless given `q=0` (RFC 9110 §12.5.3).
     private static func acceptsGzip(_ b: UnsafeRawBufferPointer, _ r: Range<Int>) -> Bool {
         var i = r.lowerBound

@@ -1,4 +1,5 @@
 import HTTP1
+import HTTP2
 import TLS
 
 /// One client connection, owned by one worker (connections never move between loops).
@@ -34,6 +35,8 @@ final class Connection {
     var deadline: Int64
     /// Identifies the connection's live timer entry (see `TimerWheel.Entry`).
     var timerTicket: UInt32 = 0
+    /// The HTTP/2 session, when ALPN chose h2.
+    var http2: HTTP2Session?
     /// The certificate the TLS handshake chose, for the 421 rule.
     var tlsIdentity: Responder.TLSIdentity = .none
     /// Interest registered with epoll.

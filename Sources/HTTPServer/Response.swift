@@ -103,12 +103,15 @@ enum ErrorBodies {
 public struct DateLine {
     private var second: Int64 = -1
     public private(set) var bytes: [UInt8] = []
+    /// The date alone, for HTTP/2's `date` field.
+    public private(set) var value = ""
 
     public init() {}
 
     public mutating func update(now seconds: Int64) {
         guard seconds != second else { return }
         second = seconds
-        bytes = Array("Date: \(HTTPDate.format(seconds))\r\n".utf8)
+        value = HTTPDate.format(seconds)
+        bytes = Array("Date: \(value)\r\n".utf8)
     }
 }

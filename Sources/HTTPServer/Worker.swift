@@ -1,6 +1,7 @@
 import CAASALinux
 import Glibc
 import HTTP1
+import HTTP2
 import Logging
 import Reactor
 import SiteStore
@@ -85,7 +86,15 @@ final class Worker {
             }
             tick()
         }
-        for case let connection? in connections { close(connection) }
+        for case let connection? in connections {
+            // HTTP/2 clients learn the server is going (GOAWAY) rather than seeing a bare close.
+            if let session = connection.http2, !connection.hasPendingOutput {
+                session.goAway()
+                session.produce(into: &out, limit: limits.outputHighWater)
+                _ = send(connection)
+            }
+            close(connection)
+        }
     }
 
     // MARK: - Dispatch
@@ -218,6 +227,14 @@ final class Worker {
             c.phase = .readingRequest(started: false)
             setDeadline(c, limits.idleTimeout)
             watch(c, read: true, write: false)
+            if t.alpn == "h2" {
+                // ALPN picks the protocol once (h2o's on_ssl_handshake_complete): the server's
+                // SETTINGS go first.
+                let session = HTTP2Session()
+                c.http2 = session
+                session.produce(into: &out, limit: limits.outputHighWater)
+                if !send(c) { return }
+            }
             // The first request may already be inside OpenSSL's buffers.
             readRequests(c)
         case .wantRead:
@@ -278,6 +295,21 @@ final class Worker {
                 return
             case .bytes(let n):
                 let fresh = UnsafeRawBufferPointer(rebasing: readBuffer[0..<n])
+                if let session = c.http2 {
+                    if !session.receive(fresh, now: clock.milliseconds()) {
+                        logger.debug("HTTP/2 session ended", metadata: ["reason": "\(session.failure ?? "")"])
+                        c.closeAfterWrite = true
+                    }
+                    answerHTTP2(c, session)
+                    setDeadline(c, limits.idleTimeout)
+                    if !send(c) { return }
+                    if !session.isAlive {
+                        startLingering(c)
+                        return
+                    }
+                    if n < Self.readBufferSize { return }
+                    continue
+                }
                 if c.input.isEmpty {
                     let consumed = answer(c, fresh)
                     if consumed < n { c.input = Array(fresh[consumed...]) }
@@ -332,6 +364,39 @@ final class Worker {
             }
         }
         return offset
+    }
+
+    /// Answers an HTTP/2 session's complete requests through the same responder as HTTP/1.1, and
+    /// appends the frames it has to send to the output buffer.
+    private func answerHTTP2(_ c: Connection, _ session: HTTP2Session) {
+        for request in session.takeRequests() {
+            var response: Response
+            if request.hasBody {
+                response = .error(.contentTooLarge, close: false)
+            } else {
+                let host = request.authority.map { $0.withUnsafeBytes(Responder.normalizeHost) }
+                response = request.path.withUnsafeBytes { path in
+                    withBytes(request.ifNoneMatch) { ifNoneMatch in
+                        withBytes(request.ifModifiedSince) { ifModifiedSince in
+                            Responder.respond(
+                                method: request.method, host: host, path: path, ifNoneMatch: ifNoneMatch, ifModifiedSince: ifModifiedSince,
+                                acceptsGzip: request.acceptsGzip, snapshot: snapshot, tls: c.tlsIdentity,
+                                defaultCertificateIdentity: snapshot.defaultCertificateIdentity ?? defaultIdentity)
+                        }
+                    }
+                }
+            }
+            c.requests += 1
+            session.respond(
+                stream: request.stream, status: response.status.rawValue, headerLines: response.headers, extra: [("date", dateLine.value)],
+                body: response.body, sendsBody: response.sendsBody && request.method != .head)
+        }
+        session.produce(into: &out, limit: limits.outputHighWater)
+    }
+
+    private func withBytes<R>(_ bytes: [UInt8]?, _ body: (UnsafeRawBufferPointer?) -> R) -> R {
+        guard let bytes else { return body(nil) }
+        return bytes.withUnsafeBytes { body($0) }
     }
 
     private func respond(_ c: Connection, _ head: RequestHead, _ b: UnsafeRawBufferPointer) -> Response {
@@ -419,6 +484,12 @@ final class Worker {
         c.phase = .readingRequest(started: false)
         setDeadline(c, limits.idleTimeout)
         watch(c, read: true, write: false)
+        if let session = c.http2 {
+            // Frames the session held back while the socket was full.
+            session.produce(into: &out, limit: limits.outputHighWater)
+            _ = send(c)
+            return
+        }
         // Pipelined requests that waited for this output.
         if !c.input.isEmpty {
             let consumed = c.input.withUnsafeBytes { answer(c, $0) }

@@ -127,7 +127,7 @@ public final class TLSContext: @unchecked Sendable {
     }
 }
 
-/// ALPN (RFC 7301): `http/1.1` only for now; a client that offers nothing we speak continues
+/// ALPN (RFC 7301): `h2`, then `http/1.1`; a client that offers nothing we speak continues
 /// without ALPN rather than failing (RFC 7301 §3.2 allows either; curl and browsers always offer it).
 private let alpnSelect:
     @convention(c) (
@@ -149,7 +149,7 @@ extension TLSContext {
     /// Protocols offered in ALPN wire format (length-prefixed), in preference order.
     static let alpnWire: [UInt8] = {
         var out: [UInt8] = []
-        for proto in ["http/1.1"] {
+        for proto in ["h2", "http/1.1"] {
             out.append(UInt8(proto.utf8.count))
             out.append(contentsOf: proto.utf8)
         }

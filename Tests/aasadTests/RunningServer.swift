@@ -161,6 +161,13 @@ final class RunningServer {
     func signal(_ signal: Int32) { kill(process.processIdentifier, signal) }
 
     /// What the server logged (read after it stopped).
+    /// The server's resident memory, in kilobytes.
+    var residentKilobytes: Int {
+        let status = (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8)) ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+        return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+    }
+
     func log() -> String { String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self) }
 
     struct ServerError: Error, CustomStringConvertible {
@@ -175,6 +182,8 @@ final class RunningServer {
         var headers: [String: String]
         var body: [UInt8]
         var connects: Int
+        /// `1.1` or `2`, as curl reports it.
+        var version: String
     }
 
     /// curl over HTTPS with `host` resolved to the server, trusting the development CA (or `cacert`).
@@ -194,12 +203,15 @@ final class RunningServer {
     func curl(_ arguments: [String]) throws -> HTTPResult {
         let headerFile = config.path("headers-\(UUID().uuidString)")
         let out = try Tool.run(
-            "curl", ["-sS", "--path-as-is", "-D", headerFile, "-w", "\n%{num_connects}", "--max-time", "10"] + arguments)
+            "curl", ["-sS", "--path-as-is", "-D", headerFile, "-w", "\n%{num_connects} %{http_version}", "--max-time", "10"] + arguments)
         defer { try? FileManager.default.removeItem(atPath: headerFile) }
         var body = out.stdout
         var connects = 0
+        var version = ""
         if let newline = body.lastIndex(of: 10) {
-            connects = Int(String(decoding: body[(newline + 1)...], as: UTF8.self)) ?? 0
+            let trailer = String(decoding: body[(newline + 1)...], as: UTF8.self).split(separator: " ")
+            connects = Int(trailer.first ?? "") ?? 0
+            version = String(trailer.last ?? "")
             body = Array(body[..<newline])
         }
         let head = (try? String(contentsOfFile: headerFile, encoding: .utf8)) ?? ""
@@ -213,7 +225,7 @@ final class RunningServer {
             headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
         }
         if out.status != 0 && status == 0 { throw ServerError("curl failed (\(out.status)): \(out.stderr)") }
-        return HTTPResult(status: status, headers: headers, body: body, connects: connects)
+        return HTTPResult(status: status, headers: headers, body: body, connects: connects, version: version)
     }
 
     /// Opens a plain TCP connection and leaves it open (the caller closes it).

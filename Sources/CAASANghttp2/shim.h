@@ -1,0 +1,30 @@
+#ifndef CAASANGHTTP2_SHIM_H
+#define CAASANGHTTP2_SHIM_H
+
+// libnghttp2 (Debian 12: 1.52.0 with the CVE-2023-44487 and CVE-2024-28182 fixes backported),
+// driven through its memory API: the server's event loop moves the bytes.
+#include <nghttp2/nghttp2.h>
+
+// The flag and frame-type constants are enums Swift imports as distinct types; plain ints here.
+static const uint8_t CAASANghttp2_FLAG_END_STREAM = NGHTTP2_FLAG_END_STREAM;
+static const uint8_t CAASANghttp2_HEADERS = NGHTTP2_HEADERS;
+static const uint8_t CAASANghttp2_RST_STREAM = NGHTTP2_RST_STREAM;
+static const uint8_t CAASANghttp2_DATA = NGHTTP2_DATA;
+static const uint32_t CAASANghttp2_DATA_FLAG_EOF = NGHTTP2_DATA_FLAG_EOF;
+static const int CAASANghttp2_ERR_CALLBACK_FAILURE = NGHTTP2_ERR_CALLBACK_FAILURE;
+static const int CAASANghttp2_ERR_TEMPORAL_CALLBACK_FAILURE = NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+static const uint32_t CAASANghttp2_ENHANCE_YOUR_CALM = NGHTTP2_ENHANCE_YOUR_CALM;
+static const uint32_t CAASANghttp2_NO_ERROR = NGHTTP2_NO_ERROR;
+static const int32_t CAASANghttp2_SETTINGS_MAX_CONCURRENT_STREAMS = NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS;
+static const int32_t CAASANghttp2_SETTINGS_MAX_HEADER_LIST_SIZE = NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE;
+static const int32_t CAASANghttp2_SETTINGS_INITIAL_WINDOW_SIZE = NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE;
+static const uint8_t CAASANghttp2_NV_FLAG_NONE = NGHTTP2_NV_FLAG_NONE;
+
+// The frame type of a frame (frame->hd.type), reached through the union.
+static inline uint8_t CAASANghttp2_frame_type(const nghttp2_frame *frame) { return frame->hd.type; }
+static inline uint8_t CAASANghttp2_frame_flags(const nghttp2_frame *frame) { return frame->hd.flags; }
+static inline int32_t CAASANghttp2_frame_stream_id(const nghttp2_frame *frame) { return frame->hd.stream_id; }
+static inline int CAASANghttp2_frame_headers_category(const nghttp2_frame *frame) { return frame->headers.cat; }
+static const int CAASANghttp2_HCAT_REQUEST = NGHTTP2_HCAT_REQUEST;
+
+#endif

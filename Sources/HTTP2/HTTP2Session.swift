@@ -1,0 +1,307 @@
+import CAASANghttp2
+public import HTTP1
+
+/// One request read from an HTTP/2 stream: the fields serving needs, copied out of nghttp2's
+/// buffers (they are valid only during a callback).
+public struct HTTP2Request: Sendable {
+    public var stream: Int32
+    public var method: Method = .other
+    /// `:path` up to `?`.
+    public var path: [UInt8] = []
+    /// `:authority`, else `host`.
+    public var authority: [UInt8]?
+    public var ifNoneMatch: [UInt8]?
+    public var ifModifiedSince: [UInt8]?
+    public var userAgent: [UInt8]?
+    public var acceptsGzip = false
+    /// The client sent a body (DATA): nothing served takes one.
+    public var hasBody = false
+    /// Header bytes received, for the bound.
+    var fieldBytes = 0
+
+    init(stream: Int32) { self.stream = stream }
+}
+
+/// An HTTP/2 server session over libnghttp2's memory API: the worker feeds it the bytes it read,
+/// takes the complete requests, submits responses, and writes what the session produces. No
+/// thread, no socket of its own.
+public final class HTTP2Session {
+    /// Streams a client may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS). An AASA client
+    /// needs one or two; h2o and nginx default to 100 and 128.
+    public static let maximumConcurrentStreams: UInt32 = 100
+    /// Largest header list accepted per request (SETTINGS_MAX_HEADER_LIST_SIZE, and enforced):
+    /// the same 16 KB as an HTTP/1.1 head.
+    public static let maximumHeaderListSize = 16_384
+    /// CONTINUATION frames per header block (CVE-2024-27316/28182: a flood of them).
+    public static let maximumContinuations = 8
+    /// SETTINGS frames accepted per SETTINGS frame batch, and queued outbound ACKs (PING and
+    /// SETTINGS floods): nghttp2 closes the connection beyond these.
+    public static let maximumSettings = 32
+    public static let maximumOutboundAcks = 1_000
+    /// Rapid reset (CVE-2023-44487): streams a client may reset within `resetWindow`
+    /// milliseconds before the connection is closed with ENHANCE_YOUR_CALM.
+    public static let maximumResetsPerWindow = 200
+    public static let resetWindow: Int64 = 1_000
+
+    private var session: OpaquePointer?
+    private var streams: [Int32: HTTP2Request] = [:]
+    private var ready: [HTTP2Request] = []
+    /// Response bodies by stream, read by the data provider until the stream closes.
+    private var bodies: [Int32: (body: [UInt8], offset: Int)] = [:]
+    private var resets: [Int64] = []
+    private var now: Int64 = 0
+    /// Why the session ended, for debug logs.
+    public private(set) var failure: String?
+
+    public init() {
+        var callbacks: OpaquePointer?
+        nghttp2_session_callbacks_new(&callbacks)
+        nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks, onBeginHeaders)
+        nghttp2_session_callbacks_set_on_header_callback(callbacks, onHeader)
+        nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, onFrameReceived)
+        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, onDataChunk)
+        nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, onStreamClose)
+        var option: OpaquePointer?
+        nghttp2_option_new(&option)
+        nghttp2_option_set_max_continuations(option, Self.maximumContinuations)
+        nghttp2_option_set_max_settings(option, Self.maximumSettings)
+        nghttp2_option_set_max_outbound_ack(option, Self.maximumOutboundAcks)
+        var s: OpaquePointer?
+        nghttp2_session_server_new2(&s, callbacks, Unmanaged.passUnretained(self).toOpaque(), option)
+        nghttp2_option_del(option)
+        nghttp2_session_callbacks_del(callbacks)
+        session = s
+        var settings = [
+            nghttp2_settings_entry(settings_id: CAASANghttp2_SETTINGS_MAX_CONCURRENT_STREAMS, value: Self.maximumConcurrentStreams),
+            nghttp2_settings_entry(settings_id: CAASANghttp2_SETTINGS_MAX_HEADER_LIST_SIZE, value: UInt32(Self.maximumHeaderListSize)),
+        ]
+        nghttp2_submit_settings(session, 0, &settings, settings.count)
+    }
+
+    deinit {
+        nghttp2_session_del(session)
+    }
+
+    /// Feeds bytes read from the connection. False when the session must end (a protocol error
+    /// or abuse); what it produces next (GOAWAY) should still be written.
+    public func receive(_ bytes: UnsafeRawBufferPointer, now: Int64) -> Bool {
+        self.now = now
+        let n = nghttp2_session_mem_recv(session, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count)
+        if n < 0 {
+            failure = "nghttp2: \(String(validatingCString: nghttp2_strerror(Int32(n))) ?? "\(n)")"
+            return false
+        }
+        return failure == nil
+    }
+
+    /// Requests complete since the last call, in the order they completed.
+    public func takeRequests() -> [HTTP2Request] {
+        defer { ready.removeAll(keepingCapacity: true) }
+        return ready
+    }
+
+    /// Submits a response: `status`, header fields as `name: value\r\n` lines (names are sent in
+    /// lower case), and a body unless `sendsBody` is false (HEAD, 304).
+    public func respond(stream: Int32, status: Int, headerLines: [UInt8], extra: [(String, String)], body: [UInt8], sendsBody: Bool) {
+        var fields: [([UInt8], [UInt8])] = [(Array(":status".utf8), Array(String(status).utf8))]
+        for (name, value) in extra { fields.append((Array(name.utf8), Array(value.utf8))) }
+        var i = 0
+        let h = headerLines
+        while i < h.count {
+            var colon = i
+            while colon < h.count && h[colon] != 58 { colon += 1 }
+            var end = colon
+            while end + 1 < h.count && !(h[end] == 13 && h[end + 1] == 10) { end += 1 }
+            guard colon < h.count, end + 1 < h.count else { break }
+            var name = Array(h[i..<colon])
+            for k in name.indices where name[k] >= 65 && name[k] <= 90 { name[k] += 32 }
+            // Connection-specific fields do not exist in HTTP/2 (RFC 9113 §8.2.2).
+            if name != Array("connection".utf8) {
+                fields.append((name, Array(h[(colon + 2)..<end])))
+            }
+            i = end + 2
+        }
+        // All names and values in one buffer, pointed into for the duration of the call (nghttp2
+        // copies them: NGHTTP2_NV_FLAG_NONE).
+        var blob: [UInt8] = []
+        var spans: [(name: Int, nameLength: Int, value: Int, valueLength: Int)] = []
+        for (name, value) in fields {
+            spans.append((blob.count, name.count, blob.count + name.count, value.count))
+            blob += name
+            blob += value
+        }
+        let hasBody = sendsBody && !body.isEmpty
+        if hasBody { bodies[stream] = (body, 0) }
+        let result: Int32 = blob.withUnsafeMutableBufferPointer { buffer in
+            let base = buffer.baseAddress!
+            var nva = spans.map {
+                nghttp2_nv(
+                    name: base + $0.name, value: base + $0.value, namelen: $0.nameLength, valuelen: $0.valueLength,
+                    flags: CAASANghttp2_NV_FLAG_NONE)
+            }
+            if hasBody {
+                var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: bodyReader)
+                return nghttp2_submit_response(session, stream, &nva, nva.count, &provider)
+            }
+            return nghttp2_submit_response(session, stream, &nva, nva.count, nil)
+        }
+        if result != 0 { bodies[stream] = nil }
+    }
+
+    /// Refuses a stream (RST_STREAM), e.g. when its header list is too large.
+    func reset(_ stream: Int32, _ code: UInt32) {
+        nghttp2_submit_rst_stream(session, 0, stream, code)
+    }
+
+    /// Appends frames to send to `out`, up to about `limit` bytes (the rest waits for the socket).
+    public func produce(into out: inout [UInt8], limit: Int) {
+        while out.count < limit {
+            var data: UnsafePointer<UInt8>?
+            let n = nghttp2_session_mem_send(session, &data)
+            if n <= 0 {
+                if n < 0 { failure = "nghttp2 send: \(n)" }
+                return
+            }
+            out.append(contentsOf: UnsafeBufferPointer(start: data, count: n))
+        }
+    }
+
+    /// False once the session is finished in both directions: close the connection.
+    public var isAlive: Bool {
+        failure == nil && (nghttp2_session_want_read(session) != 0 || nghttp2_session_want_write(session) != 0)
+    }
+
+    /// Whether frames are waiting to be produced.
+    public var wantsWrite: Bool { nghttp2_session_want_write(session) != 0 }
+
+    /// Starts a graceful end: GOAWAY with the last stream seen; streams in flight finish.
+    public func goAway() {
+        nghttp2_submit_goaway(session, 0, nghttp2_session_get_last_proc_stream_id(session), CAASANghttp2_NO_ERROR, nil, 0)
+    }
+
+    /// Ends the session now with ENHANCE_YOUR_CALM (abuse).
+    private func calm(_ reason: String) {
+        failure = reason
+        nghttp2_session_terminate_session(session, CAASANghttp2_ENHANCE_YOUR_CALM)
+    }
+
+    // MARK: - Callback bodies
+
+    fileprivate func beginHeaders(_ stream: Int32) {
+        streams[stream] = HTTP2Request(stream: stream)
+    }
+
+    /// Returns false to refuse the stream (its header list is over the bound).
+    fileprivate func header(_ stream: Int32, _ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard var request = streams[stream] else { return true }
+        request.fieldBytes += name.count + value.count + 32  // RFC 9113 §6.5.2 counts 32 per field
+        guard request.fieldBytes <= Self.maximumHeaderListSize else {
+            streams[stream] = nil
+            return false
+        }
+        switch String(decoding: name, as: UTF8.self) {
+        case ":method":
+            request.method = value.elementsEqual("GET".utf8) ? .get : value.elementsEqual("HEAD".utf8) ? .head : .other
+        case ":path":
+            request.path = Array(value.prefix { $0 != 63 })
+        case ":authority":
+            request.authority = Array(value)
+        case "host":
+            if request.authority == nil { request.authority = Array(value) }
+        case "if-none-match": request.ifNoneMatch = Array(value)
+        case "if-modified-since": request.ifModifiedSince = Array(value)
+        case "user-agent": request.userAgent = Array(value)
+        case "accept-encoding": request.acceptsGzip = HTTP1Parser.acceptsGzip(UnsafeRawBufferPointer(value))
+        default: break
+        }
+        streams[stream] = request
+        return true
+    }
+
+    fileprivate func frameReceived(type: UInt8, flags: UInt8, stream: Int32, isRequestHeaders: Bool) {
+        if type == CAASANghttp2_RST_STREAM {
+            resets.append(now)
+            resets.removeAll { now - $0 > Self.resetWindow }
+            if resets.count > Self.maximumResetsPerWindow { calm("rapid reset: \(resets.count) streams reset within a second") }
+            return
+        }
+        guard flags & CAASANghttp2_FLAG_END_STREAM != 0, type == CAASANghttp2_HEADERS || type == CAASANghttp2_DATA,
+            let request = streams.removeValue(forKey: stream)
+        else { return }
+        ready.append(request)
+    }
+
+    fileprivate func dataChunk(_ stream: Int32) {
+        streams[stream]?.hasBody = true
+    }
+
+    fileprivate func streamClosed(_ stream: Int32) {
+        streams[stream] = nil
+        bodies[stream] = nil
+    }
+
+    fileprivate func readBody(_ stream: Int32, _ buffer: UnsafeMutablePointer<UInt8>, _ length: Int, _ flags: UnsafeMutablePointer<UInt32>)
+        -> Int
+    {
+        guard let (body, offset) = bodies[stream] else {
+            flags.pointee |= CAASANghttp2_DATA_FLAG_EOF
+            return 0
+        }
+        let n = min(length, body.count - offset)
+        body.withUnsafeBufferPointer { buffer.update(from: $0.baseAddress! + offset, count: n) }
+        if offset + n >= body.count {
+            flags.pointee |= CAASANghttp2_DATA_FLAG_EOF
+            bodies[stream] = nil
+        } else {
+            bodies[stream] = (body, offset + n)
+        }
+        return n
+    }
+
+    static func of(_ userData: UnsafeMutableRawPointer?) -> HTTP2Session {
+        Unmanaged<HTTP2Session>.fromOpaque(userData!).takeUnretainedValue()
+    }
+}
+
+// MARK: - C callbacks (no context capture: the session arrives as user_data)
+
+private let onBeginHeaders: nghttp2_on_begin_headers_callback = { _, frame, user in
+    guard let frame, CAASANghttp2_frame_type(frame) == CAASANghttp2_HEADERS,
+        CAASANghttp2_frame_headers_category(frame) == CAASANghttp2_HCAT_REQUEST
+    else { return 0 }
+    HTTP2Session.of(user).beginHeaders(CAASANghttp2_frame_stream_id(frame))
+    return 0
+}
+
+private let onHeader: nghttp2_on_header_callback = { _, frame, name, nameLength, value, valueLength, _, user in
+    guard let frame, let name, let value else { return 0 }
+    let ok = HTTP2Session.of(user).header(
+        CAASANghttp2_frame_stream_id(frame), UnsafeBufferPointer(start: name, count: nameLength),
+        UnsafeBufferPointer(start: value, count: valueLength))
+    // A temporal failure resets just this stream (RST_STREAM), not the connection.
+    return ok ? 0 : CAASANghttp2_ERR_TEMPORAL_CALLBACK_FAILURE
+}
+
+private let onFrameReceived: nghttp2_on_frame_recv_callback = { _, frame, user in
+    guard let frame else { return 0 }
+    let type = CAASANghttp2_frame_type(frame)
+    HTTP2Session.of(user).frameReceived(
+        type: type, flags: CAASANghttp2_frame_flags(frame), stream: CAASANghttp2_frame_stream_id(frame),
+        isRequestHeaders: type == CAASANghttp2_HEADERS && CAASANghttp2_frame_headers_category(frame) == CAASANghttp2_HCAT_REQUEST)
+    return 0
+}
+
+private let onDataChunk: nghttp2_on_data_chunk_recv_callback = { _, _, stream, _, _, user in
+    HTTP2Session.of(user).dataChunk(stream)
+    return 0
+}
+
+private let onStreamClose: nghttp2_on_stream_close_callback = { _, stream, _, user in
+    HTTP2Session.of(user).streamClosed(stream)
+    return 0
+}
+
+private let bodyReader: nghttp2_data_source_read_callback = { _, stream, buffer, length, flags, _, user in
+    guard let buffer, let flags else { return 0 }
+    return HTTP2Session.of(user).readBody(stream, buffer, length, flags)
+}
