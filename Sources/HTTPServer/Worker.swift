@@ -302,7 +302,7 @@ final class Worker {
                     }
                     answerHTTP2(c, session)
                     setDeadline(c, limits.idleTimeout)
-                    if !send(c) { return }
+                    if !sendHTTP2(c, session) { return }
                     if !session.isAlive {
                         startLingering(c)
                         return
@@ -392,6 +392,18 @@ final class Worker {
                 body: response.body, sendsBody: response.sendsBody && request.method != .head)
         }
         session.produce(into: &out, limit: limits.outputHighWater)
+    }
+
+    /// Writes the output buffer, then keeps producing and writing while the session has frames
+    /// and the socket takes them: frames held back by the high-water mark must not wait for the
+    /// client's next bytes (it may be waiting for these). False when the connection stopped.
+    private func sendHTTP2(_ c: Connection, _ session: HTTP2Session) -> Bool {
+        while true {
+            if !send(c) { return false }
+            guard session.wantsWrite else { return true }
+            session.produce(into: &out, limit: limits.outputHighWater)
+            if out.isEmpty { return true }
+        }
     }
 
     private func withBytes<R>(_ bytes: [UInt8]?, _ body: (UnsafeRawBufferPointer?) -> R) -> R {
@@ -487,7 +499,7 @@ final class Worker {
         if let session = c.http2 {
             // Frames the session held back while the socket was full.
             session.produce(into: &out, limit: limits.outputHighWater)
-            _ = send(c)
+            _ = sendHTTP2(c, session)
             return
         }
         // Pipelined requests that waited for this output.

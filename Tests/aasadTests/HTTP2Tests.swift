@@ -65,6 +65,20 @@ final class HTTP2Tests {
         #expect(out.text.contains("status codes: 5000 2xx"))
     }
 
+    @Test("many large responses on one connection all arrive (output beyond the high-water mark)")
+    func largeResponses() throws {
+        let big = Array(
+            (#"{"applinks": {"apps": [], "details": [{"appIDs": ["ABCDE12345.com.example.app"], "components": ["#
+                + (0..<700).map { #"{"/": "/p\#($0)/*"}"# }.joined(separator: ",") + "]}]}}").utf8)
+        try config.write("config/sites/big.test/apple-app-site-association", big)
+        for _ in 0..<50 where (try? server.http("big.test", Self.path).status) != 200 { usleep(100_000) }
+        let out = try Tool.run(
+            "h2load",
+            ["-n", "400", "-c", "2", "-m", "100", "-H", ":authority: big.test", "https://127.0.0.1:\(server.httpsPort)\(Self.path)"])
+        #expect(big.count > 10_000)
+        #expect(out.text.contains("400 succeeded, 0 failed, 0 errored, 0 timeout"), "\(out.text)")
+    }
+
     @Test(
         "abusive clients are cut off, memory stays bounded, and a normal client is still served",
         arguments: [
