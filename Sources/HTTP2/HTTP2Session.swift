@@ -103,8 +103,19 @@ public final class HTTP2Session {
     /// Submits a response: `status`, header fields as `name: value\r\n` lines (names are sent in
     /// lower case), and a body unless `sendsBody` is false (HEAD, 304).
     public func respond(stream: Int32, status: Int, headerLines: [UInt8], extra: [(String, String)], body: [UInt8], sendsBody: Bool) {
-        var fields: [([UInt8], [UInt8])] = [(Array(":status".utf8), Array(String(status).utf8))]
-        for (name, value) in extra { fields.append((Array(name.utf8), Array(value.utf8))) }
+        // All names and values in one buffer, pointed into for the duration of the call (nghttp2
+        // copies them: NGHTTP2_NV_FLAG_NONE). Names are lower-cased as HTTP/2 requires.
+        var blob: [UInt8] = []
+        blob.reserveCapacity(headerLines.count + 64)
+        var spans: [(name: Int, nameLength: Int, value: Int, valueLength: Int)] = []
+        spans.reserveCapacity(12)
+        func add(_ name: some Collection<UInt8>, _ value: some Collection<UInt8>) {
+            spans.append((blob.count, name.count, blob.count + name.count, value.count))
+            blob.append(contentsOf: name)
+            blob.append(contentsOf: value)
+        }
+        add(":status".utf8, String(status).utf8)
+        for (name, value) in extra { add(name.utf8, value.utf8) }
         var i = 0
         let h = headerLines
         while i < h.count {
@@ -113,22 +124,14 @@ public final class HTTP2Session {
             var end = colon
             while end + 1 < h.count && !(h[end] == 13 && h[end + 1] == 10) { end += 1 }
             guard colon < h.count, end + 1 < h.count else { break }
-            var name = Array(h[i..<colon])
-            for k in name.indices where name[k] >= 65 && name[k] <= 90 { name[k] += 32 }
+            let start = blob.count
+            let name = h[i..<colon]
             // Connection-specific fields do not exist in HTTP/2 (RFC 9113 §8.2.2).
-            if name != Array("connection".utf8) {
-                fields.append((name, Array(h[(colon + 2)..<end])))
+            if !name.elementsEqual("Connection".utf8) {
+                add(name, h[(colon + 2)..<end])
+                for k in start..<(start + name.count) where blob[k] >= 65 && blob[k] <= 90 { blob[k] += 32 }
             }
             i = end + 2
-        }
-        // All names and values in one buffer, pointed into for the duration of the call (nghttp2
-        // copies them: NGHTTP2_NV_FLAG_NONE).
-        var blob: [UInt8] = []
-        var spans: [(name: Int, nameLength: Int, value: Int, valueLength: Int)] = []
-        for (name, value) in fields {
-            spans.append((blob.count, name.count, blob.count + name.count, value.count))
-            blob += name
-            blob += value
         }
         let hasBody = sendsBody && !body.isEmpty
         if hasBody { bodies[stream] = (body, 0) }
@@ -187,6 +190,15 @@ public final class HTTP2Session {
 
     // MARK: - Callback bodies
 
+    private static let methodName = Array(":method".utf8)
+    private static let pathName = Array(":path".utf8)
+    private static let authorityName = Array(":authority".utf8)
+    private static let hostName = Array("host".utf8)
+    private static let ifNoneMatchName = Array("if-none-match".utf8)
+    private static let ifModifiedSinceName = Array("if-modified-since".utf8)
+    private static let userAgentName = Array("user-agent".utf8)
+    private static let acceptEncodingName = Array("accept-encoding".utf8)
+
     fileprivate func beginHeaders(_ stream: Int32) {
         streams[stream] = HTTP2Request(stream: stream)
     }
@@ -199,19 +211,21 @@ public final class HTTP2Session {
             streams[stream] = nil
             return false
         }
-        switch String(decoding: name, as: UTF8.self) {
-        case ":method":
+        // Matched as bytes: no String per field on the hot path.
+        switch name.count {
+        case 7 where name.elementsEqual(Self.methodName):
             request.method = value.elementsEqual("GET".utf8) ? .get : value.elementsEqual("HEAD".utf8) ? .head : .other
-        case ":path":
+        case 5 where name.elementsEqual(Self.pathName):
             request.path = Array(value.prefix { $0 != 63 })
-        case ":authority":
+        case 10 where name.elementsEqual(Self.authorityName):
             request.authority = Array(value)
-        case "host":
+        case 4 where name.elementsEqual(Self.hostName):
             if request.authority == nil { request.authority = Array(value) }
-        case "if-none-match": request.ifNoneMatch = Array(value)
-        case "if-modified-since": request.ifModifiedSince = Array(value)
-        case "user-agent": request.userAgent = Array(value)
-        case "accept-encoding": request.acceptsGzip = HTTP1Parser.acceptsGzip(UnsafeRawBufferPointer(value))
+        case 13 where name.elementsEqual(Self.ifNoneMatchName): request.ifNoneMatch = Array(value)
+        case 17 where name.elementsEqual(Self.ifModifiedSinceName): request.ifModifiedSince = Array(value)
+        case 10 where name.elementsEqual(Self.userAgentName): request.userAgent = Array(value)
+        case 15 where name.elementsEqual(Self.acceptEncodingName):
+            request.acceptsGzip = HTTP1Parser.acceptsGzip(UnsafeRawBufferPointer(value))
         default: break
         }
         streams[stream] = request
