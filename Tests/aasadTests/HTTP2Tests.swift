@@ -82,7 +82,7 @@ final class HTTP2Tests {
     @Test(
         "abusive clients are cut off, memory stays bounded, and a normal client is still served",
         arguments: [
-            "rapid-reset", "continuation", "settings", "ping", "big-headers", "window",
+            "rapid-reset", "continuation", "settings", "ping", "big-headers", "window", "concurrency-100", "concurrency-101",
         ])
     func abuse(_ mode: String) throws {
         let script = AASAD.testDirectory.appendingPathComponent("Fixtures/h2abuse.py").path

@@ -4,7 +4,7 @@ connection and prints one line: `ok <what happened>` when the server defended it
 connection, refused the stream, or sent GOAWAY), `fail <why>` otherwise. Bounded in count and time;
 talks only to 127.0.0.1.
 
-Usage: h2abuse.py PORT HOST MODE   (MODE: rapid-reset, continuation, settings, ping, big-headers, window)
+Usage: h2abuse.py PORT HOST MODE   (MODE: rapid-reset, continuation, settings, ping, big-headers, window, concurrency-N)
 """
 import socket, ssl, sys, time
 import h2.config, h2.connection, h2.events, h2.exceptions, h2.settings
@@ -121,5 +121,25 @@ elif mode == "window":
     state, events = drain(sock, conn, 2)
     data = [e for e in events if isinstance(e, h2.events.DataReceived) and e.flow_controlled_length > 0]
     print("fail data sent beyond a zero window" if data else "ok no data beyond the window (%s)" % state)
+elif mode.startswith("concurrency-"):
+    # N streams held open at once (a zero window: no response can finish), ignoring the server's
+    # SETTINGS_MAX_CONCURRENT_STREAMS (100). Up to the limit all get their response headers; one
+    # more ends the connection (nghttp2 treats it as a connection error, RFC 9113 §5.1.2).
+    count = int(mode.split("-")[1])
+    conn.update_settings({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 0})
+    sock.sendall(conn.data_to_send())
+    drain(sock, conn, 0.5)  # take the server's SETTINGS
+    conn.remote_settings[h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS] = 1000
+    conn.remote_settings.acknowledge()
+    for s in range(1, 2 * count, 2):
+        conn.send_headers(s, request_headers(), end_stream=True)
+    sock.sendall(conn.data_to_send())
+    state, events = drain(sock, conn, 2)
+    answered = {e.stream_id for e in events if isinstance(e, h2.events.ResponseReceived)}
+    refused = [e.stream_id for e in events if isinstance(e, h2.events.StreamReset)]
+    if count <= 100:
+        print("ok all %d answered" % count if len(answered) == count else "fail %d of %d answered (%s)" % (len(answered), count, state))
+    else:
+        print("ok over the limit: %s" % state if state in ("goaway", "closed") or refused else "fail %d streams accepted" % count)
 else:
     print("fail unknown mode " + mode)
