@@ -22,10 +22,14 @@ require_swift() {
     fi
 }
 
-# ensure_python_package MODULE REQUIREMENT: pip-installs REQUIREMENT (from PyPI) when MODULE is missing.
+# ensure_python_package MODULE REQUIREMENT [DEBIAN_PACKAGE]: makes MODULE importable by the python3
+# on PATH: from PyPI with pip, or, where that python3 has no usable pip (Debian's own), from
+# Debian's package.
 ensure_python_package() {
     python3 -c "import $1" 2>/dev/null && return 0
-    echo "installing: $2 (PyPI)" >&2
+    echo "installing: $2" >&2
     python3 -m pip install --quiet --disable-pip-version-check "$2" 2>/dev/null ||
-        python3 -m pip install --quiet --disable-pip-version-check --break-system-packages "$2"
+        python3 -m pip install --quiet --disable-pip-version-check --break-system-packages "$2" 2>/dev/null ||
+        { [ -n "${3:-}" ] && ensure_packages "$3"; }
+    python3 -c "import $1" || { echo "error: cannot install the Python module $1" >&2; return 1; }
 }
