@@ -31,7 +31,7 @@ try:
 
     start = time.time()
     server = subprocess.Popen([binary, "serve", "--config", f"{work}/config", "--https", "127.0.0.1:0", "--http", "127.0.0.1:0",
-                               "--threads", "2", "--state", f"{work}/state", "--log-level", "warning"],
+                               "--threads", "2", "--state", f"{work}/state", "--log-level", "warning", "--admin", "off"],
                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     line = server.stdout.readline()
     while line and not line.startswith("aasad ready"):

@@ -35,6 +35,8 @@ final class Connection {
     var deadline: Int64
     /// Identifies the connection's live timer entry (see `TimerWheel.Entry`).
     var timerTicket: UInt32 = 0
+    /// Accepted on the admin listener: answered by the admin endpoint, never with sites.
+    var isAdmin = false
     /// The HTTP/2 session, when ALPN chose h2.
     var http2: HTTP2Session?
     /// The certificate the TLS handshake chose, for the 421 rule.

@@ -12,6 +12,7 @@ public enum Status: Int, Sendable {
     case misdirected = 421
     case fieldsTooLarge = 431
     case versionNotSupported = 505
+    case serviceUnavailable = 503
 
     public var reason: String {
         switch self {
@@ -25,6 +26,7 @@ public enum Status: Int, Sendable {
         case .misdirected: "Misdirected Request"
         case .fieldsTooLarge: "Request Header Fields Too Large"
         case .versionNotSupported: "HTTP Version Not Supported"
+        case .serviceUnavailable: "Service Unavailable"
         }
     }
 }
@@ -64,7 +66,7 @@ public struct Response {
 enum StatusLines {
     static let lines: [Int: [UInt8]] = {
         var out: [Int: [UInt8]] = [:]
-        for code in [200, 304, 400, 404, 405, 413, 414, 421, 431, 505] {
+        for code in [200, 304, 400, 404, 405, 413, 414, 421, 431, 503, 505] {
             let status = Status(rawValue: code)!
             out[code] = Array("HTTP/1.1 \(code) \(status.reason)\r\n".utf8)
         }
@@ -85,7 +87,7 @@ enum ErrorBodies {
 
     private static let table: [Int: Prepared] = {
         var out: [Int: Prepared] = [:]
-        for code in [400, 404, 405, 413, 414, 421, 431, 505] {
+        for code in [400, 404, 405, 413, 414, 421, 431, 503, 505] {
             let status = Status(rawValue: code)!
             let body = Array("\(code) \(status.reason)\n".utf8)
             var headers = "Content-Type: text/plain; charset=utf-8\r\nContent-Length: \(body.count)\r\nX-Content-Type-Options: nosniff\r\n"

@@ -13,12 +13,20 @@ public final class Server {
         public var http: [SocketAddress]
         public var threads: Int
         public var limits: Limits
+        /// The admin listener (plain HTTP, its own thread); nil for none.
+        public var admin: SocketAddress?
+        public var adminEndpoint: AdminEndpoint?
 
-        public init(https: [SocketAddress], http: [SocketAddress], threads: Int, limits: Limits = Limits()) {
+        public init(
+            https: [SocketAddress], http: [SocketAddress], threads: Int, limits: Limits = Limits(), admin: SocketAddress? = nil,
+            adminEndpoint: AdminEndpoint? = nil
+        ) {
             self.https = https
             self.http = http
             self.threads = threads
             self.limits = limits
+            self.admin = admin
+            self.adminEndpoint = adminEndpoint
         }
     }
 
@@ -35,6 +43,7 @@ public final class Server {
     /// The addresses actually bound (port 0 resolved), HTTPS then HTTP, in configuration order.
     public private(set) var boundHTTPS: [SocketAddress] = []
     public private(set) var boundHTTP: [SocketAddress] = []
+    public private(set) var boundAdmin: SocketAddress?
 
     public init(configuration: Configuration, store: SnapshotStore, tls: TLSServer?, logger: Logger) {
         self.configuration = configuration
@@ -57,7 +66,7 @@ public final class Server {
                         let fd = try Socket.listen(on: resolved, reusePort: true)
                         listenerFDs.append(fd)
                         if i == 0 { resolved = try Socket.localAddress(fd) }
-                        perWorker[i].append(Worker.Listener(fd: fd, tls: isTLS))
+                        perWorker[i].append(Worker.Listener(fd: fd, kind: isTLS ? .https : .http))
                     }
                     if isTLS { boundHTTPS.append(resolved) } else { boundHTTP.append(resolved) }
                 }
@@ -67,6 +76,21 @@ public final class Server {
                     try Worker(
                         index: i, listeners: perWorker[i], tls: tls, store: store, limits: configuration.limits, logger: logger,
                         defaultIdentity: defaultIdentity, stopFlag: stopFlag))
+            }
+            if let address = configuration.admin, let endpoint = configuration.adminEndpoint {
+                // Serving matters more than the admin port: a busy admin address is an error in
+                // the log, not a reason to stop.
+                do throws(SystemError) {
+                    let fd = try Socket.listen(on: address, reusePort: false)
+                    listenerFDs.append(fd)
+                    boundAdmin = try Socket.localAddress(fd)
+                    workers.append(
+                        try Worker(
+                            index: count, listeners: [Worker.Listener(fd: fd, kind: .admin)], tls: nil, store: store,
+                            limits: configuration.limits, logger: logger, defaultIdentity: nil, stopFlag: stopFlag, admin: endpoint))
+                } catch {
+                    logger.error("cannot open the admin listener; serving without it", metadata: ["error": "\(error)"])
+                }
             }
         } catch {
             listenerFDs.forEach { _ = close($0) }

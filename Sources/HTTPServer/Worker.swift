@@ -12,8 +12,10 @@ import TLS
 /// and, when the socket takes the whole response, no allocation.
 final class Worker {
     struct Listener {
+        enum Kind { case https, http, admin }
         let fd: Int32
-        let tls: Bool
+        let kind: Kind
+        var tls: Bool { kind == .https }
     }
 
     /// epoll data of a listener: the top bit set, the listener's index below.
@@ -41,14 +43,17 @@ final class Worker {
     private let readBuffer: UnsafeMutableRawBufferPointer
     private var out: [UInt8] = []
     private let stopFlag: StopFlag
+    /// Answers the admin listener's requests (only the admin worker has one).
+    private let admin: AdminEndpoint?
 
     /// The size of the loop's read buffer: several TLS records, or many pipelined requests.
     static let readBufferSize = 64 * 1024
 
     init(
         index: Int, listeners: [Listener], tls: TLSServer?, store: SnapshotStore, limits: Limits, logger: Logger,
-        defaultIdentity: String?, stopFlag: StopFlag
+        defaultIdentity: String?, stopFlag: StopFlag, admin: AdminEndpoint? = nil
     ) throws(SystemError) {
+        self.admin = admin
         self.index = index
         self.listeners = listeners
         self.tls = tls
@@ -182,6 +187,7 @@ final class Worker {
             nextGeneration = nextGeneration == 0x7FFF_FFFF ? 1 : nextGeneration + 1
             let deadline = now + (listener.tls ? limits.handshakeTimeout : limits.idleTimeout)
             let connection = Connection(fd: fd, generation: generation, transport: transport, deadline: deadline)
+            connection.isAdmin = listener.kind == .admin
             if Int(fd) >= connections.count {
                 connections.append(contentsOf: repeatElement(nil, count: Int(fd) - connections.count + 1))
             }
@@ -413,6 +419,9 @@ final class Worker {
 
     private func respond(_ c: Connection, _ head: RequestHead, _ b: UnsafeRawBufferPointer) -> Response {
         func slice(_ r: Range<Int>?) -> UnsafeRawBufferPointer? { r.map { UnsafeRawBufferPointer(rebasing: b[$0]) } }
+        if c.isAdmin, let admin {
+            return admin.respond(method: head.method, path: String(decoding: slice(head.path)!, as: UTF8.self))
+        }
         let host = slice(head.host).map(Responder.normalizeHost)
         return Responder.respond(
             method: head.method, host: host, path: slice(head.path)!, ifNoneMatch: slice(head.ifNoneMatch),

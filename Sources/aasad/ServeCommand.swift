@@ -4,6 +4,7 @@ import HTTPServer
 import Logging
 import Reactor
 import SiteStore
+import Synchronization
 import TLS
 
 /// `aasad serve`: the daemon.
@@ -48,6 +49,9 @@ struct ServeCommand: ParsableCommand {
     @Option(help: "Seconds an idle keep-alive connection is kept.")
     var idleTimeout: Int64 = Limits().idleTimeout
 
+    @Option(help: "The admin listener (plain HTTP: /healthz, /readyz, /sites), or off.")
+    var admin: String = "127.0.0.1:9190"
+
     @Option(help: "Seconds between full rescans of the config directory, for filesystems where inotify is silent (default: none).")
     var rescanInterval: Int64?
 
@@ -61,7 +65,7 @@ struct ServeCommand: ParsableCommand {
         if let threads, threads < 1 { throw ValidationError("--threads must be at least 1.") }
         if min(handshakeTimeout, requestTimeout, idleTimeout) < 1 { throw ValidationError("Timeouts are whole seconds, at least 1.") }
         if let rescanInterval, rescanInterval < 1 { throw ValidationError("--rescan-interval is whole seconds, at least 1.") }
-        for address in https + http {
+        for address in https + http + (admin == "off" ? [] : [admin]) {
             do {
                 _ = try SocketAddress(parsing: address)
             } catch {
@@ -90,6 +94,8 @@ struct ServeCommand: ParsableCommand {
             root: config, options: ServingOptions(cacheControl: cacheControl), logger: logger, checkCertificate: ConfigLoading.check)
         registry.reloadAll()
         let store = SnapshotStore(registry.snapshot)
+        let sites = LockedRegistry(registry)
+        let ready = ReadyFlag()
         let certificates = try Self.certificates(snapshot: registry.snapshot, state: state, logger: logger)
         let tls: TLSServer
         do {
@@ -109,9 +115,13 @@ struct ServeCommand: ParsableCommand {
         limits.idleTimeout = idleTimeout
         let httpsAddresses = try (https.isEmpty ? [":8443"] : https).map { try SocketAddress(parsing: $0) }
         let httpAddresses = try http.map { try SocketAddress(parsing: $0) }
+        let adminAddress = admin == "off" ? nil : try SocketAddress(parsing: admin)
+        let endpoint = AdminEndpoint { path in Self.adminAnswer(path, sites: sites, ready: ready) }
         let server = Server(
-            configuration: .init(https: httpsAddresses, http: httpAddresses, threads: workerCount, limits: limits), store: store, tls: tls,
-            logger: logger)
+            configuration: .init(
+                https: httpsAddresses, http: httpAddresses, threads: workerCount, limits: limits, admin: adminAddress,
+                adminEndpoint: endpoint),
+            store: store, tls: tls, logger: logger)
         do {
             try server.start()
         } catch {
@@ -123,14 +133,18 @@ struct ServeCommand: ParsableCommand {
         if watch {
             do {
                 watcher = try ConfigWatcher(root: config, rescanInterval: rescanInterval, logger: logger) { change in
-                    if change.full {
-                        registry.reloadAll()
-                    } else {
-                        if change.defaultCertificate { registry.reloadDefaultCertificate() }
-                        registry.reload(change.sites)
+                    let snapshot = sites.withLock { registry in
+                        if change.full {
+                            registry.reloadAll()
+                        } else {
+                            if change.defaultCertificate { registry.reloadDefaultCertificate() }
+                            registry.reload(change.sites)
+                        }
+                        return registry.snapshot
                     }
-                    Self.followDefaultCertificate(registry.snapshot, tls: tls, fallback: certificates.defaultSource, logger: logger)
-                    store.publish(registry.snapshot)
+                    Self.followDefaultCertificate(snapshot, tls: tls, fallback: certificates.defaultSource, logger: logger)
+                    store.publish(snapshot)
+                    if change.full { SystemdNotify.send("READY=1") }
                 }
                 watcher?.start()
             } catch {
@@ -151,25 +165,31 @@ struct ServeCommand: ParsableCommand {
             emit("  curl --cacert \(authority) https://\(host.name):\(address.port)/.well-known/apple-app-site-association")
         }
         // One line a supervisor or a test can wait for (never a sleep).
+        ready.set(true)
         emit(
-            "aasad ready: https=\(server.boundHTTPS.map(\.description).joined(separator: ",")) http=\(server.boundHTTP.map(\.description).joined(separator: ","))"
+            "aasad ready: https=\(server.boundHTTPS.map(\.description).joined(separator: ",")) http=\(server.boundHTTP.map(\.description).joined(separator: ",")) admin=\(server.boundAdmin?.description ?? "off")"
         )
+        SystemdNotify.send("READY=1\nSTATUS=serving \(served) sites\nMAINPID=\(getpid())")
 
         while true {
             var received: Int32 = 0
             sigwait(&signals, &received)
             if received == SIGHUP {
+                SystemdNotify.send("RELOADING=1")
                 if let watcher {
                     watcher.requestFullRescan()
                 } else {
-                    registry.reloadAll()
-                    Self.followDefaultCertificate(registry.snapshot, tls: tls, fallback: certificates.defaultSource, logger: logger)
-                    store.publish(registry.snapshot)
+                    let snapshot = sites.withLock { $0.reloadAll() }
+                    Self.followDefaultCertificate(snapshot, tls: tls, fallback: certificates.defaultSource, logger: logger)
+                    store.publish(snapshot)
+                    SystemdNotify.send("READY=1")
                 }
                 logger.info("reload requested (SIGHUP)")
                 continue
             }
             logger.info("stopping", metadata: ["signal": "\(received == SIGTERM ? "SIGTERM" : "SIGINT")"])
+            ready.set(false)
+            SystemdNotify.send("STOPPING=1")
             watcher?.stop()
             server.stop()
             return
@@ -189,6 +209,26 @@ struct ServeCommand: ParsableCommand {
             logger.info("default certificate replaced", metadata: ["from": "\(wanted.label)"])
         } catch {
             logger.error("the new default certificate cannot be used; keeping the previous one", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// The admin endpoint's pages: liveness, readiness (ready once the first snapshot is served,
+    /// not ready while stopping), and every site's state.
+    static func adminAnswer(_ path: String, sites: LockedRegistry, ready: ReadyFlag) -> AdminEndpoint.Answer? {
+        switch path {
+        case "/healthz":
+            return .init(status: 200, body: Array("ok\n".utf8))
+        case "/readyz":
+            return ready.isReady
+                ? .init(status: 200, body: Array("ready\n".utf8)) : .init(status: 503, body: Array("not ready\n".utf8))
+        case "/sites":
+            let statuses = sites.withLock { $0.statuses }
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            let body = (try? encoder.encode(SitesCommand.Listing(sites: statuses, entries: []))) ?? Data()
+            return .init(status: 200, contentType: "application/json", body: [UInt8](body))
+        default:
+            return nil
         }
     }
 
@@ -244,4 +284,29 @@ enum LogLevel: String, ExpressibleByArgument, CaseIterable {
     case trace, debug, info, notice, warning, error, critical
 
     var level: Logger.Level { Logger.Level(rawValue: rawValue)! }
+}
+
+/// The registry, shared by the watcher (which changes it) and the admin endpoint (which reads
+/// it); the serving path never touches it.
+final class LockedRegistry: @unchecked Sendable {
+    // @unchecked: every access goes through the lock.
+    private let lock = NSLock()
+    private let registry: SiteRegistry
+
+    init(_ registry: SiteRegistry) { self.registry = registry }
+
+    func withLock<T>(_ body: (SiteRegistry) -> T) -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return body(registry)
+    }
+}
+
+/// Whether the server is ready for traffic (/readyz): set once serving, cleared when stopping.
+final class ReadyFlag: Sendable {
+    private let value = Atomic<Bool>(false)
+
+    var isReady: Bool { value.load(ordering: .acquiring) }
+
+    func set(_ ready: Bool) { value.store(ready, ordering: .releasing) }
 }

@@ -89,17 +89,19 @@ final class RunningServer {
     let config: TestConfig
     private(set) var httpsPort = 0
     private(set) var httpPort = 0
+    private(set) var adminPort = 0
     private let stdout = Pipe()
     private let stderr = Pipe()
     private(set) var stdoutText = ""
 
     /// `fileLimit` starts the server under `ulimit -n`, to test what happens when descriptors run out.
-    init(config: TestConfig, extra: [String] = [], fileLimit: Int? = nil) throws {
+    init(config: TestConfig, extra: [String] = [], fileLimit: Int? = nil, environment: [String: String] = [:]) throws {
         self.config = config
+        if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
         let arguments =
             [
                 "serve", "--config", config.config, "--state", config.state, "--https", "127.0.0.1:0", "--http", "127.0.0.1:0", "--threads",
-                "2",
+                "2", "--admin", "127.0.0.1:0",
             ]
             + extra
         if let fileLimit {
@@ -139,6 +141,7 @@ final class RunningServer {
                 stdoutText = buffer
                 httpsPort = Self.port(in: line, key: "https=")
                 httpPort = Self.port(in: line, key: "http=")
+                adminPort = Self.port(in: line, key: "admin=")
                 return
             }
         }
@@ -193,6 +196,11 @@ final class RunningServer {
                 "--cacert", cacert ?? config.developmentCA, "--resolve", "\(host):\(httpsPort):127.0.0.1",
                 "https://\(host):\(httpsPort)\(path)",
             ] + options)
+    }
+
+    /// curl to the admin listener.
+    func admin(_ path: String) throws -> HTTPResult {
+        try curl(["http://127.0.0.1:\(adminPort)\(path)"])
     }
 
     /// curl over plain HTTP with a Host header.

@@ -338,3 +338,72 @@ final class DescriptorLimitTests {
         #expect(server.log().contains("too many open files"))
     }
 }
+
+@Suite("aasad serve: admin listener and systemd readiness (issue 6)")
+final class AdminTests {
+    let config: TestConfig
+
+    init() throws {
+        config = try TestConfig()
+    }
+
+    @Test("/healthz and /readyz answer; unknown paths are 404; the admin port serves no sites")
+    func health() throws {
+        let server = try RunningServer(config: config)
+        #expect(try server.admin("/healthz").status == 200)
+        let ready = try server.admin("/readyz")
+        #expect(ready.status == 200 && String(decoding: ready.body, as: UTF8.self) == "ready\n")
+        #expect(try server.admin("/nope").status == 404)
+        #expect(
+            try server.curl(["-H", "Host: a.test", "http://127.0.0.1:\(server.adminPort)/.well-known/apple-app-site-association"]).status
+                == 404)
+        #expect(try server.curl(["-X", "POST", "http://127.0.0.1:\(server.adminPort)/healthz"]).status == 405)
+    }
+
+    @Test("/sites shows each site's state, and serving-last-good while a file is broken")
+    func sites() throws {
+        let server = try RunningServer(config: config)
+        func state(_ directory: String) throws -> String? {
+            let json = try JSONSerialization.jsonObject(with: Data(try server.admin("/sites").body)) as? [String: Any]
+            let sites = json?["sites"] as? [[String: Any]] ?? []
+            return sites.first { $0["directory"] as? String == directory }?["state"] as? String
+        }
+        #expect(try state("a.test") == "serving")
+        #expect(try state("bad.test") == "refused")
+        try config.write("config/sites/a.test/apple-app-site-association", Array("{".utf8))
+        var seen: String?
+        for _ in 0..<50 where seen != "serving-last-good" {
+            usleep(100_000)
+            seen = try state("a.test")
+        }
+        #expect(seen == "serving-last-good")
+        #expect(try server.http("a.test", "/apple-app-site-association").body == config.aasa)
+    }
+
+    @Test("READY=1 reaches $NOTIFY_SOCKET once serving, and STOPPING=1 on SIGTERM")
+    func systemdNotify() throws {
+        let path = config.path("notify.sock")
+        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        #expect(bound == 0)
+        var tv = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        let server = try RunningServer(config: config, environment: ["NOTIFY_SOCKET": path])
+        func receive() -> String {
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            let n = recv(fd, &buffer, buffer.count, 0)
+            return n > 0 ? String(decoding: buffer[0..<n], as: UTF8.self) : ""
+        }
+        let first = receive()
+        #expect(first.hasPrefix("READY=1"), "\(first)")
+        #expect(first.contains("MAINPID=\(server.process.processIdentifier)"))
+        #expect(server.stop() == 0)
+        #expect(receive() == "STOPPING=1")
+    }
+}

@@ -1,0 +1,38 @@
+import HTTP1
+
+/// The admin listener's answers (DESIGN.md "Operations"): plain HTTP on its own worker thread, so
+/// a large answer (the state of 100,000 sites) never holds up serving. The command supplies the
+/// content; this type frames it.
+public struct AdminEndpoint: Sendable {
+    /// One admin answer: a status, a media type and a body.
+    public struct Answer: Sendable {
+        public var status: Int
+        public var contentType: String
+        public var body: [UInt8]
+
+        public init(status: Int, contentType: String = "text/plain; charset=utf-8", body: [UInt8]) {
+            self.status = status
+            self.contentType = contentType
+            self.body = body
+        }
+    }
+
+    /// Answers a GET for a path; nil for an unknown path (404).
+    public typealias Handler = @Sendable (String) -> Answer?
+
+    private let handler: Handler
+
+    public init(_ handler: @escaping Handler) {
+        self.handler = handler
+    }
+
+    func respond(method: Method, path: String) -> Response {
+        guard let answer = handler(path) else { return .error(.notFound, close: false) }
+        guard method != .other else { return .error(.methodNotAllowed, close: false) }
+        let status = Status(rawValue: answer.status) ?? .ok
+        let headers = Array(
+            "Content-Type: \(answer.contentType)\r\nContent-Length: \(answer.body.count)\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n"
+                .utf8)
+        return Response(status: status, headers: headers, body: answer.body, sendsBody: method == .get, close: false)
+    }
+}
