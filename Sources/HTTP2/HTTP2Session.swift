@@ -174,6 +174,9 @@ public final class HTTP2Session {
         failure == nil && (nghttp2_session_want_read(session) != 0 || nghttp2_session_want_write(session) != 0)
     }
 
+    /// Streams open on this session.
+    public var activeStreams: Int { streams.count + bodies.count }
+
     /// Whether frames are waiting to be produced.
     public var wantsWrite: Bool { nghttp2_session_want_write(session) != 0 }
 

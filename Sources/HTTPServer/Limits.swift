@@ -20,6 +20,8 @@ public struct Limits: Sendable {
     public var acceptBatch = 64
     /// Seconds accepting pauses after EMFILE/ENFILE instead of spinning on a full descriptor table.
     public var acceptPause: Int64 = 1
+    /// On a graceful stop, seconds open connections get to finish before they are closed.
+    public var drainTimeout: Int64 = 10
 
     public init() {}
 }

@@ -104,11 +104,13 @@ public final class Server {
     }
 
     /// Asks every worker to stop and waits for them.
+    /// Stops gracefully: workers stop accepting, close their listeners, let open connections
+    /// finish (at most `Limits.drainTimeout`), then end. Returns when all have ended.
     public func stop() {
         stopFlag.raise()
         for worker in workers { worker.loop.wake() }
         wait()
-        listenerFDs.forEach { _ = close($0) }
+        // The workers closed their listeners while draining.
         listenerFDs = []
     }
 

@@ -40,6 +40,11 @@ final class Worker {
     private let clock = MonotonicClock()
     private var now: Int64
     private var acceptPausedUntil: Int64?
+    /// Stopping: no new connections, each open one closes after its current response.
+    private var draining = false
+    private var drainDeadline: Int64 = .max
+    /// Connections in the table (kept as a count: the drain loop checks it every iteration).
+    private var openConnections = 0
     private let readBuffer: UnsafeMutableRawBufferPointer
     private var out: [UInt8] = []
     private let stopFlag: StopFlag
@@ -81,10 +86,14 @@ final class Worker {
     func run() {
         loop.claimThread()
         dateLine.update(now: Int64(time(nil)))
-        while !stopFlag.isRaised {
+        while true {
+            if stopFlag.isRaised {
+                if !draining { beginDrain() }
+                if openConnections == 0 || now >= drainDeadline { break }
+            }
             do {
                 // Wake at least once a second for timeouts and the Date header.
-                try loop.wait(timeoutMilliseconds: 1000) { event in dispatch(event) }
+                try loop.wait(timeoutMilliseconds: draining ? 100 : 1000) { event in dispatch(event) }
             } catch {
                 logger.error("event loop failed", metadata: ["error": "\(error)"])
                 return
@@ -99,6 +108,34 @@ final class Worker {
                 _ = send(connection)
             }
             close(connection)
+        }
+    }
+
+    // MARK: - Graceful stop
+
+    /// Stops taking connections and lets the open ones finish (SIGTERM): what the kernel already
+    /// accepted is taken and served, listeners close, idle connections close now (HTTP/2 ones
+    /// after GOAWAY), busy ones close after their current response. The loop ends when none are
+    /// left, or at the drain timeout.
+    private func beginDrain() {
+        draining = true
+        drainDeadline = now + limits.drainTimeout
+        for listener in listeners {
+            accept(listener, draining: true)
+            loop.remove(listener.fd)
+            Glibc.close(listener.fd)
+        }
+        for case let c? in connections {
+            if let session = c.http2 {
+                session.goAway()
+                session.produce(into: &out, limit: limits.outputHighWater)
+                if !sendHTTP2(c, session) { continue }
+                if !session.isAlive { startLingering(c) }
+            } else if case .readingRequest(started: false) = c.phase, c.input.isEmpty, !c.hasPendingOutput {
+                close(c)
+            } else if case .handshaking = c.phase {
+                continue  // it may still send a request; the handshake timeout bounds it
+            }
         }
     }
 
@@ -143,7 +180,7 @@ final class Worker {
             timedOut(c)
             return nil
         }
-        if let until = acceptPausedUntil, now >= until {
+        if let until = acceptPausedUntil, now >= until, !draining {
             acceptPausedUntil = nil
             for (i, listener) in listeners.enumerated() {
                 try? loop.add(listener.fd, data: Self.listenerTag | UInt64(i), read: true, write: false)
@@ -153,8 +190,9 @@ final class Worker {
 
     // MARK: - Accepting
 
-    private func accept(_ listener: Listener) {
-        for _ in 0..<limits.acceptBatch {
+    private func accept(_ listener: Listener, draining: Bool = false) {
+        // While draining, take everything the kernel has queued: closing the listener would reset it.
+        for _ in 0..<(draining ? Int.max : limits.acceptBatch) {
             let fd: Int32
             do {
                 switch try Socket.accept(listener.fd) {
@@ -192,10 +230,12 @@ final class Worker {
                 connections.append(contentsOf: repeatElement(nil, count: Int(fd) - connections.count + 1))
             }
             connections[Int(fd)] = connection
+            openConnections += 1
             do {
                 try loop.add(fd, data: data(connection), read: true, write: false)
             } catch {
                 connections[Int(fd)] = nil
+                openConnections -= 1
                 Glibc.close(fd)
                 continue
             }
@@ -309,7 +349,7 @@ final class Worker {
                     answerHTTP2(c, session)
                     setDeadline(c, limits.idleTimeout)
                     if !sendHTTP2(c, session) { return }
-                    if !session.isAlive {
+                    if !session.isAlive || (draining && !session.wantsWrite && session.activeStreams == 0) {
                         startLingering(c)
                         return
                     }
@@ -353,7 +393,7 @@ final class Worker {
                 return bytes.count
             case .complete(let head):
                 var response = respond(c, head, rest)
-                response.close = !head.keepAlive
+                response.close = !head.keepAlive || draining
                 // RFC 9110 §9.3.2: a HEAD response never has content, whatever its status.
                 if head.method == .head { response.sendsBody = false }
                 response.serialize(into: &out, dateLine: dateLine.bytes)
@@ -551,10 +591,11 @@ final class Worker {
         guard Int(c.fd) < connections.count, connections[Int(c.fd)] === c else { return }
         loop.remove(c.fd)
         connections[Int(c.fd)] = nil
+        openConnections -= 1
         c.transport = .plain  // frees the SSL object before the descriptor number can be reused
         Glibc.close(c.fd)
     }
 
     /// Open connections (for tests and metrics).
-    var connectionCount: Int { connections.reduce(0) { $0 + ($1 == nil ? 0 : 1) } }
+    var connectionCount: Int { openConnections }
 }

@@ -49,6 +49,9 @@ struct ServeCommand: ParsableCommand {
     @Option(help: "Seconds an idle keep-alive connection is kept.")
     var idleTimeout: Int64 = Limits().idleTimeout
 
+    @Option(help: "On SIGTERM/SIGINT, seconds open connections get to finish.")
+    var drainTimeout: Int64 = Limits().drainTimeout
+
     @Option(help: "The admin listener (plain HTTP: /healthz, /readyz, /sites), or off.")
     var admin: String = "127.0.0.1:9190"
 
@@ -63,7 +66,9 @@ struct ServeCommand: ParsableCommand {
 
     func validate() throws {
         if let threads, threads < 1 { throw ValidationError("--threads must be at least 1.") }
-        if min(handshakeTimeout, requestTimeout, idleTimeout) < 1 { throw ValidationError("Timeouts are whole seconds, at least 1.") }
+        if min(handshakeTimeout, requestTimeout, idleTimeout, drainTimeout) < 1 {
+            throw ValidationError("Timeouts are whole seconds, at least 1.")
+        }
         if let rescanInterval, rescanInterval < 1 { throw ValidationError("--rescan-interval is whole seconds, at least 1.") }
         for address in https + http + (admin == "off" ? [] : [admin]) {
             do {
@@ -113,6 +118,7 @@ struct ServeCommand: ParsableCommand {
         limits.handshakeTimeout = handshakeTimeout
         limits.requestTimeout = requestTimeout
         limits.idleTimeout = idleTimeout
+        limits.drainTimeout = drainTimeout
         let httpsAddresses = try (https.isEmpty ? [":8443"] : https).map { try SocketAddress(parsing: $0) }
         let httpAddresses = try http.map { try SocketAddress(parsing: $0) }
         let adminAddress = admin == "off" ? nil : try SocketAddress(parsing: admin)

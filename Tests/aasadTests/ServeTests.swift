@@ -407,3 +407,56 @@ final class AdminTests {
         #expect(receive() == "STOPPING=1")
     }
 }
+
+@Suite("aasad serve: graceful stop (issue 6)")
+final class DrainTests {
+    @Test("a request in flight when SIGTERM arrives is answered, with Connection: close, then the server exits 0")
+    func inFlight() throws {
+        let config = try TestConfig()
+        let server = try RunningServer(config: config, extra: ["--drain-timeout", "5"])
+        let fd = server.openConnection()
+        defer { close(fd) }
+        let first = Array("GET /apple-app-site-association HTTP/1.1\r\nHo".utf8)
+        _ = first.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        usleep(200_000)
+        server.signal(SIGTERM)
+        usleep(500_000)
+        let rest = Array("st: a.test\r\n\r\n".utf8)
+        _ = rest.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        var tv = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        var reply: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = recv(fd, &buffer, buffer.count, 0)
+            if n <= 0 { break }
+            reply += buffer[0..<n]
+        }
+        let text = String(decoding: reply, as: UTF8.self)
+        #expect(text.hasPrefix("HTTP/1.1 200 OK"), "\(text.prefix(100))")
+        #expect(text.contains("Connection: close"))
+        #expect(text.hasSuffix(String(decoding: config.aasa, as: UTF8.self)))
+        server.process.waitUntilExit()
+        #expect(server.process.terminationStatus == 0)
+    }
+
+    @Test("clients fetching all the time through SIGTERM see only complete answers; idle connections do not hold the stop")
+    func underLoad() throws {
+        let config = try TestConfig()
+        let server = try RunningServer(config: config, extra: ["--drain-timeout", "5"])
+        let loop = FetchLoop(port: server.httpPort, host: "a.test")
+        loop.allow(config.aasa)
+        let idle = server.openConnection()  // never sends anything
+        defer { close(idle) }
+        usleep(300_000)
+        let started = Date()
+        server.signal(SIGTERM)
+        server.process.waitUntilExit()
+        let elapsed = Date().timeIntervalSince(started)
+        let violations = loop.stop().filter { $0 != "no answer" }  // refused after the listener closed: never accepted
+        #expect(violations.isEmpty, "\(violations.prefix(5))")
+        #expect(server.process.terminationStatus == 0)
+        #expect(elapsed < 4, "the stop waited \(elapsed) s")
+        #expect(loop.count > 10)
+    }
+}
