@@ -64,6 +64,9 @@ struct ServeCommand: ParsableCommand {
     @Option(help: "Log level.")
     var logLevel: LogLevel = .info
 
+    @Option(help: "Log format: text (one line per event) or json (one object per line).")
+    var logFormat: OutputFormat = .text
+
     func validate() throws {
         if let threads, threads < 1 { throw ValidationError("--threads must be at least 1.") }
         if min(handshakeTimeout, requestTimeout, idleTimeout, drainTimeout) < 1 {
@@ -81,7 +84,13 @@ struct ServeCommand: ParsableCommand {
 
     func run() throws {
         let level = logLevel.level
+        let json = logFormat == .json
         LoggingSystem.bootstrap { label in
+            if json {
+                var handler = JSONLogHandler(label: label)
+                handler.logLevel = level
+                return handler
+            }
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = level
             return handler

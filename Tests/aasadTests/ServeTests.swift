@@ -460,3 +460,20 @@ final class DrainTests {
         #expect(loop.count > 10)
     }
 }
+
+@Suite("aasad serve: logs")
+struct LogFormatTests {
+    @Test("--log-format json writes one JSON object per line, problems included")
+    func jsonLines() throws {
+        let config = try TestConfig()
+        let server = try RunningServer(config: config, extra: ["--log-format", "json"])
+        #expect(server.stop() == 0)
+        let lines = server.log().split(separator: "\n")
+        #expect(!lines.isEmpty)
+        for line in lines {
+            let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+            #expect(object?["level"] != nil && object?["message"] != nil && object?["time"] != nil, "\(line)")
+        }
+        #expect(lines.contains { $0.contains("bad.test") && $0.contains("\"level\":\"error\"") })
+    }
+}
