@@ -1,0 +1,35 @@
+# aasad in a container: build with the static Swift standard library, run on a small Debian with
+# only the C libraries aasad links (libssl3, libnghttp2-14, zlib1g), as a non-root user.
+#
+#   docker build -t aasad .
+#   docker run -p 443:8443 -v /path/to/config:/config:ro aasad
+#
+# The config directory is a volume (read-only is fine: aasad only reads it); certificates go in
+# its tls/ and sites/*/tls/ directories, or a development certificate is made in /state.
+
+FROM swift:6.0-bookworm AS build
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends libssl-dev libnghttp2-dev zlib1g-dev pkg-config \
+    && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY Package.swift ./
+COPY Sources ./Sources
+COPY Tests ./Tests
+RUN swift build -c release --product aasad --static-swift-stdlib \
+    && install -D "$(swift build -c release --show-bin-path)/aasad" /out/aasad
+
+FROM debian:bookworm-slim
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends libssl3 libnghttp2-14 zlib1g ca-certificates curl \
+    && rm -rf /var/lib/apt/lists/* \
+    && useradd --system --uid 10001 --home-dir /state --shell /usr/sbin/nologin aasad \
+    && mkdir -p /config /state && chown aasad:aasad /state
+COPY --from=build /out/aasad /usr/local/bin/aasad
+COPY config /config
+USER aasad
+VOLUME ["/config", "/state"]
+EXPOSE 8443 9190
+STOPSIGNAL SIGTERM
+# The admin listener answers /healthz; inside the container it listens on all addresses.
+HEALTHCHECK --interval=10s --timeout=3s --start-period=30s CMD curl -fsS http://127.0.0.1:9190/healthz || exit 1
+ENTRYPOINT ["/usr/local/bin/aasad", "serve", "--config", "/config", "--state", "/state", "--https", ":8443", "--admin", ":9190", "--log-format", "json"]
