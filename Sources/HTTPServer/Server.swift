@@ -16,11 +16,14 @@ public final class Server {
         /// The admin listener (plain HTTP, its own thread); nil for none.
         public var admin: SocketAddress?
         public var adminEndpoint: AdminEndpoint?
+        /// Where fetches by Apple's CDN are noted; nil to not note them.
+        public var fetchLog: FetchLog?
 
         public init(
             https: [SocketAddress], http: [SocketAddress], threads: Int, limits: Limits = Limits(), admin: SocketAddress? = nil,
-            adminEndpoint: AdminEndpoint? = nil
+            adminEndpoint: AdminEndpoint? = nil, fetchLog: FetchLog? = nil
         ) {
+            self.fetchLog = fetchLog
             self.https = https
             self.http = http
             self.threads = threads
@@ -75,7 +78,7 @@ public final class Server {
                 workers.append(
                     try Worker(
                         index: i, listeners: perWorker[i], tls: tls, store: store, limits: configuration.limits, logger: logger,
-                        defaultIdentity: defaultIdentity, stopFlag: stopFlag))
+                        defaultIdentity: defaultIdentity, stopFlag: stopFlag, fetchLog: configuration.fetchLog))
             }
             if let address = configuration.admin, let endpoint = configuration.adminEndpoint {
                 // Serving matters more than the admin port: a busy admin address is an error in

@@ -50,15 +50,18 @@ final class Worker {
     private let stopFlag: StopFlag
     /// Answers the admin listener's requests (only the admin worker has one).
     private let admin: AdminEndpoint?
+    /// Where fetches by Apple's CDN are noted.
+    private let fetchLog: FetchLog?
 
     /// The size of the loop's read buffer: several TLS records, or many pipelined requests.
     static let readBufferSize = 64 * 1024
 
     init(
         index: Int, listeners: [Listener], tls: TLSServer?, store: SnapshotStore, limits: Limits, logger: Logger,
-        defaultIdentity: String?, stopFlag: StopFlag, admin: AdminEndpoint? = nil
+        defaultIdentity: String?, stopFlag: StopFlag, admin: AdminEndpoint? = nil, fetchLog: FetchLog? = nil
     ) throws(SystemError) {
         self.admin = admin
+        self.fetchLog = fetchLog
         self.index = index
         self.listeners = listeners
         self.tls = tls
@@ -421,6 +424,9 @@ final class Worker {
                 response = .error(.contentTooLarge, close: false)
             } else {
                 let host = request.authority.map { $0.withUnsafeBytes(Responder.normalizeHost) }
+                if let agent = request.userAgent {
+                    request.path.withUnsafeBytes { noteAppleFetch(agent, host: host, path: $0) }
+                }
                 response = request.path.withUnsafeBytes { path in
                     withBytes(request.ifNoneMatch) { ifNoneMatch in
                         withBytes(request.ifModifiedSince) { ifModifiedSince in
@@ -438,6 +444,15 @@ final class Worker {
                 body: response.body, sendsBody: response.sendsBody && request.method != .head)
         }
         session.produce(into: &out, limit: limits.outputHighWater)
+    }
+
+    /// Notes a fetch of a site's AASA file by Apple's CDN (rare: the check is a prefix compare).
+    private func noteAppleFetch(_ agent: some Collection<UInt8>, host: String?, path: UnsafeRawBufferPointer) {
+        guard let fetchLog, FetchLog.isApple(agent), let host,
+            path.elementsEqual(Responder.aasaPath) || path.elementsEqual(Responder.rootAASAPath),
+            let site = snapshot.site(forHost: host)
+        else { return }
+        fetchLog.record(site: site.directory, at: Int64(time(nil)))
     }
 
     /// Writes the output buffer, then keeps producing and writing while the session has frames
@@ -463,6 +478,7 @@ final class Worker {
             return admin.respond(method: head.method, path: String(decoding: slice(head.path)!, as: UTF8.self))
         }
         let host = slice(head.host).map(Responder.normalizeHost)
+        if let agent = slice(head.userAgent) { noteAppleFetch(agent, host: host, path: slice(head.path)!) }
         return Responder.respond(
             method: head.method, host: host, path: slice(head.path)!, ifNoneMatch: slice(head.ifNoneMatch),
             ifModifiedSince: slice(head.ifModifiedSince), acceptsGzip: head.acceptsGzip, snapshot: snapshot, tls: c.tlsIdentity,

@@ -131,11 +131,12 @@ struct ServeCommand: ParsableCommand {
         let httpsAddresses = try (https.isEmpty ? [":8443"] : https).map { try SocketAddress(parsing: $0) }
         let httpAddresses = try http.map { try SocketAddress(parsing: $0) }
         let adminAddress = admin == "off" ? nil : try SocketAddress(parsing: admin)
-        let endpoint = AdminEndpoint { path in Self.adminAnswer(path, sites: sites, ready: ready) }
+        let fetches = FetchLog()
+        let endpoint = AdminEndpoint { path in Self.adminAnswer(path, sites: sites, ready: ready, fetches: fetches) }
         let server = Server(
             configuration: .init(
                 https: httpsAddresses, http: httpAddresses, threads: workerCount, limits: limits, admin: adminAddress,
-                adminEndpoint: endpoint),
+                adminEndpoint: endpoint, fetchLog: fetches),
             store: store, tls: tls, logger: logger)
         do {
             try server.start()
@@ -229,7 +230,7 @@ struct ServeCommand: ParsableCommand {
 
     /// The admin endpoint's pages: liveness, readiness (ready once the first snapshot is served,
     /// not ready while stopping), and every site's state.
-    static func adminAnswer(_ path: String, sites: LockedRegistry, ready: ReadyFlag) -> AdminEndpoint.Answer? {
+    static func adminAnswer(_ path: String, sites: LockedRegistry, ready: ReadyFlag, fetches: FetchLog) -> AdminEndpoint.Answer? {
         switch path {
         case "/healthz":
             return .init(status: 200, body: Array("ok\n".utf8))
@@ -238,9 +239,11 @@ struct ServeCommand: ParsableCommand {
                 ? .init(status: 200, body: Array("ready\n".utf8)) : .init(status: 503, body: Array("not ready\n".utf8))
         case "/sites":
             let statuses = sites.withLock { $0.statuses }
+            let last = fetches.lastFetches()
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-            let body = (try? encoder.encode(SitesCommand.Listing(sites: statuses, entries: []))) ?? Data()
+            let listing = AdminSites(sites: statuses.map { AdminSites.Site(status: $0, lastAppleFetch: last[$0.directory]) })
+            let body = (try? encoder.encode(listing)) ?? Data()
             return .init(status: 200, contentType: "application/json", body: [UInt8](body))
         default:
             return nil
@@ -324,4 +327,23 @@ final class ReadyFlag: Sendable {
     var isReady: Bool { value.load(ordering: .acquiring) }
 
     func set(_ ready: Bool) { value.store(ready, ordering: .releasing) }
+}
+
+/// `/sites`: each site's state as `aasad sites` shows it, plus when Apple's CDN last fetched it.
+struct AdminSites: Encodable {
+    struct Site: Encodable {
+        var status: SiteStatus
+        /// Seconds since the epoch of the last fetch with User-Agent AASA-Bot; null if none since start.
+        var lastAppleFetch: Int64?
+
+        enum CodingKeys: String, CodingKey { case lastAppleFetch }
+
+        func encode(to encoder: any Encoder) throws {
+            try status.encode(to: encoder)
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(lastAppleFetch, forKey: .lastAppleFetch)
+        }
+    }
+
+    var sites: [Site]
 }

@@ -380,6 +380,23 @@ final class AdminTests {
         #expect(try server.http("a.test", "/apple-app-site-association").body == config.aasa)
     }
 
+    @Test("/sites shows when Apple's CDN (AASA-Bot) last fetched each site")
+    func appleFetches() throws {
+        let server = try RunningServer(config: config)
+        func lastFetch(_ directory: String) throws -> Any? {
+            let json = try JSONSerialization.jsonObject(with: Data(try server.admin("/sites").body)) as? [String: Any]
+            let site = (json?["sites"] as? [[String: Any]] ?? []).first { $0["directory"] as? String == directory }
+            return site?["lastAppleFetch"]
+        }
+        #expect(try lastFetch("a.test") is NSNull)
+        let before = Int(Date().timeIntervalSince1970)
+        #expect(try server.https("a.test", "/.well-known/apple-app-site-association", ["--http2", "-A", "AASA-Bot/1.0.0"]).status == 200)
+        #expect(try server.http("own.test", "/apple-app-site-association", ["-A", "Mozilla/5.0"]).status == 200)
+        let seen = try #require(try lastFetch("a.test") as? Int)
+        #expect(seen >= before && seen <= before + 5)
+        #expect(try lastFetch("own.test") is NSNull)
+    }
+
     @Test("READY=1 reaches $NOTIFY_SOCKET once serving, and STOPPING=1 on SIGTERM")
     func systemdNotify() throws {
         let path = config.path("notify.sock")
