@@ -189,8 +189,8 @@ public struct HTTP1Parser: Sendable {
 
     /// For `http://` or `https://` (any case), the index after `//`.
     private static func absoluteFormAuthorityStart(_ b: UnsafeRawBufferPointer, _ t: Range<Int>) -> Int? {
-        for scheme in ["http://", "https://"] {
-            let n = scheme.utf8.count
+        for scheme: StaticString in ["http://", "https://"] {
+            let n = scheme.utf8CodeUnitCount
             if t.count > n && equalsLowercase(b, t.lowerBound..<(t.lowerBound + n), scheme) { return t.lowerBound + n }
         }
         return nil
@@ -302,12 +302,9 @@ public struct HTTP1Parser: Sendable {
                 }
                 i += 1
             }
-            if equalsLowercase(b, coding, "gzip") || equalsLowercase(b, coding, "x-gzip")
-                || (coding.count == 1 && b[coding.lowerBound] == 42)
-            {
-                if equalsLowercase(b, coding, "gzip") || equalsLowercase(b, coding, "x-gzip") { return !zero }
-                result = !zero
-            }
+            // An explicit gzip decides; `*` stands for it unless gzip is named.
+            if equalsLowercase(b, coding, "gzip") || equalsLowercase(b, coding, "x-gzip") { return !zero }
+            if coding.count == 1 && b[coding.lowerBound] == 42 { result = !zero }
         }
         return result
     }
@@ -320,17 +317,6 @@ public struct HTTP1Parser: Sendable {
             var c = b[r.lowerBound + k]
             if c >= 65 && c <= 90 { c += 32 }
             if c != p[k] { return false }
-        }
-        return true
-    }
-
-    private static func equalsLowercase(_ b: UnsafeRawBufferPointer, _ r: Range<Int>, _ literal: String) -> Bool {
-        let bytes = Array(literal.utf8)
-        guard r.count == bytes.count else { return false }
-        for k in 0..<r.count {
-            var c = b[r.lowerBound + k]
-            if c >= 65 && c <= 90 { c += 32 }
-            if c != bytes[k] { return false }
         }
         return true
     }
