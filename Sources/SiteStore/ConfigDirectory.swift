@@ -277,7 +277,7 @@ public enum ConfigLoader {
             site.assetLinks = SiteFile(
                 relativePath: file.path, bytes: file.bytes, modified: file.modified, result: AssetLinks.validate(file.bytes))
         }
-        site.certificate = readCertificate(directory, relative + "/tls", &site.problems, base: "tls")
+        site.certificate = readCertificate(directory, relative + "/tls", &site.problems)
         let settingsPath = directory + "/site.yaml"
         if FileManager.default.fileExists(atPath: settingsPath) {
             switch readBounded(path: settingsPath, limit: SiteSettings.maximumFileSize) {
@@ -323,12 +323,11 @@ public enum ConfigLoader {
         }
     }
 
-    /// Reads `tls/cert.pem` and `tls/key.pem` under `directory/base` when the folder exists. Both
-    /// files must be there; whether they load and match is the TLS layer's check.
-    static func readCertificate(
-        _ directory: String, _ relative: String, _ problems: inout [ConfigProblem], base: String = "tls"
-    ) -> CertificateFiles? {
-        let tls = directory + "/" + base
+    /// Reads `tls/cert.pem` and `tls/key.pem` under `directory` when that folder exists (`relative`
+    /// names it in messages). Both files must be there; whether they load and match is the TLS
+    /// layer's check.
+    static func readCertificate(_ directory: String, _ relative: String, _ problems: inout [ConfigProblem]) -> CertificateFiles? {
+        let tls = directory + "/tls"
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: tls, isDirectory: &isDirectory), isDirectory.boolValue else { return nil }
         var files: [[UInt8]] = []

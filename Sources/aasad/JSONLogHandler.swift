@@ -7,7 +7,9 @@ struct JSONLogHandler: LogHandler {
     var logLevel: Logger.Level = .info
     var metadata: Logger.Metadata = [:]
     let label: String
+    /// Serialises whole lines, and guards the one formatter every line uses.
     private static let lock = NSLock()
+    nonisolated(unsafe) private static let timeFormatter = ISO8601DateFormatter()
 
     init(label: String) {
         self.label = label
@@ -25,18 +27,15 @@ struct JSONLogHandler: LogHandler {
         let source = event.source
         var fields: [String: String] = [:]
         for (key, value) in metadata.merging(explicit ?? [:], uniquingKeysWith: { $1 }) { fields[key] = "\(value)" }
-        fields["time"] = ISO8601DateFormatter().string(from: Date())
+        fields["time"] = Self.lock.withLock { Self.timeFormatter.string(from: Date()) }
         fields["level"] = level.rawValue
         fields["label"] = label
         fields["message"] = message.description
         fields["source"] = source
         if let error = event.error { fields["error"] = "\(error)" }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        guard var data = try? encoder.encode(fields) else { return }
-        data.append(10)
-        Self.lock.lock()
-        FileHandle.standardError.write(data)
-        Self.lock.unlock()
+        var line = JSONOutput.compact(fields)
+        guard !line.isEmpty else { return }
+        line.append(10)
+        Self.lock.withLock { FileHandle.standardError.write(Data(line)) }
     }
 }

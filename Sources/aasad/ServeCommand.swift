@@ -114,9 +114,7 @@ struct ServeCommand: ParsableCommand {
         let tls: TLSServer
         do {
             tls = try TLSServer(defaultCertificate: certificates.defaultSource) { name in
-                guard let files = store.snapshot().site(forHost: name)?.certificate else { return nil }
-                return TLSServer.CertificateSource(
-                    identity: files.identity, chainPEM: files.chainPEM, keyPEM: files.keyPEM, label: files.directory)
+                store.snapshot().site(forHost: name)?.certificate?.source
             }
         } catch {
             logger.critical("the default certificate cannot be used", metadata: ["error": "\(error)"])
@@ -215,10 +213,7 @@ struct ServeCommand: ParsableCommand {
     /// Keeps the TLS default in step with the config directory's `tls/`: a new pair becomes the
     /// default for new connections; without one, the start-up default (development or first site).
     static func followDefaultCertificate(_ snapshot: Snapshot, tls: TLSServer, fallback: TLSServer.CertificateSource, logger: Logger) {
-        let wanted =
-            snapshot.defaultCertificate.map {
-                TLSServer.CertificateSource(identity: $0.identity, chainPEM: $0.chainPEM, keyPEM: $0.keyPEM, label: $0.directory)
-            } ?? fallback
+        let wanted = snapshot.defaultCertificate?.source ?? fallback
         guard wanted.identity != tls.defaultContext.identity else { return }
         do {
             try tls.replaceDefault(wanted)
@@ -240,11 +235,8 @@ struct ServeCommand: ParsableCommand {
         case "/sites":
             let statuses = sites.withLock { $0.statuses }
             let last = fetches.lastFetches()
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
             let listing = AdminSites(sites: statuses.map { AdminSites.Site(status: $0, lastAppleFetch: last[$0.directory]) })
-            let body = (try? encoder.encode(listing)) ?? Data()
-            return .init(status: 200, contentType: "application/json", body: [UInt8](body))
+            return .init(status: 200, contentType: "application/json", body: JSONOutput.compact(listing))
         default:
             return nil
         }
@@ -261,7 +253,7 @@ struct ServeCommand: ParsableCommand {
     static func certificates(snapshot: Snapshot, state: String, logger: Logger) throws -> Certificates {
         if let files = snapshot.defaultCertificate {
             return Certificates(
-                defaultSource: .init(identity: files.identity, chainPEM: files.chainPEM, keyPEM: files.keyPEM, label: files.directory),
+                defaultSource: files.source,
                 developmentAuthority: nil)
         }
         let sites = snapshot.sites.values.sorted { $0.directory < $1.directory }
@@ -271,7 +263,7 @@ struct ServeCommand: ParsableCommand {
                 "no default certificate (config/tls/); connections without SNI get the first site's",
                 metadata: ["site": "\(files.directory)"])
             return Certificates(
-                defaultSource: .init(identity: files.identity, chainPEM: files.chainPEM, keyPEM: files.keyPEM, label: files.directory),
+                defaultSource: files.source,
                 developmentAuthority: nil)
         }
         if uncovered.count < sites.count {
@@ -280,10 +272,8 @@ struct ServeCommand: ParsableCommand {
         }
         do {
             let issued = try DevelopmentCertificate.issue(directory: state + "/dev-tls", hosts: uncovered.flatMap(\.hosts).map(\.name))
-            let identity = CertificateFiles(directory: "dev-tls", chainPEM: issued.chainPEM, keyPEM: issued.keyPEM).identity
-            return Certificates(
-                defaultSource: .init(identity: identity, chainPEM: issued.chainPEM, keyPEM: issued.keyPEM, label: state + "/dev-tls"),
-                developmentAuthority: issued.authorityPath)
+            let files = CertificateFiles(directory: state + "/dev-tls", chainPEM: issued.chainPEM, keyPEM: issued.keyPEM)
+            return Certificates(defaultSource: files.source, developmentAuthority: issued.authorityPath)
         } catch {
             logger.critical("cannot make a development certificate", metadata: ["error": "\(error)"])
             throw ExitCode(1)
@@ -346,4 +336,11 @@ struct AdminSites: Encodable {
     }
 
     var sites: [Site]
+}
+
+extension CertificateFiles {
+    /// The same files as the TLS layer takes them.
+    var source: TLSServer.CertificateSource {
+        TLSServer.CertificateSource(identity: identity, chainPEM: chainPEM, keyPEM: keyPEM, label: directory)
+    }
 }
