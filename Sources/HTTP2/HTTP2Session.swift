@@ -151,11 +151,6 @@ public final class HTTP2Session {
         if result != 0 { bodies[stream] = nil }
     }
 
-    /// Refuses a stream (RST_STREAM), e.g. when its header list is too large.
-    func reset(_ stream: Int32, _ code: UInt32) {
-        nghttp2_submit_rst_stream(session, 0, stream, code)
-    }
-
     /// Appends frames to send to `out`, up to about `limit` bytes (the rest waits for the socket).
     public func produce(into out: inout [UInt8], limit: Int) {
         while out.count < limit {
@@ -235,7 +230,7 @@ public final class HTTP2Session {
         return true
     }
 
-    fileprivate func frameReceived(type: UInt8, flags: UInt8, stream: Int32, isRequestHeaders: Bool) {
+    fileprivate func frameReceived(type: UInt8, flags: UInt8, stream: Int32) {
         if type == CAASANghttp2_RST_STREAM {
             resets.append(now)
             resets.removeAll { now - $0 > Self.resetWindow }
@@ -302,9 +297,7 @@ private let onHeader: nghttp2_on_header_callback = { _, frame, name, nameLength,
 private let onFrameReceived: nghttp2_on_frame_recv_callback = { _, frame, user in
     guard let frame else { return 0 }
     let type = CAASANghttp2_frame_type(frame)
-    HTTP2Session.of(user).frameReceived(
-        type: type, flags: CAASANghttp2_frame_flags(frame), stream: CAASANghttp2_frame_stream_id(frame),
-        isRequestHeaders: type == CAASANghttp2_HEADERS && CAASANghttp2_frame_headers_category(frame) == CAASANghttp2_HCAT_REQUEST)
+    HTTP2Session.of(user).frameReceived(type: type, flags: CAASANghttp2_frame_flags(frame), stream: CAASANghttp2_frame_stream_id(frame))
     return 0
 }
 

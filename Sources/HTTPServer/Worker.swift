@@ -612,6 +612,4 @@ final class Worker {
         Glibc.close(c.fd)
     }
 
-    /// Open connections (for tests and metrics).
-    var connectionCount: Int { openConnections }
 }

@@ -79,9 +79,6 @@ public final class TLSServer: Sendable {
         }
     }
 
-    /// Contexts currently cached (for tests and metrics).
-    public var cachedContextCount: Int { cache.withLock { $0.count } }
-
     fileprivate func selectContext(_ ssl: OpaquePointer) {
         let connection = TLSConnection.of(ssl)
         guard let raw = SSL_get_servername(ssl, CAASAOpenSSL_TLSEXT_NAMETYPE_host_name),
