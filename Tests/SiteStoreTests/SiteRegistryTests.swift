@@ -240,3 +240,30 @@ struct SiteSettingsTests {
         #expect(scan.sites[0].problems.contains { $0.file == "sites/a.test/site.yaml" && $0.message.contains("unknown key \"colour\"") })
     }
 }
+
+@Suite("Read bounds of the config directory's small files")
+struct ConfigFileBoundTests {
+    @Test("a site.yaml one byte over 64 KB is refused with its size, not parsed")
+    func siteYAMLBound() throws {
+        let c = try TempConfig()
+        try c.write("sites/a.test/apple-app-site-association", good)
+        try c.write("sites/a.test/site.yaml", "# " + String(repeating: "x", count: SiteSettings.maximumFileSize - 2))
+        #expect(ConfigLoader.scan(directory: c.root).isValid)  // exactly 64 KB: read
+        try c.write("sites/a.test/site.yaml", "# " + String(repeating: "x", count: SiteSettings.maximumFileSize - 1))
+        let scan = ConfigLoader.scan(directory: c.root)
+        #expect(scan.sites[0].problems.contains { $0.file == "sites/a.test/site.yaml" && $0.message.contains("larger than 64 KB") })
+    }
+
+    @Test("a cert.pem over 1 MB is refused with its size; a missing key.pem is named")
+    func certificateBounds() throws {
+        let c = try TempConfig()
+        try c.write("sites/a.test/apple-app-site-association", good)
+        try c.write("sites/a.test/tls/cert.pem", String(repeating: "x", count: CertificateFiles.maximumFileSize + 1))
+        try c.write("sites/a.test/tls/key.pem", "key")
+        var problems = ConfigLoader.scan(directory: c.root).sites[0].problems
+        #expect(problems.contains { $0.file == "sites/a.test/tls/cert.pem" && $0.message.contains("larger than 1 MB") })
+        try c.remove("sites/a.test/tls/key.pem")
+        problems = ConfigLoader.scan(directory: c.root).sites[0].problems
+        #expect(problems.contains { $0.file == "sites/a.test/tls/key.pem" && $0.message.contains("missing") })
+    }
+}
