@@ -37,6 +37,8 @@ final class Connection {
     var timerTicket: UInt32 = 0
     /// Accepted on the admin listener: answered by the admin endpoint, never with sites.
     var isAdmin = false
+    /// The listener it is counted under (nil for the admin listener, which is not counted).
+    var counted: Traffic.ListenerClass?
     /// The HTTP/2 session, when ALPN chose h2.
     var http2: HTTP2Session?
     /// The certificate the TLS handshake chose, for the 421 rule.

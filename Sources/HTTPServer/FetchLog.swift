@@ -1,10 +1,22 @@
 import Synchronization
 
-/// When Apple's CDN last fetched each site's AASA file (User-Agent `AASA-Bot/…`, spec §3), for
-/// `/sites`. Such fetches are rare (a few a day per site), so a lock on that path costs nothing;
-/// other requests never touch it.
+/// Fetches of AASA files by Apple's CDN (User-Agent `AASA-Bot/…`, spec §3): per site the last
+/// fetch and a count, for `/sites`; in all, by status class, for `/metrics`. Such fetches are
+/// rare (a few a day per site), so a lock on that path costs nothing; other requests never touch it.
 public final class FetchLog: Sendable {
-    private let last = Mutex<[String: Int64]>([:])
+    /// One site's fetches since start.
+    public struct SiteFetches: Sendable, Equatable {
+        /// Seconds since the epoch of the last fetch.
+        public var last: Int64
+        public var count: Int
+    }
+
+    private struct State {
+        var sites: [String: SiteFetches] = [:]
+        var byStatus: [Traffic.StatusClass: Int] = [:]
+    }
+
+    private let state = Mutex(State())
 
     public init() {}
 
@@ -15,12 +27,23 @@ public final class FetchLog: Sendable {
         userAgent.starts(with: applePrefix)
     }
 
-    func record(site: String, at seconds: Int64) {
-        last.withLock { $0[site] = seconds }
+    /// Notes one fetch; `site` is nil when no configured site answers for the host.
+    func record(site: String?, status: Status, at seconds: Int64) {
+        state.withLock { state in
+            state.byStatus[Traffic.StatusClass(status), default: 0] += 1
+            guard let site else { return }
+            let count = state.sites[site]?.count ?? 0
+            state.sites[site] = SiteFetches(last: seconds, count: count + 1)
+        }
     }
 
-    /// Last fetch per site directory, seconds since the epoch.
-    public func lastFetches() -> [String: Int64] {
-        last.withLock { $0 }
+    /// Fetches per site directory.
+    public func sites() -> [String: SiteFetches] {
+        state.withLock { $0.sites }
+    }
+
+    /// Fetches in all (configured sites or not), by status class.
+    public func byStatus() -> [Traffic.StatusClass: Int] {
+        state.withLock { $0.byStatus }
     }
 }

@@ -17,39 +17,57 @@ enum Responder {
     static let rootAASAPath = Array("/apple-app-site-association".utf8)
     static let assetLinksPath = Array("/.well-known/assetlinks.json".utf8)
 
+    /// A response with where the request falls in the request counters.
+    struct Routed {
+        var response: Response
+        var site: Traffic.SiteClass
+        var path: Traffic.PathClass
+    }
+
+    static func pathClass(_ path: UnsafeRawBufferPointer) -> Traffic.PathClass {
+        if path.elementsEqual(aasaPath) { return .wellKnownAASA }
+        if path.elementsEqual(rootAASAPath) { return .rootAASA }
+        if path.elementsEqual(assetLinksPath) { return .assetLinks }
+        return .other
+    }
+
     /// Answers one request. `host` is already normalised (see `normalizeHost`); nil when absent.
     static func respond(
         method: Method, host: String?, path: UnsafeRawBufferPointer, ifNoneMatch: UnsafeRawBufferPointer?,
         ifModifiedSince: UnsafeRawBufferPointer?, acceptsGzip: Bool, snapshot: Snapshot, tls: TLSIdentity,
         defaultCertificateIdentity: String?
-    ) -> Response {
-        guard let host, let site = snapshot.site(forHost: host) else { return .error(.notFound, close: false) }
+    ) -> Routed {
+        let pathClass = pathClass(path)
+        guard let host, let site = snapshot.site(forHost: host) else {
+            return Routed(response: .error(.notFound, close: false), site: .unknown, path: pathClass)
+        }
+        func routed(_ response: Response) -> Routed { Routed(response: response, site: .configured, path: pathClass) }
         let file: PreparedFile?
-        if path.elementsEqual(aasaPath) || path.elementsEqual(rootAASAPath) {
-            file = site.aasa
-        } else if path.elementsEqual(assetLinksPath) {
-            file = site.assetLinks
-        } else {
-            return .error(.notFound, close: false)
+        switch pathClass {
+        case .wellKnownAASA, .rootAASA: file = site.aasa
+        case .assetLinks: file = site.assetLinks
+        case .other: return routed(.error(.notFound, close: false))
         }
         // DESIGN.md: a host whose site uses another certificate than the one this connection
         // negotiated gets 421 (RFC 9110 §15.5.20), so a client retries on a new connection.
         if case .certificate(let negotiated) = tls, (site.certificateIdentity ?? defaultCertificateIdentity) != negotiated {
-            return .error(.misdirected, close: false)
+            return routed(.error(.misdirected, close: false))
         }
-        guard let file else { return .error(.notFound, close: false) }
-        guard method != .other else { return .error(.methodNotAllowed, close: false) }
+        guard let file else { return routed(.error(.notFound, close: false)) }
+        guard method != .other else { return routed(.error(.methodNotAllowed, close: false)) }
 
         let gzip = acceptsGzip && file.gzipBody != nil
         let etag = gzip ? file.gzipETag! : file.etag
         if notModified(etag: etag, lastModified: file.lastModified, ifNoneMatch: ifNoneMatch, ifModifiedSince: ifModifiedSince) {
-            return Response(
-                status: .notModified, headers: gzip ? file.gzipNotModifiedHeaders! : file.notModifiedHeaders, body: [],
-                sendsBody: false, close: false)
+            return routed(
+                Response(
+                    status: .notModified, headers: gzip ? file.gzipNotModifiedHeaders! : file.notModifiedHeaders, body: [],
+                    sendsBody: false, close: false))
         }
-        return Response(
-            status: .ok, headers: gzip ? file.gzipHeaders! : file.headers, body: gzip ? file.gzipBody! : file.body,
-            sendsBody: method == .get, close: false)
+        return routed(
+            Response(
+                status: .ok, headers: gzip ? file.gzipHeaders! : file.headers, body: gzip ? file.gzipBody! : file.body,
+                sendsBody: method == .get, close: false))
     }
 
     /// RFC 9110 §13.1.1–13.1.3: If-None-Match (weak comparison, lists, `*`) decides when present;

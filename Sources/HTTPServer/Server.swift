@@ -18,11 +18,14 @@ public final class Server {
         public var adminEndpoint: AdminEndpoint?
         /// Where fetches by Apple's CDN are noted; nil to not note them.
         public var fetchLog: FetchLog?
+        /// Where the workers count requests, handshakes and connections.
+        public var traffic: TrafficCounters
 
         public init(
             https: [SocketAddress], http: [SocketAddress], threads: Int, limits: Limits = Limits(), admin: SocketAddress? = nil,
-            adminEndpoint: AdminEndpoint? = nil, fetchLog: FetchLog? = nil
+            adminEndpoint: AdminEndpoint? = nil, fetchLog: FetchLog? = nil, traffic: TrafficCounters = TrafficCounters()
         ) {
+            self.traffic = traffic
             self.fetchLog = fetchLog
             self.https = https
             self.http = http
@@ -78,7 +81,8 @@ public final class Server {
                 workers.append(
                     try Worker(
                         index: i, listeners: perWorker[i], tls: tls, store: store, limits: configuration.limits, logger: logger,
-                        defaultIdentity: defaultIdentity, stopFlag: stopFlag, fetchLog: configuration.fetchLog))
+                        defaultIdentity: defaultIdentity, stopFlag: stopFlag, counters: configuration.traffic.makeWorkerCounters(),
+                        fetchLog: configuration.fetchLog))
             }
             if let address = configuration.admin, let endpoint = configuration.adminEndpoint {
                 // Serving matters more than the admin port: a busy admin address is an error in
@@ -90,7 +94,9 @@ public final class Server {
                     workers.append(
                         try Worker(
                             index: count, listeners: [Worker.Listener(fd: fd, kind: .admin)], tls: nil, store: store,
-                            limits: configuration.limits, logger: logger, defaultIdentity: nil, stopFlag: stopFlag, admin: endpoint))
+                            limits: configuration.limits, logger: logger, defaultIdentity: nil, stopFlag: stopFlag,
+                            counters: WorkerCounters(),
+                            admin: endpoint))
                 } catch {
                     logger.error("cannot open the admin listener; serving without it", metadata: ["error": "\(error)"])
                 }

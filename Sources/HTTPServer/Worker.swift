@@ -52,14 +52,17 @@ final class Worker {
     private let admin: AdminEndpoint?
     /// Where fetches by Apple's CDN are noted.
     private let fetchLog: FetchLog?
+    /// This worker's counters, for /metrics.
+    private let counters: WorkerCounters
 
     /// The size of the loop's read buffer: several TLS records, or many pipelined requests.
     static let readBufferSize = 64 * 1024
 
     init(
         index: Int, listeners: [Listener], tls: TLSServer?, store: SnapshotStore, limits: Limits, logger: Logger,
-        defaultIdentity: String?, stopFlag: StopFlag, admin: AdminEndpoint? = nil, fetchLog: FetchLog? = nil
+        defaultIdentity: String?, stopFlag: StopFlag, counters: WorkerCounters, admin: AdminEndpoint? = nil, fetchLog: FetchLog? = nil
     ) throws(SystemError) {
+        self.counters = counters
         self.admin = admin
         self.fetchLog = fetchLog
         self.index = index
@@ -229,6 +232,10 @@ final class Worker {
             let deadline = now + (listener.tls ? limits.handshakeTimeout : limits.idleTimeout)
             let connection = Connection(fd: fd, generation: generation, transport: transport, deadline: deadline)
             connection.isAdmin = listener.kind == .admin
+            if listener.kind != .admin {
+                connection.counted = listener.tls ? .https : .http
+                counters.opened(connection.counted!)
+            }
             if Int(fd) >= connections.count {
                 connections.append(contentsOf: repeatElement(nil, count: Int(fd) - connections.count + 1))
             }
@@ -237,9 +244,7 @@ final class Worker {
             do {
                 try loop.add(fd, data: data(connection), read: true, write: false)
             } catch {
-                connections[Int(fd)] = nil
-                openConnections -= 1
-                Glibc.close(fd)
+                close(connection)
                 continue
             }
             wheel.schedule(.init(slot: fd, generation: generation, ticket: connection.timerTicket), at: deadline)
@@ -263,6 +268,16 @@ final class Worker {
 
     private func timedOut(_ c: Connection) {
         logger.debug("connection timed out", metadata: ["phase": "\(c.phase)"])
+        if c.counted != nil {
+            switch c.phase {
+            case .handshaking:
+                counters.timedOut(.handshake)
+                counters.handshakeFailed(.timeout)
+            case .readingRequest(let started): counters.timedOut(started ? .request : .idle)
+            case .writing: counters.timedOut(.write)
+            case .lingering: counters.timedOut(.linger)
+            }
+        }
         close(c)
     }
 
@@ -272,11 +287,13 @@ final class Worker {
         guard case .tls(let t) = c.transport else { return }
         switch t.handshake() {
         case .done:
+            let http2 = t.alpn == "h2"
+            counters.handshake(tls13: t.isTLS13, resumed: t.resumed, http2: http2)
             c.tlsIdentity = t.sentServerName ? .certificate(t.certificateIdentity ?? "") : .none
             c.phase = .readingRequest(started: false)
             setDeadline(c, limits.idleTimeout)
             watch(c, read: true, write: false)
-            if t.alpn == "h2" {
+            if http2 {
                 // ALPN picks the protocol once (h2o's on_ssl_handshake_complete): the server's
                 // SETTINGS go first.
                 let session = HTTP2Session()
@@ -291,9 +308,11 @@ final class Worker {
         case .wantWrite:
             watch(c, read: false, write: true)
         case .closed:
+            counters.handshakeFailed(.peerClosed)
             close(c)
-        case .failed(let reason):
-            logger.debug("TLS handshake failed", metadata: ["reason": "\(reason)"])
+        case .failed(let failure, let detail):
+            logger.debug("TLS handshake failed", metadata: ["reason": "\(failure.rawValue)", "detail": "\(detail)"])
+            counters.handshakeFailed(failure)
             close(c)
         }
     }
@@ -391,6 +410,7 @@ final class Worker {
             case .failed(let error):
                 logger.debug("bad request", metadata: ["status": "\(error.status)", "reason": "\(error)"])
                 let response = Response.error(Status(rawValue: error.status) ?? .badRequest, close: true)
+                if c.counted != nil { counters.request(.http1, .unknown, .other, response.status) }
                 response.serialize(into: &out, dateLine: dateLine.bytes)
                 c.closeAfterWrite = true
                 return bytes.count
@@ -419,25 +439,23 @@ final class Worker {
     /// appends the frames it has to send to the output buffer.
     private func answerHTTP2(_ c: Connection, _ session: HTTP2Session) {
         for request in session.takeRequests() {
-            var response: Response
-            if request.hasBody {
-                response = .error(.contentTooLarge, close: false)
-            } else {
-                let host = request.authority.map { $0.withUnsafeBytes(Responder.normalizeHost) }
-                if let agent = request.userAgent {
-                    request.path.withUnsafeBytes { noteAppleFetch(agent, host: host, path: $0) }
-                }
-                response = request.path.withUnsafeBytes { path in
-                    withBytes(request.ifNoneMatch) { ifNoneMatch in
-                        withBytes(request.ifModifiedSince) { ifModifiedSince in
-                            Responder.respond(
-                                method: request.method, host: host, path: path, ifNoneMatch: ifNoneMatch, ifModifiedSince: ifModifiedSince,
-                                acceptsGzip: request.acceptsGzip, snapshot: snapshot, tls: c.tlsIdentity,
-                                defaultCertificateIdentity: snapshot.defaultCertificateIdentity ?? defaultIdentity)
-                        }
+            let host = request.authority.map { $0.withUnsafeBytes(Responder.normalizeHost) }
+            var routed = request.path.withUnsafeBytes { path in
+                withBytes(request.ifNoneMatch) { ifNoneMatch in
+                    withBytes(request.ifModifiedSince) { ifModifiedSince in
+                        Responder.respond(
+                            method: request.method, host: host, path: path, ifNoneMatch: ifNoneMatch, ifModifiedSince: ifModifiedSince,
+                            acceptsGzip: request.acceptsGzip, snapshot: snapshot, tls: c.tlsIdentity,
+                            defaultCertificateIdentity: snapshot.defaultCertificateIdentity ?? defaultIdentity)
                     }
                 }
             }
+            // Only GET and HEAD are served, and neither has content: a body is refused, whatever
+            // the path.
+            if request.hasBody { routed.response = .error(.contentTooLarge, close: false) }
+            let response = routed.response
+            counters.request(.http2, routed.site, routed.path, response.status)
+            if let agent = request.userAgent { noteAppleFetch(agent, routed, host: host) }
             c.requests += 1
             session.respond(
                 stream: request.stream, status: response.status.rawValue, headerLines: response.headers, extra: [("date", dateLine.value)],
@@ -446,13 +464,11 @@ final class Worker {
         session.produce(into: &out, limit: limits.outputHighWater)
     }
 
-    /// Notes a fetch of a site's AASA file by Apple's CDN (rare: the check is a prefix compare).
-    private func noteAppleFetch(_ agent: some Collection<UInt8>, host: String?, path: UnsafeRawBufferPointer) {
-        guard let fetchLog, FetchLog.isApple(agent), let host,
-            path.elementsEqual(Responder.aasaPath) || path.elementsEqual(Responder.rootAASAPath),
-            let site = snapshot.site(forHost: host)
-        else { return }
-        fetchLog.record(site: site.directory, at: Int64(time(nil)))
+    /// Notes a fetch of an AASA path by Apple's CDN (rare: the check is a prefix compare).
+    private func noteAppleFetch(_ agent: some Collection<UInt8>, _ routed: Responder.Routed, host: String?) {
+        guard let fetchLog, FetchLog.isApple(agent), routed.path == .wellKnownAASA || routed.path == .rootAASA else { return }
+        let site = routed.site == .configured ? host.flatMap { snapshot.site(forHost: $0)?.directory } : nil
+        fetchLog.record(site: site, status: routed.response.status, at: Int64(time(nil)))
     }
 
     /// Writes the output buffer, then keeps producing and writing while the session has frames
@@ -478,11 +494,13 @@ final class Worker {
             return admin.respond(method: head.method, path: String(decoding: slice(head.path)!, as: UTF8.self))
         }
         let host = slice(head.host).map(Responder.normalizeHost)
-        if let agent = slice(head.userAgent) { noteAppleFetch(agent, host: host, path: slice(head.path)!) }
-        return Responder.respond(
+        let routed = Responder.respond(
             method: head.method, host: host, path: slice(head.path)!, ifNoneMatch: slice(head.ifNoneMatch),
             ifModifiedSince: slice(head.ifModifiedSince), acceptsGzip: head.acceptsGzip, snapshot: snapshot, tls: c.tlsIdentity,
             defaultCertificateIdentity: snapshot.defaultCertificateIdentity ?? defaultIdentity)
+        counters.request(.http1, routed.site, routed.path, routed.response.status)
+        if let agent = slice(head.userAgent) { noteAppleFetch(agent, routed, host: host) }
+        return routed.response
     }
 
     // MARK: - Writing
@@ -608,6 +626,7 @@ final class Worker {
         loop.remove(c.fd)
         connections[Int(c.fd)] = nil
         openConnections -= 1
+        if let listener = c.counted { counters.closed(listener) }
         c.transport = .plain  // frees the SSL object before the descriptor number can be reused
         Glibc.close(c.fd)
     }

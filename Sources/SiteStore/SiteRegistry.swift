@@ -74,6 +74,15 @@ public final class SiteRegistry {
     /// Host → the sites claiming it.
     private var claims: [HostName: Set<String>] = [:]
     private var contents = ContentCache()
+    /// Sites by state, kept as they change (a metrics scrape must not walk 100,000 records).
+    public private(set) var stateCounts: [SiteState: Int] = [:]
+    /// Hosts claimed by more than one site (served by none).
+    public private(set) var conflictingHosts = 0
+    /// Problems the last reload found: sites it read that have errors, names under `sites/` that
+    /// cannot be sites, and (for a full reload) an unusable default certificate. Zero when every
+    /// change it read was applied.
+    public private(set) var lastReloadProblems = 0
+    private var defaultCertificateProblem = false
     public private(set) var snapshot: Snapshot
     private var generation: UInt64
 
@@ -103,6 +112,7 @@ public final class SiteRegistry {
         let names = Set(listed).union(records.keys).union(aliases.keys).union(entryProblems.keys)
         reloadDefaultCertificate()
         let snapshot = reload(names)
+        if defaultCertificateProblem { lastReloadProblems += 1 }
         // Parsing on every core leaves freed memory in per-thread malloc arenas; give it back.
         malloc_trim(0)
         return snapshot
@@ -137,6 +147,7 @@ public final class SiteRegistry {
                     records[name] = record
                 } else {
                     records[name] = Record(host: source.host, source: source)
+                    stateCounts[.refused, default: 0] += 1  // until its first update
                 }
                 touched.insert(name)
             case .alias(let host, let target):
@@ -162,6 +173,8 @@ public final class SiteRegistry {
             republish.formUnion(update(name))
         }
         for name in republish { publish(name) }
+        lastReloadProblems =
+            touched.count { records[$0].map { !$0.errors.isEmpty } ?? false } + names.count { entryProblems[$0] != nil }
         return snapshot
     }
 
@@ -206,11 +219,10 @@ public final class SiteRegistry {
     /// A site directory went away: it stops being served.
     private func remove(_ name: String) {
         guard let record = records.removeValue(forKey: name) else { return }
+        stateCounts[Self.state(of: record), default: 0] -= 1
         var republish = Set<String>()
         for host in record.claims {
-            claims[host]?.remove(name)
-            if claims[host]?.isEmpty == true { claims[host] = nil }
-            republish.formUnion(claims[host] ?? [])
+            republish.formUnion(release(host, from: name))
         }
         contents.release(record.served?.aasa)
         contents.release(record.served?.assetLinks)
@@ -224,6 +236,7 @@ public final class SiteRegistry {
     /// Returns the sites whose served hosts may have changed (conflicts appearing or clearing).
     private func update(_ name: String) -> Set<String> {
         guard var record = records[name] else { return [] }
+        let before = Self.state(of: record)
         let source = record.source
         var errors: [String] = []
         for problem in source.problems where problem.severity == .error { errors.append("\(problem.file): \(problem.message)") }
@@ -248,13 +261,10 @@ public final class SiteRegistry {
         let hosts = [source.host] + settings.aliases + (aliasesByTarget[name] ?? []).compactMap { aliases[$0]?.host }.sorted()
         var affected = Set<String>()
         for host in Set(record.claims).subtracting(hosts) {
-            claims[host]?.remove(name)
-            if claims[host]?.isEmpty == true { claims[host] = nil }
-            affected.formUnion(claims[host] ?? [])
+            affected.formUnion(release(host, from: name))
         }
         for host in Set(hosts).subtracting(record.claims) {
-            affected.formUnion(claims[host] ?? [])
-            claims[host, default: []].insert(name)
+            affected.formUnion(claim(host, for: name))
         }
         record.claims = hosts
 
@@ -277,8 +287,30 @@ public final class SiteRegistry {
         record.source.aasa = nil
         record.source.assetLinks = nil
         records[name] = record
+        stateCounts[before, default: 0] -= 1
+        stateCounts[Self.state(of: record), default: 0] += 1
         affected.insert(name)
         return affected
+    }
+
+    /// Adds a site's claim on a host; returns the sites that claimed it before.
+    private func claim(_ host: HostName, for name: String) -> Set<String> {
+        let others = claims[host] ?? []
+        claims[host, default: []].insert(name)
+        if others.count == 1 && !others.contains(name) { conflictingHosts += 1 }
+        return others
+    }
+
+    /// Removes a site's claim on a host; returns the sites still claiming it.
+    private func release(_ host: HostName, from name: String) -> Set<String> {
+        guard var holders = claims[host], holders.remove(name) != nil else { return claims[host] ?? [] }
+        if holders.count == 1 { conflictingHosts -= 1 }
+        claims[host] = holders.isEmpty ? nil : holders
+        return holders
+    }
+
+    private static func state(of record: Record) -> SiteState {
+        record.served == nil ? .refused : (record.errors.isEmpty ? .serving : .servingLastGood)
     }
 
     /// The file to serve: the new one when valid; the previous one when the new one is invalid;
@@ -322,7 +354,9 @@ public final class SiteRegistry {
         var problems: [ConfigProblem] = []
         var files = ConfigLoader.readCertificate(root, "tls", &problems)
         for p in problems { logger.error("\(p.file): \(p.message)") }
+        defaultCertificateProblem = problems.contains { $0.severity == .error }
         if let f = files, let problem = checkCertificate(f) {
+            defaultCertificateProblem = true
             logger.error("\(f.directory): \(problem); keeping the previous default certificate")
             files = snapshot.defaultCertificate
         }
@@ -338,7 +372,7 @@ public final class SiteRegistry {
         records.keys.sorted().map { name in
             let r = records[name]!
             let conflicted = r.claims.filter { (claims[$0]?.count ?? 0) > 1 }.map(\.name)
-            let state: SiteState = r.served == nil ? .refused : (r.errors.isEmpty ? .serving : .servingLastGood)
+            let state = Self.state(of: r)
             return SiteStatus(
                 directory: name, hosts: r.claims.map(\.name), conflictingHosts: conflicted, state: state, etag: r.served?.aasa?.etag,
                 loadedAt: r.served?.loadedAt, errors: r.errors)

@@ -9,8 +9,9 @@ public final class TLSConnection {
         case wantWrite
         /// The peer closed (close_notify or EOF).
         case closed
-        /// The handshake or record layer failed; `reason` is for debug logs.
-        case failed(String)
+        /// The handshake or record layer failed: a bounded reason (a metrics label) and OpenSSL's
+        /// own words (for debug logs).
+        case failed(TLSFailure, String)
     }
 
     let ssl: OpaquePointer
@@ -64,6 +65,12 @@ public final class TLSConnection {
         return String(validatingCString: v) ?? ""
     }
 
+    /// Whether TLS 1.3 was negotiated (the server refuses anything below 1.2).
+    public var isTLS13: Bool { SSL_version(ssl) == TLS1_3_VERSION }
+
+    /// Whether the handshake resumed an earlier session (a ticket) rather than a full one.
+    public var resumed: Bool { SSL_session_reused(ssl) == 1 }
+
     public func handshake() -> Progress {
         let r = SSL_do_handshake(ssl)
         return r == 1 ? .done : progress(r)
@@ -101,8 +108,44 @@ public final class TLSConnection {
             ERR_clear_error()
             return .closed
         default:
-            let reason = TLSError.openSSLReasons()
-            return .failed(reason)
+            let failure = TLSFailure(openSSLReason: ERR_GET_REASON(ERR_peek_error()))
+            return .failed(failure, TLSError.openSSLReasons())
+        }
+    }
+}
+
+/// Why a TLS connection failed, from a small fixed set (metrics labels must be bounded).
+public enum TLSFailure: String, CaseIterable, Sendable {
+    /// The client offers only versions we refuse (TLS 1.0/1.1, SSL 3) or refused ours.
+    case protocolVersion = "protocol_version"
+    /// No cipher suite, group or signature algorithm in common.
+    case noSharedCipher = "no_shared_cipher"
+    /// Not TLS at all: plain HTTP, a proxy request or garbage sent to the HTTPS port.
+    case notTLS = "not_tls"
+    /// The client rejected our certificate (unknown CA, expired, wrong name).
+    case certificateRejected = "certificate_rejected"
+    /// The client closed the connection before the handshake finished.
+    case peerClosed = "peer_closed"
+    /// The handshake did not finish within the handshake timeout.
+    case timeout
+    /// Anything else.
+    case other
+
+    init(openSSLReason reason: Int32) {
+        switch reason {
+        case SSL_R_UNSUPPORTED_PROTOCOL, SSL_R_VERSION_TOO_LOW, SSL_R_NO_PROTOCOLS_AVAILABLE, SSL_R_TLSV1_ALERT_PROTOCOL_VERSION:
+            self = .protocolVersion
+        case SSL_R_NO_SHARED_CIPHER, SSL_R_NO_SHARED_GROUPS, SSL_R_NO_SUITABLE_SIGNATURE_ALGORITHM:
+            self = .noSharedCipher
+        case SSL_R_HTTP_REQUEST, SSL_R_HTTPS_PROXY_REQUEST, SSL_R_WRONG_VERSION_NUMBER, SSL_R_UNKNOWN_PROTOCOL,
+            SSL_R_PACKET_LENGTH_TOO_LONG, SSL_R_RECORD_LENGTH_MISMATCH:
+            self = .notTLS
+        case SSL_R_SSLV3_ALERT_BAD_CERTIFICATE, SSL_R_SSLV3_ALERT_CERTIFICATE_EXPIRED, SSL_R_SSLV3_ALERT_CERTIFICATE_UNKNOWN,
+            SSL_R_TLSV1_ALERT_UNKNOWN_CA, SSL_R_SSLV3_ALERT_UNSUPPORTED_CERTIFICATE, SSL_R_SSLV3_ALERT_CERTIFICATE_REVOKED,
+            SSL_R_TLSV1_ALERT_ACCESS_DENIED, SSL_R_TLSV1_UNRECOGNIZED_NAME:
+            self = .certificateRejected
+        default:
+            self = .other
         }
     }
 }

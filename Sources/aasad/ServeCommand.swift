@@ -130,11 +130,14 @@ struct ServeCommand: ParsableCommand {
         let httpAddresses = try http.map { try SocketAddress(parsing: $0) }
         let adminAddress = admin == "off" ? nil : try SocketAddress(parsing: admin)
         let fetches = FetchLog()
-        let endpoint = AdminEndpoint { path in Self.adminAnswer(path, sites: sites, ready: ready, fetches: fetches) }
+        let traffic = TrafficCounters()
+        let pages = AdminPages(
+            sites: sites, ready: ready, fetches: fetches, metrics: MetricsExporter(traffic: traffic, fetches: fetches, sites: sites))
+        let endpoint = AdminEndpoint { path in pages.answer(path) }
         let server = Server(
             configuration: .init(
                 https: httpsAddresses, http: httpAddresses, threads: workerCount, limits: limits, admin: adminAddress,
-                adminEndpoint: endpoint, fetchLog: fetches),
+                adminEndpoint: endpoint, fetchLog: fetches, traffic: traffic),
             store: store, tls: tls, logger: logger)
         do {
             try server.start()
@@ -147,7 +150,7 @@ struct ServeCommand: ParsableCommand {
         if watch {
             do {
                 watcher = try ConfigWatcher(root: config, rescanInterval: rescanInterval, logger: logger) { change in
-                    let snapshot = sites.withLock { registry in
+                    let snapshot = sites.reload { registry in
                         if change.full {
                             registry.reloadAll()
                         } else {
@@ -193,7 +196,7 @@ struct ServeCommand: ParsableCommand {
                 if let watcher {
                     watcher.requestFullRescan()
                 } else {
-                    let snapshot = sites.withLock { $0.reloadAll() }
+                    let snapshot = sites.reload { $0.reloadAll() }
                     Self.followDefaultCertificate(snapshot, tls: tls, fallback: certificates.defaultSource, logger: logger)
                     store.publish(snapshot)
                     SystemdNotify.send("READY=1")
@@ -220,25 +223,6 @@ struct ServeCommand: ParsableCommand {
             logger.info("default certificate replaced", metadata: ["from": "\(wanted.label)"])
         } catch {
             logger.error("the new default certificate cannot be used; keeping the previous one", metadata: ["error": "\(error)"])
-        }
-    }
-
-    /// The admin endpoint's pages: liveness, readiness (ready once the first snapshot is served,
-    /// not ready while stopping), and every site's state.
-    static func adminAnswer(_ path: String, sites: LockedRegistry, ready: ReadyFlag, fetches: FetchLog) -> AdminEndpoint.Answer? {
-        switch path {
-        case "/healthz":
-            return .init(status: 200, body: Array("ok\n".utf8))
-        case "/readyz":
-            return ready.isReady
-                ? .init(status: 200, body: Array("ready\n".utf8)) : .init(status: 503, body: Array("not ready\n".utf8))
-        case "/sites":
-            let statuses = sites.withLock { $0.statuses }
-            let last = fetches.lastFetches()
-            let listing = AdminSites(sites: statuses.map { AdminSites.Site(status: $0, lastAppleFetch: last[$0.directory]) })
-            return .init(status: 200, contentType: "application/json", body: JSONOutput.compact(listing))
-        default:
-            return nil
         }
     }
 
@@ -292,50 +276,6 @@ enum LogLevel: String, ExpressibleByArgument, CaseIterable {
     case trace, debug, info, notice, warning, error, critical
 
     var level: Logger.Level { Logger.Level(rawValue: rawValue)! }
-}
-
-/// The registry, shared by the watcher (which changes it) and the admin endpoint (which reads
-/// it); the serving path never touches it.
-final class LockedRegistry: @unchecked Sendable {
-    // @unchecked: every access goes through the lock.
-    private let lock = NSLock()
-    private let registry: SiteRegistry
-
-    init(_ registry: SiteRegistry) { self.registry = registry }
-
-    func withLock<T>(_ body: (SiteRegistry) -> T) -> T {
-        lock.lock()
-        defer { lock.unlock() }
-        return body(registry)
-    }
-}
-
-/// Whether the server is ready for traffic (/readyz): set once serving, cleared when stopping.
-final class ReadyFlag: Sendable {
-    private let value = Atomic<Bool>(false)
-
-    var isReady: Bool { value.load(ordering: .acquiring) }
-
-    func set(_ ready: Bool) { value.store(ready, ordering: .releasing) }
-}
-
-/// `/sites`: each site's state as `aasad sites` shows it, plus when Apple's CDN last fetched it.
-struct AdminSites: Encodable {
-    struct Site: Encodable {
-        var status: SiteStatus
-        /// Seconds since the epoch of the last fetch with User-Agent AASA-Bot; null if none since start.
-        var lastAppleFetch: Int64?
-
-        enum CodingKeys: String, CodingKey { case lastAppleFetch }
-
-        func encode(to encoder: any Encoder) throws {
-            try status.encode(to: encoder)
-            var c = encoder.container(keyedBy: CodingKeys.self)
-            try c.encode(lastAppleFetch, forKey: .lastAppleFetch)
-        }
-    }
-
-    var sites: [Site]
 }
 
 extension CertificateFiles {

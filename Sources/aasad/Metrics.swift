@@ -1,0 +1,191 @@
+import CoreMetrics
+import Foundation
+import Glibc
+import HTTPServer
+import Prometheus
+import SiteStore
+import Synchronization
+import TLS
+
+/// `/metrics`: the server's counters as swift-metrics counters and gauges, rendered by
+/// swift-prometheus in Prometheus' text format. The workers count on their own without locks
+/// (`TrafficCounters`); each scrape reads those counts and moves the swift-metrics handles to them,
+/// so the serving path never touches a metrics handle. Every label comes from a fixed set.
+final class MetricsExporter: Sendable {
+    static let contentType = "text/plain; version=0.0.4; charset=utf-8"
+
+    private let registry = PrometheusCollectorRegistry()
+    private let traffic: TrafficCounters
+    private let fetches: FetchLog
+    private let sites: LockedRegistry
+    private let startTime: Double
+    private let state: Mutex<State>
+
+    /// Handles and the totals last pushed to them (swift-metrics counters only move up, by deltas).
+    private struct State: ~Copyable {
+        var counters: [String: (handle: CoreMetrics.Counter, pushed: Int64)] = [:]
+        var gauges: [String: CoreMetrics.Gauge] = [:]
+        var cpu: (handle: FloatingPointCounter, pushed: Double)
+    }
+
+    init(traffic: TrafficCounters, fetches: FetchLog, sites: LockedRegistry) {
+        self.traffic = traffic
+        self.fetches = fetches
+        self.sites = sites
+        startTime = Date().timeIntervalSince1970
+        let factory = PrometheusMetricsFactory(registry: registry)
+        state = Mutex(State(cpu: (FloatingPointCounter(label: "process_cpu_seconds_total", dimensions: [], factory: factory), 0)))
+        // Metrics other libraries emit through swift-metrics land on the same page.
+        MetricsSystem.bootstrap(factory)
+        CoreMetrics.Gauge(label: "aasad_build_info", dimensions: [("version", AASACommand.version)], factory: factory).record(1)
+        // Every series exists from the start, at zero, so that rate() and alerts see them.
+        _ = scrape()
+    }
+
+    /// The page, with every value read now.
+    func scrape() -> [UInt8] {
+        let statistics = traffic.statistics()
+        let apple = fetches.byStatus()
+        let (states, conflicts) = sites.withLock { ($0.stateCounts, $0.conflictingHosts) }
+        let reloads = sites.reloads
+        let factory = PrometheusMetricsFactory(registry: registry)
+        state.withLock { state in
+            func count(_ name: String, _ labels: [(String, String)], _ value: Int) {
+                let key = name + labels.map { "|\($0.0)=\($0.1)" }.joined()
+                let entry = state.counters[key] ?? (CoreMetrics.Counter(label: name, dimensions: labels, factory: factory), 0)
+                if Int64(value) > entry.pushed { entry.handle.increment(by: Int64(value) - entry.pushed) }
+                state.counters[key] = (entry.handle, max(entry.pushed, Int64(value)))
+            }
+            func level(_ name: String, _ labels: [(String, String)], _ value: Double) {
+                let key = name + labels.map { "|\($0.0)=\($0.1)" }.joined()
+                let gauge = state.gauges[key] ?? CoreMetrics.Gauge(label: name, dimensions: labels, factory: factory)
+                state.gauges[key] = gauge
+                gauge.record(value)
+            }
+
+            // Only combinations that happened: most of the 64 cannot (a 2xx for an unknown host).
+            for (key, value) in statistics.requests where value > 0 {
+                count(
+                    "aasad_requests_total",
+                    [("protocol", key.version.label), ("site", key.site.label), ("path", key.path.label), ("status", key.status.label)],
+                    value)
+            }
+            for (key, value) in statistics.handshakes {
+                count(
+                    "aasad_tls_handshakes_total",
+                    [("version", key.tls13 ? "1.3" : "1.2"), ("resumed", "\(key.resumed)"), ("protocol", key.http2 ? "2" : "1.1")],
+                    value)
+            }
+            for (reason, value) in statistics.handshakeFailures {
+                count("aasad_tls_handshake_failures_total", [("reason", reason.rawValue)], value)
+            }
+            for listener in Traffic.ListenerClass.allCases {
+                count("aasad_connections_accepted_total", [("listener", listener.label)], statistics.accepted[listener] ?? 0)
+                level("aasad_connections_open", [("listener", listener.label)], Double(statistics.open[listener] ?? 0))
+            }
+            for (phase, value) in statistics.timeouts {
+                count("aasad_connection_timeouts_total", [("phase", phase.label)], value)
+            }
+            for status in Traffic.StatusClass.allCases {
+                count("aasad_apple_fetches_total", [("status", status.label)], apple[status] ?? 0)
+            }
+            for siteState in [SiteState.serving, .servingLastGood, .refused] {
+                level("aasad_sites", [("state", siteState.rawValue)], Double(states[siteState] ?? 0))
+            }
+            level("aasad_conflicting_hosts", [], Double(conflicts))
+            count("aasad_config_reloads_total", [], reloads.reloads)
+            count("aasad_config_reload_failures_total", [], reloads.failures)
+            level("aasad_config_last_reload_successful", [], reloads.lastSuccessful ? 1 : 0)
+            level("aasad_config_last_reload_success_timestamp_seconds", [], Double(reloads.lastSuccessAt))
+
+            let process = ProcessFigures.read()
+            level("process_start_time_seconds", [], startTime)
+            level("process_resident_memory_bytes", [], Double(process.residentBytes))
+            level("process_virtual_memory_bytes", [], Double(process.virtualBytes))
+            level("process_open_fds", [], Double(process.openDescriptors))
+            level("process_max_fds", [], Double(process.maxDescriptors))
+            level("process_threads", [], Double(process.threads))
+            if process.cpuSeconds > state.cpu.pushed {
+                state.cpu.handle.increment(by: process.cpuSeconds - state.cpu.pushed)
+                state.cpu.pushed = process.cpuSeconds
+            }
+        }
+        return Self.render(registry.emitToBuffer())
+    }
+
+    /// What each metric means, as `# HELP` lines (swift-metrics handles carry no help text).
+    static let help: [String: String] = [
+        "aasad_requests_total": "Requests answered on the HTTPS and HTTP listeners, by protocol, site class, path and status class.",
+        "aasad_tls_handshakes_total": "TLS handshakes completed, by TLS version, resumption and the HTTP version ALPN chose.",
+        "aasad_tls_handshake_failures_total": "TLS handshakes that did not complete, by reason.",
+        "aasad_connections_accepted_total": "Connections accepted, by listener.",
+        "aasad_connections_open": "Connections open now, by listener.",
+        "aasad_connection_timeouts_total": "Connections closed by a timeout, by the phase they were in.",
+        "aasad_apple_fetches_total": "Requests for an AASA path by Apple's CDN (User-Agent AASA-Bot), by status class.",
+        "aasad_sites": "Sites in the config directory, by state.",
+        "aasad_conflicting_hosts": "Hosts claimed by more than one site, served by none.",
+        "aasad_config_reloads_total": "Reloads of the config directory (watched changes, SIGHUP, rescans).",
+        "aasad_config_reload_failures_total":
+            "Reloads that refused something: an invalid file kept its last good version, or a name or certificate was unusable.",
+        "aasad_config_last_reload_successful": "1 if the last reload refused nothing, else 0.",
+        "aasad_config_last_reload_success_timestamp_seconds":
+            "When a reload (or start-up) last refused nothing, in seconds since the epoch.",
+        "aasad_build_info": "The running version, as a label; always 1.",
+        "process_start_time_seconds": "Start time of the process, in seconds since the epoch.",
+        "process_resident_memory_bytes": "Resident memory size in bytes.",
+        "process_virtual_memory_bytes": "Virtual memory size in bytes.",
+        "process_open_fds": "Open file descriptors.",
+        "process_max_fds": "The limit on open file descriptors.",
+        "process_threads": "Threads of the process.",
+        "process_cpu_seconds_total": "User and system CPU time spent, in seconds.",
+    ]
+
+    /// The registry's page made easy to read: families sorted by name, each with a `# HELP` line
+    /// before its `# TYPE` line and its samples sorted.
+    static func render(_ page: [UInt8]) -> [UInt8] {
+        var families: [(name: String, samples: [String])] = []
+        for line in String(decoding: page, as: UTF8.self).split(separator: "\n") {
+            if line.hasPrefix("# TYPE ") {
+                families.append((String(line.dropFirst(7).prefix { $0 != " " }), [String(line)]))
+            } else if !families.isEmpty, !line.hasPrefix("#") {
+                families[families.count - 1].samples.append(String(line))
+            }
+        }
+        var out = ""
+        for family in families.sorted(by: { $0.name < $1.name }) {
+            if let text = help[family.name] { out += "# HELP \(family.name) \(text)\n" }
+            out += family.samples[0] + "\n"
+            for sample in family.samples.dropFirst().sorted() { out += sample + "\n" }
+        }
+        return Array(out.utf8)
+    }
+}
+
+/// The process's own figures from /proc, as the Prometheus client libraries report them.
+struct ProcessFigures {
+    var residentBytes = 0
+    var virtualBytes = 0
+    var cpuSeconds = 0.0
+    var threads = 0
+    var openDescriptors = 0
+    var maxDescriptors = 0
+
+    static func read() -> ProcessFigures {
+        var figures = ProcessFigures()
+        // /proc/self/stat: fields after the command name in parentheses (proc(5)).
+        if let stat = try? String(contentsOfFile: "/proc/self/stat", encoding: .utf8), let close = stat.lastIndex(of: ")") {
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            // fields[0] is field 3 (state): utime is field 14, stime 15, threads 20, vsize 23, rss 24.
+            func field(_ n: Int) -> Double { fields.count > n - 3 ? Double(fields[n - 3]) ?? 0 : 0 }
+            let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
+            figures.cpuSeconds = (field(14) + field(15)) / ticks
+            figures.threads = Int(field(20))
+            figures.virtualBytes = Int(field(23))
+            figures.residentBytes = Int(field(24)) * Int(sysconf(Int32(_SC_PAGESIZE)))
+        }
+        figures.openDescriptors = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? 0
+        var limit = rlimit()
+        if getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0 { figures.maxDescriptors = Int(limit.rlim_cur) }
+        return figures
+    }
+}

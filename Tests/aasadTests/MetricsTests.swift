@@ -1,0 +1,220 @@
+import Foundation
+import Testing
+
+/// `/metrics` read as Prometheus reads it: the page goes through prometheus_client's text parser
+/// (Fixtures/metrics.py) and every sample is looked up by name and labels.
+struct Metrics {
+    let samples: [String: Double]
+    /// Family name (without `_total` for counters, as the parser names them) → type and help.
+    let families: [String: (type: String, help: String)]
+
+    init(_ server: RunningServer) throws {
+        let page = try server.admin("/metrics")
+        #expect(page.status == 200)
+        #expect(page.headers["content-type"] == "text/plain; version=0.0.4; charset=utf-8")
+        let script = AASAD.testDirectory.appendingPathComponent("Fixtures/metrics.py").path
+        let out = try Tool.run("python3", [script], input: page.body)
+        guard out.status == 0 else { throw RunningServer.ServerError("/metrics does not parse: \(out.stderr)") }
+        let json = try JSONSerialization.jsonObject(with: Data(out.stdout)) as? [String: Any] ?? [:]
+        samples = (json["samples"] as? [String: Any] ?? [:]).compactMapValues { ($0 as? NSNumber)?.doubleValue }
+        families = (json["families"] as? [String: [String: String]] ?? [:]).mapValues { ($0["type"] ?? "", $0["help"] ?? "") }
+    }
+
+    /// A sample's value; 0 when the series does not exist (yet).
+    subscript(_ name: String, _ labels: [String: String] = [:]) -> Double {
+        samples[name + "{" + labels.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ",") + "}"] ?? 0
+    }
+
+    /// Every series of a metric.
+    func series(_ name: String) -> [String] { samples.keys.filter { $0.hasPrefix(name + "{") } }
+}
+
+@Suite("aasad serve: /metrics (issue 6)")
+final class MetricsTests {
+    let config: TestConfig
+
+    init() throws {
+        config = try TestConfig()
+    }
+
+    @Test("the page parses as Prometheus text, every family has help, and the counters start where they should")
+    func parses() throws {
+        let server = try RunningServer(config: config)
+        let metrics = try Metrics(server)
+        for family in [
+            "aasad_tls_handshakes", "aasad_tls_handshake_failures", "aasad_connections_accepted", "aasad_connections_open",
+            "aasad_connection_timeouts", "aasad_apple_fetches", "aasad_sites", "aasad_conflicting_hosts", "aasad_config_reloads",
+            "aasad_config_reload_failures", "aasad_config_last_reload_successful", "aasad_build_info", "process_resident_memory_bytes",
+            "process_cpu_seconds", "process_open_fds", "process_start_time_seconds",
+        ] {
+            #expect(metrics.families[family] != nil, "missing \(family)")
+            #expect(metrics.families[family]?.help.isEmpty == false, "\(family) has no help")
+        }
+        #expect(metrics.families["aasad_tls_handshakes"]?.type == "counter")
+        #expect(metrics.families["aasad_connections_open"]?.type == "gauge")
+        // TestConfig: a.test, *.w.test and own.test serve; bad.test never had a good file.
+        #expect(metrics["aasad_sites", ["state": "serving"]] == 3)
+        #expect(metrics["aasad_sites", ["state": "refused"]] == 1)
+        #expect(metrics["aasad_sites", ["state": "serving-last-good"]] == 0)
+        #expect(metrics["aasad_config_last_reload_successful"] == 0, "bad.test was refused at start")
+        #expect(metrics["aasad_tls_handshake_failures_total", ["reason": "timeout"]] == 0)
+        #expect(metrics["process_resident_memory_bytes"] > 1_000_000)
+        #expect(metrics["process_open_fds"] > 0)
+        let now = Date().timeIntervalSince1970
+        #expect(metrics["process_start_time_seconds"] > now - 120 && metrics["process_start_time_seconds"] <= now)
+    }
+
+    @Test("requests count by protocol, site class, path and status class; Apple's fetches by status")
+    func requests() throws {
+        let server = try RunningServer(config: config)
+        let before = try Metrics(server)
+        #expect(try server.http("a.test", "/.well-known/apple-app-site-association").status == 200)
+        #expect(try server.http("a.test", "/.well-known/apple-app-site-association").status == 200)
+        #expect(try server.http("a.test", "/apple-app-site-association", ["-A", "AASA-Bot/1.0.0"]).status == 200)
+        #expect(try server.http("nobody.test", "/.well-known/apple-app-site-association", ["-A", "AASA-Bot/1.0.0"]).status == 404)
+        #expect(try server.https("www.a.test", "/.well-known/assetlinks.json", ["--http2"]).status == 200)
+        #expect(try server.https("a.test", "/index.html", ["--http2"]).status == 404)
+        let etag = try server.http("a.test", "/apple-app-site-association").headers["etag"] ?? ""
+        #expect(try server.http("a.test", "/apple-app-site-association", ["-H", "If-None-Match: \(etag)"]).status == 304)
+        #expect(String(decoding: server.raw(Array("GET / HTTP/1.1\r\n\r\n".utf8)), as: UTF8.self).hasPrefix("HTTP/1.1 400"))
+
+        let after = try Metrics(server)
+        func delta(_ labels: [String: String]) -> Double {
+            after["aasad_requests_total", labels] - before["aasad_requests_total", labels]
+        }
+        let wellKnown = "/.well-known/apple-app-site-association"
+        #expect(delta(["protocol": "1.1", "site": "configured", "path": wellKnown, "status": "2xx"]) == 2)
+        #expect(delta(["protocol": "1.1", "site": "configured", "path": "/apple-app-site-association", "status": "2xx"]) == 2)
+        #expect(delta(["protocol": "1.1", "site": "configured", "path": "/apple-app-site-association", "status": "3xx"]) == 1)
+        #expect(delta(["protocol": "1.1", "site": "unknown", "path": wellKnown, "status": "4xx"]) == 1)
+        #expect(delta(["protocol": "2", "site": "configured", "path": "/.well-known/assetlinks.json", "status": "2xx"]) == 1)
+        #expect(delta(["protocol": "2", "site": "configured", "path": "other", "status": "4xx"]) == 1)
+        #expect(delta(["protocol": "1.1", "site": "unknown", "path": "other", "status": "4xx"]) == 1, "the 400 for a missing Host")
+        #expect(after["aasad_apple_fetches_total", ["status": "2xx"]] - before["aasad_apple_fetches_total", ["status": "2xx"]] == 1)
+        #expect(after["aasad_apple_fetches_total", ["status": "4xx"]] - before["aasad_apple_fetches_total", ["status": "4xx"]] == 1)
+        // Two HTTPS connections, both full TLS 1.3 handshakes choosing h2 (curl offers it).
+        let h2 = ["version": "1.3", "resumed": "false", "protocol": "2"]
+        #expect(after["aasad_tls_handshakes_total", h2] - before["aasad_tls_handshakes_total", h2] == 2)
+        #expect(
+            after["aasad_connections_accepted_total", ["listener": "https"]]
+                - before["aasad_connections_accepted_total", ["listener": "https"]] == 2)
+        #expect(
+            after["aasad_connections_accepted_total", ["listener": "http"]]
+                - before["aasad_connections_accepted_total", ["listener": "http"]] == 7)
+        // The admin listener's own scrapes are not counted as requests.
+        #expect(after.series("aasad_requests_total").allSatisfy { !$0.contains("metrics") })
+        // /sites counts the fetch on the site's own entry.
+        let json = try JSONSerialization.jsonObject(with: Data(try server.admin("/sites").body)) as? [String: Any]
+        let site = (json?["sites"] as? [[String: Any]] ?? []).first { $0["directory"] as? String == "a.test" }
+        #expect(site?["appleFetches"] as? Int == 1)
+    }
+
+    @Test("labels stay bounded whatever hosts and paths clients send")
+    func boundedLabels() throws {
+        let server = try RunningServer(config: config)
+        for i in 0..<150 {
+            let host = "random-\(i)-\(UUID().uuidString.prefix(8)).test"
+            let request = "GET /p/\(UUID().uuidString) HTTP/1.1\r\nHost: \(host)\r\nUser-Agent: AASA-Bot/\(i)\r\nConnection: close\r\n\r\n"
+            #expect(String(decoding: server.raw(Array(request.utf8)), as: UTF8.self).hasPrefix("HTTP/1.1 404"))
+        }
+        let metrics = try Metrics(server)
+        #expect(metrics["aasad_requests_total", ["protocol": "1.1", "site": "unknown", "path": "other", "status": "4xx"]] == 150)
+        // At most 2 protocols x 2 site classes x 4 paths x 4 status classes.
+        #expect(metrics.series("aasad_requests_total").count <= 64)
+        #expect(metrics.samples.keys.allSatisfy { !$0.contains("random-") && !$0.contains("/p/") })
+        #expect(metrics.samples.count < 200, "\(metrics.samples.count) series")
+    }
+
+    @Test("TLS failures count by reason: plain HTTP on the HTTPS port, an old protocol, a handshake timeout")
+    func tlsFailures() throws {
+        let server = try RunningServer(config: config, extra: ["--handshake-timeout", "1"])
+        let before = try Metrics(server)
+        _ = server.raw(Array("GET / HTTP/1.1\r\nHost: a.test\r\n\r\n".utf8), port: server.httpsPort)
+        _ = try Tool.run(
+            "openssl",
+            [
+                "s_client", "-connect", "127.0.0.1:\(server.httpsPort)", "-servername", "a.test", "-tls1_1", "-cipher",
+                "DEFAULT:@SECLEVEL=0",
+            ],
+            input: [])
+        let silent = try #require(Loopback.connect(port: server.httpsPort))
+        defer { close(silent) }
+        // The timeout fires on the worker's next one-second tick after the deadline.
+        var after = try Metrics(server)
+        for _ in 0..<40 where after["aasad_connection_timeouts_total", ["phase": "handshake"]] == 0 {
+            usleep(100_000)
+            after = try Metrics(server)
+        }
+        func delta(_ reason: String) -> Double {
+            after["aasad_tls_handshake_failures_total", ["reason": reason]]
+                - before["aasad_tls_handshake_failures_total", ["reason": reason]]
+        }
+        #expect(delta("not_tls") == 1)
+        #expect(delta("protocol_version") == 1)
+        #expect(delta("timeout") == 1)
+        #expect(after["aasad_connection_timeouts_total", ["phase": "handshake"]] == 1)
+        #expect(after["aasad_connections_open", ["listener": "https"]] == 0)
+    }
+
+    @Test("open connections are a level: up while clients hold them, down when they leave")
+    func openConnections() throws {
+        let server = try RunningServer(config: config)
+        let held = (0..<5).compactMap { _ in Loopback.connect(port: server.httpPort) }
+        #expect(held.count == 5)
+        var metrics = try Metrics(server)
+        for _ in 0..<20 where metrics["aasad_connections_open", ["listener": "http"]] != 5 {
+            usleep(50_000)
+            metrics = try Metrics(server)
+        }
+        #expect(metrics["aasad_connections_open", ["listener": "http"]] == 5)
+        held.forEach { _ = close($0) }
+        for _ in 0..<40 where metrics["aasad_connections_open", ["listener": "http"]] != 0 {
+            usleep(50_000)
+            metrics = try Metrics(server)
+        }
+        #expect(metrics["aasad_connections_open", ["listener": "http"]] == 0)
+    }
+
+    @Test("reloads count, a refused change is a reload failure, and sites move between states")
+    func reloads() throws {
+        let server = try RunningServer(config: config)
+        let start = try Metrics(server)
+        func wait(until done: (Metrics) -> Bool) throws -> Metrics {
+            var metrics = try Metrics(server)
+            for _ in 0..<50 where !done(metrics) {
+                usleep(100_000)
+                metrics = try Metrics(server)
+            }
+            return metrics
+        }
+        try config.write("config/sites/a.test/apple-app-site-association", Array("{".utf8))
+        let broken = try wait { $0["aasad_sites", ["state": "serving-last-good"]] == 1 }
+        #expect(broken["aasad_sites", ["state": "serving-last-good"]] == 1)
+        #expect(broken["aasad_sites", ["state": "serving"]] == 2)
+        #expect(broken["aasad_config_reloads_total"] > start["aasad_config_reloads_total"])
+        #expect(broken["aasad_config_reload_failures_total"] > start["aasad_config_reload_failures_total"])
+        #expect(broken["aasad_config_last_reload_successful"] == 0)
+
+        try config.write("config/sites/a.test/apple-app-site-association", config.aasa)
+        let fixed = try wait { $0["aasad_config_last_reload_successful"] == 1 }
+        #expect(fixed["aasad_config_last_reload_successful"] == 1)
+        #expect(fixed["aasad_sites", ["state": "serving"]] == 3)
+        #expect(fixed["aasad_config_last_reload_success_timestamp_seconds"] >= broken["aasad_config_last_reload_success_timestamp_seconds"])
+
+        // A second site claiming a.test's host: that host is served by neither.
+        try FileManager.default.createDirectory(atPath: config.path("config/sites/other.test"), withIntermediateDirectories: true)
+        try config.write("config/sites/other.test/site.yaml", Array("aliases: [www.a.test]\n".utf8))
+        try config.write("config/sites/other.test/apple-app-site-association", config.ownAASA)
+        let conflicted = try wait { $0["aasad_conflicting_hosts"] == 1 }
+        #expect(conflicted["aasad_conflicting_hosts"] == 1)
+        try FileManager.default.removeItem(atPath: config.path("config/sites/other.test"))
+        #expect(try wait { $0["aasad_conflicting_hosts"] == 0 }["aasad_conflicting_hosts"] == 0)
+
+        // SIGHUP is a full reload; bad.test is still refused, so it counts as a failure.
+        let beforeHUP = try Metrics(server)
+        server.signal(SIGHUP)
+        let hup = try wait { $0["aasad_config_reloads_total"] > beforeHUP["aasad_config_reloads_total"] }
+        #expect(hup["aasad_config_reloads_total"] == beforeHUP["aasad_config_reloads_total"] + 1)
+        #expect(hup["aasad_config_last_reload_successful"] == 0)
+    }
+}
