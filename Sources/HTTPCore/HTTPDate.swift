@@ -7,13 +7,32 @@ public enum HTTPDate {
 
     /// `Sun, 06 Nov 1994 08:49:37 GMT` for seconds since the Unix epoch.
     public static func format(_ seconds: Int64) -> String {
-        var t = time_t(seconds)
-        var tm = Glibc.tm()
-        gmtime_r(&t, &tm)
-        func two(_ v: Int32) -> String { v < 10 ? "0\(v)" : "\(v)" }
+        let tm = broken(seconds)
         return
             "\(days[Int(tm.tm_wday)]), \(two(tm.tm_mday)) \(months[Int(tm.tm_mon)]) \(tm.tm_year + 1900) \(two(tm.tm_hour)):\(two(tm.tm_min)):\(two(tm.tm_sec)) GMT"
     }
+
+    /// `06/Nov/1994:08:49:37 +0000`, the Common Log Format's time (access logs).
+    public static func common(_ seconds: Int64) -> String {
+        let tm = broken(seconds)
+        return
+            "\(two(tm.tm_mday))/\(months[Int(tm.tm_mon)])/\(tm.tm_year + 1900):\(two(tm.tm_hour)):\(two(tm.tm_min)):\(two(tm.tm_sec)) +0000"
+    }
+
+    /// `1994-11-06T08:49:37Z` (RFC 3339, UTC).
+    public static func iso8601(_ seconds: Int64) -> String {
+        let tm = broken(seconds)
+        return "\(tm.tm_year + 1900)-\(two(tm.tm_mon + 1))-\(two(tm.tm_mday))T\(two(tm.tm_hour)):\(two(tm.tm_min)):\(two(tm.tm_sec))Z"
+    }
+
+    private static func broken(_ seconds: Int64) -> Glibc.tm {
+        var t = time_t(seconds)
+        var tm = Glibc.tm()
+        gmtime_r(&t, &tm)
+        return tm
+    }
+
+    private static func two(_ v: Int32) -> String { v < 10 ? "0\(v)" : "\(v)" }
 
     /// Seconds since the epoch of an HTTP date in IMF-fixdate, RFC 850 or asctime form; nil when
     /// the text is none of them (the header is then ignored, RFC 9110 §13.1.3).

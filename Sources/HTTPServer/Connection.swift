@@ -37,6 +37,8 @@ final class Connection {
     var timerTicket: UInt32 = 0
     /// Accepted on the admin listener: answered by the admin endpoint, never with sites.
     var isAdmin = false
+    /// The client's address, for the access log (set only when there is one).
+    var client = "-"
     /// The listener it is counted under (nil for the admin listener, which is not counted).
     var counted: Traffic.ListenerClass?
     /// The HTTP/2 session, when ALPN chose h2.

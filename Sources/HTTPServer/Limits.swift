@@ -22,6 +22,9 @@ public struct Limits: Sendable {
     public var acceptPause: Int64 = 1
     /// On a graceful stop, seconds open connections get to finish before they are closed.
     public var drainTimeout: Int64 = 10
+    /// Connections one worker keeps open at most; at the limit it stops accepting until one
+    /// closes (new clients wait in the listen backlog). 0: bounded only by the descriptor limit.
+    public var maxConnections = 0
 
     public init() {}
 }

@@ -20,11 +20,15 @@ public final class Server {
         public var fetchLog: FetchLog?
         /// Where the workers count requests, handshakes and connections.
         public var traffic: TrafficCounters
+        /// Where requests are logged; nil for no access log.
+        public var accessLog: AccessLog?
 
         public init(
             https: [SocketAddress], http: [SocketAddress], threads: Int, limits: Limits = Limits(), admin: SocketAddress? = nil,
-            adminEndpoint: AdminEndpoint? = nil, fetchLog: FetchLog? = nil, traffic: TrafficCounters = TrafficCounters()
+            adminEndpoint: AdminEndpoint? = nil, fetchLog: FetchLog? = nil, traffic: TrafficCounters = TrafficCounters(),
+            accessLog: AccessLog? = nil
         ) {
+            self.accessLog = accessLog
             self.traffic = traffic
             self.fetchLog = fetchLog
             self.https = https
@@ -82,7 +86,7 @@ public final class Server {
                     try Worker(
                         index: i, listeners: perWorker[i], tls: tls, store: store, limits: configuration.limits, logger: logger,
                         defaultIdentity: defaultIdentity, stopFlag: stopFlag, counters: configuration.traffic.makeWorkerCounters(),
-                        fetchLog: configuration.fetchLog))
+                        fetchLog: configuration.fetchLog, accessLog: configuration.accessLog))
             }
             if let address = configuration.admin, let endpoint = configuration.adminEndpoint {
                 // Serving matters more than the admin port: a busy admin address is an error in

@@ -40,6 +40,8 @@ final class Worker {
     private let clock = MonotonicClock()
     private var now: Int64
     private var acceptPausedUntil: Int64?
+    /// Whether the listeners are in the epoll set (they leave it while accepting is paused).
+    private var listening = true
     /// Stopping: no new connections, each open one closes after its current response.
     private var draining = false
     private var drainDeadline: Int64 = .max
@@ -54,15 +56,19 @@ final class Worker {
     private let fetchLog: FetchLog?
     /// This worker's counters, for /metrics.
     private let counters: WorkerCounters
+    /// Access log lines waiting for the end of the loop iteration; nil without an access log.
+    private var accessLog: AccessLogBuffer?
 
     /// The size of the loop's read buffer: several TLS records, or many pipelined requests.
     static let readBufferSize = 64 * 1024
 
     init(
         index: Int, listeners: [Listener], tls: TLSServer?, store: SnapshotStore, limits: Limits, logger: Logger,
-        defaultIdentity: String?, stopFlag: StopFlag, counters: WorkerCounters, admin: AdminEndpoint? = nil, fetchLog: FetchLog? = nil
+        defaultIdentity: String?, stopFlag: StopFlag, counters: WorkerCounters, admin: AdminEndpoint? = nil, fetchLog: FetchLog? = nil,
+        accessLog: AccessLog? = nil
     ) throws(SystemError) {
         self.counters = counters
+        self.accessLog = accessLog.map(AccessLogBuffer.init)
         self.admin = admin
         self.fetchLog = fetchLog
         self.index = index
@@ -104,8 +110,10 @@ final class Worker {
                 logger.error("event loop failed", metadata: ["error": "\(error)"])
                 return
             }
+            if accessLog?.isEmpty == false { accessLog!.flush() }
             tick()
         }
+        defer { accessLog?.flush() }
         for case let connection? in connections {
             // HTTP/2 clients learn the server is going (GOAWAY) rather than seeing a bare close.
             if let session = connection.http2, !connection.hasPendingOutput {
@@ -128,9 +136,10 @@ final class Worker {
         drainDeadline = now + limits.drainTimeout
         for listener in listeners {
             accept(listener, draining: true)
-            loop.remove(listener.fd)
+            if listening { loop.remove(listener.fd) }
             Glibc.close(listener.fd)
         }
+        listening = false
         for case let c? in connections {
             if let session = c.http2 {
                 session.goAway()
@@ -186,19 +195,40 @@ final class Worker {
             timedOut(c)
             return nil
         }
-        if let until = acceptPausedUntil, now >= until, !draining {
+        if let until = acceptPausedUntil, now >= until {
             acceptPausedUntil = nil
-            for (i, listener) in listeners.enumerated() {
-                try? loop.add(listener.fd, data: Self.listenerTag | UInt64(i), read: true, write: false)
-            }
+            resumeAccepting()
         }
     }
 
     // MARK: - Accepting
 
+    /// Takes the listeners out of the epoll set: connections wait in the kernel's backlog.
+    private func pauseAccepting() {
+        guard listening else { return }
+        listening = false
+        for listener in listeners { loop.remove(listener.fd) }
+    }
+
+    private func resumeAccepting() {
+        guard !listening, !draining, acceptPausedUntil == nil, !atConnectionLimit else { return }
+        listening = true
+        for (i, listener) in listeners.enumerated() {
+            try? loop.add(listener.fd, data: Self.listenerTag | UInt64(i), read: true, write: false)
+        }
+    }
+
+    /// `limits.maxConnections` reached: accepting waits until a connection closes (nginx's
+    /// worker_connections), so a flood of connections cannot take all memory or descriptors.
+    private var atConnectionLimit: Bool { limits.maxConnections > 0 && openConnections >= limits.maxConnections }
+
     private func accept(_ listener: Listener, draining: Bool = false) {
         // While draining, take everything the kernel has queued: closing the listener would reset it.
         for _ in 0..<(draining ? Int.max : limits.acceptBatch) {
+            if atConnectionLimit && !draining {
+                pauseAccepting()
+                return
+            }
             let fd: Int32
             do {
                 switch try Socket.accept(listener.fd) {
@@ -210,7 +240,7 @@ final class Worker {
                     // nginx's answer to a full descriptor table: stop accepting for a moment
                     // instead of spinning on a listener that stays readable.
                     logger.warning("too many open files; accepting pauses", metadata: ["seconds": "\(limits.acceptPause)"])
-                    for l in listeners { loop.remove(l.fd) }
+                    pauseAccepting()
                     acceptPausedUntil = now + limits.acceptPause
                     return
                 }
@@ -232,6 +262,7 @@ final class Worker {
             let deadline = now + (listener.tls ? limits.handshakeTimeout : limits.idleTimeout)
             let connection = Connection(fd: fd, generation: generation, transport: transport, deadline: deadline)
             connection.isAdmin = listener.kind == .admin
+            if accessLog != nil { connection.client = (try? Socket.peerAddress(fd).host) ?? "-" }
             if listener.kind != .admin {
                 connection.counted = listener.tls ? .https : .http
                 counters.opened(connection.counted!)
@@ -411,6 +442,7 @@ final class Worker {
                 logger.debug("bad request", metadata: ["status": "\(error.status)", "reason": "\(error)"])
                 let response = Response.error(Status(rawValue: error.status) ?? .badRequest, close: true)
                 if c.counted != nil { counters.request(.http1, .unknown, .other, response.status) }
+                logAccess(c, method: .other, host: nil, path: nil, http2: false, response, userAgent: nil)
                 response.serialize(into: &out, dateLine: dateLine.bytes)
                 c.closeAfterWrite = true
                 return bytes.count
@@ -456,12 +488,36 @@ final class Worker {
             let response = routed.response
             counters.request(.http2, routed.site, routed.path, response.status)
             if let agent = request.userAgent { noteAppleFetch(agent, routed, host: host) }
+            if accessLog != nil {
+                var logged = response
+                if request.method == .head { logged.sendsBody = false }
+                request.path.withUnsafeBytes { path in
+                    withBytes(request.authority) { authority in
+                        withBytes(request.userAgent) { agent in
+                            logAccess(c, method: request.method, host: authority, path: path, http2: true, logged, userAgent: agent)
+                        }
+                    }
+                }
+            }
             c.requests += 1
             session.respond(
                 stream: request.stream, status: response.status.rawValue, headerLines: response.headers, extra: [("date", dateLine.value)],
                 body: response.body, sendsBody: response.sendsBody && request.method != .head)
         }
         session.produce(into: &out, limit: limits.outputHighWater)
+    }
+
+    /// Adds a line to the access log, when there is one.
+    private func logAccess(
+        _ c: Connection, method: Method, host: UnsafeRawBufferPointer?, path: UnsafeRawBufferPointer?, http2: Bool, _ response: Response,
+        userAgent: UnsafeRawBufferPointer?
+    ) {
+        guard accessLog != nil, !c.isAdmin else { return }
+        let entry = AccessEntry(
+            client: c.client, host: host, method: method, path: path ?? UnsafeRawBufferPointer(start: nil, count: 0), http2: http2,
+            status: response.status.rawValue, bytes: response.sendsBody ? response.body.count : 0, userAgent: userAgent)
+        accessLog!.append(entry, now: Int64(time(nil)))
+        if accessLog!.isFull { accessLog!.flush() }
     }
 
     /// Notes a fetch of an AASA path by Apple's CDN (rare: the check is a prefix compare).
@@ -500,6 +556,10 @@ final class Worker {
             defaultCertificateIdentity: snapshot.defaultCertificateIdentity ?? defaultIdentity)
         counters.request(.http1, routed.site, routed.path, routed.response.status)
         if let agent = slice(head.userAgent) { noteAppleFetch(agent, routed, host: host) }
+        var logged = routed.response
+        if head.method == .head { logged.sendsBody = false }
+        logAccess(
+            c, method: head.method, host: slice(head.host), path: slice(head.path), http2: false, logged, userAgent: slice(head.userAgent))
         return routed.response
     }
 
@@ -627,6 +687,7 @@ final class Worker {
         connections[Int(c.fd)] = nil
         openConnections -= 1
         if let listener = c.counted { counters.closed(listener) }
+        if !listening { resumeAccepting() }
         c.transport = .plain  // frees the SSL object before the descriptor number can be reused
         Glibc.close(c.fd)
     }

@@ -35,6 +35,11 @@ public enum Socket {
         try SocketAddress.local(of: fd)
     }
 
+    /// The address of a connected socket's peer.
+    public static func peerAddress(_ fd: Int32) throws(SystemError) -> SocketAddress {
+        try SocketAddress.peer(of: fd)
+    }
+
     /// Accepts one connection, non-blocking and close-on-exec.
     public static func accept(_ listener: Int32) throws(SystemError) -> IOResult<Int32> {
         try syscall("accept4", { CAASALinux_accept4(listener, CAASALinux_SOCK_NONBLOCK | CAASALinux_SOCK_CLOEXEC) })

@@ -46,17 +46,25 @@ public struct SocketAddress: Sendable, Equatable, CustomStringConvertible {
 
     public var description: String {
         switch family {
+        case .ipv4: "\(host):\(port)"
+        case .ipv6: "[\(host)]:\(port)"
+        }
+    }
+
+    /// The address without the port: `127.0.0.1`, `::1`.
+    public var host: String {
+        switch family {
         case .ipv4(let a):
             var addr = in_addr(s_addr: a)
             var buf = [CChar](repeating: 0, count: Int(INET_ADDRSTRLEN))
             inet_ntop(AF_INET, &addr, &buf, socklen_t(buf.count))
-            return "\(Self.string(buf)):\(port)"
+            return Self.string(buf)
         case .ipv6(let bytes):
             var addr = in6_addr()
             withUnsafeMutableBytes(of: &addr) { $0.copyBytes(from: bytes) }
             var buf = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
             inet_ntop(AF_INET6, &addr, &buf, socklen_t(buf.count))
-            return "[\(Self.string(buf))]:\(port)"
+            return Self.string(buf)
         }
     }
 
@@ -95,12 +103,21 @@ public struct SocketAddress: Sendable, Equatable, CustomStringConvertible {
 
     /// The address a bound socket has (to learn the port the kernel chose for port 0).
     static func local(of fd: Int32) throws(SystemError) -> SocketAddress {
+        try address(of: fd, peer: false)
+    }
+
+    /// The address of a connected socket's peer.
+    static func peer(of fd: Int32) throws(SystemError) -> SocketAddress {
+        try address(of: fd, peer: true)
+    }
+
+    private static func address(of fd: Int32, peer: Bool) throws(SystemError) -> SocketAddress {
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
         let result = withUnsafeMutablePointer(to: &storage) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { peer ? getpeername(fd, $0, &length) : getsockname(fd, $0, &length) }
         }
-        if result != 0 { throw SystemError(call: "getsockname", errno: errno) }
+        if result != 0 { throw SystemError(call: peer ? "getpeername" : "getsockname", errno: errno) }
         switch Int32(storage.ss_family) {
         case AF_INET:
             return withUnsafePointer(to: &storage) {

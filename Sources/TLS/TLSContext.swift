@@ -28,6 +28,13 @@ public struct TLSError: Error, CustomStringConvertible, Sendable {
     }
 }
 
+/// The oldest protocol version a server accepts: TLS 1.2 (Mozilla's "intermediate", which every
+/// Apple device since iOS 5 speaks) or TLS 1.3 only ("modern").
+public enum TLSVersion: String, Sendable, CaseIterable {
+    case tls12 = "1.2"
+    case tls13 = "1.3"
+}
+
 /// One `SSL_CTX`: a certificate chain and key with the server's protocol settings. Sites whose
 /// certificate files have the same bytes share one (DESIGN.md).
 public final class TLSContext: @unchecked Sendable {
@@ -46,7 +53,9 @@ public final class TLSContext: @unchecked Sendable {
     static let groups = "X25519:P-256:P-384"
 
     /// Builds a context from PEM bytes: the chain (leaf first) and the private key, which must match.
-    public init(chainPEM: [UInt8], keyPEM: [UInt8], identity: String, source: String) throws(TLSError) {
+    public init(
+        chainPEM: [UInt8], keyPEM: [UInt8], identity: String, source: String, minimumVersion: TLSVersion = .tls12
+    ) throws(TLSError) {
         guard let ctx = SSL_CTX_new(TLS_server_method()) else {
             throw TLSError("cannot create a TLS context: \(TLSError.openSSLReasons())")
         }
@@ -54,7 +63,7 @@ public final class TLSContext: @unchecked Sendable {
         self.identity = identity
         // A throw from here on still runs deinit (every stored property is set), which frees ctx:
         // freeing it here as well would free it twice.
-        try Self.configure(ctx)
+        try Self.configure(ctx, minimumVersion: minimumVersion)
         try Self.loadChain(ctx, chainPEM, source: source)
         try Self.loadKey(ctx, keyPEM, source: source)
         SSL_CTX_set_ex_data(ctx, TLSContext.contextIndex, Unmanaged.passUnretained(self).toOpaque())
@@ -67,8 +76,8 @@ public final class TLSContext: @unchecked Sendable {
     /// The index under which each SSL_CTX points back at its TLSContext.
     static let contextIndex: Int32 = CRYPTO_get_ex_new_index(CRYPTO_EX_INDEX_SSL_CTX, 0, nil, nil, nil, nil)
 
-    private static func configure(_ ctx: OpaquePointer) throws(TLSError) {
-        guard CAASAOpenSSL_SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) == 1,
+    private static func configure(_ ctx: OpaquePointer, minimumVersion: TLSVersion) throws(TLSError) {
+        guard CAASAOpenSSL_SSL_CTX_set_min_proto_version(ctx, minimumVersion == .tls13 ? TLS1_3_VERSION : TLS1_2_VERSION) == 1,
             CAASAOpenSSL_SSL_CTX_set_max_proto_version(ctx, TLS1_3_VERSION) == 1,
             SSL_CTX_set_cipher_list(ctx, tls12Ciphers) == 1,
             CAASAOpenSSL_SSL_CTX_set1_groups_list(ctx, groups) == 1

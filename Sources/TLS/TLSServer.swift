@@ -33,10 +33,14 @@ public final class TLSServer: Sendable {
     private let resolver: Resolver
     private let cache: Mutex<[String: TLSContext]>
 
-    public init(defaultCertificate: CertificateSource, resolver: @escaping Resolver) throws(TLSError) {
+    /// The oldest protocol version accepted, on every certificate's context.
+    public let minimumVersion: TLSVersion
+
+    public init(defaultCertificate: CertificateSource, minimumVersion: TLSVersion = .tls12, resolver: @escaping Resolver) throws(TLSError) {
+        self.minimumVersion = minimumVersion
         let context = try TLSContext(
             chainPEM: defaultCertificate.chainPEM, keyPEM: defaultCertificate.keyPEM, identity: defaultCertificate.identity,
-            source: defaultCertificate.label)
+            source: defaultCertificate.label, minimumVersion: minimumVersion)
         current = Mutex(context)
         self.resolver = resolver
         cache = Mutex([defaultCertificate.identity: context])
@@ -66,7 +70,9 @@ public final class TLSServer: Sendable {
     /// The context for certificate files: cached by identity, built on first use.
     public func context(for source: CertificateSource) throws(TLSError) -> TLSContext {
         if let cached = cache.withLock({ $0[source.identity] }) { return cached }
-        let made = try TLSContext(chainPEM: source.chainPEM, keyPEM: source.keyPEM, identity: source.identity, source: source.label)
+        let made = try TLSContext(
+            chainPEM: source.chainPEM, keyPEM: source.keyPEM, identity: source.identity, source: source.label,
+            minimumVersion: minimumVersion)
         return cache.withLock { contexts in
             if let raced = contexts[source.identity] { return raced }
             let keep = current.withLock { $0.identity }

@@ -16,7 +16,10 @@ struct ServeCommand: ParsableCommand {
             Each site answers /.well-known/apple-app-site-association, /apple-app-site-association \
             and /.well-known/assetlinks.json. Without any certificate in the config directory, a \
             development CA and certificate for the configured hosts are made in the state directory. \
-            SIGHUP reloads the config directory; SIGTERM and SIGINT stop.
+            SIGHUP reloads the config directory (and reopens the access log); SIGTERM and SIGINT \
+            stop after open connections finish. Settings come from the config directory's \
+            aasad.yaml, then AASAD_* environment variables (AASAD_TIMEOUTS_IDLE for timeouts.idle), \
+            then these flags, each overriding the one before.
             """
     )
 
@@ -32,59 +35,97 @@ struct ServeCommand: ParsableCommand {
     @Option(help: "Worker threads, each with its own event loop (default: one per core).")
     var threads: Int?
 
-    private var workerCount: Int { threads ?? max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) }
+    @Option(help: "Where the development certificate is kept (default: state).")
+    var state: String?
 
-    @Option(help: "Where the development certificate is kept.")
-    var state: String = ProcessInfo.processInfo.environment["AASAD_STATE"] ?? "state"
+    @Option(help: "After binding, run as this user (and its group): start as root to bind 443.")
+    var user: String?
 
-    @Option(help: "Cache-Control of served files.")
-    var cacheControl: String = ServingOptions.defaultCacheControl
+    @Option(help: "Cache-Control of served files (default: \(ServingOptions.defaultCacheControl)).")
+    var cacheControl: String?
 
-    @Option(help: "Seconds a TLS handshake may take.")
-    var handshakeTimeout: Int64 = Limits().handshakeTimeout
+    @Option(help: "Seconds a TLS handshake may take (default: \(Limits().handshakeTimeout)).")
+    var handshakeTimeout: Int64?
 
-    @Option(help: "Seconds a request head may take once begun.")
-    var requestTimeout: Int64 = Limits().requestTimeout
+    @Option(help: "Seconds a request head may take once begun (default: \(Limits().requestTimeout)).")
+    var requestTimeout: Int64?
 
-    @Option(help: "Seconds an idle keep-alive connection is kept.")
-    var idleTimeout: Int64 = Limits().idleTimeout
+    @Option(help: "Seconds an idle keep-alive connection is kept (default: \(Limits().idleTimeout)).")
+    var idleTimeout: Int64?
 
-    @Option(help: "On SIGTERM/SIGINT, seconds open connections get to finish.")
-    var drainTimeout: Int64 = Limits().drainTimeout
+    @Option(help: "Seconds a client may take to read a pending response (default: \(Limits().writeTimeout)).")
+    var writeTimeout: Int64?
 
-    @Option(help: "The admin listener (plain HTTP: /healthz, /readyz, /sites), or off.")
-    var admin: String = "127.0.0.1:9190"
+    @Option(help: "On SIGTERM/SIGINT, seconds open connections get to finish (default: \(Limits().drainTimeout)).")
+    var drainTimeout: Int64?
+
+    @Option(help: "Connections one worker keeps open at most; 0 for no limit (default: 0).")
+    var maxConnections: Int?
+
+    @Option(help: "The oldest TLS version accepted: 1.2 or 1.3 (default: 1.2).")
+    var tlsMinVersion: String?
+
+    @Option(help: "The admin listener (plain HTTP: /healthz, /readyz, /metrics, /sites), or off (default: 127.0.0.1:9190).")
+    var admin: String?
 
     @Option(help: "Seconds between full rescans of the config directory, for filesystems where inotify is silent (default: none).")
     var rescanInterval: Int64?
 
-    @Flag(inversion: .prefixedNo, help: "Follow the config directory with inotify and apply changes as they happen.")
-    var watch = true
+    @Flag(inversion: .prefixedNo, help: "Follow the config directory with inotify and apply changes as they happen (default: on).")
+    var watch: Bool?
 
-    @Option(help: "Log level.")
-    var logLevel: LogLevel = .info
+    @Option(help: "Log level (default: info).")
+    var logLevel: LogLevel?
 
-    @Option(help: "Log format: text (one line per event) or json (one object per line).")
-    var logFormat: OutputFormat = .text
+    @Option(help: "Log format: text (one line per event) or json (one object per line) (default: text).")
+    var logFormat: OutputFormat?
 
-    func validate() throws {
-        if let threads, threads < 1 { throw ValidationError("--threads must be at least 1.") }
-        if min(handshakeTimeout, requestTimeout, idleTimeout, drainTimeout) < 1 {
-            throw ValidationError("Timeouts are whole seconds, at least 1.")
+    @Option(help: "Access log: off, stdout, stderr or a file path, reopened on SIGHUP (default: off).")
+    var accessLog: String?
+
+    /// The settings in force: aasad.yaml, then AASAD_* variables, then these flags.
+    func settings(environment: [String: String]) -> (ServerSettings, [ServerSettings.Problem], unknown: [String]) {
+        var (settings, problems) = ServerSettings.load(configDirectory: config)
+        let fromEnvironment = settings.apply(environment: environment)
+        problems += fromEnvironment.problems
+        func flag(_ name: String, _ key: String, _ values: [String]?) {
+            guard let values, !values.isEmpty else { return }
+            if let problem = settings.apply(flag: name, key: key, values) { problems.append(problem) }
         }
-        if let rescanInterval, rescanInterval < 1 { throw ValidationError("--rescan-interval is whole seconds, at least 1.") }
-        for address in https + http + (admin == "off" ? [] : [admin]) {
-            do {
-                _ = try SocketAddress(parsing: address)
-            } catch {
-                throw ValidationError("Cannot listen on \(error.description).")
-            }
-        }
+        flag("--https", "listen.https", https)
+        flag("--http", "listen.http", http)
+        flag("--threads", "threads", threads.map { ["\($0)"] })
+        flag("--state", "state", state.map { [$0] })
+        flag("--user", "user", user.map { [$0] })
+        flag("--cache-control", "cache-control", cacheControl.map { [$0] })
+        flag("--handshake-timeout", "timeouts.handshake", handshakeTimeout.map { ["\($0)"] })
+        flag("--request-timeout", "timeouts.request", requestTimeout.map { ["\($0)"] })
+        flag("--idle-timeout", "timeouts.idle", idleTimeout.map { ["\($0)"] })
+        flag("--write-timeout", "timeouts.write", writeTimeout.map { ["\($0)"] })
+        flag("--drain-timeout", "timeouts.drain", drainTimeout.map { ["\($0)"] })
+        flag("--max-connections", "limits.max-connections", maxConnections.map { ["\($0)"] })
+        flag("--tls-min-version", "tls.min-version", tlsMinVersion.map { [$0] })
+        flag("--admin", "admin", admin.map { [$0] })
+        flag("--rescan-interval", "watch.rescan-interval", rescanInterval.map { ["\($0)"] })
+        flag("--watch", "watch.enabled", watch.map { ["\($0)"] })
+        flag("--log-level", "logging.level", logLevel.map { [$0.rawValue] })
+        flag("--log-format", "logging.format", logFormat.map { [$0.rawValue] })
+        flag("--access-log", "logging.access-log", accessLog.map { [$0] })
+        return (settings, problems, fromEnvironment.unknown)
     }
 
     func run() throws {
-        let level = logLevel.level
-        let json = logFormat == .json
+        let (settings, problems, unknownVariables) = settings(environment: ProcessInfo.processInfo.environment)
+        if let problem = problems.first(where: { $0.source == "flag" }) {
+            throw ValidationError("\(problem.key): \(problem.message).")
+        }
+        guard problems.isEmpty else {
+            for problem in problems { printError("error: \(problem)") }
+            printError("aasad: the settings are not valid; nothing was started (check them with: aasad validate \(config))")
+            throw ExitCode(1)
+        }
+        let level = settings.logLevel.level
+        let json = settings.logFormat == .json
         LoggingSystem.bootstrap { label in
             if json {
                 var handler = JSONLogHandler(label: label)
@@ -96,6 +137,18 @@ struct ServeCommand: ParsableCommand {
             return handler
         }
         let logger = Logger(label: "aasad")
+        for name in unknownVariables {
+            logger.warning(
+                "\(name) is not a setting; ignored", metadata: ["settings": "\(ServerSettings.environmentNames.joined(separator: " "))"])
+        }
+        let workerCount = settings.threads ?? max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+        let accessLog: AccessLog?
+        do {
+            accessLog = try settings.accessLog.map { try AccessLog(destination: $0, format: json ? .json : .text) }
+        } catch {
+            logger.critical("\(error)")
+            throw ExitCode(1)
+        }
         // OpenSSL writes to sockets itself: a peer that went away must not kill the process.
         signal(SIGPIPE, SIG_IGN)
         // Signals are taken by sigwait on this thread only; workers inherit the blocked mask.
@@ -105,15 +158,16 @@ struct ServeCommand: ParsableCommand {
         pthread_sigmask(SIG_BLOCK, &signals, nil)
 
         let registry = SiteRegistry(
-            root: config, options: ServingOptions(cacheControl: cacheControl), logger: logger, checkCertificate: ConfigLoading.check)
+            root: config, options: ServingOptions(cacheControl: settings.cacheControl), logger: logger,
+            checkCertificate: ConfigLoading.check)
         registry.reloadAll()
         let store = SnapshotStore(registry.snapshot)
         let sites = LockedRegistry(registry)
         let ready = ReadyFlag()
-        let certificates = try Self.certificates(snapshot: registry.snapshot, state: state, logger: logger)
+        let certificates = try Self.certificates(snapshot: registry.snapshot, state: settings.state, logger: logger)
         let tls: TLSServer
         do {
-            tls = try TLSServer(defaultCertificate: certificates.defaultSource) { name in
+            tls = try TLSServer(defaultCertificate: certificates.defaultSource, minimumVersion: settings.tlsMinimumVersion) { name in
                 store.snapshot().site(forHost: name)?.certificate?.source
             }
         } catch {
@@ -121,14 +175,10 @@ struct ServeCommand: ParsableCommand {
             throw ExitCode(1)
         }
 
-        var limits = Limits()
-        limits.handshakeTimeout = handshakeTimeout
-        limits.requestTimeout = requestTimeout
-        limits.idleTimeout = idleTimeout
-        limits.drainTimeout = drainTimeout
-        let httpsAddresses = try (https.isEmpty ? [":8443"] : https).map { try SocketAddress(parsing: $0) }
-        let httpAddresses = try http.map { try SocketAddress(parsing: $0) }
-        let adminAddress = admin == "off" ? nil : try SocketAddress(parsing: admin)
+        // Addresses were checked with the settings.
+        let httpsAddresses = try settings.https.map { try SocketAddress(parsing: $0) }
+        let httpAddresses = try settings.http.map { try SocketAddress(parsing: $0) }
+        let adminAddress = try settings.admin.map { try SocketAddress(parsing: $0) }
         let fetches = FetchLog()
         let traffic = TrafficCounters()
         let pages = AdminPages(
@@ -136,8 +186,8 @@ struct ServeCommand: ParsableCommand {
         let endpoint = AdminEndpoint { path in pages.answer(path) }
         let server = Server(
             configuration: .init(
-                https: httpsAddresses, http: httpAddresses, threads: workerCount, limits: limits, admin: adminAddress,
-                adminEndpoint: endpoint, fetchLog: fetches, traffic: traffic),
+                https: httpsAddresses, http: httpAddresses, threads: workerCount, limits: settings.limits, admin: adminAddress,
+                adminEndpoint: endpoint, fetchLog: fetches, traffic: traffic, accessLog: accessLog),
             store: store, tls: tls, logger: logger)
         do {
             try server.start()
@@ -145,11 +195,21 @@ struct ServeCommand: ParsableCommand {
             logger.critical("cannot listen", metadata: ["error": "\(error)"])
             throw ExitCode(1)
         }
+        if let user = settings.user {
+            do {
+                try Privileges.drop(to: user)
+                logger.info("running as \(user)")
+            } catch {
+                logger.critical("cannot run as \(user)", metadata: ["error": "\(error)"])
+                server.stop()
+                throw ExitCode(1)
+            }
+        }
         let served = store.snapshot().sites.count
         var watcher: ConfigWatcher?
-        if watch {
+        if settings.watch {
             do {
-                watcher = try ConfigWatcher(root: config, rescanInterval: rescanInterval, logger: logger) { change in
+                watcher = try ConfigWatcher(root: config, rescanInterval: settings.rescanInterval, logger: logger) { change in
                     let snapshot = sites.reload { registry in
                         if change.full {
                             registry.reloadAll()
@@ -193,6 +253,11 @@ struct ServeCommand: ParsableCommand {
             sigwait(&signals, &received)
             if received == SIGHUP {
                 SystemdNotify.send("RELOADING=1")
+                do {
+                    try accessLog?.reopen()
+                } catch {
+                    logger.error("\(error)")
+                }
                 if let watcher {
                     watcher.requestFullRescan()
                 } else {
@@ -283,4 +348,9 @@ extension CertificateFiles {
     var source: TLSServer.CertificateSource {
         TLSServer.CertificateSource(identity: identity, chainPEM: chainPEM, keyPEM: keyPEM, label: directory)
     }
+}
+
+/// Writes a line to standard error at once.
+private func printError(_ line: String) {
+    FileHandle.standardError.write(Data((line + "\n").utf8))
 }

@@ -10,8 +10,9 @@ struct ValidateCommand: ParsableCommand {
         abstract: "Check AASA and assetlinks.json files, or a whole config directory, as serve would load them.",
         discussion: """
             A PATH may be a file (a file named assetlinks.json is checked as a Digital Asset Links \
-            list, any other as an apple-app-site-association file), a site directory, or a config \
-            directory holding sites/. Exit status 0 when everything is valid, 1 when anything is not.
+            list, one named aasad.yaml as the server's settings, any other as an \
+            apple-app-site-association file), a site directory, or a config directory holding sites/ \
+            (and its aasad.yaml, if any). Exit status 0 when everything is valid, 1 when anything is not.
             """
     )
 
@@ -47,6 +48,10 @@ struct ValidateCommand: ParsableCommand {
                 sites += scan.sites.count
                 invalidSites += scan.sites.filter { !$0.isValid }.count
                 files += ValidationReport.files(of: scan, root: scan.root)
+                let settingsFile = ValidationReport.join(path, ServerSettings.fileName)
+                if FileManager.default.fileExists(atPath: settingsFile) { files.append(Self.checkSettings(settingsFile)) }
+            } else if (path as NSString).lastPathComponent == ServerSettings.fileName {
+                files.append(Self.checkSettings(path))
             } else {
                 files.append(Self.checkFile(path))
             }
@@ -75,6 +80,16 @@ struct ValidateCommand: ParsableCommand {
         let host = (try? HostName(parsing: name)) ?? (try! HostName(parsing: "localhost"))
         let site = ConfigLoader.loadSite(host: host, directory: trimmed, relative: name)
         return ConfigScan(root: (trimmed as NSString).deletingLastPathComponent, sites: [site], problems: [])
+    }
+
+    /// The server's settings file: every key known, every value usable.
+    static func checkSettings(_ path: String) -> ValidationReport.File {
+        let (_, problems) = ServerSettings.load(file: path)
+        return ValidationReport.File(
+            file: path, kind: ServerSettings.fileName, host: nil, valid: problems.isEmpty,
+            findings: problems.map {
+                .init(severity: .error, rule: "settings", path: $0.key, value: nil, message: $0.message, line: $0.line, column: $0.column)
+            })
     }
 
     static func checkFile(_ path: String) -> ValidationReport.File {

@@ -1,0 +1,339 @@
+import Foundation
+import HTTPServer
+import Reactor
+import SiteStore
+import TLS
+import Yams
+
+/// The server's settings: `config/aasad.yaml`, then `AASAD_*` environment variables, then flags,
+/// each overriding the one before (the order of the twelve-factor app and of most daemons):
+///
+/// ```yaml
+/// listen:
+///   https: [":8443"]          # one address or a list
+///   http: []                  # plain HTTP, for local testing
+/// threads: auto               # or a number of worker threads
+/// admin: 127.0.0.1:9190       # or off
+/// state: state                # where the development certificate is kept
+/// user: aasad                 # drop to this user after binding (run as root to bind 443)
+/// timeouts: { handshake: 10, request: 10, idle: 60, write: 30, drain: 10 }   # seconds
+/// limits: { max-connections: 0 }   # per worker; 0 for no limit but the descriptor limit
+/// tls: { min-version: "1.2" }      # or "1.3"
+/// cache-control: max-age=300
+/// logging: { level: info, format: text, access-log: off }   # access-log: off, stdout, stderr or a path
+/// watch: { enabled: true, rescan-interval: off }            # rescan-interval: seconds or off
+/// ```
+///
+/// Every key is checked: an unknown key, a wrong type or a bad value is an error naming the file
+/// and the key, and `aasad validate` reports the same errors without starting anything.
+struct ServerSettings: Equatable {
+    var https = [":8443"]
+    var http: [String] = []
+    /// nil: one worker per core.
+    var threads: Int?
+    /// nil: no admin listener.
+    var admin: String? = "127.0.0.1:9190"
+    var state = "state"
+    var user: String?
+    var handshakeTimeout = Limits().handshakeTimeout
+    var requestTimeout = Limits().requestTimeout
+    var idleTimeout = Limits().idleTimeout
+    var writeTimeout = Limits().writeTimeout
+    var drainTimeout = Limits().drainTimeout
+    /// Per worker; 0 for none.
+    var maxConnections = 0
+    var tlsMinimumVersion = TLSVersion.tls12
+    var cacheControl = ServingOptions.defaultCacheControl
+    var logLevel = LogLevel.info
+    var logFormat = OutputFormat.text
+    /// nil: no access log; `stdout`, `stderr` or a file path.
+    var accessLog: String?
+    var watch = true
+    var rescanInterval: Int64?
+
+    /// The file's name inside the config directory.
+    static let fileName = "aasad.yaml"
+    /// Largest aasad.yaml read.
+    static let maximumFileSize = 64 * 1024
+
+    /// A problem with one setting: where it came from and what is wrong.
+    struct Problem: Error, Equatable, CustomStringConvertible {
+        /// The file, `environment` or `flag`.
+        var source: String
+        /// The key as written: `timeouts.idle`, `AASAD_TIMEOUTS_IDLE`, `--idle-timeout`.
+        var key: String
+        var message: String
+        /// Where in the file (1-based line and column), for file problems.
+        var line: Int? = nil
+        var column: Int? = nil
+
+        var description: String { "\(source)\(line.map { ":\($0)" } ?? ""): \(key): \(message)" }
+    }
+
+    /// One setting: its key path in the file, and how a textual value applies.
+    private struct Key: Sendable {
+        let path: String
+        let isList: Bool
+        let apply: @Sendable (inout ServerSettings, [String]) -> String?
+
+        /// `AASAD_` and the key path in capitals, dots and dashes as underscores.
+        var environmentName: String {
+            "AASAD_" + path.uppercased().replacingOccurrences(of: ".", with: "_").replacingOccurrences(of: "-", with: "_")
+        }
+    }
+
+    private static func scalar(_ path: String, _ apply: @escaping @Sendable (inout ServerSettings, String) -> String?) -> Key {
+        Key(path: path, isList: false) { settings, values in apply(&settings, values[0]) }
+    }
+
+    private static func seconds(_ path: String, _ field: any WritableKeyPath<ServerSettings, Int64> & Sendable) -> Key {
+        scalar(path) { settings, text in
+            guard let n = Int64(text), n >= 1, n <= 86_400 else { return "must be whole seconds from 1 to 86400, not \"\(text)\"" }
+            settings[keyPath: field] = n
+            return nil
+        }
+    }
+
+    private static func addresses(_ path: String, _ field: any WritableKeyPath<ServerSettings, [String]> & Sendable) -> Key {
+        Key(path: path, isList: true) { settings, values in
+            for value in values {
+                if let problem = addressProblem(value) { return problem }
+            }
+            settings[keyPath: field] = values
+            return nil
+        }
+    }
+
+    private static func addressProblem(_ text: String) -> String? {
+        do {
+            _ = try SocketAddress(parsing: text)
+            return nil
+        } catch {
+            return "cannot listen on \(error.description)"
+        }
+    }
+
+    private static func flag(_ text: String) -> Bool? {
+        switch text.lowercased() {
+        case "true", "yes", "on", "1": true
+        case "false", "no", "off", "0": false
+        default: nil
+        }
+    }
+
+    private static let keys: [Key] = [
+        addresses("listen.https", \.https),
+        addresses("listen.http", \.http),
+        scalar("threads") { settings, text in
+            if text == "auto" {
+                settings.threads = nil
+                return nil
+            }
+            guard let n = Int(text), n >= 1, n <= 1024 else { return "must be auto or a number from 1 to 1024, not \"\(text)\"" }
+            settings.threads = n
+            return nil
+        },
+        scalar("admin") { settings, text in
+            if text == "off" {
+                settings.admin = nil
+                return nil
+            }
+            if let problem = addressProblem(text) { return problem }
+            settings.admin = text
+            return nil
+        },
+        scalar("state") { settings, text in
+            guard !text.isEmpty else { return "must be a directory path" }
+            settings.state = text
+            return nil
+        },
+        scalar("user") { settings, text in
+            guard !text.isEmpty else { return "must be a user name" }
+            guard getpwnam(text) != nil else { return "no such user \"\(text)\"" }
+            settings.user = text
+            return nil
+        },
+        seconds("timeouts.handshake", \.handshakeTimeout),
+        seconds("timeouts.request", \.requestTimeout),
+        seconds("timeouts.idle", \.idleTimeout),
+        seconds("timeouts.write", \.writeTimeout),
+        seconds("timeouts.drain", \.drainTimeout),
+        scalar("limits.max-connections") { settings, text in
+            guard let n = Int(text), n >= 0, n <= 10_000_000 else {
+                return "must be a number of connections (0 for no limit), not \"\(text)\""
+            }
+            settings.maxConnections = n
+            return nil
+        },
+        scalar("tls.min-version") { settings, text in
+            guard let version = TLSVersion(rawValue: text) else { return "must be \"1.2\" or \"1.3\", not \"\(text)\"" }
+            settings.tlsMinimumVersion = version
+            return nil
+        },
+        scalar("cache-control") { settings, text in
+            guard !text.isEmpty, !text.contains(where: { $0 == "\r" || $0 == "\n" }) else {
+                return "must be one line of text, e.g. max-age=300"
+            }
+            settings.cacheControl = text
+            return nil
+        },
+        scalar("logging.level") { settings, text in
+            guard let level = LogLevel(rawValue: text) else {
+                return "must be one of \(LogLevel.allCases.map(\.rawValue).joined(separator: ", ")), not \"\(text)\""
+            }
+            settings.logLevel = level
+            return nil
+        },
+        scalar("logging.format") { settings, text in
+            guard let format = OutputFormat(rawValue: text) else { return "must be text or json, not \"\(text)\"" }
+            settings.logFormat = format
+            return nil
+        },
+        scalar("logging.access-log") { settings, text in
+            guard !text.isEmpty else { return "must be off, stdout, stderr or a file path" }
+            settings.accessLog = text == "off" ? nil : text
+            return nil
+        },
+        scalar("watch.enabled") { settings, text in
+            guard let on = flag(text) else { return "must be true or false, not \"\(text)\"" }
+            settings.watch = on
+            return nil
+        },
+        scalar("watch.rescan-interval") { settings, text in
+            if text == "off" {
+                settings.rescanInterval = nil
+                return nil
+            }
+            guard let n = Int64(text), n >= 1, n <= 86_400 else { return "must be whole seconds from 1 to 86400, or off, not \"\(text)\"" }
+            settings.rescanInterval = n
+            return nil
+        },
+    ]
+
+    /// Sections of the file and the keys each knows, for error messages.
+    private static func known(under prefix: String) -> [String] {
+        var names: [String] = []
+        for key in keys where key.path.hasPrefix(prefix) {
+            let name = String(key.path.dropFirst(prefix.count).prefix { $0 != "." })
+            if !names.contains(name) { names.append(name) }
+        }
+        return names
+    }
+
+    // MARK: - The file
+
+    /// Reads `aasad.yaml` from a config directory: defaults when there is none.
+    static func load(configDirectory: String) -> (ServerSettings, [Problem]) {
+        let path = configDirectory + "/" + fileName
+        guard FileManager.default.fileExists(atPath: path) else { return (ServerSettings(), []) }
+        return load(file: path)
+    }
+
+    static func load(file path: String) -> (ServerSettings, [Problem]) {
+        switch ConfigLoader.readBounded(path: path, limit: maximumFileSize) {
+        case .failure(let error):
+            return (ServerSettings(), [Problem(source: path, key: "(file)", message: "cannot read the file: \(error)")])
+        case .success(let bytes):
+            var settings = ServerSettings()
+            let problems = settings.apply(yaml: String(decoding: bytes, as: UTF8.self), file: path)
+            return (settings, problems)
+        }
+    }
+
+    /// Applies YAML text over these settings; returns the problems, key by key.
+    mutating func apply(yaml text: String, file: String) -> [Problem] {
+        let node: Node?
+        do {
+            node = try Yams.compose(yaml: text)
+        } catch {
+            return [Problem(source: file, key: "(file)", message: "not valid YAML: \(error)")]
+        }
+        guard let node else { return [] }  // an empty file: every default
+        var problems: [Problem] = []
+        walk(node, prefix: "", file: file, problems: &problems)
+        return problems
+    }
+
+    private mutating func walk(_ node: Node, prefix: String, file: String, problems: inout [Problem]) {
+        let section = prefix.isEmpty ? "the file" : String(prefix.dropLast())
+        guard let mapping = node.mapping else {
+            problems.append(
+                Problem(
+                    source: file, key: prefix.isEmpty ? "(file)" : section,
+                    message: "must be a mapping of keys (\(Self.known(under: prefix).joined(separator: ", ")))"))
+            return
+        }
+        for (keyNode, value) in mapping {
+            let name = keyNode.string ?? "\(keyNode)"
+            let path = prefix + name
+            func problem(_ message: String) -> Problem {
+                Problem(source: file, key: path, message: message, line: keyNode.mark?.line, column: keyNode.mark?.column)
+            }
+            if let key = Self.keys.first(where: { $0.path == path }) {
+                let values: [String]
+                if key.isList, let list = value.sequence {
+                    let scalars = list.compactMap(\.scalar?.string)
+                    guard scalars.count == list.count else {
+                        problems.append(problem("must be a list of text values"))
+                        continue
+                    }
+                    values = scalars
+                } else if let scalar = value.scalar?.string {
+                    values = [scalar]
+                } else {
+                    problems.append(problem(key.isList ? "must be a value or a list" : "must be a single value"))
+                    continue
+                }
+                if let message = key.apply(&self, values) { problems.append(problem(message)) }
+            } else if Self.keys.contains(where: { $0.path.hasPrefix(path + ".") }) {
+                walk(value, prefix: path + ".", file: file, problems: &problems)
+            } else {
+                problems.append(problem("unknown key; \(section) knows \(Self.known(under: prefix).joined(separator: ", "))"))
+            }
+        }
+    }
+
+    // MARK: - The environment
+
+    /// Variables that are not settings: the config directory, and ones tests and tools set.
+    static let otherVariables: Set<String> = ["AASAD_CONFIG", "AASAD_UPDATE_GOLDEN"]
+
+    /// Applies `AASAD_*` variables over these settings (lists comma-separated). Returns problems
+    /// with the variables' values, and, separately, variables that name no setting (a typo
+    /// should be seen, but must not stop a server whose environment is shared with other tools).
+    mutating func apply(environment: [String: String]) -> (problems: [Problem], unknown: [String]) {
+        var problems: [Problem] = []
+        var unknown: [String] = []
+        for (name, value) in environment.sorted(by: { $0.key < $1.key }) where name.hasPrefix("AASAD_") {
+            guard let key = Self.keys.first(where: { $0.environmentName == name }) else {
+                if !Self.otherVariables.contains(name) { unknown.append(name) }
+                continue
+            }
+            let values = key.isList ? value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } : [value]
+            if let message = key.apply(&self, values) { problems.append(Problem(source: "environment", key: name, message: message)) }
+        }
+        return (problems, unknown)
+    }
+
+    /// The variable names, for documentation and `--help`.
+    static var environmentNames: [String] { keys.map(\.environmentName) }
+
+    /// Applies one flag's value through the same checks as the file's key.
+    mutating func apply(flag: String, key path: String, _ values: [String]) -> Problem? {
+        guard let key = Self.keys.first(where: { $0.path == path }) else { preconditionFailure("no setting \(path)") }
+        return key.apply(&self, values).map { Problem(source: "flag", key: flag, message: $0) }
+    }
+
+    // MARK: - Derived values
+
+    var limits: Limits {
+        var limits = Limits()
+        limits.handshakeTimeout = handshakeTimeout
+        limits.requestTimeout = requestTimeout
+        limits.idleTimeout = idleTimeout
+        limits.writeTimeout = writeTimeout
+        limits.drainTimeout = drainTimeout
+        limits.maxConnections = maxConnections
+        return limits
+    }
+}
