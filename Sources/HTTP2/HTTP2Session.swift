@@ -8,6 +8,8 @@ public struct HTTP2Request: Sendable {
     public var method: Method = .other
     /// `:path` up to `?`.
     public var path: [UInt8] = []
+    /// The rest of `:path`, from `?` on, when there is one (for the access log).
+    public var query: [UInt8]?
     /// `:authority`, else `host`.
     public var authority: [UInt8]?
     public var ifNoneMatch: [UInt8]?
@@ -214,7 +216,12 @@ public final class HTTP2Session {
         case 7 where name.elementsEqual(Self.methodName):
             request.method = value.elementsEqual("GET".utf8) ? .get : value.elementsEqual("HEAD".utf8) ? .head : .other
         case 5 where name.elementsEqual(Self.pathName):
-            request.path = Array(value.prefix { $0 != 63 })
+            if let mark = value.firstIndex(of: 63) {
+                request.path = Array(value[..<mark])
+                request.query = Array(value[mark...])
+            } else {
+                request.path = Array(value)
+            }
         case 10 where name.elementsEqual(Self.authorityName):
             request.authority = Array(value)
         case 4 where name.elementsEqual(Self.hostName):

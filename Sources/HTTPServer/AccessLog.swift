@@ -58,9 +58,11 @@ public final class AccessLog: Sendable {
 /// One request as the access log records it.
 struct AccessEntry {
     var client: String
-    var host: UnsafeRawBufferPointer?
+    /// The normalised host (lower case, no port), as sites are looked up.
+    var host: String?
     var method: Method
-    var path: UnsafeRawBufferPointer
+    /// The request target: path and query.
+    var target: UnsafeRawBufferPointer
     var http2: Bool
     var status: Int
     var bytes: Int
@@ -103,7 +105,7 @@ struct AccessLogBuffer {
             bytes += "] \"".utf8
             appendStatic(method)
             bytes.append(32)
-            appendEscaped(e.path, fallback: "-")
+            appendEscaped(e.target, fallback: "-")
             bytes.append(32)
             appendStatic(protocolName)
             bytes += "\" \(e.status) \(e.bytes) \"-\" \"".utf8
@@ -119,7 +121,7 @@ struct AccessLogBuffer {
             bytes += ",\"method\":\"".utf8
             appendStatic(method)
             bytes += "\",\"path\":".utf8
-            appendJSON(e.path)
+            appendJSON(e.target)
             bytes += ",\"protocol\":\"".utf8
             appendStatic(protocolName)
             bytes += "\",\"status\":\(e.status),\"bytes\":\(e.bytes),\"userAgent\":".utf8
@@ -130,6 +132,16 @@ struct AccessLogBuffer {
 
     private mutating func appendStatic(_ s: StaticString) {
         bytes.append(contentsOf: UnsafeRawBufferPointer(start: s.utf8Start, count: s.utf8CodeUnitCount))
+    }
+
+    private mutating func appendEscaped(_ field: String?, fallback: StaticString) {
+        guard var field else { return appendStatic(fallback) }
+        field.withUTF8 { appendEscaped(UnsafeRawBufferPointer($0), fallback: fallback) }
+    }
+
+    private mutating func appendJSON(_ field: String?) {
+        guard var field else { return bytes += "null".utf8 }
+        field.withUTF8 { appendJSON(UnsafeRawBufferPointer($0)) }
     }
 
     /// Client bytes as nginx logs them: printable ASCII as is, `"`, `\` and anything else as \xHH.
@@ -146,19 +158,26 @@ struct AccessLogBuffer {
         }
     }
 
-    /// A JSON string (null when absent); bytes that are not printable ASCII become \u00XX, so
-    /// the line stays valid JSON whatever the client sent.
+    /// A JSON string (null when absent). UTF-8 is kept, bytes that are not UTF-8 become U+FFFD
+    /// and control characters are escaped, so the line stays valid JSON whatever the client sent.
     private mutating func appendJSON(_ field: UnsafeRawBufferPointer?) {
         guard let field else { return bytes += "null".utf8 }
         bytes.append(0x22)
-        for b in field {
-            if b >= 0x20 && b < 0x7F && b != 0x22 && b != 0x5C {
-                bytes.append(b)
-            } else {
+        func add(_ b: UInt8) {
+            switch b {
+            case 0x22: bytes += "\\\"".utf8
+            case 0x5C: bytes += "\\\\".utf8
+            case ..<0x20:
                 bytes += "\\u00".utf8
                 bytes.append(Self.hex[Int(b >> 4)])
                 bytes.append(Self.hex[Int(b & 15)])
+            default: bytes.append(b)
             }
+        }
+        if field.allSatisfy({ $0 < 0x80 }) {
+            field.forEach(add)
+        } else {
+            String(decoding: field, as: UTF8.self).utf8.forEach(add)
         }
         bytes.append(0x22)
     }

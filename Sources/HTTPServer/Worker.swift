@@ -442,7 +442,7 @@ final class Worker {
                 logger.debug("bad request", metadata: ["status": "\(error.status)", "reason": "\(error)"])
                 let response = Response.error(Status(rawValue: error.status) ?? .badRequest, close: true)
                 if c.counted != nil { counters.request(.http1, .unknown, .other, response.status) }
-                logAccess(c, method: .other, host: nil, path: nil, http2: false, response, userAgent: nil)
+                logAccess(c, method: .other, host: nil, target: nil, http2: false, response, userAgent: nil)
                 response.serialize(into: &out, dateLine: dateLine.bytes)
                 c.closeAfterWrite = true
                 return bytes.count
@@ -491,11 +491,10 @@ final class Worker {
             if accessLog != nil {
                 var logged = response
                 if request.method == .head { logged.sendsBody = false }
-                request.path.withUnsafeBytes { path in
-                    withBytes(request.authority) { authority in
-                        withBytes(request.userAgent) { agent in
-                            logAccess(c, method: request.method, host: authority, path: path, http2: true, logged, userAgent: agent)
-                        }
+                let target = request.query.map { request.path + $0 } ?? request.path
+                target.withUnsafeBytes { target in
+                    withBytes(request.userAgent) { agent in
+                        logAccess(c, method: request.method, host: host, target: target, http2: true, logged, userAgent: agent)
                     }
                 }
             }
@@ -509,12 +508,12 @@ final class Worker {
 
     /// Adds a line to the access log, when there is one.
     private func logAccess(
-        _ c: Connection, method: Method, host: UnsafeRawBufferPointer?, path: UnsafeRawBufferPointer?, http2: Bool, _ response: Response,
+        _ c: Connection, method: Method, host: String?, target: UnsafeRawBufferPointer?, http2: Bool, _ response: Response,
         userAgent: UnsafeRawBufferPointer?
     ) {
         guard accessLog != nil, !c.isAdmin else { return }
         let entry = AccessEntry(
-            client: c.client, host: host, method: method, path: path ?? UnsafeRawBufferPointer(start: nil, count: 0), http2: http2,
+            client: c.client, host: host, method: method, target: target ?? UnsafeRawBufferPointer(start: nil, count: 0), http2: http2,
             status: response.status.rawValue, bytes: response.sendsBody ? response.body.count : 0, userAgent: userAgent)
         accessLog!.append(entry, now: Int64(time(nil)))
         if accessLog!.isFull { accessLog!.flush() }
@@ -559,7 +558,7 @@ final class Worker {
         var logged = routed.response
         if head.method == .head { logged.sendsBody = false }
         logAccess(
-            c, method: head.method, host: slice(head.host), path: slice(head.path), http2: false, logged, userAgent: slice(head.userAgent))
+            c, method: head.method, host: host, target: slice(head.target), http2: false, logged, userAgent: slice(head.userAgent))
         return routed.response
     }
 

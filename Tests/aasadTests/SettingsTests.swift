@@ -1,0 +1,219 @@
+import Foundation
+import Testing
+
+@Suite("aasad.yaml, AASAD_* variables and flags (issue 6)")
+final class SettingsTests {
+    let config: TestConfig
+
+    init() throws {
+        config = try TestConfig()
+    }
+
+    @Test("the shipped config/aasad.yaml is valid and lists every default")
+    func shipped() throws {
+        let out = try Tool.run(AASAD.binary.path, ["validate", AASAD.repositoryRoot.appendingPathComponent("config/aasad.yaml").path])
+        #expect(out.status == 0, "\(out.text)")
+        #expect(out.text.contains("1 file checked: 0 errors"))
+    }
+
+    @Test("validate names the file, line and key of each bad setting, and unknown keys are errors")
+    func validateSettings() throws {
+        try config.write(
+            "config/aasad.yaml",
+            Array(
+                """
+                listen:
+                  https: [":8443", "nowhere"]
+                timeouts:
+                  idel: 5
+                  write: 0
+                tls: {min-version: "1.1"}
+                logging: {level: loud}
+                threads: 0
+                colour: blue
+
+                """.utf8))
+        let out = try Tool.run(AASAD.binary.path, ["validate", config.config])
+        #expect(out.status == 1)
+        let file = config.path("config/aasad.yaml")
+        for expected in [
+            "error: \(file): listen.https: cannot listen on \"nowhere\"",
+            "error: \(file): timeouts.idel: unknown key; timeouts knows handshake, request, idle, write, drain [settings, line 4, column 3]",
+            "error: \(file): timeouts.write: must be whole seconds from 1 to 86400, not \"0\"",
+            "error: \(file): tls.min-version: must be \"1.2\" or \"1.3\", not \"1.1\"",
+            "error: \(file): logging.level: must be one of trace, debug, info, notice, warning, error, critical, not \"loud\"",
+            "error: \(file): threads: must be auto or a number from 1 to 1024, not \"0\"",
+            "error: \(file): colour: unknown key; the file knows listen, threads",
+        ] {
+            #expect(out.text.contains(expected), "missing: \(expected)\n\(out.text)")
+        }
+        // A file that is not YAML, and one that is YAML but not a mapping.
+        try config.write("config/aasad.yaml", Array("listen: [\n".utf8))
+        #expect(try Tool.run(AASAD.binary.path, ["validate", config.config]).text.contains("not valid YAML"))
+        try config.write("config/aasad.yaml", Array("- a\n- b\n".utf8))
+        #expect(try Tool.run(AASAD.binary.path, ["validate", config.config]).text.contains("must be a mapping of keys"))
+    }
+
+    @Test("serve refuses to start on bad settings, naming each problem, and binds nothing")
+    func serveRefuses() throws {
+        try config.write("config/aasad.yaml", Array("timeouts:\n  idle: forever\n".utf8))
+        let out = try Tool.run(AASAD.binary.path, ["serve", "--config", config.config, "--state", config.state, "--https", "127.0.0.1:0"])
+        #expect(out.status == 1)
+        #expect(out.stderr.contains("aasad.yaml:2: timeouts.idle: must be whole seconds from 1 to 86400, not \"forever\""), "\(out.stderr)")
+        #expect(!out.text.contains("aasad ready"))
+
+        try FileManager.default.removeItem(atPath: config.path("config/aasad.yaml"))
+        let environment = try Tool.run(
+            "env", ["AASAD_TIMEOUTS_DRAIN=0", AASAD.binary.path, "serve", "--config", config.config, "--https", "127.0.0.1:0"])
+        #expect(environment.status == 1)
+        #expect(environment.stderr.contains("environment: AASAD_TIMEOUTS_DRAIN: must be whole seconds"), "\(environment.stderr)")
+
+        let flag = try Tool.run(AASAD.binary.path, ["serve", "--config", config.config, "--tls-min-version", "1.0"])
+        #expect(flag.status == 64)
+        #expect(flag.stderr.contains("--tls-min-version: must be \"1.2\" or \"1.3\""), "\(flag.stderr)")
+    }
+
+    @Test("the file sets, an AASAD_* variable overrides the file, a flag overrides both")
+    func precedence() throws {
+        try config.write("config/aasad.yaml", Array("cache-control: max-age=11\nadmin: off\n".utf8))
+        func cacheControl(_ extra: [String], _ environment: [String: String]) throws -> String? {
+            let server = try RunningServer(config: config, extra: extra, environment: environment)
+            return try server.http("a.test", "/apple-app-site-association").headers["cache-control"]
+        }
+        #expect(try cacheControl([], [:]) == "max-age=11")
+        #expect(try cacheControl([], ["AASAD_CACHE_CONTROL": "max-age=22"]) == "max-age=22")
+        #expect(try cacheControl(["--cache-control", "max-age=33"], ["AASAD_CACHE_CONTROL": "max-age=22"]) == "max-age=33")
+        // Lists from the environment are comma-separated; the file's `admin: off` is overridden by
+        // the harness's --admin flag, and a variable that names no setting is reported, not fatal.
+        let server = try RunningServer(
+            config: config, extra: [], environment: ["AASAD_LISTEN_HTTP": "127.0.0.1:0, 127.0.0.1:0", "AASAD_TIMEOUT_IDLE": "5"])
+        #expect(server.adminPort > 0)
+        #expect(try server.http("a.test", "/apple-app-site-association").status == 200)
+        #expect(server.stop() == 0)
+        #expect(server.log().contains("AASAD_TIMEOUT_IDLE is not a setting; ignored"))
+    }
+
+    @Test("tls.min-version 1.3 refuses TLS 1.2 clients and serves TLS 1.3 ones")
+    func tlsMinimumVersion() throws {
+        try config.write("config/aasad.yaml", Array("tls:\n  min-version: \"1.3\"\n".utf8))
+        let server = try RunningServer(config: config)
+        #expect(try server.https("a.test", "/apple-app-site-association", ["--tlsv1.3"]).status == 200)
+        #expect(throws: (any Error).self) { try server.https("a.test", "/apple-app-site-association", ["--tls-max", "1.2"]) }
+    }
+
+    @Test("limits.max-connections: at the limit a worker stops accepting until a connection closes")
+    func maxConnections() throws {
+        let server = try RunningServer(config: config, extra: ["--threads", "1", "--max-connections", "2"])
+        let held = (0..<2).compactMap { _ in Loopback.connect(port: server.httpPort) }
+        #expect(held.count == 2)
+        usleep(200_000)
+        // The third connection completes in the kernel's backlog but is not served while two are open.
+        let waiting = try #require(Loopback.connect(port: server.httpPort))
+        defer { close(waiting) }
+        let request = Array("GET /apple-app-site-association HTTP/1.1\r\nHost: a.test\r\nConnection: close\r\n\r\n".utf8)
+        _ = request.withUnsafeBytes { send(waiting, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        var tv = timeval(tv_sec: 1, tv_usec: 0)
+        setsockopt(waiting, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        #expect(recv(waiting, &buffer, buffer.count, 0) < 0, "served beyond the limit")
+        close(held[0])
+        tv = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(waiting, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        let n = recv(waiting, &buffer, buffer.count, 0)
+        #expect(n > 0 && String(decoding: buffer[0..<max(0, n)], as: UTF8.self).hasPrefix("HTTP/1.1 200"))
+        close(held[1])
+    }
+
+    @Test("--user drops root after binding: the process runs as that user and goes on serving", .enabled(if: getuid() == 0))
+    func dropPrivileges() throws {
+        let server = try RunningServer(config: config, extra: ["--user", "nobody"])
+        let status = try String(contentsOfFile: "/proc/\(server.process.processIdentifier)/status", encoding: .utf8)
+        let uid = status.split(separator: "\n").first { $0.hasPrefix("Uid:") }.map {
+            $0.split(separator: "\t").dropFirst().map(String.init)
+        }
+        let nobody = try #require(getpwnam("nobody")).pointee.pw_uid
+        #expect(uid == Array(repeating: "\(nobody)", count: 4), "real, effective, saved and filesystem uid: \(uid ?? [])")
+        #expect(try server.https("a.test", "/apple-app-site-association").status == 200)
+        #expect(try server.http("a.test", "/apple-app-site-association").body == config.aasa)
+    }
+
+    @Test("--user names a user that does not exist: an error, nothing started")
+    func unknownUser() throws {
+        let out = try Tool.run(AASAD.binary.path, ["serve", "--config", config.config, "--user", "no-such-user-aasad"])
+        #expect(out.status == 64)
+        #expect(out.stderr.contains("no such user \"no-such-user-aasad\""))
+    }
+}
+
+@Suite("aasad serve: access log (issue 6)")
+final class AccessLogTests {
+    let config: TestConfig
+
+    init() throws {
+        config = try TestConfig()
+    }
+
+    private func lines(_ path: String, atLeast count: Int) -> [String] {
+        var lines: [String] = []
+        for _ in 0..<50 {
+            lines = ((try? String(contentsOfFile: path, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+            if lines.count >= count { break }
+            usleep(100_000)
+        }
+        return lines
+    }
+
+    @Test("one vhost_combined line per request, over HTTP/1.1 and HTTP/2, client bytes escaped")
+    func text() throws {
+        let path = config.path("access.log")
+        let server = try RunningServer(config: config, extra: ["--access-log", path])
+        #expect(try server.http("a.test", "/apple-app-site-association", ["-A", "AASA-Bot/1.0"]).status == 200)
+        #expect(try server.https("www.a.test", "/.well-known/assetlinks.json", ["--http2", "-I"]).status == 200)
+        let odd = "GET /x?y=1 HTTP/1.1\r\nHost: a.test\r\nUser-Agent: quote\"back\\slash \u{e9}\r\nConnection: close\r\n\r\n"
+        #expect(String(decoding: server.raw(Array(odd.utf8)), as: UTF8.self).hasPrefix("HTTP/1.1 404"))
+        _ = try server.admin("/healthz")
+        let log = lines(path, atLeast: 3)
+        #expect(log.count == 3, "\(log)")
+        guard log.count == 3 else { return }
+        let stamp = #"\[\d{2}/[A-Z][a-z]{2}/\d{4}:\d{2}:\d{2}:\d{2} \+0000\]"#
+        #expect(
+            log[0].wholeMatch(
+                of: try Regex(
+                    #"a\.test 127\.0\.0\.1 - - "# + stamp
+                        + #" "GET /apple-app-site-association HTTP/1\.1" 200 \#(config.aasa.count) "-" "AASA-Bot/1\.0""#))
+                != nil, "\(log[0])")
+        #expect(log[1].hasPrefix("www.a.test 127.0.0.1 - - ["), "\(log[1])")
+        #expect(log[1].contains(#""HEAD /.well-known/assetlinks.json HTTP/2.0" 200 0 "-" "curl/"#), "\(log[1])")
+        #expect(log[2].hasSuffix(#""GET /x?y=1 HTTP/1.1" 404 14 "-" "quote\x22back\x5cslash \xc3\xa9""#), "\(log[2])")
+    }
+
+    @Test("with --log-format json each line is a JSON object; SIGHUP reopens the file after it is moved")
+    func jsonAndReopen() throws {
+        let path = config.path("access.log")
+        let server = try RunningServer(config: config, extra: ["--access-log", path, "--log-format", "json"])
+        #expect(try server.http("a.test", "/apple-app-site-association", ["-A", "é\t\"!"]).status == 200)
+        let first = lines(path, atLeast: 1)
+        #expect(first.count == 1)
+        let object = try JSONSerialization.jsonObject(with: Data((first.first ?? "").utf8)) as? [String: Any]
+        #expect(object?["host"] as? String == "a.test")
+        #expect(object?["method"] as? String == "GET")
+        #expect(object?["path"] as? String == "/apple-app-site-association")
+        #expect(object?["status"] as? Int == 200)
+        #expect(object?["bytes"] as? Int == config.aasa.count)
+        #expect(object?["client"] as? String == "127.0.0.1")
+        #expect(object?["userAgent"] as? String == "é\t\"!")
+        #expect((object?["time"] as? String)?.wholeMatch(of: #/\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z/#) != nil)
+
+        // logrotate: move the file away, SIGHUP, and new lines go to a new file at the same path.
+        try FileManager.default.moveItem(atPath: path, toPath: path + ".1")
+        server.signal(SIGHUP)
+        var reopened: [String] = []
+        for _ in 0..<50 where reopened.isEmpty {
+            usleep(100_000)
+            _ = try server.http("a.test", "/.well-known/apple-app-site-association")
+            reopened = lines(path, atLeast: 0)
+        }
+        #expect(!reopened.isEmpty, "nothing written after SIGHUP")
+        #expect(lines(path + ".1", atLeast: 1).count == 1)
+    }
+}
