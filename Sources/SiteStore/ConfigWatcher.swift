@@ -30,8 +30,10 @@ public final class ConfigWatcher: @unchecked Sendable {
         public var sites: Set<String> = []
         public var full = false
         public var defaultCertificate = false
+        /// The server's settings file (aasad.yaml) at the top of the config directory changed.
+        public var settings = false
 
-        public var isEmpty: Bool { sites.isEmpty && !full && !defaultCertificate }
+        public var isEmpty: Bool { sites.isEmpty && !full && !defaultCertificate && !settings }
     }
 
     private enum Watched {
@@ -233,6 +235,8 @@ public final class ConfigWatcher: @unchecked Sendable {
                 note(now) { $0.full = true }
             } else if name == "tls" {
                 note(now) { $0.defaultCertificate = true }
+            } else if name == "aasad.yaml" {
+                note(now) { $0.settings = true }
             }
         case .sites:
             if mask & UInt32(IN_DELETE_SELF | IN_MOVE_SELF) != 0 || name.hasPrefix("..") {

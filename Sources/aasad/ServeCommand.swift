@@ -116,6 +116,7 @@ struct ServeCommand: ParsableCommand {
 
     func run() throws {
         let (settings, problems, unknownVariables) = settings(environment: ProcessInfo.processInfo.environment)
+        let fileSettings = ServerSettings.load(configDirectory: config).0
         if let problem = problems.first(where: { $0.source == "flag" }) {
             throw ValidationError("\(problem.key): \(problem.message).")
         }
@@ -210,6 +211,8 @@ struct ServeCommand: ParsableCommand {
         if settings.watch {
             do {
                 watcher = try ConfigWatcher(root: config, rescanInterval: settings.rescanInterval, logger: logger) { change in
+                    if change.settings || change.full { Self.noticeSettingsChange(config: config, atStart: fileSettings, logger: logger) }
+                    guard change.full || change.defaultCertificate || !change.sites.isEmpty else { return }
                     let snapshot = sites.reload { registry in
                         if change.full {
                             registry.reloadAll()
@@ -275,6 +278,18 @@ struct ServeCommand: ParsableCommand {
             watcher?.stop()
             server.stop()
             return
+        }
+    }
+
+    /// aasad.yaml is read at start: a change on disk is checked and reported, and applies at the
+    /// next start (listeners and threads cannot change under a running server).
+    static func noticeSettingsChange(config: String, atStart: ServerSettings, logger: Logger) {
+        // The file alone, compared with the file alone at start: the environment and flags
+        // apply on top of both the same way.
+        let (onDisk, problems) = ServerSettings.load(configDirectory: config)
+        for problem in problems { logger.error("\(problem); the next start would refuse it") }
+        if problems.isEmpty && onDisk != atStart {
+            logger.warning("\(ServerSettings.fileName) changed; restart aasad to apply it (settings are read at start)")
         }
     }
 
