@@ -94,6 +94,19 @@ struct ServerSettings: Equatable {
         }
     }
 
+    /// A key whose value is one of a fixed set (an enum's raw values).
+    private static func choice<T: RawRepresentable & CaseIterable & Sendable>(
+        _ path: String, _ field: any WritableKeyPath<ServerSettings, T> & Sendable
+    ) -> Key where T.RawValue == String {
+        scalar(path) { settings, text in
+            guard let value = T(rawValue: text) else {
+                return "must be one of \(T.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", ")), not \"\(text)\""
+            }
+            settings[keyPath: field] = value
+            return nil
+        }
+    }
+
     private static func addresses(_ path: String, _ field: any WritableKeyPath<ServerSettings, [String]> & Sendable) -> Key {
         Key(path: path, isList: true) { settings, values in
             for value in values {
@@ -165,11 +178,7 @@ struct ServerSettings: Equatable {
             settings.maxConnections = n
             return nil
         },
-        scalar("tls.min-version") { settings, text in
-            guard let version = TLSVersion(rawValue: text) else { return "must be \"1.2\" or \"1.3\", not \"\(text)\"" }
-            settings.tlsMinimumVersion = version
-            return nil
-        },
+        choice("tls.min-version", \.tlsMinimumVersion),
         scalar("cache-control") { settings, text in
             guard !text.isEmpty, !text.contains(where: { $0 == "\r" || $0 == "\n" }) else {
                 return "must be one line of text, e.g. max-age=300"
@@ -177,18 +186,8 @@ struct ServerSettings: Equatable {
             settings.cacheControl = text
             return nil
         },
-        scalar("logging.level") { settings, text in
-            guard let level = LogLevel(rawValue: text) else {
-                return "must be one of \(LogLevel.allCases.map(\.rawValue).joined(separator: ", ")), not \"\(text)\""
-            }
-            settings.logLevel = level
-            return nil
-        },
-        scalar("logging.format") { settings, text in
-            guard let format = OutputFormat(rawValue: text) else { return "must be text or json, not \"\(text)\"" }
-            settings.logFormat = format
-            return nil
-        },
+        choice("logging.level", \.logLevel),
+        choice("logging.format", \.logFormat),
         scalar("logging.access-log") { settings, text in
             guard !text.isEmpty else { return "must be off, stdout, stderr or a file path" }
             settings.accessLog = text == "off" ? nil : text

@@ -25,6 +25,16 @@ struct Metrics {
         samples[name + "{" + labels.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ",") + "}"] ?? 0
     }
 
+    /// Scrapes until `done` holds (5 s at most) and returns the last scrape.
+    static func wait(_ server: RunningServer, until done: (Metrics) -> Bool) throws -> Metrics {
+        var metrics = try Metrics(server)
+        for _ in 0..<50 where !done(metrics) {
+            usleep(100_000)
+            metrics = try Metrics(server)
+        }
+        return metrics
+    }
+
     /// Every series of a metric.
     func series(_ name: String) -> [String] { samples.keys.filter { $0.hasPrefix(name + "{") } }
 }
@@ -154,11 +164,7 @@ final class MetricsTests {
         let silent = try #require(Loopback.connect(port: server.httpsPort))
         defer { close(silent) }
         // The timeout fires on the worker's next one-second tick after the deadline.
-        var after = try Metrics(server)
-        for _ in 0..<50 where after["aasad_connection_timeouts_total", ["phase": "handshake"]] == 0 {
-            usleep(100_000)
-            after = try Metrics(server)
-        }
+        let after = try Metrics.wait(server) { $0["aasad_connection_timeouts_total", ["phase": "handshake"]] > 0 }
         #expect(after["aasad_connection_timeouts_total", ["phase": "handshake"]] == 1)
         #expect(after["aasad_tls_handshake_failures_total", ["reason": "timeout"]] == 1)
         #expect(after["aasad_connections_open", ["listener": "https"]] == 0)
@@ -188,11 +194,7 @@ final class MetricsTests {
             _ = batch.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
             usleep(10_000)
         }
-        var metrics = try Metrics(server)
-        for _ in 0..<50 where metrics["aasad_connection_timeouts_total", ["phase": "write"]] == 0 {
-            usleep(100_000)
-            metrics = try Metrics(server)
-        }
+        let metrics = try Metrics.wait(server) { $0["aasad_connection_timeouts_total", ["phase": "write"]] > 0 }
         #expect(metrics["aasad_connection_timeouts_total", ["phase": "write"]] == 1)
         #expect(metrics["aasad_connections_open", ["listener": "http"]] == 0)
         // The server is unaffected.
@@ -204,32 +206,18 @@ final class MetricsTests {
         let server = try RunningServer(config: config)
         let held = (0..<5).compactMap { _ in Loopback.connect(port: server.httpPort) }
         #expect(held.count == 5)
-        var metrics = try Metrics(server)
-        for _ in 0..<20 where metrics["aasad_connections_open", ["listener": "http"]] != 5 {
-            usleep(50_000)
-            metrics = try Metrics(server)
-        }
-        #expect(metrics["aasad_connections_open", ["listener": "http"]] == 5)
+        let open = try Metrics.wait(server) { $0["aasad_connections_open", ["listener": "http"]] == 5 }
+        #expect(open["aasad_connections_open", ["listener": "http"]] == 5)
         held.forEach { _ = close($0) }
-        for _ in 0..<40 where metrics["aasad_connections_open", ["listener": "http"]] != 0 {
-            usleep(50_000)
-            metrics = try Metrics(server)
-        }
-        #expect(metrics["aasad_connections_open", ["listener": "http"]] == 0)
+        let closed = try Metrics.wait(server) { $0["aasad_connections_open", ["listener": "http"]] == 0 }
+        #expect(closed["aasad_connections_open", ["listener": "http"]] == 0)
     }
 
     @Test("reloads count, a refused change is a reload failure, and sites move between states")
     func reloads() throws {
         let server = try RunningServer(config: config)
         let start = try Metrics(server)
-        func wait(until done: (Metrics) -> Bool) throws -> Metrics {
-            var metrics = try Metrics(server)
-            for _ in 0..<50 where !done(metrics) {
-                usleep(100_000)
-                metrics = try Metrics(server)
-            }
-            return metrics
-        }
+        func wait(until done: (Metrics) -> Bool) throws -> Metrics { try Metrics.wait(server, until: done) }
         try config.write("config/sites/a.test/apple-app-site-association", Array("{".utf8))
         let broken = try wait { $0["aasad_sites", ["state": "serving-last-good"]] == 1 }
         #expect(broken["aasad_sites", ["state": "serving-last-good"]] == 1)
