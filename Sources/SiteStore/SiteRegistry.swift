@@ -1,4 +1,4 @@
-public import AASA
+import AASA
 import CAASALinux
 import Foundation
 import Glibc
