@@ -1,3 +1,4 @@
+import HTTP1
 import HTTPCore
 
 /// The statuses the server sends, with their reason phrases.
@@ -53,6 +54,15 @@ public struct Response {
         out.append(13)
         out.append(10)
         if sendsBody { out.append(contentsOf: body) }
+    }
+
+    /// The response as sent for a request with this method: RFC 9110 §9.3.2, a HEAD response
+    /// never has content, whatever its status.
+    func answering(_ method: Method) -> Response {
+        guard method == .head else { return self }
+        var response = self
+        response.sendsBody = false
+        return response
     }
 
     /// A plain-text error response, prepared once per status.

@@ -449,8 +449,6 @@ final class Worker {
             case .complete(let head):
                 var response = respond(c, head, rest)
                 response.close = !head.keepAlive || draining
-                // RFC 9110 §9.3.2: a HEAD response never has content, whatever its status.
-                if head.method == .head { response.sendsBody = false }
                 response.serialize(into: &out, dateLine: dateLine.bytes)
                 c.requests += 1
                 c.parser.reset()
@@ -485,23 +483,21 @@ final class Worker {
             // Only GET and HEAD are served, and neither has content: a body is refused, whatever
             // the path.
             if request.hasBody { routed.response = .error(.contentTooLarge, close: false) }
-            let response = routed.response
+            let response = routed.response.answering(request.method)
             counters.request(.http2, routed.site, routed.path, response.status)
             if let agent = request.userAgent { noteAppleFetch(agent, routed, host: host) }
             if accessLog != nil {
-                var logged = response
-                if request.method == .head { logged.sendsBody = false }
                 let target = request.query.map { request.path + $0 } ?? request.path
                 target.withUnsafeBytes { target in
                     withBytes(request.userAgent) { agent in
-                        logAccess(c, method: request.method, host: host, target: target, http2: true, logged, userAgent: agent)
+                        logAccess(c, method: request.method, host: host, target: target, http2: true, response, userAgent: agent)
                     }
                 }
             }
             c.requests += 1
             session.respond(
                 stream: request.stream, status: response.status.rawValue, headerLines: response.headers, extra: [("date", dateLine.value)],
-                body: response.body, sendsBody: response.sendsBody && request.method != .head)
+                body: response.body, sendsBody: response.sendsBody)
         }
         session.produce(into: &out, limit: limits.outputHighWater)
     }
@@ -546,7 +542,7 @@ final class Worker {
     private func respond(_ c: Connection, _ head: RequestHead, _ b: UnsafeRawBufferPointer) -> Response {
         func slice(_ r: Range<Int>?) -> UnsafeRawBufferPointer? { r.map { UnsafeRawBufferPointer(rebasing: b[$0]) } }
         if c.isAdmin, let admin {
-            return admin.respond(method: head.method, path: String(decoding: slice(head.path)!, as: UTF8.self))
+            return admin.respond(method: head.method, path: String(decoding: slice(head.path)!, as: UTF8.self)).answering(head.method)
         }
         let host = slice(head.host).map(Responder.normalizeHost)
         let routed = Responder.respond(
@@ -555,11 +551,10 @@ final class Worker {
             defaultCertificateIdentity: snapshot.defaultCertificateIdentity ?? defaultIdentity)
         counters.request(.http1, routed.site, routed.path, routed.response.status)
         if let agent = slice(head.userAgent) { noteAppleFetch(agent, routed, host: host) }
-        var logged = routed.response
-        if head.method == .head { logged.sendsBody = false }
+        let response = routed.response.answering(head.method)
         logAccess(
-            c, method: head.method, host: host, target: slice(head.target), http2: false, logged, userAgent: slice(head.userAgent))
-        return routed.response
+            c, method: head.method, host: host, target: slice(head.target), http2: false, response, userAgent: slice(head.userAgent))
+        return response
     }
 
     // MARK: - Writing

@@ -15,6 +15,8 @@ final class MetricsExporter: Sendable {
     static let contentType = "text/plain; version=0.0.4; charset=utf-8"
 
     private let registry = PrometheusCollectorRegistry()
+    /// Makes swift-metrics handles that live in `registry`.
+    private let factory: PrometheusMetricsFactory
     private let traffic: TrafficCounters
     private let fetches: FetchLog
     private let sites: LockedRegistry
@@ -33,7 +35,7 @@ final class MetricsExporter: Sendable {
         self.fetches = fetches
         self.sites = sites
         startTime = Date().timeIntervalSince1970
-        let factory = PrometheusMetricsFactory(registry: registry)
+        factory = PrometheusMetricsFactory(registry: registry)
         state = Mutex(State(cpu: (FloatingPointCounter(label: "process_cpu_seconds_total", dimensions: [], factory: factory), 0)))
         // Metrics other libraries emit through swift-metrics land on the same page.
         MetricsSystem.bootstrap(factory)
@@ -48,16 +50,20 @@ final class MetricsExporter: Sendable {
         let apple = fetches.byStatus()
         let (states, conflicts) = sites.withLock { ($0.stateCounts, $0.conflictingHosts) }
         let reloads = sites.reloads
-        let factory = PrometheusMetricsFactory(registry: registry)
+        let factory = self.factory
         state.withLock { state in
+            /// One series: the name and its labels.
+            func series(_ name: String, _ labels: [(String, String)]) -> String {
+                name + labels.map { "|\($0.0)=\($0.1)" }.joined()
+            }
             func count(_ name: String, _ labels: [(String, String)], _ value: Int) {
-                let key = name + labels.map { "|\($0.0)=\($0.1)" }.joined()
+                let key = series(name, labels)
                 let entry = state.counters[key] ?? (CoreMetrics.Counter(label: name, dimensions: labels, factory: factory), 0)
                 if Int64(value) > entry.pushed { entry.handle.increment(by: Int64(value) - entry.pushed) }
                 state.counters[key] = (entry.handle, max(entry.pushed, Int64(value)))
             }
             func level(_ name: String, _ labels: [(String, String)], _ value: Double) {
-                let key = name + labels.map { "|\($0.0)=\($0.1)" }.joined()
+                let key = series(name, labels)
                 let gauge = state.gauges[key] ?? CoreMetrics.Gauge(label: name, dimensions: labels, factory: factory)
                 state.gauges[key] = gauge
                 gauge.record(value)

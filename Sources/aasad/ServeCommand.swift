@@ -83,9 +83,13 @@ struct ServeCommand: ParsableCommand {
     @Option(help: "Access log: off, stdout, stderr or a file path, reopened on SIGHUP (default: off).")
     var accessLog: String?
 
-    /// The settings in force: aasad.yaml, then AASAD_* variables, then these flags.
-    func settings(environment: [String: String]) -> (ServerSettings, [ServerSettings.Problem], unknown: [String]) {
+    /// The settings in force: aasad.yaml, then AASAD_* variables, then these flags. Also the file's
+    /// own settings, to tell later whether the file changed.
+    func settings(
+        environment: [String: String]
+    ) -> (ServerSettings, [ServerSettings.Problem], unknown: [String], file: ServerSettings) {
         var (settings, problems) = ServerSettings.load(configDirectory: config)
+        let file = settings
         let fromEnvironment = settings.apply(environment: environment)
         problems += fromEnvironment.problems
         func flag(_ name: String, _ key: String, _ values: [String]?) {
@@ -111,12 +115,11 @@ struct ServeCommand: ParsableCommand {
         flag("--log-level", "logging.level", logLevel.map { [$0.rawValue] })
         flag("--log-format", "logging.format", logFormat.map { [$0.rawValue] })
         flag("--access-log", "logging.access-log", accessLog.map { [$0] })
-        return (settings, problems, fromEnvironment.unknown)
+        return (settings, problems, fromEnvironment.unknown, file)
     }
 
     func run() throws {
-        let (settings, problems, unknownVariables) = settings(environment: ProcessInfo.processInfo.environment)
-        let fileSettings = ServerSettings.load(configDirectory: config).0
+        let (settings, problems, unknownVariables, fileSettings) = settings(environment: ProcessInfo.processInfo.environment)
         if let problem = problems.first(where: { $0.source == "flag" }) {
             throw ValidationError("\(problem.key): \(problem.message).")
         }
