@@ -173,25 +173,15 @@ final class MetricsTests {
     @Test("a client that stops reading its responses is dropped after the write timeout")
     func writeTimeout() throws {
         let server = try RunningServer(config: config, extra: ["--write-timeout", "1"])
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let fd = try #require(Loopback.connect(port: server.httpPort, receiveBuffer: 4096))
         defer { close(fd) }
-        var small: Int32 = 4096
-        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, socklen_t(MemoryLayout<Int32>.size))
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_port = UInt16(server.httpPort).bigEndian
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        #expect(connected == 0)
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
         // Pipelined requests, never reading: the responses fill both socket buffers.
         let request = Array("GET /.well-known/assetlinks.json HTTP/1.1\r\nHost: a.test\r\n\r\n".utf8)
         let batch = Array([[UInt8]](repeating: request, count: 1000).joined())
         let start = Date()
         while Date().timeIntervalSince(start) < 1 {
-            _ = batch.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            Loopback.send(fd, batch)
             usleep(10_000)
         }
         let metrics = try Metrics.wait(server) { $0["aasad_connection_timeouts_total", ["phase": "write"]] > 0 }

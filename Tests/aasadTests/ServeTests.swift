@@ -409,8 +409,7 @@ final class AdminTests {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }
         #expect(bound == 0)
-        var tv = timeval(tv_sec: 10, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        Loopback.setReceiveTimeout(fd, seconds: 10)
         let server = try RunningServer(config: config, environment: ["NOTIFY_SOCKET": path])
         func receive() -> String {
             var buffer = [UInt8](repeating: 0, count: 4096)
@@ -433,22 +432,13 @@ final class DrainTests {
         let server = try RunningServer(config: config, extra: ["--drain-timeout", "5"])
         let fd = server.openConnection()
         defer { close(fd) }
-        let first = Array("GET /apple-app-site-association HTTP/1.1\r\nHo".utf8)
-        _ = first.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        Loopback.send(fd, Array("GET /apple-app-site-association HTTP/1.1\r\nHo".utf8))
         usleep(200_000)
         server.signal(SIGTERM)
         usleep(500_000)
-        let rest = Array("st: a.test\r\n\r\n".utf8)
-        _ = rest.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-        var tv = timeval(tv_sec: 5, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
-        var reply: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let n = recv(fd, &buffer, buffer.count, 0)
-            if n <= 0 { break }
-            reply += buffer[0..<n]
-        }
+        Loopback.send(fd, Array("st: a.test\r\n\r\n".utf8))
+        Loopback.setReceiveTimeout(fd, seconds: 5)
+        let reply = Loopback.receiveAll(fd)
         let text = String(decoding: reply, as: UTF8.self)
         #expect(text.hasPrefix("HTTP/1.1 200 OK"), "\(text.prefix(100))")
         #expect(text.contains("Connection: close"))

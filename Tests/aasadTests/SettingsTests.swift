@@ -125,15 +125,12 @@ final class SettingsTests {
         // The third connection completes in the kernel's backlog but is not served while two are open.
         let waiting = try #require(Loopback.connect(port: server.httpPort))
         defer { close(waiting) }
-        let request = Array("GET /apple-app-site-association HTTP/1.1\r\nHost: a.test\r\nConnection: close\r\n\r\n".utf8)
-        _ = request.withUnsafeBytes { send(waiting, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-        var tv = timeval(tv_sec: 1, tv_usec: 0)
-        setsockopt(waiting, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        Loopback.send(waiting, Array("GET /apple-app-site-association HTTP/1.1\r\nHost: a.test\r\nConnection: close\r\n\r\n".utf8))
+        Loopback.setReceiveTimeout(waiting, seconds: 1)
         var buffer = [UInt8](repeating: 0, count: 65536)
         #expect(recv(waiting, &buffer, buffer.count, 0) < 0, "served beyond the limit")
         close(held[0])
-        tv = timeval(tv_sec: 5, tv_usec: 0)
-        setsockopt(waiting, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        Loopback.setReceiveTimeout(waiting, seconds: 5)
         let n = recv(waiting, &buffer, buffer.count, 0)
         #expect(n > 0 && String(decoding: buffer[0..<max(0, n)], as: UTF8.self).hasPrefix("HTTP/1.1 200"))
         close(held[1])

@@ -22,7 +22,7 @@ final class KeepAliveClient {
             if fd < 0 { connectNow() }
             guard fd >= 0 else { return nil }
             let request = Array("GET \(path) HTTP/1.1\r\nHost: \(host)\r\n\r\n".utf8)
-            if request.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == request.count,
+            if Loopback.send(fd, request) == request.count,
                 let answer = readResponse()
             {
                 return answer
@@ -36,8 +36,7 @@ final class KeepAliveClient {
     private func connectNow() {
         fd = Loopback.connect(port: port) ?? -1
         guard fd >= 0 else { return }
-        var tv = timeval(tv_sec: 5, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        Loopback.setReceiveTimeout(fd, seconds: 5)
     }
 
     private var buffer: [UInt8] = []
