@@ -232,6 +232,9 @@ struct ServerSettings: Equatable {
         switch ConfigLoader.readBounded(path: path, limit: maximumFileSize) {
         case .failure(let error):
             return (ServerSettings(), [Problem(source: path, key: "(file)", message: "cannot read the file: \(error)")])
+        case .success(let bytes) where bytes.count > maximumFileSize:
+            // readBounded stops one byte past the bound: never parse a truncated file.
+            return (ServerSettings(), [Problem(source: path, key: "(file)", message: "larger than 64 KB")])
         case .success(let bytes):
             var settings = ServerSettings()
             let problems = settings.apply(yaml: String(decoding: bytes, as: UTF8.self), file: path)

@@ -47,6 +47,14 @@ final class SettingsTests {
         ] {
             #expect(out.text.contains(expected), "missing: \(expected)\n\(out.text)")
         }
+        // A file over the 64 KB bound is refused unread; one at the bound is read.
+        let comment = "# " + String(repeating: "x", count: 64 * 1024 - 3) + "\n"
+        try config.write("config/aasad.yaml", Array(comment.utf8))
+        #expect(try Tool.run(AASAD.binary.path, ["validate", file]).status == 0)
+        try config.write("config/aasad.yaml", Array((comment + "\n").utf8))
+        let oversize = try Tool.run(AASAD.binary.path, ["validate", file])
+        #expect(oversize.status == 1)
+        #expect(oversize.text.contains("aasad.yaml: (file): larger than 64 KB"), "\(oversize.text)")
         // A file that is not YAML, and one that is YAML but not a mapping.
         try config.write("config/aasad.yaml", Array("listen: [\n".utf8))
         #expect(try Tool.run(AASAD.binary.path, ["validate", config.config]).text.contains("not valid YAML"))
