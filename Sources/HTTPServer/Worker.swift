@@ -2,6 +2,7 @@ import CAASALinux
 import Glibc
 import HTTP1
 import HTTP2
+import HTTPCore
 import Logging
 import Reactor
 import SiteStore
@@ -469,7 +470,7 @@ final class Worker {
     /// appends the frames it has to send to the output buffer.
     private func answerHTTP2(_ c: Connection, _ session: HTTP2Session) {
         for request in session.takeRequests() {
-            let host = request.authority.map { $0.withUnsafeBytes(Responder.normalizeHost) }
+            let host = request.authority.map { $0.withUnsafeBytes(HTTPFields.normalizeHost) }
             var routed = request.path.withUnsafeBytes { path in
                 withBytes(request.ifNoneMatch) { ifNoneMatch in
                     withBytes(request.ifModifiedSince) { ifModifiedSince in
@@ -544,7 +545,7 @@ final class Worker {
         if c.isAdmin, let admin {
             return admin.respond(method: head.method, path: String(decoding: slice(head.path)!, as: UTF8.self)).answering(head.method)
         }
-        let host = slice(head.host).map(Responder.normalizeHost)
+        let host = slice(head.host).map(HTTPFields.normalizeHost)
         let routed = Responder.respond(
             method: head.method, host: host, path: slice(head.path)!, ifNoneMatch: slice(head.ifNoneMatch),
             ifModifiedSince: slice(head.ifModifiedSince), acceptsGzip: head.acceptsGzip, snapshot: snapshot, tls: c.tlsIdentity,
