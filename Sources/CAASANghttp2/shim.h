@@ -27,4 +27,13 @@ static inline int32_t CAASANghttp2_frame_stream_id(const nghttp2_frame *frame) {
 static inline int CAASANghttp2_frame_headers_category(const nghttp2_frame *frame) { return frame->headers.cat; }
 static const int CAASANghttp2_HCAT_REQUEST = NGHTTP2_HCAT_REQUEST;
 
+// Whether nghttp2 still has the stream open (it may keep closed streams for priorities): a
+// response for any other stream would never be asked for its body.
+static inline int CAASANghttp2_stream_is_open(nghttp2_session *session, int32_t stream_id) {
+    nghttp2_stream *stream = nghttp2_session_find_stream(session, stream_id);
+    if (stream == NULL) return 0;
+    nghttp2_stream_proto_state state = nghttp2_stream_get_state(stream);
+    return state != NGHTTP2_STREAM_STATE_CLOSED && state != NGHTTP2_STREAM_STATE_IDLE;
+}
+
 #endif

@@ -96,15 +96,20 @@ public final class HTTP2Session {
         return failure == nil
     }
 
-    /// Requests complete since the last call, in the order they completed.
+    /// Requests complete since the last call, in the order they completed. A request whose
+    /// stream the client already reset (HEADERS with END_STREAM, then RST_STREAM, in one read) is
+    /// dropped here: nothing can be sent on a closed stream (RFC 9113 §5.1).
     public func takeRequests() -> [HTTP2Request] {
         defer { ready.removeAll(keepingCapacity: true) }
-        return ready
+        return ready.filter { CAASANghttp2_stream_is_open(session, $0.stream) != 0 }
     }
 
     /// Submits a response: `status`, header fields as `name: value\r\n` lines (names are sent in
     /// lower case), and a body unless `sendsBody` is false (HEAD, 304).
+    /// A stream nghttp2 no longer has open gets nothing: its body would be kept for a data
+    /// provider nghttp2 never calls.
     public func respond(stream: Int32, status: Int, headerLines: [UInt8], extra: [(String, String)], body: [UInt8], sendsBody: Bool) {
+        guard CAASANghttp2_stream_is_open(session, stream) != 0 else { return }
         // All names and values in one buffer, pointed into for the duration of the call (nghttp2
         // copies them: NGHTTP2_NV_FLAG_NONE). Names are lower-cased as HTTP/2 requires.
         var blob: [UInt8] = []
@@ -121,17 +126,21 @@ public final class HTTP2Session {
         var i = 0
         let h = headerLines
         while i < h.count {
-            var colon = i
-            while colon < h.count && h[colon] != 58 { colon += 1 }
-            var end = colon
+            var end = i
             while end + 1 < h.count && !(h[end] == 13 && h[end + 1] == 10) { end += 1 }
-            guard colon < h.count, end + 1 < h.count else { break }
-            let start = blob.count
-            let name = h[i..<colon]
-            // Connection-specific fields do not exist in HTTP/2 (RFC 9113 §8.2.2).
-            if !name.elementsEqual("Connection".utf8) {
-                add(name, h[(colon + 2)..<end])
-                for k in start..<(start + name.count) where blob[k] >= 65 && blob[k] <= 90 { blob[k] += 32 }
+            guard end + 1 < h.count else { break }
+            var colon = i
+            while colon < end && h[colon] != 58 { colon += 1 }
+            // Lines are the server's own (`Name: value\r\n`); one without ": " is skipped rather
+            // than sliced backwards.
+            if colon > i, colon + 2 <= end {
+                let start = blob.count
+                let name = h[i..<colon]
+                // Connection-specific fields do not exist in HTTP/2 (RFC 9113 §8.2.2).
+                if !name.elementsEqual("Connection".utf8) {
+                    add(name, h[(colon + 2)..<end])
+                    for k in start..<(start + name.count) where blob[k] >= 65 && blob[k] <= 90 { blob[k] += 32 }
+                }
             }
             i = end + 2
         }

@@ -9,20 +9,20 @@ public enum HTTPDate {
     public static func format(_ seconds: Int64) -> String {
         let tm = broken(seconds)
         return
-            "\(days[Int(tm.tm_wday)]), \(two(tm.tm_mday)) \(months[Int(tm.tm_mon)]) \(tm.tm_year + 1900) \(two(tm.tm_hour)):\(two(tm.tm_min)):\(two(tm.tm_sec)) GMT"
+            "\(days[Int(tm.tm_wday)]), \(two(tm.tm_mday)) \(months[Int(tm.tm_mon)]) \(Int(tm.tm_year) + 1900) \(two(tm.tm_hour)):\(two(tm.tm_min)):\(two(tm.tm_sec)) GMT"
     }
 
     /// `06/Nov/1994:08:49:37 +0000`, the Common Log Format's time (access logs).
     public static func common(_ seconds: Int64) -> String {
         let tm = broken(seconds)
         return
-            "\(two(tm.tm_mday))/\(months[Int(tm.tm_mon)])/\(tm.tm_year + 1900):\(two(tm.tm_hour)):\(two(tm.tm_min)):\(two(tm.tm_sec)) +0000"
+            "\(two(tm.tm_mday))/\(months[Int(tm.tm_mon)])/\(Int(tm.tm_year) + 1900):\(two(tm.tm_hour)):\(two(tm.tm_min)):\(two(tm.tm_sec)) +0000"
     }
 
     /// `1994-11-06T08:49:37Z` (RFC 3339, UTC).
     public static func iso8601(_ seconds: Int64) -> String {
         let tm = broken(seconds)
-        return "\(tm.tm_year + 1900)-\(two(tm.tm_mon + 1))-\(two(tm.tm_mday))T\(two(tm.tm_hour)):\(two(tm.tm_min)):\(two(tm.tm_sec))Z"
+        return "\(Int(tm.tm_year) + 1900)-\(two(tm.tm_mon + 1))-\(two(tm.tm_mday))T\(two(tm.tm_hour)):\(two(tm.tm_min)):\(two(tm.tm_sec))Z"
     }
 
     private static func broken(_ seconds: Int64) -> Glibc.tm {
@@ -34,45 +34,156 @@ public enum HTTPDate {
 
     private static func two(_ v: Int32) -> String { v < 10 ? "0\(v)" : "\(v)" }
 
-    /// Seconds since the epoch of an HTTP date in IMF-fixdate, RFC 850 or asctime form; nil when
-    /// the text is none of them (the header is then ignored, RFC 9110 §13.1.3).
-    public static func parse(_ text: some Collection<UInt8>) -> Int64? {
-        let s = String(decoding: text, as: UTF8.self)
-        let parts = s.split(separator: " ", omittingEmptySubsequences: true)
-        var day: Int?
-        var month: Int?
-        var year: Int?
-        var clock: Substring?
-        if parts.count == 6, parts[5] == "GMT", parts[0].hasSuffix(",") {  // IMF-fixdate
-            day = Int(parts[1])
-            month = months.firstIndex(of: String(parts[2]))
-            year = Int(parts[3])
-            clock = parts[4]
-        } else if parts.count == 4, parts[3] == "GMT", parts[0].hasSuffix(",") {  // RFC 850: Sunday, 06-Nov-94 08:49:37 GMT
-            let dmy = parts[1].split(separator: "-")
-            guard dmy.count == 3, let yy = Int(dmy[2]) else { return nil }
-            day = Int(dmy[0])
-            month = months.firstIndex(of: String(dmy[1]))
-            year = yy < 70 ? 2000 + yy : (yy < 100 ? 1900 + yy : yy)
-            clock = parts[2]
-        } else if parts.count == 5 {  // asctime: Sun Nov  6 08:49:37 1994
-            month = months.firstIndex(of: String(parts[1]))
-            day = Int(parts[2])
-            clock = parts[3]
-            year = Int(parts[4])
-        }
-        guard let day, let month, let year, let clock, (1...31).contains(day), year >= 1970 else { return nil }
-        let hms = clock.split(separator: ":")
-        guard hms.count == 3, let h = Int(hms[0]), let m = Int(hms[1]), let sec = Int(hms[2]), h < 24, m < 60, sec < 61 else {
+    /// Seconds since the epoch of an HTTP date in IMF-fixdate, RFC 850 or asctime form (RFC 9110
+    /// §5.6.7); nil when the text is none of them or a field is out of range (the header is then
+    /// ignored, RFC 9110 §13.1.3).
+    ///
+    /// Works on the bytes as sent: every numeric field has a fixed number of digits (so no value
+    /// can overflow), names are matched case-sensitively as the grammar's `%s"…"` requires, and
+    /// nothing is allocated. `now` (seconds since the epoch, default the current time) only
+    /// resolves RFC 850's two-digit year.
+    public static func parse(_ text: UnsafeRawBufferPointer, now: Int64? = nil) -> Int64? {
+        var s = DateScanner(bytes: text)
+        // The longest day name is "Wednesday": more letters than that is no date.
+        var nameLength = 0
+        while nameLength < 10, s.position + nameLength < text.count, isLetter(text[s.position + nameLength]) { nameLength += 1 }
+        let short = nameLength == 3
+        guard nameLength >= 3, s.name(short ? dayNames : longDayNames) != nil else { return nil }
+        let year: Int
+        let month: Int
+        let day: Int
+        if short, s.byte(44) {
+            // IMF-fixdate = day-name "," SP date1 SP time-of-day SP GMT; date1 = day SP month SP year
+            guard s.byte(32), let d = s.digits(2), s.byte(32), let m = s.name(monthNames), s.byte(32), let y = s.digits(4) else {
+                return nil
+            }
+            (day, month, year) = (d, m, y)
+        } else if !short, s.byte(44) {
+            // rfc850-date = day-name-l "," SP date2 SP time-of-day SP GMT; date2 = day "-" month "-" 2DIGIT
+            guard s.byte(32), let d = s.digits(2), s.byte(45), let m = s.name(monthNames), s.byte(45), let yy = s.digits(2) else {
+                return nil
+            }
+            (day, month, year) = (d, m, fullYear(twoDigits: yy, now: now ?? Int64(time(nil))))
+        } else if short, s.byte(32) {
+            // asctime-date = day-name SP date3 SP time-of-day SP year; date3 = month SP ( 2DIGIT / ( SP DIGIT ))
+            guard let m = s.name(monthNames), s.byte(32) else { return nil }
+            let d: Int?
+            if s.byte(32) { d = s.digits(1) } else { d = s.digits(2) }
+            guard let d, s.byte(32), let clock = s.timeOfDay(), s.byte(32), let y = s.digits(4), s.atEnd else { return nil }
+            return seconds(year: y, month: m, day: d, clock)
+        } else {
             return nil
         }
-        var tm = Glibc.tm()
-        tm.tm_year = Int32(year - 1900)
-        tm.tm_mon = Int32(month)
-        tm.tm_mday = Int32(day)
-        tm.tm_hour = Int32(h)
-        tm.tm_min = Int32(m)
-        tm.tm_sec = Int32(sec)
-        return Int64(timegm(&tm))
+        guard s.byte(32), let clock = s.timeOfDay(), s.byte(32), s.byte(71), s.byte(77), s.byte(84), s.atEnd else { return nil }
+        return seconds(year: year, month: month, day: day, clock)
+    }
+
+    /// The same, for any byte collection (tests, strings' UTF-8 views).
+    public static func parse(_ text: some Collection<UInt8>, now: Int64? = nil) -> Int64? {
+        if let result = text.withContiguousStorageIfAvailable({ parse(UnsafeRawBufferPointer($0), now: now) }) { return result }
+        return Array(text).withUnsafeBytes { parse($0, now: now) }
+    }
+
+    private static let dayNames: [[UInt8]] = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"].map { Array($0.utf8) }
+    private static let longDayNames: [[UInt8]] = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"].map {
+        Array($0.utf8)
+    }
+    private static let monthNames: [[UInt8]] = months.map { Array($0.utf8) }
+
+    private static func isLetter(_ c: UInt8) -> Bool { (c >= 65 && c <= 90) || (c >= 97 && c <= 122) }
+
+    /// RFC 9110 §5.6.7: a two-digit year that would be more than 50 years in the future is the
+    /// most recent past year with those digits.
+    private static func fullYear(twoDigits yy: Int, now: Int64) -> Int {
+        let current = civilYear(ofDay: Int(now / 86_400))
+        var year = current - current % 100 + yy
+        if year > current + 50 { year -= 100 }
+        return year
+    }
+
+    /// Seconds since the epoch, or nil when a field is out of range. Every input is bounded by
+    /// its digit count (year ≤ 9999), so the arithmetic cannot overflow. A leap second (60,
+    /// RFC 5322 §3.3) is accepted and counts as the next minute's first second.
+    private static func seconds(year: Int, month: Int, day: Int, _ clock: (hour: Int, minute: Int, second: Int)) -> Int64? {
+        guard day >= 1, day <= daysIn(month: month, year: year), clock.hour <= 23, clock.minute <= 59, clock.second <= 60 else {
+            return nil
+        }
+        let days = daysFromCivil(year: year, month: month, day: day)
+        return Int64(days) * 86_400 + Int64(clock.hour * 3_600 + clock.minute * 60 + clock.second)
+    }
+
+    /// Days in a month (1-based) of the proleptic Gregorian calendar.
+    private static func daysIn(month: Int, year: Int) -> Int {
+        switch month {
+        case 2: (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
+        case 4, 6, 9, 11: 30
+        default: 31
+        }
+    }
+
+    /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's days_from_civil).
+    private static func daysFromCivil(year: Int, month: Int, day: Int) -> Int {
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yearOfEra = y - era * 400
+        let dayOfYear = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        return era * 146_097 + dayOfEra - 719_468
+    }
+
+    /// The year of a day counted from 1970-01-01 (Hinnant's civil_from_days, year part).
+    private static func civilYear(ofDay days: Int) -> Int {
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1_460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let monthIndex = (5 * dayOfYear + 2) / 153
+        return yearOfEra + era * 400 + (monthIndex >= 10 ? 1 : 0)
+    }
+}
+
+/// A cursor over a date's bytes; every read checks the bounds and returns nil or false past them.
+private struct DateScanner {
+    let bytes: UnsafeRawBufferPointer
+    var position = 0
+
+    var atEnd: Bool { position == bytes.count }
+
+    /// Consumes `c` when it is next.
+    mutating func byte(_ c: UInt8) -> Bool {
+        guard position < bytes.count, bytes[position] == c else { return false }
+        position += 1
+        return true
+    }
+
+    /// Exactly `count` ASCII digits (at most 4: the value always fits).
+    mutating func digits(_ count: Int) -> Int? {
+        guard count <= 4, bytes.count - position >= count else { return nil }
+        var value = 0
+        for k in position..<(position + count) {
+            let d = bytes[k] &- 48
+            guard d < 10 else { return nil }
+            value = value * 10 + Int(d)
+        }
+        position += count
+        return value
+    }
+
+    /// The 1-based index of the name in `table` the bytes start with, consumed.
+    mutating func name(_ table: [[UInt8]]) -> Int? {
+        for (index, name) in table.enumerated() where bytes.count - position >= name.count {
+            if UnsafeRawBufferPointer(rebasing: bytes[position..<(position + name.count)]).elementsEqual(name) {
+                position += name.count
+                return index + 1
+            }
+        }
+        return nil
+    }
+
+    /// time-of-day = hour ":" minute ":" second, two digits each.
+    mutating func timeOfDay() -> (hour: Int, minute: Int, second: Int)? {
+        guard let h = digits(2), byte(58), let m = digits(2), byte(58), let s = digits(2) else { return nil }
+        return (h, m, s)
     }
 }

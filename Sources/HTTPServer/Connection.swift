@@ -22,9 +22,15 @@ final class Connection {
     let generation: UInt32
     var transport: Transport
     var phase: Phase
-    /// Bytes of an unfinished request head kept between reads (empty almost always: complete
-    /// requests are parsed straight from the worker's read buffer).
+    /// Bytes read but not answered yet, from `inputOffset` on: an unfinished request head, or
+    /// pipelined requests waiting for the socket to take earlier responses (empty almost always:
+    /// complete requests are parsed straight from the worker's read buffer). Bounded by
+    /// `Limits.maximumBufferedInput`: reading stops while requests wait (back-pressure).
     var input: [UInt8] = []
+    /// Where the unanswered input starts. Answering moves it; the array is compacted only when the
+    /// answered part is at least half of it, so a long pipeline costs linear work, not one move
+    /// of the whole backlog per request.
+    var inputOffset = 0
     /// Output the socket did not take yet, from `outputOffset` on.
     var output: [UInt8] = []
     var outputOffset = 0
@@ -60,6 +66,38 @@ final class Connection {
     }
 
     var hasPendingOutput: Bool { outputOffset < output.count }
+
+    /// Input read and not yet answered.
+    var bufferedInput: Int { input.count - inputOffset }
+
+    /// Keeps bytes after what is buffered, compacting first when most of the buffer is answered.
+    func appendInput(_ bytes: UnsafeRawBufferPointer) {
+        if inputOffset > 0 && inputOffset >= input.count / 2 {
+            input.removeFirst(inputOffset)
+            inputOffset = 0
+        }
+        input.append(contentsOf: bytes)
+    }
+
+    /// Marks `count` buffered bytes as answered.
+    func consumeInput(_ count: Int) {
+        inputOffset += count
+        if inputOffset >= input.count { clearInput() }
+    }
+
+    func clearInput() {
+        input.removeAll(keepingCapacity: input.capacity <= 64 * 1024)
+        inputOffset = 0
+    }
+
+    /// Queues bytes after the output still pending, so nothing is ever written ahead of it.
+    func appendOutput(_ bytes: [UInt8]) {
+        if outputOffset > 0 {
+            output.removeFirst(outputOffset)
+            outputOffset = 0
+        }
+        output.append(contentsOf: bytes)
+    }
 }
 
 /// How bytes move on a connection: straight on the socket, or through TLS.

@@ -16,6 +16,16 @@ public struct Limits: Sendable {
     public var outputHighWater = 64 * 1024
     /// Reads per readiness event: bounds one connection's share of a loop iteration.
     public var readsPerEvent = 4
+    /// Rounds of answering already-read pipelined requests per readiness event, each up to
+    /// `outputHighWater` of output: 16 × 64 KB = 1 MB a connection may write before others get
+    /// their turn (h2o bounds a socket's writes per loop round the same way). When the rounds run
+    /// out with requests still queued, the connection waits for writability, not for input.
+    public var answerRoundsPerEvent = 16
+    /// Input read but not yet answered, at most (bytes): reading stops while complete requests
+    /// wait for the socket (pipelining back-pressure, as swift-nio's HTTPServerPipelineHandler
+    /// stops reading while a response is pending), so a client that sends requests and never
+    /// reads holds one read buffer plus one unfinished head, not everything it sent.
+    public var maximumBufferedInput = 64 * 1024 + 16 * 1024
     /// Connections accepted per readiness event of a listener (nginx accepts in batches as well).
     public var acceptBatch = 64
     /// Seconds accepting pauses after EMFILE/ENFILE instead of spinning on a full descriptor table.

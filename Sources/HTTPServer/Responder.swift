@@ -31,7 +31,7 @@ enum Responder {
         return .other
     }
 
-    /// Answers one request. `host` is already normalised (see `normalizeHost`); nil when absent.
+    /// Answers one request. `host` is already normalised (see `HTTPFields.normalizeHost`); nil when absent.
     static func respond(
         method: Method, host: String?, path: UnsafeRawBufferPointer, ifNoneMatch: UnsafeRawBufferPointer?,
         ifModifiedSince: UnsafeRawBufferPointer?, acceptsGzip: Bool, snapshot: Snapshot, tls: TLSIdentity,
@@ -58,7 +58,7 @@ enum Responder {
 
         let gzip = acceptsGzip && file.gzipBody != nil
         let etag = gzip ? file.gzipETag! : file.etag
-        if notModified(etag: etag, lastModified: file.lastModified, ifNoneMatch: ifNoneMatch, ifModifiedSince: ifModifiedSince) {
+        if HTTPFields.notModified(etag: etag, lastModified: file.lastModified, ifNoneMatch: ifNoneMatch, ifModifiedSince: ifModifiedSince) {
             return routed(
                 Response(
                     status: .notModified, headers: gzip ? file.gzipNotModifiedHeaders! : file.notModifiedHeaders, body: [],
@@ -68,51 +68,5 @@ enum Responder {
             Response(
                 status: .ok, headers: gzip ? file.gzipHeaders! : file.headers, body: gzip ? file.gzipBody! : file.body,
                 sendsBody: method == .get, close: false))
-    }
-
-    /// RFC 9110 §13.1.1–13.1.3: If-None-Match (weak comparison, lists, `*`) decides when present;
-    /// otherwise If-Modified-Since.
-    static func notModified(
-        etag: String, lastModified: Int64, ifNoneMatch: UnsafeRawBufferPointer?, ifModifiedSince: UnsafeRawBufferPointer?
-    ) -> Bool {
-        if let inm = ifNoneMatch {
-            let tag = Array(etag.utf8)
-            var i = 0
-            while i < inm.count {
-                while i < inm.count && (inm[i] == 44 || inm[i] == 32 || inm[i] == 9) { i += 1 }
-                if i < inm.count && inm[i] == 42 { return true }  // *
-                if i + 1 < inm.count && inm[i] == 87 && inm[i + 1] == 47 { i += 2 }  // W/
-                let start = i
-                if i < inm.count && inm[i] == 34 {
-                    i += 1
-                    while i < inm.count && inm[i] != 34 { i += 1 }
-                    i += 1
-                } else {
-                    while i < inm.count && inm[i] != 44 { i += 1 }
-                }
-                let candidate = UnsafeRawBufferPointer(rebasing: inm[start..<min(i, inm.count)])
-                if candidate.elementsEqual(tag) { return true }
-            }
-            return false
-        }
-        if let ims = ifModifiedSince, let since = HTTPDate.parse(ims) {
-            return lastModified <= since
-        }
-        return false
-    }
-
-    /// A Host value as the snapshot keys it: lower case, port and trailing dot removed. Brackets
-    /// of an IPv6 literal are kept.
-    static func normalizeHost(_ raw: UnsafeRawBufferPointer) -> String {
-        var end = raw.count
-        if raw.first == 91 {  // [v6]:port
-            if let close = raw.firstIndex(of: 93) { end = close + 1 }
-        } else if let colon = raw.firstIndex(of: 58) {
-            end = colon
-        }
-        if end > 0 && raw[end - 1] == 46 { end -= 1 }
-        var bytes = [UInt8](UnsafeRawBufferPointer(rebasing: raw[0..<end]))
-        for k in bytes.indices where bytes[k] >= 65 && bytes[k] <= 90 { bytes[k] += 32 }
-        return String(decoding: bytes, as: UTF8.self)
     }
 }

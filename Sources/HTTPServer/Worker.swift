@@ -2,6 +2,7 @@ import CAASALinux
 import Glibc
 import HTTP1
 import HTTP2
+import HTTPCore
 import Logging
 import Reactor
 import SiteStore
@@ -146,7 +147,7 @@ final class Worker {
                 session.produce(into: &out, limit: limits.outputHighWater)
                 if !sendHTTP2(c, session) { continue }
                 if !session.isAlive { startLingering(c) }
-            } else if case .readingRequest(started: false) = c.phase, c.input.isEmpty, !c.hasPendingOutput {
+            } else if case .readingRequest(started: false) = c.phase, c.bufferedInput == 0, !c.hasPendingOutput {
                 close(c)
             } else if case .handshaking = c.phase {
                 continue  // it may still send a request; the handshake timeout bounds it
@@ -386,6 +387,10 @@ final class Worker {
         // triggered epoll reports the (always) writable socket in a loop.
         if c.watchingWrite { watch(c, read: true, write: false) }
         for _ in 0..<limits.readsPerEvent {
+            // Back-pressure: nothing more is read while answered-but-unsent or complete-but-
+            // unanswered requests are buffered (answerBuffered returns to reading only when what is
+            // left is an unfinished head). The bound is a second line of defence.
+            guard c.bufferedInput < limits.maximumBufferedInput else { return }
             switch read(c) {
             case .wouldBlock:
                 return
@@ -409,25 +414,63 @@ final class Worker {
                     if n < Self.readBufferSize { return }
                     continue
                 }
-                if c.input.isEmpty {
-                    let consumed = answer(c, fresh)
-                    if consumed < n { c.input = Array(fresh[consumed...]) }
+                var more: Bool
+                if c.bufferedInput == 0 {
+                    // The common case: requests parsed straight from the read buffer, no copy.
+                    let (consumed, stopped) = answer(c, fresh)
+                    more = stopped
+                    if consumed < n {
+                        c.clearInput()
+                        c.appendInput(UnsafeRawBufferPointer(rebasing: fresh[consumed...]))
+                    }
                 } else {
-                    c.input.append(contentsOf: fresh)
-                    let consumed = c.input.withUnsafeBytes { answer(c, $0) }
-                    c.input.removeFirst(consumed)
+                    c.appendInput(fresh)
+                    more = answerInput(c)
                 }
                 if !send(c) { return }
                 guard case .readingRequest = c.phase else { return }
+                if more && !answerBuffered(c) { return }
                 // A short read drained the socket; epoll reports the next bytes.
                 if n < Self.readBufferSize { return }
             }
         }
     }
 
+    /// Answers the connection's buffered requests, up to the high-water mark; true when it stopped
+    /// there with bytes left (complete requests may be waiting).
+    private func answerInput(_ c: Connection) -> Bool {
+        let (consumed, more) = c.input.withUnsafeBytes { answer(c, UnsafeRawBufferPointer(rebasing: $0[c.inputOffset...])) }
+        c.consumeInput(consumed)
+        return more
+    }
+
+    /// Keeps answering pipelined requests already read while the socket takes the responses (a
+    /// client may send all its requests at once and read only when they are all answered: they
+    /// must not wait for input that will never come). Bounded by `limits.answerRoundsPerEvent`;
+    /// when the rounds run out, write interest brings the connection back on the next loop
+    /// iteration. True when what is left is an unfinished request (read more); false when the
+    /// connection waits for the socket, stopped, or yielded.
+    private func answerBuffered(_ c: Connection) -> Bool {
+        for _ in 0..<limits.answerRoundsPerEvent {
+            guard c.bufferedInput > 0 else { return true }
+            let more = answerInput(c)
+            if !send(c) { return false }
+            guard case .readingRequest = c.phase else { return false }
+            if !more { return true }
+        }
+        guard c.bufferedInput > 0 else { return true }
+        // Out of rounds: wait for writability (the socket is writable: the next iteration comes
+        // back through flush, which answers more), not for input.
+        c.phase = .writing
+        setDeadline(c, limits.writeTimeout)
+        watch(c, read: false, write: true)
+        return false
+    }
+
     /// Parses and answers the complete requests at the start of `bytes`, appending the responses to
-    /// the worker's output buffer; returns how many bytes were used.
-    private func answer(_ c: Connection, _ bytes: UnsafeRawBufferPointer) -> Int {
+    /// the worker's output buffer; returns how many bytes were used, and whether it stopped at the
+    /// output high-water mark with bytes left.
+    private func answer(_ c: Connection, _ bytes: UnsafeRawBufferPointer) -> (consumed: Int, more: Bool) {
         var offset = 0
         while offset < bytes.count {
             let rest = UnsafeRawBufferPointer(rebasing: bytes[offset...])
@@ -437,7 +480,7 @@ final class Worker {
                     c.phase = .readingRequest(started: true)
                     setDeadline(c, limits.requestTimeout)
                 }
-                return offset
+                return (offset, false)
             case .failed(let error):
                 logger.debug("bad request", metadata: ["status": "\(error.status)", "reason": "\(error)"])
                 let response = Response.error(Status(rawValue: error.status) ?? .badRequest, close: true)
@@ -445,7 +488,7 @@ final class Worker {
                 logAccess(c, method: .other, host: nil, target: nil, http2: false, response, userAgent: nil)
                 response.serialize(into: &out, dateLine: dateLine.bytes)
                 c.closeAfterWrite = true
-                return bytes.count
+                return (bytes.count, false)
             case .complete(let head):
                 var response = respond(c, head, rest)
                 response.close = !head.keepAlive || draining
@@ -457,19 +500,19 @@ final class Worker {
                 setDeadline(c, limits.idleTimeout)
                 if response.close {
                     c.closeAfterWrite = true
-                    return bytes.count
+                    return (bytes.count, false)
                 }
-                if out.count >= limits.outputHighWater { return offset }
+                if out.count >= limits.outputHighWater { return (offset, offset < bytes.count) }
             }
         }
-        return offset
+        return (offset, false)
     }
 
     /// Answers an HTTP/2 session's complete requests through the same responder as HTTP/1.1, and
     /// appends the frames it has to send to the output buffer.
     private func answerHTTP2(_ c: Connection, _ session: HTTP2Session) {
         for request in session.takeRequests() {
-            let host = request.authority.map { $0.withUnsafeBytes(Responder.normalizeHost) }
+            let host = request.authority.map { $0.withUnsafeBytes(HTTPFields.normalizeHost) }
             var routed = request.path.withUnsafeBytes { path in
                 withBytes(request.ifNoneMatch) { ifNoneMatch in
                     withBytes(request.ifModifiedSince) { ifModifiedSince in
@@ -544,7 +587,7 @@ final class Worker {
         if c.isAdmin, let admin {
             return admin.respond(method: head.method, path: String(decoding: slice(head.path)!, as: UTF8.self)).answering(head.method)
         }
-        let host = slice(head.host).map(Responder.normalizeHost)
+        let host = slice(head.host).map(HTTPFields.normalizeHost)
         let routed = Responder.respond(
             method: head.method, host: host, path: slice(head.path)!, ifNoneMatch: slice(head.ifNoneMatch),
             ifModifiedSince: slice(head.ifModifiedSince), acceptsGzip: head.acceptsGzip, snapshot: snapshot, tls: c.tlsIdentity,
@@ -563,8 +606,15 @@ final class Worker {
     /// on the connection and reading pauses until it is written. Returns false when the
     /// connection is gone or no longer reading.
     private func send(_ c: Connection) -> Bool {
-        guard !out.isEmpty else { return true }
+        guard !out.isEmpty else { return !c.hasPendingOutput }
         defer { out.removeAll(keepingCapacity: true) }
+        // New bytes go after what the socket has not taken yet, never ahead of it: written first
+        // they would land inside a half-sent HTTP/2 frame (GOAWAY on a graceful stop) or break
+        // OpenSSL's rule that a retried write repeats the same bytes. flush() writes them in order.
+        if c.hasPendingOutput {
+            c.appendOutput(out)
+            return false
+        }
         let written = out.withUnsafeBytes { write(c, $0) }
         guard let written else {
             close(c)
@@ -636,15 +686,14 @@ final class Worker {
         if let session = c.http2 {
             // Frames the session held back while the socket was full.
             session.produce(into: &out, limit: limits.outputHighWater)
-            _ = sendHTTP2(c, session)
+            guard sendHTTP2(c, session) else { return }
+            // The last frames are out: a finished session (GOAWAY sent, streams done) closes now
+            // rather than wait for input that may never come.
+            if !session.isAlive || (draining && !session.wantsWrite && session.activeStreams == 0) { startLingering(c) }
             return
         }
-        // Pipelined requests that waited for this output.
-        if !c.input.isEmpty {
-            let consumed = c.input.withUnsafeBytes { answer(c, $0) }
-            c.input.removeFirst(consumed)
-            _ = send(c)
-        }
+        // Pipelined requests that waited for this output; epoll reports any further input.
+        _ = answerBuffered(c)
     }
 
     // MARK: - Closing
@@ -653,7 +702,7 @@ final class Worker {
         if case .tls(let t) = c.transport { t.shutdown() }
         Glibc.shutdown(c.fd, Int32(SHUT_WR))
         c.phase = .lingering
-        c.input = []
+        c.clearInput()
         setDeadline(c, limits.lingerTimeout)
         watch(c, read: true, write: false)
     }

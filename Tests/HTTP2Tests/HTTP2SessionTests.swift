@@ -1,0 +1,112 @@
+import Testing
+
+@testable import HTTP2
+
+/// Raw HTTP/2 client bytes (RFC 9113 §4.1 frames), built by hand so a test controls exactly what
+/// arrives in one read.
+enum ClientFrames {
+    static let preface = Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8)
+
+    static func frame(type: UInt8, flags: UInt8, stream: Int32, _ payload: [UInt8]) -> [UInt8] {
+        let n = payload.count
+        return [UInt8(n >> 16 & 0xFF), UInt8(n >> 8 & 0xFF), UInt8(n & 0xFF), type, flags]
+            + withUnsafeBytes(of: UInt32(stream).bigEndian, Array.init) + payload
+    }
+
+    static let settings = frame(type: 4, flags: 0, stream: 0, [])
+    static let settingsAck = frame(type: 4, flags: 1, stream: 0, [])
+
+    /// A header field as an HPACK literal without indexing, new name (RFC 7541 §6.2.2); names
+    /// and values under 127 bytes.
+    static func literal(_ name: String, _ value: String) -> [UInt8] {
+        [0, UInt8(name.utf8.count)] + Array(name.utf8) + [UInt8(value.utf8.count)] + Array(value.utf8)
+    }
+
+    /// HEADERS with END_HEADERS (and END_STREAM unless `endStream` is false) for a GET.
+    static func get(
+        stream: Int32, path: String = "/.well-known/apple-app-site-association", authority: String = "a.test", endStream: Bool = true
+    )
+        -> [UInt8]
+    {
+        let block = literal(":method", "GET") + literal(":scheme", "https") + literal(":authority", authority) + literal(":path", path)
+        return frame(type: 1, flags: endStream ? 0x5 : 0x4, stream: stream, block)
+    }
+
+    /// RST_STREAM with CANCEL (RFC 9113 §6.4, §7).
+    static func reset(stream: Int32) -> [UInt8] { frame(type: 3, flags: 0, stream: stream, [0, 0, 0, 8]) }
+}
+
+/// Feeds bytes to a session, answers every request it completes with `body`, and collects what
+/// it produces.
+private func exchange(_ session: HTTP2Session, _ bytes: [UInt8], body: [UInt8]) -> (requests: [HTTP2Request], output: [UInt8], ok: Bool) {
+    let ok = bytes.withUnsafeBytes { session.receive($0, now: 0) }
+    let requests = session.takeRequests()
+    for request in requests {
+        session.respond(
+            stream: request.stream, status: 200, headerLines: Array("Content-Type: application/json\r\n".utf8), extra: [],
+            body: body, sendsBody: true)
+    }
+    var output: [UInt8] = []
+    for _ in 0..<100 where session.wantsWrite { session.produce(into: &output, limit: 1 << 20) }
+    return (requests, output, ok)
+}
+
+@Suite("HTTP/2 session over raw frames")
+struct HTTP2SessionTests {
+    static let body = [UInt8](repeating: 0x41, count: 1_000)
+
+    @Test("a request is answered and its stream forgotten once the body is out")
+    func answered() {
+        let session = HTTP2Session()
+        let (requests, output, ok) = exchange(
+            session, ClientFrames.preface + ClientFrames.settings + ClientFrames.get(stream: 1), body: Self.body)
+        #expect(ok)
+        #expect(requests.map(\.stream) == [1])
+        #expect(requests.first?.path == Array("/.well-known/apple-app-site-association".utf8))
+        #expect(output.count > Self.body.count, "the response's frames were produced")
+        #expect(session.activeStreams == 0)
+    }
+
+    @Test("issue 10: HEADERS with END_STREAM then RST_STREAM in one read leaves no stream and no body behind")
+    func resetInSameRead() {
+        let session = HTTP2Session()
+        var bytes = ClientFrames.preface + ClientFrames.settings
+        for k in 0..<50 {
+            let stream = Int32(1 + 2 * k)
+            bytes += ClientFrames.get(stream: stream) + ClientFrames.reset(stream: stream)
+        }
+        let (_, _, ok) = exchange(session, bytes, body: Self.body)
+        #expect(ok)
+        #expect(session.activeStreams == 0, "bodies kept for streams the client reset")
+        // The session still serves a new stream afterwards.
+        let (requests, _, _) = exchange(session, ClientFrames.get(stream: 101), body: Self.body)
+        #expect(requests.map(\.stream) == [101])
+        #expect(session.activeStreams == 0)
+    }
+
+    @Test("a stream reset after its request was taken gets no body stored")
+    func resetBeforeRespond() {
+        let session = HTTP2Session()
+        _ = (ClientFrames.preface + ClientFrames.settings + ClientFrames.get(stream: 1)).withUnsafeBytes { session.receive($0, now: 0) }
+        let requests = session.takeRequests()
+        _ = ClientFrames.reset(stream: 1).withUnsafeBytes { session.receive($0, now: 0) }
+        for request in requests {
+            session.respond(stream: request.stream, status: 200, headerLines: [], extra: [], body: Self.body, sendsBody: true)
+        }
+        #expect(session.activeStreams == 0)
+    }
+
+    @Test("response header lines without a value or colon are skipped, never sliced backwards")
+    func oddHeaderLines() {
+        let session = HTTP2Session()
+        _ = (ClientFrames.preface + ClientFrames.settings + ClientFrames.get(stream: 1)).withUnsafeBytes { session.receive($0, now: 0) }
+        for request in session.takeRequests() {
+            session.respond(
+                stream: request.stream, status: 200, headerLines: Array("X:\r\nnocolon\r\n:\r\nA: b\r\nC: d".utf8), extra: [], body: [],
+                sendsBody: false)
+        }
+        var output: [UInt8] = []
+        session.produce(into: &output, limit: 1 << 16)
+        #expect(!output.isEmpty)
+    }
+}

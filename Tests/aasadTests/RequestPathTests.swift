@@ -1,0 +1,150 @@
+import Foundation
+import Testing
+
+/// The request path under attack (issue 10): single requests that stopped the process, pipelines
+/// that stalled or grew memory, HTTP/2 streams that outlived their reset, frames garbled on stop.
+@Suite("aasad serve: hostile requests (issue 10)")
+final class RequestPathTests {
+    let config: TestConfig
+    /// big.test's AASA file: about 100 KB, under Apple's 128 KB, above the 64 KB output high-water mark.
+    let big: [UInt8]
+    static let path = "/.well-known/apple-app-site-association"
+    /// The If-Modified-Since that trapped in the date parser (a year converted to Int32).
+    static let killerDate = "Sun, 06 Nov 3000000000 08:49:37 GMT"
+    static let h2drain = AASAD.testDirectory.appendingPathComponent("Fixtures/h2drain.py").path
+
+    init() throws {
+        config = try TestConfig()
+        let head = #"{"applinks": {"apps": [], "details": [{"appIDs": ["ABCDE12345.com.example.app"], "components": ["#
+        var components: [String] = []
+        var size = head.utf8.count + 5
+        while size < 100_000 {
+            components.append(#"{"/": "/p\#(components.count)/*"}"#)
+            size += components.last!.utf8.count + 1
+        }
+        big = Array((head + components.joined(separator: ",") + "]}]}}").utf8)
+        try config.write("config/sites/big.test/apple-app-site-association", big)
+    }
+
+    @Test("issue 10: an If-Modified-Since with a ten-digit year is ignored over HTTP/1.1 and HTTP/2, and the server stays up")
+    func hostileDate() throws {
+        let server = try RunningServer(config: config)
+        let request = "GET \(Self.path) HTTP/1.1\r\nHost: a.test\r\nIf-Modified-Since: \(Self.killerDate)\r\nConnection: close\r\n\r\n"
+        let reply = String(decoding: server.raw(Array(request.utf8)), as: UTF8.self)
+        #expect(reply.hasPrefix("HTTP/1.1 200 OK"), "\(reply.prefix(200))")
+        #expect(reply.hasSuffix(String(decoding: config.aasa, as: UTF8.self)))
+        for date in [Self.killerDate, "Sun, 06 Nov 99999999999999999999 08:49:37 GMT", "Sunday, 06-Nov-9999999999 08:49:37 GMT"] {
+            let h2 = try? server.https("a.test", Self.path, ["--http2", "-H", "If-Modified-Since: \(date)"])
+            #expect(h2?.status == 200 && h2?.version == "2", "\(date)")
+            #expect(h2?.body == config.aasa)
+        }
+        #expect(server.process.isRunning, "the server died")
+        #expect((try? server.http("a.test", Self.path).status) == 200, "the server is still serving")
+    }
+
+    @Test("issue 10: 200 pipelined GETs of a 100 KB file sent in one write all get complete answers")
+    func pipelinedLargeResponses() throws {
+        let server = try RunningServer(config: config)
+        let fd = try #require(Loopback.connect(port: server.httpPort))
+        defer { close(fd) }
+        let request = "GET /apple-app-site-association HTTP/1.1\r\nHost: big.test\r\n\r\n"
+        let last = "GET /apple-app-site-association HTTP/1.1\r\nHost: big.test\r\nConnection: close\r\n\r\n"
+        let pipeline = Array((String(repeating: request, count: 199) + last).utf8)
+        #expect(Loopback.send(fd, pipeline) == pipeline.count)
+        Loopback.setReceiveTimeout(fd, seconds: 10)
+        let reply = Loopback.receiveAll(fd)
+        var offset = 0
+        var answers = 0
+        while offset < reply.count, let response = HTTP1Response(reply, at: offset) {
+            #expect(response.status == 200)
+            #expect(reply[response.body] == big[...], "response \(answers) is not the file")
+            offset = response.body.upperBound
+            answers += 1
+        }
+        #expect(answers == 200, "\(answers) of 200 answers in \(reply.count) bytes")
+        #expect(offset == reply.count, "bytes after the last complete response")
+    }
+
+    @Test("a pipelining client that never reads is not read from, holds bounded memory, and is dropped at the write timeout")
+    func pipelinedNeverReads() throws {
+        let server = try RunningServer(config: config, extra: ["--write-timeout", "2"])
+        let before = server.residentKilobytes
+        let fd = try #require(Loopback.connect(port: server.httpPort, receiveBuffer: 4096))
+        defer { close(fd) }
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        let request = Array("GET /apple-app-site-association HTTP/1.1\r\nHost: big.test\r\n\r\n".utf8)
+        let batch = Array([[UInt8]](repeating: request, count: 1000).joined())
+        // Send until the kernel refuses more: the server has stopped reading (back-pressure).
+        // Without it the server would read, and buffer, everything: bounded here at 256 MB.
+        var sent = 0
+        var refusals = 0
+        while refusals < 20 && sent < 256 << 20 {
+            let n = Loopback.send(fd, batch)
+            if n > 0 {
+                sent += n
+                refusals = 0
+            } else {
+                refusals += 1
+                usleep(20_000)
+            }
+        }
+        #expect(refusals >= 20, "the server kept reading \(sent) bytes of requests while its responses were not read")
+        let grown = server.residentKilobytes - before
+        #expect(grown < 16 * 1024, "the server grew by \(grown) KB for one client")
+        let metrics = try Metrics.wait(server) { $0["aasad_connection_timeouts_total", ["phase": "write"]] > 0 }
+        #expect(metrics["aasad_connection_timeouts_total", ["phase": "write"]] == 1)
+        #expect(metrics["aasad_connections_open", ["listener": "http"]] == 0)
+        #expect(try server.http("big.test", "/apple-app-site-association").body == big)
+    }
+
+    @Test("issue 10: HTTP/2 requests reset in the same read leave nothing behind: the server answers, then stops promptly")
+    func resetInSameRead() throws {
+        let server = try RunningServer(config: config, extra: ["--drain-timeout", "30"])
+        let started = Date()
+        let out = try Tool.run(
+            "python3",
+            [Self.h2drain, "\(server.httpsPort)", "a.test", Self.path, "\(server.process.processIdentifier)", "reset-flood", "150"])
+        #expect(out.text.hasPrefix("ok"), "\(out.text) \(out.stderr.suffix(500))")
+        server.process.waitUntilExit()
+        let elapsed = Date().timeIntervalSince(started)
+        #expect(server.process.terminationStatus == 0)
+        // A functional bound: far below the 30 s drain timeout a leaked stream would wait for.
+        #expect(elapsed < 15, "the stop took \(elapsed) s")
+    }
+
+    @Test("issue 10: on a graceful stop, GOAWAY follows the frames a slow HTTP/2 reader has pending, never cuts into them")
+    func goAwayAfterPendingFrames() throws {
+        let server = try RunningServer(config: config, extra: ["--drain-timeout", "20"])
+        let out = try Tool.run(
+            "python3",
+            [Self.h2drain, "\(server.httpsPort)", "big.test", Self.path, "\(server.process.processIdentifier)", "slow-reader", "60"])
+        #expect(out.text.hasPrefix("ok 60 streams of [\(big.count)] bytes"), "\(out.text) \(out.stderr.suffix(500))")
+        server.process.waitUntilExit()
+        #expect(server.process.terminationStatus == 0)
+    }
+}
+
+/// One HTTP/1.1 response found in received bytes: its status and where its body is (by
+/// Content-Length). Nil when the bytes at `offset` are not a complete response.
+struct HTTP1Response {
+    var status: Int
+    var body: Range<Int>
+
+    init?(_ bytes: [UInt8], at offset: Int) {
+        let end = Array("\r\n\r\n".utf8)
+        guard let headEnd = bytes[offset...].firstRange(of: end)?.upperBound else { return nil }
+        let head = String(decoding: bytes[offset..<headEnd], as: UTF8.self)
+        let lines = head.components(separatedBy: "\r\n")
+        guard let statusLine = lines.first, statusLine.hasPrefix("HTTP/1.1 "),
+            let status = Int(statusLine.dropFirst(9).prefix(3))
+        else { return nil }
+        let length =
+            lines.first { $0.lowercased().hasPrefix("content-length:") }.flatMap {
+                Int($0.dropFirst(15).trimmingCharacters(in: .whitespaces))
+            }
+            ?? 0
+        guard headEnd + length <= bytes.count else { return nil }
+        self.status = status
+        body = headEnd..<(headEnd + length)
+    }
+}
