@@ -86,7 +86,7 @@ let package = Package(
         .testTarget(name: "ReactorTests", dependencies: ["Reactor"], swiftSettings: swiftSettings),
         .testTarget(name: "TLSTests", dependencies: ["TLS"], swiftSettings: swiftSettings),
         .testTarget(
-            name: "SiteStoreTests", dependencies: ["SiteStore", "AASA", .product(name: "Logging", package: "swift-log")],
+            name: "SiteStoreTests", dependencies: ["SiteStore", "AASA", "HTTPCore", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "aasadTests",
