@@ -12,6 +12,13 @@ import Synchronization
 /// Queue overflow, a swap of a `..data` symlink (Kubernetes ConfigMap and Secret volumes), a
 /// change of `sites/` itself, `requestFullRescan()` (SIGHUP) and the optional periodic timer
 /// ask for a full rescan.
+///
+/// A directory is always watched before it is read (issue 10): a new site directory, a new
+/// `tls/` inside one, a directory renamed into `sites/` or a symlink's new target gets its watch
+/// as soon as its event arrives, and every site of a batch is watched again before the batch is
+/// applied. A file written before the watch was added is read by the batch; one written after it
+/// raises an event and a later batch. (Watching after reading lost files written in between until
+/// the next full rescan: a recreated site answered 404 with its file on disk.)
 public final class ConfigWatcher: @unchecked Sendable {
     // @unchecked: all state but the wake-up pipe and the stop flag is touched by the watcher's
     // own thread only.
@@ -36,7 +43,7 @@ public final class ConfigWatcher: @unchecked Sendable {
         public var isEmpty: Bool { sites.isEmpty && !full && !defaultCertificate && !settings }
     }
 
-    private enum Watched {
+    private enum Watched: Hashable {
         case root
         case sites
         case site(String)
@@ -52,7 +59,14 @@ public final class ConfigWatcher: @unchecked Sendable {
     private let wakePipe: [Int32]
     private let stopRequested = Atomic<Bool>(false)
     private let fullRescanRequested = Atomic<Bool>(false)
-    private var watches: [Int32: Watched] = [:]
+    /// What each watch stands for. One directory can stand for several names: a site and the
+    /// alias symlinks that point at it share its inode, so inotify gives them one watch.
+    private var watches: [Int32: Set<Watched>] = [:]
+    /// The watch each site name's directory (and its `tls/`) resolves to now, so that a name that
+    /// moves on (deleted, renamed, replaced by a symlink, a symlink retargeted) stops being
+    /// reported for the directory it left, and a watch no name uses is removed.
+    private var siteWatches: [String: Int32] = [:]
+    private var siteTLSWatches: [String: Int32] = [:]
     private var watchLimitReported = false
     private var thread: Thread?
     private let finished = DispatchSemaphore(value: 0)
@@ -128,15 +142,34 @@ public final class ConfigWatcher: @unchecked Sendable {
     private static let directoryMask = UInt32(
         IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF | IN_CLOSE_WRITE | IN_MODIFY)
 
-    private func add(_ path: String, _ kind: Watched) {
+    @discardableResult
+    private func add(_ path: String, _ kind: Watched) -> Int32? {
         let wd = inotify_add_watch(inotify, path, Self.directoryMask)
         if wd >= 0 {
-            watches[wd] = kind
+            watches[wd, default: []].insert(kind)
+            return wd
         } else if errno == ENOSPC && !watchLimitReported {
             watchLimitReported = true
             logger.warning(
                 "inotify watch limit reached; raise fs.inotify.max_user_watches, or changes to some sites are seen only by --rescan-interval or SIGHUP"
             )
+        }
+        return nil
+    }
+
+    /// Records that `kind` now resolves to `wd` (nil: to nothing); the watch it left loses it, and
+    /// is removed when nothing else stands for it.
+    private func bind(_ table: inout [String: Int32], _ name: String, to wd: Int32?, _ kind: Watched) {
+        let old = table[name]
+        guard old != wd else { return }
+        table[name] = wd
+        guard let old, var kinds = watches[old] else { return }
+        kinds.remove(kind)
+        if kinds.isEmpty {
+            watches[old] = nil
+            _ = inotify_rm_watch(inotify, old)
+        } else {
+            watches[old] = kinds
         }
     }
 
@@ -146,17 +179,40 @@ public final class ConfigWatcher: @unchecked Sendable {
         add(root, .root)
         add(root + "/tls", .defaultTLS)
         add(root + "/sites", .sites)
-        for name in (try? FileManager.default.contentsOfDirectory(atPath: root + "/sites")) ?? [] where !name.hasPrefix(".") {
+        let listed = ((try? FileManager.default.contentsOfDirectory(atPath: root + "/sites")) ?? []).filter { !$0.hasPrefix(".") }
+        // Names watched before and gone now let go of their watches too.
+        for name in Set(listed).union(siteWatches.keys).union(siteTLSWatches.keys).sorted() {
             watchSite(name)
         }
     }
 
+    /// Watches what `sites/NAME` and its `tls/` resolve to now (following symlinks: an alias, or
+    /// a Kubernetes `..data/NAME`), or nothing when they are gone.
     private func watchSite(_ name: String) {
         let path = root + "/sites/" + name
         var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue else { return }
-        add(path, .site(name))
-        if FileManager.default.fileExists(atPath: path + "/tls") { add(path + "/tls", .siteTLS(name)) }
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue else {
+            bind(&siteWatches, name, to: nil, .site(name))
+            bind(&siteTLSWatches, name, to: nil, .siteTLS(name))
+            return
+        }
+        bind(&siteWatches, name, to: add(path, .site(name)), .site(name))
+        var tlsIsDirectory: ObjCBool = false
+        let tls = FileManager.default.fileExists(atPath: path + "/tls", isDirectory: &tlsIsDirectory) && tlsIsDirectory.boolValue
+        bind(&siteTLSWatches, name, to: tls ? add(path + "/tls", .siteTLS(name)) : nil, .siteTLS(name))
+    }
+
+    /// A watch inotify dropped (its directory deleted or unmounted): the names it stood for no
+    /// longer resolve to it.
+    private func forget(_ wd: Int32) {
+        guard let kinds = watches.removeValue(forKey: wd) else { return }
+        for kind in kinds {
+            switch kind {
+            case .site(let name) where siteWatches[name] == wd: siteWatches[name] = nil
+            case .siteTLS(let name) where siteTLSWatches[name] == wd: siteTLSWatches[name] = nil
+            default: break
+            }
+        }
     }
 
     // MARK: - The loop
@@ -226,14 +282,21 @@ public final class ConfigWatcher: @unchecked Sendable {
         }
         // A watch removed (its directory deleted, or a ConfigMap's old target cleaned up) still
         // says which site to re-read.
-        let watched = watches[event.wd]
-        if mask & UInt32(IN_IGNORED) != 0 { watches[event.wd] = nil }
-        guard let kind = watched else { return }
+        guard let kinds = watches[event.wd] else { return }
+        if mask & UInt32(IN_IGNORED) != 0 { forget(event.wd) }
+        for kind in kinds { handle(kind, mask: mask, name: name, now: now) }
+    }
+
+    private func handle(_ kind: Watched, mask: UInt32, name: String, now: Int64) {
+        let entryChanged = mask & UInt32(IN_CREATE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM | IN_ATTRIB) != 0
         switch kind {
         case .root:
             if name == "sites" || name.hasPrefix("..") {
+                // Watched now, before the full rescan reads it (watchEverything again then).
+                if name == "sites" && entryChanged { add(root + "/sites", .sites) }
                 note(now) { $0.full = true }
             } else if name == "tls" {
+                if entryChanged { add(root + "/tls", .defaultTLS) }
                 note(now) { $0.defaultCertificate = true }
             } else if name == "aasad.yaml" {
                 note(now) { $0.settings = true }
@@ -243,9 +306,12 @@ public final class ConfigWatcher: @unchecked Sendable {
                 // The directory itself moved, or a ConfigMap swapped ..data under it.
                 note(now) { $0.full = true }
             } else if !name.hasPrefix(".") {
+                // A new (or renamed, or re-pointed) entry is watched before the batch reads it.
+                if entryChanged { watchSite(name) }
                 note(now) { $0.sites.insert(name) }
             }
         case .site(let site), .siteTLS(let site):
+            if case .site = kind, name == "tls", entryChanged { watchSite(site) }
             if mask & UInt32(IN_MODIFY) != 0 {
                 openWrites[site] = openWrites[site] ?? now
             }
@@ -272,12 +338,13 @@ public final class ConfigWatcher: @unchecked Sendable {
         firstEvent = held.isEmpty ? nil : now
         guard !batch.isEmpty else { return }
         if batch.full { lastRescan = now }
-        apply(batch)
+        // Watch first, then read: a change after the watch is an event for the next batch.
         if batch.full {
             watchEverything()
         } else {
-            batch.sites.forEach(watchSite)
+            batch.sites.sorted().forEach(watchSite)
             if batch.defaultCertificate { add(root + "/tls", .defaultTLS) }
         }
+        apply(batch)
     }
 }

@@ -74,6 +74,12 @@ public final class SiteRegistry {
     private var aliasesByTarget: [String: Set<String>] = [:]
     /// Names under `sites/` that cannot be sites, with why.
     private var entryProblems: [String: ConfigProblem] = [:]
+    /// Those of them that are symlinks to a sibling name that is not a site (yet), by that name:
+    /// an alias made before its site. When the site appears, they are read again with it, as a
+    /// full scan would read them.
+    private var danglingAliases: [String: Set<String>] = [:]
+    /// The same, by symlink name.
+    private var danglingTargets: [String: String] = [:]
     /// Host → the sites claiming it.
     private var claims: [HostName: Set<String>] = [:]
     private var contents = ContentCache()
@@ -134,6 +140,10 @@ public final class SiteRegistry {
     /// returns the new snapshot. Sites an alias points to are re-read with it.
     @discardableResult
     public func reload(_ names: Set<String>) -> Snapshot {
+        var names = names
+        for name in names where !danglingAliases.isEmpty && isDirectory(name) {
+            names.formUnion(danglingAliases[name] ?? [])
+        }
         var touched = Set<String>()
         // Site directories first, so that aliases find their targets.
         let directories = names.filter(isDirectory)
@@ -157,7 +167,10 @@ public final class SiteRegistry {
                 touched.insert(old.target)
                 aliasesByTarget[old.target]?.remove(name)
             }
-            if entryProblems.removeValue(forKey: name) != nil, records[name] == nil { touched.insert(name) }
+            if entryProblems.removeValue(forKey: name) != nil {
+                if records[name] == nil { touched.insert(name) }
+                forgetDangling(name)
+            }
             switch entry {
             case .site(let source):
                 if var record = records[name] {
@@ -175,6 +188,10 @@ public final class SiteRegistry {
                 if records[name] != nil { remove(name) }
             case .problem(let problem):
                 entryProblems[name] = problem
+                if let target = siblingTarget(of: name) {
+                    danglingAliases[target, default: []].insert(name)
+                    danglingTargets[name] = target
+                }
                 logger.error("\(problem.file): \(problem.message)")
                 if records[name] != nil { remove(name) }
             case .ignored, .missing:
@@ -255,6 +272,20 @@ public final class SiteRegistry {
             if entryProblems[name] != problem { logger.error("\(problem.file): \(problem.message)") }
             entryProblems[name] = problem
         }
+    }
+
+    /// The sibling name a symlink under `sites/` points to, if it points to one.
+    private func siblingTarget(of name: String) -> String? {
+        guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: sitesPath + "/" + name) else { return nil }
+        let resolved = URL(fileURLWithPath: target.hasPrefix("/") ? target : sitesPath + "/" + target).standardizedFileURL
+        guard resolved.deletingLastPathComponent().path == URL(fileURLWithPath: sitesPath).standardizedFileURL.path else { return nil }
+        return resolved.lastPathComponent
+    }
+
+    private func forgetDangling(_ name: String) {
+        guard let target = danglingTargets.removeValue(forKey: name), var names = danglingAliases[target] else { return }
+        names.remove(name)
+        danglingAliases[target] = names.isEmpty ? nil : names
     }
 
     /// A site directory went away: it stops being served.

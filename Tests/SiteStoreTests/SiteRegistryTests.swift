@@ -124,6 +124,22 @@ struct SiteRegistryTests {
         #expect(body(r.snapshot, "a.test") == good)
     }
 
+    @Test("an alias made before its site is served once the site appears, as a full scan would (issue 10)")
+    func aliasBeforeSite() throws {
+        let c = try TempConfig()
+        try c.link("sites/www.a.test", to: "a.test")
+        let r = c.registry()
+        r.reloadAll()
+        #expect(r.snapshot.site(forHost: "www.a.test") == nil)
+        // The watcher reports the new directory only; the dangling symlink is read again with it.
+        try c.write("sites/a.test/apple-app-site-association", good)
+        #expect(body(r.reload(["a.test"]), "www.a.test") == good)
+        #expect(body(r.snapshot, "a.test") == good)
+        // And it stays an ordinary alias: removed, it stops being served.
+        try c.remove("sites/www.a.test")
+        #expect(r.reload(["www.a.test"]).site(forHost: "www.a.test") == nil)
+    }
+
     @Test("a host claimed by two sites is served by neither and reported on both; it clears when one lets go")
     func conflict() throws {
         let c = try TempConfig()

@@ -1,0 +1,61 @@
+import Foundation
+import Testing
+
+/// The watched config directory against a model (issue 10, item 5): Fixtures/config_model.py
+/// changes `sites/` at random (seeded) while clients fetch, and checks every answer against what the
+/// model allows. AASAD_MODEL_SEED, AASAD_MODEL_OPERATIONS and AASAD_MODEL_BATCH choose the run (a
+/// seeded 1,000 operations by default); scripts/model-test.sh runs the long one.
+@Suite("Config directory against a model under load (issue 10)")
+struct ConfigModelTests {
+    @Test("random site, alias, certificate and ConfigMap changes: each step converges, no wrong answer in between")
+    func model() throws {
+        let config = try TestConfig()
+        let script = AASAD.testDirectory.appendingPathComponent("Fixtures/config_model.py").path
+        let work = config.path("model")
+        let prepared = try Tool.run("python3", [script, "prepare", config.config, work])
+        try #require(prepared.status == 0, "\(prepared.stderr)")
+        let server = try RunningServer(config: config)
+        let out = try Tool.run("python3", [script, "run", config.config, work, "\(server.httpsPort)"])
+        // The figures (operations, time, convergence) go to the test log for docs/reliability.md.
+        print(out.text)
+        let summary = out.text.split(separator: "\n").last { $0.hasPrefix("ok ") || $0.hasPrefix("fail ") } ?? ""
+        #expect(out.status == 0 && summary.hasPrefix("ok "), "\(out.text.suffix(6000))\n\(out.stderr.suffix(3000))")
+        #expect(server.stop() == 0)
+    }
+}
+
+/// Watcher gaps found by the model test, each reproduced on its own.
+@Suite("Watched config directory: watches follow names (issue 10)")
+final class WatchGapTests {
+    let config: TestConfig
+    let server: RunningServer
+    let path = "/.well-known/apple-app-site-association"
+
+    init() throws {
+        config = try TestConfig()
+        server = try RunningServer(config: config)
+    }
+
+    /// Polls (bounded: 5 s) until `condition` holds.
+    private func eventually(_ condition: () throws -> Bool) rethrows -> Bool {
+        for _ in 0..<100 {
+            if try condition() { return true }
+            usleep(50_000)
+        }
+        return false
+    }
+
+    @Test("a site whose alias symlink came and went still has its changes picked up")
+    func aliasCameAndWent() throws {
+        // The alias shares the site's directory inode, so inotify hands back the site's watch for it.
+        let alias = config.path("config/sites/alias.a.test")
+        symlink("a.test", alias)
+        #expect(try eventually { try server.http("alias.a.test", path).status == 200 })
+        unlink(alias)
+        #expect(try eventually { try server.http("alias.a.test", path).status == 404 })
+        let changed = Array(#"{"applinks": {"apps": [], "details": [{"appID": "ABCDE12345.com.example.changed", "paths": ["*"]}]}}"#.utf8)
+        try config.write("config/sites/a.test/apple-app-site-association", changed)
+        #expect(try eventually { try server.http("a.test", path).body == changed }, "a.test's change was not picked up")
+        #expect(server.stop() == 0)
+    }
+}
