@@ -66,15 +66,11 @@ public final class TLSContext: @unchecked Sendable {
         try Self.configure(ctx, minimumVersion: minimumVersion)
         try Self.loadChain(ctx, chainPEM, source: source)
         try Self.loadKey(ctx, keyPEM, source: source)
-        SSL_CTX_set_ex_data(ctx, TLSContext.contextIndex, Unmanaged.passUnretained(self).toOpaque())
     }
 
     deinit {
         SSL_CTX_free(ctx)
     }
-
-    /// The index under which each SSL_CTX points back at its TLSContext.
-    static let contextIndex: Int32 = CRYPTO_get_ex_new_index(CRYPTO_EX_INDEX_SSL_CTX, 0, nil, nil, nil, nil)
 
     private static func configure(_ ctx: OpaquePointer, minimumVersion: TLSVersion) throws(TLSError) {
         guard CAASAOpenSSL_SSL_CTX_set_min_proto_version(ctx, minimumVersion == .tls13 ? TLS1_3_VERSION : TLS1_2_VERSION) == 1,
@@ -127,12 +123,6 @@ public final class TLSContext: @unchecked Sendable {
         guard SSL_CTX_use_PrivateKey(ctx, key) == 1, SSL_CTX_check_private_key(ctx) == 1 else {
             throw TLSError("the key does not match the certificate in cert.pem (\(TLSError.openSSLReasons()))", file: "\(source)/key.pem")
         }
-    }
-
-    /// The context an SSL connection currently uses.
-    static func of(_ ssl: OpaquePointer) -> TLSContext? {
-        guard let ctx = SSL_get_SSL_CTX(ssl), let p = SSL_CTX_get_ex_data(ctx, contextIndex) else { return nil }
-        return Unmanaged<TLSContext>.fromOpaque(p).takeUnretainedValue()
     }
 }
 
