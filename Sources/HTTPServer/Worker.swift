@@ -320,7 +320,7 @@ final class Worker {
         case .done:
             let http2 = t.alpn == "h2"
             counters.handshake(tls13: t.isTLS13, resumed: t.resumed, http2: http2)
-            c.tlsIdentity = t.sentServerName ? .certificate(t.certificateIdentity) : .none
+            c.tlsIdentity = t.serverName.map { .serverName($0, certificate: t.certificateNames) } ?? .none
             c.phase = .readingRequest(started: false)
             setDeadline(c, limits.idleTimeout)
             watch(c, read: true, write: false)

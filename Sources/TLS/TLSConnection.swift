@@ -61,6 +61,9 @@ public final class TLSConnection {
     /// The identity of the certificate the handshake used.
     public var certificateIdentity: String { presentedContext.identity }
 
+    /// The DNS names of the certificate the connection presented (for the 421 rule).
+    public var certificateNames: CertificateNames { presentedContext.names }
+
     /// The ALPN protocol agreed, e.g. `http/1.1` or `h2`; nil without ALPN.
     public var alpn: String? {
         var data: UnsafePointer<UInt8>?

@@ -44,6 +44,8 @@ public final class TLSContext: @unchecked Sendable {
     let ctx: OpaquePointer
     /// Content identity of the certificate files (`CertificateFiles.identity`).
     public let identity: String
+    /// The DNS names the leaf certificate covers, read once at load (the 421 rule asks per request).
+    public private(set) var names = CertificateNames([])
 
     /// TLS 1.2 cipher suites: Mozilla's "intermediate" list (forward secrecy, AEAD only).
     /// TLS 1.3 suites are OpenSSL's defaults, which are all modern.
@@ -64,7 +66,7 @@ public final class TLSContext: @unchecked Sendable {
         // A throw from here on still runs deinit (every stored property is set), which frees ctx:
         // freeing it here as well would free it twice.
         try Self.configure(ctx, minimumVersion: minimumVersion)
-        try Self.loadChain(ctx, chainPEM, source: source)
+        names = try Self.loadChain(ctx, chainPEM, source: source)
         try Self.loadKey(ctx, keyPEM, source: source)
     }
 
@@ -92,7 +94,8 @@ public final class TLSContext: @unchecked Sendable {
         _ = CAASAOpenSSL_SSL_CTX_set_tlsext_ticket_key_evp_cb(ctx, ticketKeyCallback)
     }
 
-    private static func loadChain(_ ctx: OpaquePointer, _ pem: [UInt8], source: String) throws(TLSError) {
+    /// Loads the chain (leaf first) into the context and returns the leaf's DNS names.
+    private static func loadChain(_ ctx: OpaquePointer, _ pem: [UInt8], source: String) throws(TLSError) -> CertificateNames {
         let bio = pem.withUnsafeBytes { BIO_new_mem_buf($0.baseAddress, Int32($0.count)) }
         defer { BIO_free(bio) }
         guard let leaf = PEM_read_bio_X509(bio, nil, nil, nil) else {
@@ -110,6 +113,7 @@ public final class TLSContext: @unchecked Sendable {
             }
         }
         ERR_clear_error()  // the loop ends on a "no start line" error
+        return CertificateNames.of(leaf)
     }
 
     private static func loadKey(_ ctx: OpaquePointer, _ pem: [UInt8], source: String) throws(TLSError) {
