@@ -36,8 +36,7 @@ enum Responder {
     /// Answers one request. `host` is already normalised (see `normalizeHost`); nil when absent.
     static func respond(
         method: Method, host: String?, path: UnsafeRawBufferPointer, ifNoneMatch: UnsafeRawBufferPointer?,
-        ifModifiedSince: UnsafeRawBufferPointer?, acceptsGzip: Bool, snapshot: Snapshot, tls: TLSIdentity,
-        defaultCertificateIdentity: String?
+        ifModifiedSince: UnsafeRawBufferPointer?, acceptsGzip: Bool, snapshot: Snapshot, tls: TLSIdentity
     ) -> Routed {
         let pathClass = pathClass(path)
         guard let host, let site = snapshot.site(forHost: host) else {

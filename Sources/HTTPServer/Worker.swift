@@ -29,9 +29,6 @@ final class Worker {
     private let limits: Limits
     private let logger: Logger
     private var snapshot: Snapshot
-    /// The default certificate's identity when it does not come from the config directory (the
-    /// development certificate, or the first site's); a configured default is in the snapshot.
-    private let defaultIdentity: String?
 
     private var connections: [Connection?] = []
     private var nextGeneration: UInt32 = 1
@@ -64,7 +61,7 @@ final class Worker {
 
     init(
         index: Int, listeners: [Listener], tls: TLSServer?, store: SnapshotStore, limits: Limits, logger: Logger,
-        defaultIdentity: String?, stopFlag: StopFlag, counters: WorkerCounters, admin: AdminEndpoint? = nil, fetchLog: FetchLog? = nil,
+        stopFlag: StopFlag, counters: WorkerCounters, admin: AdminEndpoint? = nil, fetchLog: FetchLog? = nil,
         accessLog: AccessLog? = nil
     ) throws(SystemError) {
         self.counters = counters
@@ -77,7 +74,6 @@ final class Worker {
         self.store = store
         self.limits = limits
         self.logger = logger
-        self.defaultIdentity = defaultIdentity
         self.stopFlag = stopFlag
         loop = try EventLoop()
         snapshot = store.snapshot()
@@ -475,8 +471,7 @@ final class Worker {
                     withBytes(request.ifModifiedSince) { ifModifiedSince in
                         Responder.respond(
                             method: request.method, host: host, path: path, ifNoneMatch: ifNoneMatch, ifModifiedSince: ifModifiedSince,
-                            acceptsGzip: request.acceptsGzip, snapshot: snapshot, tls: c.tlsIdentity,
-                            defaultCertificateIdentity: snapshot.defaultCertificateIdentity ?? defaultIdentity)
+                            acceptsGzip: request.acceptsGzip, snapshot: snapshot, tls: c.tlsIdentity)
                     }
                 }
             }
@@ -547,8 +542,7 @@ final class Worker {
         let host = slice(head.host).map(Responder.normalizeHost)
         let routed = Responder.respond(
             method: head.method, host: host, path: slice(head.path)!, ifNoneMatch: slice(head.ifNoneMatch),
-            ifModifiedSince: slice(head.ifModifiedSince), acceptsGzip: head.acceptsGzip, snapshot: snapshot, tls: c.tlsIdentity,
-            defaultCertificateIdentity: snapshot.defaultCertificateIdentity ?? defaultIdentity)
+            ifModifiedSince: slice(head.ifModifiedSince), acceptsGzip: head.acceptsGzip, snapshot: snapshot, tls: c.tlsIdentity)
         counters.request(.http1, routed.site, routed.path, routed.response.status)
         if let agent = slice(head.userAgent) { noteAppleFetch(agent, routed, host: host) }
         let response = routed.response.answering(head.method)
