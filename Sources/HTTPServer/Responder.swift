@@ -1,16 +1,18 @@
 import HTTP1
 import HTTPCore
 import SiteStore
+import TLS
 
 /// The serving rules of DESIGN.md "What it serves", shared by HTTP/1.1 and HTTP/2: one routing
 /// path, two framings. Pure: it reads the snapshot and the request and returns a `Response`.
 enum Responder {
-    /// Which certificate the connection negotiated, for the 421 rule.
+    /// What the connection's TLS handshake settled, for the 421 rule.
     enum TLSIdentity: Sendable, Equatable {
         /// Plain HTTP, or TLS without SNI: the Host header alone decides.
         case none
-        /// TLS with SNI: the identity of the certificate the handshake chose.
-        case certificate(String)
+        /// TLS with SNI: the name the client asked for and the names of the certificate the
+        /// connection presented.
+        case serverName(String, certificate: CertificateNames)
     }
 
     static let aasaPath = Array("/.well-known/apple-app-site-association".utf8)
@@ -34,8 +36,7 @@ enum Responder {
     /// Answers one request. `host` is already normalised (see `HTTPFields.normalizeHost`); nil when absent.
     static func respond(
         method: Method, host: String?, path: UnsafeRawBufferPointer, ifNoneMatch: UnsafeRawBufferPointer?,
-        ifModifiedSince: UnsafeRawBufferPointer?, acceptsGzip: Bool, snapshot: Snapshot, tls: TLSIdentity,
-        defaultCertificateIdentity: String?
+        ifModifiedSince: UnsafeRawBufferPointer?, acceptsGzip: Bool, snapshot: Snapshot, tls: TLSIdentity
     ) -> Routed {
         let pathClass = pathClass(path)
         guard let host, let site = snapshot.site(forHost: host) else {
@@ -48,9 +49,14 @@ enum Responder {
         case .assetLinks: file = site.assetLinks
         case .other: return routed(.error(.notFound, close: false))
         }
-        // DESIGN.md: a host whose site uses another certificate than the one this connection
-        // negotiated gets 421 (RFC 9110 §15.5.20), so a client retries on a new connection.
-        if case .certificate(let negotiated) = tls, (site.certificateIdentity ?? defaultCertificateIdentity) != negotiated {
+        // 421 (RFC 9110 §15.5.20) means "this connection's certificate does not cover the host":
+        // HTTP/2 clients reuse a connection for every host its certificate covers (RFC 9113
+        // §9.1.1), and a client that gets 421 retries on a new connection. The SNI name itself is
+        // always served (the client asked for it on this connection, and validated what it got);
+        // another host only if the certificate presented covers it (RFC 6125 §6.4.3). Which
+        // certificate the host's site uses *now* does not matter: a pair rotated, or a site
+        // recreated, after the handshake is not a misdirected request. Without SNI, Host decides.
+        if case .serverName(let name, let certificate) = tls, host != name, !certificate.covers(host) {
             return routed(.error(.misdirected, close: false))
         }
         guard let file else { return routed(.error(.notFound, close: false)) }

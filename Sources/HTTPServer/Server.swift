@@ -43,7 +43,6 @@ public final class Server {
     private let configuration: Configuration
     private let store: SnapshotStore
     private let tls: TLSServer?
-    private let defaultIdentity: String?
     private let logger: Logger
     private let stopFlag = StopFlag()
     private var workers: [Worker] = []
@@ -59,7 +58,6 @@ public final class Server {
         self.configuration = configuration
         self.store = store
         self.tls = tls
-        defaultIdentity = tls?.defaultContext.identity
         self.logger = logger
     }
 
@@ -85,7 +83,7 @@ public final class Server {
                 workers.append(
                     try Worker(
                         index: i, listeners: perWorker[i], tls: tls, store: store, limits: configuration.limits, logger: logger,
-                        defaultIdentity: defaultIdentity, stopFlag: stopFlag, counters: configuration.traffic.makeWorkerCounters(),
+                        stopFlag: stopFlag, counters: configuration.traffic.makeWorkerCounters(),
                         fetchLog: configuration.fetchLog, accessLog: configuration.accessLog))
             }
             if let address = configuration.admin, let endpoint = configuration.adminEndpoint {
@@ -98,7 +96,7 @@ public final class Server {
                     workers.append(
                         try Worker(
                             index: count, listeners: [Worker.Listener(fd: fd, kind: .admin)], tls: nil, store: store,
-                            limits: configuration.limits, logger: logger, defaultIdentity: nil, stopFlag: stopFlag,
+                            limits: configuration.limits, logger: logger, stopFlag: stopFlag,
                             counters: WorkerCounters(),
                             admin: endpoint))
                 } catch {

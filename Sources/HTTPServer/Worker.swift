@@ -30,9 +30,6 @@ final class Worker {
     private let limits: Limits
     private let logger: Logger
     private var snapshot: Snapshot
-    /// The default certificate's identity when it does not come from the config directory (the
-    /// development certificate, or the first site's); a configured default is in the snapshot.
-    private let defaultIdentity: String?
 
     private var connections: [Connection?] = []
     private var nextGeneration: UInt32 = 1
@@ -65,7 +62,7 @@ final class Worker {
 
     init(
         index: Int, listeners: [Listener], tls: TLSServer?, store: SnapshotStore, limits: Limits, logger: Logger,
-        defaultIdentity: String?, stopFlag: StopFlag, counters: WorkerCounters, admin: AdminEndpoint? = nil, fetchLog: FetchLog? = nil,
+        stopFlag: StopFlag, counters: WorkerCounters, admin: AdminEndpoint? = nil, fetchLog: FetchLog? = nil,
         accessLog: AccessLog? = nil
     ) throws(SystemError) {
         self.counters = counters
@@ -78,7 +75,6 @@ final class Worker {
         self.store = store
         self.limits = limits
         self.logger = logger
-        self.defaultIdentity = defaultIdentity
         self.stopFlag = stopFlag
         loop = try EventLoop()
         snapshot = store.snapshot()
@@ -321,7 +317,7 @@ final class Worker {
         case .done:
             let http2 = t.alpn == "h2"
             counters.handshake(tls13: t.isTLS13, resumed: t.resumed, http2: http2)
-            c.tlsIdentity = t.sentServerName ? .certificate(t.certificateIdentity ?? "") : .none
+            c.tlsIdentity = t.serverName.map { .serverName($0, certificate: t.certificateNames) } ?? .none
             c.phase = .readingRequest(started: false)
             setDeadline(c, limits.idleTimeout)
             watch(c, read: true, write: false)
@@ -518,8 +514,7 @@ final class Worker {
                     withBytes(request.ifModifiedSince) { ifModifiedSince in
                         Responder.respond(
                             method: request.method, host: host, path: path, ifNoneMatch: ifNoneMatch, ifModifiedSince: ifModifiedSince,
-                            acceptsGzip: request.acceptsGzip, snapshot: snapshot, tls: c.tlsIdentity,
-                            defaultCertificateIdentity: snapshot.defaultCertificateIdentity ?? defaultIdentity)
+                            acceptsGzip: request.acceptsGzip, snapshot: snapshot, tls: c.tlsIdentity)
                     }
                 }
             }
@@ -590,8 +585,7 @@ final class Worker {
         let host = slice(head.host).map(HTTPFields.normalizeHost)
         let routed = Responder.respond(
             method: head.method, host: host, path: slice(head.path)!, ifNoneMatch: slice(head.ifNoneMatch),
-            ifModifiedSince: slice(head.ifModifiedSince), acceptsGzip: head.acceptsGzip, snapshot: snapshot, tls: c.tlsIdentity,
-            defaultCertificateIdentity: snapshot.defaultCertificateIdentity ?? defaultIdentity)
+            ifModifiedSince: slice(head.ifModifiedSince), acceptsGzip: head.acceptsGzip, snapshot: snapshot, tls: c.tlsIdentity)
         counters.request(.http1, routed.site, routed.path, routed.response.status)
         if let agent = slice(head.userAgent) { noteAppleFetch(agent, routed, host: host) }
         let response = routed.response.answering(head.method)

@@ -15,7 +15,14 @@ public final class TLSConnection {
     }
 
     let ssl: OpaquePointer
-    /// The context the SNI callback chose, kept alive for as long as the connection uses it.
+    /// The server that accepted the connection; its SNI callback finds it here (never through an
+    /// unretained pointer whose owner may be gone).
+    let server: TLSServer
+    /// The context the connection started on (the default when it was accepted). Held strongly:
+    /// the SSL keeps only the SSL_CTX alive, and the cache may drop this context (or the default
+    /// may be replaced) while the handshake is pending.
+    let startedContext: TLSContext
+    /// The context the SNI callback chose, held for as long as the connection uses it.
     var chosenContext: TLSContext?
     /// The server name the client sent (lower case), if any.
     public private(set) var serverName: String?
@@ -25,8 +32,10 @@ public final class TLSConnection {
     /// The index under which each SSL points back at its TLSConnection.
     static let connectionIndex: Int32 = CRYPTO_get_ex_new_index(CRYPTO_EX_INDEX_SSL, 0, nil, nil, nil, nil)
 
-    init(ssl: OpaquePointer, fd: Int32) {
+    init(ssl: OpaquePointer, fd: Int32, server: TLSServer, context: TLSContext) {
         self.ssl = ssl
+        self.server = server
+        startedContext = context
         SSL_set_fd(ssl, fd)
         SSL_set_accept_state(ssl)
         SSL_set_ex_data(ssl, Self.connectionIndex, Unmanaged.passUnretained(self).toOpaque())
@@ -45,10 +54,15 @@ public final class TLSConnection {
         serverName = name
     }
 
+    /// The context whose certificate the connection presented: the one SNI chose, else the one
+    /// it started on.
+    var presentedContext: TLSContext { chosenContext ?? startedContext }
+
     /// The identity of the certificate the handshake used.
-    public var certificateIdentity: String? {
-        (chosenContext ?? TLSContext.of(ssl))?.identity
-    }
+    public var certificateIdentity: String { presentedContext.identity }
+
+    /// The DNS names of the certificate the connection presented (for the 421 rule).
+    public var certificateNames: CertificateNames { presentedContext.names }
 
     /// The ALPN protocol agreed, e.g. `http/1.1` or `h2`; nil without ALPN.
     public var alpn: String? {

@@ -44,6 +44,8 @@ public final class TLSContext: @unchecked Sendable {
     let ctx: OpaquePointer
     /// Content identity of the certificate files (`CertificateFiles.identity`).
     public let identity: String
+    /// The DNS names the leaf certificate covers, read once at load (the 421 rule asks per request).
+    public private(set) var names = CertificateNames([])
 
     /// TLS 1.2 cipher suites: Mozilla's "intermediate" list (forward secrecy, AEAD only).
     /// TLS 1.3 suites are OpenSSL's defaults, which are all modern.
@@ -64,17 +66,13 @@ public final class TLSContext: @unchecked Sendable {
         // A throw from here on still runs deinit (every stored property is set), which frees ctx:
         // freeing it here as well would free it twice.
         try Self.configure(ctx, minimumVersion: minimumVersion)
-        try Self.loadChain(ctx, chainPEM, source: source)
+        names = try Self.loadChain(ctx, chainPEM, source: source)
         try Self.loadKey(ctx, keyPEM, source: source)
-        SSL_CTX_set_ex_data(ctx, TLSContext.contextIndex, Unmanaged.passUnretained(self).toOpaque())
     }
 
     deinit {
         SSL_CTX_free(ctx)
     }
-
-    /// The index under which each SSL_CTX points back at its TLSContext.
-    static let contextIndex: Int32 = CRYPTO_get_ex_new_index(CRYPTO_EX_INDEX_SSL_CTX, 0, nil, nil, nil, nil)
 
     private static func configure(_ ctx: OpaquePointer, minimumVersion: TLSVersion) throws(TLSError) {
         guard CAASAOpenSSL_SSL_CTX_set_min_proto_version(ctx, minimumVersion == .tls13 ? TLS1_3_VERSION : TLS1_2_VERSION) == 1,
@@ -96,7 +94,8 @@ public final class TLSContext: @unchecked Sendable {
         _ = CAASAOpenSSL_SSL_CTX_set_tlsext_ticket_key_evp_cb(ctx, ticketKeyCallback)
     }
 
-    private static func loadChain(_ ctx: OpaquePointer, _ pem: [UInt8], source: String) throws(TLSError) {
+    /// Loads the chain (leaf first) into the context and returns the leaf's DNS names.
+    private static func loadChain(_ ctx: OpaquePointer, _ pem: [UInt8], source: String) throws(TLSError) -> CertificateNames {
         let bio = pem.withUnsafeBytes { BIO_new_mem_buf($0.baseAddress, Int32($0.count)) }
         defer { BIO_free(bio) }
         guard let leaf = PEM_read_bio_X509(bio, nil, nil, nil) else {
@@ -114,6 +113,7 @@ public final class TLSContext: @unchecked Sendable {
             }
         }
         ERR_clear_error()  // the loop ends on a "no start line" error
+        return CertificateNames.of(leaf)
     }
 
     private static func loadKey(_ ctx: OpaquePointer, _ pem: [UInt8], source: String) throws(TLSError) {
@@ -127,12 +127,6 @@ public final class TLSContext: @unchecked Sendable {
         guard SSL_CTX_use_PrivateKey(ctx, key) == 1, SSL_CTX_check_private_key(ctx) == 1 else {
             throw TLSError("the key does not match the certificate in cert.pem (\(TLSError.openSSLReasons()))", file: "\(source)/key.pem")
         }
-    }
-
-    /// The context an SSL connection currently uses.
-    static func of(_ ssl: OpaquePointer) -> TLSContext? {
-        guard let ctx = SSL_get_SSL_CTX(ssl), let p = SSL_CTX_get_ex_data(ctx, contextIndex) else { return nil }
-        return Unmanaged<TLSContext>.fromOpaque(p).takeUnretainedValue()
     }
 }
 

@@ -31,21 +31,29 @@ public final class TLSServer: Sendable {
 
     private let current: Mutex<TLSContext>
     private let resolver: Resolver
-    private let cache: Mutex<[String: TLSContext]>
+    /// Contexts by certificate identity, least recently used dropped first. Dropping one only
+    /// forgets it: connections hold the contexts they use (`TLSConnection`).
+    private let cache: Mutex<LRUCache<TLSContext>>
 
     /// The oldest protocol version accepted, on every certificate's context.
     public let minimumVersion: TLSVersion
 
-    public init(defaultCertificate: CertificateSource, minimumVersion: TLSVersion = .tls12, resolver: @escaping Resolver) throws(TLSError) {
+    /// `contextCacheCapacity`: contexts kept at once (at least 2: the default and one site's);
+    /// tests use a small one to make evictions happen.
+    public init(
+        defaultCertificate: CertificateSource, minimumVersion: TLSVersion = .tls12, contextCacheCapacity: Int = maximumCachedContexts,
+        resolver: @escaping Resolver
+    ) throws(TLSError) {
         self.minimumVersion = minimumVersion
         let context = try TLSContext(
             chainPEM: defaultCertificate.chainPEM, keyPEM: defaultCertificate.keyPEM, identity: defaultCertificate.identity,
             source: defaultCertificate.label, minimumVersion: minimumVersion)
         current = Mutex(context)
         self.resolver = resolver
-        cache = Mutex([defaultCertificate.identity: context])
+        var cache = LRUCache<TLSContext>(capacity: max(contextCacheCapacity, 2))
+        cache.insert(context, for: defaultCertificate.identity)
+        self.cache = Mutex(cache)
         CAASAOpenSSL_SSL_CTX_set_tlsext_servername_callback(context.ctx, serverNameCallback)
-        CAASAOpenSSL_SSL_CTX_set_tlsext_servername_arg(context.ctx, Unmanaged.passUnretained(self).toOpaque())
     }
 
     /// The context new connections start on, and that connections without SNI or with an
@@ -57,59 +65,61 @@ public final class TLSServer: Sendable {
     public func replaceDefault(_ source: CertificateSource) throws(TLSError) {
         let context = try context(for: source)
         CAASAOpenSSL_SSL_CTX_set_tlsext_servername_callback(context.ctx, serverNameCallback)
-        CAASAOpenSSL_SSL_CTX_set_tlsext_servername_arg(context.ctx, Unmanaged.passUnretained(self).toOpaque())
         current.withLock { $0 = context }
     }
 
     /// A new TLS connection on an accepted socket.
     public func makeConnection(fd: Int32) -> TLSConnection? {
-        guard let ssl = SSL_new(defaultContext.ctx) else { return nil }
-        return TLSConnection(ssl: ssl, fd: fd)
+        let context = defaultContext
+        guard let ssl = SSL_new(context.ctx) else { return nil }
+        return TLSConnection(ssl: ssl, fd: fd, server: self, context: context)
     }
 
     /// The context for certificate files: cached by identity, built on first use.
     public func context(for source: CertificateSource) throws(TLSError) -> TLSContext {
-        if let cached = cache.withLock({ $0[source.identity] }) { return cached }
+        if let cached = cache.withLock({ $0.value(for: source.identity) }) { return cached }
         let made = try TLSContext(
             chainPEM: source.chainPEM, keyPEM: source.keyPEM, identity: source.identity, source: source.label,
             minimumVersion: minimumVersion)
-        return cache.withLock { contexts in
-            if let raced = contexts[source.identity] { return raced }
-            let keep = current.withLock { $0.identity }
-            if contexts.count >= Self.maximumCachedContexts, let victim = contexts.keys.first(where: { $0 != keep }) {
-                // Evicting is safe: live connections keep their context alive.
-                contexts[victim] = nil
-            }
-            contexts[source.identity] = made
-            return made
+        let keep = current.withLock { $0.identity }
+        // The evicted context is released outside the lock (its SSL_CTX_free may take a while).
+        let (context, _) = cache.withLock { contexts -> (TLSContext, TLSContext?) in
+            if let raced = contexts.value(for: source.identity) { return (raced, nil) }
+            // Evicting is safe: live connections hold the contexts they use.
+            return (made, contexts.insert(made, for: source.identity, keep: keep))
         }
+        return context
     }
 
-    fileprivate func selectContext(_ ssl: OpaquePointer) {
-        let connection = TLSConnection.of(ssl)
+    /// Identities in the cache, most recently used first (for tests).
+    var cachedIdentities: [String] { cache.withLock { $0.keys } }
+
+    fileprivate func selectContext(_ ssl: OpaquePointer, _ connection: TLSConnection) {
         guard let raw = SSL_get_servername(ssl, CAASAOpenSSL_TLSEXT_NAMETYPE_host_name),
             let name = String(validatingCString: raw)?.lowercased()
         else {
-            connection?.recordServerName(nil)
+            connection.recordServerName(nil)
             return
         }
-        connection?.recordServerName(name)
+        connection.recordServerName(name)
         // The context the connection started on is its default (another may be current by now).
-        let started = TLSContext.of(ssl)
+        let started = connection.startedContext
         guard let source = resolver(name), let context = try? context(for: source) else {
-            connection?.chosenContext = started
+            connection.chosenContext = started
             return
         }
-        connection?.chosenContext = context
+        connection.chosenContext = context
         if context !== started { SSL_set_SSL_CTX(ssl, context.ctx) }
     }
 }
 
 /// OpenSSL's SNI callback: picks the site's context from the current snapshot. Never fails the
 /// handshake: an unknown name gets the default certificate (the client then decides).
+/// The connection is found through the SSL's ex_data, which the connection itself owns (it frees
+/// the SSL in deinit), so the pointer cannot outlive it.
 private let serverNameCallback: @convention(c) (OpaquePointer?, UnsafeMutablePointer<Int32>?, UnsafeMutableRawPointer?) -> Int32 = {
-    ssl, _, arg in
-    guard let ssl, let arg else { return CAASAOpenSSL_SSL_TLSEXT_ERR_OK }
-    Unmanaged<TLSServer>.fromOpaque(arg).takeUnretainedValue().selectContext(ssl)
+    ssl, _, _ in
+    guard let ssl, let connection = TLSConnection.of(ssl) else { return CAASAOpenSSL_SSL_TLSEXT_ERR_OK }
+    connection.server.selectContext(ssl, connection)
     return CAASAOpenSSL_SSL_TLSEXT_ERR_OK
 }

@@ -94,12 +94,13 @@ final class ServeTests {
         #expect(try server.http("a.test.", Self.paths[0]).status == 200)
     }
 
-    @Test("a host whose site uses another certificate than the one negotiated gets 421")
+    @Test("a host the certificate of the connection does not cover gets 421")
     func misdirected() throws {
-        // SNI a.test (development certificate), Host own.test (its own RSA certificate).
+        // SNI a.test (development certificate, which does not cover own.test), Host own.test.
+        // More cases, kept connections and rotations: MisdirectedTests.
         let r = try server.https("a.test", Self.paths[0], ["-H", "Host: own.test"])
         #expect(r.status == 421)
-        // SNI own.test, Host a.test.
+        // SNI own.test (a certificate for own.test only), Host a.test.
         let r2 = try server.https("own.test", Self.paths[0], ["-H", "Host: a.test"], cacert: config.ownCA)
         #expect(r2.status == 421)
         // Matching SNI and Host: served with the site's own RSA certificate.

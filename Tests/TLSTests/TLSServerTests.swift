@@ -1,0 +1,75 @@
+import Testing
+
+@testable import TLS
+
+@Suite("TLS server: SNI, the context cache, connections that outlive evictions")
+struct TLSServerTests {
+    /// One certificate per name, and the sources the resolver hands out.
+    final class Names: Sendable {
+        let sources: [String: TLSServer.CertificateSource]
+        init(_ names: [String]) throws {
+            var sources: [String: TLSServer.CertificateSource] = [:]
+            for name in names { sources[name] = try TestCertificate.make([name]).source(name) }
+            self.sources = sources
+        }
+        subscript(_ name: String) -> TLSServer.CertificateSource { sources[name]! }
+    }
+
+    @Test("connections keep the contexts they started on and that SNI chose while the cache evicts them (regression: use after free)")
+    func contextsOutliveEviction() throws {
+        let names = try Names(["first.test", "second.test", "a.test", "b.test", "c.test", "d.test"])
+        let tls = try TLSServer(defaultCertificate: names["first.test"], contextCacheCapacity: 2) { names.sources[$0] }
+        weak var firstDefault: TLSContext?
+        // Accepted on the first default; their handshakes have not started.
+        let noSNI = try SocketPairTLS(tls, serverName: nil)
+        let unknown = try SocketPairTLS(tls, serverName: "nowhere.test")
+        let named = try SocketPairTLS(tls, serverName: "c.test")
+        do {
+            let context = tls.defaultContext
+            firstDefault = context
+        }
+        // A new default, then handshakes for more names than the cache holds: the first default
+        // and every site context but the last ones are evicted.
+        try tls.replaceDefault(names["second.test"])
+        for name in ["a.test", "b.test", "c.test", "d.test", "a.test"] {
+            let connection = try SocketPairTLS(tls, serverName: name)
+            #expect(connection.handshake())
+            #expect(connection.presentedCommonName == name)
+            #expect(connection.server.certificateIdentity == name)
+        }
+        #expect(firstDefault != nil, "the context of open connections was freed when the cache evicted it")
+        // Connections that started on the evicted default finish their handshakes on it.
+        #expect(noSNI.handshake())
+        #expect(noSNI.presentedCommonName == "first.test" && noSNI.server.certificateIdentity == "first.test")
+        #expect(unknown.handshake())
+        #expect(unknown.presentedCommonName == "first.test" && unknown.server.certificateIdentity == "first.test")
+        #expect(named.handshake())
+        #expect(named.presentedCommonName == "c.test" && named.server.certificateIdentity == "c.test")
+    }
+
+    @Test("a context chosen by SNI stays alive for its connection after the cache drops it")
+    func chosenContextOutlivesEviction() throws {
+        let names = try Names(["default.test", "a.test", "b.test", "c.test"])
+        let tls = try TLSServer(defaultCertificate: names["default.test"], contextCacheCapacity: 2) { names.sources[$0] }
+        let kept = try SocketPairTLS(tls, serverName: "a.test")
+        #expect(kept.handshake())
+        weak let chosen: TLSContext? = kept.server.chosenContext
+        for name in ["b.test", "c.test", "b.test", "c.test"] {
+            #expect(try SocketPairTLS(tls, serverName: name).handshake())
+        }
+        #expect(chosen != nil, "the context a connection presented was freed under it")
+        #expect(kept.server.certificateIdentity == "a.test")
+    }
+}
+
+extension TLSServerTests {
+    @Test("the server's cache keeps the names in use and drops the one fetched least recently")
+    func cacheIsLeastRecentlyUsed() throws {
+        let names = try Names(["default.test", "a.test", "b.test", "c.test"])
+        let tls = try TLSServer(defaultCertificate: names["default.test"], contextCacheCapacity: 3) { names.sources[$0] }
+        for name in ["a.test", "b.test", "a.test", "c.test"] {
+            #expect(try SocketPairTLS(tls, serverName: name).handshake())
+        }
+        #expect(tls.cachedIdentities == ["c.test", "a.test", "default.test"])
+    }
+}

@@ -1,0 +1,162 @@
+import Foundation
+import Testing
+
+/// The 421 rule (issue 10): on a connection with SNI, a request for the SNI name is served by the
+/// normal rules; a request for another host is served when the certificate the connection
+/// presented covers that host, else 421. A certificate rotated, or a site deleted and recreated
+/// with a new pair, while a connection is open does not make that connection's requests misdirected.
+@Suite("aasad serve: 421 means the connection's certificate does not cover the host")
+final class MisdirectedTests {
+    let config: TestConfig
+    let server: RunningServer
+    static let path = "/.well-known/apple-app-site-association"
+
+    init() throws {
+        config = try TestConfig()
+        // multi.test has its own certificate, which also covers other.test (a site on the default
+        // development certificate) and one label under wild.test.
+        try config.write("config/sites/multi.test/apple-app-site-association", config.aasa)
+        try config.makePair(["multi.test", "other.test", "*.wild.test"], into: config.path("config/sites/multi.test/tls"))
+        try config.write("config/sites/other.test/apple-app-site-association", config.ownAASA)
+        try config.write("config/sites/x.wild.test/apple-app-site-association", config.ownAASA)
+        try config.write("config/sites/y.x.wild.test/apple-app-site-association", config.ownAASA)
+        try config.write("config/sites/rot.test/apple-app-site-association", config.aasa)
+        try config.makePair(["rot.test"], into: config.path("config/sites/rot.test/tls"))
+        server = try RunningServer(config: config)
+    }
+
+    @Test("a kept HTTP/2 connection serves every host its certificate covers and answers 421 for the others")
+    func coveredHosts() throws {
+        let kept = try KeptConnection(port: server.httpsPort, serverName: "multi.test")
+        #expect(kept.status("multi.test", Self.path) == "200")
+        #expect(kept.status("other.test", Self.path) == "200", "covered by multi.test's certificate")
+        #expect(kept.status("x.wild.test", Self.path) == "200", "*.wild.test covers one label")
+        #expect(kept.status("y.x.wild.test", Self.path) == "421", "a wildcard covers exactly one label (RFC 6125 §6.4.3)")
+        #expect(kept.status("own.test", Self.path) == "421")
+        #expect(kept.status("a.test", Self.path) == "421")
+        #expect(kept.status("nope.test", Self.path) == "404", "an unknown host is 404, as on any connection")
+    }
+
+    @Test("a site's certificate rotated while a connection is open: the kept connection is still served")
+    func rotatedCertificate() throws {
+        let kept = try KeptConnection(port: server.httpsPort, serverName: "rot.test")
+        #expect(kept.status("rot.test", Self.path) == "200")
+        let tls = config.path("config/sites/rot.test/tls")
+        let before = try server.servedFingerprint("rot.test")
+        try config.makePair(["rot.test"], into: tls)
+        let rotated = try TestConfig.fingerprint(ofFile: tls + "/cert.pem")
+        #expect(rotated != before)
+        #expect(try server.eventually { try server.servedFingerprint("rot.test") == rotated }, "the new pair was not picked up")
+        #expect(kept.status("rot.test", Self.path) == "200")
+    }
+
+    @Test("a site deleted and recreated with a new pair: the kept connection is served the new site")
+    func recreatedSite() throws {
+        let kept = try KeptConnection(port: server.httpsPort, serverName: "rot.test")
+        #expect(kept.status("rot.test", Self.path) == "200")
+        try FileManager.default.removeItem(atPath: config.path("config/sites/rot.test"))
+        #expect(try server.eventually { try server.http("rot.test", Self.path).status == 404 }, "the deletion was not picked up")
+        #expect(kept.status("rot.test", Self.path) == "404")
+        // Recreated as an operator would: the directory, a new pair, then the file.
+        let tls = config.path("config/sites/rot.test/tls")
+        try config.makePair(["rot.test"], into: tls)
+        try config.write("config/sites/rot.test/apple-app-site-association", config.ownAASA)
+        let recreated = try TestConfig.fingerprint(ofFile: tls + "/cert.pem")
+        // A full rescan: this test is about the 421 rule, not about the watcher's timing.
+        server.signal(SIGHUP)
+        #expect(
+            try server.eventually {
+                try server.http("rot.test", Self.path).body == config.ownAASA && server.servedFingerprint("rot.test") == recreated
+            }, "the recreated site was not picked up")
+        #expect(kept.status("rot.test", Self.path) == "200")
+    }
+}
+
+/// A kept-alive HTTP/2 connection (Fixtures/h2kept.py): one TLS handshake, then one request at a
+/// time, so a test can change the config directory between requests.
+final class KeptConnection {
+    private let process = Process()
+    private let input = Pipe()
+    private let output = Pipe()
+    private var buffered: [UInt8] = []
+
+    init(port: Int, serverName: String) throws {
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", AASAD.testDirectory.appendingPathComponent("Fixtures/h2kept.py").path, "\(port)", serverName]
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let greeting = readLine()
+        guard greeting == "connected" else { throw RunningServer.ServerError("h2kept.py did not connect: \(greeting ?? "exited")") }
+    }
+
+    deinit {
+        try? input.fileHandleForWriting.close()
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+    }
+
+    /// The status of a GET for `authority` and `path` on the kept connection, or `error …`.
+    func status(_ authority: String, _ path: String) -> String {
+        input.fileHandleForWriting.write(Data("\(authority) \(path)\n".utf8))
+        return readLine() ?? "error: the client exited"
+    }
+
+    /// One line of the client's output; nil once it exited (each answer is bounded by its 10 s).
+    private func readLine() -> String? {
+        while true {
+            if let newline = buffered.firstIndex(of: 10) {
+                let line = String(decoding: buffered[..<newline], as: UTF8.self)
+                buffered.removeFirst(newline + 1)
+                return line
+            }
+            let data = output.fileHandleForReading.availableData
+            if data.isEmpty { return nil }
+            buffered += data
+        }
+    }
+}
+
+extension TestConfig {
+    /// Makes a self-signed ECDSA pair whose subjectAltName lists `names` into `directory`/cert.pem
+    /// and key.pem (written elsewhere first and renamed in, key then certificate, as a deploy
+    /// tool would).
+    func makePair(_ names: [String], into directory: String) throws {
+        let scratch = path("scratch-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
+        let made = try Tool.run(
+            "openssl",
+            [
+                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2", "-subj", "/CN=\(names[0])",
+                "-addext", "subjectAltName=" + names.map { "DNS:\($0)" }.joined(separator: ","), "-keyout", scratch + "/key.pem",
+                "-out", scratch + "/cert.pem",
+            ])
+        #expect(made.status == 0, "openssl could not make the pair: \(made.stderr)")
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        rename(scratch + "/key.pem", directory + "/key.pem")
+        rename(scratch + "/cert.pem", directory + "/cert.pem")
+    }
+
+    /// The SHA-256 fingerprint line of a PEM certificate file.
+    static func fingerprint(ofFile path: String) throws -> String {
+        try Tool.run("openssl", ["x509", "-noout", "-fingerprint", "-sha256", "-in", path]).text
+    }
+}
+
+extension RunningServer {
+    /// The SHA-256 fingerprint line of the certificate a new connection with this SNI name gets.
+    func servedFingerprint(_ name: String) throws -> String {
+        let handshake = try Tool.run("openssl", ["s_client", "-connect", "127.0.0.1:\(httpsPort)", "-servername", name], input: [])
+        return try Tool.run("openssl", ["x509", "-noout", "-fingerprint", "-sha256"], input: handshake.stdout).text
+    }
+
+    /// Polls `condition` every 0.1 s, at most 100 times (10 s); whether it became true.
+    func eventually(_ condition: () throws -> Bool) rethrows -> Bool {
+        for _ in 0..<100 {
+            if try condition() { return true }
+            usleep(100_000)
+        }
+        return false
+    }
+}
