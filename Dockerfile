@@ -2,7 +2,7 @@
 # only the C libraries aasad links (libssl3, libnghttp2-14, zlib1g), as a non-root user.
 #
 #   docker build -t aasad .
-#   docker run -p 443:8443 -v /path/to/config:/config:ro aasad
+#   docker run -p 443:8443 -p 127.0.0.1:9190:9190 -v /path/to/config:/config:ro aasad
 #
 # The config directory is a volume (read-only is fine: aasad only reads it); certificates go in
 # its tls/ and sites/*/tls/ directories, or a development certificate is made in /state.
@@ -28,8 +28,14 @@ COPY --from=build /out/aasad /usr/local/bin/aasad
 COPY config /config
 USER aasad
 VOLUME ["/config", "/state"]
-EXPOSE 8443 9190
+# Only HTTPS is exposed. The admin listener (9190: /healthz, /readyz, /metrics, /sites, no
+# authentication; /sites lists every hosted domain) listens on all of the container's addresses,
+# because what needs it reaches the container from outside its loopback: kubelet probes and
+# Prometheus on Kubernetes, a scraper on the Docker network. It is deliberately not in EXPOSE, so
+# `docker run -P` does not publish it; publish it on the host's loopback only when you want it
+# there (`-p 127.0.0.1:9190:9190`, as deploy/compose does), and limit it on Kubernetes with the
+# NetworkPolicy in deploy/kubernetes.
+EXPOSE 8443
 STOPSIGNAL SIGTERM
-# The admin listener answers /healthz; inside the container it listens on all addresses.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s CMD curl -fsS http://127.0.0.1:9190/healthz || exit 1
 ENTRYPOINT ["/usr/local/bin/aasad", "serve", "--config", "/config", "--state", "/state", "--https", ":8443", "--admin", ":9190", "--log-format", "json"]

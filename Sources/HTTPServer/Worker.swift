@@ -523,7 +523,7 @@ final class Worker {
             if request.hasBody { routed.response = .error(.contentTooLarge, close: false) }
             let response = routed.response.answering(request.method)
             counters.request(.http2, routed.site, routed.path, response.status)
-            if let agent = request.userAgent { noteAppleFetch(agent, routed, host: host) }
+            if let agent = request.userAgent { noteAppleFetch(c, agent, routed, host: host) }
             if accessLog != nil {
                 let target = request.query.map { request.path + $0 } ?? request.path
                 target.withUnsafeBytes { target in
@@ -553,11 +553,14 @@ final class Worker {
         if accessLog!.isFull { accessLog!.flush() }
     }
 
-    /// Notes a fetch of an AASA path by Apple's CDN (rare: the check is a prefix compare).
-    private func noteAppleFetch(_ agent: some Collection<UInt8>, _ routed: Responder.Routed, host: String?) {
+    /// Notes a fetch of an AASA path by Apple's CDN (rare: the check is a prefix compare). The
+    /// client's address is read only then (one getpeername), to tell Apple's network from a
+    /// spoofed User-Agent.
+    private func noteAppleFetch(_ c: Connection, _ agent: some Collection<UInt8>, _ routed: Responder.Routed, host: String?) {
         guard let fetchLog, FetchLog.isApple(agent), routed.path == .wellKnownAASA || routed.path == .rootAASA else { return }
         let site = routed.site == .configured ? host.flatMap { snapshot.site(forHost: $0)?.directory } : nil
-        fetchLog.record(site: site, status: routed.response.status, at: Int64(time(nil)))
+        let fromAppleNetwork = (try? Socket.peerAddress(c.fd)).map(FetchLog.isAppleNetwork) ?? false
+        fetchLog.record(site: site, status: routed.response.status, at: Int64(time(nil)), fromAppleNetwork: fromAppleNetwork)
     }
 
     /// Writes the output buffer, then keeps producing and writing while the session has frames
@@ -587,7 +590,7 @@ final class Worker {
             method: head.method, host: host, path: slice(head.path)!, ifNoneMatch: slice(head.ifNoneMatch),
             ifModifiedSince: slice(head.ifModifiedSince), acceptsGzip: head.acceptsGzip, snapshot: snapshot, tls: c.tlsIdentity)
         counters.request(.http1, routed.site, routed.path, routed.response.status)
-        if let agent = slice(head.userAgent) { noteAppleFetch(agent, routed, host: host) }
+        if let agent = slice(head.userAgent) { noteAppleFetch(c, agent, routed, host: host) }
         let response = routed.response.answering(head.method)
         logAccess(
             c, method: head.method, host: host, target: slice(head.target), http2: false, response, userAgent: slice(head.userAgent))

@@ -5,6 +5,11 @@ import Synchronization
 
 /// The admin listener's pages (DESIGN.md "Operations"): liveness, readiness, metrics and every
 /// site's state. Answered on the admin worker's thread, never on a serving one.
+///
+/// Probes must answer whatever else the admin port is doing: `/healthz` is a constant and
+/// `/readyz` one atomic load, and no page takes the registry's lock (a reload holds it while it
+/// reads the config directory, which at 100,000 sites takes seconds). `/sites` and `/metrics`
+/// read the `AdminView` the reloader published after its last reload.
 struct AdminPages: Sendable {
     let sites: LockedRegistry
     let ready: ReadyFlag
@@ -22,23 +27,101 @@ struct AdminPages: Sendable {
         case "/metrics":
             return .init(status: 200, contentType: MetricsExporter.contentType, body: metrics.scrape())
         case "/sites":
-            let statuses = sites.withLock { $0.statuses }
-            let fetched = fetches.sites()
-            let listing = AdminSites(sites: statuses.map { AdminSites.Site(status: $0, fetches: fetched[$0.directory]) })
-            return .init(status: 200, contentType: "application/json", body: JSONOutput.compact(listing))
+            return .init(status: 200, contentType: "application/json", body: sites.sitesPage(fetches: fetches))
         default:
             return nil
         }
     }
 }
 
+/// Where a site's certificate comes from, as `/sites` shows it (`certificate`).
+enum CertificateKind: String, Sendable {
+    /// The site's own `tls/` pair.
+    case site
+    /// The config directory's default pair (`tls/`).
+    case `default`
+    /// The development certificate: no client trusts it unless told to (`curl --cacert`).
+    case development
+    /// Another site's pair, the default for connections without SNI when no `tls/` exists.
+    case otherSite = "other-site"
+}
+
+/// What the admin pages show of the registry, taken by the reloader after each reload (under
+/// the registry's lock, as plain values) and published for the admin thread to read without it.
+final class AdminView: Sendable {
+    /// One site: its directory and its status as JSON without the closing brace, so that the
+    /// fetch fields (which change between reloads) can be appended per answer.
+    struct Entry: Sendable {
+        var directory: String
+        var open: [UInt8]
+    }
+
+    let generation: UInt64
+    let entries: [Entry]
+    let stateCounts: [SiteState: Int]
+    let conflictingHosts: Int
+    let reloads: LockedRegistry.ReloadRecord
+
+    init(
+        generation: UInt64, statuses: [SiteStatus], certificates: [String: CertificateKind], stateCounts: [SiteState: Int],
+        conflictingHosts: Int, reloads: LockedRegistry.ReloadRecord
+    ) {
+        self.generation = generation
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        entries = statuses.map { status in
+            var open = [UInt8]((try? encoder.encode(status)) ?? Data("{}".utf8))
+            if open.last == UInt8(ascii: "}") { open.removeLast() }
+            let kind = certificates[status.directory].map { "\"\($0.rawValue)\"" } ?? "null"
+            open += Array(((open.count > 1 ? "," : "") + "\"certificate\":\(kind)").utf8)
+            return Entry(directory: status.directory, open: open)
+        }
+        self.stateCounts = stateCounts
+        self.conflictingHosts = conflictingHosts
+        self.reloads = reloads
+    }
+
+    /// `/sites`: each site's state as `aasad sites` shows it, where its certificate comes from,
+    /// and its fetches by Apple's CDN. Linear in the sites, with no lock held but the fetch log's
+    /// for a dictionary copy.
+    func render(fetches: [String: FetchLog.SiteFetches]) -> [UInt8] {
+        var out = Array(#"{"sites":["#.utf8)
+        out.reserveCapacity(entries.reduce(64) { $0 + $1.open.count + 160 })
+        for (index, entry) in entries.enumerated() {
+            if index > 0 { out.append(UInt8(ascii: ",")) }
+            out += entry.open
+            let f = fetches[entry.directory]
+            // lastAppleFetch: seconds since the epoch of the last fetch with User-Agent AASA-Bot,
+            // null if none since start; lastAppleFetchFromAppleNetwork: whether that fetch came
+            // from 17.0.0.0/8 (a User-Agent alone can be spoofed; docs/threat-model.md).
+            let last = f.map { "\($0.last)" } ?? "null"
+            let fromApple = f.map { "\($0.lastFromAppleNetwork)" } ?? "null"
+            out += Array(
+                (",\"appleFetches\":\(f?.count ?? 0),\"appleFetchesFromAppleNetwork\":\(f?.countFromAppleNetwork ?? 0)"
+                    + ",\"lastAppleFetch\":\(last),\"lastAppleFetchFromAppleNetwork\":\(fromApple)}").utf8)
+        }
+        out += Array("]}".utf8)
+        return out
+    }
+}
+
 /// The registry, shared by the watcher (which changes it) and the admin endpoint (which reads
-/// it); the serving path never touches it. Reloads go through `reload`, which keeps their count.
+/// what the last reload published); the serving path never touches it. Reloads go through
+/// `reload`, which keeps their count and publishes the admin view.
 final class LockedRegistry: @unchecked Sendable {
-    // @unchecked: every access goes through the lock.
+    // @unchecked: the registry and the record are touched under `lock` only; `view` and `page`
+    // are Mutexes held for a reference copy.
     private let lock = NSLock()
     private let registry: SiteRegistry
     private var record = ReloadRecord()
+    /// Where each site's certificate comes from when it has none of its own and the config
+    /// directory has no default pair: the start-up fallback (development or another site's).
+    private let fallback: CertificateKind
+    private let view: Mutex<AdminView>
+    /// The last `/sites` page, with the view generation and fetch log version it was made from:
+    /// probes and scrapers that ask again get the same bytes without rendering.
+    private let page = Mutex<(generation: UInt64, fetches: UInt64, bytes: [UInt8])?>(nil)
+    private let generations = Atomic<UInt64>(0)
 
     /// Reloads since start, and how the last one went.
     struct ReloadRecord: Sendable {
@@ -51,21 +134,17 @@ final class LockedRegistry: @unchecked Sendable {
         var lastSuccessAt = Int64(Date().timeIntervalSince1970)
     }
 
-    init(_ registry: SiteRegistry) {
+    init(_ registry: SiteRegistry, fallback: CertificateKind) {
         self.registry = registry
+        self.fallback = fallback
         record.lastSuccessful = registry.lastReloadProblems == 0
+        view = Mutex(Self.makeView(registry, record: record, fallback: fallback, generation: 0))
     }
 
-    func withLock<T>(_ body: (SiteRegistry) -> T) -> T {
-        lock.lock()
-        defer { lock.unlock() }
-        return body(registry)
-    }
-
-    /// Applies a change to the registry and counts it as a reload.
+    /// Applies a change to the registry, counts it as a reload and publishes the admin view. The
+    /// view is built after the lock is released (the lock is for the registry, not for readers).
     func reload(_ body: (SiteRegistry) -> Snapshot) -> Snapshot {
         lock.lock()
-        defer { lock.unlock() }
         let snapshot = body(registry)
         record.reloads += 1
         record.lastSuccessful = registry.lastReloadProblems == 0
@@ -74,13 +153,49 @@ final class LockedRegistry: @unchecked Sendable {
         } else {
             record.failures += 1
         }
+        let taken = Self.take(registry, snapshot: snapshot, fallback: fallback)
+        let record = self.record
+        lock.unlock()
+        let generation = generations.add(1, ordering: .relaxed).newValue
+        let fresh = AdminView(
+            generation: generation, statuses: taken.statuses, certificates: taken.certificates, stateCounts: taken.stateCounts,
+            conflictingHosts: taken.conflicts, reloads: record)
+        view.withLock { $0 = fresh }
         return snapshot
     }
 
-    var reloads: ReloadRecord {
-        lock.lock()
-        defer { lock.unlock() }
-        return record
+    /// What the admin pages show, as of the last reload.
+    var current: AdminView { view.withLock { $0 } }
+
+    /// `/sites` for the current view and fetches; rendered again only when either changed.
+    func sitesPage(fetches: FetchLog) -> [UInt8] {
+        let view = current
+        let version = fetches.version
+        if let cached = page.withLock({ $0 }), cached.generation == view.generation, cached.fetches == version {
+            return cached.bytes
+        }
+        let bytes = view.render(fetches: fetches.sites())
+        page.withLock { $0 = (view.generation, version, bytes) }
+        return bytes
+    }
+
+    private static func take(
+        _ registry: SiteRegistry, snapshot: Snapshot, fallback: CertificateKind
+    ) -> (statuses: [SiteStatus], certificates: [String: CertificateKind], stateCounts: [SiteState: Int], conflicts: Int) {
+        var certificates: [String: CertificateKind] = [:]
+        for site in snapshot.sites.values {
+            certificates[site.directory] =
+                site.certificate != nil ? .site : snapshot.defaultCertificate != nil ? .default : fallback
+        }
+        return (registry.statuses, certificates, registry.stateCounts, registry.conflictingHosts)
+    }
+
+    private static func makeView(_ registry: SiteRegistry, record: ReloadRecord, fallback: CertificateKind, generation: UInt64) -> AdminView
+    {
+        let taken = take(registry, snapshot: registry.snapshot, fallback: fallback)
+        return AdminView(
+            generation: generation, statuses: taken.statuses, certificates: taken.certificates, stateCounts: taken.stateCounts,
+            conflictingHosts: taken.conflicts, reloads: record)
     }
 }
 
@@ -91,24 +206,4 @@ final class ReadyFlag: Sendable {
     var isReady: Bool { value.load(ordering: .acquiring) }
 
     func set(_ ready: Bool) { value.store(ready, ordering: .releasing) }
-}
-
-/// `/sites`: each site's state as `aasad sites` shows it, plus fetches by Apple's CDN.
-struct AdminSites: Encodable {
-    struct Site: Encodable {
-        var status: SiteStatus
-        var fetches: FetchLog.SiteFetches?
-
-        enum CodingKeys: String, CodingKey { case lastAppleFetch, appleFetches }
-
-        func encode(to encoder: any Encoder) throws {
-            try status.encode(to: encoder)
-            var c = encoder.container(keyedBy: CodingKeys.self)
-            // Seconds since the epoch of the last fetch with User-Agent AASA-Bot; null if none since start.
-            try c.encode(fetches?.last, forKey: .lastAppleFetch)
-            try c.encode(fetches?.count ?? 0, forKey: .appleFetches)
-        }
-    }
-
-    var sites: [Site]
 }

@@ -47,9 +47,10 @@ final class MetricsExporter: Sendable {
     /// The page, with every value read now.
     func scrape() -> [UInt8] {
         let statistics = traffic.statistics()
-        let apple = fetches.byStatus()
-        let (states, conflicts) = sites.withLock { ($0.stateCounts, $0.conflictingHosts) }
-        let reloads = sites.reloads
+        let apple = fetches.buckets()
+        // The view the last reload published: a scrape never waits for a reload in progress.
+        let view = sites.current
+        let (states, conflicts, reloads) = (view.stateCounts, view.conflictingHosts, view.reloads)
         let factory = self.factory
         state.withLock { state in
             /// One series: the name and its labels.
@@ -92,8 +93,14 @@ final class MetricsExporter: Sendable {
             for (phase, value) in statistics.timeouts {
                 count("aasad_connection_timeouts_total", [("phase", phase.label)], value)
             }
+            // apple_network: whether the client was in 17.0.0.0/8 (two values, so bounded); a
+            // fetch that only claims to be Apple's by its User-Agent counts under "false".
             for status in Traffic.StatusClass.allCases {
-                count("aasad_apple_fetches_total", [("status", status.label)], apple[status] ?? 0)
+                for fromApple in [false, true] {
+                    count(
+                        "aasad_apple_fetches_total", [("status", status.label), ("apple_network", "\(fromApple)")],
+                        apple[FetchLog.Bucket(status: status, fromAppleNetwork: fromApple)] ?? 0)
+                }
             }
             for siteState in [SiteState.serving, .servingLastGood, .refused] {
                 level("aasad_sites", [("state", siteState.rawValue)], Double(states[siteState] ?? 0))
@@ -127,7 +134,8 @@ final class MetricsExporter: Sendable {
         "aasad_connections_accepted_total": "Connections accepted, by listener.",
         "aasad_connections_open": "Connections open now, by listener.",
         "aasad_connection_timeouts_total": "Connections closed by a timeout, by the phase they were in.",
-        "aasad_apple_fetches_total": "Requests for an AASA path by Apple's CDN (User-Agent AASA-Bot), by status class.",
+        "aasad_apple_fetches_total":
+            "Requests for an AASA path with User-Agent AASA-Bot, by status class and whether the client was in Apple's 17.0.0.0/8.",
         "aasad_sites": "Sites in the config directory, by state.",
         "aasad_conflicting_hosts": "Hosts claimed by more than one site, served by none.",
         "aasad_config_reloads_total": "Reloads of the config directory (watched changes, SIGHUP, rescans).",

@@ -167,9 +167,9 @@ struct ServeCommand: ParsableCommand {
             checkCertificate: ConfigLoading.check)
         registry.reloadAll()
         let store = SnapshotStore(registry.snapshot)
-        let sites = LockedRegistry(registry)
-        let ready = ReadyFlag()
         let certificates = try Self.certificates(snapshot: registry.snapshot, state: settings.state, logger: logger)
+        let sites = LockedRegistry(registry, fallback: certificates.developmentAuthority != nil ? .development : .otherSite)
+        let ready = ReadyFlag()
         let tls: TLSServer
         do {
             tls = try TLSServer(defaultCertificate: certificates.defaultSource, minimumVersion: settings.tlsMinimumVersion) { name in

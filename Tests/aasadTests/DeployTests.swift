@@ -24,7 +24,7 @@ struct ManifestTests {
         import sys, yaml
         docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
         kinds = sorted(d["kind"] for d in docs)
-        assert kinds == ["ConfigMap", "Deployment", "PodDisruptionBudget", "Secret", "Service"], kinds
+        assert kinds == ["ConfigMap", "Deployment", "NetworkPolicy", "PodDisruptionBudget", "Secret", "Service"], kinds
         dep = next(d for d in docs if d["kind"] == "Deployment")
         spec = dep["spec"]["template"]["spec"]
         c = spec["containers"][0]
@@ -36,12 +36,36 @@ struct ManifestTests {
         assert spec["terminationGracePeriodSeconds"] > 10
         mounts = {m["name"]: m["mountPath"] for m in c["volumeMounts"]}
         assert mounts["sites"] == "/config/sites" and mounts["tls"] == "/config/tls"
+        # The admin port: only what needs it may reach it (kubelet probes are not subject to
+        # NetworkPolicy); HTTPS stays open to all.
+        pod_labels = dep["spec"]["template"]["metadata"]["labels"]
+        policy = next(d for d in docs if d["kind"] == "NetworkPolicy")["spec"]
+        selected = policy["podSelector"]["matchLabels"]
+        assert selected and all(pod_labels.get(k) == v for k, v in selected.items()), selected
+        assert policy["policyTypes"] == ["Ingress"]
+        rules = policy["ingress"]
+        def ports(rule):
+            return {p["port"] for p in rule["ports"]}
+        open_rules = [r for r in rules if "from" not in r]
+        assert [ports(r) for r in open_rules] == [{"https"}], open_rules
+        admin_rules = [r for r in rules if "admin" in ports(r)]
+        assert admin_rules and all(r.get("from") for r in admin_rules), admin_rules
+        for r in admin_rules:
+            assert ports(r) == {"admin"}
+            for peer in r["from"]:
+                assert "ipBlock" not in peer, "the admin port by address range is too wide"
+                assert peer.get("namespaceSelector") or peer.get("podSelector"), peer
         compose = yaml.safe_load(open(sys.argv[2]))
-        assert compose["services"]["aasad"]["volumes"][0].endswith(":/config:ro")
+        service = compose["services"]["aasad"]
+        assert service["volumes"][0].endswith(":/config:ro")
+        # Published ports: HTTPS to all; the admin port (9190) on the host's loopback only.
+        published = [str(p) for p in service["ports"]]
+        admin = [p for p in published if p.split(":")[-1] == "9190"]
+        assert admin == ["127.0.0.1:9190:9190"], published
         print("ok")
         """#
 
-    @Test("the manifests parse and carry the probes, replicas, security context and mounts")
+    @Test("the manifests parse and carry the probes, replicas, security context, mounts and the admin port's NetworkPolicy")
     func manifests() throws {
         let root = AASAD.repositoryRoot.path
         let out = try Tool.run(

@@ -100,8 +100,14 @@ final class MetricsTests {
         #expect(delta(["protocol": "2", "site": "configured", "path": "/.well-known/assetlinks.json", "status": "2xx"]) == 1)
         #expect(delta(["protocol": "2", "site": "configured", "path": "other", "status": "4xx"]) == 1)
         #expect(delta(["protocol": "1.1", "site": "unknown", "path": "other", "status": "4xx"]) == 1, "the 400 for a missing Host")
-        #expect(after["aasad_apple_fetches_total", ["status": "2xx"]] - before["aasad_apple_fetches_total", ["status": "2xx"]] == 1)
-        #expect(after["aasad_apple_fetches_total", ["status": "4xx"]] - before["aasad_apple_fetches_total", ["status": "4xx"]] == 1)
+        // From 127.0.0.1, so not from Apple's network (17.0.0.0/8): the User-Agent alone is spoofable.
+        for status in ["2xx", "4xx"] {
+            let outside = ["status": status, "apple_network": "false"]
+            let inside = ["status": status, "apple_network": "true"]
+            #expect(after["aasad_apple_fetches_total", outside] - before["aasad_apple_fetches_total", outside] == 1)
+            #expect(after["aasad_apple_fetches_total", inside] - before["aasad_apple_fetches_total", inside] == 0)
+        }
+        #expect(after.series("aasad_apple_fetches_total").count == 4 * 2, "status class × apple_network")
         // Two HTTPS connections, both full TLS 1.3 handshakes choosing h2 (curl offers it).
         let h2 = ["version": "1.3", "resumed": "false", "protocol": "2"]
         #expect(after["aasad_tls_handshakes_total", h2] - before["aasad_tls_handshakes_total", h2] == 2)
@@ -117,6 +123,9 @@ final class MetricsTests {
         let json = try JSONSerialization.jsonObject(with: Data(try server.admin("/sites").body)) as? [String: Any]
         let site = (json?["sites"] as? [[String: Any]] ?? []).first { $0["directory"] as? String == "a.test" }
         #expect(site?["appleFetches"] as? Int == 1)
+        #expect(site?["appleFetchesFromAppleNetwork"] as? Int == 0)
+        #expect(site?["lastAppleFetchFromAppleNetwork"] as? Bool == false)
+        #expect(site?["lastAppleFetch"] as? Int ?? 0 > 0)
     }
 
     @Test("labels stay bounded whatever hosts and paths clients send")
