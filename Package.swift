@@ -68,6 +68,7 @@ let package = Package(
             name: "aasad",
             dependencies: [
                 "AASA",
+                "HTTPCore",
                 "SiteStore",
                 "TLS",
                 "HTTPServer",

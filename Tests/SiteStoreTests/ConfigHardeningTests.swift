@@ -91,6 +91,56 @@ struct SiteStoreHardeningTests {
         let fourth = try #require(r.reload(["a.test"]).site(forHost: "a.test")?.aasa)
         #expect(fourth.lastModified == third.lastModified)
     }
+
+    /// Something that is there but cannot be read as a file, without dropping privileges: a
+    /// directory (EISDIR) or a FIFO (refused by readFile instead of blocking the reloader).
+    static let unreadableKinds = ["directory", "fifo"]
+
+    private func makeUnreadable(_ path: String, as kind: String) throws {
+        try FileManager.default.removeItem(atPath: path)
+        if kind == "directory" {
+            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
+        } else {
+            #expect(mkfifo(path, 0o644) == 0)
+        }
+    }
+
+    @Test("a served file that is there but cannot be read keeps its last good version", arguments: unreadableKinds)
+    func unreadableFileKeepsLastGood(_ kind: String) throws {
+        let c = try TempConfig()
+        try c.write("sites/a.test/apple-app-site-association", good)
+        let r = c.registry()
+        r.reloadAll()
+        try makeUnreadable(c.root + "/sites/a.test/apple-app-site-association", as: kind)
+        let s = r.reload(["a.test"])
+        #expect(s.site(forHost: "a.test")?.aasa.map { String(decoding: $0.body, as: UTF8.self) } == good)
+        let status = try #require(r.statuses.first)
+        #expect(status.state == .servingLastGood)
+        #expect(status.errors.contains { $0.contains("sites/a.test/apple-app-site-association: cannot read the file") }, "\(status.errors)")
+        // Deleted (ENOENT): gone.
+        try FileManager.default.removeItem(atPath: c.root + "/sites/a.test/apple-app-site-association")
+        try c.write("sites/a.test/assetlinks.json", "[]")
+        #expect(r.reload(["a.test"]).site(forHost: "a.test")?.aasa == nil)
+    }
+
+    @Test("a key.pem that cannot be read keeps the site's and the default certificate", arguments: unreadableKinds)
+    func unreadableKeyKeepsCertificate(_ kind: String) throws {
+        let c = try TempConfig()
+        try c.write("sites/a.test/apple-app-site-association", good)
+        try c.write("sites/a.test/tls/cert.pem", "site chain")
+        try c.write("sites/a.test/tls/key.pem", "site key")
+        try c.write("tls/cert.pem", "default chain")
+        try c.write("tls/key.pem", "default key")
+        let r = c.registry()
+        let before = r.reloadAll()
+        #expect(before.site(forHost: "a.test")?.certificate?.keyPEM == Array("site key".utf8))
+        try makeUnreadable(c.root + "/sites/a.test/tls/key.pem", as: kind)
+        try makeUnreadable(c.root + "/tls/key.pem", as: kind)
+        let after = r.reloadAll()
+        #expect(after.site(forHost: "a.test")?.certificate?.keyPEM == Array("site key".utf8))
+        #expect(after.defaultCertificate?.keyPEM == Array("default key".utf8))
+        #expect(r.statuses.first?.state == .servingLastGood)
+    }
 }
 
 @Suite("Header field values as bytes (RFC 9110 §5.5, issue 10)")
