@@ -1,22 +1,60 @@
 import CAASAOpenSSL
 import Foundation
+import Glibc
 
 /// A local certificate authority and a leaf for the configured hosts, made with OpenSSL in-process
-/// when no certificate is configured anywhere, so the example config runs on a fresh machine.
+/// when a site has no certificate, so the example config runs on a fresh machine.
 ///
 /// The CA is kept in the state directory and reused, so trusting it once (`curl --cacert
-/// STATE/dev-tls/ca.pem`) lasts; the leaf is issued again at every start for the current hosts.
+/// STATE/dev-tls/ca.pem`) lasts while the served names stay the same; the leaf is issued again at
+/// every start for the current hosts. A CA key can be stolen from a developer's machine, so the CA
+/// can sign for nothing but what it is for: it carries X.509 name constraints (RFC 5280 §4.2.1.10)
+/// permitting only the served names (and every name under them) plus loopback, and lives 90 days.
+/// It is made again when it does not permit a name now served, when it is near its end, and when
+/// it is an older CA without constraints.
 public enum DevelopmentCertificate {
     /// Leaf validity. Short, since it is re-issued at every start.
     public static let leafDays = 30
-    /// CA validity: long enough that a developer trusts it once.
-    public static let authorityDays = 3650
+    /// CA validity: a developer trusts it once a quarter at most.
+    public static let authorityDays = 90
+    /// A CA with fewer days left than this is made again, so a leaf issued now never outlives it.
+    public static let authorityRenewalDays = leafDays + 1
+    /// Top-level names that exist nowhere on the public internet (RFC 6761 §6, RFC 8375): a CA
+    /// constrained to one of them may permit the whole name, so that a new `.localhost` site does
+    /// not need a new CA. A public name is permitted exactly (with the names under it).
+    public static let reservedTopLevelNames: Set<String> = ["localhost", "test", "example", "invalid", "home.arpa"]
 
     public struct Issued: Sendable {
         public var chainPEM: [UInt8]
         public var keyPEM: [UInt8]
         /// The CA certificate to give clients (`curl --cacert`).
         public var authorityPath: String
+        /// Whether the CA was made now (clients that trusted an earlier one must trust this one).
+        public var authorityCreated: Bool
+        /// The DNS subtrees the CA permits.
+        public var permittedNames: [String]
+        /// When the CA and the leaf end, seconds since the epoch.
+        public var authorityNotAfter: Int64
+        public var leafNotAfter: Int64
+    }
+
+    /// The DNS subtrees a CA for `hosts` permits: `localhost`, each reserved top-level name a host
+    /// is under, and every other host itself (without a wildcard's `*.`).
+    public static func permittedNames(for hosts: [String]) -> [String] {
+        var names: Set<String> = ["localhost"]
+        for host in hosts {
+            var name = host.lowercased()
+            if name.hasPrefix("*.") { name.removeFirst(2) }
+            if name.hasSuffix(".") { name.removeLast() }
+            guard !name.isEmpty else { continue }
+            if let reserved = reservedTopLevelNames.first(where: { name == $0 || name.hasSuffix("." + $0) }) {
+                names.insert(reserved)
+            } else {
+                names.insert(name)
+            }
+        }
+        // A name under another permitted one adds nothing (a subtree holds every name under it).
+        return names.filter { name in !names.contains { $0 != name && name.hasSuffix("." + $0) } }.sorted()
     }
 
     /// Makes (or reuses) the CA under `directory` and issues a leaf for `hosts` (wildcards allowed),
@@ -30,12 +68,29 @@ public enum DevelopmentCertificate {
         }
         let caPath = directory + "/ca.pem"
         let caKeyPath = directory + "/ca-key.pem"
-        let authority: (OpaquePointer, OpaquePointer)
+        let permitted = permittedNames(for: hosts)
         if let existing = try loadAuthority(caPath, caKeyPath) {
-            authority = existing
-        } else {
-            authority = try makeAuthority(caPath, caKeyPath)
+            if isCurrent(existing.0) {
+                // Freed by issue; a CA that does not permit a served name fails its verify.
+                if let issued = try? issue(
+                    hosts: hosts, authority: existing, directory: directory, caPath: caPath, created: false, permitted: permitted)
+                {
+                    return issued
+                }
+            } else {
+                X509_free(existing.0)
+                EVP_PKEY_free(existing.1)
+            }
         }
+        let authority = try makeAuthority(caPath, caKeyPath, permitted: permitted)
+        return try issue(hosts: hosts, authority: authority, directory: directory, caPath: caPath, created: true, permitted: permitted)
+    }
+
+    /// Issues the leaf and checks it against the CA as a client would (validity, name
+    /// constraints); takes ownership of `authority`.
+    private static func issue(
+        hosts: [String], authority: (OpaquePointer, OpaquePointer), directory: String, caPath: String, created: Bool, permitted: [String]
+    ) throws(TLSError) -> Issued {
         let (caCert, caKey) = authority
         defer {
             X509_free(caCert)
@@ -55,11 +110,46 @@ public enum DevelopmentCertificate {
                 (NID_authority_key_identifier, "keyid:always"),
             ])
         defer { X509_free(leaf) }
+        try verify(leaf, authority: caCert)
         let chain = try pem { PEM_write_bio_X509($0, leaf) }
         let keyPEM = try pem { PEM_write_bio_PrivateKey($0, key, nil, nil, 0, nil, nil) }
         try write(chain, to: directory + "/cert.pem", mode: 0o644)
         try write(keyPEM, to: directory + "/key.pem", mode: 0o600)
-        return Issued(chainPEM: chain, keyPEM: keyPEM, authorityPath: caPath)
+        let authorityInfo = try CertificateInfo(x509: caCert)
+        let leafInfo = try CertificateInfo(x509: leaf)
+        return Issued(
+            chainPEM: chain, keyPEM: keyPEM, authorityPath: caPath, authorityCreated: created, permittedNames: permitted,
+            authorityNotAfter: authorityInfo.notAfter, leafNotAfter: leafInfo.notAfter)
+    }
+
+    /// Whether a stored CA may be kept: it has name constraints (older CAs had none), it lives no
+    /// longer than `authorityDays`, and it has `authorityRenewalDays` left.
+    private static func isCurrent(_ ca: OpaquePointer) -> Bool {
+        guard X509_get_ext_by_NID(ca, NID_name_constraints, -1) >= 0, let info = try? CertificateInfo(x509: ca) else { return false }
+        let now = Int64(time(nil))
+        let day: Int64 = 86_400
+        return info.notAfter - info.notBefore <= Int64(authorityDays) * day + day
+            && info.notAfter - now >= Int64(authorityRenewalDays) * day
+    }
+
+    /// Verifies `leaf` against `authority` alone (X509_verify_cert checks validity periods and
+    /// the CA's name constraints): a CA that does not permit a served name fails here.
+    private static func verify(_ leaf: OpaquePointer, authority: OpaquePointer) throws(TLSError) {
+        guard let store = X509_STORE_new(), let context = X509_STORE_CTX_new() else {
+            throw TLSError("cannot allocate: \(TLSError.openSSLReasons())")
+        }
+        defer {
+            X509_STORE_CTX_free(context)
+            X509_STORE_free(store)
+        }
+        guard X509_STORE_add_cert(store, authority) == 1, X509_STORE_CTX_init(context, store, leaf, nil) == 1 else {
+            throw TLSError("cannot verify the development certificate: \(TLSError.openSSLReasons())")
+        }
+        guard X509_verify_cert(context) == 1 else {
+            let reason = String(cString: X509_verify_cert_error_string(Int(X509_STORE_CTX_get_error(context))))
+            ERR_clear_error()
+            throw TLSError("the development CA does not accept its own certificate: \(reason)")
+        }
     }
 
     private static func loadAuthority(_ certPath: String, _ keyPath: String) throws(TLSError) -> (OpaquePointer, OpaquePointer)? {
@@ -84,13 +174,21 @@ public enum DevelopmentCertificate {
         return (cert, key)
     }
 
-    private static func makeAuthority(_ certPath: String, _ keyPath: String) throws(TLSError) -> (OpaquePointer, OpaquePointer) {
+    private static func makeAuthority(
+        _ certPath: String, _ keyPath: String, permitted: [String]
+    ) throws(TLSError) -> (OpaquePointer, OpaquePointer) {
         guard let key = CAASAOpenSSL_EVP_EC_gen("P-256") else { throw TLSError("cannot make a key: \(TLSError.openSSLReasons())") }
+        // Permitted DNS subtrees, and loopback only for IP addresses (the leaf names 127.0.0.1 and
+        // ::1); with a permitted subtree of a type, names of that type outside it are refused.
+        let constraints =
+            (["critical"] + permitted.map { "permitted;DNS:\($0)" }
+            + ["permitted;IP:127.0.0.1/255.255.255.255", "permitted;IP:::1/ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff"])
+            .joined(separator: ",")
         let cert = try certificate(
             commonName: "aasad development CA", publicKey: key, issuer: nil, signingKey: key, days: authorityDays,
             extensions: [
                 (NID_basic_constraints, "critical,CA:TRUE,pathlen:0"), (NID_key_usage, "critical,keyCertSign,cRLSign"),
-                (NID_subject_key_identifier, "hash"),
+                (NID_subject_key_identifier, "hash"), (NID_name_constraints, constraints),
             ])
         try write(try pem { PEM_write_bio_X509($0, cert) }, to: certPath, mode: 0o644)
         try write(try pem { PEM_write_bio_PrivateKey($0, key, nil, nil, 0, nil, nil) }, to: keyPath, mode: 0o600)

@@ -1,3 +1,4 @@
+import Glibc
 import SiteStore
 import TLS
 
@@ -28,14 +29,107 @@ enum ConfigLoading {
             checked[files.identity] = result
             return result
         }
-        for i in scan.sites.indices {
-            if let files = scan.sites[i].certificate, let error = check(files) {
-                scan.sites[i].problems.append(ConfigProblem(severity: .error, file: error.file ?? files.directory, message: error.reason))
+        let now = Int64(time(nil))
+        // The default pair's own findings once; whether it covers a site, per site that uses it.
+        var defaultInfo: CertificateInfo?
+        if let files = scan.defaultCertificate {
+            if let error = check(files) {
+                scan.problems.append(ConfigProblem(severity: .error, file: error.file ?? files.directory, message: error.reason))
+            } else {
+                let (info, problems) = inspect(files, now: now)
+                defaultInfo = info
+                scan.problems += problems
             }
         }
-        if let files = scan.defaultCertificate, let error = check(files) {
-            scan.problems.append(ConfigProblem(severity: .error, file: error.file ?? files.directory, message: error.reason))
+        for i in scan.sites.indices {
+            let hosts = scan.sites[i].hosts.map(\.name)
+            if let files = scan.sites[i].certificate {
+                if let error = check(files) {
+                    scan.sites[i].problems.append(
+                        ConfigProblem(severity: .error, file: error.file ?? files.directory, message: error.reason))
+                    continue
+                }
+                let (info, problems) = inspect(files, now: now)
+                scan.sites[i].problems += problems
+                if let info, !info.covers(hosts) {
+                    scan.sites[i].problems.append(
+                        ConfigProblem(
+                            severity: .error, file: files.directory + "/cert.pem",
+                            message: Self.notCovered(info, hosts: hosts, what: "the site's certificate")))
+                }
+            } else if let files = scan.defaultCertificate, let info = defaultInfo, !info.covers(hosts) {
+                // Served with the default pair (SNI picks it for a site without its own), which
+                // clients refuse for a name it is not for.
+                scan.sites[i].problems.append(
+                    ConfigProblem(
+                        severity: .error, file: scan.sites[i].directory,
+                        message: Self.notCovered(
+                            info, hosts: hosts, what: "the site has no tls/ pair and the default certificate (\(files.directory)/cert.pem)")
+                            + "; give the site its own tls/cert.pem and tls/key.pem"))
+            }
         }
         return scan
     }
+
+    /// Days before its end from which a certificate is reported as expiring: ACME clients renew
+    /// 30 days ahead, so a certificate this close to its end has missed its renewal.
+    static let expiryWarningDays: Int64 = 14
+
+    /// A loadable pair's leaf: its validity period against `now`.
+    static func inspect(_ files: CertificateFiles, now: Int64) -> (CertificateInfo?, [ConfigProblem]) {
+        let file = files.directory + "/cert.pem"
+        let info: CertificateInfo
+        do {
+            info = try CertificateInfo(leafPEM: files.chainPEM)
+        } catch {
+            return (nil, [ConfigProblem(severity: .error, file: file, message: error.reason)])
+        }
+        let end = Self.date(info.notAfter)
+        if info.notAfter <= now {
+            return (info, [ConfigProblem(severity: .error, file: file, message: "the certificate expired on \(end); clients refuse it")])
+        }
+        if info.notBefore > now {
+            return (
+                info,
+                [
+                    ConfigProblem(
+                        severity: .error, file: file,
+                        message: "the certificate is not valid before \(Self.date(info.notBefore)); clients refuse it until then")
+                ]
+            )
+        }
+        let left = (info.notAfter - now) / 86_400
+        if left < expiryWarningDays {
+            return (
+                info,
+                [
+                    ConfigProblem(
+                        severity: .warning, file: file,
+                        message: "the certificate expires on \(end), in \(left) day\(left == 1 ? "" : "s"); renew it")
+                ]
+            )
+        }
+        return (info, [])
+    }
+
+    static func notCovered(_ info: CertificateInfo, hosts: [String], what: String) -> String {
+        let missing = hosts.filter { !info.covers($0) }
+        let names = info.dnsNames.isEmpty ? "no DNS names (subjectAltName)" : info.dnsNames.joined(separator: ", ")
+        return "\(what) does not cover \(missing.joined(separator: ", ")); it is for \(names)"
+    }
+
+    /// A time as `2026-11-23 09:00:00 UTC`.
+    static func date(_ seconds: Int64) -> String {
+        var t = time_t(seconds)
+        var parts = tm()
+        gmtime_r(&t, &parts)
+        func two(_ n: Int32) -> String { n < 10 ? "0\(n)" : "\(n)" }
+        return
+            "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday)) \(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)) UTC"
+    }
+}
+
+extension CertificateInfo {
+    /// Whether every name is covered.
+    func covers(_ hosts: [String]) -> Bool { hosts.allSatisfy(covers) }
 }

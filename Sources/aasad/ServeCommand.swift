@@ -342,6 +342,10 @@ struct ServeCommand: ParsableCommand {
         }
     }
 
+    /// Hosts the development-certificate warning names; the rest are counted (a log line stays
+    /// readable at 100,000 sites).
+    static let hostsNamedInWarning = 10
+
     struct Certificates {
         var defaultSource: TLSServer.CertificateSource
         /// The CA to trust, when the development certificate is in use.
@@ -366,13 +370,31 @@ struct ServeCommand: ParsableCommand {
                 defaultSource: files.source,
                 developmentAuthority: nil)
         }
-        if uncovered.count < sites.count {
-            logger.warning(
-                "sites without a certificate are served with a development certificate", metadata: ["sites": "\(uncovered.count)"])
-        }
+        let hosts = uncovered.flatMap(\.hosts).map(\.name)
         do {
-            let issued = try DevelopmentCertificate.issue(directory: state + "/dev-tls", hosts: uncovered.flatMap(\.hosts).map(\.name))
+            let issued = try DevelopmentCertificate.issue(directory: state + "/dev-tls", hosts: hosts)
             let files = CertificateFiles(directory: state + "/dev-tls", chainPEM: issued.chainPEM, keyPEM: issued.keyPEM)
+            // Loud, once per start: no client trusts this certificate unless told to, and Apple's
+            // CDN never will, so a production server must not run on it unnoticed.
+            let shown = hosts.sorted().prefix(Self.hostsNamedInWarning).joined(separator: " ")
+            let more = hosts.count > Self.hostsNamedInWarning ? " (and \(hosts.count - Self.hostsNamedInWarning) more)" : ""
+            let message =
+                "\(hosts.count) host\(hosts.count == 1 ? " is" : "s are") served with the DEVELOPMENT certificate, which no client trusts "
+                + "unless told to (curl --cacert \(issued.authorityPath)) and Apple's CDN never will: \(shown)\(more). "
+                + "Give each site a real certificate in sites/<host>/tls/cert.pem and key.pem, or a default pair covering them in tls/"
+            logger.warning(
+                "\(message)",
+                metadata: [
+                    "certificate": "development", "sites": "\(uncovered.count)", "ca": "\(issued.authorityPath)",
+                    "caPermits": "\(issued.permittedNames.joined(separator: ","))",
+                    "caExpires": "\(ConfigLoading.date(issued.authorityNotAfter))",
+                    "leafExpires": "\(ConfigLoading.date(issued.leafNotAfter))",
+                ])
+            if issued.authorityCreated {
+                logger.notice(
+                    "made a new development CA; clients that trusted an earlier one must trust this one",
+                    metadata: ["ca": "\(issued.authorityPath)", "caPermits": "\(issued.permittedNames.joined(separator: ","))"])
+            }
             return Certificates(defaultSource: files.source, developmentAuthority: issued.authorityPath)
         } catch {
             logger.critical("cannot make a development certificate", metadata: ["error": "\(error)"])

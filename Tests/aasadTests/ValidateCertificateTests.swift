@@ -1,0 +1,154 @@
+import Foundation
+import Testing
+
+/// Certificates made by `openssl ca`, which (unlike `req -x509` in OpenSSL 3.0) takes any start
+/// and end date: expired, not yet valid and nearly expired certificates without a fake clock.
+struct TestCertificates {
+    let root: URL
+    private var count = 0
+
+    init(root: URL) throws {
+        self.root = root.appendingPathComponent("openssl-ca")
+        try FileManager.default.createDirectory(at: self.root.appendingPathComponent("new"), withIntermediateDirectories: true)
+        try Data().write(to: self.root.appendingPathComponent("index.txt"))
+        let configuration = """
+            [ca]
+            default_ca = test
+            [test]
+            dir = \(self.root.path)
+            database = $dir/index.txt
+            new_certs_dir = $dir/new
+            default_md = sha256
+            policy = any
+            unique_subject = no
+            copy_extensions = copy
+            rand_serial = yes
+            [any]
+            commonName = supplied
+            """
+        try Data(configuration.utf8).write(to: self.root.appendingPathComponent("ca.cnf"))
+    }
+
+    /// `openssl ca`'s date form, e.g. 20200101000000Z.
+    static func stamp(_ date: Date) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "yyyyMMddHHmmss'Z'"
+        return formatter.string(from: date)
+    }
+
+    /// A self-signed pair for `names` (subjectAltName DNS entries) valid from `start` to `end`,
+    /// written as `cert.pem` and `key.pem` in `directory`.
+    mutating func make(in directory: String, names: [String], start: String, end: String) throws {
+        count += 1
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let request = root.appendingPathComponent("request-\(count).pem").path
+        let made = try Tool.run(
+            "openssl",
+            [
+                "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=\(names[0])", "-addext",
+                "subjectAltName=" + names.map { "DNS:\($0)" }.joined(separator: ","), "-keyout", directory + "/key.pem", "-out", request,
+            ])
+        #expect(made.status == 0, "\(made.stderr)")
+        let signed = try Tool.run(
+            "openssl",
+            [
+                "ca", "-batch", "-config", root.appendingPathComponent("ca.cnf").path, "-selfsign", "-keyfile", directory + "/key.pem",
+                "-in", request, "-startdate", start, "-enddate", end, "-notext", "-out", directory + "/cert.pem",
+            ])
+        #expect(signed.status == 0, "\(signed.stderr)")
+    }
+}
+
+@Suite("aasad validate: certificates (issue 10)")
+final class ValidateCertificateTests {
+    let root = FileManager.default.temporaryDirectory.appendingPathComponent("aasad-validate-tls-\(UUID().uuidString)")
+    let aasa = Array(#"{"webcredentials": {"apps": ["ABCDE12345.com.example.app"]}}"#.utf8)
+
+    deinit { try? FileManager.default.removeItem(at: root) }
+
+    func site(_ name: String) throws -> String {
+        let directory = root.appendingPathComponent("config/sites/\(name)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        try Data(aasa).write(to: directory.appendingPathComponent("apple-app-site-association"))
+        return directory.path
+    }
+
+    @Test("expired certificates, names a certificate does not cover (aliases, site.yaml, wildcards, the default pair)")
+    func fixedDates() throws {
+        var certificates = try TestCertificates(root: root)
+        let past = ("20200101000000Z", "20200201000000Z")
+        let current = ("20200101000000Z", "20991231000000Z")
+        // Expired.
+        try certificates.make(in: try site("expired.test") + "/tls", names: ["expired.test"], start: past.0, end: past.1)
+        // Valid, but not for the symlink alias or the site.yaml alias.
+        let names = try site("names.test")
+        try FileManager.default.createSymbolicLink(
+            atPath: root.appendingPathComponent("config/sites/www.names.test").path, withDestinationPath: "names.test")
+        try Data("aliases:\n  - other.test\n".utf8).write(to: URL(fileURLWithPath: names + "/site.yaml"))
+        try certificates.make(in: names + "/tls", names: ["names.test"], start: current.0, end: current.1)
+        // A wildcard covers one label, not the name itself nor two labels.
+        try certificates.make(in: try site("a.b.deep.test") + "/tls", names: ["*.deep.test"], start: current.0, end: current.1)
+        try certificates.make(in: try site("tld.test") + "/tls", names: ["*.test"], start: current.0, end: current.1)
+        try certificates.make(in: try site("wild.test") + "/tls", names: ["*.wild.test"], start: current.0, end: current.1)
+        // A wildcard site needs the same wildcard.
+        try certificates.make(in: try site("*.w.test") + "/tls", names: ["a.w.test"], start: current.0, end: current.1)
+        // Covered: exactly, and by a one-label wildcard.
+        try certificates.make(in: try site("good.test") + "/tls", names: ["good.test"], start: current.0, end: current.1)
+        try certificates.make(
+            in: try site("x.star.test") + "/tls", names: ["*.star.test", "unused.test"], start: current.0, end: current.1)
+        // The default pair serves the sites without their own: it covers one, not the other.
+        try certificates.make(
+            in: root.appendingPathComponent("config/tls").path, names: ["plain.test"], start: current.0, end: current.1)
+        _ = try site("plain.test")
+        _ = try site("uncovered.test")
+
+        let out = try AASAD.run(["validate", "config"], in: root)
+        #expect(out.status == 1)
+        try AASAD.expectGolden(out.stdout, "validate-certificates.txt")
+    }
+
+    @Test("a certificate expiring soon is a warning, one not yet valid an error; a default pair is checked too")
+    func relativeDates() throws {
+        var certificates = try TestCertificates(root: root)
+        let now = Date()
+        let day = 86_400.0
+        try certificates.make(
+            in: try site("soon.test") + "/tls", names: ["soon.test"], start: TestCertificates.stamp(now - 60 * day),
+            end: TestCertificates.stamp(now + 5 * day))
+        try certificates.make(
+            in: try site("later.test") + "/tls", names: ["later.test"], start: TestCertificates.stamp(now + 10 * day),
+            end: TestCertificates.stamp(now + 100 * day))
+        try certificates.make(
+            in: try site("fine.test") + "/tls", names: ["fine.test"], start: TestCertificates.stamp(now - day),
+            end: TestCertificates.stamp(now + 60 * day))
+        try certificates.make(
+            in: root.appendingPathComponent("config/tls").path, names: ["*.test"], start: "20200101000000Z", end: "20200201000000Z")
+        _ = try site("plain.test")
+
+        let out = try AASAD.run(["validate", "--format", "json", "config"], in: root)
+        #expect(out.status == 1)
+        let report = try JSONSerialization.jsonObject(with: Data(out.stdout.utf8)) as? [String: Any]
+        let findings = (report?["files"] as? [[String: Any]] ?? []).flatMap { file in
+            (file["findings"] as? [[String: Any]] ?? []).map { (file["file"] as? String ?? "", $0) }
+        }
+        func finding(_ file: String) -> [String: Any]? { findings.first { $0.0 == file }?.1 }
+        let soon = finding("config/sites/soon.test/tls/cert.pem")
+        #expect(soon?["severity"] as? String == "warning")
+        #expect(((soon?["message"] as? String) ?? "").contains("expires on"))
+        let later = finding("config/sites/later.test/tls/cert.pem")
+        #expect(later?["severity"] as? String == "error")
+        #expect(((later?["message"] as? String) ?? "").contains("not valid before"))
+        #expect(finding("config/sites/fine.test/tls/cert.pem") == nil)
+        let expiredDefault = finding("config/tls/cert.pem")
+        #expect(expiredDefault?["severity"] as? String == "error")
+        #expect(((expiredDefault?["message"] as? String) ?? "").contains("expired on 2020-02-01"))
+
+        // --strict turns the warning alone into a failure.
+        try FileManager.default.removeItem(at: root.appendingPathComponent("config/sites/later.test"))
+        try FileManager.default.removeItem(at: root.appendingPathComponent("config/tls"))
+        #expect(try AASAD.run(["validate", "config"], in: root).status == 0)
+        #expect(try AASAD.run(["validate", "--strict", "config"], in: root).status == 1)
+    }
+}
