@@ -1,5 +1,7 @@
-// libFuzzer entry point over the HTTP/1.1 request parser, which reads untrusted network bytes.
-// Built by scripts/fuzz.sh together with Sources/HTTP1 as one module (hence no import).
+// libFuzzer entry point over the HTTP/1.1 request parser, which reads untrusted network bytes,
+// and the field functions the server then applies to what it parsed (Host, If-None-Match,
+// If-Modified-Since: issue 10's date trap was one step past the parser). Built by scripts/fuzz.sh
+// together with Sources/HTTP1 and Sources/HTTPCore as one module (hence no import).
 // Besides not crashing, every parsed request must stay inside the input, and feeding the same
 // bytes in two pieces must give the same answer.
 
@@ -16,6 +18,9 @@ public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
             precondition(range.lowerBound >= 0 && range.upperBound <= head.length, "a field outside its request")
         }
         precondition(head.length > 0 && head.length <= rest.count, "a request longer than the input")
+        func field(_ range: Range<Int>?) -> UnsafeRawBufferPointer? { range.map { UnsafeRawBufferPointer(rebasing: rest[$0]) } }
+        if let host = field(head.host) { _ = HTTPFields.normalizeHost(host) }
+        _ = HTTPFields.notModified(etag: "\"abc\"", lastModified: 0, ifNoneMatch: field(head.ifNoneMatch), ifModifiedSince: field(head.ifModifiedSince))
         offset += head.length
         parser.reset()
         requests += 1

@@ -1,77 +1,99 @@
 #!/usr/bin/env bash
-# Fuzzes what parses untrusted bytes, with libFuzzer and AddressSanitizer: the AASA library (JSON
-# parser, validators, URL parsing, matcher) and the HTTP/1.1 request parser. New inputs go to
-# Fuzz/corpus and Fuzz/http1-corpus; a crash is copied to Fuzz/fail-cases (AASA) or
-# Fuzz/http1-fail-cases, which the normal test run replays.
-# Usage: scripts/fuzz.sh [seconds per target] [aasa|http1|config|all]   (default 60, all)
+# Fuzzes what parses untrusted bytes, with libFuzzer and AddressSanitizer:
+#   aasa    the AASA library (JSON parser, validators, URL parsing, matcher)     Fuzz/corpus, Fuzz/fail-cases
+#   http1   the HTTP/1.1 request parser, and the field values of what it parsed  Fuzz/http1-corpus, Fuzz/http1-fail-cases
+#   fields  header values: HTTP dates, If-None-Match lists, Host normalisation   Fuzz/fields-corpus, Fuzz/fields-fail-cases
+#   http2   raw HTTP/2 client bytes through HTTP2Session (libnghttp2)            Fuzz/http2-corpus, Fuzz/http2-fail-cases
+#   config  site.yaml and aasad.yaml values, and Cache-Control as a field value  Fuzz/config-corpus, Fuzz/config-fail-cases
+# New inputs go to the target's corpus; a crash, timeout or out-of-memory input is copied to its
+# fail-cases folder. The normal test run replays both folders of every target.
+# Usage: scripts/fuzz.sh [seconds per target] [aasa|http1|fields|http2|config|all]   (default 60, all)
+# FUZZ_RUNS=N runs N inputs per target instead of a time (the documented campaign: 10,000,000).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 which="${2:-all}"
+case "$which" in aasa | http1 | fields | http2 | config | all) ;; *)
+    echo "usage: scripts/fuzz.sh [seconds] [aasa|http1|fields|http2|config|all]" >&2
+    exit 64
+    ;;
+esac
 out=.build-fuzz
-mkdir -p "$out" Fuzz/corpus Fuzz/fail-cases Fuzz/http1-corpus Fuzz/http1-fail-cases
+mkdir -p "$out"
 status=0
+# compile ARGS...: swiftc with libFuzzer and ASan; the linker's notes on ASan's local symbols are dropped.
+compile() {
+    swiftc -O -sanitize=fuzzer,address -parse-as-library -enable-upcoming-feature ExistentialAny "$@" 2>&1 |
+        { grep -v "Cannot export local symbol" || true; }
+    return "${PIPESTATUS[0]}"
+}
 
-# site.yaml and aasad.yaml values (issue 10). ServerSettings lives in the aasad executable with
-# everything it needs, so this target is aasad itself, built by SwiftPM in its own scratch path
-# with -D FUZZ_CONFIG: AASACommand then has no @main, and Sources/aasad/ConfigFuzz.swift hands
-# aasad_main to libFuzzer, which calls ConfigFuzz.check on each input (the checks the replay
-# test Tests/aasadTests/ConfigFuzzReplayTests runs over Fuzz/config-corpus and
-# Fuzz/config-fail-cases in every test run).
-fuzz_config() {
-    mkdir -p Fuzz/config-corpus Fuzz/config-fail-cases
+# run NAME CORPUS FAILS MAX_LEN [BINARY]: runs $out/fuzz-NAME (or BINARY) for $seconds (or
+# $FUZZ_RUNS inputs) and keeps what it found.
+run() {
+    local name=$1 corpus=$2 fails=$3 max_len=$4 binary=${5:-$out/fuzz-$1}
+    local budget="-max_total_time=$seconds"
+    [ -n "${FUZZ_RUNS:-}" ] && budget="-runs=$FUZZ_RUNS"
+    mkdir -p "$corpus" "$fails"
+    set +e
+    "$binary" "$budget" -print_final_stats=1 -max_len="$max_len" -timeout=10 -rss_limit_mb=2048 \
+        -artifact_prefix="$out/$name-" "$corpus" 2>&1 | tee "$out/$name.log" | grep -E '^#[0-9]+ +DONE|ERROR|SUMMARY' || true
+    local code=${PIPESTATUS[0]}
+    set -e
+    [ "$code" -eq 0 ] || status=1
+    for crash in "$out/$name"-crash-* "$out/$name"-timeout-* "$out/$name"-oom-*; do
+        [ -e "$crash" ] || continue
+        mv "$crash" "$fails/"
+        echo "saved $(basename "$crash") to $fails: add a fix and keep the case" >&2
+    done
+    # libFuzzer's last status line: executions and executions per second.
+    grep -E '^#[0-9]+' "$out/$name.log" | tail -1 | sed "s/^/$name: /"
+}
+
+if [ "$which" = all ] || [ "$which" = http1 ]; then
+    # The parser and the field functions the server applies to what it parsed (HTTPCore).
+    compile Sources/HTTP1/*.swift Sources/HTTPCore/*.swift Fuzz/FuzzHTTP1.swift -o "$out/fuzz-http1"
+    run http1 Fuzz/http1-corpus Fuzz/http1-fail-cases 20000
+fi
+
+if [ "$which" = all ] || [ "$which" = fields ]; then
+    compile Sources/HTTPCore/*.swift Fuzz/FuzzFields.swift -o "$out/fuzz-fields"
+    run fields Fuzz/fields-corpus Fuzz/fields-fail-cases 256
+fi
+
+if [ "$which" = all ] || [ "$which" = http2 ]; then
+    # One module: HTTP2Session without its `import HTTP1` (HTTP1's sources are compiled with it),
+    # nghttp2 through the CAASANghttp2 module map.
+    mkdir -p "$out/http2-src"
+    sed -e '/^public import HTTP1$/d' -e '/^import HTTP1$/d' Sources/HTTP2/HTTP2Session.swift >"$out/http2-src/HTTP2Session.swift"
+    compile -I Sources/CAASANghttp2 "$out/http2-src/HTTP2Session.swift" Sources/HTTP1/*.swift Sources/HTTPCore/*.swift \
+        Fuzz/FuzzHTTP2.swift -lnghttp2 -o "$out/fuzz-http2"
+    run http2 Fuzz/http2-corpus Fuzz/http2-fail-cases 16384
+fi
+
+if [ "$which" = all ] || [ "$which" = config ]; then
+    # ServerSettings lives in the aasad executable with everything it needs, so this target is
+    # aasad itself, built by SwiftPM in its own scratch path with -D FUZZ_CONFIG: AASACommand then
+    # has no @main, and Sources/aasad/ConfigFuzz.swift hands aasad_main to libFuzzer, which calls
+    # ConfigFuzz.check on each input (the checks ConfigFuzzReplayTests runs in every test run).
     swift build -c release --scratch-path .build-fuzz-config --product aasad \
-        -Xswiftc -sanitize=fuzzer,address -Xswiftc -DFUZZ_CONFIG
+        -Xswiftc -sanitize=fuzzer,address -Xswiftc -DFUZZ_CONFIG 2>&1 | { grep -v "Cannot export local symbol" || true; }
+    mkdir -p Fuzz/config-corpus
     cp config/aasad.yaml Fuzz/config-corpus/seed-aasad.yaml
     printf 'aliases:\n  - www.a.test\n  - "*.users.a.test"\ncache-control: max-age=60\n' >Fuzz/config-corpus/seed-site.yaml
     printf 'cache-control: "public, max-age=60,\\tmust-revalidate"\naliases: [b.test]\n' >Fuzz/config-corpus/seed-site-quoted.yaml
     printf 'listen: {https: [":8443", "[::1]:8443"], http: []}\ncache-control: no-cache\ntimeouts: {idle: 5}\n' \
         >Fuzz/config-corpus/seed-aasad-flow.yaml
     printf 'max-age=300, stale-while-revalidate=60' >Fuzz/config-corpus/seed-value
-    cp Fuzz/config-fail-cases/* Fuzz/config-corpus/ 2>/dev/null || true
-    local rc=0
-    .build-fuzz-config/release/aasad -max_total_time="$seconds" -max_len=4096 -timeout=10 -rss_limit_mb=2048 \
-        -artifact_prefix="$out/config-" Fuzz/config-corpus || rc=1
-    for crash in "$out"/config-crash-* "$out"/config-timeout-* "$out"/config-oom-*; do
-        [ -e "$crash" ] && cp "$crash" Fuzz/config-fail-cases/
-    done
-    return $rc
-}
-if [ "$which" = config ]; then
-    fuzz_config || status=1
-    exit $status
+    run config Fuzz/config-corpus Fuzz/config-fail-cases 4096 .build-fuzz-config/release/aasad
 fi
-if [ "$which" = all ]; then fuzz_config || status=1; fi
 
-if [ "$which" = all ] || [ "$which" = http1 ]; then
-    swiftc -O -sanitize=fuzzer,address -parse-as-library -enable-upcoming-feature ExistentialAny \
-        Sources/HTTP1/*.swift Fuzz/FuzzHTTP1.swift -o "$out/fuzz-http1"
-    printf 'GET /.well-known/apple-app-site-association HTTP/1.1\r\nHost: a.example\r\nAccept-Encoding: gzip\r\nIf-None-Match: "x"\r\n\r\n' >Fuzz/http1-corpus/seed-get
-    printf 'HEAD http://a.example/x?y HTTP/1.0\r\nConnection: keep-alive\r\n\r\nGET / HTTP/1.1\r\nHost: b\r\n\r\n' >Fuzz/http1-corpus/seed-pipelined
-    set +e
-    "$out/fuzz-http1" -max_total_time="$seconds" -max_len=20000 -timeout=10 -artifact_prefix="$out/http1-" Fuzz/http1-corpus
-    [ $? -eq 0 ] || status=1
-    set -e
-    for crash in "$out"/http1-crash-* "$out"/http1-timeout-*; do
-        [ -e "$crash" ] && cp "$crash" Fuzz/http1-fail-cases/
+if [ "$which" = all ] || [ "$which" = aasa ]; then
+    compile Sources/AASA/*.swift Fuzz/FuzzAASA.swift -o "$out/fuzz-aasa"
+    # Seed the corpus with every AASA-shaped file the project ships.
+    for f in config/sites/*/apple-app-site-association config/sites/*/assetlinks.json Tests/aasadTests/Fixtures/*.json; do
+        [ -f "$f" ] && cp "$f" "Fuzz/corpus/seed-$(echo "$f" | md5sum | cut -c1-12)"
     done
+    run aasa Fuzz/corpus Fuzz/fail-cases 8192
 fi
-[ "$which" = all ] || [ "$which" = aasa ] || exit $status
-
-swiftc -O -sanitize=fuzzer,address -parse-as-library -enable-upcoming-feature ExistentialAny \
-    Sources/AASA/*.swift Fuzz/FuzzAASA.swift -o "$out/fuzz-aasa"
-# Seed the corpus with every AASA-shaped file the project ships.
-for f in config/sites/*/apple-app-site-association config/sites/*/assetlinks.json Tests/aasadTests/Fixtures/*.json; do
-    [ -f "$f" ] && cp "$f" "Fuzz/corpus/seed-$(echo "$f" | md5sum | cut -c1-12)"
-done
-set +e
-"$out/fuzz-aasa" -max_total_time="$seconds" -max_len=8192 -timeout=10 -rss_limit_mb=2048 \
-    -artifact_prefix="$out/" Fuzz/corpus
-[ $? -eq 0 ] || status=1
-set -e
-for crash in "$out"/crash-* "$out"/timeout-* "$out"/oom-*; do
-    [ -e "$crash" ] || continue
-    cp "$crash" Fuzz/fail-cases/
-    echo "saved $(basename "$crash") to Fuzz/fail-cases: add a fix and keep the case" >&2
-done
 exit $status

@@ -183,6 +183,14 @@ public final class HTTP2Session {
     /// Streams open on this session.
     public var activeStreams: Int { streams.count + bodies.count }
 
+    /// Streams the session keeps state for (a request being read, or a body being sent): each
+    /// must be a stream nghttp2 has open, or its entry would never be removed. Checked by the
+    /// HTTP/2 fuzz target and its replay tests.
+    var heldStreamsAreOpen: Bool {
+        streams.keys.allSatisfy { CAASANghttp2_stream_is_open(session, $0) != 0 }
+            && bodies.keys.allSatisfy { CAASANghttp2_stream_is_open(session, $0) != 0 }
+    }
+
     /// Whether frames are waiting to be produced.
     public var wantsWrite: Bool { nghttp2_session_want_write(session) != 0 }
 

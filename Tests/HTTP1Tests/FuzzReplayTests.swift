@@ -1,4 +1,5 @@
 import Foundation
+import HTTPCore
 import Testing
 
 @testable import HTTP1
@@ -26,6 +27,13 @@ struct HTTP1FuzzReplayTests {
                 guard case .complete(let head) = parser.parse(UnsafeRawBufferPointer(rebasing: bytes[offset...])) else { break }
                 #expect(head.length > 0 && head.length <= bytes.count - offset)
                 #expect(head.path.upperBound <= head.length && (head.host?.upperBound ?? 0) <= head.length)
+                // What the server does next with the fields (issue 10: the date trap was here).
+                let rest = UnsafeRawBufferPointer(rebasing: bytes[offset...])
+                func field(_ range: Range<Int>?) -> UnsafeRawBufferPointer? { range.map { UnsafeRawBufferPointer(rebasing: rest[$0]) } }
+                if let host = field(head.host) { #expect(!HTTPFields.normalizeHost(host).utf8.contains { $0 >= 65 && $0 <= 90 }) }
+                let notModified = HTTPFields.notModified(
+                    etag: "\"abc\"", lastModified: 0, ifNoneMatch: field(head.ifNoneMatch), ifModifiedSince: field(head.ifModifiedSince))
+                if head.ifNoneMatch == nil && notModified { #expect(field(head.ifModifiedSince).flatMap { HTTPDate.parse($0) } != nil) }
                 offset += head.length
                 parser.reset()
             }
@@ -48,6 +56,8 @@ struct HTTP1FuzzReplayTests {
 
     @Test("every saved failure stays fixed")
     func failures() {
-        Self.inputs("http1-fail-cases").forEach(Self.exercise)
+        let inputs = Self.inputs("http1-fail-cases")
+        #expect(!inputs.isEmpty)
+        inputs.forEach(Self.exercise)
     }
 }

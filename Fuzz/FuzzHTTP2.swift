@@ -1,0 +1,58 @@
+// libFuzzer entry point over the HTTP/2 request path: raw client bytes into HTTP2Session
+// (libnghttp2), every request answered as the worker answers it, the session's output produced.
+// Built by scripts/fuzz.sh with Sources/HTTP2, Sources/HTTP1 and Sources/HTTPCore as one module
+// (hence no imports), linked with -lnghttp2. The checks are repeated in
+// Tests/HTTP2Tests/HTTP2FuzzReplayTests.swift.
+
+let clientPreface = Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8)
+/// A body larger than one DATA frame and the default window, so flow control is exercised.
+let responseBody = [UInt8](repeating: 0x41, count: 70_000)
+let responseHeaders = Array("Content-Type: application/json\r\nContent-Length: 70000\r\nConnection: close\r\n".utf8)
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+    let input = UnsafeBufferPointer(start: data, count: size)
+    // Inputs may carry the preface or not: without it, the fuzzer's bytes start at the frames.
+    let bytes = input.starts(with: clientPreface) ? Array(input) : clientPreface + Array(input)
+    exerciseHTTP2(bytes)
+    return 0
+}
+
+/// Feeds `bytes` in two reads (split where the input says), answers every request, produces
+/// output; after each step the session holds state only for streams nghttp2 has open.
+func exerciseHTTP2(_ bytes: [UInt8]) {
+    let session = HTTP2Session()
+    var output: [UInt8] = []
+    session.produce(into: &output, limit: 1 << 16)
+    let split = bytes.count > clientPreface.count ? clientPreface.count + Int(bytes[clientPreface.count]) % (bytes.count - clientPreface.count + 1) : bytes.count
+    for piece in [bytes[..<split], bytes[split...]] where !piece.isEmpty {
+        let alive = piece.withUnsafeBytes { session.receive($0, now: 0) }
+        for request in session.takeRequests() {
+            precondition(request.stream > 0 && request.stream % 2 == 1, "a request on a stream the client cannot open")
+            // The server's own field handling, on the request's values.
+            _ = request.authority.map { $0.withUnsafeBytes(HTTPFields.normalizeHost) }
+            let notModified = withOptionalBytes(request.ifNoneMatch) { inm in
+                withOptionalBytes(request.ifModifiedSince) { ims in
+                    HTTPFields.notModified(etag: "\"abc\"", lastModified: 784_111_777, ifNoneMatch: inm, ifModifiedSince: ims)
+                }
+            }
+            session.respond(
+                stream: request.stream, status: notModified ? 304 : 200, headerLines: responseHeaders, extra: [("date", "Sun, 06 Nov 1994 08:49:37 GMT")],
+                body: responseBody, sendsBody: !notModified && request.method == .get)
+        }
+        precondition(session.heldStreamsAreOpen, "state kept for a stream nghttp2 closed")
+        for _ in 0..<64 where session.wantsWrite {
+            output.removeAll(keepingCapacity: true)
+            session.produce(into: &output, limit: 1 << 16)
+            if output.isEmpty { break }
+        }
+        precondition(session.heldStreamsAreOpen, "state kept for a stream nghttp2 closed")
+        precondition(session.activeStreams <= 2 * Int(HTTP2Session.maximumConcurrentStreams) + 2, "streams beyond the concurrency bound")
+        if !alive { break }
+    }
+}
+
+func withOptionalBytes<R>(_ bytes: [UInt8]?, _ body: (UnsafeRawBufferPointer?) -> R) -> R {
+    guard let bytes else { return body(nil) }
+    return bytes.withUnsafeBytes { body($0) }
+}

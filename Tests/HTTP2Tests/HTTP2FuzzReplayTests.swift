@@ -1,0 +1,70 @@
+import Foundation
+import Testing
+
+@testable import HTTP2
+
+/// Replays the HTTP/2 fuzzing corpus and saved failures (scripts/fuzz.sh http2) with the fuzz
+/// target's steps and checks (Fuzz/FuzzHTTP2.swift): feed in two reads, answer every request,
+/// produce the output, and never keep state for a stream nghttp2 closed.
+@Suite("HTTP/2 fuzz corpus replay")
+struct HTTP2FuzzReplayTests {
+    static let fuzz = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("Fuzz")
+
+    static func inputs(_ folder: String) -> [[UInt8]] {
+        let dir = fuzz.appendingPathComponent(folder)
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? []).filter { !$0.hasPrefix(".") }.sorted()
+        return names.compactMap { try? Data(contentsOf: dir.appendingPathComponent($0)) }.map { [UInt8]($0) }
+    }
+
+    static let body = [UInt8](repeating: 0x41, count: 70_000)
+    static let headers = Array("Content-Type: application/json\r\nContent-Length: 70000\r\nConnection: close\r\n".utf8)
+
+    /// The fuzz target's steps; returns how many requests were answered.
+    @discardableResult
+    static func exercise(_ input: [UInt8]) -> Int {
+        let bytes = input.starts(with: ClientFrames.preface) ? input : ClientFrames.preface + input
+        let session = HTTP2Session()
+        var output: [UInt8] = []
+        session.produce(into: &output, limit: 1 << 16)
+        let prefix = ClientFrames.preface.count
+        let split = bytes.count > prefix ? prefix + Int(bytes[prefix]) % (bytes.count - prefix + 1) : bytes.count
+        var answered = 0
+        for piece in [bytes[..<split], bytes[split...]] where !piece.isEmpty {
+            let alive = piece.withUnsafeBytes { session.receive($0, now: 0) }
+            for request in session.takeRequests() {
+                #expect(request.stream > 0 && request.stream % 2 == 1)
+                session.respond(
+                    stream: request.stream, status: 200, headerLines: headers, extra: [("date", "Sun, 06 Nov 1994 08:49:37 GMT")],
+                    body: body,
+                    sendsBody: request.method == .get)
+                answered += 1
+            }
+            #expect(session.heldStreamsAreOpen, "state kept for a stream nghttp2 closed")
+            for _ in 0..<64 where session.wantsWrite {
+                output.removeAll(keepingCapacity: true)
+                session.produce(into: &output, limit: 1 << 16)
+                if output.isEmpty { break }
+            }
+            #expect(session.heldStreamsAreOpen, "state kept for a stream nghttp2 closed")
+            #expect(session.activeStreams <= 2 * Int(HTTP2Session.maximumConcurrentStreams) + 2)
+            if !alive { break }
+        }
+        return answered
+    }
+
+    @Test("the corpus is present and every input keeps the session's invariants")
+    func corpus() {
+        let inputs = Self.inputs("http2-corpus")
+        #expect(inputs.count >= 8)
+        let answered = inputs.map { Self.exercise($0) }.reduce(0, +)
+        #expect(answered > 0, "no corpus input reached a request")
+    }
+
+    @Test("every saved failure stays fixed (issue 10: streams reset in the read that opened them)")
+    func failures() {
+        let inputs = Self.inputs("http2-fail-cases")
+        #expect(!inputs.isEmpty)
+        inputs.forEach { Self.exercise($0) }
+    }
+}

@@ -1,0 +1,57 @@
+import Foundation
+import Testing
+
+@testable import HTTPCore
+
+/// Replays the field-value fuzzing corpus and saved failures (scripts/fuzz.sh fields) with the fuzz
+/// target's checks (Fuzz/FuzzFields.swift), so a fixed trap stays fixed.
+@Suite("Field values fuzz corpus replay")
+struct FieldsFuzzReplayTests {
+    static let fuzz = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("Fuzz")
+
+    static func inputs(_ folder: String) -> [[UInt8]] {
+        let dir = fuzz.appendingPathComponent(folder)
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? []).filter { !$0.hasPrefix(".") }.sorted()
+        return names.compactMap { try? Data(contentsOf: dir.appendingPathComponent($0)) }.map { [UInt8]($0) }
+    }
+
+    /// The fuzz target's checks, as expectations.
+    static func exercise(_ input: [UInt8]) {
+        input.withUnsafeBytes { bytes in
+            if let date = HTTPDate.parse(bytes, now: 1_767_225_600) {
+                #expect(date >= -62_167_219_200 && date <= 253_402_300_800, "\(input)")
+                if date >= 0 && date <= 253_402_300_799 { #expect(HTTPDate.parse(Array(HTTPDate.format(date).utf8)) == date) }
+            }
+            let etag = "\"abc\""
+            let matched = HTTPFields.matches(ifNoneMatch: bytes, etag: etag)
+            if matched {
+                let longer = input + Array(", \"zzz\"".utf8)
+                #expect(longer.withUnsafeBytes { HTTPFields.matches(ifNoneMatch: $0, etag: etag) }, "\(input)")
+            }
+            #expect(HTTPFields.notModified(etag: etag, lastModified: 784_111_777, ifNoneMatch: bytes, ifModifiedSince: nil) == matched)
+            #expect(
+                HTTPFields.notModified(etag: etag, lastModified: 784_111_777, ifNoneMatch: nil, ifModifiedSince: bytes)
+                    == (HTTPDate.parse(bytes).map { 784_111_777 <= $0 } ?? false))
+            let host = HTTPFields.normalizeHost(bytes)
+            #expect(!host.utf8.contains { $0 >= 65 && $0 <= 90 })
+            #expect(host.utf8.count <= 3 * bytes.count)
+            if bytes.first != 91 { #expect(!host.utf8.contains(58)) }
+        }
+    }
+
+    @Test("the corpus is present and every input keeps the field functions' contracts")
+    func corpus() {
+        let inputs = Self.inputs("fields-corpus")
+        #expect(inputs.count >= 10)
+        inputs.forEach(Self.exercise)
+    }
+
+    @Test("every saved failure stays fixed (issue 10: the dates that trapped are refused)")
+    func failures() {
+        let inputs = Self.inputs("fields-fail-cases")
+        #expect(!inputs.isEmpty)
+        inputs.forEach(Self.exercise)
+        for input in inputs where input.starts(with: Array("Sun".utf8)) { #expect(HTTPDate.parse(input) == nil, "\(input)") }
+    }
+}
