@@ -46,6 +46,9 @@ public final class TLSContext: @unchecked Sendable {
     public let identity: String
     /// The DNS names the leaf certificate covers, read once at load (the 421 rule asks per request).
     public private(set) var names = CertificateNames([])
+    /// SHA-256 of `identity`: the session id context, and what session tickets are bound to
+    /// (`bindSessions`, `ticketKeyCallback`).
+    public private(set) var sessionContext: [UInt8] = []
 
     /// TLS 1.2 cipher suites: Mozilla's "intermediate" list (forward secrecy, AEAD only).
     /// TLS 1.3 suites are OpenSSL's defaults, which are all modern.
@@ -66,6 +69,7 @@ public final class TLSContext: @unchecked Sendable {
         // A throw from here on still runs deinit (every stored property is set), which frees ctx:
         // freeing it here as well would free it twice.
         try Self.configure(ctx, minimumVersion: minimumVersion)
+        sessionContext = try Self.bindSessions(ctx, to: identity)
         names = try Self.loadChain(ctx, chainPEM, source: source)
         try Self.loadKey(ctx, keyPEM, source: source)
     }
@@ -90,11 +94,32 @@ public final class TLSContext: @unchecked Sendable {
                 | CAASAOpenSSL_SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER)
         SSL_CTX_set_alpn_select_cb(ctx, alpnSelect, nil)
         // Tickets use the keys of the context a connection started on; every context gets the
-        // rotating shared keys, so a ticket opens whichever context the client reaches.
+        // rotating shared keys, each ticket's MAC bound to its certificate (`bindSessions`).
         _ = CAASAOpenSSL_SSL_CTX_set_tlsext_ticket_key_evp_cb(ctx, ticketKeyCallback)
     }
 
     /// Loads the chain (leaf first) into the context and returns the leaf's DNS names.
+    /// Binds sessions to this certificate, so a session issued under one certificate never resumes
+    /// under another (a full handshake instead), while one still resumes after a reload that keeps
+    /// the same files. Returns the binding: SHA-256 of the identity (32 bytes,
+    /// SSL_MAX_SID_CTX_LENGTH exactly).
+    ///
+    /// Two mechanisms, because OpenSSL 3 checks the session id context only for TLS 1.2 (in
+    /// `ssl_get_prev_session`; a TLS 1.3 ticket is accepted in `tls_parse_ctos_psk` without a
+    /// look at it): the session id context covers TLS 1.2 tickets and session ids, and the ticket
+    /// MAC key is derived from the binding (`ticketKeyCallback`), which covers TLS 1.3. Both work
+    /// only because the context is chosen in the ClientHello callback, before OpenSSL looks at
+    /// any session (`TLSServer`); SessionResumptionTests checks it with `s_client -sess_in`.
+    private static func bindSessions(_ ctx: OpaquePointer, to identity: String) throws(TLSError) -> [UInt8] {
+        var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
+        var length: UInt32 = 0
+        let bytes = Array(identity.utf8)
+        guard EVP_Digest(bytes, bytes.count, &digest, &length, EVP_sha256(), nil) == 1,
+            length == SSL_MAX_SID_CTX_LENGTH, SSL_CTX_set_session_id_context(ctx, digest, length) == 1
+        else { throw TLSError("cannot set the session id context: \(TLSError.openSSLReasons())") }
+        return Array(digest.prefix(Int(length)))
+    }
+
     private static func loadChain(_ ctx: OpaquePointer, _ pem: [UInt8], source: String) throws(TLSError) -> CertificateNames {
         let bio = pem.withUnsafeBytes { BIO_new_mem_buf($0.baseAddress, Int32($0.count)) }
         defer { BIO_free(bio) }

@@ -106,6 +106,17 @@ final class SocketPairTLS {
         return serverDone && clientDone
     }
 
+    /// The client's session once the server's TLS 1.3 tickets arrived (they follow the handshake:
+    /// the server sends them with its first write, and the client reads them with its first
+    /// read); the caller frees it.
+    func sessionAfterTicket() -> OpaquePointer? {
+        var byte: UInt8 = 0
+        var n = 0
+        _ = withUnsafeBytes(of: &byte) { server.write($0) }
+        _ = SSL_read_ex(client, &byte, 1, &n)
+        return SSL_get1_session(client)
+    }
+
     /// The subject CN of the certificate the client received.
     var presentedCommonName: String? {
         guard let cert = SSL_get1_peer_certificate(client) else { return nil }
