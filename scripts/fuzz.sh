@@ -3,7 +3,8 @@
 # parser, validators, URL parsing, matcher) and the HTTP/1.1 request parser. New inputs go to
 # Fuzz/corpus and Fuzz/http1-corpus; a crash is copied to Fuzz/fail-cases (AASA) or
 # Fuzz/http1-fail-cases, which the normal test run replays.
-# Usage: scripts/fuzz.sh [seconds per target] [aasa|http1|all]   (default 60, all)
+# PEM loading (TLSContext) has its own target: corpus Fuzz/pem-corpus, failures Fuzz/pem-fail-cases.
+# Usage: scripts/fuzz.sh [seconds per target] [aasa|http1|pem|all]   (default 60, all)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-60}"
@@ -23,6 +24,22 @@ if [ "$which" = all ] || [ "$which" = http1 ]; then
     set -e
     for crash in "$out"/http1-crash-* "$out"/http1-timeout-*; do
         [ -e "$crash" ] && cp "$crash" Fuzz/http1-fail-cases/
+    done
+fi
+if [ "$which" = all ] || [ "$which" = pem ]; then
+    # TLSContext's chain and key loading; input: chain, NUL, key (see Fuzz/FuzzPEM.swift). The
+    # corpus is committed (test-only keys); it is not regenerated here.
+    mkdir -p Fuzz/pem-corpus Fuzz/pem-fail-cases
+    swiftc -O -sanitize=fuzzer,address -parse-as-library -enable-upcoming-feature ExistentialAny \
+        -enable-upcoming-feature InternalImportsByDefault -I Sources/CAASAOpenSSL -lssl -lcrypto \
+        Sources/TLS/*.swift Fuzz/FuzzPEM.swift -o "$out/fuzz-pem"
+    set +e
+    "$out/fuzz-pem" -max_total_time="$seconds" -max_len=16384 -timeout=10 -rss_limit_mb=2048 -artifact_prefix="$out/pem-" \
+        Fuzz/pem-corpus
+    [ $? -eq 0 ] || status=1
+    set -e
+    for crash in "$out"/pem-crash-* "$out"/pem-timeout-* "$out"/pem-oom-* "$out"/pem-leak-*; do
+        [ -e "$crash" ] && cp "$crash" Fuzz/pem-fail-cases/
     done
 fi
 [ "$which" = all ] || [ "$which" = aasa ] || exit $status

@@ -120,8 +120,25 @@ public final class TLSContext: @unchecked Sendable {
         return Array(digest.prefix(Int(length)))
     }
 
+    /// A memory BIO holding a copy of `pem`. A copy, because BIO_new_mem_buf would keep pointing
+    /// into the array after `withUnsafeBytes` returned; and a checked length, because a BIO takes
+    /// an Int32 (the files are bounded far below that by `CertificateFiles.maximumFileSize`, but
+    /// this initializer is public).
+    private static func memoryBIO(_ pem: [UInt8], file: String) throws(TLSError) -> OpaquePointer {
+        guard let length = Int32(exactly: pem.count), let bio = BIO_new(BIO_s_mem()) else {
+            throw TLSError("cannot hand \(pem.count) bytes to OpenSSL: \(TLSError.openSSLReasons())", file: file)
+        }
+        // The end of the data is the end of the file, not "try again" (BIO_set_mem_eof_return).
+        _ = BIO_ctrl(bio, BIO_C_SET_BUF_MEM_EOF_RETURN, 0, nil)
+        if length > 0, pem.withUnsafeBytes({ BIO_write(bio, $0.baseAddress, length) }) != length {
+            BIO_free(bio)
+            throw TLSError("cannot hand \(pem.count) bytes to OpenSSL: \(TLSError.openSSLReasons())", file: file)
+        }
+        return bio
+    }
+
     private static func loadChain(_ ctx: OpaquePointer, _ pem: [UInt8], source: String) throws(TLSError) -> CertificateNames {
-        let bio = pem.withUnsafeBytes { BIO_new_mem_buf($0.baseAddress, Int32($0.count)) }
+        let bio = try memoryBIO(pem, file: "\(source)/cert.pem")
         defer { BIO_free(bio) }
         guard let leaf = PEM_read_bio_X509(bio, nil, nil, nil) else {
             throw TLSError("no PEM certificate found (\(TLSError.openSSLReasons()))", file: "\(source)/cert.pem")
@@ -137,14 +154,26 @@ public final class TLSContext: @unchecked Sendable {
                 throw TLSError("an intermediate certificate cannot be used: \(TLSError.openSSLReasons())", file: "\(source)/cert.pem")
             }
         }
-        ERR_clear_error()  // the loop ends on a "no start line" error
+        // The loop ends at the first block that is not a certificate. The end of the file ("no
+        // start line") is expected; anything else is a damaged certificate, which must not be
+        // dropped silently: the leaf alone would be served, and clients that need the
+        // intermediate would refuse it.
+        let end = ERR_peek_last_error()
+        if end != 0 && !(ERR_GET_LIB(end) == ERR_LIB_PEM && ERR_GET_REASON(end) == PEM_R_NO_START_LINE) {
+            throw TLSError(
+                "a certificate after the first cannot be read (\(TLSError.openSSLReasons())); the file must hold PEM certificates only, leaf first",
+                file: "\(source)/cert.pem")
+        }
+        ERR_clear_error()
         return CertificateNames.of(leaf)
     }
 
     private static func loadKey(_ ctx: OpaquePointer, _ pem: [UInt8], source: String) throws(TLSError) {
-        let bio = pem.withUnsafeBytes { BIO_new_mem_buf($0.baseAddress, Int32($0.count)) }
+        let bio = try memoryBIO(pem, file: "\(source)/key.pem")
         defer { BIO_free(bio) }
-        guard let key = PEM_read_bio_PrivateKey(bio, nil, nil, nil) else {
+        // noPassphrase: without a callback OpenSSL would ask for an encrypted key's passphrase on
+        // the controlling terminal, blocking the reload (or start) until someone types.
+        guard let key = PEM_read_bio_PrivateKey(bio, nil, noPassphrase, nil) else {
             throw TLSError(
                 "no unencrypted PEM private key found; decrypt the key first (\(TLSError.openSSLReasons()))", file: "\(source)/key.pem")
         }
@@ -153,6 +182,11 @@ public final class TLSContext: @unchecked Sendable {
             throw TLSError("the key does not match the certificate in cert.pem (\(TLSError.openSSLReasons()))", file: "\(source)/key.pem")
         }
     }
+}
+
+/// A pem_password_cb that supplies no passphrase: an encrypted key fails to load at once (the error
+/// says to decrypt it first) instead of OpenSSL prompting on the terminal.
+private let noPassphrase: @convention(c) (UnsafeMutablePointer<CChar>?, Int32, Int32, UnsafeMutableRawPointer?) -> Int32 = { _, _, _, _ in 0
 }
 
 /// ALPN (RFC 7301): `h2`, then `http/1.1`; a client that offers nothing we speak continues
