@@ -106,18 +106,16 @@ public final class TLSServer: Sendable {
     /// ClientHello after a HelloRetryRequest, with the same name.
     fileprivate func selectContext(_ ssl: OpaquePointer, _ connection: TLSConnection, serverName: String?) {
         connection.recordServerName(serverName)
-        guard let name = serverName else {
-            connection.chosenContext = nil
-            return
+        // Without SNI, or for a name without a certificate of its own: the context the connection
+        // started on (its default; another may be current by now).
+        var chosen = connection.startedContext
+        if let name = serverName, let source = resolver(name), let context = try? context(for: source) {
+            chosen = context
         }
-        // The context the connection started on is its default (another may be current by now).
-        let started = connection.startedContext
-        guard let source = resolver(name), let context = try? context(for: source) else {
-            connection.chosenContext = started
-            return
-        }
-        connection.chosenContext = context
-        if context !== started { SSL_set_SSL_CTX(ssl, context.ctx) }
+        connection.chosenContext = chosen
+        // Compared with the SSL's context rather than the starting one: after a HelloRetryRequest
+        // the first ClientHello may already have switched it.
+        if SSL_get_SSL_CTX(ssl) != chosen.ctx { SSL_set_SSL_CTX(ssl, chosen.ctx) }
     }
 }
 

@@ -53,7 +53,9 @@ final class SocketPairTLS {
 
     /// A connection accepted by `tls` (starting on its current default context); the client sends
     /// `serverName` as SNI when given, and offers `session` for resumption when given.
-    init(_ tls: TLSServer, serverName: String?, session: OpaquePointer? = nil) throws {
+    /// `groups` sets the client's key-exchange groups: a first group the server does not take
+    /// (P-521) makes it answer with a HelloRetryRequest, so the ClientHello callback runs twice.
+    init(_ tls: TLSServer, serverName: String?, session: OpaquePointer? = nil, groups: String? = nil) throws {
         var pair: [Int32] = [0, 0]
         #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
         fds = (pair[0], pair[1])
@@ -71,6 +73,9 @@ final class SocketPairTLS {
             }
         }
         if let session { SSL_set_session(client, session) }
+        if let groups {
+            _ = groups.withCString { SSL_ctrl(client, SSL_CTRL_SET_GROUPS_LIST, 0, UnsafeMutableRawPointer(mutating: $0)) }
+        }
     }
 
     deinit {

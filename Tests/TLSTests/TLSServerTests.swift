@@ -127,3 +127,17 @@ extension TLSServerTests {
         #expect(none.handshake() && !none.server.resumed)
     }
 }
+
+extension TLSServerTests {
+    @Test("after a HelloRetryRequest (the ClientHello callback runs twice) the SNI name's certificate is presented")
+    func helloRetryRequest() throws {
+        let names = try Names(["default.test", "a.test"])
+        let tls = try TLSServer(defaultCertificate: names["default.test"]) { names.sources[$0] }
+        let connection = try SocketPairTLS(tls, serverName: "a.test", groups: "P-521:X25519")
+        #expect(connection.handshake())
+        #expect(connection.presentedCommonName == "a.test" && connection.server.certificateIdentity == "a.test")
+        let unknown = try SocketPairTLS(tls, serverName: "nowhere.test", groups: "P-521:X25519")
+        #expect(unknown.handshake())
+        #expect(unknown.presentedCommonName == "default.test" && unknown.server.certificateIdentity == "default.test")
+    }
+}
