@@ -5,16 +5,17 @@
 #   fields  header values: HTTP dates, If-None-Match lists, Host normalisation   Fuzz/fields-corpus, Fuzz/fields-fail-cases
 #   http2   raw HTTP/2 client bytes through HTTP2Session (libnghttp2)            Fuzz/http2-corpus, Fuzz/http2-fail-cases
 #   config  site.yaml and aasad.yaml values, and Cache-Control as a field value  Fuzz/config-corpus, Fuzz/config-fail-cases
+#   pem     TLSContext's chain and key loading (input: chain, NUL, key)           Fuzz/pem-corpus, Fuzz/pem-fail-cases
 # New inputs go to the target's corpus; a crash, timeout or out-of-memory input is copied to its
 # fail-cases folder. The normal test run replays both folders of every target.
-# Usage: scripts/fuzz.sh [seconds per target] [aasa|http1|fields|http2|config|all]   (default 60, all)
+# Usage: scripts/fuzz.sh [seconds per target] [aasa|http1|fields|http2|config|pem|all]   (default 60, all)
 # FUZZ_RUNS=N runs N inputs per target instead of a time (the documented campaign: 10,000,000).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 which="${2:-all}"
-case "$which" in aasa | http1 | fields | http2 | config | all) ;; *)
-    echo "usage: scripts/fuzz.sh [seconds] [aasa|http1|fields|http2|config|all]" >&2
+case "$which" in aasa | http1 | fields | http2 | config | pem | all) ;; *)
+    echo "usage: scripts/fuzz.sh [seconds] [aasa|http1|fields|http2|config|pem|all]" >&2
     exit 64
     ;;
 esac
@@ -86,6 +87,13 @@ if [ "$which" = all ] || [ "$which" = config ]; then
         >Fuzz/config-corpus/seed-aasad-flow.yaml
     printf 'max-age=300, stale-while-revalidate=60' >Fuzz/config-corpus/seed-value
     run config Fuzz/config-corpus Fuzz/config-fail-cases 4096 .build-fuzz-config/release/aasad
+fi
+
+if [ "$which" = all ] || [ "$which" = pem ]; then
+    # The corpus is committed (test-only keys); it is not regenerated here.
+    compile -enable-upcoming-feature InternalImportsByDefault -I Sources/CAASAOpenSSL -lssl -lcrypto \
+        Sources/TLS/*.swift Fuzz/FuzzPEM.swift -o "$out/fuzz-pem"
+    run pem Fuzz/pem-corpus Fuzz/pem-fail-cases 16384
 fi
 
 if [ "$which" = all ] || [ "$which" = aasa ]; then

@@ -46,6 +46,9 @@ public final class TLSContext: @unchecked Sendable {
     public let identity: String
     /// The DNS names the leaf certificate covers, read once at load (the 421 rule asks per request).
     public private(set) var names = CertificateNames([])
+    /// SHA-256 of `identity`: the session id context, and what session tickets are bound to
+    /// (`bindSessions`, `ticketKeyCallback`).
+    public private(set) var sessionContext: [UInt8] = []
 
     /// TLS 1.2 cipher suites: Mozilla's "intermediate" list (forward secrecy, AEAD only).
     /// TLS 1.3 suites are OpenSSL's defaults, which are all modern.
@@ -66,6 +69,7 @@ public final class TLSContext: @unchecked Sendable {
         // A throw from here on still runs deinit (every stored property is set), which frees ctx:
         // freeing it here as well would free it twice.
         try Self.configure(ctx, minimumVersion: minimumVersion)
+        sessionContext = try Self.bindSessions(ctx, to: identity)
         names = try Self.loadChain(ctx, chainPEM, source: source)
         try Self.loadKey(ctx, keyPEM, source: source)
     }
@@ -90,13 +94,51 @@ public final class TLSContext: @unchecked Sendable {
                 | CAASAOpenSSL_SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER)
         SSL_CTX_set_alpn_select_cb(ctx, alpnSelect, nil)
         // Tickets use the keys of the context a connection started on; every context gets the
-        // rotating shared keys, so a ticket opens whichever context the client reaches.
+        // rotating shared keys, each ticket's MAC bound to its certificate (`bindSessions`).
         _ = CAASAOpenSSL_SSL_CTX_set_tlsext_ticket_key_evp_cb(ctx, ticketKeyCallback)
     }
 
     /// Loads the chain (leaf first) into the context and returns the leaf's DNS names.
+    /// Binds sessions to this certificate, so a session issued under one certificate never resumes
+    /// under another (a full handshake instead), while one still resumes after a reload that keeps
+    /// the same files. Returns the binding: SHA-256 of the identity (32 bytes,
+    /// SSL_MAX_SID_CTX_LENGTH exactly).
+    ///
+    /// Two mechanisms, because OpenSSL 3 checks the session id context only for TLS 1.2 (in
+    /// `ssl_get_prev_session`; a TLS 1.3 ticket is accepted in `tls_parse_ctos_psk` without a
+    /// look at it): the session id context covers TLS 1.2 tickets and session ids, and the ticket
+    /// MAC key is derived from the binding (`ticketKeyCallback`), which covers TLS 1.3. Both work
+    /// only because the context is chosen in the ClientHello callback, before OpenSSL looks at
+    /// any session (`TLSServer`); SessionResumptionTests checks it with `s_client -sess_in`.
+    private static func bindSessions(_ ctx: OpaquePointer, to identity: String) throws(TLSError) -> [UInt8] {
+        var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
+        var length: UInt32 = 0
+        let bytes = Array(identity.utf8)
+        guard EVP_Digest(bytes, bytes.count, &digest, &length, EVP_sha256(), nil) == 1,
+            length == SSL_MAX_SID_CTX_LENGTH, SSL_CTX_set_session_id_context(ctx, digest, length) == 1
+        else { throw TLSError("cannot set the session id context: \(TLSError.openSSLReasons())") }
+        return Array(digest.prefix(Int(length)))
+    }
+
+    /// A memory BIO holding a copy of `pem`. A copy, because BIO_new_mem_buf would keep pointing
+    /// into the array after `withUnsafeBytes` returned; and a checked length, because a BIO takes
+    /// an Int32 (the files are bounded far below that by `CertificateFiles.maximumFileSize`, but
+    /// this initializer is public).
+    private static func memoryBIO(_ pem: [UInt8], file: String) throws(TLSError) -> OpaquePointer {
+        guard let length = Int32(exactly: pem.count), let bio = BIO_new(BIO_s_mem()) else {
+            throw TLSError("cannot hand \(pem.count) bytes to OpenSSL: \(TLSError.openSSLReasons())", file: file)
+        }
+        // The end of the data is the end of the file, not "try again" (BIO_set_mem_eof_return).
+        _ = BIO_ctrl(bio, BIO_C_SET_BUF_MEM_EOF_RETURN, 0, nil)
+        if length > 0, pem.withUnsafeBytes({ BIO_write(bio, $0.baseAddress, length) }) != length {
+            BIO_free(bio)
+            throw TLSError("cannot hand \(pem.count) bytes to OpenSSL: \(TLSError.openSSLReasons())", file: file)
+        }
+        return bio
+    }
+
     private static func loadChain(_ ctx: OpaquePointer, _ pem: [UInt8], source: String) throws(TLSError) -> CertificateNames {
-        let bio = pem.withUnsafeBytes { BIO_new_mem_buf($0.baseAddress, Int32($0.count)) }
+        let bio = try memoryBIO(pem, file: "\(source)/cert.pem")
         defer { BIO_free(bio) }
         guard let leaf = PEM_read_bio_X509(bio, nil, nil, nil) else {
             throw TLSError("no PEM certificate found (\(TLSError.openSSLReasons()))", file: "\(source)/cert.pem")
@@ -112,14 +154,26 @@ public final class TLSContext: @unchecked Sendable {
                 throw TLSError("an intermediate certificate cannot be used: \(TLSError.openSSLReasons())", file: "\(source)/cert.pem")
             }
         }
-        ERR_clear_error()  // the loop ends on a "no start line" error
+        // The loop ends at the first block that is not a certificate. The end of the file ("no
+        // start line") is expected; anything else is a damaged certificate, which must not be
+        // dropped silently: the leaf alone would be served, and clients that need the
+        // intermediate would refuse it.
+        let end = ERR_peek_last_error()
+        if end != 0 && !(ERR_GET_LIB(end) == ERR_LIB_PEM && ERR_GET_REASON(end) == PEM_R_NO_START_LINE) {
+            throw TLSError(
+                "a certificate after the first cannot be read (\(TLSError.openSSLReasons())); the file must hold PEM certificates only, leaf first",
+                file: "\(source)/cert.pem")
+        }
+        ERR_clear_error()
         return CertificateNames.of(leaf)
     }
 
     private static func loadKey(_ ctx: OpaquePointer, _ pem: [UInt8], source: String) throws(TLSError) {
-        let bio = pem.withUnsafeBytes { BIO_new_mem_buf($0.baseAddress, Int32($0.count)) }
+        let bio = try memoryBIO(pem, file: "\(source)/key.pem")
         defer { BIO_free(bio) }
-        guard let key = PEM_read_bio_PrivateKey(bio, nil, nil, nil) else {
+        // noPassphrase: without a callback OpenSSL would ask for an encrypted key's passphrase on
+        // the controlling terminal, blocking the reload (or start) until someone types.
+        guard let key = PEM_read_bio_PrivateKey(bio, nil, noPassphrase, nil) else {
             throw TLSError(
                 "no unencrypted PEM private key found; decrypt the key first (\(TLSError.openSSLReasons()))", file: "\(source)/key.pem")
         }
@@ -128,6 +182,11 @@ public final class TLSContext: @unchecked Sendable {
             throw TLSError("the key does not match the certificate in cert.pem (\(TLSError.openSSLReasons()))", file: "\(source)/key.pem")
         }
     }
+}
+
+/// A pem_password_cb that supplies no passphrase: an encrypted key fails to load at once (the error
+/// says to decrypt it first) instead of OpenSSL prompting on the terminal.
+private let noPassphrase: @convention(c) (UnsafeMutablePointer<CChar>?, Int32, Int32, UnsafeMutableRawPointer?) -> Int32 = { _, _, _, _ in 0
 }
 
 /// ALPN (RFC 7301): `h2`, then `http/1.1`; a client that offers nothing we speak continues

@@ -53,6 +53,12 @@ public final class TLSServer: Sendable {
         var cache = LRUCache<TLSContext>(capacity: max(contextCacheCapacity, 2))
         cache.insert(context, for: defaultCertificate.identity)
         self.cache = Mutex(cache)
+        Self.installCallbacks(context)
+    }
+
+    /// Connections start on a default context: its callbacks choose the certificate.
+    private static func installCallbacks(_ context: TLSContext) {
+        SSL_CTX_set_client_hello_cb(context.ctx, clientHelloCallback, nil)
         CAASAOpenSSL_SSL_CTX_set_tlsext_servername_callback(context.ctx, serverNameCallback)
     }
 
@@ -64,7 +70,7 @@ public final class TLSServer: Sendable {
     /// connections keep theirs. The pair must load and match first, or nothing changes.
     public func replaceDefault(_ source: CertificateSource) throws(TLSError) {
         let context = try context(for: source)
-        CAASAOpenSSL_SSL_CTX_set_tlsext_servername_callback(context.ctx, serverNameCallback)
+        Self.installCallbacks(context)
         current.withLock { $0 = context }
     }
 
@@ -94,32 +100,74 @@ public final class TLSServer: Sendable {
     /// Identities in the cache, most recently used first (for tests).
     var cachedIdentities: [String] { cache.withLock { $0.keys } }
 
-    fileprivate func selectContext(_ ssl: OpaquePointer, _ connection: TLSConnection) {
-        guard let raw = SSL_get_servername(ssl, CAASAOpenSSL_TLSEXT_NAMETYPE_host_name),
-            let name = String(validatingCString: raw)?.lowercased()
-        else {
-            connection.recordServerName(nil)
-            return
+    /// Chooses the connection's context from the SNI name, in the ClientHello callback: before
+    /// OpenSSL creates or resumes a session, so the session id context and the ticket binding are
+    /// the chosen certificate's (`TLSContext.bindSessions`). Called again for the second
+    /// ClientHello after a HelloRetryRequest, with the same name.
+    fileprivate func selectContext(_ ssl: OpaquePointer, _ connection: TLSConnection, serverName: String?) {
+        connection.recordServerName(serverName)
+        // Without SNI, or for a name without a certificate of its own: the context the connection
+        // started on (its default; another may be current by now).
+        var chosen = connection.startedContext
+        if let name = serverName, let source = resolver(name), let context = try? context(for: source) {
+            chosen = context
         }
-        connection.recordServerName(name)
-        // The context the connection started on is its default (another may be current by now).
-        let started = connection.startedContext
-        guard let source = resolver(name), let context = try? context(for: source) else {
-            connection.chosenContext = started
-            return
-        }
-        connection.chosenContext = context
-        if context !== started { SSL_set_SSL_CTX(ssl, context.ctx) }
+        connection.chosenContext = chosen
+        // Compared with the SSL's context rather than the starting one: after a HelloRetryRequest
+        // the first ClientHello may already have switched it.
+        if SSL_get_SSL_CTX(ssl) != chosen.ctx { SSL_set_SSL_CTX(ssl, chosen.ctx) }
     }
 }
 
-/// OpenSSL's SNI callback: picks the site's context from the current snapshot. Never fails the
-/// handshake: an unknown name gets the default certificate (the client then decides).
-/// The connection is found through the SSL's ex_data, which the connection itself owns (it frees
-/// the SSL in deinit), so the pointer cannot outlive it.
-private let serverNameCallback: @convention(c) (OpaquePointer?, UnsafeMutablePointer<Int32>?, UnsafeMutableRawPointer?) -> Int32 = {
+extension TLSServer {
+    /// The host name of a ClientHello's server_name extension (RFC 6066 §3), lower case; nil when
+    /// there is none or the extension is malformed (OpenSSL then refuses the handshake itself).
+    /// Read from the raw extension because the ClientHello callback runs before OpenSSL parses it.
+    static func serverName(inExtension bytes: UnsafeBufferPointer<UInt8>) -> String? {
+        guard bytes.count >= 2, Int(bytes[0]) << 8 | Int(bytes[1]) == bytes.count - 2 else { return nil }
+        var i = 2
+        while bytes.count - i >= 3 {
+            let type = bytes[i]
+            let length = Int(bytes[i + 1]) << 8 | Int(bytes[i + 2])
+            i += 3
+            guard bytes.count - i >= length else { return nil }
+            // host_name (0): at most 255 bytes, never a NUL (as OpenSSL's own check).
+            if type == 0 {
+                guard length > 0, length <= maximumServerNameLength else { return nil }
+                var name = Array(bytes[i..<(i + length)])
+                guard !name.contains(0) else { return nil }
+                for k in name.indices where name[k] >= 65 && name[k] <= 90 { name[k] += 32 }
+                return String(decoding: name, as: UTF8.self)
+            }
+            i += length
+        }
+        return nil
+    }
+
+    /// RFC 6066 §3 allows 2^16 - 1, but a DNS name is at most 255 bytes (RFC 1035 §2.3.4), and
+    /// OpenSSL refuses longer ones (TLSEXT_MAXLEN_host_name).
+    static let maximumServerNameLength = 255
+}
+
+/// OpenSSL's ClientHello callback: picks the site's context from the current snapshot by the SNI
+/// name. Never fails the handshake: an unknown name gets the default certificate (the client then
+/// decides). The connection is found through the SSL's ex_data, which the connection itself owns
+/// (it frees the SSL in deinit), so the pointer cannot outlive it.
+private let clientHelloCallback: @convention(c) (OpaquePointer?, UnsafeMutablePointer<Int32>?, UnsafeMutableRawPointer?) -> Int32 = {
     ssl, _, _ in
-    guard let ssl, let connection = TLSConnection.of(ssl) else { return CAASAOpenSSL_SSL_TLSEXT_ERR_OK }
-    connection.server.selectContext(ssl, connection)
-    return CAASAOpenSSL_SSL_TLSEXT_ERR_OK
+    guard let ssl, let connection = TLSConnection.of(ssl) else { return 1 }  // SSL_CLIENT_HELLO_SUCCESS
+    var data: UnsafePointer<UInt8>?
+    var length = 0
+    var name: String?
+    if SSL_client_hello_get0_ext(ssl, UInt32(TLSEXT_TYPE_server_name), &data, &length) == 1, let data {
+        name = TLSServer.serverName(inExtension: UnsafeBufferPointer(start: data, count: length))
+    }
+    connection.server.selectContext(ssl, connection, serverName: name)
+    return 1  // SSL_CLIENT_HELLO_SUCCESS
+}
+
+/// OpenSSL's SNI callback, after the ClientHello callback chose the context: acknowledges the
+/// name (the certificate is already chosen).
+private let serverNameCallback: @convention(c) (OpaquePointer?, UnsafeMutablePointer<Int32>?, UnsafeMutableRawPointer?) -> Int32 = {
+    _, _, _ in CAASAOpenSSL_SSL_TLSEXT_ERR_OK
 }

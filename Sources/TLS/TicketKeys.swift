@@ -67,11 +67,17 @@ public final class TicketKeys: Sendable {
     /// The keys every context of this process uses.
     public static let shared = TicketKeys()
 
-    /// Sets the HMAC key and digest of a ticket's MAC. The parameter names and the digest name are
-    /// static strings: an OSSL_PARAM keeps pointers to them until it is used, so bridged
-    /// temporaries would dangle.
-    static func setMAC(_ hctx: OpaquePointer, _ key: Key) -> Bool {
-        var hmac = key.hmac
+    /// Sets the HMAC key and digest of a ticket's MAC. The key is SHA-256(shared HMAC key ‖
+    /// `binding`), the certificate's session binding (`TLSContext.sessionContext`): a ticket issued
+    /// under one certificate fails its MAC under another, which OpenSSL treats as an unknown ticket
+    /// (a full handshake). The parameter names and the digest name are static strings: an
+    /// OSSL_PARAM keeps pointers to them until it is used, so bridged temporaries would dangle.
+    static func setMAC(_ hctx: OpaquePointer, _ key: Key, binding: [UInt8]) -> Bool {
+        var hmac = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
+        var length: UInt32 = 0
+        let input = key.hmac + binding
+        guard EVP_Digest(input, input.count, &hmac, &length, EVP_sha256(), nil) == 1 else { return false }
+        hmac.removeLast(hmac.count - Int(length))
         return hmac.withUnsafeMutableBytes { k in
             var params = [
                 OSSL_PARAM_construct_octet_string(cString(keyParameter), k.baseAddress, k.count),
@@ -97,17 +103,25 @@ public final class TicketKeys: Sendable {
 let ticketKeyCallback:
     @convention(c) (
         OpaquePointer?, UnsafeMutablePointer<UInt8>?, UnsafeMutablePointer<UInt8>?, OpaquePointer?, OpaquePointer?, Int32
-    ) -> Int32 = { _, name, iv, cipher, hmac, encrypt in
-        guard let name, let iv, let cipher, let hmac else { return -1 }
+    ) -> Int32 = { ssl, name, iv, cipher, hmac, encrypt in
+        // The connection owns its SSL, and this runs inside one of its SSL calls.
+        guard let ssl, let name, let iv, let cipher, let hmac, let connection = TLSConnection.of(ssl) else { return -1 }
+        // The context chosen in the ClientHello callback, before any ticket is opened.
+        let binding = connection.presentedContext.sessionContext
         let keys = TicketKeys.shared
         if encrypt == 1 {
             let key = keys.current()
             guard RAND_bytes(iv, 16) == 1 else { return -1 }
             key.name.withUnsafeBufferPointer { _ = memcpy(name, $0.baseAddress!, 16) }
-            guard EVP_EncryptInit_ex(cipher, EVP_aes_256_cbc(), nil, key.aes, iv) == 1, TicketKeys.setMAC(hmac, key) else { return -1 }
+            guard EVP_EncryptInit_ex(cipher, EVP_aes_256_cbc(), nil, key.aes, iv) == 1, TicketKeys.setMAC(hmac, key, binding: binding)
+            else {
+                return -1
+            }
             return 1
         }
         guard let (key, isNewest) = keys.find(name: name) else { return 0 }
-        guard TicketKeys.setMAC(hmac, key), EVP_DecryptInit_ex(cipher, EVP_aes_256_cbc(), nil, key.aes, iv) == 1 else { return -1 }
+        guard TicketKeys.setMAC(hmac, key, binding: binding), EVP_DecryptInit_ex(cipher, EVP_aes_256_cbc(), nil, key.aes, iv) == 1 else {
+            return -1
+        }
         return isNewest ? 1 : 2
     }

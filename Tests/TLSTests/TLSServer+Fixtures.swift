@@ -53,7 +53,9 @@ final class SocketPairTLS {
 
     /// A connection accepted by `tls` (starting on its current default context); the client sends
     /// `serverName` as SNI when given, and offers `session` for resumption when given.
-    init(_ tls: TLSServer, serverName: String?, session: OpaquePointer? = nil) throws {
+    /// `groups` sets the client's key-exchange groups: a first group the server does not take
+    /// (P-521) makes it answer with a HelloRetryRequest, so the ClientHello callback runs twice.
+    init(_ tls: TLSServer, serverName: String?, session: OpaquePointer? = nil, groups: String? = nil) throws {
         var pair: [Int32] = [0, 0]
         #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
         fds = (pair[0], pair[1])
@@ -71,6 +73,9 @@ final class SocketPairTLS {
             }
         }
         if let session { SSL_set_session(client, session) }
+        if let groups {
+            _ = groups.withCString { SSL_ctrl(client, SSL_CTRL_SET_GROUPS_LIST, 0, UnsafeMutableRawPointer(mutating: $0)) }
+        }
     }
 
     deinit {
@@ -104,6 +109,17 @@ final class SocketPairTLS {
             }
         }
         return serverDone && clientDone
+    }
+
+    /// The client's session once the server's TLS 1.3 tickets arrived (they follow the handshake:
+    /// the server sends them with its first write, and the client reads them with its first
+    /// read); the caller frees it.
+    func sessionAfterTicket() -> OpaquePointer? {
+        var byte: UInt8 = 0
+        var n = 0
+        _ = withUnsafeBytes(of: &byte) { server.write($0) }
+        _ = SSL_read_ex(client, &byte, 1, &n)
+        return SSL_get1_session(client)
     }
 
     /// The subject CN of the certificate the client received.

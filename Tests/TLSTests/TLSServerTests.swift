@@ -1,3 +1,4 @@
+import CAASAOpenSSL
 import Testing
 
 @testable import TLS
@@ -71,5 +72,72 @@ extension TLSServerTests {
             #expect(try SocketPairTLS(tls, serverName: name).handshake())
         }
         #expect(tls.cachedIdentities == ["c.test", "a.test", "default.test"])
+    }
+}
+
+extension TLSServerTests {
+    /// A server_name extension body (RFC 6066 §3) with one host_name entry.
+    static func serverNameExtension(_ name: [UInt8], type: UInt8 = 0) -> [UInt8] {
+        let entry = [type, UInt8(name.count >> 8), UInt8(name.count & 0xFF)] + name
+        return [UInt8(entry.count >> 8), UInt8(entry.count & 0xFF)] + entry
+    }
+
+    @Test("the SNI name is read from the raw ClientHello extension, lower case")
+    func serverNameParsed() {
+        let bytes = Self.serverNameExtension(Array("WWW.Example.TEST".utf8))
+        #expect(bytes.withUnsafeBufferPointer(TLSServer.serverName(inExtension:)) == "www.example.test")
+    }
+
+    @Test(
+        "a malformed server_name extension gives no name, at every truncation and with each bad field",
+        arguments: [
+            serverNameExtension([]),  // empty name
+            serverNameExtension(Array("a\u{0}b".utf8)),  // NUL inside
+            serverNameExtension(Array("x.test".utf8), type: 1),  // not host_name
+            serverNameExtension([UInt8](repeating: 97, count: TLSServer.maximumServerNameLength + 1)),
+            [0, 9, 0, 0, 3, 97, 98, 99],  // list length larger than the extension
+        ])
+    func malformedServerName(_ bytes: [UInt8]) {
+        #expect(bytes.withUnsafeBufferPointer(TLSServer.serverName(inExtension:)) == nil)
+    }
+
+    @Test("every truncation of a valid extension gives no name, never a crash; 255 bytes is the longest accepted")
+    func truncations() {
+        let longest = [UInt8](repeating: 97, count: TLSServer.maximumServerNameLength)
+        let bytes = Self.serverNameExtension(longest)
+        #expect(bytes.withUnsafeBufferPointer(TLSServer.serverName(inExtension:)) == String(decoding: longest, as: UTF8.self))
+        for end in 0..<bytes.count {
+            #expect(Array(bytes[0..<end]).withUnsafeBufferPointer(TLSServer.serverName(inExtension:)) == nil)
+        }
+    }
+
+    @Test("a session resumes under the certificate it was issued with, never under another (in-process, TLS 1.3)")
+    func sessionBoundToCertificate() throws {
+        let names = try Names(["default.test", "a.test", "b.test"])
+        let tls = try TLSServer(defaultCertificate: names["default.test"]) { names.sources[$0] }
+        let first = try SocketPairTLS(tls, serverName: "a.test")
+        #expect(first.handshake())
+        let session = try #require(first.sessionAfterTicket())
+        defer { SSL_SESSION_free(session) }
+        let same = try SocketPairTLS(tls, serverName: "a.test", session: session)
+        #expect(same.handshake() && same.server.resumed)
+        let other = try SocketPairTLS(tls, serverName: "b.test", session: session)
+        #expect(other.handshake() && !other.server.resumed && other.presentedCommonName == "b.test")
+        let none = try SocketPairTLS(tls, serverName: nil, session: session)
+        #expect(none.handshake() && !none.server.resumed)
+    }
+}
+
+extension TLSServerTests {
+    @Test("after a HelloRetryRequest (the ClientHello callback runs twice) the SNI name's certificate is presented")
+    func helloRetryRequest() throws {
+        let names = try Names(["default.test", "a.test"])
+        let tls = try TLSServer(defaultCertificate: names["default.test"]) { names.sources[$0] }
+        let connection = try SocketPairTLS(tls, serverName: "a.test", groups: "P-521:X25519")
+        #expect(connection.handshake())
+        #expect(connection.presentedCommonName == "a.test" && connection.server.certificateIdentity == "a.test")
+        let unknown = try SocketPairTLS(tls, serverName: "nowhere.test", groups: "P-521:X25519")
+        #expect(unknown.handshake())
+        #expect(unknown.presentedCommonName == "default.test" && unknown.server.certificateIdentity == "default.test")
     }
 }
