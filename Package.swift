@@ -68,6 +68,7 @@ let package = Package(
             name: "aasad",
             dependencies: [
                 "AASA",
+                "HTTPCore",
                 "SiteStore",
                 "TLS",
                 "HTTPServer",
@@ -84,7 +85,7 @@ let package = Package(
         .testTarget(name: "ReactorTests", dependencies: ["Reactor"], swiftSettings: swiftSettings),
         .testTarget(name: "TLSTests", dependencies: ["TLS"], swiftSettings: swiftSettings),
         .testTarget(
-            name: "SiteStoreTests", dependencies: ["SiteStore", "AASA", .product(name: "Logging", package: "swift-log")],
+            name: "SiteStoreTests", dependencies: ["SiteStore", "AASA", "HTTPCore", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "aasadTests",

@@ -3,7 +3,7 @@
 # parser, validators, URL parsing, matcher) and the HTTP/1.1 request parser. New inputs go to
 # Fuzz/corpus and Fuzz/http1-corpus; a crash is copied to Fuzz/fail-cases (AASA) or
 # Fuzz/http1-fail-cases, which the normal test run replays.
-# Usage: scripts/fuzz.sh [seconds per target] [aasa|http1|all]   (default 60, all)
+# Usage: scripts/fuzz.sh [seconds per target] [aasa|http1|config|all]   (default 60, all)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-60}"
@@ -11,6 +11,37 @@ which="${2:-all}"
 out=.build-fuzz
 mkdir -p "$out" Fuzz/corpus Fuzz/fail-cases Fuzz/http1-corpus Fuzz/http1-fail-cases
 status=0
+
+# site.yaml and aasad.yaml values (issue 10). ServerSettings lives in the aasad executable with
+# everything it needs, so this target is aasad itself, built by SwiftPM in its own scratch path
+# with -D FUZZ_CONFIG: AASACommand then has no @main, and Sources/aasad/ConfigFuzz.swift hands
+# aasad_main to libFuzzer, which calls ConfigFuzz.check on each input (the checks the replay
+# test Tests/aasadTests/ConfigFuzzReplayTests runs over Fuzz/config-corpus and
+# Fuzz/config-fail-cases in every test run).
+fuzz_config() {
+    mkdir -p Fuzz/config-corpus Fuzz/config-fail-cases
+    swift build -c release --scratch-path .build-fuzz-config --product aasad \
+        -Xswiftc -sanitize=fuzzer,address -Xswiftc -DFUZZ_CONFIG
+    cp config/aasad.yaml Fuzz/config-corpus/seed-aasad.yaml
+    printf 'aliases:\n  - www.a.test\n  - "*.users.a.test"\ncache-control: max-age=60\n' >Fuzz/config-corpus/seed-site.yaml
+    printf 'cache-control: "public, max-age=60,\\tmust-revalidate"\naliases: [b.test]\n' >Fuzz/config-corpus/seed-site-quoted.yaml
+    printf 'listen: {https: [":8443", "[::1]:8443"], http: []}\ncache-control: no-cache\ntimeouts: {idle: 5}\n' \
+        >Fuzz/config-corpus/seed-aasad-flow.yaml
+    printf 'max-age=300, stale-while-revalidate=60' >Fuzz/config-corpus/seed-value
+    cp Fuzz/config-fail-cases/* Fuzz/config-corpus/ 2>/dev/null || true
+    local rc=0
+    .build-fuzz-config/release/aasad -max_total_time="$seconds" -max_len=4096 -timeout=10 -rss_limit_mb=2048 \
+        -artifact_prefix="$out/config-" Fuzz/config-corpus || rc=1
+    for crash in "$out"/config-crash-* "$out"/config-timeout-* "$out"/config-oom-*; do
+        [ -e "$crash" ] && cp "$crash" Fuzz/config-fail-cases/
+    done
+    return $rc
+}
+if [ "$which" = config ]; then
+    fuzz_config || status=1
+    exit $status
+fi
+if [ "$which" = all ]; then fuzz_config || status=1; fi
 
 if [ "$which" = all ] || [ "$which" = http1 ]; then
     swiftc -O -sanitize=fuzzer,address -parse-as-library -enable-upcoming-feature ExistentialAny \

@@ -1,5 +1,6 @@
 public import AASA
 import Foundation
+import Glibc
 
 /// A finding about the config directory itself or one of its files, outside any JSON document:
 /// a bad directory name, a missing file, an unreadable file, a host claimed twice.
@@ -23,7 +24,8 @@ public struct SiteFile<Document: Sendable>: Sendable {
     /// Relative to the config directory, e.g. `sites/a.com/apple-app-site-association`.
     public var relativePath: String
     public var bytes: [UInt8]
-    /// Modification time, seconds since the epoch (served as `Last-Modified`).
+    /// The file's time, seconds since the epoch: the later of its mtime and ctime (the basis of
+    /// `Last-Modified`; see `ConfigLoader.readFile`).
     public var modified: Int64
     public var result: ValidationResult<Document>
 }
@@ -64,6 +66,10 @@ public struct SiteSource: Sendable {
     public var settings = SiteSettings()
     /// Problems with the site's directory (missing files, unreadable files, conflicts).
     public var problems: [ConfigProblem]
+    /// Entries of the site that exist but could not be read (`apple-app-site-association`,
+    /// `assetlinks.json`, `site.yaml`, `tls`): their last good versions stay in service, since
+    /// only ENOENT means gone (issue 10).
+    public var unreadable: Set<String> = []
 
     /// Every host name the site answers for: its directory's, its alias symlinks', site.yaml's.
     public var hosts: [HostName] { [host] + aliases + settings.aliases }
@@ -152,7 +158,7 @@ public enum ConfigLoader {
             switch examine(sitesPath: sitesPath, name: name, isSite: { siteNames.contains($0) }) {
             case .site(let site): scan.sites.append(site)
             case .alias(let host, let target): aliasLinks.append((name, host, target))
-            case .problem(let problem): scan.problems.append(problem)
+            case .problem(let problem), .unreadable(let problem): scan.problems.append(problem)
             case .ignored, .missing: break
             }
         }
@@ -198,16 +204,34 @@ public enum ConfigLoader {
         case ignored
         /// Nothing by that name (any more).
         case missing
+        /// Something is there but cannot be examined (EACCES, EMFILE, EIO...): whatever it was
+        /// before goes on being served, with this problem reported.
+        case unreadable(ConfigProblem)
     }
 
-    enum Kind { case directory, other, missing }
+    enum Kind: Equatable {
+        case directory, other, missing
+        /// stat failed with this errno, other than ENOENT and ENOTDIR.
+        case unreadable(Int32)
+    }
 
-    /// Whether a name is a directory (following symlinks), something else, or absent.
+    /// Whether a name is a directory (following symlinks), something else, absent, or cannot
+    /// be told (FileManager.fileExists says "absent" for a path it may not search: EACCES).
     static func examineKind(_ sitesPath: String, _ name: String) -> Kind {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: sitesPath + "/" + name, isDirectory: &isDirectory) else { return .missing }
-        return isDirectory.boolValue ? .directory : .other
+        var info = stat()
+        guard stat(sitesPath + "/" + name, &info) == 0 else {
+            let code = errno
+            return isMissing(code) ? .missing : .unreadable(code)
+        }
+        return info.st_mode & S_IFMT == S_IFDIR ? .directory : .other
     }
+
+    /// The errors that mean "nothing by that name": the only ones that make a file count as
+    /// deleted. Any other (EACCES after `--user`, EMFILE, EIO) leaves the last good version.
+    static func isMissing(_ code: Int32) -> Bool { code == ENOENT || code == ENOTDIR }
+
+    /// The names of a site directory whose last good versions an unreadable directory keeps.
+    static let siteEntries: Set<String> = [aasaFileName, assetLinksFileName, "site.yaml", "tls"]
 
     /// Examines one name under `sites/`: the same question for a full scan and for the watcher's
     /// single-site reloads. `isSite` tells whether a sibling name is a site directory.
@@ -216,7 +240,12 @@ public enum ConfigLoader {
         let relative = "sites/\(name)"
         let full = sitesPath + "/" + name
         let fm = FileManager.default
-        guard (try? fm.attributesOfItem(atPath: full)) != nil else { return .missing }
+        var info = stat()
+        if lstat(full, &info) != 0 {
+            let code = errno
+            if isMissing(code) { return .missing }
+            return .unreadable(ConfigProblem(severity: .error, file: relative, message: "cannot be examined: \(errorName(code))"))
+        }
         let host: HostName
         do {
             host = try HostName(parsing: name)
@@ -233,6 +262,8 @@ public enum ConfigLoader {
             }
         }
         switch examineKind(sitesPath, name) {
+        case .unreadable(let code):
+            return .unreadable(ConfigProblem(severity: .error, file: relative, message: "cannot be examined: \(errorName(code))"))
         case .missing:
             return .problem(ConfigProblem(severity: .error, file: relative, message: "a symlink whose target does not exist"))
         case .other:
@@ -269,28 +300,29 @@ public enum ConfigLoader {
             }
             site.problems.append(ConfigProblem(severity: .warning, file: "\(relative)/\(entry)", message: message))
         }
-        if let file = readSiteFile(directory, relative, aasaFileName, AppSiteAssociation.maximumFileSize, &site.problems) {
+        if let file = readSiteFile(directory, relative, aasaFileName, AppSiteAssociation.maximumFileSize, &site) {
             site.aasa = SiteFile(
                 relativePath: file.path, bytes: file.bytes, modified: file.modified, result: AppSiteAssociation.validate(file.bytes))
         }
-        if let file = readSiteFile(directory, relative, assetLinksFileName, AssetLinks.maximumFileSize, &site.problems) {
+        if let file = readSiteFile(directory, relative, assetLinksFileName, AssetLinks.maximumFileSize, &site) {
             site.assetLinks = SiteFile(
                 relativePath: file.path, bytes: file.bytes, modified: file.modified, result: AssetLinks.validate(file.bytes))
         }
-        site.certificate = readCertificate(directory, relative + "/tls", &site.problems)
-        let settingsPath = directory + "/site.yaml"
-        if FileManager.default.fileExists(atPath: settingsPath) {
-            switch readBounded(path: settingsPath, limit: SiteSettings.maximumFileSize) {
-            case .success(let bytes) where bytes.count > SiteSettings.maximumFileSize:
-                site.problems.append(ConfigProblem(severity: .error, file: "\(relative)/site.yaml", message: "larger than 64 KB"))
-            case .success(let bytes):
-                let (settings, problems) = SiteSettings.parse(String(decoding: bytes, as: UTF8.self), file: "\(relative)/site.yaml")
-                site.settings = settings
-                site.problems += problems
-            case .failure(let error):
-                site.problems.append(
-                    ConfigProblem(severity: .error, file: "\(relative)/site.yaml", message: "cannot read the file: \(error)"))
-            }
+        var certificateUnreadable = false
+        site.certificate = readCertificate(directory, relative + "/tls", &site.problems, unreadable: &certificateUnreadable)
+        if certificateUnreadable { site.unreadable.insert("tls") }
+        switch readBounded(path: directory + "/site.yaml", limit: SiteSettings.maximumFileSize) {
+        case .success(let bytes) where bytes.count > SiteSettings.maximumFileSize:
+            site.problems.append(ConfigProblem(severity: .error, file: "\(relative)/site.yaml", message: "larger than 64 KB"))
+        case .success(let bytes):
+            let (settings, problems) = SiteSettings.parse(String(decoding: bytes, as: UTF8.self), file: "\(relative)/site.yaml")
+            site.settings = settings
+            site.problems += problems
+        case .failure(let error) where error.isMissing:
+            break  // optional
+        case .failure(let error):
+            site.unreadable.insert("site.yaml")
+            site.problems.append(ConfigProblem(severity: .error, file: "\(relative)/site.yaml", message: "cannot read the file: \(error)"))
         }
         if site.aasa == nil && site.assetLinks == nil && !site.problems.contains(where: { $0.severity == .error }) {
             site.problems.append(
@@ -301,24 +333,20 @@ public enum ConfigLoader {
     }
 
     /// Reads a file if it exists. Reads at most `limit + 1` bytes, so an oversized file is
-    /// reported by the validator without being loaded whole.
+    /// reported by the validator without being loaded whole. A file that is there but cannot be
+    /// read is a problem and is marked unreadable on the site (its last good version stays).
     private static func readSiteFile(
-        _ directory: String, _ relative: String, _ name: String, _ limit: Int, _ problems: inout [ConfigProblem]
+        _ directory: String, _ relative: String, _ name: String, _ limit: Int, _ site: inout SiteSource
     ) -> (path: String, bytes: [UInt8], modified: Int64)? {
-        let path = directory + "/" + name
         let relativePath = "\(relative)/\(name)"
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else { return nil }
-        if isDirectory.boolValue {
-            problems.append(ConfigProblem(severity: .error, file: relativePath, message: "a directory, not a file"))
+        switch readFile(path: directory + "/" + name, limit: limit) {
+        case .success(let file):
+            return (relativePath, file.bytes, file.modified)
+        case .failure(let error) where error.isMissing:
             return nil
-        }
-        switch readBounded(path: path, limit: limit) {
-        case .success(let bytes):
-            let date = (try? FileManager.default.attributesOfItem(atPath: path)[.modificationDate]) as? Date
-            return (relativePath, bytes, Int64(date?.timeIntervalSince1970 ?? 0))
         case .failure(let error):
-            problems.append(ConfigProblem(severity: .error, file: relativePath, message: "cannot read the file: \(error)"))
+            site.unreadable.insert(name)
+            site.problems.append(ConfigProblem(severity: .error, file: relativePath, message: "cannot read the file: \(error)"))
             return nil
         }
     }
@@ -327,9 +355,26 @@ public enum ConfigLoader {
     /// names it in messages). Both files must be there; whether they load and match is the TLS
     /// layer's check.
     static func readCertificate(_ directory: String, _ relative: String, _ problems: inout [ConfigProblem]) -> CertificateFiles? {
+        var unreadable = false
+        return readCertificate(directory, relative, &problems, unreadable: &unreadable)
+    }
+
+    /// The same; `unreadable` is set when the folder or a file is there but cannot be read (the
+    /// caller then keeps the pair it had: a certificate is only gone when its files are).
+    static func readCertificate(
+        _ directory: String, _ relative: String, _ problems: inout [ConfigProblem], unreadable: inout Bool
+    ) -> CertificateFiles? {
         let tls = directory + "/tls"
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: tls, isDirectory: &isDirectory), isDirectory.boolValue else { return nil }
+        var info = stat()
+        guard stat(tls, &info) == 0 else {
+            let code = errno
+            if !isMissing(code) {
+                unreadable = true
+                problems.append(ConfigProblem(severity: .error, file: relative, message: "cannot be examined: \(errorName(code))"))
+            }
+            return nil
+        }
+        guard info.st_mode & S_IFMT == S_IFDIR else { return nil }
         var files: [[UInt8]] = []
         for name in ["cert.pem", "key.pem"] {
             switch readBounded(path: tls + "/" + name, limit: CertificateFiles.maximumFileSize) {
@@ -339,11 +384,11 @@ public enum ConfigLoader {
             case .success(let bytes):
                 files.append(bytes)
             case .failure(let error):
-                let missing = !FileManager.default.fileExists(atPath: tls + "/" + name)
+                if !error.isMissing { unreadable = true }
                 problems.append(
                     ConfigProblem(
                         severity: .error, file: "\(relative)/\(name)",
-                        message: missing
+                        message: error.isMissing
                             ? "missing: a tls/ directory holds cert.pem (the chain, leaf first) and key.pem"
                             : "cannot read the file: \(error)"))
             }
@@ -352,28 +397,83 @@ public enum ConfigLoader {
         return CertificateFiles(directory: relative, chainPEM: files[0], keyPEM: files[1])
     }
 
+    /// Why a file could not be read.
     public struct ReadError: Error, CustomStringConvertible, Sendable {
         public var description: String
+        /// The errno of the call that failed, when one did.
+        public var code: Int32?
+
+        public init(description: String, code: Int32? = nil) {
+            self.description = description
+            self.code = code
+        }
+
+        /// ENOENT or ENOTDIR: there is no such file, so whatever it was is gone. Every other
+        /// error (EACCES, EMFILE, EIO, a directory where a file should be) leaves it in place.
+        public var isMissing: Bool { code.map(ConfigLoader.isMissing) ?? false }
     }
 
     /// Reads up to `limit + 1` bytes of a file: one byte more than allowed tells "too large" apart
     /// from "exactly at the limit" without reading a huge file.
     public static func readBounded(path: String, limit: Int) -> Result<[UInt8], ReadError> {
-        guard let handle = FileHandle(forReadingAtPath: path) else {
-            let reason = FileManager.default.isReadableFile(atPath: path) ? "it cannot be opened" : "permission denied"
-            return .failure(ReadError(description: reason))
+        readFile(path: path, limit: limit).map(\.bytes)
+    }
+
+    /// Reads up to `limit + 1` bytes of a regular file, with its time.
+    ///
+    /// The time is the later of the file's mtime and ctime (whole seconds), so that it moves
+    /// whenever the file is replaced: `rsync -a`, `cp -p` and `touch -d` can set an mtime back
+    /// (a roll-back to an older version), but not the ctime, which the kernel sets to now on
+    /// every write, rename into place or attribute change. Last-Modified is built on it (with
+    /// SiteRegistry's rule that a new content never gets an earlier or equal one), so a client's
+    /// If-Modified-Since never matches a changed file (RFC 9110 §13.1.3). A chmod moves the
+    /// ctime too; SiteRegistry keeps the Last-Modified of unchanged content.
+    ///
+    /// Opened with O_NONBLOCK and checked with fstat on the same descriptor: a FIFO or device put
+    /// in the config directory is refused instead of blocking the reloader, and the time and the
+    /// bytes are those of one file even when it is replaced meanwhile.
+    public static func readFile(path: String, limit: Int) -> Result<(bytes: [UInt8], modified: Int64), ReadError> {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        guard fd >= 0 else {
+            let code = errno
+            return .failure(ReadError(description: errorName(code), code: code))
         }
-        defer { try? handle.close() }
-        do {
-            var bytes: [UInt8] = []
-            while bytes.count <= limit {
-                guard let chunk = try handle.read(upToCount: limit + 1 - bytes.count), !chunk.isEmpty else { break }
-                bytes.append(contentsOf: chunk)
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else {
+            let code = errno
+            return .failure(ReadError(description: errorName(code), code: code))
+        }
+        switch info.st_mode & S_IFMT {
+        case S_IFREG: break
+        case S_IFDIR: return .failure(ReadError(description: "a directory, not a file"))
+        default: return .failure(ReadError(description: "not a regular file"))
+        }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        while bytes.count <= limit {
+            let wanted = min(chunk.count, limit + 1 - bytes.count)
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, wanted) }
+            if n < 0 {
+                let code = errno
+                if code == EINTR { continue }
+                return .failure(ReadError(description: errorName(code), code: code))
             }
-            return .success(bytes)
-        } catch {
-            return .failure(ReadError(description: describe(error)))
+            if n == 0 { break }
+            bytes.append(contentsOf: chunk[0..<n])
         }
+        return .success((bytes, max(Int64(info.st_mtim.tv_sec), Int64(info.st_ctim.tv_sec))))
+    }
+
+    /// `permission denied (EACCES)`: the system's words and the name to search for.
+    static func errorName(_ code: Int32) -> String {
+        let names: [Int32: String] = [
+            EACCES: "EACCES", EPERM: "EPERM", EMFILE: "EMFILE", ENFILE: "ENFILE", EIO: "EIO", ENOENT: "ENOENT", ENOTDIR: "ENOTDIR",
+            ELOOP: "ELOOP", ENAMETOOLONG: "ENAMETOOLONG", ENOMEM: "ENOMEM", EISDIR: "EISDIR",
+        ]
+        let text = String(cString: strerror(code))
+        let lowered = text.prefix(1).lowercased() + text.dropFirst()
+        return lowered + " (\(names[code] ?? "errno \(code)"))"
     }
 
     static func describe(_ error: any Error) -> String {

@@ -42,7 +42,8 @@ public struct HostName: Sendable, Hashable, Comparable, CustomStringConvertible 
                     "the host name is not ASCII and has no valid A-label (Punycode) form"
                 }
             case .badLabel(let label, let reason):
-                "the label \"\(label)\" \(reason)"
+                // Escaped: a label holding CR or LF must not split the log line that reports it.
+                "the label \"\(label.unicodeScalars.map { $0.escaped(asASCII: true) }.joined())\" \(reason)"
             case .misplacedWildcard:
                 "a wildcard must be the whole first label, as in *.example.com"
             case .port:
@@ -80,7 +81,8 @@ public struct HostName: Sendable, Hashable, Comparable, CustomStringConvertible 
                 throw .badLabel(String(label), reason: "is longer than \(Self.maximumLabelLength) characters")
             }
             if let bad = label.unicodeScalars.first(where: { !(("a"..."z").contains($0) || ("0"..."9").contains($0) || $0 == "-") }) {
-                throw .badLabel(String(label), reason: "contains '\(bad)'; host names use only letters, digits and '-'")
+                throw .badLabel(
+                    String(label), reason: "contains '\(bad.escaped(asASCII: true))'; host names use only letters, digits and '-'")
             }
             if label.hasPrefix("-") || label.hasSuffix("-") {
                 throw .badLabel(String(label), reason: "starts or ends with '-'")

@@ -11,6 +11,14 @@ public struct ServingOptions: Sendable, Equatable {
     public init(cacheControl: String = ServingOptions.defaultCacheControl) {
         self.cacheControl = cacheControl
     }
+
+    /// Why a Cache-Control value from site.yaml, aasad.yaml, a flag or an environment variable
+    /// cannot be sent, or nil when it can: the one check every source goes through, on bytes
+    /// (`HTTPField.valueProblem`), so that no configured text can split a response head.
+    public static func problem(cacheControl text: String) -> String? {
+        if text.isEmpty { return "must not be empty, e.g. max-age=300" }
+        return HTTPField.valueProblem(text.utf8).map(\.description)
+    }
 }
 
 /// What depends only on a file's bytes: the body, its gzip form and their ETags. Sites whose
@@ -61,11 +69,27 @@ public final class PreparedFile: Sendable {
     public var etag: String { content.etag }
     public var gzipETag: String? { content.gzipETag }
 
-    public convenience init(body: [UInt8], modified: Int64, options: ServingOptions) {
-        self.init(content: PreparedContent(body: body), modified: modified, options: options)
+    /// A header value a head would not be built from (the settings' checks should have refused
+    /// it; this is the last line of defence, and an error rather than a trap).
+    public struct InvalidField: Error, Sendable, Equatable, CustomStringConvertible {
+        public var name: String
+        public var problem: String
+        public var description: String { "\(name): \(problem)" }
     }
 
-    public init(content: PreparedContent, modified: Int64, options: ServingOptions) {
+    /// Throws when an option cannot be sent as a header value.
+    public static func check(_ options: ServingOptions) throws(InvalidField) {
+        if let problem = ServingOptions.problem(cacheControl: options.cacheControl) {
+            throw InvalidField(name: "Cache-Control", problem: problem)
+        }
+    }
+
+    public convenience init(body: [UInt8], modified: Int64, options: ServingOptions) throws(InvalidField) {
+        try self.init(content: PreparedContent(body: body), modified: modified, options: options)
+    }
+
+    public init(content: PreparedContent, modified: Int64, options: ServingOptions) throws(InvalidField) {
+        try Self.check(options)
         self.content = content
         self.options = options
         lastModified = modified

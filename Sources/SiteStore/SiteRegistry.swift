@@ -55,6 +55,9 @@ public final class SiteRegistry {
         var claims: [HostName] = []
         /// The site.yaml settings in force (the last that parsed).
         var settings = SiteSettings()
+        /// The Last-Modified last served for each file (by name), kept when the file is deleted:
+        /// a later content of that file is always served with a later one (see `choose`).
+        var lastModified: [String: Int64] = [:]
     }
 
     public let root: String
@@ -105,9 +108,18 @@ public final class SiteRegistry {
     /// deletions), and the default certificate. Returns the new snapshot.
     @discardableResult
     public func reloadAll() -> Snapshot {
-        let listed = (try? FileManager.default.contentsOfDirectory(atPath: sitesPath)) ?? []
-        if !FileManager.default.fileExists(atPath: sitesPath) {
-            logger.error("sites/: no sites/ directory; create sites/<host>/apple-app-site-association for each host")
+        let listed: [String]
+        do {
+            listed = try FileManager.default.contentsOfDirectory(atPath: sitesPath)
+        } catch {
+            listed = []
+            if ConfigLoader.examineKind(root, "sites") == .missing {
+                logger.error("sites/: no sites/ directory; create sites/<host>/apple-app-site-association for each host")
+            } else {
+                // Known sites are still examined one by one below; any that cannot be read keep
+                // their last good version.
+                logger.error("sites/: cannot list the directory: \(ConfigLoader.describe(error))")
+            }
         }
         let names = Set(listed).union(records.keys).union(aliases.keys).union(entryProblems.keys)
         reloadDefaultCertificate()
@@ -135,6 +147,12 @@ public final class SiteRegistry {
                 entries = examine(Array(ordered[index..<min(ordered.count, index + Self.chunkSize)]))
             }
             let entry = entries[index - entryBase]
+            if case .unreadable(let problem) = entry {
+                // Whatever the name was, it stays so until it can be read again.
+                keepUnreadable(name, problem)
+                touched.insert(aliases[name]?.target ?? name)
+                continue
+            }
             if let old = aliases.removeValue(forKey: name) {
                 touched.insert(old.target)
                 aliasesByTarget[old.target]?.remove(name)
@@ -161,12 +179,18 @@ public final class SiteRegistry {
                 if records[name] != nil { remove(name) }
             case .ignored, .missing:
                 if records[name] != nil { remove(name) }
+            case .unreadable:
+                break  // handled above
             }
         }
         // A site touched only through an alias is read again too: records keep no file contents.
         let reread = touched.subtracting(names).filter { records[$0] != nil }.sorted()
         for (name, entry) in zip(reread, examine(reread)) {
-            if case .site(let source) = entry { records[name]?.source = source } else { remove(name) }
+            switch entry {
+            case .site(let source): records[name]?.source = source
+            case .unreadable(let problem): keepUnreadable(name, problem)
+            default: remove(name)
+            }
         }
         var republish = Set<String>()
         for name in touched.sorted() where records[name] != nil {
@@ -216,6 +240,23 @@ public final class SiteRegistry {
             && (try? FileManager.default.destinationOfSymbolicLink(atPath: sitesPath + "/" + name)) == nil
     }
 
+    /// A name under `sites/` that cannot be examined (EACCES, EMFILE...) keeps what it was: a
+    /// site keeps its last good files, certificate and settings, with the problem as its error;
+    /// an alias stays an alias; an unknown name is reported.
+    private func keepUnreadable(_ name: String, _ problem: ConfigProblem) {
+        if var record = records[name] {
+            record.source.aasa = nil
+            record.source.assetLinks = nil
+            record.source.certificate = nil
+            record.source.problems = [problem]
+            record.source.unreadable = ConfigLoader.siteEntries
+            records[name] = record
+        } else if aliases[name] == nil {
+            if entryProblems[name] != problem { logger.error("\(problem.file): \(problem.message)") }
+            entryProblems[name] = problem
+        }
+    }
+
     /// A site directory went away: it stops being served.
     private func remove(_ name: String) {
         guard let record = records.removeValue(forKey: name) else { return }
@@ -242,14 +283,22 @@ public final class SiteRegistry {
         for problem in source.problems where problem.severity == .error { errors.append("\(problem.file): \(problem.message)") }
 
         // site.yaml errors leave its previous settings in force (and the files served under them).
-        let settingsBroken = source.problems.contains { $0.severity == .error && $0.file.hasSuffix("/site.yaml") }
+        let settingsBroken =
+            source.unreadable.contains("site.yaml") || source.problems.contains { $0.severity == .error && $0.file.hasSuffix("/site.yaml") }
         let settings = settingsBroken ? record.settings : source.settings
         record.settings = settings
         var siteOptions = options
         if let cacheControl = settings.cacheControl { siteOptions.cacheControl = cacheControl }
-        let aasa = choose(source.aasa, previous: record.served?.aasa, options: siteOptions, errors: &errors)
-        let assetLinks = choose(source.assetLinks, previous: record.served?.assetLinks, options: siteOptions, errors: &errors)
+        let aasa = choose(
+            source.aasa, name: ConfigLoader.aasaFileName, unreadable: source.unreadable, previous: record.served?.aasa,
+            record: &record, options: siteOptions, errors: &errors)
+        let assetLinks = choose(
+            source.assetLinks, name: ConfigLoader.assetLinksFileName, unreadable: source.unreadable, previous: record.served?.assetLinks,
+            record: &record, options: siteOptions, errors: &errors)
         var certificate = source.certificate
+        if certificate == nil && source.unreadable.contains("tls") {
+            certificate = record.served?.certificate  // there but unreadable: not gone
+        }
         if let files = certificate, let problem = checkCertificate(files) {
             errors.append("\(files.directory): \(problem)")
             certificate = record.served?.certificate  // the last pair that loaded
@@ -313,19 +362,41 @@ public final class SiteRegistry {
         record.served == nil ? .refused : (record.errors.isEmpty ? .serving : .servingLastGood)
     }
 
-    /// The file to serve: the new one when valid; the previous one when the new one is invalid;
-    /// none when the file is gone.
-    private func choose<D>(_ file: SiteFile<D>?, previous: PreparedFile?, options: ServingOptions, errors: inout [String]) -> PreparedFile?
-    {
-        guard let file else { return nil }
-        if file.result.isValid {
-            if let previous, previous.content.body == file.bytes, previous.lastModified == file.modified, previous.options == options {
-                return previous
-            }
-            return contents.prepare(file, options: options)
+    /// The file to serve: the new one when valid; the previous one when the new one is invalid
+    /// or cannot be read (only a file that is gone stops being served); none when it is gone.
+    ///
+    /// Last-Modified rule (issue 10): it moves whenever the content (and so the ETag) changes,
+    /// and only then. A new content gets the file's time (the later of mtime and ctime, see
+    /// `ConfigLoader.readFile`), but never a time at or before the one last served for that
+    /// file: then the last one plus a second. Two edits within a second, or a roll-back whose
+    /// ctime ties, still move forward, and a client's If-Modified-Since of an older version
+    /// never gets 304 for a newer one. Unchanged content keeps its Last-Modified (a chmod or a
+    /// touch changes nothing a client sees). Across restarts the ctime carries the rule.
+    private func choose<D>(
+        _ file: SiteFile<D>?, name: String, unreadable: Set<String>, previous: PreparedFile?, record: inout Record,
+        options: ServingOptions, errors: inout [String]
+    ) -> PreparedFile? {
+        guard let file else { return unreadable.contains(name) ? previous : nil }
+        guard file.result.isValid else {
+            for d in file.result.diagnostics.errors { errors.append("\(file.relativePath): \(d)") }
+            return previous
         }
-        for d in file.result.diagnostics.errors { errors.append("\(file.relativePath): \(d)") }
-        return previous
+        var modified = file.modified
+        if let previous, previous.content.body == file.bytes {
+            if previous.options == options { return previous }
+            modified = previous.lastModified
+        } else if let last = record.lastModified[name], modified <= last {
+            modified = last + 1
+        }
+        do {
+            let prepared = try contents.prepare(file, modified: modified, options: options)
+            if let prepared { record.lastModified[name] = prepared.lastModified }
+            return prepared
+        } catch {
+            // The settings' checks refuse such a value first; never build a head from one.
+            errors.append("\(file.relativePath): not served: \(error)")
+            return previous
+        }
     }
 
     /// Puts a site's current served version into the snapshot, answering for its hosts that no
@@ -352,9 +423,14 @@ public final class SiteRegistry {
     /// Re-reads `tls/` at the top of the config directory.
     public func reloadDefaultCertificate() {
         var problems: [ConfigProblem] = []
-        var files = ConfigLoader.readCertificate(root, "tls", &problems)
+        var unreadable = false
+        var files = ConfigLoader.readCertificate(root, "tls", &problems, unreadable: &unreadable)
         for p in problems { logger.error("\(p.file): \(p.message)") }
         defaultCertificateProblem = problems.contains { $0.severity == .error }
+        if unreadable {
+            logger.error("tls: cannot be read; keeping the previous default certificate")
+            files = snapshot.defaultCertificate
+        }
         if let f = files, let problem = checkCertificate(f) {
             defaultCertificateProblem = true
             logger.error("\(f.directory): \(problem); keeping the previous default certificate")

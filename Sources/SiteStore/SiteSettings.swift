@@ -43,31 +43,41 @@ public struct SiteSettings: Sendable, Equatable {
         }
         for (keyNode, value) in mapping {
             let key = keyNode.string ?? "\(keyNode)"
+            // The key and its line, so that a long file's problem can be found (1-based).
+            let at = key + (keyNode.mark.map { " (line \($0.line))" } ?? "")
             switch key {
             case "aliases":
                 guard let list = value.sequence else {
-                    problem("aliases: must be a list of host names")
+                    problem("\(at): must be a list of host names")
                     continue
                 }
                 for item in list {
-                    guard let name = item.string else {
-                        problem("aliases: each entry must be a host name")
+                    guard let name = item.scalar?.string else {
+                        problem("\(at): each entry must be a host name")
                         continue
                     }
+                    // HostName admits only letters, digits, '-', '.' and a leading '*': no byte
+                    // that could reach a header or a log line as anything else.
                     do {
                         settings.aliases.append(try HostName(parsing: name))
                     } catch {
-                        problem("aliases: \"\(name)\": \(error)")
+                        problem("\(at): \"\(name.debugDescription.dropFirst().dropLast())\": \(error)")
                     }
                 }
             case "cache-control":
-                guard let text = value.string, !text.isEmpty, !text.contains(where: { $0 == "\r" || $0 == "\n" }) else {
-                    problem("cache-control: must be one line of text, e.g. max-age=300")
+                guard let text = value.scalar?.string else {
+                    problem("\(at): must be one line of text, e.g. max-age=300")
+                    continue
+                }
+                if let message = ServingOptions.problem(cacheControl: text) {
+                    problem("\(at): \(message)")
                     continue
                 }
                 settings.cacheControl = text
             default:
-                problem("unknown key \"\(key)\"; site.yaml knows \(keys.joined(separator: ", "))")
+                problem(
+                    "unknown key \"\(key)\"\(keyNode.mark.map { " (line \($0.line))" } ?? ""); site.yaml knows \(keys.joined(separator: ", "))"
+                )
             }
         }
         return (settings, problems)

@@ -119,9 +119,14 @@ public final class Snapshot: Sendable {
 struct ContentCache {
     private var entries: [String: (content: PreparedContent, uses: Int)] = [:]
 
-    /// The prepared file for a valid site file (nil for an invalid one), sharing content.
-    mutating func prepare<D>(_ file: SiteFile<D>, options: ServingOptions) -> PreparedFile? {
+    /// The prepared file for a valid site file (nil for an invalid one), sharing content, served
+    /// with `modified` as its Last-Modified. Throws, holding nothing, when the options cannot
+    /// make a head.
+    mutating func prepare<D>(_ file: SiteFile<D>, modified: Int64, options: ServingOptions) throws(PreparedFile.InvalidField)
+        -> PreparedFile?
+    {
         guard file.result.isValid else { return nil }
+        try PreparedFile.check(options)
         let hash = Digest.sha256(file.bytes)
         let digest = Digest.hex(hash)
         let content: PreparedContent
@@ -132,7 +137,7 @@ struct ContentCache {
             content = PreparedContent(body: file.bytes, sha256: hash)
             entries[digest] = (content, 1)
         }
-        return PreparedFile(content: content, modified: file.modified, options: options)
+        return try PreparedFile(content: content, modified: modified, options: options)
     }
 
     /// Gives back a prepared file's use of its content.

@@ -1,7 +1,6 @@
 import ArgumentParser
 
 /// The `aasad` binary: serves, validates and explains apple-app-site-association files.
-@main
 struct AASACommand: ParsableCommand {
     static let version = "0.1.0"
 
@@ -16,6 +15,15 @@ struct AASACommand: ParsableCommand {
         subcommands: [ServeCommand.self, ValidateCommand.self, MatchCommand.self, SitesCommand.self]
     )
 }
+
+#if !FUZZ_CONFIG
+    /// The entry point. The fuzzing build (scripts/fuzz.sh `config`) leaves it out: libFuzzer
+    /// provides `main` there, and ConfigFuzz the function it calls.
+    @main
+    enum Main {
+        static func main() { AASACommand.main() }
+    }
+#endif
 
 /// How a subcommand prints its result: for people, or as JSON for scripts (a stable interface).
 enum OutputFormat: String, ExpressibleByArgument, CaseIterable {

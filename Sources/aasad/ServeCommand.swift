@@ -146,6 +146,7 @@ struct ServeCommand: ParsableCommand {
                 "\(name) is not a setting; ignored", metadata: ["settings": "\(ServerSettings.environmentNames.joined(separator: " "))"])
         }
         let workerCount = settings.threads ?? max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+        let limits = Self.descriptorLimits(settings, workers: workerCount, logger: logger)
         let accessLog: AccessLog?
         do {
             accessLog = try settings.accessLog.map { try AccessLog(destination: $0, format: json ? .json : .text) }
@@ -190,7 +191,7 @@ struct ServeCommand: ParsableCommand {
         let endpoint = AdminEndpoint { path in pages.answer(path) }
         let server = Server(
             configuration: .init(
-                https: httpsAddresses, http: httpAddresses, threads: workerCount, limits: settings.limits, admin: adminAddress,
+                https: httpsAddresses, http: httpAddresses, threads: workerCount, limits: limits, admin: adminAddress,
                 adminEndpoint: endpoint, fetchLog: fetches, traffic: traffic, accessLog: accessLog),
             store: store, tls: tls, logger: logger)
         do {
@@ -282,6 +283,38 @@ struct ServeCommand: ParsableCommand {
             server.stop()
             return
         }
+    }
+
+    /// Raises the descriptor limit and caps connections per worker so that they leave
+    /// `DescriptorBudget.reserve` free for the reloader and the process (issue 10).
+    static func descriptorLimits(_ settings: ServerSettings, workers: Int, logger: Logger) -> Limits {
+        var limits = settings.limits
+        let descriptors = DescriptorBudget.raise()
+        let reserve = DescriptorBudget.reserve(
+            workers: workers, listenAddresses: settings.https.count + settings.http.count,
+            cores: ProcessInfo.processInfo.activeProcessorCount)
+        guard
+            let perWorker = DescriptorBudget.connectionsPerWorker(
+                configured: limits.maxConnections, descriptors: descriptors.limit, workers: workers, reserve: reserve)
+        else {
+            logger.warning(
+                "the descriptor limit leaves no reserve for reloading; raise it (ulimit -n, LimitNOFILE=)",
+                metadata: ["limit": "\(descriptors.limit)", "reserve": "\(reserve)"])
+            return limits
+        }
+        if limits.maxConnections != 0 && perWorker < limits.maxConnections {
+            logger.notice(
+                "limits.max-connections lowered to what the descriptor limit allows",
+                metadata: ["configured": "\(limits.maxConnections)", "perWorker": "\(perWorker)"])
+        }
+        limits.maxConnections = perWorker
+        logger.info(
+            "descriptors",
+            metadata: [
+                "limit": "\(descriptors.limit)", "raisedFrom": "\(descriptors.before.map(String.init) ?? "-")", "reserve": "\(reserve)",
+                "connectionsPerWorker": "\(perWorker)",
+            ])
+        return limits
     }
 
     /// aasad.yaml is read at start: a change on disk is checked and reported, and applies at the

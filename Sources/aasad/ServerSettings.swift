@@ -17,7 +17,7 @@ import Yams
 /// state: state                # where the development certificate is kept
 /// user: aasad                 # drop to this user after binding (run as root to bind 443)
 /// timeouts: { handshake: 10, request: 10, idle: 60, write: 30, drain: 10 }   # seconds
-/// limits: { max-connections: 0 }   # per worker; 0 for no limit but the descriptor limit
+/// limits: { max-connections: 0 }   # per worker; 0: the descriptor limit, less a reserve
 /// tls: { min-version: "1.2" }      # or "1.3"
 /// cache-control: max-age=300
 /// logging: { level: info, format: text, access-log: off }   # access-log: off, stdout, stderr or a path
@@ -179,10 +179,9 @@ struct ServerSettings: Equatable {
             return nil
         },
         choice("tls.min-version", \.tlsMinimumVersion),
+        // The one check of every Cache-Control source (file, variable, flag), on bytes.
         scalar("cache-control") { settings, text in
-            guard !text.isEmpty, !text.contains(where: { $0 == "\r" || $0 == "\n" }) else {
-                return "must be one line of text, e.g. max-age=300"
-            }
+            if let problem = ServingOptions.problem(cacheControl: text) { return problem }
             settings.cacheControl = text
             return nil
         },
@@ -222,14 +221,16 @@ struct ServerSettings: Equatable {
     // MARK: - The file
 
     /// Reads `aasad.yaml` from a config directory: defaults when there is none.
+    /// Only a file that is not there means "defaults": one that cannot be read (EACCES) is an
+    /// error, never a silent start on other settings than the operator's.
     static func load(configDirectory: String) -> (ServerSettings, [Problem]) {
-        let path = configDirectory + "/" + fileName
-        guard FileManager.default.fileExists(atPath: path) else { return (ServerSettings(), []) }
-        return load(file: path)
+        load(file: configDirectory + "/" + fileName, missingIsDefault: true)
     }
 
-    static func load(file path: String) -> (ServerSettings, [Problem]) {
+    static func load(file path: String, missingIsDefault: Bool = false) -> (ServerSettings, [Problem]) {
         switch ConfigLoader.readBounded(path: path, limit: maximumFileSize) {
+        case .failure(let error) where error.isMissing && missingIsDefault:
+            return (ServerSettings(), [])
         case .failure(let error):
             return (ServerSettings(), [Problem(source: path, key: "(file)", message: "cannot read the file: \(error)")])
         case .success(let bytes) where bytes.count > maximumFileSize:

@@ -94,8 +94,11 @@ final class RunningServer {
     private let stderr = Pipe()
     private(set) var stdoutText = ""
 
-    /// `fileLimit` starts the server under `ulimit -n`, to test what happens when descriptors run out.
-    init(config: TestConfig, extra: [String] = [], fileLimit: Int? = nil, environment: [String: String] = [:]) throws {
+    /// `fileLimit` starts the server under `ulimit -n`, to test what happens when descriptors run out;
+    /// `softFileLimit` lowers only the soft limit (`ulimit -S -n`), which serve raises again.
+    init(
+        config: TestConfig, extra: [String] = [], fileLimit: Int? = nil, softFileLimit: Int? = nil, environment: [String: String] = [:]
+    ) throws {
         self.config = config
         if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
         let arguments =
@@ -104,9 +107,10 @@ final class RunningServer {
                 "2", "--admin", "127.0.0.1:0",
             ]
             + extra
-        if let fileLimit {
+        if fileLimit != nil || softFileLimit != nil {
+            let ulimit = fileLimit.map { "ulimit -n \($0)" } ?? "ulimit -S -n \(softFileLimit ?? 0)"
             process.executableURL = URL(fileURLWithPath: "/bin/sh")
-            process.arguments = ["-c", "ulimit -n \(fileLimit) && exec \"$0\" \"$@\"", AASAD.binary.path] + arguments
+            process.arguments = ["-c", "\(ulimit) && exec \"$0\" \"$@\"", AASAD.binary.path] + arguments
         } else {
             process.executableURL = AASAD.binary
             process.arguments = arguments

@@ -1,0 +1,88 @@
+import HTTPCore
+import SiteStore
+
+/// The checks of the config fuzz target (scripts/fuzz.sh `config`), shared with the replay tests
+/// so that every corpus input and saved failure is asserted on in the normal test run.
+///
+/// The same bytes are read as a site.yaml, as an aasad.yaml and as a Cache-Control value. Besides
+/// not crashing (AddressSanitizer watches the C YAML parser underneath too), whatever a parser
+/// accepts must be safe to serve: a cache-control that passed is non-empty and valid field bytes
+/// and makes a response head of exactly its lines, and every alias is a host name in its
+/// grammar.
+enum ConfigFuzz {
+    /// Lines of a 200 head: Content-Type, Content-Length, ETag, Last-Modified, Cache-Control,
+    /// X-Content-Type-Options (no gzip variant for a two-byte body, so no Vary).
+    static let headLines = 6
+
+    /// What went wrong with one input; empty when every check holds.
+    static func check(_ bytes: [UInt8]) -> [String] {
+        var failures: [String] = []
+        let text = String(decoding: bytes, as: UTF8.self)
+
+        let (site, _) = SiteSettings.parse(text, file: "site.yaml")
+        if let value = site.cacheControl { failures += servable(value, from: "site.yaml") }
+        for alias in site.aliases where !alias.name.utf8.allSatisfy(isHostByte) {
+            failures.append("site.yaml: an alias outside the host grammar: \(alias.name.debugDescription)")
+        }
+
+        var settings = ServerSettings()
+        _ = settings.apply(yaml: text, file: "aasad.yaml")
+        failures += servable(settings.cacheControl, from: "aasad.yaml")
+
+        // The value check itself: accepted exactly when every byte is allowed (all ASCII, so the
+        // String decoded from them holds these very bytes).
+        let accepted = ServingOptions.problem(cacheControl: text) == nil
+        let expected =
+            !bytes.isEmpty && bytes.count <= HTTPField.maximumValueLength
+            && bytes.allSatisfy { $0 == 0x09 || (0x20...0x7E).contains($0) } && bytes.first != 0x20 && bytes.first != 0x09
+            && bytes.last != 0x20 && bytes.last != 0x09
+        if accepted != expected { failures.append("value check: accepted \(accepted), expected \(expected)") }
+        if accepted { failures += servable(text, from: "value") }
+        return failures
+    }
+
+    /// A Cache-Control value that was accepted: valid bytes, and a head of exactly its lines.
+    private static func servable(_ value: String, from source: String) -> [String] {
+        guard !value.isEmpty, HTTPField.isValidValue(value.utf8) else {
+            return ["\(source): accepted a cache-control that is not a field value: \(value.debugDescription)"]
+        }
+        guard let file = try? PreparedFile(body: [0x7B, 0x7D], modified: 0, options: ServingOptions(cacheControl: value)) else {
+            return ["\(source): an accepted cache-control that PreparedFile refuses: \(value.debugDescription)"]
+        }
+        let lines = file.headers.split(separator: 0x0A, omittingEmptySubsequences: false).count - 1
+        let bare = file.headers.indices.contains { file.headers[$0] == 0x0D && file.headers.dropFirst($0 + 1).first != 0x0A }
+        if lines != headLines || bare { return ["\(source): the head has \(lines) lines for \(value.debugDescription)"] }
+        return []
+    }
+
+    private static func isHostByte(_ byte: UInt8) -> Bool {
+        (0x61...0x7A).contains(byte) || (0x30...0x39).contains(byte) || byte == 0x2D || byte == 0x2E || byte == 0x2A
+    }
+}
+
+#if FUZZ_CONFIG
+    /// libFuzzer's entry point, compiled only into the fuzzing build of aasad (scripts/fuzz.sh:
+    /// `-D FUZZ_CONFIG`, where AASACommand has no `@main`).
+    @_cdecl("LLVMFuzzerTestOneInput")
+    public func fuzzConfig(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
+        let bytes = data.map { Array(UnsafeBufferPointer(start: $0, count: size)) } ?? []
+        let failures = ConfigFuzz.check(bytes)
+        precondition(failures.isEmpty, failures.joined(separator: "\n"))
+        return 0
+    }
+
+    @_silgen_name("LLVMFuzzerRunDriver")
+    func runFuzzerDriver(
+        _ argc: UnsafeMutablePointer<CInt>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
+        _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt
+    ) -> CInt
+
+    /// SwiftPM links an executable with `main` renamed to `<target>_main` (so that tests can link
+    /// the module): without `@main`, this is that symbol, and it hands over to libFuzzer's driver.
+    @_cdecl("aasad_main")
+    public func fuzzMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
+        var count = argc
+        var arguments = argv
+        return runFuzzerDriver(&count, &arguments, fuzzConfig)
+    }
+#endif

@@ -1,0 +1,178 @@
+import Foundation
+import Testing
+
+/// Issue 10: what the config directory and the settings feed into responses, tried as an attacker
+/// or an unlucky operator would: header injection from site.yaml, a changed file answered 304, a
+/// file that cannot be read taken for a deleted one.
+@Suite("Config hardening: header values, Last-Modified, unreadable files (issue 10)")
+final class ConfigHardeningTests {
+    let config: TestConfig
+    static let path = "/.well-known/apple-app-site-association"
+
+    init() throws {
+        config = try TestConfig()
+    }
+
+    /// Polls (every 100 ms, 10 s at most) until `condition` holds.
+    private func eventually(_ condition: () throws -> Bool) rethrows -> Bool {
+        for _ in 0..<100 {
+            if try condition() { return true }
+            usleep(100_000)
+        }
+        return false
+    }
+
+    /// The errors `/sites` lists for one site directory, and its state.
+    private func siteStatus(_ server: RunningServer, _ directory: String) throws -> (state: String, errors: [String])? {
+        let listing = try server.admin("/sites")
+        let object = try JSONSerialization.jsonObject(with: Data(listing.body)) as? [String: Any]
+        let sites = object?["sites"] as? [[String: Any]] ?? []
+        guard let site = sites.first(where: { $0["directory"] as? String == directory }) else { return nil }
+        return (site["state"] as? String ?? "", site["errors"] as? [String] ?? [])
+    }
+
+    @Test("a site.yaml cache-control with CR/LF never reaches the response head; the error is on /sites and the last good value stays")
+    func headerInjectionFromSiteYAML() throws {
+        try config.write("config/sites/a.test/site.yaml", Array("cache-control: max-age=60\n".utf8))
+        let server = try RunningServer(config: config)
+        #expect(try server.http("a.test", Self.path).headers["cache-control"] == "max-age=60")
+        // A YAML double-quoted string turns \r\n into the two bytes CR LF.
+        try config.write("config/sites/a.test/site.yaml", Array(#"cache-control: "max-age=60\r\nX-Injected: yes"\#n"#.utf8))
+        #expect(
+            try eventually {
+                try siteStatus(server, "a.test")?.errors.contains { $0.contains("site.yaml") && $0.contains("0x0D") } == true
+            },
+            "the bad cache-control is not reported on /sites")
+        let answer = try server.http("a.test", Self.path)
+        #expect(answer.status == 200)
+        #expect(answer.headers["x-injected"] == nil, "injected header: \(answer.headers)")
+        #expect(answer.headers["cache-control"] == "max-age=60")
+        #expect(try siteStatus(server, "a.test")?.state == "serving-last-good")
+        #expect(server.stop() == 0)
+        #expect(server.log().contains("cache-control"))
+    }
+
+    @Test("a site.yaml with CR/LF at start: the site serves with the default Cache-Control and no injected header")
+    func headerInjectionAtStart() throws {
+        try config.write("config/sites/a.test/site.yaml", Array(#"cache-control: "max-age=60\r\nX-Injected: yes"\#n"#.utf8))
+        let server = try RunningServer(config: config)
+        let answer = try server.http("a.test", Self.path)
+        #expect(answer.headers["x-injected"] == nil, "injected header: \(answer.headers)")
+        #expect(answer.headers["cache-control"] == "max-age=300")
+        let errors = try #require(try siteStatus(server, "a.test")).errors
+        #expect(
+            errors.contains { $0.contains("sites/a.test/site.yaml") && $0.contains("cache-control") && $0.contains("0x0D") }, "\(errors)")
+    }
+
+    @Test("aasad.yaml, AASAD_CACHE_CONTROL and --cache-control refuse a value with CR/LF or other bytes, naming the byte")
+    func settingsHeaderValues() throws {
+        try config.write("config/aasad.yaml", Array("threads: 1\ncache-control: \"max-age=60\\r\\nX-Injected: yes\"\n".utf8))
+        let file = config.path("config/aasad.yaml")
+        let validate = try Tool.run(AASAD.binary.path, ["validate", file])
+        #expect(validate.status == 1)
+        #expect(validate.text.contains("\(file): cache-control:") && validate.text.contains("0x0D"), "\(validate.text)")
+        #expect(validate.text.contains("line 2"), "\(validate.text)")
+        let refused = try Tool.run(AASAD.binary.path, ["serve", "--config", config.config, "--https", "127.0.0.1:0"])
+        #expect(refused.status == 1)
+        #expect(refused.stderr.contains("aasad.yaml:2: cache-control:") && refused.stderr.contains("0x0D"), "\(refused.stderr)")
+        try FileManager.default.removeItem(atPath: file)
+
+        for (value, byte) in [("max-age=60\r\nX-Injected: yes", "0x0D"), ("max-age=60\u{7F}", "0x7F"), ("max-age=60 \u{e9}", "0xC3")] {
+            let environment = try Tool.run(
+                "env", ["AASAD_CACHE_CONTROL=\(value)", AASAD.binary.path, "serve", "--config", config.config, "--https", "127.0.0.1:0"])
+            #expect(environment.status == 1)
+            #expect(
+                environment.stderr.contains("environment: AASAD_CACHE_CONTROL:") && environment.stderr.contains(byte),
+                "\(environment.stderr)")
+            let flag = try Tool.run(
+                AASAD.binary.path, ["serve", "--config", config.config, "--https", "127.0.0.1:0", "--cache-control", value])
+            #expect(flag.status == 64)
+            #expect(flag.stderr.contains("--cache-control:") && flag.stderr.contains(byte), "\(flag.stderr)")
+        }
+    }
+
+    /// Moves new bytes into place in one rename with the given mtime, as `rsync -a` does.
+    private func replace(_ relative: String, with bytes: [UInt8], modified: Date) throws {
+        let scratch = config.path("scratch-\(UUID().uuidString)")
+        try Data(bytes).write(to: URL(fileURLWithPath: scratch))
+        try FileManager.default.setAttributes([.modificationDate: modified], ofItemAtPath: scratch)
+        #expect(rename(scratch, config.path(relative)) == 0)
+    }
+
+    @Test("Last-Modified moves whenever the content changes: same mtime (two edits in a second) and an older mtime (a roll-back)")
+    func lastModifiedMovesWithContent() throws {
+        let file = "config/sites/a.test/apple-app-site-association"
+        let then = Date(timeIntervalSince1970: 1_600_000_000)
+        try replace(file, with: config.aasa, modified: then)
+        let server = try RunningServer(config: config)
+        let first = try server.http("a.test", Self.path)
+        let firstModified = try #require(first.headers["last-modified"])
+
+        // A new version with the very same mtime.
+        let second = Array(#"{"webcredentials": {"apps": ["ABCDE12345.com.example.second"]}}"#.utf8)
+        try replace(file, with: second, modified: then)
+        #expect(try eventually { try server.http("a.test", Self.path).body == second })
+        let revalidated = try server.http("a.test", Self.path, ["-H", "If-Modified-Since: \(firstModified)"])
+        #expect(revalidated.status == 200, "a changed file was answered \(revalidated.status) to If-Modified-Since")
+        #expect(revalidated.body == second)
+        let secondModified = try #require(revalidated.headers["last-modified"])
+        #expect(secondModified != firstModified)
+
+        // A roll-back to an older mtime.
+        let third = Array(#"{"webcredentials": {"apps": ["ABCDE12345.com.example.third"]}}"#.utf8)
+        try replace(file, with: third, modified: then.addingTimeInterval(-86_400))
+        #expect(try eventually { try server.http("a.test", Self.path).body == third })
+        let rolledBack = try server.http("a.test", Self.path, ["-H", "If-Modified-Since: \(secondModified)"])
+        #expect(rolledBack.status == 200, "a rolled-back file was answered \(rolledBack.status) to If-Modified-Since")
+        #expect(rolledBack.body == third)
+        // The same content still revalidates: 304 to its own Last-Modified.
+        let current = try #require(rolledBack.headers["last-modified"])
+        #expect(try server.http("a.test", Self.path, ["-H", "If-Modified-Since: \(current)"]).status == 304)
+    }
+
+    @Test(
+        "after --user, a served file or key the user cannot read keeps the last good version, with the error on /sites",
+        .enabled(if: getuid() == 0))
+    func unreadableKeepsLastGood() throws {
+        let server = try RunningServer(config: config, extra: ["--user", "nobody"])
+        #expect(try server.http("a.test", Self.path).body == config.aasa)
+        #expect(try server.https("own.test", Self.path, cacert: config.ownCA).status == 200)
+
+        // Root-owned and 0600: nobody cannot open it (EACCES), but it is not deleted.
+        let file = config.path("config/sites/a.test/apple-app-site-association")
+        #expect(chmod(file, 0o600) == 0)
+        #expect(try eventually { try siteStatus(server, "a.test")?.state == "serving-last-good" })
+        let errors = try #require(try siteStatus(server, "a.test")).errors
+        #expect(errors.contains { $0.contains("apple-app-site-association") && $0.contains("permission denied") }, "\(errors)")
+        #expect(try server.http("a.test", Self.path).body == config.aasa)
+
+        // own.test's key.pem (made 0600 by openssl, owned by root) and a whole site directory
+        // nobody may not enter: a full rescan keeps both serving.
+        #expect(chmod(config.path("config/sites/own.test/tls/key.pem"), 0o000) == 0)
+        #expect(chmod(config.path("config/sites/*.w.test"), 0o700) == 0)
+        server.signal(SIGHUP)
+        #expect(try eventually { try siteStatus(server, "own.test")?.state == "serving-last-good" })
+        #expect(try eventually { try siteStatus(server, "*.w.test")?.state == "serving-last-good" })
+        #expect(try server.https("own.test", Self.path, cacert: config.ownCA).status == 200, "own.test lost its certificate")
+        #expect(try server.http("x.w.test", Self.path).body == config.wildcardAASA)
+
+        // Readable again: fixed.
+        #expect(chmod(file, 0o644) == 0)
+        #expect(chmod(config.path("config/sites/*.w.test"), 0o755) == 0)
+        server.signal(SIGHUP)
+        #expect(try eventually { try siteStatus(server, "a.test")?.state == "serving" })
+        #expect(try eventually { try siteStatus(server, "*.w.test")?.state == "serving" })
+        #expect(try server.http("a.test", Self.path).body == config.aasa)
+        #expect(server.stop() == 0)
+        #expect(server.log().contains("serving the last good version: a.test"))
+    }
+
+    @Test("serve raises its soft descriptor limit to the hard limit")
+    func descriptorLimitRaised() throws {
+        let server = try RunningServer(config: config, softFileLimit: 256)
+        let limits = try String(contentsOfFile: "/proc/\(server.process.processIdentifier)/limits", encoding: .utf8)
+        let line = try #require(limits.split(separator: "\n").first { $0.hasPrefix("Max open files") })
+        let numbers = line.split(separator: " ").compactMap { Int($0) }
+        #expect(numbers.count == 2 && numbers[0] == numbers[1] && numbers[0] > 256, "\(line)")
+    }
+}
