@@ -17,9 +17,7 @@ final class AdminProbeTests {
 
     @Test("/healthz and /readyz answer while one client holds /sites half-read and another asks for it again and again")
     func probesBesideSites() throws {
-        for i in 0..<Self.siteCount {
-            try config.write("config/sites/s\(i).bulk.test/apple-app-site-association", config.aasa)
-        }
+        try writeSites(Self.siteCount, config.aasa)
         let server = try RunningServer(config: config)
         // A client that asks for /sites and reads none of it: its answer waits in the server.
         guard let stalled = Loopback.connect(port: server.adminPort, receiveBuffer: 4096) else {
@@ -43,48 +41,107 @@ final class AdminProbeTests {
         #expect(String(decoding: head, as: UTF8.self) == "HTTP/1.1 200")
     }
 
-    @Test("/healthz, /readyz and /metrics answer while a reload holds the registry and /sites has been asked for")
+    @Test("/healthz, /readyz and /metrics answer all through a reload of many large sites, and /sites asked for in its middle is answered")
     func probesDuringReload() throws {
+        try writeSites(Self.reloadSiteCount, Self.largeAASA)
         let server = try RunningServer(config: config, extra: ["--no-watch"])
-        // A site whose file is a FIFO: the SIGHUP reload blocks reading it, holding the registry,
-        // until this test writes the file. A reload over 100,000 sites holds it as long.
-        let fifo = config.path("config/sites/slow.test/apple-app-site-association")
-        try FileManager.default.createDirectory(atPath: config.path("config/sites/slow.test"), withIntermediateDirectories: true)
-        #expect(mkfifo(fifo, 0o600) == 0)
-        server.signal(SIGHUP)
-        // A writer can open the FIFO without blocking once the reload has it open for reading.
-        var writer: Int32 = -1
-        for _ in 0..<100 where writer < 0 {
-            writer = open(fifo, O_WRONLY | O_NONBLOCK)
-            if writer < 0 { usleep(50_000) }
-        }
-        #expect(writer >= 0, "the reload never opened the FIFO")
-        guard writer >= 0 else { return }
-        // Nothing else may read the FIFO again: the reload already holds it open.
-        unlink(fifo)
-        // /sites asked for in the middle of the reload, on its own connection.
-        guard let sites = Loopback.connect(port: server.adminPort) else {
-            Issue.record("cannot connect to the admin listener")
+        guard let before = Self.reloads(inMetrics: server.raw(Self.get("/metrics"), port: server.adminPort)) else {
+            Issue.record("/metrics has no aasad_config_reloads_total")
             return
         }
-        defer { close(sites) }
-        Loopback.send(sites, Array("GET /sites HTTP/1.1\r\nHost: admin\r\nConnection: close\r\n\r\n".utf8))
-        // A probe that waits on the reload times out (curl fails, recorded as no answer): never
-        // throw before the reload is let go, or the server could not stop.
-        func probe(_ path: String) -> Int {
-            (try? server.curl(["--max-time", "5", "http://127.0.0.1:\(server.adminPort)\(path)"]))?.status ?? 0
+        // --no-watch: the signal thread reloads, holding the registry's lock while it reads every
+        // site; the counter moves only when the reload has finished.
+        server.signal(SIGHUP)
+        var sites: Int32?
+        defer { if let sites { close(sites) } }
+        var rounds = 0
+        var failures: [String] = []
+        var after: Int?
+        let deadline = Date().addingTimeInterval(Self.reloadDeadline)
+        for round in 1...Self.maxRounds where after == nil && Date() < deadline {
+            var answered = true
+            var reloads: Int?
+            for path in ["/healthz", "/readyz", "/metrics"] {
+                let answer = server.raw(Self.get(path), timeout: Self.probeTimeout, port: server.adminPort)
+                let status = Self.status(of: answer)
+                if status != 200 {
+                    answered = false
+                    failures.append("\(path) answered \(status) in round \(round)")
+                }
+                if path == "/metrics" { reloads = Self.reloads(inMetrics: answer) }
+            }
+            if let reloads, reloads != before {
+                after = reloads
+            } else if answered {
+                rounds += 1
+            }
+            // /sites asked for in the middle of the reload, on its own connection, read at the end.
+            if sites == nil {
+                sites = Loopback.connect(port: server.adminPort)
+                if let sites { Loopback.send(sites, Self.get("/sites")) }
+            }
+            if after == nil { usleep(Self.pollInterval) }
         }
-        let health = probe("/healthz")
-        let ready = probe("/readyz")
-        let metrics = probe("/metrics")
-        // Let the reload finish.
-        _ = config.aasa.withUnsafeBytes { write(writer, $0.baseAddress, $0.count) }
-        close(writer)
-        #expect(health == 200, "/healthz waited for the reload")
-        #expect(ready == 200, "/readyz waited for the reload")
-        #expect(metrics == 200, "/metrics waited for the reload")
+        #expect(failures.isEmpty, "\(failures)")
+        #expect(after == before + 1, "the reload did not finish within \(Self.reloadDeadline) s (reloads \(before) -> \(after ?? -1))")
+        // Had the probes waited for the reload (as when /metrics took the registry's lock), at most
+        // a round begun before it took the lock, or one slipped in before its view was published,
+        // would count: five mean that none waited.
+        #expect(rounds >= Self.minimumRounds, "only \(rounds) probe rounds were answered while the reload ran")
+        guard let sites else {
+            Issue.record("cannot connect to the admin listener for /sites")
+            return
+        }
         Loopback.setReceiveTimeout(sites, seconds: 10)
-        #expect(String(decoding: Loopback.receiveAll(sites).prefix(12), as: UTF8.self) == "HTTP/1.1 200")
+        #expect(Self.status(of: Loopback.receiveAll(sites)) == 200, "/sites asked for during the reload was not answered")
+    }
+
+    /// Sites in the reload test, each with `largeAASA`: a debug build takes seconds to reload them
+    /// on two cores, long enough for many probe rounds. Few large files rather than 10,000 small
+    /// ones, which cost as much to reload but a minute to create and delete on a busy disk.
+    static let reloadSiteCount = 50
+    /// An AASA file just under Apple's 128 KB limit with thousands of patterns: each costs the
+    /// reloader parsing, validation, pattern compilation and gzip.
+    static let largeAASA: [UInt8] = {
+        let components = (0..<2300).map { #"{"/":"/section\#($0)/item/*","comment":"entry \#($0)"}"# }
+        return Array(#"{"applinks":{"apps":[],"details":[{"appIDs":["ABCDE12345.com.example.app"],"components":["#.utf8)
+            + Array(components.joined(separator: ",").utf8) + Array("]}]}}".utf8)
+    }()
+    /// Probe rounds that must be answered while the reload runs (see the assertion).
+    static let minimumRounds = 5
+    /// Bounds on the probe loop: a reload that never finishes ends the test instead of hanging it.
+    static let maxRounds = 2000
+    static let reloadDeadline: TimeInterval = 15
+    /// A probe that waits for the reload gives up after this many seconds (recorded as status 0).
+    static let probeTimeout: Double = 3
+    /// Between rounds, so that five rounds span far more than the signal's way to the reloader.
+    static let pollInterval: useconds_t = 20_000
+
+    /// `count` sites named s<i>.bulk.test, each with the AASA file `bytes`.
+    private func writeSites(_ count: Int, _ bytes: [UInt8]) throws {
+        for i in 0..<count {
+            try config.write("config/sites/s\(i).bulk.test/apple-app-site-association", bytes)
+        }
+    }
+
+    private static func get(_ path: String) -> [UInt8] {
+        Array("GET \(path) HTTP/1.1\r\nHost: admin\r\nConnection: close\r\n\r\n".utf8)
+    }
+
+    /// The status code of a raw HTTP/1.1 answer, 0 for none.
+    private static func status(of answer: [UInt8]) -> Int {
+        let line = String(decoding: answer.prefix(12), as: UTF8.self)
+        guard line.hasPrefix("HTTP/1.1 ") else { return 0 }
+        return Int(line.dropFirst(9)) ?? 0
+    }
+
+    /// aasad_config_reloads_total in a raw /metrics answer.
+    private static func reloads(inMetrics answer: [UInt8]) -> Int? {
+        guard status(of: answer) == 200 else { return nil }
+        let name = "aasad_config_reloads_total "
+        let text = String(decoding: answer, as: UTF8.self)
+        guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix(name) }) else { return nil }
+        return Double(line.dropFirst(name.count)).flatMap { Int(exactly: $0) }
     }
 }
 
