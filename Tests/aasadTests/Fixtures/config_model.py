@@ -676,8 +676,10 @@ class Run:
         while done < self.operations and len(self.failed_steps) < MAX_FAILED_STEPS:
             kind = self.rng.choices(names, weights)[0]
             # An invalid file keeps the version the server last saw valid: settle first, so that
-            # the model and the server agree on which that is.
-            if in_batch and (kind == "invalid" or in_batch >= self.batch):
+            # the model and the server agree on which that is. A rename may carry an invalid file
+            # onto a name deleted in the same batch; the watcher, coalescing the two, never sees
+            # that name gone and rightly keeps its last good version, so a rename settles first too.
+            if in_batch and (kind in ("invalid", "rename") or in_batch >= self.batch):
                 step += 1
                 self.settle(step)
                 self.open_window()
