@@ -93,6 +93,9 @@ final class RunningServer {
     private let stdout = Pipe()
     private let stderr = Pipe()
     private(set) var stdoutText = ""
+    /// Reads the server's log as it is written: a pipe nobody reads fills at 64 KB, and then the
+    /// server's next log line blocks the thread that writes it (the config watcher in a long test).
+    private var logDrain: PipeDrain?
 
     /// `fileLimit` starts the server under `ulimit -n`, to test what happens when descriptors run out;
     /// `softFileLimit` lowers only the soft limit (`ulimit -S -n`), which serve raises again.
@@ -119,6 +122,7 @@ final class RunningServer {
         process.standardError = stderr
         try process.run()
         try waitUntilReady()
+        logDrain = PipeDrain(stderr.fileHandleForReading)
     }
 
     deinit {
@@ -175,7 +179,7 @@ final class RunningServer {
         return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
     }
 
-    func log() -> String { String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self) }
+    func log() -> String { logDrain?.wait() ?? "" }
 
     struct ServerError: Error, CustomStringConvertible {
         var description: String
@@ -253,6 +257,32 @@ final class RunningServer {
         Loopback.setReceiveTimeout(fd, seconds: Int(timeout))
         if !bytes.isEmpty { Loopback.send(fd, bytes) }
         return Loopback.receiveAll(fd)
+    }
+}
+
+/// Reads a pipe to its end on a thread of its own and keeps what it read.
+final class PipeDrain: @unchecked Sendable {
+    // @unchecked: the lock guards `bytes`.
+    private let lock = NSLock()
+    private var bytes = Data()
+    private let done = DispatchSemaphore(value: 0)
+
+    init(_ handle: FileHandle) {
+        Thread { [self] in
+            while true {
+                let data = handle.availableData
+                if data.isEmpty { break }
+                lock.withLock { bytes.append(data) }
+            }
+            done.signal()
+        }.start()
+    }
+
+    /// Everything read, once the writer has closed the pipe (the process stopped).
+    func wait() -> String {
+        done.wait()
+        done.signal()
+        return lock.withLock { String(decoding: bytes, as: UTF8.self) }
     }
 }
 
