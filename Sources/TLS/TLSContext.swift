@@ -84,8 +84,13 @@ public final class TLSContext: @unchecked Sendable {
             SSL_CTX_set_cipher_list(ctx, tls12Ciphers) == 1,
             CAASAOpenSSL_SSL_CTX_set1_groups_list(ctx, groups) == 1
         else { throw TLSError("cannot apply the TLS settings: \(TLSError.openSSLReasons())") }
+        // The server's order decides the cipher (what testssl.sh and most audits expect: a client
+        // that lists a weaker suite first still gets the strongest both have), except that a client
+        // preferring ChaCha20 (phones without AES instructions) keeps it (PRIORITIZE_CHACHA).
         SSL_CTX_set_options(
-            ctx, CAASAOpenSSL_SSL_OP_NO_RENEGOTIATION | CAASAOpenSSL_SSL_OP_NO_COMPRESSION | CAASAOpenSSL_SSL_OP_IGNORE_UNEXPECTED_EOF)
+            ctx,
+            CAASAOpenSSL_SSL_OP_NO_RENEGOTIATION | CAASAOpenSSL_SSL_OP_NO_COMPRESSION | CAASAOpenSSL_SSL_OP_IGNORE_UNEXPECTED_EOF
+                | CAASAOpenSSL_SSL_OP_CIPHER_SERVER_PREFERENCE | CAASAOpenSSL_SSL_OP_PRIORITIZE_CHACHA)
         // RELEASE_BUFFERS: an idle connection holds no OpenSSL buffers. MOVING_WRITE_BUFFER: a
         // retried write may come from another address (Swift arrays move).
         _ = CAASAOpenSSL_SSL_CTX_set_mode(

@@ -224,6 +224,18 @@ final class ServeTests {
         }
     }
 
+    @Test("the server's cipher order decides: a client listing AES-256 first gets AES-128, a ChaCha20-first client keeps it")
+    func cipherOrder() throws {
+        func cipher(_ offer: String) throws -> String {
+            let out = try Tool.run(
+                "openssl",
+                ["s_client", "-connect", "127.0.0.1:\(server.httpsPort)", "-servername", "a.test", "-tls1_2", "-cipher", offer], input: [])
+            return out.text.split(separator: "\n").first { $0.contains("Cipher is ") }.map(String.init) ?? out.text
+        }
+        #expect(try cipher("ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-ECDSA-AES128-GCM-SHA256").hasSuffix("ECDHE-ECDSA-AES128-GCM-SHA256"))
+        #expect(try cipher("ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-ECDSA-AES128-GCM-SHA256").hasSuffix("ECDHE-ECDSA-CHACHA20-POLY1305"))
+    }
+
     @Test("ALPN offers http/1.1")
     func alpn() throws {
         let out = try Tool.run(
