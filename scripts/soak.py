@@ -250,7 +250,27 @@ def steady_load(port, seconds, failures, h1):
     return line
 
 
-def churn(config, stop, failures, allowed, interval=1.0):
+SETTLE_SECONDS = 10
+
+
+def settled(port, host, body, stop):
+    """Polls a new connection until `host` answers `body` (None: 404); False after SETTLE_SECONDS."""
+    ctx = tls_context()
+    deadline = time.time() + SETTLE_SECONDS
+    while time.time() < deadline and not stop.is_set():
+        try:
+            with ctx.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=5), server_hostname=host) as s:
+                s.sendall(f"GET {PATH} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode())
+                status, answer, _ = read_response(s, b"")
+            if (status == 200 and answer == body) or (status == 404 and body is None):
+                return True
+        except (OSError, ValueError):
+            pass
+        time.sleep(0.05)
+    return stop.is_set()
+
+
+def churn(config, port, stop, failures, allowed, interval=1.0):
     """A config change every second: the churned site cycles through versions, an invalid file
     (the last good version stays), deletion and re-creation; another site's file alternates."""
     site = os.path.join(config, "sites", CHURNED)
@@ -299,7 +319,10 @@ def churn(config, stop, failures, allowed, interval=1.0):
             f.write(v)
         failures.count("config-changes")
         stop.wait(interval)
-        # After a settle time only the newest version is allowed.
+        # Once the server answers with the newest version, only that one is allowed (on a loaded
+        # machine a reload may take longer than the interval: wait for it, bounded).
+        if not settled(port, CHURNED, current, stop):
+            failures.add(f"{CHURNED}: a change was not served within {SETTLE_SECONDS} s")
         allowed.set(CHURNED, {current})
 
 
@@ -378,7 +401,7 @@ def main():
         threading.Thread(target=slow_handshakes, args=(port, stop, failures)),
         threading.Thread(target=abusive, args=(port, stop, failures)),
         threading.Thread(target=new_connections, args=(port, stop, failures)),
-        threading.Thread(target=churn, args=(config, stop, failures, allowed)),
+        threading.Thread(target=churn, args=(config, port, stop, failures, allowed)),
     ]
     steady = {}
     for h1 in (True, False):
