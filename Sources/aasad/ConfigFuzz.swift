@@ -14,6 +14,12 @@ enum ConfigFuzz {
     /// X-Content-Type-Options (no gzip variant for a two-byte body, so no Vary).
     static let headLines = 6
 
+    /// The body every check serves, hashed and gzipped once: that work does not depend on the
+    /// input, yet redone per value it took about 9% of the fuzzer's time (perf: deflateReset 7%,
+    /// SHA-256 1%). PreparedFile(content:) is how sites with the same bytes share one in the
+    /// server, and the part that reads the value, the head, is still built for every value.
+    private static let body = PreparedContent(body: [0x7B, 0x7D])
+
     /// What went wrong with one input; empty when every check holds.
     static func check(_ bytes: [UInt8]) -> [String] {
         var failures: [String] = []
@@ -46,7 +52,7 @@ enum ConfigFuzz {
         guard !value.isEmpty, HTTPField.isValidValue(value.utf8) else {
             return ["\(source): accepted a cache-control that is not a field value: \(value.debugDescription)"]
         }
-        guard let file = try? PreparedFile(body: [0x7B, 0x7D], modified: 0, options: ServingOptions(cacheControl: value)) else {
+        guard let file = try? PreparedFile(content: body, modified: 0, options: ServingOptions(cacheControl: value)) else {
             return ["\(source): an accepted cache-control that PreparedFile refuses: \(value.debugDescription)"]
         }
         let lines = file.headers.split(separator: 0x0A, omittingEmptySubsequences: false).count - 1
