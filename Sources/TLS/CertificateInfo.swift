@@ -38,7 +38,7 @@ public struct CertificateInfo: Sendable, Equatable {
         }
         notBefore = start
         notAfter = end
-        dnsNames = Self.dnsNames(x509)
+        dnsNames = CertificateNames.of(x509).dnsNames
     }
 
     /// An ASN1_TIME as seconds since the epoch.
@@ -49,56 +49,18 @@ public struct CertificateInfo: Sendable, Equatable {
         return Int64(timegm(&parts))
     }
 
-    private static func dnsNames(_ x509: OpaquePointer) -> [String] {
-        guard let raw = X509_get_ext_d2i(x509, NID_subject_alt_name, nil, nil) else { return [] }
-        let names = OpaquePointer(raw)
-        defer { GENERAL_NAMES_free(names) }
-        var out: [String] = []
-        for index in 0..<max(0, OPENSSL_sk_num(names)) {
-            guard let entry = OPENSSL_sk_value(names, index) else { continue }
-            let name = entry.assumingMemoryBound(to: GENERAL_NAME.self)
-            guard name.pointee.type == GEN_DNS, let string = name.pointee.d.dNSName else { continue }
-            let length = Int(ASN1_STRING_length(string))
-            guard length > 0, let bytes = ASN1_STRING_get0_data(string) else { continue }
-            out.append(String(decoding: UnsafeBufferPointer(start: bytes, count: length), as: UTF8.self).lowercased())
-        }
-        return out
-    }
-
     /// Whether the certificate is for `host` (an A-label name, or a wildcard site's `*.suffix`).
     public func covers(_ host: String) -> Bool {
         dnsNames.contains { Self.matches(presented: $0, host: host) }
     }
 
-    /// RFC 6125 §6.4 with the restrictions every browser and Apple's clients apply (CA/Browser
-    /// Forum Baseline Requirements §7.1.4.2.1): names compare case-insensitively, without a
-    /// trailing dot; a wildcard is only the whole left-most label (`*.example.com`, never
-    /// `f*.example.com` or `www.*.com`), stands for exactly one non-empty label, and needs at
-    /// least two labels after it (`*.com` matches nothing). A wildcard site (`*.example.com`)
-    /// serves every name under its suffix, so only the same wildcard covers it.
+    /// Whether a certificate name covers `host`, by `CertificateNames`' rule (the 421 rule's),
+    /// names compared case-insensitively without a trailing dot. A wildcard site (`*.example.com`)
+    /// serves every name under its suffix, so only the same usable wildcard covers it.
     public static func matches(presented: String, host: String) -> Bool {
-        let presented = normalized(presented)
-        let host = normalized(host)
-        guard !presented.isEmpty, !host.isEmpty else { return false }
-        if host.hasPrefix("*.") { return presented == host && isUsableWildcard(presented) }
-        guard presented.contains("*") else { return presented == host }
-        guard isUsableWildcard(presented) else { return false }
-        let suffix = presented.dropFirst(1)  // ".example.com"
-        guard host.hasSuffix(suffix) else { return false }
-        let label = host.dropLast(suffix.count)
-        return !label.isEmpty && !label.contains(".")
-    }
-
-    private static func normalized(_ name: String) -> String {
-        var name = name.lowercased()
-        if name.hasSuffix(".") { name.removeLast() }
-        return name
-    }
-
-    /// `*.` then at least two labels, with no other `*` and no empty label.
-    private static func isUsableWildcard(_ name: String) -> Bool {
-        guard name.hasPrefix("*.") else { return false }
-        let rest = name.dropFirst(2).split(separator: ".", omittingEmptySubsequences: false)
-        return rest.count >= 2 && rest.allSatisfy { !$0.isEmpty && !$0.contains("*") }
+        let presented = Array(CertificateNames.lowercased(presented).utf8)
+        let host = Array(CertificateNames.lowercased(host).utf8)
+        if host.starts(with: "*.".utf8) { return presented == host && CertificateNames.isUsableWildcard(presented) }
+        return CertificateNames.matches(pattern: presented, host: host)
     }
 }

@@ -12,27 +12,33 @@ public struct CertificateNames: Sendable, Equatable {
     }
 
     /// Whether a client that validated this certificate would accept it for `host` (lower case,
-    /// A-label, no port or trailing dot: as `Responder.normalizeHost` leaves it). RFC 6125 §6.4.3:
-    /// a `*` is honoured only as the whole left-most label, and matches exactly one non-empty label
-    /// (`*.example.com` covers `a.example.com`, not `example.com` or `a.b.example.com`); partial
-    /// wildcards (`a*.example.com`), which the CA/Browser Forum forbids, match nothing.
+    /// A-label, no port or trailing dot: as `HTTPFields.normalizeHost` leaves it).
     public func covers(_ host: String) -> Bool {
         let host = Array(host.utf8)
-        guard !host.isEmpty else { return false }
-        for name in dnsNames {
-            let pattern = Array(name.utf8)
-            if pattern == host { return true }
-            // "*." + at least two labels: a wildcard over a single label (`*.com`) is refused.
-            guard pattern.count > 2, pattern[0] == 42, pattern[1] == 46 else { continue }
-            let suffix = pattern[1...]  // ".example.com"
-            guard suffix.dropFirst().contains(46), !suffix.dropFirst().contains(42) else { continue }
-            guard let dot = host.firstIndex(of: 46), dot > 0 else { continue }
-            if host[dot...].elementsEqual(suffix) { return true }
-        }
-        return false
+        return dnsNames.contains { Self.matches(pattern: Array($0.utf8), host: host) }
     }
 
-    private static func lowercased(_ name: String) -> String {
+    /// RFC 6125 §6.4.3 with the restrictions browsers and Apple's clients apply (CA/Browser Forum
+    /// Baseline Requirements §7.1.4.2.1): a `*` is honoured only as the whole left-most label,
+    /// followed by at least two non-empty labels, and matches exactly one non-empty label
+    /// (`*.example.com` covers `a.example.com`, not `example.com` or `a.b.example.com`); partial
+    /// wildcards (`a*.example.com`) and `*.com` match nothing. Both sides lower case, without a
+    /// trailing dot. The one rule for the 421 check and `aasad validate` (`CertificateInfo`).
+    static func matches(pattern: [UInt8], host: [UInt8]) -> Bool {
+        guard !host.isEmpty, !pattern.isEmpty else { return false }
+        if pattern == host { return !pattern.contains(42) || isUsableWildcard(pattern) }
+        guard isUsableWildcard(pattern), let dot = host.firstIndex(of: 46), dot > 0 else { return false }
+        return host[dot...].elementsEqual(pattern[1...])  // ".example.com"
+    }
+
+    /// `*.` then at least two labels, none empty, with no other `*`.
+    static func isUsableWildcard(_ pattern: [UInt8]) -> Bool {
+        guard pattern.count > 2, pattern[0] == 42, pattern[1] == 46 else { return false }
+        let labels = pattern[2...].split(separator: 46, omittingEmptySubsequences: false)
+        return labels.count >= 2 && labels.allSatisfy { !$0.isEmpty && !$0.contains(42) }
+    }
+
+    static func lowercased(_ name: String) -> String {
         var bytes = Array(name.utf8)
         for k in bytes.indices where bytes[k] >= 65 && bytes[k] <= 90 { bytes[k] += 32 }
         if bytes.last == 46 { bytes.removeLast() }
@@ -46,7 +52,7 @@ public struct CertificateNames: Sendable, Equatable {
         let names = OpaquePointer(raw)
         defer { GENERAL_NAMES_free(names) }
         var found: [String] = []
-        for i in 0..<OPENSSL_sk_num(names) {
+        for i in 0..<max(0, OPENSSL_sk_num(names)) {
             guard let entry = OPENSSL_sk_value(names, i)?.assumingMemoryBound(to: GENERAL_NAME.self),
                 entry.pointee.type == GEN_DNS, let ia5 = entry.pointee.d.dNSName,
                 let data = ASN1_STRING_get0_data(ia5)

@@ -22,12 +22,10 @@ public final class TLSConnection {
     /// the SSL keeps only the SSL_CTX alive, and the cache may drop this context (or the default
     /// may be replaced) while the handshake is pending.
     let startedContext: TLSContext
-    /// The context the SNI callback chose, held for as long as the connection uses it.
+    /// The context the ClientHello callback chose, held for as long as the connection uses it.
     var chosenContext: TLSContext?
     /// The server name the client sent (lower case), if any.
     public private(set) var serverName: String?
-    /// Whether the client sent SNI: without it, Host alone decides (no 421).
-    public var sentServerName: Bool { serverName != nil }
 
     /// The index under which each SSL points back at its TLSConnection.
     static let connectionIndex: Int32 = CRYPTO_get_ex_new_index(CRYPTO_EX_INDEX_SSL, 0, nil, nil, nil, nil)

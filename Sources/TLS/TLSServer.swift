@@ -102,8 +102,10 @@ public final class TLSServer: Sendable {
 
     /// Chooses the connection's context from the SNI name, in the ClientHello callback: before
     /// OpenSSL creates or resumes a session, so the session id context and the ticket binding are
-    /// the chosen certificate's (`TLSContext.bindSessions`). Called again for the second
-    /// ClientHello after a HelloRetryRequest, with the same name.
+    /// the chosen certificate's (`TLSContext.bindSessions`). OpenSSL asks the callback of the SSL's
+    /// current context (`s->ctx` in `tls_early_post_process_client_hello`), and only contexts that
+    /// are or were the default install it: after a HelloRetryRequest the second ClientHello runs it
+    /// again only when the SSL is still on such a context; a site's context chosen by the first stays.
     fileprivate func selectContext(_ ssl: OpaquePointer, _ connection: TLSConnection, serverName: String?) {
         connection.recordServerName(serverName)
         // Without SNI, or for a name without a certificate of its own: the context the connection
@@ -113,8 +115,7 @@ public final class TLSServer: Sendable {
             chosen = context
         }
         connection.chosenContext = chosen
-        // Compared with the SSL's context rather than the starting one: after a HelloRetryRequest
-        // the first ClientHello may already have switched it.
+        // Switched only when it differs: a second ClientHello may find the SSL on it already.
         if SSL_get_SSL_CTX(ssl) != chosen.ctx { SSL_set_SSL_CTX(ssl, chosen.ctx) }
     }
 }

@@ -32,4 +32,17 @@ struct CertificateNamesTests {
         #expect(context.names.dnsNames == ["a.test", "*.b.test", "c.test"])
         #expect(context.names.covers("x.b.test") && !context.names.covers("b.test"))
     }
+
+    @Test(
+        "the 421 rule and `aasad validate` agree on every name: one matching rule serves both",
+        arguments: [
+            ("a.example.com", "a.example.com"), ("*.example.com", "a.example.com"), ("*.example.com", "example.com"),
+            ("*.example.com", "a.b.example.com"), ("*.com", "example.com"), ("f*.example.com", "foo.example.com"),
+            ("*.*.example.com", "a.b.example.com"), ("*.example..com", "a.example..com"), ("*..com", "a..com"),
+            ("A.Example.COM.", "a.example.com"), ("*.Example.COM", "x.example.com"),
+        ])
+    func agreesWithValidate(_ presented: String, _ host: String) {
+        #expect(
+            CertificateNames([presented]).covers(host) == CertificateInfo.matches(presented: presented, host: host), "\(presented) \(host)")
+    }
 }

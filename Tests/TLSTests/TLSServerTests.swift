@@ -129,7 +129,7 @@ extension TLSServerTests {
 }
 
 extension TLSServerTests {
-    @Test("after a HelloRetryRequest (the ClientHello callback runs twice) the SNI name's certificate is presented")
+    @Test("after a HelloRetryRequest (a second ClientHello) the SNI name's certificate is presented")
     func helloRetryRequest() throws {
         let names = try Names(["default.test", "a.test"])
         let tls = try TLSServer(defaultCertificate: names["default.test"]) { names.sources[$0] }

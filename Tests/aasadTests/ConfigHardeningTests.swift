@@ -13,15 +13,6 @@ final class ConfigHardeningTests {
         config = try TestConfig()
     }
 
-    /// Polls (every 100 ms, 10 s at most) until `condition` holds.
-    private func eventually(_ condition: () throws -> Bool) rethrows -> Bool {
-        for _ in 0..<100 {
-            if try condition() { return true }
-            usleep(100_000)
-        }
-        return false
-    }
-
     /// The errors `/sites` lists for one site directory, and its state.
     private func siteStatus(_ server: RunningServer, _ directory: String) throws -> (state: String, errors: [String])? {
         let listing = try server.admin("/sites")

@@ -36,15 +36,6 @@ final class WatchGapTests {
         server = try RunningServer(config: config)
     }
 
-    /// Polls (bounded: 5 s) until `condition` holds.
-    private func eventually(_ condition: () throws -> Bool) rethrows -> Bool {
-        for _ in 0..<100 {
-            if try condition() { return true }
-            usleep(50_000)
-        }
-        return false
-    }
-
     @Test("a site whose alias symlink came and went still has its changes picked up")
     func aliasCameAndWent() throws {
         // The alias shares the site's directory inode, so inotify hands back the site's watch for it.

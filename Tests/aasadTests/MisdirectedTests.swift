@@ -44,9 +44,9 @@ final class MisdirectedTests {
         let tls = config.path("config/sites/rot.test/tls")
         let before = try server.servedFingerprint("rot.test")
         try config.makePair(["rot.test"], into: tls)
-        let rotated = try TestConfig.fingerprint(ofFile: tls + "/cert.pem")
+        let rotated = try Tool.fingerprint(ofFile: tls + "/cert.pem")
         #expect(rotated != before)
-        #expect(try server.eventually { try server.servedFingerprint("rot.test") == rotated }, "the new pair was not picked up")
+        #expect(try eventually { try server.servedFingerprint("rot.test") == rotated }, "the new pair was not picked up")
         #expect(kept.status("rot.test", Self.path) == "200")
     }
 
@@ -55,17 +55,17 @@ final class MisdirectedTests {
         let kept = try KeptConnection(port: server.httpsPort, serverName: "rot.test")
         #expect(kept.status("rot.test", Self.path) == "200")
         try FileManager.default.removeItem(atPath: config.path("config/sites/rot.test"))
-        #expect(try server.eventually { try server.http("rot.test", Self.path).status == 404 }, "the deletion was not picked up")
+        #expect(try eventually { try server.http("rot.test", Self.path).status == 404 }, "the deletion was not picked up")
         #expect(kept.status("rot.test", Self.path) == "404")
         // Recreated as an operator would: the directory, a new pair, then the file.
         let tls = config.path("config/sites/rot.test/tls")
         try config.makePair(["rot.test"], into: tls)
         try config.write("config/sites/rot.test/apple-app-site-association", config.ownAASA)
-        let recreated = try TestConfig.fingerprint(ofFile: tls + "/cert.pem")
+        let recreated = try Tool.fingerprint(ofFile: tls + "/cert.pem")
         // A full rescan: this test is about the 421 rule, not about the watcher's timing.
         server.signal(SIGHUP)
         #expect(
-            try server.eventually {
+            try eventually {
                 try server.http("rot.test", Self.path).body == config.ownAASA && server.servedFingerprint("rot.test") == recreated
             }, "the recreated site was not picked up")
         #expect(kept.status("rot.test", Self.path) == "200")
@@ -115,48 +115,5 @@ final class KeptConnection {
             if data.isEmpty { return nil }
             buffered += data
         }
-    }
-}
-
-extension TestConfig {
-    /// Makes a self-signed ECDSA pair whose subjectAltName lists `names` into `directory`/cert.pem
-    /// and key.pem (written elsewhere first and renamed in, key then certificate, as a deploy
-    /// tool would).
-    func makePair(_ names: [String], into directory: String) throws {
-        let scratch = path("scratch-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
-        let made = try Tool.run(
-            "openssl",
-            [
-                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2", "-subj", "/CN=\(names[0])",
-                "-addext", "subjectAltName=" + names.map { "DNS:\($0)" }.joined(separator: ","), "-keyout", scratch + "/key.pem",
-                "-out", scratch + "/cert.pem",
-            ])
-        #expect(made.status == 0, "openssl could not make the pair: \(made.stderr)")
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        rename(scratch + "/key.pem", directory + "/key.pem")
-        rename(scratch + "/cert.pem", directory + "/cert.pem")
-    }
-
-    /// The SHA-256 fingerprint line of a PEM certificate file.
-    static func fingerprint(ofFile path: String) throws -> String {
-        try Tool.run("openssl", ["x509", "-noout", "-fingerprint", "-sha256", "-in", path]).text
-    }
-}
-
-extension RunningServer {
-    /// The SHA-256 fingerprint line of the certificate a new connection with this SNI name gets.
-    func servedFingerprint(_ name: String) throws -> String {
-        let handshake = try Tool.run("openssl", ["s_client", "-connect", "127.0.0.1:\(httpsPort)", "-servername", name], input: [])
-        return try Tool.run("openssl", ["x509", "-noout", "-fingerprint", "-sha256"], input: handshake.stdout).text
-    }
-
-    /// Polls `condition` every 0.1 s, at most 100 times (10 s); whether it became true.
-    func eventually(_ condition: () throws -> Bool) rethrows -> Bool {
-        for _ in 0..<100 {
-            if try condition() { return true }
-            usleep(100_000)
-        }
-        return false
     }
 }

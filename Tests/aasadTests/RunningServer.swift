@@ -331,3 +331,49 @@ enum Loopback {
         return received
     }
 }
+
+/// Polls `condition` every 0.1 s, at most 100 times (10 s); whether it became true. The one wait
+/// for something the server does in the background (a reload, a certificate swap).
+func eventually(_ condition: () throws -> Bool) rethrows -> Bool {
+    for _ in 0..<100 {
+        if try condition() { return true }
+        usleep(100_000)
+    }
+    return false
+}
+
+extension Tool {
+    /// The SHA-256 fingerprint line of a PEM certificate file.
+    static func fingerprint(ofFile path: String) throws -> String {
+        try run("openssl", ["x509", "-noout", "-fingerprint", "-sha256", "-in", path]).text
+    }
+}
+
+extension RunningServer {
+    /// The SHA-256 fingerprint line of the certificate a new connection with this SNI name gets.
+    func servedFingerprint(_ name: String) throws -> String {
+        let handshake = try Tool.run("openssl", ["s_client", "-connect", "127.0.0.1:\(httpsPort)", "-servername", name], input: [])
+        return try Tool.run("openssl", ["x509", "-noout", "-fingerprint", "-sha256"], input: handshake.stdout).text
+    }
+}
+
+extension TestConfig {
+    /// Makes a self-signed ECDSA pair whose subjectAltName lists `names` into `directory`/cert.pem
+    /// and key.pem (written elsewhere first and renamed in, key then certificate, as a deploy
+    /// tool would).
+    func makePair(_ names: [String], into directory: String) throws {
+        let scratch = path("scratch-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
+        let made = try Tool.run(
+            "openssl",
+            [
+                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2", "-subj", "/CN=\(names[0])",
+                "-addext", "subjectAltName=" + names.map { "DNS:\($0)" }.joined(separator: ","), "-keyout", scratch + "/key.pem",
+                "-out", scratch + "/cert.pem",
+            ])
+        #expect(made.status == 0, "openssl could not make the pair: \(made.stderr)")
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        rename(scratch + "/key.pem", directory + "/key.pem")
+        rename(scratch + "/cert.pem", directory + "/cert.pem")
+    }
+}

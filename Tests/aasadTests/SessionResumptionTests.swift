@@ -52,7 +52,7 @@ final class SessionResumptionTests {
         let changed = Array(#"{"webcredentials": {"apps": ["ABCDE12345.com.example.changed"]}}"#.utf8)
         try config.write("config/sites/own.test/apple-app-site-association", changed)
         #expect(
-            try server.eventually { try server.https("own.test", "/apple-app-site-association", cacert: config.ownCA).body == changed },
+            try eventually { try server.https("own.test", "/apple-app-site-association", cacert: config.ownCA).body == changed },
             "the new file was not picked up")
         #expect(try handshake("own.test", "-tls1_3", offer: own))
     }

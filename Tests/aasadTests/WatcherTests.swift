@@ -308,64 +308,30 @@ final class CertificateReloadTests {
         server = try RunningServer(config: config)
     }
 
-    /// The SHA-256 fingerprint of the certificate a new connection with this SNI name gets.
-    private func servedFingerprint(_ name: String) throws -> String {
-        let handshake = try Tool.run("openssl", ["s_client", "-connect", "127.0.0.1:\(server.httpsPort)", "-servername", name], input: [])
-        return try Tool.run("openssl", ["x509", "-noout", "-fingerprint", "-sha256"], input: handshake.stdout).text
-    }
-
-    private func fingerprint(ofFile path: String) throws -> String {
-        try Tool.run("openssl", ["x509", "-noout", "-fingerprint", "-sha256", "-in", path]).text
-    }
-
-    /// Makes a self-signed pair for `name` into `directory`/cert.pem and key.pem (written elsewhere
-    /// first and renamed in, key then certificate, as a deploy tool would).
-    private func makePair(_ name: String, into directory: String) throws {
-        let scratch = config.path("scratch-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
-        _ = try Tool.run(
-            "openssl",
-            [
-                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2", "-subj", "/CN=\(name)",
-                "-addext", "subjectAltName=DNS:\(name)", "-keyout", scratch + "/key.pem", "-out", scratch + "/cert.pem",
-            ])
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        rename(scratch + "/key.pem", directory + "/key.pem")
-        rename(scratch + "/cert.pem", directory + "/cert.pem")
-    }
-
-    private func eventually(_ condition: () throws -> Bool) rethrows -> Bool {
-        for _ in 0..<50 {
-            if try condition() { return true }
-            usleep(100_000)
-        }
-        return false
-    }
-
     @Test("a site's new certificate is used by new connections; a mismatched pair is refused and the old one stays")
     func siteCertificate() throws {
         let tls = config.path("config/sites/own.test/tls")
-        let original = try fingerprint(ofFile: tls + "/cert.pem")
-        #expect(try servedFingerprint("own.test") == original)
-        try makePair("own.test", into: tls)
-        let rotated = try fingerprint(ofFile: tls + "/cert.pem")
-        #expect(try eventually { try servedFingerprint("own.test") == rotated }, "the new certificate was not picked up")
+        let original = try Tool.fingerprint(ofFile: tls + "/cert.pem")
+        #expect(try server.servedFingerprint("own.test") == original)
+        try config.makePair(["own.test"], into: tls)
+        let rotated = try Tool.fingerprint(ofFile: tls + "/cert.pem")
+        #expect(try eventually { try server.servedFingerprint("own.test") == rotated }, "the new certificate was not picked up")
         // A key that does not match the certificate: refused, the rotated pair stays.
         let other = config.path("scratch-other")
-        try makePair("own.test", into: other)
+        try config.makePair(["own.test"], into: other)
         rename(other + "/key.pem", tls + "/key.pem")
         usleep(600_000)
-        #expect(try servedFingerprint("own.test") == rotated)
+        #expect(try server.servedFingerprint("own.test") == rotated)
         #expect(server.stop() == 0)
         #expect(server.log().contains("does not match the certificate"))
     }
 
     @Test("a default certificate added to tls/ is served to unknown names from then on")
     func defaultCertificate() throws {
-        try makePair("default.test", into: config.path("config/tls"))
-        let added = try fingerprint(ofFile: config.path("config/tls/cert.pem"))
-        #expect(try eventually { try servedFingerprint("unknown.test") == added }, "the default certificate was not replaced")
+        try config.makePair(["default.test"], into: config.path("config/tls"))
+        let added = try Tool.fingerprint(ofFile: config.path("config/tls/cert.pem"))
+        #expect(try eventually { try server.servedFingerprint("unknown.test") == added }, "the default certificate was not replaced")
         // The site with its own certificate keeps it.
-        #expect(try servedFingerprint("own.test") == fingerprint(ofFile: config.ownCA))
+        #expect(try server.servedFingerprint("own.test") == Tool.fingerprint(ofFile: config.ownCA))
     }
 }
