@@ -191,6 +191,11 @@ public final class HTTP2Session {
             && bodies.keys.allSatisfy { CAASANghttp2_stream_is_open(session, $0) != 0 }
     }
 
+    /// Whether a request's header block has begun and its stream has not ended (the client still
+    /// owes END_STREAM): such a stream holds state, so the connection runs on the request
+    /// timeout, not the idle one.
+    public var hasIncompleteRequests: Bool { !streams.isEmpty }
+
     /// Whether frames are waiting to be produced.
     public var wantsWrite: Bool { nghttp2_session_want_write(session) != 0 }
 

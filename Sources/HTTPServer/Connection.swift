@@ -49,6 +49,9 @@ final class Connection {
     var counted: Traffic.ListenerClass?
     /// The HTTP/2 session, when ALPN chose h2.
     var http2: HTTP2Session?
+    /// HTTP/2: the monotonic second since which the session has held an incomplete request (a
+    /// stream whose END_STREAM has not come); nil when it holds none.
+    var incompleteSince: Int64?
     /// The certificate the TLS handshake chose, for the 421 rule.
     var tlsIdentity: Responder.TLSIdentity = .none
     /// Interest registered with epoll.

@@ -294,6 +294,22 @@ final class Worker {
         c.deadline = deadline
     }
 
+    /// An HTTP/2 connection's deadline after a read or a flush: the idle timeout while it holds
+    /// no incomplete request; otherwise the request timeout counted from when the oldest
+    /// still-incomplete state began. Every frame resets the idle timeout, so without this a client
+    /// could hold 100 streams of header state for ever by sending a PING now and then.
+    private func setHTTP2Deadline(_ c: Connection, _ session: HTTP2Session) {
+        guard session.hasIncompleteRequests else {
+            c.incompleteSince = nil
+            setDeadline(c, limits.idleTimeout)
+            return
+        }
+        let since = c.incompleteSince ?? now
+        c.incompleteSince = since
+        if case .readingRequest = c.phase { c.phase = .readingRequest(started: true) }
+        setDeadline(c, since + limits.requestTimeout - now)
+    }
+
     private func timedOut(_ c: Connection) {
         logger.debug("connection timed out", metadata: ["phase": "\(c.phase)"])
         if c.counted != nil {
@@ -401,7 +417,7 @@ final class Worker {
                         c.closeAfterWrite = true
                     }
                     answerHTTP2(c, session)
-                    setDeadline(c, limits.idleTimeout)
+                    setHTTP2Deadline(c, session)
                     if !sendHTTP2(c, session) { return }
                     if !session.isAlive || (draining && !session.wantsWrite && session.activeStreams == 0) {
                         startLingering(c)
@@ -681,6 +697,7 @@ final class Worker {
         setDeadline(c, limits.idleTimeout)
         watch(c, read: true, write: false)
         if let session = c.http2 {
+            setHTTP2Deadline(c, session)
             // Frames the session held back while the socket was full.
             session.produce(into: &out, limit: limits.outputHighWater)
             guard sendHTTP2(c, session) else { return }

@@ -4,7 +4,8 @@ connection and prints one line: `ok <what happened>` when the server defended it
 connection, refused the stream, or sent GOAWAY), `fail <why>` otherwise. Bounded in count and time;
 talks only to 127.0.0.1.
 
-Usage: h2abuse.py PORT HOST MODE   (MODE: rapid-reset, continuation, settings, ping, big-headers, window, concurrency-N)
+Usage: h2abuse.py PORT HOST MODE   (MODE: rapid-reset, continuation, settings, ping, big-headers, window, concurrency-N,
+                                   held-streams[-SECONDS])
 """
 import socket, ssl, sys, time
 import h2.config, h2.connection, h2.events, h2.exceptions, h2.settings
@@ -121,6 +122,31 @@ elif mode == "window":
     state, events = drain(sock, conn, 2)
     data = [e for e in events if isinstance(e, h2.events.DataReceived) and e.flow_controlled_length > 0]
     print("fail data sent beyond a zero window" if data else "ok no data beyond the window (%s)" % state)
+elif mode.startswith("held-streams"):
+    # 50 requests whose header blocks end but whose streams never do (no END_STREAM), kept alive
+    # by a PING every quarter second: the stream state they hold must not outlive the request
+    # timeout just because the connection is never idle.
+    wait = float(mode.split("-")[2]) if mode.count("-") == 2 else 15
+    for s in range(1, 101, 2):
+        conn.send_headers(s, request_headers([("x-pad", "v" * 200)]), end_stream=False)
+    sock.sendall(conn.data_to_send())
+    sock.settimeout(0.25)
+    end = time.time() + wait
+    state = "open"
+    while time.time() < end and state == "open":
+        try:
+            conn.ping(b"keepaliv")
+            sock.sendall(conn.data_to_send())
+            data = sock.recv(65536)
+            if not data:
+                state = "closed"
+            elif any(isinstance(e, h2.events.ConnectionTerminated) for e in conn.receive_data(data)):
+                state = "goaway"
+        except socket.timeout:
+            continue
+        except (ConnectionError, ssl.SSLError, h2.exceptions.ProtocolError):
+            state = "closed"
+    print("ok " + state if state != "open" else "fail held streams kept the connection open for %.0f s" % wait)
 elif mode.startswith("concurrency-"):
     # N streams held open at once (a zero window: no response can finish), ignoring the server's
     # SETTINGS_MAX_CONCURRENT_STREAMS (100). Up to the limit all get their response headers; one
