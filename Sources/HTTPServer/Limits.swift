@@ -1,3 +1,5 @@
+import HTTP1
+
 /// Every bound and timeout of a connection, named, with the reason for its value.
 public struct Limits: Sendable {
     /// TLS handshake must finish within this many seconds (a client that opens a socket and sends
@@ -24,8 +26,9 @@ public struct Limits: Sendable {
     /// Input read but not yet answered, at most (bytes): reading stops while complete requests
     /// wait for the socket (pipelining back-pressure, as swift-nio's HTTPServerPipelineHandler
     /// stops reading while a response is pending), so a client that sends requests and never
-    /// reads holds one read buffer plus one unfinished head, not everything it sent.
-    public var maximumBufferedInput = 64 * 1024 + 16 * 1024
+    /// reads holds one read buffer plus one unfinished head, not everything it sent. Reading
+    /// resumes only when what is buffered is less than one head, so a read can never pass this.
+    public var maximumBufferedInput = Worker.readBufferSize + HTTP1Parser.maximumHeadLength
     /// Connections accepted per readiness event of a listener (nginx accepts in batches as well).
     public var acceptBatch = 64
     /// Seconds accepting pauses after EMFILE/ENFILE instead of spinning on a full descriptor table.

@@ -401,8 +401,14 @@ final class Worker {
         for _ in 0..<limits.readsPerEvent {
             // Back-pressure: nothing more is read while answered-but-unsent or complete-but-
             // unanswered requests are buffered (answerBuffered returns to reading only when what is
-            // left is an unfinished head). The bound is a second line of defence.
-            guard c.bufferedInput < limits.maximumBufferedInput else { return }
+            // left is an unfinished head). The bound is a second line of defence: reaching it means
+            // that rule broke, and returning with read interest on would spin a level-triggered
+            // epoll, so the connection is closed instead.
+            guard c.bufferedInput < limits.maximumBufferedInput else {
+                logger.debug("buffered input over its bound; closing", metadata: ["bytes": "\(c.bufferedInput)"])
+                close(c)
+                return
+            }
             switch read(c) {
             case .wouldBlock:
                 return
