@@ -67,6 +67,7 @@ let package = Package(
         .executableTarget(
             name: "aasad",
             dependencies: [
+                .product(name: "HashTreeCollections", package: "swift-collections"),
                 "AASA",
                 "HTTPCore",
                 "SiteStore",

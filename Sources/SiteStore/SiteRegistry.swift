@@ -92,6 +92,9 @@ public final class SiteRegistry {
     /// change it read was applied.
     public private(set) var lastReloadProblems = 0
     private var defaultCertificateProblem = false
+    /// Sites whose status may have changed since `takeTouched` last ran (those a reload read,
+    /// updated, removed or republished for a conflict): an admin view re-encodes only these.
+    private var touchedSinceTaken = Set<String>()
     public private(set) var snapshot: Snapshot
     private var generation: UInt64
 
@@ -291,6 +294,7 @@ public final class SiteRegistry {
     /// A site directory went away: it stops being served.
     private func remove(_ name: String) {
         guard let record = records.removeValue(forKey: name) else { return }
+        touchedSinceTaken.insert(name)
         stateCounts[Self.state(of: record), default: 0] -= 1
         var republish = Set<String>()
         for host in record.claims {
@@ -308,6 +312,7 @@ public final class SiteRegistry {
     /// Returns the sites whose served hosts may have changed (conflicts appearing or clearing).
     private func update(_ name: String) -> Set<String> {
         guard var record = records[name] else { return [] }
+        touchedSinceTaken.insert(name)
         let before = Self.state(of: record)
         let source = record.source
         var errors: [String] = []
@@ -434,6 +439,7 @@ public final class SiteRegistry {
     /// other site claims.
     private func publish(_ name: String) {
         bump()
+        touchedSinceTaken.insert(name)
         guard let record = records[name], let served = record.served else {
             snapshot = snapshot.replacing(name, with: nil, generation: generation)
             return
@@ -475,15 +481,24 @@ public final class SiteRegistry {
     // MARK: - State
 
     /// Every site's state, sorted by directory name.
-    public var statuses: [SiteStatus] {
-        records.keys.sorted().map { name in
-            let r = records[name]!
-            let conflicted = r.claims.filter { (claims[$0]?.count ?? 0) > 1 }.map(\.name)
-            let state = Self.state(of: r)
-            return SiteStatus(
-                directory: name, hosts: r.claims.map(\.name), conflictingHosts: conflicted, state: state, etag: r.served?.aasa?.etag,
-                loadedAt: r.served?.loadedAt, errors: r.errors)
-        }
+    public var statuses: [SiteStatus] { records.keys.sorted().compactMap(status(of:)) }
+
+    /// One site's state; nil if no site has that directory name.
+    public func status(of name: String) -> SiteStatus? {
+        guard let r = records[name] else { return nil }
+        let conflicted = r.claims.filter { (claims[$0]?.count ?? 0) > 1 }.map(\.name)
+        return SiteStatus(
+            directory: name, hosts: r.claims.map(\.name), conflictingHosts: conflicted, state: Self.state(of: r),
+            etag: r.served?.aasa?.etag,
+            loadedAt: r.served?.loadedAt, errors: r.errors)
+    }
+
+    /// The sites whose status may have changed since the last call (a full reload: all of them,
+    /// and any removed), and forgets them. Costs nothing on the serving path: it is bookkeeping
+    /// of the reloader's own changes.
+    public func takeTouched() -> Set<String> {
+        defer { touchedSinceTaken = [] }
+        return touchedSinceTaken
     }
 
     /// Names under `sites/` that are not sites, with why.
