@@ -34,14 +34,15 @@ let package = Package(
         .systemLibrary(name: "CAASAZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         // The event loop: epoll, sockets, timers. No knowledge of HTTP.
         .target(name: "Reactor", dependencies: ["CAASALinux"], swiftSettings: swiftSettings),
-        // Byte-level HTTP pieces every layer shares (dates). No I/O.
+        // The HTTP vocabulary every layer shares (methods, statuses, field names, prepared header
+        // fields in both framings) and byte-level field parsing (dates, validators, Host). No I/O.
         .target(name: "HTTPCore", swiftSettings: swiftSettings),
         // A strict, bounded HTTP/1.1 request parser. No I/O.
-        .target(name: "HTTP1", swiftSettings: swiftSettings),
+        .target(name: "HTTP1", dependencies: ["HTTPCore"], swiftSettings: swiftSettings),
         // OpenSSL contexts, SNI, ALPN, connections, the development certificate.
         .target(name: "TLS", dependencies: ["CAASAOpenSSL"], swiftSettings: swiftSettings),
         // HTTP/2 sessions over libnghttp2: frames in and out, requests collected, responses sent.
-        .target(name: "HTTP2", dependencies: ["CAASANghttp2", "HTTP1"], swiftSettings: swiftSettings),
+        .target(name: "HTTP2", dependencies: ["CAASANghttp2", "HTTPCore"], swiftSettings: swiftSettings),
         // The server: workers, connections, routing and responses over HTTP/1.1 (and TLS).
         .target(
             name: "HTTPServer",
@@ -84,7 +85,10 @@ let package = Package(
         .testTarget(name: "AASATests", dependencies: ["AASA"], swiftSettings: swiftSettings),
         .testTarget(name: "HTTPCoreTests", dependencies: ["HTTPCore"], swiftSettings: swiftSettings),
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1", "HTTPCore"], swiftSettings: swiftSettings),
-        .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2"], swiftSettings: swiftSettings),
+        .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "HTTPCore"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTPCore", "HTTP2", "SiteStore", "TLS"],
+            swiftSettings: swiftSettings),
         .testTarget(name: "ReactorTests", dependencies: ["Reactor"], swiftSettings: swiftSettings),
         .testTarget(name: "TLSTests", dependencies: ["TLS"], swiftSettings: swiftSettings),
         .testTarget(

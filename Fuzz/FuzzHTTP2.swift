@@ -7,7 +7,7 @@
 let clientPreface = Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8)
 /// A body larger than one DATA frame and the default window, so flow control is exercised.
 let responseBody = [UInt8](repeating: 0x41, count: 70_000)
-let responseHeaders = Array("Content-Type: application/json\r\nContent-Length: 70000\r\nConnection: close\r\n".utf8)
+let responseHeaders = PreparedFields([("Content-Type", "application/json"), ("Content-Length", "70000"), ("Connection", "close")])
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
@@ -24,7 +24,9 @@ func exerciseHTTP2(_ bytes: [UInt8]) {
     let session = HTTP2Session()
     var output: [UInt8] = []
     session.produce(into: &output, limit: 1 << 16)
-    let split = bytes.count > clientPreface.count ? clientPreface.count + Int(bytes[clientPreface.count]) % (bytes.count - clientPreface.count + 1) : bytes.count
+    let split =
+        bytes.count > clientPreface.count
+        ? clientPreface.count + Int(bytes[clientPreface.count]) % (bytes.count - clientPreface.count + 1) : bytes.count
     for piece in [bytes[..<split], bytes[split...]] where !piece.isEmpty {
         let alive = piece.withUnsafeBytes { session.receive($0, now: 0) }
         for request in session.takeRequests() {
@@ -37,7 +39,8 @@ func exerciseHTTP2(_ bytes: [UInt8]) {
                 }
             }
             session.respond(
-                stream: request.stream, status: notModified ? 304 : 200, headerLines: responseHeaders, extra: [("date", "Sun, 06 Nov 1994 08:49:37 GMT")],
+                stream: request.stream, status: notModified ? .notModified : .ok, fields: responseHeaders,
+                date: Array("Sun, 06 Nov 1994 08:49:37 GMT".utf8),
                 body: responseBody, sendsBody: !notModified && request.method == .get)
         }
         precondition(session.heldStreamsAreOpen, "state kept for a stream nghttp2 closed")

@@ -29,6 +29,20 @@ compile() {
     return "${PIPESTATUS[0]}"
 }
 
+# one_module NAME FILES...: copies FILES to $out/NAME-src without their imports of the project's own
+# modules (HTTPCore, HTTP1), so that they compile as the one module the fuzz target is; prints the
+# copies' paths.
+one_module() {
+    local dir="$out/$1-src"
+    shift
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    for f in "$@"; do
+        sed -E '/^(public )?import (HTTPCore|HTTP1)$/d' "$f" >"$dir/$(basename "$f")"
+        echo "$dir/$(basename "$f")"
+    done
+}
+
 # run NAME CORPUS FAILS MAX_LEN [BINARY]: runs $out/fuzz-NAME (or BINARY) for $seconds (or
 # $FUZZ_RUNS inputs) and keeps what it found.
 run() {
@@ -53,7 +67,8 @@ run() {
 
 if [ "$which" = all ] || [ "$which" = http1 ]; then
     # The parser and the field functions the server applies to what it parsed (HTTPCore).
-    compile Sources/HTTP1/*.swift Sources/HTTPCore/*.swift Fuzz/FuzzHTTP1.swift -o "$out/fuzz-http1"
+    # shellcheck disable=SC2046 # file names without spaces
+    compile $(one_module http1 Sources/HTTP1/*.swift) Sources/HTTPCore/*.swift Fuzz/FuzzHTTP1.swift -o "$out/fuzz-http1"
     run http1 Fuzz/http1-corpus Fuzz/http1-fail-cases 20000
 fi
 
@@ -63,11 +78,10 @@ if [ "$which" = all ] || [ "$which" = fields ]; then
 fi
 
 if [ "$which" = all ] || [ "$which" = http2 ]; then
-    # One module: HTTP2Session without its `import HTTP1` (HTTP1's sources are compiled with it),
-    # nghttp2 through the CAASANghttp2 module map.
-    mkdir -p "$out/http2-src"
-    sed -e '/^public import HTTP1$/d' -e '/^import HTTP1$/d' Sources/HTTP2/HTTP2Session.swift >"$out/http2-src/HTTP2Session.swift"
-    compile -I Sources/CAASANghttp2 "$out/http2-src/HTTP2Session.swift" Sources/HTTP1/*.swift Sources/HTTPCore/*.swift \
+    # One module: HTTP2Session and HTTPCore without the import between them, nghttp2 through the
+    # CAASANghttp2 module map.
+    # shellcheck disable=SC2046 # file names without spaces
+    compile -I Sources/CAASANghttp2 $(one_module http2 Sources/HTTP2/*.swift) Sources/HTTPCore/*.swift \
         Fuzz/FuzzHTTP2.swift -lnghttp2 -o "$out/fuzz-http2"
     run http2 Fuzz/http2-corpus Fuzz/http2-fail-cases 16384
 fi

@@ -1,3 +1,5 @@
+import HTTPCore
+
 /// A strict, bounded HTTP/1.1 request-head parser (RFC 9112), incremental: it remembers how far it
 /// has looked for the end of the head, so a client sending one byte at a time costs linear work.
 ///
@@ -119,7 +121,7 @@ public struct HTTP1Parser: Sendable {
             }
             let name = line..<colon
             let value = valueStart..<valueEnd
-            switch FieldName(b, name) {
+            switch KnownField(b, name) {
             case .host:
                 hostCount += 1
                 if hostCount > 1 { return .failed(.badRequest("more than one Host field")) }
@@ -147,7 +149,7 @@ public struct HTTP1Parser: Sendable {
             case .userAgent:
                 head.userAgent = value
             case .acceptEncoding:
-                head.acceptsGzip = acceptsGzip(b, value)
+                head.acceptsGzip = HTTPFields.acceptsGzip(UnsafeRawBufferPointer(rebasing: b[value]))
             case .other:
                 break
             }
@@ -275,40 +277,6 @@ public struct HTTP1Parser: Sendable {
         }
     }
 
-    /// Whether an `Accept-Encoding` value admits gzip (HTTP/2 requests use the same rule).
-    public static func acceptsGzip(_ value: UnsafeRawBufferPointer) -> Bool {
-        acceptsGzip(value, 0..<value.count)
-    }
-
-    /// gzip is acceptable unless given `q=0` (RFC 9110 §12.5.3).
-    private static func acceptsGzip(_ b: UnsafeRawBufferPointer, _ r: Range<Int>) -> Bool {
-        var i = r.lowerBound
-        var result = false
-        while i < r.upperBound {
-            while i < r.upperBound && (b[i] == 44 || b[i] == 32 || b[i] == 9) { i += 1 }
-            let s = i
-            while i < r.upperBound && b[i] != 44 && b[i] != 59 && b[i] != 32 && b[i] != 9 { i += 1 }
-            let coding = s..<i
-            var zero = false
-            while i < r.upperBound && b[i] != 44 {
-                if b[i] == 61, i + 1 < r.upperBound {  // "q=0", "q=0.0", "q=0.000"
-                    var k = i + 1
-                    if b[k] == 48 {
-                        k += 1
-                        if k < r.upperBound && b[k] == 46 { k += 1 }
-                        while k < r.upperBound && b[k] == 48 { k += 1 }
-                        zero = k >= r.upperBound || b[k] == 44 || b[k] == 32 || b[k] == 59
-                    }
-                }
-                i += 1
-            }
-            // An explicit gzip decides; `*` stands for it unless gzip is named.
-            if equalsLowercase(b, coding, "gzip") || equalsLowercase(b, coding, "x-gzip") { return !zero }
-            if coding.count == 1 && b[coding.lowerBound] == 42 { result = !zero }
-        }
-        return result
-    }
-
     @inline(__always)
     static func equalsLowercase(_ b: UnsafeRawBufferPointer, _ r: Range<Int>, _ literal: StaticString) -> Bool {
         guard r.count == literal.utf8CodeUnitCount else { return false }
@@ -327,7 +295,7 @@ public struct HTTP1Parser: Sendable {
 }
 
 /// The header fields the server reads; all others are skipped.
-enum FieldName {
+enum KnownField {
     case host, connection, contentLength, transferEncoding, ifNoneMatch, ifModifiedSince, userAgent, acceptEncoding, other
 
     init(_ b: UnsafeRawBufferPointer, _ r: Range<Int>) {

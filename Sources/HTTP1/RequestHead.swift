@@ -1,10 +1,4 @@
-/// A request's method, as far as serving cares: GET and HEAD are served, anything else is 405 on
-/// a served path and 404 elsewhere.
-public enum Method: Equatable, Sendable {
-    case get
-    case head
-    case other
-}
+public import HTTPCore
 
 public enum Version: Equatable, Sendable {
     case http10

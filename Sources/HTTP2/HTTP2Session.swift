@@ -1,15 +1,17 @@
 import CAASANghttp2
-public import HTTP1
+public import HTTPCore
 
 /// One request read from an HTTP/2 stream: the fields serving needs, copied out of nghttp2's
 /// buffers (they are valid only during a callback).
 public struct HTTP2Request: Sendable {
     public var stream: Int32
     public var method: Method = .other
+    /// `:path` as sent, query included (for the access log).
+    public var target: [UInt8] = []
+    /// Where the path ends in `target`: at `?`, or at the end.
+    public var pathEnd = 0
     /// `:path` up to `?`.
-    public var path: [UInt8] = []
-    /// The rest of `:path`, from `?` on, when there is one (for the access log).
-    public var query: [UInt8]?
+    public var path: ArraySlice<UInt8> { target[..<pathEnd] }
     /// `:authority`, else `host`.
     public var authority: [UInt8]?
     public var ifNoneMatch: [UInt8]?
@@ -104,60 +106,42 @@ public final class HTTP2Session {
         return ready.filter { CAASANghttp2_stream_is_open(session, $0.stream) != 0 }
     }
 
-    /// Submits a response: `status`, header fields as `name: value\r\n` lines (names are sent in
-    /// lower case), and a body unless `sendsBody` is false (HEAD, 304).
+    /// Submits a response: `status`, the prepared fields (their HTTP/2 list, already lower case),
+    /// `date` (the `date` field's value), and a body unless `sendsBody` is false (HEAD, 304).
     /// A stream nghttp2 no longer has open gets nothing: its body would be kept for a data
     /// provider nghttp2 never calls.
-    public func respond(stream: Int32, status: Int, headerLines: [UInt8], extra: [(String, String)], body: [UInt8], sendsBody: Bool) {
+    public func respond(stream: Int32, status: Status, fields: PreparedFields, date: [UInt8], body: [UInt8], sendsBody: Bool) {
         guard CAASANghttp2_stream_is_open(session, stream) != 0 else { return }
-        // All names and values in one buffer, pointed into for the duration of the call (nghttp2
-        // copies them: NGHTTP2_NV_FLAG_NONE). Names are lower-cased as HTTP/2 requires.
-        var blob: [UInt8] = []
-        blob.reserveCapacity(headerLines.count + 64)
-        var spans: [(name: Int, nameLength: Int, value: Int, valueLength: Int)] = []
-        spans.reserveCapacity(12)
-        func add(_ name: some Collection<UInt8>, _ value: some Collection<UInt8>) {
-            spans.append((blob.count, name.count, blob.count + name.count, value.count))
-            blob.append(contentsOf: name)
-            blob.append(contentsOf: value)
-        }
-        add(":status".utf8, String(status).utf8)
-        for (name, value) in extra { add(name.utf8, value.utf8) }
-        var i = 0
-        let h = headerLines
-        while i < h.count {
-            var end = i
-            while end + 1 < h.count && !(h[end] == 13 && h[end + 1] == 10) { end += 1 }
-            guard end + 1 < h.count else { break }
-            var colon = i
-            while colon < end && h[colon] != 58 { colon += 1 }
-            // Lines are the server's own (`Name: value\r\n`); one without ": " is skipped rather
-            // than sliced backwards.
-            if colon > i, colon + 2 <= end {
-                let start = blob.count
-                let name = h[i..<colon]
-                // Connection-specific fields do not exist in HTTP/2 (RFC 9113 §8.2.2).
-                if !name.elementsEqual("Connection".utf8) {
-                    add(name, h[(colon + 2)..<end])
-                    for k in start..<(start + name.count) where blob[k] >= 65 && blob[k] <= 90 { blob[k] += 32 }
-                }
-            }
-            i = end + 2
-        }
         let hasBody = sendsBody && !body.isEmpty
         if hasBody { bodies[stream] = (body, 0) }
-        let result: Int32 = blob.withUnsafeMutableBufferPointer { buffer in
-            let base = buffer.baseAddress!
-            var nva = spans.map {
-                nghttp2_nv(
-                    name: base + $0.name, value: base + $0.value, namelen: $0.nameLength, valuelen: $0.valueLength,
-                    flags: CAASANghttp2_NV_FLAG_NONE)
+        // nghttp2 copies names and values (NGHTTP2_NV_FLAG_NONE), so pointing into the prepared
+        // bytes for the duration of the call is enough; it never writes through these pointers.
+        let result: Int32 = fields.http2Bytes.withUnsafeBufferPointer { prepared in
+            status.code.withUnsafeBufferPointer { code in
+                date.withUnsafeBufferPointer { date in
+                    func nv(
+                        _ base: UnsafeBufferPointer<UInt8>, _ offset: Int, _ length: Int, _ value: UnsafeBufferPointer<UInt8>,
+                        _ vOffset: Int, _ vLength: Int
+                    ) -> nghttp2_nv {
+                        nghttp2_nv(
+                            name: UnsafeMutablePointer(mutating: base.baseAddress! + offset),
+                            value: UnsafeMutablePointer(mutating: value.baseAddress! + vOffset), namelen: length, valuelen: vLength,
+                            flags: CAASANghttp2_NV_FLAG_NONE)
+                    }
+                    var nva: [nghttp2_nv] = []
+                    nva.reserveCapacity(fields.http2Spans.count + 2)
+                    Self.statusName.withUnsafeBufferPointer { nva.append(nv($0, 0, $0.count, code, 0, code.count)) }
+                    if !date.isEmpty { Self.dateName.withUnsafeBufferPointer { nva.append(nv($0, 0, $0.count, date, 0, date.count)) } }
+                    for span in fields.http2Spans {
+                        nva.append(nv(prepared, span.name, span.nameLength, prepared, span.value, span.valueLength))
+                    }
+                    if hasBody {
+                        var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: bodyReader)
+                        return nghttp2_submit_response(session, stream, &nva, nva.count, &provider)
+                    }
+                    return nghttp2_submit_response(session, stream, &nva, nva.count, nil)
+                }
             }
-            if hasBody {
-                var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: bodyReader)
-                return nghttp2_submit_response(session, stream, &nva, nva.count, &provider)
-            }
-            return nghttp2_submit_response(session, stream, &nva, nva.count, nil)
         }
         if result != 0 { bodies[stream] = nil }
     }
@@ -212,14 +196,16 @@ public final class HTTP2Session {
 
     // MARK: - Callback bodies
 
-    private static let methodName = Array(":method".utf8)
-    private static let pathName = Array(":path".utf8)
-    private static let authorityName = Array(":authority".utf8)
-    private static let hostName = Array("host".utf8)
-    private static let ifNoneMatchName = Array("if-none-match".utf8)
-    private static let ifModifiedSinceName = Array("if-modified-since".utf8)
-    private static let userAgentName = Array("user-agent".utf8)
-    private static let acceptEncodingName = Array("accept-encoding".utf8)
+    private static let methodName = Array(FieldName.method.utf8)
+    private static let pathName = Array(FieldName.path.utf8)
+    private static let authorityName = Array(FieldName.authority.utf8)
+    private static let hostName = Array(FieldName.host.utf8)
+    private static let ifNoneMatchName = Array(FieldName.ifNoneMatch.utf8)
+    private static let ifModifiedSinceName = Array(FieldName.ifModifiedSince.utf8)
+    private static let userAgentName = Array(FieldName.userAgent.utf8)
+    private static let acceptEncodingName = Array(FieldName.acceptEncoding.utf8)
+    private static let statusName = Array(FieldName.status.utf8)
+    private static let dateName = Array(FieldName.date.utf8)
 
     fileprivate func beginHeaders(_ stream: Int32) {
         streams[stream] = HTTP2Request(stream: stream)
@@ -236,14 +222,10 @@ public final class HTTP2Session {
         // Matched as bytes: no String per field on the hot path.
         switch name.count {
         case 7 where name.elementsEqual(Self.methodName):
-            request.method = value.elementsEqual("GET".utf8) ? .get : value.elementsEqual("HEAD".utf8) ? .head : .other
+            request.method = Method(value)
         case 5 where name.elementsEqual(Self.pathName):
-            if let mark = value.firstIndex(of: 63) {
-                request.path = Array(value[..<mark])
-                request.query = Array(value[mark...])
-            } else {
-                request.path = Array(value)
-            }
+            request.target = Array(value)
+            request.pathEnd = value.firstIndex(of: 63) ?? value.count
         case 10 where name.elementsEqual(Self.authorityName):
             request.authority = Array(value)
         case 4 where name.elementsEqual(Self.hostName):
@@ -252,7 +234,7 @@ public final class HTTP2Session {
         case 17 where name.elementsEqual(Self.ifModifiedSinceName): request.ifModifiedSince = Array(value)
         case 10 where name.elementsEqual(Self.userAgentName): request.userAgent = Array(value)
         case 15 where name.elementsEqual(Self.acceptEncodingName):
-            request.acceptsGzip = HTTP1Parser.acceptsGzip(UnsafeRawBufferPointer(value))
+            request.acceptsGzip = HTTPFields.acceptsGzip(UnsafeRawBufferPointer(value))
         default: break
         }
         streams[stream] = request

@@ -59,4 +59,47 @@ public enum HTTPFields {
             return end
         }
     }
+
+    /// Whether an `Accept-Encoding` value admits gzip: unless given `q=0` (RFC 9110 §12.5.3). An
+    /// explicit gzip (or x-gzip) decides; `*` stands for it unless gzip is named.
+    public static func acceptsGzip(_ b: UnsafeRawBufferPointer) -> Bool {
+        let r = 0..<b.count
+        var i = r.lowerBound
+        var result = false
+        while i < r.upperBound {
+            while i < r.upperBound && (b[i] == 44 || b[i] == 32 || b[i] == 9) { i += 1 }
+            let s = i
+            while i < r.upperBound && b[i] != 44 && b[i] != 59 && b[i] != 32 && b[i] != 9 { i += 1 }
+            let coding = UnsafeRawBufferPointer(rebasing: b[s..<i])
+            var zero = false
+            while i < r.upperBound && b[i] != 44 {
+                if b[i] == 61, i + 1 < r.upperBound {  // "q=0", "q=0.0", "q=0.000"
+                    var k = i + 1
+                    if b[k] == 48 {
+                        k += 1
+                        if k < r.upperBound && b[k] == 46 { k += 1 }
+                        while k < r.upperBound && b[k] == 48 { k += 1 }
+                        zero = k >= r.upperBound || b[k] == 44 || b[k] == 32 || b[k] == 59
+                    }
+                }
+                i += 1
+            }
+            if equalsLowercase(coding, "gzip") || equalsLowercase(coding, "x-gzip") { return !zero }
+            if coding.count == 1 && coding[0] == 42 { result = !zero }
+        }
+        return result
+    }
+
+    /// Whether `bytes` equal the lower-case ASCII `literal`, ignoring ASCII case in `bytes`.
+    @inline(__always)
+    public static func equalsLowercase(_ bytes: UnsafeRawBufferPointer, _ literal: StaticString) -> Bool {
+        guard bytes.count == literal.utf8CodeUnitCount else { return false }
+        let p = literal.utf8Start
+        for k in 0..<bytes.count {
+            var c = bytes[k]
+            if c >= 65 && c <= 90 { c += 32 }
+            if c != p[k] { return false }
+        }
+        return true
+    }
 }

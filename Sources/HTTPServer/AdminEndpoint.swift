@@ -1,4 +1,4 @@
-import HTTP1
+import HTTPCore
 
 /// The admin listener's answers (DESIGN.md "Operations"): plain HTTP on its own worker thread, so
 /// a large answer (the state of 100,000 sites) never holds up serving. The command supplies the
@@ -30,9 +30,11 @@ public struct AdminEndpoint: Sendable {
         guard let answer = handler(path) else { return .error(.notFound, close: false) }
         guard method != .other else { return .error(.methodNotAllowed, close: false) }
         let status = Status(rawValue: answer.status) ?? .ok
-        let headers = Array(
-            "Content-Type: \(answer.contentType)\r\nContent-Length: \(answer.body.count)\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n"
-                .utf8)
-        return Response(status: status, headers: headers, body: answer.body, sendsBody: method == .get, close: false)
+        let headers = PreparedFields([
+            (name: "Content-Type", value: answer.contentType), (name: "Content-Length", value: "\(answer.body.count)"),
+            (name: "Cache-Control", value: "no-store"), (name: "X-Content-Type-Options", value: "nosniff"),
+        ])
+        // The HEAD rule is applied where every response is: Exchange.finish.
+        return Response(status: status, headers: headers, body: answer.body, sendsBody: true, close: false)
     }
 }

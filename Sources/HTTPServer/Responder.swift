@@ -1,4 +1,3 @@
-import HTTP1
 import HTTPCore
 import SiteStore
 import TLS
@@ -73,6 +72,6 @@ enum Responder {
         return routed(
             Response(
                 status: .ok, headers: gzip ? file.gzipHeaders! : file.headers, body: gzip ? file.gzipBody! : file.body,
-                sendsBody: method == .get, close: false))
+                sendsBody: true, close: false))
     }
 }

@@ -1,43 +1,11 @@
-import HTTP1
-import HTTPCore
-
-/// The statuses the server sends, with their reason phrases.
-public enum Status: Int, Sendable {
-    case ok = 200
-    case notModified = 304
-    case badRequest = 400
-    case notFound = 404
-    case methodNotAllowed = 405
-    case contentTooLarge = 413
-    case uriTooLong = 414
-    case misdirected = 421
-    case fieldsTooLarge = 431
-    case versionNotSupported = 505
-    case serviceUnavailable = 503
-
-    public var reason: String {
-        switch self {
-        case .ok: "OK"
-        case .notModified: "Not Modified"
-        case .badRequest: "Bad Request"
-        case .notFound: "Not Found"
-        case .methodNotAllowed: "Method Not Allowed"
-        case .contentTooLarge: "Content Too Large"
-        case .uriTooLong: "URI Too Long"
-        case .misdirected: "Misdirected Request"
-        case .fieldsTooLarge: "Request Header Fields Too Large"
-        case .versionNotSupported: "HTTP Version Not Supported"
-        case .serviceUnavailable: "Service Unavailable"
-        }
-    }
-}
+public import HTTPCore
 
 /// One response, as references to prepared bytes: building it copies nothing (arrays are shared
 /// copy-on-write), and serialising it copies each piece once into the output buffer.
 public struct Response {
     public var status: Status
-    /// `Name: value\r\n` lines, all but `Date` and `Connection`.
-    public var headers: [UInt8]
+    /// The fields, all but `Date` and `Connection`, prepared in both framings.
+    public var headers: PreparedFields
     public var body: [UInt8]
     /// False for HEAD and 304: the headers describe the body, but it is not sent.
     public var sendsBody: Bool
@@ -49,7 +17,7 @@ public struct Response {
     public func serialize(into out: inout [UInt8], dateLine: [UInt8]) {
         out.append(contentsOf: StatusLines.line(status))
         out.append(contentsOf: dateLine)
-        out.append(contentsOf: headers)
+        out.append(contentsOf: headers.http1)
         if close { out.append(contentsOf: StatusLines.connectionClose) }
         out.append(13)
         out.append(10)
@@ -76,9 +44,8 @@ public struct Response {
 enum StatusLines {
     static let lines: [Int: [UInt8]] = {
         var out: [Int: [UInt8]] = [:]
-        for code in [200, 304, 400, 404, 405, 413, 414, 421, 431, 503, 505] {
-            let status = Status(rawValue: code)!
-            out[code] = Array("HTTP/1.1 \(code) \(status.reason)\r\n".utf8)
+        for status in Status.allCases {
+            out[status.rawValue] = Array("HTTP/1.1 \(status.rawValue) \(status.reason)\r\n".utf8)
         }
         return out
     }()
@@ -91,19 +58,23 @@ enum StatusLines {
 /// The bodies and header lines of error responses: short text, never the request echoed back.
 enum ErrorBodies {
     struct Prepared {
-        let headers: [UInt8]
+        let headers: PreparedFields
         let body: [UInt8]
     }
 
     private static let table: [Int: Prepared] = {
         var out: [Int: Prepared] = [:]
-        for code in [400, 404, 405, 413, 414, 421, 431, 503, 505] {
-            let status = Status(rawValue: code)!
-            let body = Array("\(code) \(status.reason)\n".utf8)
-            var headers = "Content-Type: text/plain; charset=utf-8\r\nContent-Length: \(body.count)\r\nX-Content-Type-Options: nosniff\r\n"
-            if status == .methodNotAllowed { headers += "Allow: GET, HEAD\r\n" }
-            if status == .notFound || status == .methodNotAllowed || status == .misdirected { headers += "Cache-Control: no-store\r\n" }
-            out[code] = Prepared(headers: Array(headers.utf8), body: body)
+        for status in Status.allCases where status.rawValue >= 400 {
+            let body = Array("\(status.rawValue) \(status.reason)\n".utf8)
+            var fields = [
+                (name: "Content-Type", value: "text/plain; charset=utf-8"), (name: "Content-Length", value: "\(body.count)"),
+                (name: "X-Content-Type-Options", value: "nosniff"),
+            ]
+            if status == .methodNotAllowed { fields.append((name: "Allow", value: "GET, HEAD")) }
+            if status == .notFound || status == .methodNotAllowed || status == .misdirected || status == .internalServerError {
+                fields.append((name: "Cache-Control", value: "no-store"))
+            }
+            out[status.rawValue] = Prepared(headers: PreparedFields(fields), body: body)
         }
         return out
     }()
@@ -116,14 +87,15 @@ public struct DateLine {
     private var second: Int64 = -1
     public private(set) var bytes: [UInt8] = []
     /// The date alone, for HTTP/2's `date` field.
-    public private(set) var value = ""
+    public private(set) var value: [UInt8] = []
 
     public init() {}
 
     public mutating func update(now seconds: Int64) {
         guard seconds != second else { return }
         second = seconds
-        value = HTTPDate.format(seconds)
-        bytes = Array("Date: \(value)\r\n".utf8)
+        let date = HTTPDate.format(seconds)
+        value = Array(date.utf8)
+        bytes = Array("Date: \(date)\r\n".utf8)
     }
 }

@@ -1,4 +1,3 @@
-import Glibc
 public import Logging
 public import Reactor
 public import SiteStore
@@ -46,7 +45,7 @@ public final class Server {
     private let logger: Logger
     private let stopFlag = StopFlag()
     private var workers: [Worker] = []
-    private var threads: [pthread_t] = []
+    private var threads: [LoopThread] = []
     private var listenerFDs: [Int32] = []
 
     /// The addresses actually bound (port 0 resolved), HTTPS then HTTP, in configuration order.
@@ -104,13 +103,13 @@ public final class Server {
                 }
             }
         } catch {
-            listenerFDs.forEach { _ = close($0) }
+            listenerFDs.forEach(Socket.close)
             listenerFDs = []
             workers = []
             throw error
         }
         for worker in workers {
-            threads.append(Self.spawn { worker.run() })
+            threads.append(LoopThread.spawn { worker.run() })
         }
     }
 
@@ -127,26 +126,7 @@ public final class Server {
 
     /// Waits until every worker has stopped.
     public func wait() {
-        for thread in threads { pthread_join(thread, nil) }
+        for thread in threads { thread.join() }
         threads = []
-    }
-
-    private final class Box {
-        let body: () -> Void
-        init(_ body: @escaping () -> Void) { self.body = body }
-    }
-
-    private static func spawn(_ body: @escaping () -> Void) -> pthread_t {
-        var thread = pthread_t()
-        let box = Unmanaged.passRetained(Box(body)).toOpaque()
-        let result = pthread_create(
-            &thread, nil,
-            { raw in
-                let box = Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue()
-                box.body()
-                return nil
-            }, box)
-        precondition(result == 0, "cannot start a worker thread: \(describeErrno(result))")
-        return thread
     }
 }

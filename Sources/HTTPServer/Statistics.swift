@@ -1,3 +1,4 @@
+import HTTPCore
 import Synchronization
 public import TLS
 

@@ -10,3 +10,8 @@ public struct MonotonicClock: Sendable {
         return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
     }
 }
+
+/// Seconds since the Unix epoch, for Date headers and log lines.
+public enum WallClock {
+    public static func seconds() -> Int64 { Int64(time(nil)) }
+}

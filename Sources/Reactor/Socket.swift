@@ -52,4 +52,25 @@ public enum Socket {
     public static func write(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) throws(SystemError) -> IOResult<Int> {
         try syscall("write", { Glibc.send(fd, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL)) })
     }
+
+    /// Turns off Nagle's algorithm: responses go out as soon as they are written.
+    public static func setNoDelay(_ fd: Int32) {
+        _ = try? setOption(fd, Int32(IPPROTO_TCP), TCP_NODELAY, 1)
+    }
+
+    /// Shuts the write side: the peer reads end-of-stream after the bytes already sent.
+    public static func shutdownWrite(_ fd: Int32) {
+        _ = Glibc.shutdown(fd, Int32(SHUT_WR))
+    }
+
+    /// Closes a descriptor. Linux releases it even when close reports EINTR, so it is never
+    /// retried (a retry could close a descriptor another thread just got).
+    public static func close(_ fd: Int32) {
+        _ = Glibc.close(fd)
+    }
+}
+
+extension SystemError {
+    /// The process or system is out of descriptors (EMFILE, ENFILE).
+    public var isDescriptorExhaustion: Bool { errno == EMFILE || errno == ENFILE }
 }

@@ -1,4 +1,4 @@
-import HTTPCore
+public import HTTPCore
 
 /// How files are served: the header values that are policy rather than content.
 public struct ServingOptions: Sendable, Equatable {
@@ -57,12 +57,12 @@ public final class PreparedFile: Sendable {
     public let options: ServingOptions
     /// Modification time, seconds since the epoch.
     public let lastModified: Int64
-    /// `Name: value\r\n` lines of a 200 response, all but `Date` and `Connection`.
-    public let headers: [UInt8]
-    public let gzipHeaders: [UInt8]?
+    /// The fields of a 200 response, all but `Date` and `Connection`, in both framings.
+    public let headers: PreparedFields
+    public let gzipHeaders: PreparedFields?
     /// The same for a 304 (RFC 9110 §15.4.5: the validators and caching fields, no body fields).
-    public let notModifiedHeaders: [UInt8]
-    public let gzipNotModifiedHeaders: [UInt8]?
+    public let notModifiedHeaders: PreparedFields
+    public let gzipNotModifiedHeaders: PreparedFields?
 
     public var body: [UInt8] { content.body }
     public var gzipBody: [UInt8]? { content.gzipBody }
@@ -93,9 +93,7 @@ public final class PreparedFile: Sendable {
         self.content = content
         self.options = options
         lastModified = modified
-        func lines(_ fields: [(String, String)]) -> [UInt8] {
-            Array(fields.map { "\($0.0): \($0.1)\r\n" }.joined().utf8)
-        }
+        func lines(_ fields: [(String, String)]) -> PreparedFields { PreparedFields(fields.map { (name: $0.0, value: $0.1) }) }
         // Vary only when a gzip variant exists: otherwise every client gets the same bytes.
         let vary: [(String, String)] = content.gzipBody == nil ? [] : [("Vary", "Accept-Encoding")]
         let common: [(String, String)] = [("Last-Modified", HTTPDate.format(modified)), ("Cache-Control", options.cacheControl)]

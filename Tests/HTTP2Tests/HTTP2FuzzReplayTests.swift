@@ -1,4 +1,5 @@
 import Foundation
+import HTTPCore
 import Testing
 
 @testable import HTTP2
@@ -18,7 +19,7 @@ struct HTTP2FuzzReplayTests {
     }
 
     static let body = [UInt8](repeating: 0x41, count: 70_000)
-    static let headers = Array("Content-Type: application/json\r\nContent-Length: 70000\r\nConnection: close\r\n".utf8)
+    static let headers = PreparedFields([("Content-Type", "application/json"), ("Content-Length", "70000"), ("Connection", "close")])
 
     /// The fuzz target's steps; returns how many requests were answered.
     @discardableResult
@@ -35,7 +36,7 @@ struct HTTP2FuzzReplayTests {
             for request in session.takeRequests() {
                 #expect(request.stream > 0 && request.stream % 2 == 1)
                 session.respond(
-                    stream: request.stream, status: 200, headerLines: headers, extra: [("date", "Sun, 06 Nov 1994 08:49:37 GMT")],
+                    stream: request.stream, status: .ok, fields: headers, date: Array("Sun, 06 Nov 1994 08:49:37 GMT".utf8),
                     body: body,
                     sendsBody: request.method == .get)
                 answered += 1

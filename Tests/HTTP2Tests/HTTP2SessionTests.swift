@@ -1,3 +1,4 @@
+import HTTPCore
 import Testing
 
 @testable import HTTP2
@@ -43,7 +44,7 @@ private func exchange(_ session: HTTP2Session, _ bytes: [UInt8], body: [UInt8]) 
     let requests = session.takeRequests()
     for request in requests {
         session.respond(
-            stream: request.stream, status: 200, headerLines: Array("Content-Type: application/json\r\n".utf8), extra: [],
+            stream: request.stream, status: .ok, fields: PreparedFields([("Content-Type", "application/json")]), date: [],
             body: body, sendsBody: true)
     }
     var output: [UInt8] = []
@@ -62,7 +63,7 @@ struct HTTP2SessionTests {
             session, ClientFrames.preface + ClientFrames.settings + ClientFrames.get(stream: 1), body: Self.body)
         #expect(ok)
         #expect(requests.map(\.stream) == [1])
-        #expect(requests.first?.path == Array("/.well-known/apple-app-site-association".utf8))
+        #expect(requests.first.map { Array($0.path) } == Array("/.well-known/apple-app-site-association".utf8))
         #expect(output.count > Self.body.count, "the response's frames were produced")
         #expect(session.activeStreams == 0)
     }
@@ -91,22 +92,29 @@ struct HTTP2SessionTests {
         let requests = session.takeRequests()
         _ = ClientFrames.reset(stream: 1).withUnsafeBytes { session.receive($0, now: 0) }
         for request in requests {
-            session.respond(stream: request.stream, status: 200, headerLines: [], extra: [], body: Self.body, sendsBody: true)
+            session.respond(stream: request.stream, status: .ok, fields: .none, date: [], body: Self.body, sendsBody: true)
         }
         #expect(session.activeStreams == 0)
     }
 
-    @Test("response header lines without a value or colon are skipped, never sliced backwards")
-    func oddHeaderLines() {
+    @Test("prepared fields go out lower-cased, without connection-specific fields, with :status and date first")
+    func preparedFields() {
         let session = HTTP2Session()
         _ = (ClientFrames.preface + ClientFrames.settings + ClientFrames.get(stream: 1)).withUnsafeBytes { session.receive($0, now: 0) }
+        let fields = PreparedFields([("Content-Type", "application/json"), ("Connection", "close"), ("X-Content-Type-Options", "nosniff")])
+        #expect(fields.http2Spans.count == 2)
+        #expect(fields.value(of: "content-type") == "application/json")
+        #expect(fields.value(of: "Connection") == nil)
+        #expect(fields.http1 == Array("Content-Type: application/json\r\nConnection: close\r\nX-Content-Type-Options: nosniff\r\n".utf8))
         for request in session.takeRequests() {
             session.respond(
-                stream: request.stream, status: 200, headerLines: Array("X:\r\nnocolon\r\n:\r\nA: b\r\nC: d".utf8), extra: [], body: [],
+                stream: request.stream, status: .notModified, fields: fields, date: Array("Sun, 06 Nov 1994 08:49:37 GMT".utf8), body: [],
                 sendsBody: false)
         }
         var output: [UInt8] = []
         session.produce(into: &output, limit: 1 << 16)
         #expect(!output.isEmpty)
+        // HPACK (RFC 7541 Appendix A): ":status: 304" is static-table index 11, sent as one byte 0x8B.
+        #expect(output.contains(0x8B))
     }
 }

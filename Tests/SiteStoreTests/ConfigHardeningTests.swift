@@ -61,7 +61,7 @@ struct SiteStoreHardeningTests {
         try c.write("sites/a.test/apple-app-site-association", good2)
         let file = try #require(r.reload(["a.test"]).site(forHost: "a.test")?.aasa)
         #expect(String(decoding: file.body, as: UTF8.self) == good2)
-        let head = String(decoding: file.headers, as: UTF8.self)
+        let head = String(decoding: file.headers.http1, as: UTF8.self)
         #expect(head.contains("Cache-Control: max-age=60\r\n"), "\(head)")
         #expect(!head.contains("X-Injected"))
         let status = try #require(r.statuses.first)
@@ -185,6 +185,6 @@ struct HTTPFieldValueTests {
             try PreparedFile(body: Array("{}".utf8), modified: 0, options: ServingOptions(cacheControl: "max-age=60\r\nX-Injected: yes"))
         }
         let file = try PreparedFile(body: Array("{}".utf8), modified: 0, options: ServingOptions(cacheControl: "max-age=60"))
-        #expect(String(decoding: file.headers, as: UTF8.self).contains("Cache-Control: max-age=60\r\n"))
+        #expect(String(decoding: file.headers.http1, as: UTF8.self).contains("Cache-Control: max-age=60\r\n"))
     }
 }

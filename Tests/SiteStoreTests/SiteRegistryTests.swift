@@ -207,7 +207,7 @@ struct SiteSettingsTests {
         let s = r.reloadAll()
         #expect(body(s, "www.a.test") == good)
         #expect(body(s, "a.example") == good)
-        let headers = String(decoding: s.site(forHost: "a.test")!.aasa!.headers, as: UTF8.self)
+        let headers = String(decoding: s.site(forHost: "a.test")!.aasa!.headers.http1, as: UTF8.self)
         #expect(headers.contains("Cache-Control: max-age=60\r\n"))
     }
 

@@ -1,0 +1,55 @@
+/// A response's header fields, prepared once in both framings (when a site loads, or once per
+/// error status): the HTTP/1.1 lines, and the HTTP/2 field list with lower-case names. No
+/// response is parsed back from HTTP/1 text per request.
+public struct PreparedFields: Sendable, Equatable {
+    /// `Name: value\r\n` lines.
+    public let http1: [UInt8]
+    /// Every HTTP/2 name and value, back to back: names in lower case; connection-specific
+    /// fields (RFC 9113 §8.2.2) left out.
+    public let http2Bytes: [UInt8]
+    /// Where each field of `http2Bytes` is: name offset, name length, value offset, value length.
+    public let http2Spans: [Span]
+
+    public struct Span: Sendable, Equatable {
+        public let name: Int
+        public let nameLength: Int
+        public let value: Int
+        public let valueLength: Int
+    }
+
+    /// Fields as (name, value) pairs. Names and values must already be valid field syntax (the
+    /// callers' values went through `HTTPField.valueProblem`).
+    public init(_ fields: [(name: String, value: String)]) {
+        var lines: [UInt8] = []
+        var bytes: [UInt8] = []
+        var spans: [Span] = []
+        for (name, value) in fields {
+            lines.append(contentsOf: name.utf8)
+            lines.append(contentsOf: ": ".utf8)
+            lines.append(contentsOf: value.utf8)
+            lines.append(contentsOf: "\r\n".utf8)
+            let lower = name.lowercased()
+            if lower == FieldName.connection || lower == "keep-alive" || lower == FieldName.transferEncoding { continue }
+            spans.append(
+                Span(name: bytes.count, nameLength: lower.utf8.count, value: bytes.count + lower.utf8.count, valueLength: value.utf8.count))
+            bytes.append(contentsOf: lower.utf8)
+            bytes.append(contentsOf: value.utf8)
+        }
+        http1 = lines
+        http2Bytes = bytes
+        http2Spans = spans
+    }
+
+    /// No fields.
+    public static let none = PreparedFields([])
+
+    /// The value of the first field named `name` (any case), for tests and diagnostics.
+    public func value(of name: String) -> String? {
+        let lower = name.lowercased()
+        for span in http2Spans {
+            let fieldName = String(decoding: http2Bytes[span.name..<(span.name + span.nameLength)], as: UTF8.self)
+            if fieldName == lower { return String(decoding: http2Bytes[span.value..<(span.value + span.valueLength)], as: UTF8.self) }
+        }
+        return nil
+    }
+}

@@ -1,0 +1,405 @@
+import HTTP1
+import HTTP2
+import HTTPCore
+import TLS
+
+/// What a connection's state machine needs from its worker for one event: the time, the limits,
+/// whether the server is stopping, where output goes, and who answers requests.
+struct ConnectionContext<Answerer: RequestAnswering> {
+    /// Monotonic seconds: every deadline is counted from here.
+    var now: Int64
+    /// Monotonic milliseconds, for HTTP/2's rapid-reset window.
+    var milliseconds: Int64
+    let limits: Limits
+    /// The server is stopping: every connection closes after its current response.
+    var draining = false
+    /// Bytes to write. The machine appends; the worker writes them and empties the buffer (one
+    /// buffer per worker, its capacity kept, so a response that the socket takes whole is never
+    /// copied a second time).
+    var out: [UInt8] = []
+    var answerer: Answerer
+}
+
+/// One connection's protocol state, apart from its socket (hummingbird's connection state
+/// machine; h2o's protocol handlers apart from its socket layer): a value that takes events
+/// (bytes received, bytes sent, handshake done, stop) and says what the worker does next. The
+/// worker owns the socket, TLS, epoll interest and the timer wheel; the machine owns phases,
+/// deadlines, buffered input and pending output, and the protocol chosen once after ALPN.
+///
+/// Deadlines and interest are state, not actions: after each step the worker reconciles the
+/// timer with `deadline` and epoll with `wantsRead` and `wantsWrite`.
+struct ConnectionMachine {
+    /// Where the connection is in a request's life (named as nginx names its phases).
+    enum Phase: Equatable {
+        /// TLS handshake in progress.
+        case handshaking
+        /// Waiting for (the rest of) a request; `started` once its first byte arrived (HTTP/1.1)
+        /// or while a stream is incomplete (HTTP/2).
+        case readingRequest(started: Bool)
+        /// Output pending that the socket would not take yet, or queued requests waiting for
+        /// the next writable event; reading is paused (back-pressure).
+        case writing
+        /// The last response is out; the write side is shut and input is read and dropped until
+        /// the peer closes, so a late pipelined request cannot turn into a reset that destroys
+        /// the response (nginx's lingering close).
+        case lingering
+    }
+
+    /// The protocol, chosen once: plain connections speak HTTP/1.1; TLS ones what ALPN chose
+    /// (h2o's on_ssl_handshake_complete). A closed set: a new protocol (acme-tls/1) is a case
+    /// here and a branch in `received`, nowhere else.
+    enum Framing {
+        /// TLS before the handshake is done.
+        case undecided
+        case http1
+        case http2(HTTP2Session)
+    }
+
+    /// What the worker does next.
+    enum Next: Equatable {
+        /// Write `context.out` and report how much went with `sent(_:_:)`.
+        case write
+        /// Wait for readiness (`wantsRead`/`wantsWrite`) or the deadline.
+        case wait
+        /// Shut the write side and drain input until the peer closes; then `linger(_:)`.
+        case linger
+        /// Close now.
+        case close
+    }
+
+    let peer: Peer
+    private(set) var phase: Phase
+    private(set) var framing: Framing
+    /// Monotonic second at which the current phase times out.
+    private(set) var deadline: Int64
+    /// The certificate the TLS handshake chose, for the 421 rule.
+    private(set) var tlsIdentity: Responder.TLSIdentity = .none
+    /// Requests answered on this connection.
+    private(set) var requests = 0
+    private var parser = HTTP1Parser()
+    /// Bytes read but not answered yet, from `inputOffset` on: an unfinished request head, or
+    /// pipelined requests waiting for the socket to take earlier responses (empty almost always:
+    /// complete requests are parsed straight from the worker's read buffer). The worker stops
+    /// reading at `Limits.maximumBufferedInput`.
+    private var input: [UInt8] = []
+    /// Where the unanswered input starts. Answering moves it; the array is compacted only when
+    /// the answered part is at least half of it, so a long pipeline costs linear work.
+    private var inputOffset = 0
+    /// Output the socket did not take yet, from `outputOffset` on.
+    private(set) var output: [UInt8] = []
+    private(set) var outputOffset = 0
+    /// Close once the pending output is written.
+    private var closeAfterWrite = false
+    /// HTTP/1.1: answering stopped at the output high-water mark with input left, so complete
+    /// requests may be waiting.
+    private var queued = false
+    /// HTTP/1.1: rounds of answering already-read requests left in this readiness event
+    /// (`Limits.answerRoundsPerEvent`).
+    private var rounds = 0
+    /// HTTP/2: the second since which the session has held an incomplete request.
+    private var incompleteSince: Int64?
+
+    init(peer: Peer, tls: Bool, now: Int64, limits: Limits) {
+        self.peer = peer
+        phase = tls ? .handshaking : .readingRequest(started: false)
+        framing = tls ? .undecided : .http1
+        deadline = now + (tls ? limits.handshakeTimeout : limits.idleTimeout)
+    }
+
+    var hasPendingOutput: Bool { outputOffset < output.count }
+    /// Input read and not yet answered.
+    var bufferedInput: Int { input.count - inputOffset }
+    /// Epoll interest outside the handshake (the worker follows TLS's wishes during it).
+    var wantsRead: Bool { phase != .writing }
+    var wantsWrite: Bool { phase == .writing }
+
+    // MARK: - Events
+
+    /// The TLS handshake finished: ALPN's choice is final. HTTP/2 sends its SETTINGS first.
+    mutating func handshakeCompleted<A>(http2: Bool, identity: Responder.TLSIdentity, _ context: inout ConnectionContext<A>) -> Next {
+        tlsIdentity = identity
+        phase = .readingRequest(started: false)
+        deadline = context.now + context.limits.idleTimeout
+        guard http2 else {
+            framing = .http1
+            return .wait
+        }
+        let session = HTTP2Session()
+        framing = .http2(session)
+        session.produce(into: &context.out, limit: context.limits.outputHighWater)
+        return .write
+    }
+
+    /// Bytes arrived (the worker reads only while `wantsRead`). Their answers are appended to
+    /// `context.out`.
+    mutating func received<A>(_ bytes: UnsafeRawBufferPointer, _ context: inout ConnectionContext<A>) -> Next {
+        switch framing {
+        case .undecided:
+            return .close  // the worker reads requests only after the handshake
+        case .http2(let session):
+            // A session that ended (GOAWAY sent for a protocol error) closes once its last frames are out.
+            if !session.receive(bytes, now: context.milliseconds) { closeAfterWrite = true }
+            answerHTTP2(session, &context)
+            setHTTP2Deadline(session, context)
+            return .write
+        case .http1:
+            rounds = context.limits.answerRoundsPerEvent
+            if bufferedInput == 0 {
+                // The common case: requests parsed straight from the read buffer, no copy.
+                let (consumed, more) = answerHTTP1(bytes, &context)
+                queued = more
+                if consumed < bytes.count {
+                    clearInput()
+                    appendInput(UnsafeRawBufferPointer(rebasing: bytes[consumed...]))
+                }
+            } else {
+                appendInput(bytes)
+                queued = answerInput(&context)
+            }
+            return .write
+        }
+    }
+
+    /// The worker wrote `written` bytes of `context.out` (there was no pending output). What the
+    /// socket did not take is kept, and the connection waits for writability.
+    mutating func sent<A>(_ written: Int, _ context: inout ConnectionContext<A>) -> Next {
+        if written < context.out.count {
+            output = Array(context.out[written...])
+            outputOffset = 0
+            context.out.removeAll(keepingCapacity: true)
+            phase = .writing
+            deadline = context.now + context.limits.writeTimeout
+            return .wait
+        }
+        context.out.removeAll(keepingCapacity: true)
+        return outputDone(flushed: false, &context)
+    }
+
+    /// New output while older output is still pending goes after it, never ahead of it: written
+    /// first it would land inside a half-sent HTTP/2 frame (GOAWAY on a graceful stop) or break
+    /// OpenSSL's rule that a retried write repeats the same bytes.
+    mutating func enqueue<A>(_ context: inout ConnectionContext<A>) -> Next {
+        if outputOffset > 0 {
+            output.removeFirst(outputOffset)
+            outputOffset = 0
+        }
+        output.append(contentsOf: context.out)
+        context.out.removeAll(keepingCapacity: true)
+        return .wait
+    }
+
+    /// The socket was writable and took `written` bytes of the pending output (none may have
+    /// been pending: queued requests waiting for their turn).
+    mutating func flushed<A>(_ written: Int, _ context: inout ConnectionContext<A>) -> Next {
+        outputOffset += written
+        if hasPendingOutput {
+            // The write timeout is between two writes that make progress (nginx's send_timeout).
+            if written > 0 { deadline = context.now + context.limits.writeTimeout }
+            return .wait
+        }
+        output = []
+        outputOffset = 0
+        rounds = context.limits.answerRoundsPerEvent
+        return outputDone(flushed: true, &context)
+    }
+
+    /// The server is stopping: HTTP/2 sends GOAWAY; an idle HTTP/1.1 connection closes now; a
+    /// busy one closes after its current response.
+    mutating func stop<A>(_ context: inout ConnectionContext<A>) -> Next {
+        switch framing {
+        case .http2(let session):
+            session.goAway()
+            session.produce(into: &context.out, limit: context.limits.outputHighWater)
+            return .write
+        case .http1:
+            if phase == .readingRequest(started: false) && bufferedInput == 0 && !hasPendingOutput { return .close }
+            return .wait
+        case .undecided:
+            return .wait  // it may still send a request; the handshake timeout bounds it
+        }
+    }
+
+    /// The worker shut the write side: input is drained, for at most the linger timeout.
+    mutating func linger<A>(_ context: inout ConnectionContext<A>) {
+        phase = .lingering
+        clearInput()
+        deadline = context.now + context.limits.lingerTimeout
+    }
+
+    // MARK: - After output
+
+    /// Everything produced so far is written: HTTP/2 sends frames it held back; HTTP/1.1
+    /// answers requests already read (a client may send all its requests at once and read only
+    /// when they are all answered: they must not wait for input that will never come).
+    private mutating func outputDone<A>(flushed: Bool, _ context: inout ConnectionContext<A>) -> Next {
+        if closeAfterWrite { return .linger }
+        if flushed {
+            phase = .readingRequest(started: false)
+            deadline = context.now + context.limits.idleTimeout
+        }
+        switch framing {
+        case .undecided:
+            return .wait
+        case .http2(let session):
+            setHTTP2Deadline(session, context)
+            if session.wantsWrite {
+                session.produce(into: &context.out, limit: context.limits.outputHighWater)
+                if !context.out.isEmpty { return .write }
+            }
+            // A finished session (GOAWAY sent, streams done) closes now rather than wait for
+            // input that may never come.
+            if !session.isAlive || (context.draining && !session.wantsWrite && session.activeStreams == 0) { return .linger }
+            return .wait
+        case .http1:
+            guard (queued || flushed) && bufferedInput > 0 else {
+                // Stopping: a connection whose last response is out and that holds no request
+                // closes now instead of idling until the drain timeout.
+                if context.draining && bufferedInput == 0 { return .close }
+                return .wait
+            }
+            guard rounds > 0 else {
+                // Out of rounds: wait for writability (the socket is writable, so the next loop
+                // iteration comes back through `flushed`, which answers more), not for input.
+                phase = .writing
+                deadline = context.now + context.limits.writeTimeout
+                return .wait
+            }
+            rounds -= 1
+            queued = answerInput(&context)
+            return .write
+        }
+    }
+
+    // MARK: - HTTP/1.1
+
+    /// Answers the buffered requests, up to the high-water mark; true when it stopped there with
+    /// bytes left.
+    private mutating func answerInput<A>(_ context: inout ConnectionContext<A>) -> Bool {
+        let buffer = input  // shares storage: answering reads the buffer and never appends
+        let (consumed, more) = buffer.withUnsafeBytes { answerHTTP1(UnsafeRawBufferPointer(rebasing: $0[inputOffset...]), &context) }
+        inputOffset += consumed
+        if inputOffset >= input.count { clearInput() }
+        return more
+    }
+
+    /// Parses and answers the complete requests at the start of `bytes`; returns how many bytes
+    /// were used, and whether it stopped at the output high-water mark with bytes left.
+    private mutating func answerHTTP1<A>(_ bytes: UnsafeRawBufferPointer, _ context: inout ConnectionContext<A>) -> (
+        consumed: Int, more: Bool
+    ) {
+        var offset = 0
+        while offset < bytes.count {
+            let rest = UnsafeRawBufferPointer(rebasing: bytes[offset...])
+            switch parser.parse(rest) {
+            case .incomplete:
+                if phase == .readingRequest(started: false) {
+                    phase = .readingRequest(started: true)
+                    deadline = context.now + context.limits.requestTimeout
+                }
+                return (offset, false)
+            case .failed(let error):
+                // The stream position is no longer known: answer and close.
+                let response = context.answerer.refuse(Status(rawValue: error.status) ?? .badRequest, peer: peer)
+                response.serialize(into: &context.out, dateLine: context.answerer.dateLine.bytes)
+                closeAfterWrite = true
+                return (bytes.count, false)
+            case .complete(let head):
+                func slice(_ r: Range<Int>?) -> UnsafeRawBufferPointer? { r.map { UnsafeRawBufferPointer(rebasing: rest[$0]) } }
+                let request = RequestView(
+                    version: .http1, method: head.method, authority: slice(head.host), path: slice(head.path)!,
+                    target: slice(head.target)!, ifNoneMatch: slice(head.ifNoneMatch), ifModifiedSince: slice(head.ifModifiedSince),
+                    userAgent: slice(head.userAgent), acceptsGzip: head.acceptsGzip)
+                var response = context.answerer.answer(request, peer: peer, tls: tlsIdentity)
+                response.close = !head.keepAlive || context.draining
+                response.serialize(into: &context.out, dateLine: context.answerer.dateLine.bytes)
+                requests += 1
+                parser.reset()
+                offset += head.length
+                phase = .readingRequest(started: false)
+                deadline = context.now + context.limits.idleTimeout
+                if response.close {
+                    closeAfterWrite = true
+                    return (bytes.count, false)
+                }
+                if context.out.count >= context.limits.outputHighWater { return (offset, offset < bytes.count) }
+            }
+        }
+        return (offset, false)
+    }
+
+    /// Keeps bytes after what is buffered, compacting first when most of the buffer is answered.
+    private mutating func appendInput(_ bytes: UnsafeRawBufferPointer) {
+        if inputOffset > 0 && inputOffset >= input.count / 2 {
+            input.removeFirst(inputOffset)
+            inputOffset = 0
+        }
+        input.append(contentsOf: bytes)
+    }
+
+    private mutating func clearInput() {
+        input.removeAll(keepingCapacity: input.capacity <= 64 * 1024)
+        inputOffset = 0
+    }
+
+    // MARK: - HTTP/2
+
+    /// Answers the session's complete requests through the same exchange as HTTP/1.1, and
+    /// appends the frames to send to `context.out`.
+    private mutating func answerHTTP2<A>(_ session: HTTP2Session, _ context: inout ConnectionContext<A>) {
+        for request in session.takeRequests() {
+            let response = request.target.withUnsafeBytes { target in
+                withBytes(request.authority) { authority in
+                    withBytes(request.ifNoneMatch) { ifNoneMatch in
+                        withBytes(request.ifModifiedSince) { ifModifiedSince in
+                            withBytes(request.userAgent) { userAgent in
+                                let view = RequestView(
+                                    version: .http2, method: request.method, authority: authority,
+                                    path: UnsafeRawBufferPointer(rebasing: target[..<request.pathEnd]), target: target,
+                                    ifNoneMatch: ifNoneMatch, ifModifiedSince: ifModifiedSince, userAgent: userAgent,
+                                    acceptsGzip: request.acceptsGzip, hasBody: request.hasBody)
+                                return context.answerer.answer(view, peer: peer, tls: tlsIdentity)
+                            }
+                        }
+                    }
+                }
+            }
+            requests += 1
+            session.respond(
+                stream: request.stream, status: response.status, fields: response.headers, date: context.answerer.dateLine.value,
+                body: response.body, sendsBody: response.sendsBody)
+        }
+        session.produce(into: &context.out, limit: context.limits.outputHighWater)
+    }
+
+    /// The deadline after a read or a flush: the idle timeout while the session holds no
+    /// incomplete request; otherwise the request timeout counted from when the oldest
+    /// still-incomplete state began. Every frame resets the idle timeout, so without this a
+    /// client could hold 100 streams of header state for ever by sending a PING now and then.
+    private mutating func setHTTP2Deadline<A>(_ session: HTTP2Session, _ context: ConnectionContext<A>) {
+        guard session.hasIncompleteRequests else {
+            incompleteSince = nil
+            deadline = context.now + context.limits.idleTimeout
+            return
+        }
+        let since = incompleteSince ?? context.now
+        incompleteSince = since
+        if case .readingRequest = phase { phase = .readingRequest(started: true) }
+        deadline = since + context.limits.requestTimeout
+    }
+
+    private func withBytes<R>(_ bytes: [UInt8]?, _ body: (UnsafeRawBufferPointer?) -> R) -> R {
+        guard let bytes else { return body(nil) }
+        return bytes.withUnsafeBytes { body($0) }
+    }
+}
+
+/// How bytes move on a connection: straight on the socket, or through TLS.
+enum Transport {
+    case plain
+    case tls(TLSConnection)
+
+    var isTLS: Bool {
+        if case .tls = self { return true }
+        return false
+    }
+}

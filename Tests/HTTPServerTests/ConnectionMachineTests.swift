@@ -1,0 +1,284 @@
+import HTTPCore
+import Testing
+
+@testable import HTTPServer
+
+/// Answers every request with a fixed body and records what it saw: the state machine's
+/// decisions, tested without sockets, TLS or a snapshot.
+private struct RecordingAnswerer: RequestAnswering {
+    var dateLine: DateLine = {
+        var line = DateLine()
+        line.update(now: 784_111_777)
+        return line
+    }()
+    var bodySize = 10
+    var paths: [String] = []
+    var refused: [Status] = []
+
+    mutating func answer(_ request: RequestView, peer: Peer, tls: Responder.TLSIdentity) -> Response {
+        paths.append(String(decoding: request.path, as: UTF8.self))
+        let body = [UInt8](repeating: 120, count: bodySize)
+        let fields = PreparedFields([(name: "Content-Length", value: "\(body.count)")])
+        return Response(status: .ok, headers: fields, body: body, sendsBody: true, close: false).answering(request.method)
+    }
+
+    mutating func refuse(_ status: Status, peer: Peer) -> Response {
+        refused.append(status)
+        return .error(status, close: true)
+    }
+}
+
+private typealias Context = ConnectionContext<RecordingAnswerer>
+
+private func makeContext(now: Int64 = 1_000, bodySize: Int = 10) -> Context {
+    var answerer = RecordingAnswerer()
+    answerer.bodySize = bodySize
+    return Context(now: now, milliseconds: now * 1000, limits: Limits(), answerer: answerer)
+}
+
+private func plainMachine(_ context: Context) -> ConnectionMachine {
+    ConnectionMachine(peer: Peer(fd: -1, client: "-", isAdmin: false, counted: nil), tls: false, now: context.now, limits: context.limits)
+}
+
+private func request(_ path: String, close: Bool = false) -> [UInt8] {
+    Array("GET \(path) HTTP/1.1\r\nHost: a.test\r\n\(close ? "Connection: close\r\n" : "")\r\n".utf8)
+}
+
+/// Runs the machine's decision the way the worker does with a socket that takes at most
+/// `socketTakes` bytes per write (nil: everything); returns the bytes "written" and the final
+/// decision.
+private func run(
+    _ machine: inout ConnectionMachine, _ first: ConnectionMachine.Next, _ context: inout Context, socketTakes: Int? = nil,
+    written: inout [UInt8]
+) -> ConnectionMachine.Next {
+    var next = first
+    for _ in 0..<100_000 {
+        guard next == .write else { return next }
+        if machine.hasPendingOutput {
+            next = machine.enqueue(&context)
+            continue
+        }
+        let n = min(context.out.count, socketTakes ?? .max)
+        written += context.out[..<n]
+        next = machine.sent(n, &context)
+    }
+    Issue.record("the machine kept asking to write")
+    return next
+}
+
+/// Counts HTTP/1.1 status lines in a byte stream.
+private func responses(in bytes: [UInt8]) -> Int {
+    let marker = Array("HTTP/1.1 200 OK\r\n".utf8)
+    guard bytes.count >= marker.count else { return 0 }
+    var count = 0
+    var i = 0
+    while i + marker.count <= bytes.count {
+        if bytes[i] == 72 && bytes[i..<(i + marker.count)].elementsEqual(marker) {
+            count += 1
+            i += marker.count
+        } else {
+            i += 1
+        }
+    }
+    return count
+}
+
+@Suite("Connection state machine")
+struct ConnectionMachineTests {
+    @Test("three pipelined requests split at every byte get three answers, in order")
+    func everySplit() {
+        let stream = request("/a") + request("/b") + request("/c")
+        for split in 0...stream.count {
+            var context = makeContext()
+            var machine = plainMachine(context)
+            var written: [UInt8] = []
+            for piece in [stream[..<split], stream[split...]] where !piece.isEmpty {
+                let next = piece.withUnsafeBytes { machine.received($0, &context) }
+                #expect(run(&machine, next, &context, written: &written) == .wait, "split \(split)")
+            }
+            #expect(context.answerer.paths == ["/a", "/b", "/c"], "split \(split)")
+            #expect(responses(in: written) == 3, "split \(split)")
+            #expect(machine.bufferedInput == 0 && machine.phase == .readingRequest(started: false), "split \(split)")
+        }
+    }
+
+    @Test("an unfinished head arms the request timeout; a complete request the idle timeout")
+    func requestAndIdleDeadlines() {
+        var context = makeContext(now: 500)
+        var machine = plainMachine(context)
+        #expect(machine.deadline == 500 + context.limits.idleTimeout)
+        var written: [UInt8] = []
+        let head = request("/a")
+        context.now = 510
+        var next = head[..<5].withUnsafeBytes { machine.received($0, &context) }
+        #expect(run(&machine, next, &context, written: &written) == .wait)
+        #expect(machine.phase == .readingRequest(started: true))
+        #expect(machine.deadline == 510 + context.limits.requestTimeout)
+        // More bytes of the same head do not extend it (slowloris).
+        context.now = 515
+        next = head[5..<10].withUnsafeBytes { machine.received($0, &context) }
+        _ = run(&machine, next, &context, written: &written)
+        #expect(machine.deadline == 510 + context.limits.requestTimeout)
+        context.now = 518
+        next = head[10...].withUnsafeBytes { machine.received($0, &context) }
+        _ = run(&machine, next, &context, written: &written)
+        #expect(machine.phase == .readingRequest(started: false))
+        #expect(machine.deadline == 518 + context.limits.idleTimeout)
+    }
+
+    @Test("200 pipelined requests with a blocked writer: reading pauses, every request is answered as the socket drains")
+    func pipeliningWithBlockedWriter() {
+        var context = makeContext(bodySize: 100 * 1024)
+        var machine = plainMachine(context)
+        let stream = (0..<200).flatMap { request("/r\($0)") }
+        var written: [UInt8] = []
+        // The socket takes nothing at first: output is kept, reading stops, the write timeout runs.
+        var next = stream.withUnsafeBytes { machine.received($0, &context) }
+        next = run(&machine, next, &context, socketTakes: 0, written: &written)
+        #expect(next == .wait)
+        #expect(machine.phase == .writing && !machine.wantsRead && machine.wantsWrite)
+        #expect(machine.hasPendingOutput)
+        #expect(machine.deadline == context.now + context.limits.writeTimeout)
+        #expect(machine.bufferedInput > 0, "the requests not yet answered are kept, not dropped")
+        // Then it drains 64 KB per writable event, and never needs another read.
+        var events = 0
+        while events < 10_000 {
+            events += 1
+            if machine.hasPendingOutput {
+                let chunk = min(64 * 1024, machine.output.count - machine.outputOffset)
+                written += machine.output[machine.outputOffset..<(machine.outputOffset + chunk)]
+                next = machine.flushed(chunk, &context)
+            } else {
+                next = machine.flushed(0, &context)
+            }
+            next = run(&machine, next, &context, socketTakes: 64 * 1024, written: &written)
+            #expect(next == .wait)
+            if machine.phase == .readingRequest(started: false) && machine.bufferedInput == 0 && !machine.hasPendingOutput { break }
+        }
+        #expect(context.answerer.paths.count == 200)
+        #expect(responses(in: written) == 200)
+        #expect(written.count == 200 * (100 * 1024) + 200 * responseHeadSize(context))
+    }
+
+    @Test("answering already-read requests yields after its rounds and asks for writability, not input")
+    func roundsYieldToWritability() {
+        var context = makeContext(bodySize: 64 * 1024)
+        var machine = plainMachine(context)
+        let stream = (0..<(context.limits.answerRoundsPerEvent + 8)).flatMap { request("/r\($0)") }
+        var written: [UInt8] = []
+        let next = stream.withUnsafeBytes { machine.received($0, &context) }
+        #expect(run(&machine, next, &context, written: &written) == .wait)
+        #expect(machine.phase == .writing && machine.wantsWrite && !machine.hasPendingOutput)
+        #expect(context.answerer.paths.count < context.limits.answerRoundsPerEvent + 8)
+        // The writable event answers the rest.
+        _ = run(&machine, machine.flushed(0, &context), &context, written: &written)
+        #expect(context.answerer.paths.count == context.limits.answerRoundsPerEvent + 8)
+    }
+
+    @Test("a stop while a response is pending lets it finish, then closes; an idle connection closes at once")
+    func stopWhileWriting() {
+        var context = makeContext(bodySize: 200 * 1024)
+        var machine = plainMachine(context)
+        var written: [UInt8] = []
+        var next = request("/big").withUnsafeBytes { machine.received($0, &context) }
+        next = run(&machine, next, &context, socketTakes: 1000, written: &written)
+        #expect(next == .wait && machine.hasPendingOutput)
+        context.draining = true
+        #expect(machine.stop(&context) == .wait, "a busy connection is not cut")
+        let pending = machine.output.count - machine.outputOffset
+        written += machine.output[machine.outputOffset...]
+        #expect(machine.flushed(pending, &context) == .close)
+        #expect(responses(in: written) == 1)
+        #expect(written.count == 200 * 1024 + responseHeadSize(makeContext(bodySize: 200 * 1024)))
+
+        var idle = plainMachine(context)
+        #expect(idle.stop(&context) == .close)
+    }
+
+    @Test("a request answered while stopping says Connection: close and lingers after it")
+    func answerWhileStopping() {
+        var context = makeContext()
+        context.draining = true
+        var machine = plainMachine(context)
+        var written: [UInt8] = []
+        let next = (request("/a") + request("/b")).withUnsafeBytes { machine.received($0, &context) }
+        #expect(run(&machine, next, &context, written: &written) == .linger)
+        #expect(context.answerer.paths == ["/a"])
+        #expect(String(decoding: written, as: UTF8.self).contains("Connection: close\r\n"))
+    }
+
+    @Test("a malformed request is refused once, and the connection lingers after the answer")
+    func badRequest() {
+        var context = makeContext()
+        var machine = plainMachine(context)
+        var written: [UInt8] = []
+        let next = Array("GET / HTTP/1.1\r\nHost: a\r\nBad Header\r\n\r\n".utf8).withUnsafeBytes { machine.received($0, &context) }
+        #expect(run(&machine, next, &context, written: &written) == .linger)
+        #expect(context.answerer.refused == [.badRequest])
+        #expect(String(decoding: written, as: UTF8.self).hasPrefix("HTTP/1.1 400 Bad Request\r\n"))
+        machine.linger(&context)
+        #expect(machine.phase == .lingering && machine.deadline == context.now + context.limits.lingerTimeout)
+    }
+
+    @Test("a partial write arms the write timeout; progress extends it, no progress does not")
+    func writeTimeout() {
+        var context = makeContext(now: 100, bodySize: 300 * 1024)
+        var machine = plainMachine(context)
+        var written: [UInt8] = []
+        let next = request("/a").withUnsafeBytes { machine.received($0, &context) }
+        _ = run(&machine, next, &context, socketTakes: 10, written: &written)
+        #expect(machine.deadline == 100 + context.limits.writeTimeout)
+        context.now = 120
+        #expect(machine.flushed(0, &context) == .wait)
+        #expect(machine.deadline == 100 + context.limits.writeTimeout)
+        #expect(machine.flushed(5, &context) == .wait)
+        #expect(machine.deadline == 120 + context.limits.writeTimeout)
+    }
+
+    @Test("new output while output is pending goes after it")
+    func enqueueKeepsOrder() {
+        var context = makeContext(bodySize: 100)
+        var machine = plainMachine(context)
+        var written: [UInt8] = []
+        let next = request("/a").withUnsafeBytes { machine.received($0, &context) }
+        _ = run(&machine, next, &context, socketTakes: 7, written: &written)
+        let pendingBefore = Array(machine.output[machine.outputOffset...])
+        context.out = Array("LATER".utf8)
+        #expect(machine.enqueue(&context) == .wait)
+        #expect(context.out.isEmpty)
+        #expect(Array(machine.output[machine.outputOffset...]) == pendingBefore + Array("LATER".utf8))
+    }
+
+    @Test("TLS: nothing is read before the handshake; ALPN h2 sends SETTINGS first and then speaks HTTP/2")
+    func handshakeChoosesProtocol() {
+        var context = makeContext()
+        let peer = Peer(fd: -1, client: "-", isAdmin: false, counted: .https)
+        var machine = ConnectionMachine(peer: peer, tls: true, now: context.now, limits: context.limits)
+        #expect(machine.phase == .handshaking)
+        #expect(machine.deadline == context.now + context.limits.handshakeTimeout)
+        #expect(request("/a").withUnsafeBytes { machine.received($0, &context) } == .close)
+
+        var h2 = ConnectionMachine(peer: peer, tls: true, now: context.now, limits: context.limits)
+        #expect(h2.handshakeCompleted(http2: true, identity: .none, &context) == .write)
+        // A SETTINGS frame: 9-byte header with type 0x4 on stream 0.
+        #expect(context.out.count >= 9 && context.out[3] == 0x4)
+        #expect(h2.sent(context.out.count, &context) == .wait)
+        guard case .http2 = h2.framing else {
+            Issue.record("ALPN h2 did not choose HTTP/2")
+            return
+        }
+        var h1 = ConnectionMachine(peer: peer, tls: true, now: context.now, limits: context.limits)
+        #expect(h1.handshakeCompleted(http2: false, identity: .none, &context) == .wait)
+        #expect(context.out.isEmpty)
+    }
+}
+
+/// Bytes of one 200 head as the recording answerer's responses are framed.
+private func responseHeadSize(_ context: Context) -> Int {
+    var out: [UInt8] = []
+    Response(
+        status: .ok, headers: PreparedFields([(name: "Content-Length", value: "\(context.answerer.bodySize)")]), body: [], sendsBody: false,
+        close: false
+    ).serialize(into: &out, dateLine: context.answerer.dateLine.bytes)
+    return out.count
+}
