@@ -47,7 +47,7 @@ let package = Package(
         .target(
             name: "HTTPServer",
             dependencies: [
-                "CAASALinux", "Reactor", "HTTPCore", "HTTP1", "HTTP2", "TLS", "SiteStore",
+                "Reactor", "HTTPCore", "HTTP1", "HTTP2", "TLS", "SiteStore",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings

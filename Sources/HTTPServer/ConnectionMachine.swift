@@ -1,7 +1,6 @@
 import HTTP1
 import HTTP2
 import HTTPCore
-import TLS
 
 /// What a connection's state machine needs from its worker for one event: the time, the limits,
 /// whether the server is stopping, where output goes, and who answers requests.
@@ -390,16 +389,5 @@ struct ConnectionMachine {
     private func withBytes<R>(_ bytes: [UInt8]?, _ body: (UnsafeRawBufferPointer?) -> R) -> R {
         guard let bytes else { return body(nil) }
         return bytes.withUnsafeBytes { body($0) }
-    }
-}
-
-/// How bytes move on a connection: straight on the socket, or through TLS.
-enum Transport {
-    case plain
-    case tls(TLSConnection)
-
-    var isTLS: Bool {
-        if case .tls = self { return true }
-        return false
     }
 }

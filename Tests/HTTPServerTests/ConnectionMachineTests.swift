@@ -220,6 +220,24 @@ struct ConnectionMachineTests {
         #expect(machine.phase == .lingering && machine.deadline == context.now + context.limits.lingerTimeout)
     }
 
+    @Test("a started head behind a blocked response keeps the request timeout once the response is out (slowloris)")
+    func startedHeadAfterFlush() {
+        // A response under the high-water mark: the next head is parsed (and found unfinished)
+        // before the write, which the socket takes only in part.
+        var context = makeContext(now: 100, bodySize: 10 * 1024)
+        var machine = plainMachine(context)
+        var written: [UInt8] = []
+        let stream = request("/a") + Array("GET /b HTTP/1.1\r\nHo".utf8)
+        let next = stream.withUnsafeBytes { machine.received($0, &context) }
+        #expect(run(&machine, next, &context, socketTakes: 1000, written: &written) == .wait)
+        #expect(machine.phase == .writing && machine.bufferedInput > 0)
+        context.now = 103
+        let pending = machine.output.count - machine.outputOffset
+        #expect(run(&machine, machine.flushed(pending, &context), &context, written: &written) == .wait)
+        #expect(machine.phase == .readingRequest(started: true))
+        #expect(machine.deadline == 103 + context.limits.requestTimeout, "an unfinished head must not get the idle timeout")
+    }
+
     @Test("a partial write arms the write timeout; progress extends it, no progress does not")
     func writeTimeout() {
         var context = makeContext(now: 100, bodySize: 300 * 1024)

@@ -1,0 +1,90 @@
+import Logging
+import Reactor
+import TLS
+
+/// Accepting: batches per readiness event, pausing at the connection limit or when descriptors
+/// run out, taking everything queued when the server stops.
+extension Worker {
+    // MARK: - Accepting
+
+    /// Takes the listeners out of the epoll set: connections wait in the kernel's backlog.
+    func pauseAccepting() {
+        guard listening else { return }
+        listening = false
+        for listener in listeners { loop.remove(listener.fd) }
+    }
+
+    func resumeAccepting() {
+        guard !listening, !context.draining, acceptPausedUntil == nil, !atConnectionLimit else { return }
+        listening = true
+        for (i, listener) in listeners.enumerated() {
+            try? loop.add(listener.fd, data: Self.listenerTag | UInt64(i), read: true, write: false)
+        }
+    }
+
+    /// `limits.maxConnections` reached: accepting waits until a connection closes (nginx's
+    /// worker_connections), so a flood of connections cannot take all memory or descriptors.
+    var atConnectionLimit: Bool { limits.maxConnections > 0 && openConnections >= limits.maxConnections }
+
+    func accept(_ listener: Listener, draining: Bool = false) {
+        // While draining, take everything the kernel has queued: closing the listener would reset it.
+        for _ in 0..<(draining ? Int.max : limits.acceptBatch) {
+            if atConnectionLimit && !draining {
+                pauseAccepting()
+                return
+            }
+            let fd: Int32
+            do {
+                switch try Socket.accept(listener.fd) {
+                case .wouldBlock: return
+                case .done(let accepted): fd = accepted
+                }
+            } catch {
+                if error.isDescriptorExhaustion {
+                    // nginx's answer to a full descriptor table: stop accepting for a moment
+                    // instead of spinning on a listener that stays readable.
+                    logger.warning("too many open files; accepting pauses", metadata: ["seconds": "\(limits.acceptPause)"])
+                    pauseAccepting()
+                    acceptPausedUntil = now + limits.acceptPause
+                    return
+                }
+                continue  // ECONNABORTED and the like: that client is gone
+            }
+            Socket.setNoDelay(fd)
+            let transport: Transport
+            if listener.tls {
+                guard let tls, let connection = tls.makeConnection(fd: fd) else {
+                    Socket.close(fd)
+                    continue
+                }
+                transport = .tls(connection)
+            } else {
+                transport = .plain
+            }
+            let generation = nextGeneration
+            nextGeneration = nextGeneration == 0x7FFF_FFFF ? 1 : nextGeneration + 1
+            let counted: Traffic.ListenerClass? = listener.kind == .admin ? nil : listener.tls ? .https : .http
+            let peer = Peer(
+                fd: fd, client: context.answerer.accessLog == nil ? "-" : (try? Socket.peerAddress(fd).host) ?? "-",
+                isAdmin: listener.kind == .admin, counted: counted)
+            let c = Connection(
+                fd: fd, generation: generation, transport: transport,
+                machine: ConnectionMachine(peer: peer, tls: listener.tls, now: now, limits: limits))
+            if let counted { counters.opened(counted) }
+            if Int(fd) >= connections.count {
+                connections.append(contentsOf: repeatElement(nil, count: Int(fd) - connections.count + 1))
+            }
+            connections[Int(fd)] = c
+            openConnections += 1
+            do {
+                try loop.add(fd, data: data(c), read: true, write: false)
+            } catch {
+                close(c)
+                continue
+            }
+            wheel.schedule(.init(slot: fd, generation: generation, ticket: c.timerTicket), at: c.timerDeadline)
+        }
+    }
+
+    func data(_ c: Connection) -> UInt64 { UInt64(c.generation) << 32 | UInt64(UInt32(c.fd)) }
+}

@@ -1,0 +1,156 @@
+import Logging
+import Reactor
+import TLS
+
+/// The worker's side of a connection's bytes: the TLS handshake, reads into the loop's buffer,
+/// writes of the machine's output, and the drain of a lingering close.
+extension Worker {
+    // MARK: - TLS handshake
+
+    func handshake(_ c: Connection) {
+        guard case .tls(let t) = c.transport else { return }
+        switch t.handshake() {
+        case .done:
+            let http2 = t.alpn == "h2"
+            counters.handshake(tls13: t.isTLS13, resumed: t.resumed, http2: http2)
+            let identity: Responder.TLSIdentity = t.serverName.map { .serverName($0, certificate: t.certificateNames) } ?? .none
+            // The first request may already be inside OpenSSL's buffers.
+            if perform(c, c.machine.handshakeCompleted(http2: http2, identity: identity, &context)) { readRequests(c) }
+        case .wantRead:
+            watch(c, read: true, write: false)
+        case .wantWrite:
+            watch(c, read: false, write: true)
+        case .closed:
+            counters.handshakeFailed(.peerClosed)
+            close(c)
+        case .failed(let failure, let detail):
+            logger.debug("TLS handshake failed", metadata: ["reason": "\(failure.rawValue)", "detail": "\(detail)"])
+            counters.handshakeFailed(failure)
+            close(c)
+        }
+    }
+
+    // MARK: - Reading and writing
+
+    enum ReadOutcome {
+        case bytes(Int)
+        case wouldBlock
+        case closed
+    }
+
+    func read(_ c: Connection) -> ReadOutcome {
+        switch c.transport {
+        case .plain:
+            do {
+                switch try Socket.read(c.fd, into: readBuffer) {
+                case .wouldBlock: return .wouldBlock
+                case .done(0): return .closed
+                case .done(let n): return .bytes(n)
+                }
+            } catch {
+                return .closed
+            }
+        case .tls(let t):
+            let (progress, n) = t.read(into: readBuffer)
+            switch progress {
+            case .done: return .bytes(n)
+            case .wantRead: return .wouldBlock
+            case .wantWrite:
+                c.tlsWantsWrite = true
+                return .wouldBlock
+            case .closed, .failed: return .closed
+            }
+        }
+    }
+
+    func readRequests(_ c: Connection) {
+        // Write interest was only for a TLS read that needed to write: drop it, or a level-
+        // triggered epoll reports the (always) writable socket in a loop.
+        c.tlsWantsWrite = false
+        for _ in 0..<limits.readsPerEvent {
+            // Back-pressure: the machine stops reading while answered-but-unsent or complete-
+            // but-unanswered requests are buffered. The bound is a second line of defence:
+            // reaching it means that rule broke, and returning with read interest on would spin a
+            // level-triggered epoll, so the connection is closed instead.
+            guard c.machine.bufferedInput < limits.maximumBufferedInput else {
+                logger.debug("buffered input over its bound; closing", metadata: ["bytes": "\(c.machine.bufferedInput)"])
+                close(c)
+                return
+            }
+            switch read(c) {
+            case .wouldBlock:
+                sync(c)
+                return
+            case .closed:
+                close(c)
+                return
+            case .bytes(let n):
+                let fresh = UnsafeRawBufferPointer(rebasing: readBuffer[0..<n])
+                guard perform(c, c.machine.received(fresh, &context)) else { return }
+                // A short read drained the socket; epoll reports the next bytes.
+                if n < Self.readBufferSize { return }
+            }
+        }
+    }
+
+    /// Writes the pending output (or lets queued requests be answered when none is pending).
+    func flush(_ c: Connection) {
+        let written = c.machine.output.withUnsafeBytes { write(c, UnsafeRawBufferPointer(rebasing: $0[c.machine.outputOffset...])) }
+        guard let written else {
+            close(c)
+            return
+        }
+        perform(c, c.machine.flushed(written, &context))
+    }
+
+    /// Writes as much as the socket takes; nil when the connection failed.
+    func write(_ c: Connection, _ bytes: UnsafeRawBufferPointer) -> Int? {
+        var total = 0
+        while total < bytes.count {
+            let rest = UnsafeRawBufferPointer(rebasing: bytes[total...])
+            switch c.transport {
+            case .plain:
+                do {
+                    switch try Socket.write(c.fd, rest) {
+                    case .wouldBlock: return total
+                    case .done(let n): total += n
+                    }
+                } catch {
+                    return nil
+                }
+            case .tls(let t):
+                let (progress, n) = t.write(rest)
+                switch progress {
+                case .done: total += n
+                case .wantWrite, .wantRead: return total
+                case .closed, .failed: return nil
+                }
+            }
+        }
+        return total
+    }
+
+    /// Reads and drops input until the peer closes (or the linger timeout).
+    func drain(_ c: Connection) {
+        for _ in 0..<limits.readsPerEvent {
+            switch try? Socket.read(c.fd, into: readBuffer) {
+            case .done(let n) where n > 0: continue
+            case .wouldBlock: return
+            default: break
+            }
+            break
+        }
+        close(c)
+    }
+}
+
+/// How bytes move on a connection: straight on the socket, or through TLS.
+enum Transport {
+    case plain
+    case tls(TLSConnection)
+
+    var isTLS: Bool {
+        if case .tls = self { return true }
+        return false
+    }
+}
