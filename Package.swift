@@ -57,7 +57,7 @@ let package = Package(
         .target(
             name: "SiteStore",
             dependencies: [
-                "AASA", "HTTPCore", "CAASALinux", "CAASAOpenSSL", "CAASAZlib",
+                "AASA", "HTTPCore", "Reactor", "CAASAOpenSSL", "CAASAZlib",
                 .product(name: "HashTreeCollections", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),
