@@ -1,27 +1,28 @@
 import Foundation
-import Glibc
+public import Reactor
 
 /// Reading the config directory's files: bounded, never blocking, and telling "gone" apart
 /// from "cannot be read now" (issue 10).
 extension ConfigLoader {
-    /// The errors that mean "nothing by that name": the only ones that make a file count as
-    /// deleted. Any other (EACCES after `--user`, EMFILE, EIO) leaves the last good version.
-    static func isMissing(_ code: Int32) -> Bool { code == ENOENT || code == ENOTDIR }
-
     /// Why a file could not be read.
     public struct ReadError: Error, CustomStringConvertible, Sendable {
         public var description: String
-        /// The errno of the call that failed, when one did.
-        public var code: Int32?
+        /// The system call that failed, when one did.
+        public var system: SystemError?
 
-        public init(description: String, code: Int32? = nil) {
+        public init(description: String, system: SystemError? = nil) {
             self.description = description
-            self.code = code
+            self.system = system
+        }
+
+        init(_ error: SystemError) {
+            self.init(description: error.reason, system: error)
         }
 
         /// ENOENT or ENOTDIR: there is no such file, so whatever it was is gone. Every other
-        /// error (EACCES, EMFILE, EIO, a directory where a file should be) leaves it in place.
-        public var isMissing: Bool { code.map(ConfigLoader.isMissing) ?? false }
+        /// error (EACCES, EMFILE, EIO, a directory where a file should be) leaves it in place:
+        /// only a file that is gone stops being served (issue 10).
+        public var isMissing: Bool { system?.isNoSuchFile ?? false }
     }
 
     /// Reads up to `limit + 1` bytes of a file: one byte more than allowed tells "too large" apart
@@ -44,48 +45,34 @@ extension ConfigLoader {
     /// in the config directory is refused instead of blocking the reloader, and the time and the
     /// bytes are those of one file even when it is replaced meanwhile.
     public static func readFile(path: String, limit: Int) -> Result<(bytes: [UInt8], modified: Int64), ReadError> {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
-        guard fd >= 0 else {
-            let code = errno
-            return .failure(ReadError(description: errorName(code), code: code))
-        }
-        defer { close(fd) }
-        var info = stat()
-        guard fstat(fd, &info) == 0 else {
-            let code = errno
-            return .failure(ReadError(description: errorName(code), code: code))
-        }
-        switch info.st_mode & S_IFMT {
-        case S_IFREG: break
-        case S_IFDIR: return .failure(ReadError(description: "a directory, not a file"))
-        default: return .failure(ReadError(description: "not a regular file"))
-        }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
-        while bytes.count <= limit {
-            let wanted = min(chunk.count, limit + 1 - bytes.count)
-            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, wanted) }
-            if n < 0 {
-                let code = errno
-                if code == EINTR { continue }
-                return .failure(ReadError(description: errorName(code), code: code))
+        do throws(SystemError) {
+            let fd = try Files.openForReading(path)
+            defer { Files.close(fd) }
+            let status = try Files.status(of: fd)
+            switch status.kind {
+            case .regular: break
+            case .directory: return .failure(ReadError(description: "a directory, not a file"))
+            case .symbolicLink, .other: return .failure(ReadError(description: "not a regular file"))
             }
-            if n == 0 { break }
-            bytes.append(contentsOf: chunk[0..<n])
+            var bytes: [UInt8] = []
+            var chunk = [UInt8](repeating: 0, count: readChunkSize)
+            while bytes.count <= limit {
+                let wanted = min(chunk.count, limit + 1 - bytes.count)
+                let n = try chunk.withUnsafeMutableBytes { buffer in
+                    Result { () throws(SystemError) in try Files.read(fd, into: UnsafeMutableRawBufferPointer(rebasing: buffer[..<wanted]))
+                    }
+                }.get()
+                if n == 0 { break }
+                bytes.append(contentsOf: chunk[0..<n])
+            }
+            return .success((bytes, max(status.modified, status.changed)))
+        } catch {
+            return .failure(ReadError(error))
         }
-        return .success((bytes, max(Int64(info.st_mtim.tv_sec), Int64(info.st_ctim.tv_sec))))
     }
 
-    /// `permission denied (EACCES)`: the system's words and the name to search for.
-    static func errorName(_ code: Int32) -> String {
-        let names: [Int32: String] = [
-            EACCES: "EACCES", EPERM: "EPERM", EMFILE: "EMFILE", ENFILE: "ENFILE", EIO: "EIO", ENOENT: "ENOENT", ENOTDIR: "ENOTDIR",
-            ELOOP: "ELOOP", ENAMETOOLONG: "ENAMETOOLONG", ENOMEM: "ENOMEM", EISDIR: "EISDIR",
-        ]
-        let text = String(cString: strerror(code))
-        let lowered = text.prefix(1).lowercased() + text.dropFirst()
-        return lowered + " (\(names[code] ?? "errno \(code)"))"
-    }
+    /// Bytes read per call; a larger file takes several.
+    static let readChunkSize = 64 * 1024
 
     static func describe(_ error: any Error) -> String {
         (error as NSError).localizedDescription

@@ -1,6 +1,6 @@
 import AASA
 import Foundation
-import Glibc
+import Reactor
 
 /// Reads a config directory (DESIGN.md "Config directory").
 public enum ConfigLoader {
@@ -36,19 +36,19 @@ public enum ConfigLoader {
 
     enum Kind: Equatable {
         case directory, other, missing
-        /// stat failed with this errno, other than ENOENT and ENOTDIR.
-        case unreadable(Int32)
+        /// stat failed for a reason other than ENOENT and ENOTDIR (this one, e.g.
+        /// `permission denied (EACCES)`).
+        case unreadable(String)
     }
 
     /// Whether a name is a directory (following symlinks), something else, absent, or cannot
     /// be told (FileManager.fileExists says "absent" for a path it may not search: EACCES).
     static func examineKind(_ sitesPath: String, _ name: String) -> Kind {
-        var info = stat()
-        guard stat(sitesPath + "/" + name, &info) == 0 else {
-            let code = errno
-            return isMissing(code) ? .missing : .unreadable(code)
+        do {
+            return try Files.status(sitesPath + "/" + name).kind == .directory ? .directory : .other
+        } catch {
+            return error.isNoSuchFile ? .missing : .unreadable(error.reason)
         }
-        return info.st_mode & S_IFMT == S_IFDIR ? .directory : .other
     }
 
     /// The names of a site directory whose last good versions an unreadable directory keeps.
@@ -61,11 +61,11 @@ public enum ConfigLoader {
         let relative = "sites/\(name)"
         let full = sitesPath + "/" + name
         let fm = FileManager.default
-        var info = stat()
-        if lstat(full, &info) != 0 {
-            let code = errno
-            if isMissing(code) { return .missing }
-            return .unreadable(ConfigProblem(severity: .error, file: relative, message: "cannot be examined: \(errorName(code))"))
+        do {
+            _ = try Files.linkStatus(full)
+        } catch {
+            if error.isNoSuchFile { return .missing }
+            return .unreadable(ConfigProblem(severity: .error, file: relative, message: "cannot be examined: \(error.reason)"))
         }
         let host: HostName
         do {
@@ -83,8 +83,8 @@ public enum ConfigLoader {
             }
         }
         switch examineKind(sitesPath, name) {
-        case .unreadable(let code):
-            return .unreadable(ConfigProblem(severity: .error, file: relative, message: "cannot be examined: \(errorName(code))"))
+        case .unreadable(let reason):
+            return .unreadable(ConfigProblem(severity: .error, file: relative, message: "cannot be examined: \(reason)"))
         case .missing:
             return .problem(ConfigProblem(severity: .error, file: relative, message: "a symlink whose target does not exist"))
         case .other:
@@ -186,16 +186,17 @@ public enum ConfigLoader {
         _ directory: String, _ relative: String, _ problems: inout [ConfigProblem], unreadable: inout Bool
     ) -> CertificateFiles? {
         let tls = directory + "/tls"
-        var info = stat()
-        guard stat(tls, &info) == 0 else {
-            let code = errno
-            if !isMissing(code) {
+        let status: FileStatus
+        do {
+            status = try Files.status(tls)
+        } catch {
+            if !error.isNoSuchFile {
                 unreadable = true
-                problems.append(ConfigProblem(severity: .error, file: relative, message: "cannot be examined: \(errorName(code))"))
+                problems.append(ConfigProblem(severity: .error, file: relative, message: "cannot be examined: \(error.reason)"))
             }
             return nil
         }
-        guard info.st_mode & S_IFMT == S_IFDIR else { return nil }
+        guard status.kind == .directory else { return nil }
         var files: [[UInt8]] = []
         for name in ["cert.pem", "key.pem"] {
             switch readBounded(path: tls + "/" + name, limit: CertificateFiles.maximumFileSize) {
