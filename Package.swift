@@ -24,7 +24,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
-        // Linux calls Swift's Glibc module does not expose (epoll, eventfd, timerfd, accept4).
+        // Linux calls Swift's Glibc module does not expose (epoll, eventfd, accept4, malloc_trim).
         .target(name: "CAASALinux"),
         // libssl and libcrypto (OpenSSL 3) with wrappers for their macros.
         .systemLibrary(name: "CAASAOpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
@@ -58,7 +58,7 @@ let package = Package(
         .target(
             name: "SiteStore",
             dependencies: [
-                "AASA", "HTTPCore", "CAASALinux", "CAASAOpenSSL", "CAASAZlib",
+                "AASA", "HTTPCore", "Reactor", "CAASAOpenSSL", "CAASAZlib",
                 .product(name: "HashTreeCollections", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),

@@ -1,3 +1,6 @@
+// Longer than 400 lines on purpose: the decoder reads top-down as spec §7 does (services, details,
+// substitution variables, patterns), and its key tables are shared by all four parts.
+
 extension AppSiteAssociation {
     /// Apple ignores files larger than 128 KB uncompressed (iOS 9.3.1+, spec §1.11).
     public static let maximumFileSize = 131_072

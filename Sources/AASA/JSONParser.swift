@@ -1,31 +1,3 @@
-/// Why a text is not strict JSON (RFC 8259). Each case is one way real files go wrong, so the
-/// message can say what to change rather than only "unexpected character".
-public struct JSONSyntaxError: Error, Sendable, Equatable, CustomStringConvertible {
-    public enum Reason: String, Sendable, Codable {
-        case invalidUTF8 = "invalid-utf8"
-        case unexpectedEnd = "unexpected-end"
-        case unexpectedCharacter = "unexpected-character"
-        case comment = "comment"
-        case trailingComma = "trailing-comma"
-        case singleQuotes = "single-quotes"
-        case nonFiniteNumber = "non-finite-number"
-        case invalidNumber = "invalid-number"
-        case invalidLiteral = "invalid-literal"
-        case invalidEscape = "invalid-escape"
-        case loneSurrogate = "lone-surrogate"
-        case controlCharacter = "control-character"
-        case unquotedKey = "unquoted-key"
-        case trailingData = "trailing-data"
-        case tooDeep = "too-deep"
-    }
-
-    public var reason: Reason
-    public var message: String
-    public var location: SourceLocation
-
-    public var description: String { "\(location): \(message)" }
-}
-
 /// A strict RFC 8259 parser that keeps document order, duplicate keys and source locations.
 ///
 /// It accepts nothing that a strict client might refuse: no comments, no trailing commas, no
@@ -416,41 +388,4 @@ public struct JSONParser {
     }
 
     private func isDigit(_ b: UInt8) -> Bool { b >= UInt8(ascii: "0") && b <= UInt8(ascii: "9") }
-}
-
-/// UTF-8 well-formedness as RFC 3629 defines it: no overlong forms, no surrogates, nothing above
-/// U+10FFFF, no truncated sequences.
-enum UTF8Validation {
-    static func firstInvalidOffset(in bytes: [UInt8]) -> Int? {
-        var i = 0
-        let n = bytes.count
-        while i < n {
-            let b0 = bytes[i]
-            if b0 < 0x80 {
-                i += 1
-                continue
-            }
-            let length: Int
-            var lower: UInt8 = 0x80
-            var upper: UInt8 = 0xBF
-            switch b0 {
-            case 0xC2...0xDF: length = 2
-            case 0xE0: length = 3; lower = 0xA0
-            case 0xE1...0xEC, 0xEE...0xEF: length = 3
-            case 0xED: length = 3; upper = 0x9F
-            case 0xF0: length = 4; lower = 0x90
-            case 0xF1...0xF3: length = 4
-            case 0xF4: length = 4; upper = 0x8F
-            default: return i
-            }
-            guard i + length <= n else { return i }
-            let b1 = bytes[i + 1]
-            guard b1 >= lower && b1 <= upper else { return i }
-            for k in 2..<max(2, length) where bytes[i + k] & 0xC0 != 0x80 {
-                return i
-            }
-            i += length
-        }
-        return nil
-    }
 }

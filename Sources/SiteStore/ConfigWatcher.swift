@@ -1,6 +1,6 @@
 import Foundation
-import Glibc
 public import Logging
+import Reactor
 import Synchronization
 
 /// Follows the config directory with inotify and reports which sites changed (issue 4).
@@ -55,8 +55,8 @@ public final class ConfigWatcher: @unchecked Sendable {
     private let logger: Logger
     private let rescanInterval: Int64?
     private let apply: (Change) -> Void
-    private let inotify: Int32
-    private let wakePipe: [Int32]
+    private let inotify: Inotify
+    private static let clock = MonotonicClock()
     private let stopRequested = Atomic<Bool>(false)
     private let fullRescanRequested = Atomic<Bool>(false)
     /// What each watch stands for. One directory can stand for several names: a site and the
@@ -84,19 +84,13 @@ public final class ConfigWatcher: @unchecked Sendable {
         self.rescanInterval = rescanInterval
         self.logger = logger
         self.apply = apply
-        inotify = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
-        guard inotify >= 0 else { throw WatchError("inotify_init1 failed (errno \(errno))") }
-        var fds: [Int32] = [0, 0]
-        guard pipe(&fds) == 0 else { throw WatchError("pipe failed (errno \(errno))") }
-        wakePipe = fds
-        for fd in fds { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) }
+        do {
+            inotify = try Inotify()
+        } catch {
+            throw WatchError("\(error)")
+        }
         lastRescan = Self.milliseconds()
         watchEverything()
-    }
-
-    deinit {
-        close(inotify)
-        wakePipe.forEach { _ = close($0) }
     }
 
     public struct WatchError: Error, CustomStringConvertible {
@@ -127,34 +121,34 @@ public final class ConfigWatcher: @unchecked Sendable {
     }
 
     private func wake() {
-        var byte: UInt8 = 1
-        _ = write(wakePipe[1], &byte, 1)
+        inotify.wake()
     }
 
     static func milliseconds() -> Int64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
+        clock.milliseconds()
     }
 
     // MARK: - Watches
 
-    private static let directoryMask = UInt32(
-        IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF | IN_CLOSE_WRITE | IN_MODIFY)
+    private static let directoryMask: Inotify.Mask = [
+        .created, .deleted, .movedFrom, .movedTo, .attributes, .deletedSelf, .movedSelf, .closedAfterWrite, .modified,
+    ]
 
     @discardableResult
     private func add(_ path: String, _ kind: Watched) -> Int32? {
-        let wd = inotify_add_watch(inotify, path, Self.directoryMask)
-        if wd >= 0 {
+        do {
+            let wd = try inotify.addWatch(path, Self.directoryMask)
             watches[wd, default: []].insert(kind)
             return wd
-        } else if errno == ENOSPC && !watchLimitReported {
-            watchLimitReported = true
-            logger.warning(
-                "inotify watch limit reached; raise fs.inotify.max_user_watches, or changes to some sites are seen only by --rescan-interval or SIGHUP"
-            )
+        } catch {
+            if error.isWatchLimit && !watchLimitReported {
+                watchLimitReported = true
+                logger.warning(
+                    "inotify watch limit reached; raise fs.inotify.max_user_watches, or changes to some sites are seen only by --rescan-interval or SIGHUP"
+                )
+            }
+            return nil
         }
-        return nil
     }
 
     /// Records that `kind` now resolves to `wd` (nil: to nothing); the watch it left loses it, and
@@ -167,7 +161,7 @@ public final class ConfigWatcher: @unchecked Sendable {
         kinds.remove(kind)
         if kinds.isEmpty {
             watches[old] = nil
-            _ = inotify_rm_watch(inotify, old)
+            inotify.removeWatch(old)
         } else {
             watches[old] = kinds
         }
@@ -221,13 +215,7 @@ public final class ConfigWatcher: @unchecked Sendable {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.eventBufferSize, alignment: 8)
         defer { buffer.deallocate() }
         while !stopRequested.load(ordering: .acquiring) {
-            var fds = [pollfd(fd: inotify, events: Int16(POLLIN), revents: 0), pollfd(fd: wakePipe[0], events: Int16(POLLIN), revents: 0)]
-            _ = poll(&fds, 2, Int32(nextTimeout()))
-            if fds[1].revents != 0 {
-                var sink = [UInt8](repeating: 0, count: 64)
-                while read(wakePipe[0], &sink, sink.count) > 0 {}
-            }
-            if fds[0].revents != 0 { readEvents(buffer) }
+            if inotify.wait(milliseconds: nextTimeout()) { readEvents(buffer) }
             let now = Self.milliseconds()
             if fullRescanRequested.exchange(false, ordering: .acquiring) {
                 note(now) { $0.full = true }
@@ -257,38 +245,32 @@ public final class ConfigWatcher: @unchecked Sendable {
     }
 
     private func readEvents(_ buffer: UnsafeMutableRawBufferPointer) {
-        while true {
-            let n = read(inotify, buffer.baseAddress, buffer.count)
-            if n <= 0 { return }
-            let now = Self.milliseconds()
-            var offset = 0
-            while offset + MemoryLayout<inotify_event>.size <= n {
-                let event = buffer.load(fromByteOffset: offset, as: inotify_event.self)
-                let nameStart = offset + MemoryLayout<inotify_event>.size
-                let nameBytes = UnsafeRawBufferPointer(rebasing: buffer[nameStart..<(nameStart + Int(event.len))])
-                let name = String(decoding: nameBytes.prefix { $0 != 0 }, as: UTF8.self)
-                handle(event, name: name, now: now)
-                offset = nameStart + Int(event.len)
-            }
+        let now = Self.milliseconds()
+        do {
+            try inotify.readEvents(into: buffer) { handle($0, now: now) }
+        } catch {
+            // Events are lost: read everything again.
+            logger.warning("cannot read inotify events; rescanning everything", metadata: ["error": "\(error)"])
+            note(now) { $0.full = true }
         }
     }
 
-    private func handle(_ event: inotify_event, name: String, now: Int64) {
+    private func handle(_ event: Inotify.Event, now: Int64) {
         let mask = event.mask
-        if mask & UInt32(IN_Q_OVERFLOW) != 0 {
+        if mask.contains(.overflow) {
             logger.warning("inotify queue overflowed; rescanning everything")
             note(now) { $0.full = true }
             return
         }
         // A watch removed (its directory deleted, or a ConfigMap's old target cleaned up) still
         // says which site to re-read.
-        guard let kinds = watches[event.wd] else { return }
-        if mask & UInt32(IN_IGNORED) != 0 { forget(event.wd) }
-        for kind in kinds { handle(kind, mask: mask, name: name, now: now) }
+        guard let kinds = watches[event.watch] else { return }
+        if mask.contains(.ignored) { forget(event.watch) }
+        for kind in kinds { handle(kind, mask: mask, name: event.name, now: now) }
     }
 
-    private func handle(_ kind: Watched, mask: UInt32, name: String, now: Int64) {
-        let entryChanged = mask & UInt32(IN_CREATE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM | IN_ATTRIB) != 0
+    private func handle(_ kind: Watched, mask: Inotify.Mask, name: String, now: Int64) {
+        let entryChanged = !mask.isDisjoint(with: [.created, .movedTo, .deleted, .movedFrom, .attributes])
         switch kind {
         case .root:
             if name == "sites" || name.hasPrefix("..") {
@@ -302,7 +284,7 @@ public final class ConfigWatcher: @unchecked Sendable {
                 note(now) { $0.settings = true }
             }
         case .sites:
-            if mask & UInt32(IN_DELETE_SELF | IN_MOVE_SELF) != 0 || name.hasPrefix("..") {
+            if !mask.isDisjoint(with: [.deletedSelf, .movedSelf]) || name.hasPrefix("..") {
                 // The directory itself moved, or a ConfigMap swapped ..data under it.
                 note(now) { $0.full = true }
             } else if !name.hasPrefix(".") {
@@ -312,10 +294,10 @@ public final class ConfigWatcher: @unchecked Sendable {
             }
         case .site(let site), .siteTLS(let site):
             if case .site = kind, name == "tls", entryChanged { watchSite(site) }
-            if mask & UInt32(IN_MODIFY) != 0 {
+            if mask.contains(.modified) {
                 openWrites[site] = openWrites[site] ?? now
             }
-            if mask & UInt32(IN_CLOSE_WRITE) != 0 {
+            if mask.contains(.closedAfterWrite) {
                 openWrites[site] = nil
             }
             note(now) { $0.sites.insert(site) }

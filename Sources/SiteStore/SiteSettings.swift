@@ -1,5 +1,4 @@
 import Foundation
-import Yams
 
 /// A site's optional `site.yaml`:
 ///
@@ -29,32 +28,17 @@ public struct SiteSettings: Sendable, Equatable {
         var settings = SiteSettings()
         var problems: [ConfigProblem] = []
         func problem(_ message: String) { problems.append(ConfigProblem(severity: .error, file: file, message: message)) }
-        let node: Node?
-        do {
-            // UTF-8 named: the default would read YAMS_DEFAULT_ENCODING from the environment (a
-            // whole environment dictionary per file, 7% of the config fuzzer's time), and the files are UTF-8.
-            node = try Yams.compose(yaml: text, .default, .default, .utf8)
-        } catch {
-            problem("not valid YAML: \(error)")
-            return (settings, problems)
-        }
-        guard let node else { return (settings, problems) }  // an empty file
-        guard let mapping = node.mapping else {
-            problem("must be a mapping of keys (\(keys.joined(separator: ", ")))")
-            return (settings, problems)
-        }
-        for (keyNode, value) in mapping {
-            let key = keyNode.string ?? "\(keyNode)"
+        YAMLKeys.walk(text) { entry in
             // The key and its line, so that a long file's problem can be found (1-based).
-            let at = key + (keyNode.mark.map { " (line \($0.line))" } ?? "")
-            switch key {
+            let at = entry.path + (entry.line.map { " (line \($0))" } ?? "")
+            switch entry.path {
             case "aliases":
-                guard let list = value.sequence else {
+                guard case .list(let items) = entry.value else {
                     problem("\(at): must be a list of host names")
-                    continue
+                    return
                 }
-                for item in list {
-                    guard let name = item.scalar?.string else {
+                for item in items {
+                    guard let name = item else {
                         problem("\(at): each entry must be a host name")
                         continue
                     }
@@ -67,19 +51,24 @@ public struct SiteSettings: Sendable, Equatable {
                     }
                 }
             case "cache-control":
-                guard let text = value.scalar?.string else {
+                guard case .scalar(let text) = entry.value else {
                     problem("\(at): must be one line of text, e.g. max-age=300")
-                    continue
+                    return
                 }
                 if let message = ServingOptions.problem(cacheControl: text) {
                     problem("\(at): \(message)")
-                    continue
+                    return
                 }
                 settings.cacheControl = text
             default:
                 problem(
-                    "unknown key \"\(key)\"\(keyNode.mark.map { " (line \($0.line))" } ?? ""); site.yaml knows \(keys.joined(separator: ", "))"
+                    "unknown key \"\(entry.path)\"\(entry.line.map { " (line \($0))" } ?? ""); site.yaml knows \(keys.joined(separator: ", "))"
                 )
+            }
+        } fail: { failure in
+            switch failure {
+            case .syntax(let message): problem("not valid YAML: \(message)")
+            case .notMapping: problem("must be a mapping of keys (\(keys.joined(separator: ", ")))")
             }
         }
         return (settings, problems)

@@ -47,8 +47,11 @@ struct MatchCommand: ParsableCommand {
                 results = urls.map { Self.evaluate($0, matcher: matcher, site: nil, needsHost: false) }
             }
         } else if let config {
-            let scan = ConfigLoader.scan(directory: config)
-            results = urls.map { Self.evaluate($0, in: scan, root: config) }
+            // The registry serve loads with: a host is answered by the site serve would answer it
+            // with, or reported as serve would leave it (a conflict, a refused site).
+            let registry = SiteRegistry.inspecting(root: config)
+            registry.reloadAll()
+            results = urls.map { Self.evaluate($0, in: registry, root: config) }
         }
         switch format {
         case .json:
@@ -89,7 +92,7 @@ struct MatchCommand: ParsableCommand {
         return .success(Matcher(document))
     }
 
-    static func evaluate(_ text: String, in scan: ConfigScan, root: String) -> URLReport {
+    static func evaluate(_ text: String, in registry: SiteRegistry, root: String) -> URLReport {
         let url: LinkURL
         do {
             url = try LinkURL(parsing: text)
@@ -99,7 +102,19 @@ struct MatchCommand: ParsableCommand {
         guard let host = url.host else {
             return URLReport(url: text, error: "with --config the URL needs a host, e.g. https://example.com\(url.path)")
         }
-        guard let site = scan.site(for: host) else {
+        let name: String
+        switch registry.answer(forHost: host) {
+        case .unclaimed:
+            return URLReport(url: text, error: "no site in \(root) serves \(host)")
+        case .conflict(let claimed, let sites):
+            let directories = sites.map { "sites/\($0)" }.joined(separator: " and ")
+            return URLReport(
+                url: text,
+                error: "the host \(claimed) is claimed by \(directories), so serve answers \(host) with neither; keep it in one site")
+        case .served(let site), .refused(let site):
+            name = site
+        }
+        guard let site = registry.source(of: name) else {
             return URLReport(url: text, error: "no site in \(root) serves \(host)")
         }
         guard let aasa = site.aasa else {

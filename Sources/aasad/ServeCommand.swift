@@ -83,41 +83,6 @@ struct ServeCommand: ParsableCommand {
     @Option(help: "Access log: off, stdout, stderr or a file path, reopened on SIGHUP (default: off).")
     var accessLog: String?
 
-    /// The settings in force: aasad.yaml, then AASAD_* variables, then these flags. Also the file's
-    /// own settings, to tell later whether the file changed.
-    func settings(
-        environment: [String: String]
-    ) -> (ServerSettings, [ServerSettings.Problem], unknown: [String], file: ServerSettings) {
-        var (settings, problems) = ServerSettings.load(configDirectory: config)
-        let file = settings
-        let fromEnvironment = settings.apply(environment: environment)
-        problems += fromEnvironment.problems
-        func flag(_ name: String, _ key: String, _ values: [String]?) {
-            guard let values, !values.isEmpty else { return }
-            if let problem = settings.apply(flag: name, key: key, values) { problems.append(problem) }
-        }
-        flag("--https", "listen.https", https)
-        flag("--http", "listen.http", http)
-        flag("--threads", "threads", threads.map { ["\($0)"] })
-        flag("--state", "state", state.map { [$0] })
-        flag("--user", "user", user.map { [$0] })
-        flag("--cache-control", "cache-control", cacheControl.map { [$0] })
-        flag("--handshake-timeout", "timeouts.handshake", handshakeTimeout.map { ["\($0)"] })
-        flag("--request-timeout", "timeouts.request", requestTimeout.map { ["\($0)"] })
-        flag("--idle-timeout", "timeouts.idle", idleTimeout.map { ["\($0)"] })
-        flag("--write-timeout", "timeouts.write", writeTimeout.map { ["\($0)"] })
-        flag("--drain-timeout", "timeouts.drain", drainTimeout.map { ["\($0)"] })
-        flag("--max-connections", "limits.max-connections", maxConnections.map { ["\($0)"] })
-        flag("--tls-min-version", "tls.min-version", tlsMinVersion.map { [$0] })
-        flag("--admin", "admin", admin.map { [$0] })
-        flag("--rescan-interval", "watch.rescan-interval", rescanInterval.map { ["\($0)"] })
-        flag("--watch", "watch.enabled", watch.map { ["\($0)"] })
-        flag("--log-level", "logging.level", logLevel.map { [$0.rawValue] })
-        flag("--log-format", "logging.format", logFormat.map { [$0.rawValue] })
-        flag("--access-log", "logging.access-log", accessLog.map { [$0] })
-        return (settings, problems, fromEnvironment.unknown, file)
-    }
-
     func run() throws {
         let (settings, problems, unknownVariables, fileSettings) = settings(environment: ProcessInfo.processInfo.environment)
         if let problem = problems.first(where: { $0.source == "flag" }) {
@@ -284,143 +249,11 @@ struct ServeCommand: ParsableCommand {
             return
         }
     }
-
-    /// Raises the descriptor limit and caps connections per worker so that they leave
-    /// `DescriptorBudget.reserve` free for the reloader and the process (issue 10).
-    static func descriptorLimits(_ settings: ServerSettings, workers: Int, logger: Logger) -> Limits {
-        var limits = settings.limits
-        let descriptors = DescriptorBudget.raise()
-        let reserve = DescriptorBudget.reserve(
-            workers: workers, listenAddresses: settings.https.count + settings.http.count,
-            cores: ProcessInfo.processInfo.activeProcessorCount)
-        guard
-            let perWorker = DescriptorBudget.connectionsPerWorker(
-                configured: limits.maxConnections, descriptors: descriptors.limit, workers: workers, reserve: reserve)
-        else {
-            logger.warning(
-                "the descriptor limit leaves no reserve for reloading; raise it (ulimit -n, LimitNOFILE=)",
-                metadata: ["limit": "\(descriptors.limit)", "reserve": "\(reserve)"])
-            return limits
-        }
-        if limits.maxConnections != 0 && perWorker < limits.maxConnections {
-            logger.notice(
-                "limits.max-connections lowered to what the descriptor limit allows",
-                metadata: ["configured": "\(limits.maxConnections)", "perWorker": "\(perWorker)"])
-        }
-        limits.maxConnections = perWorker
-        logger.info(
-            "descriptors",
-            metadata: [
-                "limit": "\(descriptors.limit)", "raisedFrom": "\(descriptors.before.map(String.init) ?? "-")", "reserve": "\(reserve)",
-                "connectionsPerWorker": "\(perWorker)",
-            ])
-        return limits
-    }
-
-    /// aasad.yaml is read at start: a change on disk is checked and reported, and applies at the
-    /// next start (listeners and threads cannot change under a running server).
-    static func noticeSettingsChange(config: String, atStart: ServerSettings, logger: Logger) {
-        // The file alone, compared with the file alone at start: the environment and flags
-        // apply on top of both the same way.
-        let (onDisk, problems) = ServerSettings.load(configDirectory: config)
-        for problem in problems { logger.error("\(problem); the next start would refuse it") }
-        if problems.isEmpty && onDisk != atStart {
-            logger.warning("\(ServerSettings.fileName) changed; restart aasad to apply it (settings are read at start)")
-        }
-    }
-
-    /// Keeps the TLS default in step with the config directory's `tls/`: a new pair becomes the
-    /// default for new connections; without one, the start-up default (development or first site).
-    static func followDefaultCertificate(_ snapshot: Snapshot, tls: TLSServer, fallback: TLSServer.CertificateSource, logger: Logger) {
-        let wanted = snapshot.defaultCertificate?.source ?? fallback
-        guard wanted.identity != tls.defaultContext.identity else { return }
-        do {
-            try tls.replaceDefault(wanted)
-            logger.info("default certificate replaced", metadata: ["from": "\(wanted.label)"])
-        } catch {
-            logger.error("the new default certificate cannot be used; keeping the previous one", metadata: ["error": "\(error)"])
-        }
-    }
-
-    /// Hosts the development-certificate warning names; the rest are counted (a log line stays
-    /// readable at 100,000 sites).
-    static let hostsNamedInWarning = 10
-
-    struct Certificates {
-        var defaultSource: TLSServer.CertificateSource
-        /// The CA to trust, when the development certificate is in use.
-        var developmentAuthority: String?
-    }
-
-    /// The default certificate: the configured one; else, when some site has no certificate of its
-    /// own, a development certificate for those sites; else the first site's own.
-    static func certificates(snapshot: Snapshot, state: String, logger: Logger) throws -> Certificates {
-        if let files = snapshot.defaultCertificate {
-            return Certificates(
-                defaultSource: files.source,
-                developmentAuthority: nil)
-        }
-        let sites = snapshot.sites.values.sorted { $0.directory < $1.directory }
-        let uncovered = sites.filter { $0.certificate == nil }
-        if uncovered.isEmpty, let files = sites.compactMap(\.certificate).first {
-            logger.notice(
-                "no default certificate (config/tls/); connections without SNI get the first site's",
-                metadata: ["site": "\(files.directory)"])
-            return Certificates(
-                defaultSource: files.source,
-                developmentAuthority: nil)
-        }
-        let hosts = uncovered.flatMap(\.hosts).map(\.name)
-        do {
-            let issued = try DevelopmentCertificate.issue(directory: state + "/dev-tls", hosts: hosts)
-            let files = CertificateFiles(directory: state + "/dev-tls", chainPEM: issued.chainPEM, keyPEM: issued.keyPEM)
-            // Loud, once per start: no client trusts this certificate unless told to, and Apple's
-            // CDN never will, so a production server must not run on it unnoticed.
-            let shown = hosts.sorted().prefix(Self.hostsNamedInWarning).joined(separator: " ")
-            let more = hosts.count > Self.hostsNamedInWarning ? " (and \(hosts.count - Self.hostsNamedInWarning) more)" : ""
-            let message =
-                "\(hosts.count) host\(hosts.count == 1 ? " is" : "s are") served with the DEVELOPMENT certificate, which no client trusts "
-                + "unless told to (curl --cacert \(issued.authorityPath)) and Apple's CDN never will: \(shown)\(more). "
-                + "Give each site a real certificate in sites/<host>/tls/cert.pem and key.pem, or a default pair covering them in tls/"
-            logger.warning(
-                "\(message)",
-                metadata: [
-                    "certificate": "development", "sites": "\(uncovered.count)", "ca": "\(issued.authorityPath)",
-                    "caPermits": "\(issued.permittedNames.joined(separator: ","))",
-                    "caExpires": "\(ConfigLoading.date(issued.authorityNotAfter))",
-                    "leafExpires": "\(ConfigLoading.date(issued.leafNotAfter))",
-                ])
-            if issued.authorityCreated {
-                logger.notice(
-                    "made a new development CA; clients that trusted an earlier one must trust this one",
-                    metadata: ["ca": "\(issued.authorityPath)", "caPermits": "\(issued.permittedNames.joined(separator: ","))"])
-            }
-            return Certificates(defaultSource: files.source, developmentAuthority: issued.authorityPath)
-        } catch {
-            logger.critical("cannot make a development certificate", metadata: ["error": "\(error)"])
-            throw ExitCode(1)
-        }
-    }
-
 }
 
 /// Writes a line to standard output at once (not through stdio's buffer), for whoever waits for it.
 private func emit(_ line: String) {
     FileHandle.standardOutput.write(Data((line + "\n").utf8))
-}
-
-/// `--log-level` values.
-enum LogLevel: String, ExpressibleByArgument, CaseIterable {
-    case trace, debug, info, notice, warning, error, critical
-
-    var level: Logger.Level { Logger.Level(rawValue: rawValue)! }
-}
-
-extension CertificateFiles {
-    /// The same files as the TLS layer takes them.
-    var source: TLSServer.CertificateSource {
-        TLSServer.CertificateSource(identity: identity, chainPEM: chainPEM, keyPEM: keyPEM, label: directory)
-    }
 }
 
 /// Writes a line to standard error at once.

@@ -3,7 +3,6 @@ import HTTPServer
 import Reactor
 import SiteStore
 import TLS
-import Yams
 
 /// The server's settings: `config/aasad.yaml`, then `AASAD_*` environment variables, then flags,
 /// each overriding the one before (the order of the twelve-factor app and of most daemons):
@@ -245,57 +244,52 @@ struct ServerSettings: Equatable {
 
     /// Applies YAML text over these settings; returns the problems, key by key.
     mutating func apply(yaml text: String, file: String) -> [Problem] {
-        let node: Node?
-        do {
-            // UTF-8 named: the default would read YAMS_DEFAULT_ENCODING from the environment (a
-            // whole environment dictionary per file, 7% of the config fuzzer's time), and the files are UTF-8.
-            node = try Yams.compose(yaml: text, .default, .default, .utf8)
-        } catch {
-            return [Problem(source: file, key: "(file)", message: "not valid YAML: \(error)")]
-        }
-        guard let node else { return [] }  // an empty file: every default
         var problems: [Problem] = []
-        walk(node, prefix: "", file: file, problems: &problems)
-        return problems
-    }
-
-    private mutating func walk(_ node: Node, prefix: String, file: String, problems: inout [Problem]) {
-        let section = prefix.isEmpty ? "the file" : String(prefix.dropLast())
-        guard let mapping = node.mapping else {
-            problems.append(
-                Problem(
-                    source: file, key: prefix.isEmpty ? "(file)" : section,
-                    message: "must be a mapping of keys (\(Self.known(under: prefix).joined(separator: ", ")))"))
-            return
-        }
-        for (keyNode, value) in mapping {
-            let name = keyNode.string ?? "\(keyNode)"
-            let path = prefix + name
-            func problem(_ message: String) -> Problem {
-                Problem(source: file, key: path, message: message, line: keyNode.mark?.line, column: keyNode.mark?.column)
-            }
-            if let key = Self.keys.first(where: { $0.path == path }) {
+        var settings = self
+        YAMLKeys.walk(
+            text, isSection: { path in Self.keys.contains { $0.path.hasPrefix(path + ".") } },
+            visit: { entry in
+                func problem(_ message: String) -> Problem {
+                    Problem(source: file, key: entry.path, message: message, line: entry.line, column: entry.column)
+                }
+                guard let key = Self.keys.first(where: { $0.path == entry.path }) else {
+                    let prefix = entry.path.contains(".") ? String(entry.path[...entry.path.lastIndex(of: ".")!]) : ""
+                    let section = prefix.isEmpty ? "the file" : String(prefix.dropLast())
+                    problems.append(problem("unknown key; \(section) knows \(Self.known(under: prefix).joined(separator: ", "))"))
+                    return
+                }
                 let values: [String]
-                if key.isList, let list = value.sequence {
-                    let scalars = list.compactMap(\.scalar?.string)
-                    guard scalars.count == list.count else {
+                switch entry.value {
+                case .list(let items) where key.isList:
+                    let scalars = items.compactMap { $0 }
+                    guard scalars.count == items.count else {
                         problems.append(problem("must be a list of text values"))
-                        continue
+                        return
                     }
                     values = scalars
-                } else if let scalar = value.scalar?.string {
+                case .scalar(let scalar):
                     values = [scalar]
-                } else {
+                case .list, .other:
                     problems.append(problem(key.isList ? "must be a value or a list" : "must be a single value"))
-                    continue
+                    return
                 }
-                if let message = key.apply(&self, values) { problems.append(problem(message)) }
-            } else if Self.keys.contains(where: { $0.path.hasPrefix(path + ".") }) {
-                walk(value, prefix: path + ".", file: file, problems: &problems)
-            } else {
-                problems.append(problem("unknown key; \(section) knows \(Self.known(under: prefix).joined(separator: ", "))"))
-            }
-        }
+                if let message = key.apply(&settings, values) { problems.append(problem(message)) }
+            },
+            fail: { failure in
+                // A file or section that is not a mapping: the keys it could hold.
+                switch failure {
+                case .syntax(let message):
+                    problems.append(Problem(source: file, key: "(file)", message: "not valid YAML: \(message)"))
+                case .notMapping(let section):
+                    let prefix = section.isEmpty ? "" : section + "."
+                    problems.append(
+                        Problem(
+                            source: file, key: section.isEmpty ? "(file)" : section,
+                            message: "must be a mapping of keys (\(Self.known(under: prefix).joined(separator: ", ")))"))
+                }
+            })
+        self = settings
+        return problems
     }
 
     // MARK: - The environment

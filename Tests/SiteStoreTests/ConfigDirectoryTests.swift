@@ -51,7 +51,9 @@ struct ConfigDirectoryTests {
         let scan = ConfigLoader.scan(directory: c.root)
         #expect(scan.sites.count == 1)
         #expect(scan.sites[0].aliases.map(\.name) == ["www.a.example"])
-        #expect(scan.site(for: "WWW.A.EXAMPLE")?.host.name == "a.example")
+        let registry = SiteRegistry.inspecting(root: c.root)
+        registry.reloadAll()
+        #expect(registry.answer(forHost: "WWW.A.EXAMPLE") == .served("a.example"))
         #expect(scan.isValid)
     }
 
@@ -61,11 +63,13 @@ struct ConfigDirectoryTests {
         for name in ["*.example.com", "*.users.example.com", "bob.users.example.com"] {
             try c.write("sites/\(name)/apple-app-site-association", TempConfig.aasa)
         }
-        let scan = ConfigLoader.scan(directory: c.root)
-        #expect(scan.site(for: "bob.users.example.com")?.host.name == "bob.users.example.com")
-        #expect(scan.site(for: "emily.users.example.com")?.host.name == "*.users.example.com")
-        #expect(scan.site(for: "shop.example.com")?.host.name == "*.example.com")
-        #expect(scan.site(for: "example.com") == nil)
+        let registry = SiteRegistry.inspecting(root: c.root)
+        registry.reloadAll()
+        #expect(registry.answer(forHost: "bob.users.example.com") == .served("bob.users.example.com"))
+        #expect(registry.answer(forHost: "emily.users.example.com") == .served("*.users.example.com"))
+        #expect(registry.answer(forHost: "a.b.users.example.com") == .served("*.users.example.com"))
+        #expect(registry.answer(forHost: "shop.example.com") == .served("*.example.com"))
+        #expect(registry.answer(forHost: "example.com") == .unclaimed)
     }
 
     @Test("a host claimed by two sites is a conflict on both, not a silent pick")
@@ -75,8 +79,23 @@ struct ConfigDirectoryTests {
         try c.write("sites/A.example/apple-app-site-association", TempConfig.aasa)
         let scan = ConfigLoader.scan(directory: c.root)
         #expect(scan.sites.count == 2)
-        #expect(scan.sites.allSatisfy { $0.problems.contains { $0.message.contains("claimed by") } })
+        #expect(scan.sites.allSatisfy { $0.problems.contains { $0.message.contains("claimed by sites/A.example and sites/a.example") } })
         #expect(!scan.isValid)
+        let registry = SiteRegistry.inspecting(root: c.root)
+        registry.reloadAll()
+        #expect(registry.answer(forHost: "a.example") == .conflict(try HostName(parsing: "a.example"), ["A.example", "a.example"]))
+    }
+
+    @Test("a host whose only site never had a valid file is refused, unless a wildcard answers it as serve does")
+    func refusedHost() throws {
+        let c = try TempConfig()
+        try c.write("sites/bad.example.com/apple-app-site-association", "{")
+        let registry = SiteRegistry.inspecting(root: c.root)
+        registry.reloadAll()
+        #expect(registry.answer(forHost: "bad.example.com") == .refused("bad.example.com"))
+        try c.write("sites/*.example.com/apple-app-site-association", TempConfig.aasa)
+        registry.reloadAll()
+        #expect(registry.answer(forHost: "bad.example.com") == .served("*.example.com"))
     }
 
     @Test("a Unicode directory name is refused with its xn-- form")

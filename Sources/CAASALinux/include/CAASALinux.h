@@ -2,13 +2,11 @@
 #define CAASALINUX_H
 
 // Linux system calls and constants that Swift's Glibc module does not expose: epoll, eventfd,
-// timerfd, signalfd, accept4 (the same gap swift-nio fills with CNIOLinux).
+// accept4, malloc_trim (the same gap swift-nio fills with CNIOLinux).
 
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
-#include <sys/signalfd.h>
 #include <sys/socket.h>
-#include <sys/timerfd.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <signal.h>

@@ -1,0 +1,92 @@
+import Glibc
+
+/// What `stat`, `lstat` or `fstat` says about a file: the fields the config loader reads.
+public struct FileStatus: Sendable, Equatable {
+    public enum Kind: Sendable, Equatable {
+        case regular, directory, symbolicLink, other
+    }
+
+    public var kind: Kind
+    /// Last content change (`st_mtim`), whole seconds since the epoch; tools can set it back.
+    public var modified: Int64
+    /// Last change of content or attributes (`st_ctim`), whole seconds since the epoch; only the
+    /// kernel sets it.
+    public var changed: Int64
+
+    init(_ info: stat) {
+        switch info.st_mode & S_IFMT {
+        case S_IFREG: kind = .regular
+        case S_IFDIR: kind = .directory
+        case S_IFLNK: kind = .symbolicLink
+        default: kind = .other
+        }
+        modified = Int64(info.st_mtim.tv_sec)
+        changed = Int64(info.st_ctim.tv_sec)
+    }
+}
+
+/// File calls for reading configuration off the event loops (the config directory), through the
+/// one wrapper in System.swift: EINTR retried, EBADF and EFAULT stop the process, every other
+/// errno thrown as a `SystemError` for the caller to judge.
+public enum Files {
+    /// `stat`: follows symbolic links.
+    public static func status(_ path: String) throws(SystemError) -> FileStatus {
+        var info = stat()
+        _ = try syscallOrThrow("stat", { stat(path, &info) })
+        return FileStatus(info)
+    }
+
+    /// `lstat`: the entry itself, a symbolic link included.
+    public static func linkStatus(_ path: String) throws(SystemError) -> FileStatus {
+        var info = stat()
+        _ = try syscallOrThrow("lstat", { lstat(path, &info) })
+        return FileStatus(info)
+    }
+
+    /// `fstat` of an open descriptor.
+    public static func status(of fd: Int32) throws(SystemError) -> FileStatus {
+        var info = stat()
+        _ = try syscallOrThrow("fstat", { fstat(fd, &info) })
+        return FileStatus(info)
+    }
+
+    /// Opens a file read-only, close-on-exec and non-blocking: a FIFO or a device opened by
+    /// mistake returns at once instead of blocking the caller (check its kind with
+    /// `status(of:)` before reading).
+    public static func openForReading(_ path: String) throws(SystemError) -> Int32 {
+        try syscallOrThrow("open", { open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK) })
+    }
+
+    /// Reads into `buffer`; 0 at the end of the file.
+    public static func read(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) throws(SystemError) -> Int {
+        try syscallOrThrow("read", { Glibc.read(fd, buffer.baseAddress, buffer.count) })
+    }
+
+    /// Closes a descriptor this process opened.
+    public static func close(_ fd: Int32) {
+        _ = Glibc.close(fd)
+    }
+}
+
+extension SystemError {
+    /// ENOENT or ENOTDIR: there is nothing by that name (a path component is missing or is not
+    /// a directory). Every other error says something is there that cannot be read now.
+    public var isNoSuchFile: Bool { errno == ENOENT || errno == ENOTDIR }
+
+    /// The errno's symbolic name for the common file errors (`EACCES`), else `errno N`: what an
+    /// operator searches for.
+    public var errnoName: String {
+        let names: [Int32: String] = [
+            EACCES: "EACCES", EPERM: "EPERM", EMFILE: "EMFILE", ENFILE: "ENFILE", EIO: "EIO", ENOENT: "ENOENT", ENOTDIR: "ENOTDIR",
+            ELOOP: "ELOOP", ENAMETOOLONG: "ENAMETOOLONG", ENOMEM: "ENOMEM", EISDIR: "EISDIR", ENOSPC: "ENOSPC",
+        ]
+        return names[errno] ?? "errno \(errno)"
+    }
+
+    /// `permission denied (EACCES)`: the system's words, lower case, and the name to search for.
+    public var reason: String {
+        let text = describeErrno(errno)
+        return text.prefix(1).lowercased() + text.dropFirst() + " (\(errnoName))"
+    }
+
+}

@@ -1,0 +1,80 @@
+import Foundation
+public import Reactor
+
+/// Reading the config directory's files: bounded, never blocking, and telling "gone" apart
+/// from "cannot be read now" (issue 10).
+extension ConfigLoader {
+    /// Why a file could not be read.
+    public struct ReadError: Error, CustomStringConvertible, Sendable {
+        public var description: String
+        /// The system call that failed, when one did.
+        public var system: SystemError?
+
+        public init(description: String, system: SystemError? = nil) {
+            self.description = description
+            self.system = system
+        }
+
+        init(_ error: SystemError) {
+            self.init(description: error.reason, system: error)
+        }
+
+        /// ENOENT or ENOTDIR: there is no such file, so whatever it was is gone. Every other
+        /// error (EACCES, EMFILE, EIO, a directory where a file should be) leaves it in place:
+        /// only a file that is gone stops being served (issue 10).
+        public var isMissing: Bool { system?.isNoSuchFile ?? false }
+    }
+
+    /// Reads up to `limit + 1` bytes of a file: one byte more than allowed tells "too large" apart
+    /// from "exactly at the limit" without reading a huge file.
+    public static func readBounded(path: String, limit: Int) -> Result<[UInt8], ReadError> {
+        readFile(path: path, limit: limit).map(\.bytes)
+    }
+
+    /// Reads up to `limit + 1` bytes of a regular file, with its time.
+    ///
+    /// The time is the later of the file's mtime and ctime (whole seconds), so that it moves
+    /// whenever the file is replaced: `rsync -a`, `cp -p` and `touch -d` can set an mtime back
+    /// (a roll-back to an older version), but not the ctime, which the kernel sets to now on
+    /// every write, rename into place or attribute change. Last-Modified is built on it (with
+    /// SiteRegistry's rule that a new content never gets an earlier or equal one), so a client's
+    /// If-Modified-Since never matches a changed file (RFC 9110 §13.1.3). A chmod moves the
+    /// ctime too; SiteRegistry keeps the Last-Modified of unchanged content.
+    ///
+    /// Opened with O_NONBLOCK and checked with fstat on the same descriptor: a FIFO or device put
+    /// in the config directory is refused instead of blocking the reloader, and the time and the
+    /// bytes are those of one file even when it is replaced meanwhile.
+    public static func readFile(path: String, limit: Int) -> Result<(bytes: [UInt8], modified: Int64), ReadError> {
+        do throws(SystemError) {
+            let fd = try Files.openForReading(path)
+            defer { Files.close(fd) }
+            let status = try Files.status(of: fd)
+            switch status.kind {
+            case .regular: break
+            case .directory: return .failure(ReadError(description: "a directory, not a file"))
+            case .symbolicLink, .other: return .failure(ReadError(description: "not a regular file"))
+            }
+            var bytes: [UInt8] = []
+            var chunk = [UInt8](repeating: 0, count: readChunkSize)
+            while bytes.count <= limit {
+                let wanted = min(chunk.count, limit + 1 - bytes.count)
+                let n = try chunk.withUnsafeMutableBytes { buffer in
+                    Result { () throws(SystemError) in try Files.read(fd, into: UnsafeMutableRawBufferPointer(rebasing: buffer[..<wanted]))
+                    }
+                }.get()
+                if n == 0 { break }
+                bytes.append(contentsOf: chunk[0..<n])
+            }
+            return .success((bytes, max(status.modified, status.changed)))
+        } catch {
+            return .failure(ReadError(error))
+        }
+    }
+
+    /// Bytes read per call; a larger file takes several.
+    static let readChunkSize = 64 * 1024
+
+    static func describe(_ error: any Error) -> String {
+        (error as NSError).localizedDescription
+    }
+}

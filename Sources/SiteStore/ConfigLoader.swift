@@ -1,0 +1,221 @@
+import AASA
+import Foundation
+import Reactor
+
+/// Reads a config directory (DESIGN.md "Config directory").
+public enum ConfigLoader {
+    public static let aasaFileName = "apple-app-site-association"
+    public static let assetLinksFileName = "assetlinks.json"
+    /// Names a site directory may hold besides the served files.
+    static let knownSiteEntries: Set<String> = [aasaFileName, assetLinksFileName, "site.yaml", "tls"]
+
+    /// Scans `root/sites/` through the registry `serve` loads it with (one load path: the
+    /// same aliases, conflicts and refusals), keeping every site's files and findings.
+    public static func scan(directory root: String) -> ConfigScan {
+        let registry = SiteRegistry.inspecting(root: root)
+        registry.reloadAll()
+        return registry.scan()
+    }
+
+    /// What one name under `sites/` is.
+    public enum Entry: Sendable {
+        /// A site directory (or a symlink to a directory outside `sites/`), read and validated.
+        case site(SiteSource)
+        /// A symlink to a sibling site directory: another name for that site.
+        case alias(HostName, target: String)
+        /// A name that cannot be a site (bad host name, a plain file, a dangling symlink).
+        case problem(ConfigProblem)
+        /// Hidden entries (Kubernetes' `..data` and its timestamped directories among them).
+        case ignored
+        /// Nothing by that name (any more).
+        case missing
+        /// Something is there but cannot be examined (EACCES, EMFILE, EIO...): whatever it was
+        /// before goes on being served, with this problem reported.
+        case unreadable(ConfigProblem)
+    }
+
+    enum Kind: Equatable {
+        case directory, other, missing
+        /// stat failed for a reason other than ENOENT and ENOTDIR (this one, e.g.
+        /// `permission denied (EACCES)`).
+        case unreadable(String)
+    }
+
+    /// Whether a name is a directory (following symlinks), something else, absent, or cannot
+    /// be told (FileManager.fileExists says "absent" for a path it may not search: EACCES).
+    static func examineKind(_ sitesPath: String, _ name: String) -> Kind {
+        do {
+            return try Files.status(sitesPath + "/" + name).kind == .directory ? .directory : .other
+        } catch {
+            return error.isNoSuchFile ? .missing : .unreadable(error.reason)
+        }
+    }
+
+    /// The names of a site directory whose last good versions an unreadable directory keeps.
+    static let siteEntries: Set<String> = [aasaFileName, assetLinksFileName, "site.yaml", "tls"]
+
+    /// Examines one name under `sites/`: the same question for a full scan and for the watcher's
+    /// single-site reloads. `isSite` tells whether a sibling name is a site directory.
+    public static func examine(sitesPath: String, name: String, isSite: (String) -> Bool) -> Entry {
+        if name.hasPrefix(".") { return .ignored }
+        let relative = "sites/\(name)"
+        let full = sitesPath + "/" + name
+        let fm = FileManager.default
+        do {
+            _ = try Files.linkStatus(full)
+        } catch {
+            if error.isNoSuchFile { return .missing }
+            return .unreadable(ConfigProblem(severity: .error, file: relative, message: "cannot be examined: \(error.reason)"))
+        }
+        let host: HostName
+        do {
+            host = try HostName(parsing: name)
+        } catch {
+            return .problem(ConfigProblem(severity: .error, file: relative, message: "not a valid site name: \(error)"))
+        }
+        // A symlink to a sibling site directory is an alias of that site.
+        if let target = try? fm.destinationOfSymbolicLink(atPath: full) {
+            let resolved = URL(fileURLWithPath: target.hasPrefix("/") ? target : sitesPath + "/" + target).standardizedFileURL
+            if resolved.deletingLastPathComponent().path == URL(fileURLWithPath: sitesPath).standardizedFileURL.path,
+                resolved.lastPathComponent != name, isSite(resolved.lastPathComponent)
+            {
+                return .alias(host, target: resolved.lastPathComponent)
+            }
+        }
+        switch examineKind(sitesPath, name) {
+        case .unreadable(let reason):
+            return .unreadable(ConfigProblem(severity: .error, file: relative, message: "cannot be examined: \(reason)"))
+        case .missing:
+            return .problem(ConfigProblem(severity: .error, file: relative, message: "a symlink whose target does not exist"))
+        case .other:
+            return .problem(
+                ConfigProblem(
+                    severity: .error, file: relative,
+                    message: "not a directory; each site is a directory holding its apple-app-site-association"))
+        case .directory:
+            var site = loadSite(host: host, directory: full, relative: relative)
+            if host.name != name && host.name + "." != name {
+                site.problems.append(
+                    ConfigProblem(
+                        severity: .warning, file: relative,
+                        message: "served as \(host.name); host names are lower case, so name the directory that way"))
+            }
+            return .site(site)
+        }
+    }
+
+    /// Reads and validates one site directory.
+    public static func loadSite(host: HostName, directory: String, relative: String) -> SiteSource {
+        var site = SiteSource(host: host, directory: relative, aliases: [], aasa: nil, assetLinks: nil, certificate: nil, problems: [])
+        let fm = FileManager.default
+        let entries = (try? fm.contentsOfDirectory(atPath: directory)) ?? []
+        for entry in entries.sorted() where !knownSiteEntries.contains(entry) && (!entry.hasPrefix(".") || entry == ".well-known") {
+            let message: String
+            switch entry {
+            case "apple-app-site-association.json":
+                message = "not served: the file must be named apple-app-site-association, without .json"
+            case ".well-known", "well-known":
+                message = "not served: put apple-app-site-association directly in the site directory"
+            default:
+                message = "ignored: a site directory holds apple-app-site-association, assetlinks.json, site.yaml and tls/"
+            }
+            site.problems.append(ConfigProblem(severity: .warning, file: "\(relative)/\(entry)", message: message))
+        }
+        if let file = readSiteFile(directory, relative, aasaFileName, AppSiteAssociation.maximumFileSize, &site) {
+            site.aasa = SiteFile(
+                relativePath: file.path, bytes: file.bytes, modified: file.modified, result: AppSiteAssociation.validate(file.bytes))
+        }
+        if let file = readSiteFile(directory, relative, assetLinksFileName, AssetLinks.maximumFileSize, &site) {
+            site.assetLinks = SiteFile(
+                relativePath: file.path, bytes: file.bytes, modified: file.modified, result: AssetLinks.validate(file.bytes))
+        }
+        var certificateUnreadable = false
+        site.certificate = readCertificate(directory, relative + "/tls", &site.problems, unreadable: &certificateUnreadable)
+        if certificateUnreadable { site.unreadable.insert("tls") }
+        switch readBounded(path: directory + "/site.yaml", limit: SiteSettings.maximumFileSize) {
+        case .success(let bytes) where bytes.count > SiteSettings.maximumFileSize:
+            site.problems.append(ConfigProblem(severity: .error, file: "\(relative)/site.yaml", message: "larger than 64 KB"))
+        case .success(let bytes):
+            let (settings, problems) = SiteSettings.parse(String(decoding: bytes, as: UTF8.self), file: "\(relative)/site.yaml")
+            site.settings = settings
+            site.problems += problems
+        case .failure(let error) where error.isMissing:
+            break  // optional
+        case .failure(let error):
+            site.unreadable.insert("site.yaml")
+            site.problems.append(ConfigProblem(severity: .error, file: "\(relative)/site.yaml", message: "cannot read the file: \(error)"))
+        }
+        if site.aasa == nil && site.assetLinks == nil && !site.problems.contains(where: { $0.severity == .error }) {
+            site.problems.append(
+                ConfigProblem(
+                    severity: .error, file: relative, message: "the site has neither apple-app-site-association nor assetlinks.json"))
+        }
+        return site
+    }
+
+    /// Reads a file if it exists. Reads at most `limit + 1` bytes, so an oversized file is
+    /// reported by the validator without being loaded whole. A file that is there but cannot be
+    /// read is a problem and is marked unreadable on the site (its last good version stays).
+    private static func readSiteFile(
+        _ directory: String, _ relative: String, _ name: String, _ limit: Int, _ site: inout SiteSource
+    ) -> (path: String, bytes: [UInt8], modified: Int64)? {
+        let relativePath = "\(relative)/\(name)"
+        switch readFile(path: directory + "/" + name, limit: limit) {
+        case .success(let file):
+            return (relativePath, file.bytes, file.modified)
+        case .failure(let error) where error.isMissing:
+            return nil
+        case .failure(let error):
+            site.unreadable.insert(name)
+            site.problems.append(ConfigProblem(severity: .error, file: relativePath, message: "cannot read the file: \(error)"))
+            return nil
+        }
+    }
+
+    /// Reads `tls/cert.pem` and `tls/key.pem` under `directory` when that folder exists (`relative`
+    /// names it in messages). Both files must be there; whether they load and match is the TLS
+    /// layer's check.
+    static func readCertificate(_ directory: String, _ relative: String, _ problems: inout [ConfigProblem]) -> CertificateFiles? {
+        var unreadable = false
+        return readCertificate(directory, relative, &problems, unreadable: &unreadable)
+    }
+
+    /// The same; `unreadable` is set when the folder or a file is there but cannot be read (the
+    /// caller then keeps the pair it had: a certificate is only gone when its files are).
+    static func readCertificate(
+        _ directory: String, _ relative: String, _ problems: inout [ConfigProblem], unreadable: inout Bool
+    ) -> CertificateFiles? {
+        let tls = directory + "/tls"
+        let status: FileStatus
+        do {
+            status = try Files.status(tls)
+        } catch {
+            if !error.isNoSuchFile {
+                unreadable = true
+                problems.append(ConfigProblem(severity: .error, file: relative, message: "cannot be examined: \(error.reason)"))
+            }
+            return nil
+        }
+        guard status.kind == .directory else { return nil }
+        var files: [[UInt8]] = []
+        for name in ["cert.pem", "key.pem"] {
+            switch readBounded(path: tls + "/" + name, limit: CertificateFiles.maximumFileSize) {
+            case .success(let bytes) where bytes.count > CertificateFiles.maximumFileSize:
+                problems.append(
+                    ConfigProblem(severity: .error, file: "\(relative)/\(name)", message: "larger than 1 MB; is it a certificate?"))
+            case .success(let bytes):
+                files.append(bytes)
+            case .failure(let error):
+                if !error.isMissing { unreadable = true }
+                problems.append(
+                    ConfigProblem(
+                        severity: .error, file: "\(relative)/\(name)",
+                        message: error.isMissing
+                            ? "missing: a tls/ directory holds cert.pem (the chain, leaf first) and key.pem"
+                            : "cannot read the file: \(error)"))
+            }
+        }
+        guard files.count == 2 else { return nil }
+        return CertificateFiles(directory: relative, chainPEM: files[0], keyPEM: files[1])
+    }
+}

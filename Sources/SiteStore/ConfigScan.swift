@@ -1,0 +1,105 @@
+public import AASA
+
+/// A finding about the config directory itself or one of its files, outside any JSON document:
+/// a bad directory name, a missing file, an unreadable file, a host claimed twice.
+public struct ConfigProblem: Sendable, Equatable, CustomStringConvertible {
+    public var severity: Diagnostic.Severity
+    /// The file or directory, relative to the config directory (e.g. `sites/a.com`).
+    public var file: String
+    public var message: String
+
+    public init(severity: Diagnostic.Severity, file: String, message: String) {
+        self.severity = severity
+        self.file = file
+        self.message = message
+    }
+
+    public var description: String { "\(file): \(message)" }
+}
+
+/// One file of a site as read from disk, with its validation.
+public struct SiteFile<Document: Sendable>: Sendable {
+    /// Relative to the config directory, e.g. `sites/a.com/apple-app-site-association`.
+    public var relativePath: String
+    public var bytes: [UInt8]
+    /// The file's time, seconds since the epoch: the later of its mtime and ctime (the basis of
+    /// `Last-Modified`; see `ConfigLoader.readFile`).
+    public var modified: Int64
+    public var result: ValidationResult<Document>
+}
+
+/// A certificate chain and its private key, as PEM bytes read from a `tls/` directory.
+public struct CertificateFiles: Sendable, Equatable {
+    /// The directory they came from, relative to the config directory (e.g. `sites/a.com/tls`).
+    public var directory: String
+    /// Leaf first, then intermediates.
+    public var chainPEM: [UInt8]
+    public var keyPEM: [UInt8]
+
+    /// Largest PEM file read: a chain of a few certificates is under 10 KB.
+    public static let maximumFileSize = 1 << 20
+
+    public init(directory: String, chainPEM: [UInt8], keyPEM: [UInt8]) {
+        self.directory = directory
+        self.chainPEM = chainPEM
+        self.keyPEM = keyPEM
+    }
+
+    /// Identifies the pair by content: sites with the same bytes share one TLS context.
+    public var identity: String { Digest.hex(Digest.sha256(chainPEM + [0] + keyPEM)) }
+}
+
+/// One site directory (or symlinked site) found under `sites/`.
+public struct SiteSource: Sendable {
+    public var host: HostName
+    /// Relative to the config directory, e.g. `sites/links.example.com`.
+    public var directory: String
+    /// More names for the same site: symlinks in `sites/` pointing at this directory.
+    public var aliases: [HostName]
+    public var aasa: SiteFile<AppSiteAssociation>?
+    public var assetLinks: SiteFile<AssetLinks>?
+    /// The site's own certificate (`tls/cert.pem` and `tls/key.pem`), if it has one.
+    public var certificate: CertificateFiles?
+    /// What `site.yaml` says (more host names, cache policy).
+    public var settings = SiteSettings()
+    /// Problems with the site's directory (missing files, unreadable files, conflicts).
+    public var problems: [ConfigProblem]
+    /// Entries of the site that exist but could not be read (`apple-app-site-association`,
+    /// `assetlinks.json`, `site.yaml`, `tls`): their last good versions stay in service, since
+    /// only ENOENT means gone (issue 10).
+    public var unreadable: Set<String> = []
+
+    /// Every host name the site answers for: its directory's, its alias symlinks', site.yaml's.
+    public var hosts: [HostName] { [host] + aliases + settings.aliases }
+
+    /// The directory's own name, e.g. `links.example.com` for `sites/links.example.com`.
+    public var name: String { String(directory.split(separator: "/").last ?? Substring(directory)) }
+
+    /// True when everything the site has may be served.
+    public var isValid: Bool {
+        !problems.contains { $0.severity == .error } && aasa?.result.isValid != false && assetLinks?.result.isValid != false
+    }
+}
+
+/// Everything found in a config directory: the sites and the problems. `aasad validate` prints it;
+/// `serve` builds its snapshot from the valid sites (DESIGN.md: validate runs the load code of serve).
+public struct ConfigScan: Sendable {
+    public var root: String
+    public var sites: [SiteSource]
+    /// Problems not tied to one site (missing `sites/`, bad names in it).
+    public var problems: [ConfigProblem]
+    /// The default certificate (`tls/` at the top of the config directory), for sites without
+    /// their own and for connections without SNI.
+    public var defaultCertificate: CertificateFiles?
+
+    public init(root: String, sites: [SiteSource], problems: [ConfigProblem], defaultCertificate: CertificateFiles? = nil) {
+        self.root = root
+        self.sites = sites
+        self.problems = problems
+        self.defaultCertificate = defaultCertificate
+    }
+
+    public var isValid: Bool {
+        !problems.contains { $0.severity == .error } && sites.allSatisfy(\.isValid)
+    }
+}

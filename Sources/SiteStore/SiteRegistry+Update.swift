@@ -1,0 +1,118 @@
+import AASA
+
+/// Applying what was read: per file, the new version or the last good one (issue 4), with the
+/// Last-Modified rule (issue 10).
+extension SiteRegistry {
+    /// Returns the sites whose served hosts may have changed (conflicts appearing or clearing).
+    func update(_ name: String) -> Set<String> {
+        guard var record = records[name] else { return [] }
+        touchedSinceTaken.insert(name)
+        let before = Self.state(of: record)
+        let source = record.source
+        var errors: [String] = []
+        for problem in source.problems where problem.severity == .error { errors.append("\(problem.file): \(problem.message)") }
+
+        // site.yaml errors leave its previous settings in force (and the files served under them).
+        let settingsBroken =
+            source.unreadable.contains("site.yaml") || source.problems.contains { $0.severity == .error && $0.file.hasSuffix("/site.yaml") }
+        let settings = settingsBroken ? record.settings : source.settings
+        record.settings = settings
+        var siteOptions = options
+        if let cacheControl = settings.cacheControl { siteOptions.cacheControl = cacheControl }
+        let aasa = choose(
+            source.aasa, name: ConfigLoader.aasaFileName, unreadable: source.unreadable, previous: record.served?.aasa,
+            record: &record, options: siteOptions, errors: &errors)
+        let assetLinks = choose(
+            source.assetLinks, name: ConfigLoader.assetLinksFileName, unreadable: source.unreadable, previous: record.served?.assetLinks,
+            record: &record, options: siteOptions, errors: &errors)
+        var certificate = source.certificate
+        if certificate == nil && source.unreadable.contains("tls") {
+            certificate = record.served?.certificate  // there but unreadable: not gone
+        }
+        if let files = certificate, let problem = checkCertificate(files) {
+            errors.append("\(files.directory): \(problem)")
+            certificate = record.served?.certificate  // the last pair that loaded
+        }
+        if record.served?.aasa !== aasa { contents.release(record.served?.aasa) }
+        if record.served?.assetLinks !== assetLinks { contents.release(record.served?.assetLinks) }
+
+        // Claimed hosts: the directory's own, its alias symlinks'.
+        let hosts = [source.host] + settings.aliases + (aliasesByTarget[name] ?? []).compactMap { aliases[$0]?.host }.sorted()
+        var affected = Set<String>()
+        for host in Set(record.claims).subtracting(hosts) {
+            affected.formUnion(release(host, from: name))
+        }
+        for host in Set(hosts).subtracting(record.claims) {
+            affected.formUnion(claim(host, for: name))
+        }
+        record.claims = hosts
+
+        let unchanged = record.served.map { $0.aasa === aasa && $0.assetLinks === assetLinks && $0.certificate == certificate } ?? false
+        if aasa == nil && assetLinks == nil {
+            record.served = nil
+        } else if !unchanged {
+            record.served = ServedSite(
+                directory: name, hosts: hosts, aasa: aasa, assetLinks: assetLinks, certificate: certificate, loadedAt: clock())
+        }
+        if errors != record.errors {
+            for line in errors { logger.error("\(line)") }
+            if errors.isEmpty && !record.errors.isEmpty { logger.info("site fixed", metadata: ["site": "\(name)"]) }
+            if !errors.isEmpty {
+                logger.error(record.served == nil ? "not served: \(name)" : "serving the last good version: \(name)")
+            }
+        }
+        record.errors = errors
+        // What was read is applied: keep no file contents or parsed models (memory at 100,000
+        // sites), unless a reporting command asked for them.
+        if !keepsSources {
+            record.source.aasa = nil
+            record.source.assetLinks = nil
+        }
+        records[name] = record
+        stateCounts[before, default: 0] -= 1
+        stateCounts[Self.state(of: record), default: 0] += 1
+        affected.insert(name)
+        return affected
+    }
+
+    static func state(of record: Record) -> SiteState {
+        record.served == nil ? .refused : (record.errors.isEmpty ? .serving : .servingLastGood)
+    }
+
+    /// The file to serve: the new one when valid; the previous one when the new one is invalid
+    /// or cannot be read (only a file that is gone stops being served); none when it is gone.
+    ///
+    /// Last-Modified rule (issue 10): it moves whenever the content (and so the ETag) changes,
+    /// and only then. A new content gets the file's time (the later of mtime and ctime, see
+    /// `ConfigLoader.readFile`), but never a time at or before the one last served for that
+    /// file: then the last one plus a second. Two edits within a second, or a roll-back whose
+    /// ctime ties, still move forward, and a client's If-Modified-Since of an older version
+    /// never gets 304 for a newer one. Unchanged content keeps its Last-Modified (a chmod or a
+    /// touch changes nothing a client sees). Across restarts the ctime carries the rule.
+    func choose<D>(
+        _ file: SiteFile<D>?, name: String, unreadable: Set<String>, previous: PreparedFile?, record: inout Record,
+        options: ServingOptions, errors: inout [String]
+    ) -> PreparedFile? {
+        guard let file else { return unreadable.contains(name) ? previous : nil }
+        guard file.result.isValid else {
+            for d in file.result.diagnostics.errors { errors.append("\(file.relativePath): \(d)") }
+            return previous
+        }
+        var modified = file.modified
+        if let previous, previous.content.body == file.bytes {
+            if previous.options == options { return previous }
+            modified = previous.lastModified
+        } else if let last = record.lastModified[name], modified <= last {
+            modified = last + 1
+        }
+        do {
+            let prepared = try contents.prepare(file, modified: modified, options: options)
+            if let prepared { record.lastModified[name] = prepared.lastModified }
+            return prepared
+        } catch {
+            // The settings' checks refuse such a value first; never build a head from one.
+            errors.append("\(file.relativePath): not served: \(error)")
+            return previous
+        }
+    }
+}

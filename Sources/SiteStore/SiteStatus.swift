@@ -1,0 +1,58 @@
+/// How a site stands (issue 4, `/sites` and `aasad sites`).
+public enum SiteState: String, Sendable, Codable {
+    /// Every file on disk is valid and served.
+    case serving
+    /// A file on disk is invalid; its previous good version goes on being served.
+    case servingLastGood = "serving-last-good"
+    /// Nothing good was ever loaded (or the last good file was deleted): not served.
+    case refused
+}
+
+/// One site's state, as listed for operators.
+public struct SiteStatus: Sendable, Codable {
+    public var directory: String
+    /// Names it answers for.
+    public var hosts: [String]
+    /// Names it claims that another site claims too: served by neither.
+    public var conflictingHosts: [String]
+    public var state: SiteState
+    /// ETag of the AASA file served, if any.
+    public var etag: String?
+    /// When the served version was loaded, seconds since the epoch.
+    public var loadedAt: Int64?
+    /// The last problems found, one line each (file, JSON path, rule).
+    public var errors: [String]
+}
+
+extension SiteRegistry {
+    /// Every site's state, sorted by directory name.
+    public var statuses: [SiteStatus] { records.keys.sorted().compactMap(status(of:)) }
+
+    /// One site's state; nil if no site has that directory name.
+    public func status(of name: String) -> SiteStatus? {
+        guard let r = records[name] else { return nil }
+        let conflicted = r.claims.filter { (claims[$0]?.count ?? 0) > 1 }.map(\.name)
+        return SiteStatus(
+            directory: name, hosts: r.claims.map(\.name), conflictingHosts: conflicted, state: Self.state(of: r),
+            etag: r.served?.aasa?.etag,
+            loadedAt: r.served?.loadedAt, errors: r.errors)
+    }
+
+    /// The sites whose status may have changed since the last call (a full reload: all of them,
+    /// and any removed), and forgets them. Costs nothing on the serving path: it is bookkeeping
+    /// of the reloader's own changes.
+    public func takeTouched() -> Set<String> {
+        defer { touchedSinceTaken = [] }
+        return touchedSinceTaken
+    }
+
+    /// Names under `sites/` that are not sites, and aliases of a directory that is not one, with
+    /// why (by name); first, `sites/` itself when it could not be listed.
+    public var entryErrors: [ConfigProblem] {
+        let entries = (Array(entryProblems.values) + aliasesOfNoSite).sorted { $0.file < $1.file }
+        return (sitesDirectoryProblem.map { [$0] } ?? []) + entries
+    }
+
+    /// Distinct prepared contents held (identical files counted once).
+    public var distinctContents: Int { contents.count }
+}

@@ -1,0 +1,95 @@
+import ArgumentParser
+import Foundation
+import HTTPServer
+import Logging
+import SiteStore
+
+/// Where serve's settings come from (aasad.yaml, AASAD_* variables, flags), what they make of the
+/// descriptor limit, and how a changed aasad.yaml is reported.
+extension ServeCommand {
+    /// The settings in force: aasad.yaml, then AASAD_* variables, then these flags. Also the file's
+    /// own settings, to tell later whether the file changed.
+    func settings(
+        environment: [String: String]
+    ) -> (ServerSettings, [ServerSettings.Problem], unknown: [String], file: ServerSettings) {
+        var (settings, problems) = ServerSettings.load(configDirectory: config)
+        let file = settings
+        let fromEnvironment = settings.apply(environment: environment)
+        problems += fromEnvironment.problems
+        func flag(_ name: String, _ key: String, _ values: [String]?) {
+            guard let values, !values.isEmpty else { return }
+            if let problem = settings.apply(flag: name, key: key, values) { problems.append(problem) }
+        }
+        flag("--https", "listen.https", https)
+        flag("--http", "listen.http", http)
+        flag("--threads", "threads", threads.map { ["\($0)"] })
+        flag("--state", "state", state.map { [$0] })
+        flag("--user", "user", user.map { [$0] })
+        flag("--cache-control", "cache-control", cacheControl.map { [$0] })
+        flag("--handshake-timeout", "timeouts.handshake", handshakeTimeout.map { ["\($0)"] })
+        flag("--request-timeout", "timeouts.request", requestTimeout.map { ["\($0)"] })
+        flag("--idle-timeout", "timeouts.idle", idleTimeout.map { ["\($0)"] })
+        flag("--write-timeout", "timeouts.write", writeTimeout.map { ["\($0)"] })
+        flag("--drain-timeout", "timeouts.drain", drainTimeout.map { ["\($0)"] })
+        flag("--max-connections", "limits.max-connections", maxConnections.map { ["\($0)"] })
+        flag("--tls-min-version", "tls.min-version", tlsMinVersion.map { [$0] })
+        flag("--admin", "admin", admin.map { [$0] })
+        flag("--rescan-interval", "watch.rescan-interval", rescanInterval.map { ["\($0)"] })
+        flag("--watch", "watch.enabled", watch.map { ["\($0)"] })
+        flag("--log-level", "logging.level", logLevel.map { [$0.rawValue] })
+        flag("--log-format", "logging.format", logFormat.map { [$0.rawValue] })
+        flag("--access-log", "logging.access-log", accessLog.map { [$0] })
+        return (settings, problems, fromEnvironment.unknown, file)
+    }
+
+    /// Raises the descriptor limit and caps connections per worker so that they leave
+    /// `DescriptorBudget.reserve` free for the reloader and the process (issue 10).
+    static func descriptorLimits(_ settings: ServerSettings, workers: Int, logger: Logger) -> Limits {
+        var limits = settings.limits
+        let descriptors = DescriptorBudget.raise()
+        let reserve = DescriptorBudget.reserve(
+            workers: workers, listenAddresses: settings.https.count + settings.http.count,
+            cores: ProcessInfo.processInfo.activeProcessorCount)
+        guard
+            let perWorker = DescriptorBudget.connectionsPerWorker(
+                configured: limits.maxConnections, descriptors: descriptors.limit, workers: workers, reserve: reserve)
+        else {
+            logger.warning(
+                "the descriptor limit leaves no reserve for reloading; raise it (ulimit -n, LimitNOFILE=)",
+                metadata: ["limit": "\(descriptors.limit)", "reserve": "\(reserve)"])
+            return limits
+        }
+        if limits.maxConnections != 0 && perWorker < limits.maxConnections {
+            logger.notice(
+                "limits.max-connections lowered to what the descriptor limit allows",
+                metadata: ["configured": "\(limits.maxConnections)", "perWorker": "\(perWorker)"])
+        }
+        limits.maxConnections = perWorker
+        logger.info(
+            "descriptors",
+            metadata: [
+                "limit": "\(descriptors.limit)", "raisedFrom": "\(descriptors.before.map(String.init) ?? "-")", "reserve": "\(reserve)",
+                "connectionsPerWorker": "\(perWorker)",
+            ])
+        return limits
+    }
+
+    /// aasad.yaml is read at start: a change on disk is checked and reported, and applies at the
+    /// next start (listeners and threads cannot change under a running server).
+    static func noticeSettingsChange(config: String, atStart: ServerSettings, logger: Logger) {
+        // The file alone, compared with the file alone at start: the environment and flags
+        // apply on top of both the same way.
+        let (onDisk, problems) = ServerSettings.load(configDirectory: config)
+        for problem in problems { logger.error("\(problem); the next start would refuse it") }
+        if problems.isEmpty && onDisk != atStart {
+            logger.warning("\(ServerSettings.fileName) changed; restart aasad to apply it (settings are read at start)")
+        }
+    }
+}
+
+/// `--log-level` values.
+enum LogLevel: String, ExpressibleByArgument, CaseIterable {
+    case trace, debug, info, notice, warning, error, critical
+
+    var level: Logger.Level { Logger.Level(rawValue: rawValue)! }
+}
