@@ -1,5 +1,3 @@
-import Glibc
-import HTTP1
 import HTTPCore
 import Reactor
 
@@ -29,15 +27,17 @@ public final class AccessLog: Sendable {
             fd = 2
             path = nil
         default:
-            let opened = open(destination, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o640)
-            guard opened >= 0 else { throw OpenError(description: "cannot open the access log \(destination): \(describeErrno(errno))") }
-            fd = opened
+            do {
+                fd = try Files.openForAppending(destination)
+            } catch {
+                throw OpenError(description: "cannot open the access log \(destination): \(error.reason)")
+            }
             path = destination
         }
     }
 
     deinit {
-        if path != nil { close(fd) }
+        if path != nil { Files.close(fd) }
     }
 
     /// Opens the file again (after logrotate moved it) and puts it under the same descriptor
@@ -45,13 +45,13 @@ public final class AccessLog: Sendable {
     /// closed descriptor.
     public func reopen() throws(OpenError) {
         guard let path else { return }
-        let opened = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o640)
-        guard opened >= 0 else { throw OpenError(description: "cannot reopen the access log \(path): \(describeErrno(errno))") }
-        defer { close(opened) }
-        guard dup2(opened, fd) >= 0 else {
-            throw OpenError(description: "cannot reopen the access log \(path): \(describeErrno(errno))")
+        do {
+            let opened = try Files.openForAppending(path)
+            defer { Files.close(opened) }
+            try Files.replace(fd, with: opened)
+        } catch {
+            throw OpenError(description: "cannot reopen the access log \(path): \(error.reason)")
         }
-        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
     }
 }
 
@@ -186,15 +186,7 @@ struct AccessLogBuffer {
 
     /// Writes the pending lines (best effort: a full disk must not stop serving).
     mutating func flush() {
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes.withUnsafeBytes { write(log.fd, $0.baseAddress! + offset, $0.count - offset) }
-            if n <= 0 {
-                if n < 0 && errno == EINTR { continue }
-                break
-            }
-            offset += n
-        }
+        bytes.withUnsafeBytes { _ = Files.writeAll(log.fd, $0) }
         bytes.removeAll(keepingCapacity: true)
     }
 }

@@ -62,9 +62,36 @@ public enum Files {
         try syscallOrThrow("read", { Glibc.read(fd, buffer.baseAddress, buffer.count) })
     }
 
-    /// Closes a descriptor this process opened.
+    /// Closes a descriptor this process opened (a file or a socket). Linux releases it even when
+    /// close reports EINTR, so it is never retried: a retry could close a descriptor another
+    /// thread just got.
     public static func close(_ fd: Int32) {
         _ = Glibc.close(fd)
+    }
+
+    /// Opens (creating with `mode`) a file to append to, close-on-exec: a log.
+    public static func openForAppending(_ path: String, mode: UInt32 = 0o640) throws(SystemError) -> Int32 {
+        try syscallOrThrow("open", { open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, mode) })
+    }
+
+    /// Puts `fd`'s file under the descriptor number `target` (closing what `target` had, in one
+    /// step) and keeps `target` close-on-exec: a log reopened after rotation.
+    public static func replace(_ target: Int32, with fd: Int32) throws(SystemError) {
+        _ = try syscallOrThrow("dup2", { dup2(fd, target) })
+        _ = try syscallOrThrow("fcntl", { fcntl(target, F_SETFD, FD_CLOEXEC) })
+    }
+
+    /// Writes all of `bytes` unless the file refuses (a full disk, a closed pipe): returns how
+    /// many were written. EINTR is retried by the syscall wrapper.
+    @discardableResult
+    public static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Int {
+        var offset = 0
+        while offset < bytes.count {
+            guard let n = try? syscallOrThrow("write", { Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset) }), n > 0
+            else { break }
+            offset += n
+        }
+        return offset
     }
 }
 

@@ -63,11 +63,8 @@ public enum Socket {
         _ = Glibc.shutdown(fd, Int32(SHUT_WR))
     }
 
-    /// Closes a descriptor. Linux releases it even when close reports EINTR, so it is never
-    /// retried (a retry could close a descriptor another thread just got).
-    public static func close(_ fd: Int32) {
-        _ = Glibc.close(fd)
-    }
+    /// Closes a socket (see `Files.close`).
+    public static func close(_ fd: Int32) { Files.close(fd) }
 }
 
 extension SystemError {

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Instructions per request, counted by callgrind (repeatable where wall-clock figures on this
+# machine swing by ±40 %): starts BINARY under callgrind on the shipped example config with one
+# worker, warms it up, zeroes the counters, serves N requests with h2load over HTTP/1.1
+# keep-alive and over HTTP/2, and prints instructions per request for each.
+# Usage: scripts/callgrind-requests.sh [BINARY] [N]    (default .build/release/aasad, 20000)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+binary=$(realpath "${1:-.build/release/aasad}")
+requests=${2:-20000}
+port=$((20000 + RANDOM % 20000))
+work=$(mktemp -d)
+server=""
+cleanup() {
+    [ -n "$server" ] && kill "$server" 2>/dev/null && wait "$server" 2>/dev/null
+    rm -rf "$work"
+}
+trap cleanup EXIT
+url="https://127.0.0.1:$port/.well-known/apple-app-site-association"
+valgrind --tool=callgrind --callgrind-out-file="$work/callgrind.%p" "$binary" serve --config config \
+    --https "127.0.0.1:$port" --threads 1 --state "$work/state" --log-level warning >"$work/log" 2>&1 &
+server=$!
+# Valgrind reads the binary's debug information first: allow minutes.
+ready=""
+for _ in $(seq 1 300); do
+    if curl -sk -o /dev/null --connect-to "links.localhost:$port:127.0.0.1:$port" "https://links.localhost:$port/"; then
+        ready=yes
+        break
+    fi
+    sleep 1
+done
+[ -n "$ready" ] || {
+    echo "the server did not start under callgrind:" >&2
+    tail -20 "$work/log" >&2
+    exit 1
+}
+# measure LABEL H2LOAD-ARGS...: instructions of the server between a zero and a dump.
+measure() {
+    local label=$1
+    shift
+    h2load -n 500 -c 2 -H ":authority: links.localhost" "$@" "$url" >/dev/null
+    callgrind_control -z "$server" >/dev/null
+    h2load -n "$requests" -c 4 -H ":authority: links.localhost" "$@" "$url" | grep -E "^requests:" >&2
+    callgrind_control -d "$label" "$server" >/dev/null
+    local file
+    file=$(ls -t "$work"/callgrind.* | head -1)
+    local total
+    total=$(grep -m1 '^summary:' "$file" | awk '{print $2}')
+    echo "$label: $((total / requests)) instructions per request ($total for $requests)"
+}
+measure h1 --h1
+measure h2 -m 10
