@@ -4,13 +4,14 @@ import HTTP1
 /// a large answer (the state of 100,000 sites) never holds up serving. The command supplies the
 /// content; this type frames it.
 public struct AdminEndpoint: Sendable {
-    /// One admin answer: a status, a media type and a body.
+    /// One admin answer: a status, a media type and a body. The status is one of the statuses
+    /// the server can send, so an answer cannot carry one the status line would have to guess.
     public struct Answer: Sendable {
-        public var status: Int
+        public var status: Status
         public var contentType: String
         public var body: [UInt8]
 
-        public init(status: Int, contentType: String = "text/plain; charset=utf-8", body: [UInt8]) {
+        public init(status: Status, contentType: String = "text/plain; charset=utf-8", body: [UInt8]) {
             self.status = status
             self.contentType = contentType
             self.body = body
@@ -29,10 +30,9 @@ public struct AdminEndpoint: Sendable {
     func respond(method: Method, path: String) -> Response {
         guard let answer = handler(path) else { return .error(.notFound, close: false) }
         guard method != .other else { return .error(.methodNotAllowed, close: false) }
-        let status = Status(rawValue: answer.status) ?? .ok
         let headers = Array(
             "Content-Type: \(answer.contentType)\r\nContent-Length: \(answer.body.count)\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n"
                 .utf8)
-        return Response(status: status, headers: headers, body: answer.body, sendsBody: method == .get, close: false)
+        return Response(status: answer.status, headers: headers, body: answer.body, sendsBody: method == .get, close: false)
     }
 }

@@ -20,15 +20,15 @@ struct AdminPages: Sendable {
     func answer(_ path: String) -> AdminEndpoint.Answer? {
         switch path {
         case "/healthz":
-            return .init(status: 200, body: Array("ok\n".utf8))
+            return .init(status: .ok, body: Array("ok\n".utf8))
         case "/readyz":
             // Ready once the first snapshot is served; not ready while stopping.
             return ready.isReady
-                ? .init(status: 200, body: Array("ready\n".utf8)) : .init(status: 503, body: Array("not ready\n".utf8))
+                ? .init(status: .ok, body: Array("ready\n".utf8)) : .init(status: .serviceUnavailable, body: Array("not ready\n".utf8))
         case "/metrics":
-            return .init(status: 200, contentType: MetricsExporter.contentType, body: metrics.scrape())
+            return .init(status: .ok, contentType: MetricsExporter.contentType, body: metrics.scrape())
         case "/sites":
-            return .init(status: 200, contentType: "application/json", body: sites.sitesPage(fetches: fetches))
+            return .init(status: .ok, contentType: "application/json", body: sites.sitesPage(fetches: fetches))
         default:
             return nil
         }
