@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 /// A config directory for end-to-end tests, built fresh in a temporary directory:
@@ -261,10 +262,8 @@ final class RunningServer {
 }
 
 /// Reads a pipe to its end on a thread of its own and keeps what it read.
-final class PipeDrain: @unchecked Sendable {
-    // @unchecked: the lock guards `bytes`.
-    private let lock = NSLock()
-    private var bytes = Data()
+final class PipeDrain: Sendable {
+    private let bytes = Mutex(Data())
     private let done = DispatchSemaphore(value: 0)
 
     init(_ handle: FileHandle) {
@@ -272,7 +271,7 @@ final class PipeDrain: @unchecked Sendable {
             while true {
                 let data = handle.availableData
                 if data.isEmpty { break }
-                lock.withLock { bytes.append(data) }
+                bytes.withLock { $0.append(data) }
             }
             done.signal()
         }.start()
@@ -282,7 +281,7 @@ final class PipeDrain: @unchecked Sendable {
     func wait() -> String {
         done.wait()
         done.signal()
-        return lock.withLock { String(decoding: bytes, as: UTF8.self) }
+        return bytes.withLock { String(decoding: $0, as: UTF8.self) }
     }
 }
 
