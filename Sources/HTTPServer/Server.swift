@@ -44,7 +44,7 @@ public final class Server {
     private let store: SnapshotStore
     private let tls: TLSServer?
     private let logger: Logger
-    private let stopFlag = StopFlag()
+    private let stopFlag = AtomicFlag()
     private var workers: [Worker] = []
     private var threads: [pthread_t] = []
     private var listenerFDs: [Int32] = []

@@ -47,7 +47,7 @@ final class Worker {
     private var openConnections = 0
     private let readBuffer: UnsafeMutableRawBufferPointer
     private var out: [UInt8] = []
-    private let stopFlag: StopFlag
+    private let stopFlag: AtomicFlag
     /// Answers the admin listener's requests (only the admin worker has one).
     private let admin: AdminEndpoint?
     /// Where fetches by Apple's CDN are noted.
@@ -62,7 +62,7 @@ final class Worker {
 
     init(
         index: Int, listeners: [Listener], tls: TLSServer?, store: SnapshotStore, limits: Limits, logger: Logger,
-        stopFlag: StopFlag, counters: WorkerCounters, admin: AdminEndpoint? = nil, fetchLog: FetchLog? = nil,
+        stopFlag: AtomicFlag, counters: WorkerCounters, admin: AdminEndpoint? = nil, fetchLog: FetchLog? = nil,
         accessLog: AccessLog? = nil
     ) throws(SystemError) {
         self.counters = counters

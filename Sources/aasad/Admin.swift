@@ -1,6 +1,7 @@
 import Foundation
 import HTTPServer
 import HashTreeCollections
+import Reactor
 import SiteStore
 import Synchronization
 
@@ -13,7 +14,8 @@ import Synchronization
 /// read the `AdminView` the reloader published after its last reload.
 struct AdminPages: Sendable {
     let sites: LockedRegistry
-    let ready: ReadyFlag
+    /// Raised once the first snapshot is served, lowered when stopping (`/readyz`).
+    let ready: AtomicFlag
     let fetches: FetchLog
     let metrics: MetricsExporter
 
@@ -23,7 +25,7 @@ struct AdminPages: Sendable {
             return .init(status: .ok, body: Array("ok\n".utf8))
         case "/readyz":
             // Ready once the first snapshot is served; not ready while stopping.
-            return ready.isReady
+            return ready.isRaised
                 ? .init(status: .ok, body: Array("ready\n".utf8)) : .init(status: .serviceUnavailable, body: Array("not ready\n".utf8))
         case "/metrics":
             return .init(status: .ok, contentType: MetricsExporter.contentType, body: metrics.scrape())
@@ -231,13 +233,4 @@ final class LockedRegistry: @unchecked Sendable {
         let shared: CertificateKind = snapshot.defaultCertificate != nil ? .default : fallback
         return (changes, shared, registry.stateCounts, registry.conflictingHosts)
     }
-}
-
-/// Whether the server is ready for traffic (/readyz): set once serving, cleared when stopping.
-final class ReadyFlag: Sendable {
-    private let value = Atomic<Bool>(false)
-
-    var isReady: Bool { value.load(ordering: .acquiring) }
-
-    func set(_ ready: Bool) { value.store(ready, ordering: .releasing) }
 }
