@@ -1,5 +1,6 @@
 import Foundation
 import Reactor
+import TestSupport
 import Testing
 
 @testable import HTTPServer

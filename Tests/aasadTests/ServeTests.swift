@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// `aasad serve` end to end over HTTPS and plain HTTP/1.1, with curl, openssl and raw sockets.

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @Suite("aasad.yaml, AASAD_* variables and flags (issue 6)")

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import TestSupport
 import Testing
 
 /// One keep-alive HTTP/1.1 connection that reads responses by Content-Length, reconnecting when
