@@ -150,6 +150,10 @@ final class RunningServer {
 
     func log() -> String { logDrain?.wait() ?? "" }
 
+    /// Polls the log written so far until it contains `text` (10 s at most): the readiness signal
+    /// for something the server does in the background and only logs (a refused change).
+    func waitForLog(_ text: String) -> Bool { eventually { logDrain?.current().contains(text) ?? false } }
+
     struct ServerError: Error, CustomStringConvertible {
         var description: String
         init(_ d: String) { description = d }
@@ -244,6 +248,9 @@ final class PipeDrain: Sendable {
             done.signal()
         }.start()
     }
+
+    /// What has been read so far, while the writer may still write.
+    func current() -> String { bytes.withLock { String(decoding: $0, as: UTF8.self) } }
 
     /// Everything read, once the writer has closed the pipe (the process stopped).
     func wait() -> String {
