@@ -82,21 +82,24 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        .testTarget(name: "AASATests", dependencies: ["AASA"], swiftSettings: swiftSettings),
-        .testTarget(name: "HTTPCoreTests", dependencies: ["HTTPCore"], swiftSettings: swiftSettings),
-        .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1", "HTTPCore"], swiftSettings: swiftSettings),
-        .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "HTTPCore"], swiftSettings: swiftSettings),
+        // Helpers for test targets only: fuzz corpus replay, temporary directories, loopback
+        // connections, readiness polling, command line tools.
+        .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: swiftSettings),
+        .testTarget(name: "AASATests", dependencies: ["AASA", "TestSupport"], swiftSettings: swiftSettings),
+        .testTarget(name: "HTTPCoreTests", dependencies: ["HTTPCore", "TestSupport"], swiftSettings: swiftSettings),
+        .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1", "HTTPCore", "TestSupport"], swiftSettings: swiftSettings),
+        .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "HTTPCore", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(
             name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTPCore", "HTTP2", "SiteStore", "TLS"],
             swiftSettings: swiftSettings),
         .testTarget(name: "ReactorTests", dependencies: ["Reactor"], swiftSettings: swiftSettings),
-        .testTarget(name: "TLSTests", dependencies: ["TLS"], swiftSettings: swiftSettings),
+        .testTarget(name: "TLSTests", dependencies: ["TLS", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(
             name: "SiteStoreTests", dependencies: ["SiteStore", "AASA", "HTTPCore", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "aasadTests",
-            dependencies: ["aasad"],
+            dependencies: ["aasad", "TestSupport"],
             exclude: ["Fixtures", "Golden"],
             swiftSettings: swiftSettings
         ),

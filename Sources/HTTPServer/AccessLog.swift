@@ -152,8 +152,7 @@ struct AccessLogBuffer {
                 bytes.append(b)
             } else {
                 bytes += "\\x".utf8
-                bytes.append(Self.hex[Int(b >> 4)])
-                bytes.append(Self.hex[Int(b & 15)])
+                Hex.append(b, to: &bytes)
             }
         }
     }
@@ -169,8 +168,7 @@ struct AccessLogBuffer {
             case 0x5C: bytes += "\\\\".utf8
             case ..<0x20:
                 bytes += "\\u00".utf8
-                bytes.append(Self.hex[Int(b >> 4)])
-                bytes.append(Self.hex[Int(b & 15)])
+                Hex.append(b, to: &bytes)
             default: bytes.append(b)
             }
         }
@@ -181,8 +179,6 @@ struct AccessLogBuffer {
         }
         bytes.append(0x22)
     }
-
-    private static let hex = Array("0123456789abcdef".utf8)
 
     /// Writes the pending lines (best effort: a full disk must not stop serving).
     mutating func flush() {

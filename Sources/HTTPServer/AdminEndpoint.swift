@@ -1,16 +1,17 @@
-import HTTPCore
+public import HTTPCore
 
 /// The admin listener's answers (DESIGN.md "Operations"): plain HTTP on its own worker thread, so
 /// a large answer (the state of 100,000 sites) never holds up serving. The command supplies the
 /// content; this type frames it.
 public struct AdminEndpoint: Sendable {
-    /// One admin answer: a status, a media type and a body.
+    /// One admin answer: a status, a media type and a body. The status is one of the statuses
+    /// the server can send, so an answer cannot carry one the status line would have to guess.
     public struct Answer: Sendable {
-        public var status: Int
+        public var status: Status
         public var contentType: String
         public var body: [UInt8]
 
-        public init(status: Int, contentType: String = "text/plain; charset=utf-8", body: [UInt8]) {
+        public init(status: Status, contentType: String = "text/plain; charset=utf-8", body: [UInt8]) {
             self.status = status
             self.contentType = contentType
             self.body = body
@@ -29,12 +30,11 @@ public struct AdminEndpoint: Sendable {
     func respond(method: Method, path: String) -> Response {
         guard let answer = handler(path) else { return .error(.notFound, close: false) }
         guard method != .other else { return .error(.methodNotAllowed, close: false) }
-        let status = Status(rawValue: answer.status) ?? .ok
         let headers = PreparedFields([
             (name: "Content-Type", value: answer.contentType), (name: "Content-Length", value: "\(answer.body.count)"),
             (name: "Cache-Control", value: "no-store"), (name: "X-Content-Type-Options", value: "nosniff"),
         ])
-        // The HEAD rule is applied where every response is: Exchange.finish.
-        return Response(status: status, headers: headers, body: answer.body, sendsBody: true, close: false)
+        // The HEAD rule is applied where every response's is: Exchange.answer.
+        return Response(status: answer.status, headers: headers, body: answer.body, sendsBody: true, close: false)
     }
 }

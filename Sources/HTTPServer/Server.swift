@@ -43,7 +43,7 @@ public final class Server {
     private let store: SnapshotStore
     private let tls: TLSServer?
     private let logger: Logger
-    private let stopFlag = StopFlag()
+    private let stopFlag = AtomicFlag()
     private var workers: [Worker] = []
     private var threads: [LoopThread] = []
     private var listenerFDs: [Int32] = []

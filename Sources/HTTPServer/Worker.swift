@@ -66,7 +66,7 @@ final class Worker {
     /// Connections in the table (kept as a count: the drain loop checks it every iteration).
     var openConnections = 0
     let readBuffer: UnsafeMutableRawBufferPointer
-    let stopFlag: StopFlag
+    let stopFlag: AtomicFlag
     /// This worker's counters, for /metrics.
     let counters: WorkerCounters
     /// What every connection's machine is given: the time, the limits, the output buffer and the
@@ -78,7 +78,7 @@ final class Worker {
 
     init(
         index: Int, listeners: [Listener], tls: TLSServer?, store: SnapshotStore, limits: Limits, logger: Logger,
-        stopFlag: StopFlag, counters: WorkerCounters, admin: AdminEndpoint? = nil, fetchLog: FetchLog? = nil,
+        stopFlag: AtomicFlag, counters: WorkerCounters, admin: AdminEndpoint? = nil, fetchLog: FetchLog? = nil,
         accessLog: AccessLog? = nil
     ) throws(SystemError) {
         self.counters = counters

@@ -1,4 +1,5 @@
 import CAASAOpenSSL
+import HTTPCore
 
 /// SHA-256 through libcrypto, for strong ETags and certificate identities.
 enum Digest {
@@ -12,13 +13,6 @@ enum Digest {
         return out
     }
 
-    static func hex(_ bytes: some Sequence<UInt8>) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = []
-        for b in bytes {
-            out.append(digits[Int(b >> 4)])
-            out.append(digits[Int(b & 15)])
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
+    /// Lower-case hex of a digest (or its prefix), through HTTPCore's one encoder.
+    static func hex(_ bytes: some Sequence<UInt8>) -> String { Hex.string(bytes) }
 }

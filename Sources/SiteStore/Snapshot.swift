@@ -34,8 +34,8 @@ public final class ServedSite: Sendable {
     }
 }
 
-/// Everything served at one moment, immutable: built off the hot path, published with one atomic
-/// store, read once per request (DESIGN.md "Shape of the server").
+/// Everything served at one moment, immutable: built off the hot path, published through
+/// `SnapshotStore` (one reference swap), read once per request (DESIGN.md "Shape of the server").
 ///
 /// The maps are persistent hash tries: a snapshot that differs from the last by one site shares
 /// everything else with it, so applying a change costs O(log n) whatever the number of sites.

@@ -1,8 +1,10 @@
 import Synchronization
 
-/// Where the current snapshot is published. Readers on the hot path compare an atomic generation
-/// with the one they hold and take the lock only when it changed, i.e. once per reload per loop;
-/// a reload never waits for a loop and a loop never waits for a reload's build.
+/// Where the current snapshot is published: a reference under a lock, and its generation in an
+/// atomic. Workers compare the generation with the one they hold and take the lock only when it
+/// changed (once per reload per worker); the TLS server-name callback takes it on every handshake
+/// that names a server. The lock is held only to copy a reference, so a reload never waits for a
+/// loop and a loop never waits for a reload's build.
 public final class SnapshotStore: Sendable {
     private let current: Mutex<Snapshot>
     private let published: Atomic<UInt64>

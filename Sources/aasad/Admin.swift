@@ -1,6 +1,7 @@
 import Foundation
 import HTTPServer
 import HashTreeCollections
+import Reactor
 import SiteStore
 import Synchronization
 
@@ -13,22 +14,23 @@ import Synchronization
 /// read the `AdminView` the reloader published after its last reload.
 struct AdminPages: Sendable {
     let sites: LockedRegistry
-    let ready: ReadyFlag
+    /// Raised once the first snapshot is served, lowered when stopping (`/readyz`).
+    let ready: AtomicFlag
     let fetches: FetchLog
     let metrics: MetricsExporter
 
     func answer(_ path: String) -> AdminEndpoint.Answer? {
         switch path {
         case "/healthz":
-            return .init(status: 200, body: Array("ok\n".utf8))
+            return .init(status: .ok, body: Array("ok\n".utf8))
         case "/readyz":
             // Ready once the first snapshot is served; not ready while stopping.
-            return ready.isReady
-                ? .init(status: 200, body: Array("ready\n".utf8)) : .init(status: 503, body: Array("not ready\n".utf8))
+            return ready.isRaised
+                ? .init(status: .ok, body: Array("ready\n".utf8)) : .init(status: .serviceUnavailable, body: Array("not ready\n".utf8))
         case "/metrics":
-            return .init(status: 200, contentType: MetricsExporter.contentType, body: metrics.scrape())
+            return .init(status: .ok, contentType: MetricsExporter.contentType, body: metrics.scrape())
         case "/sites":
-            return .init(status: 200, contentType: "application/json", body: sites.sitesPage(fetches: fetches))
+            return .init(status: .ok, contentType: "application/json", body: sites.sitesPage(fetches: fetches))
         default:
             return nil
         }
@@ -141,11 +143,13 @@ final class AdminView: Sendable {
 /// what the last reload published); the serving path never touches it. Reloads go through
 /// `reload`, which keeps their count and publishes the admin view.
 final class LockedRegistry: @unchecked Sendable {
-    // @unchecked: the registry and the record are touched under `lock` only; `view` and `page`
-    // are Mutexes held for a reference copy; views are built under `publishing`.
-    private let lock = NSLock()
+    // @unchecked: the registry is touched only inside `reloading`; `view` and `page` are Mutexes
+    // held for a reference copy.
     private let registry: SiteRegistry
-    private var record = ReloadRecord()
+    /// Held for a whole reload: the registry's change, the count, and building and publishing the
+    /// view (a view is built from the previous one, so reloads must publish in the order they
+    /// ran). Only reloads take it; the admin pages read `view`.
+    private let reloading: Mutex<ReloadRecord>
     /// Where each site's certificate comes from when it has none of its own and the config
     /// directory has no default pair: the start-up fallback (development or another site's).
     private let fallback: CertificateKind
@@ -153,9 +157,6 @@ final class LockedRegistry: @unchecked Sendable {
     /// The last `/sites` page, with the view generation and fetch log version it was made from:
     /// probes and scrapers that ask again get the same bytes without rendering.
     private let page = Mutex<(generation: UInt64, fetches: UInt64, bytes: [UInt8])?>(nil)
-    /// Held from the end of a reload's registry work until its view is published: a view is
-    /// built from the previous one, so two reloads must publish in the order they ran.
-    private let publishing = NSLock()
 
     /// Reloads since start, and how the last one went.
     struct ReloadRecord: Sendable {
@@ -171,7 +172,9 @@ final class LockedRegistry: @unchecked Sendable {
     init(_ registry: SiteRegistry, fallback: CertificateKind) {
         self.registry = registry
         self.fallback = fallback
+        var record = ReloadRecord()
         record.lastSuccessful = registry.lastReloadProblems == 0
+        reloading = Mutex(record)
         _ = registry.takeTouched()
         let taken = Self.take(registry, names: registry.statuses.map(\.directory), fallback: fallback)
         view = Mutex(
@@ -180,30 +183,26 @@ final class LockedRegistry: @unchecked Sendable {
                 stateCounts: taken.stateCounts, conflictingHosts: taken.conflicts, reloads: record))
     }
 
-    /// Applies a change to the registry, counts it as a reload and publishes the admin view. The
-    /// sites the reload touched are encoded after the registry lock is released (the lock is for
-    /// the registry, not for readers), under `publishing`, so that views are built in order.
+    /// Applies a change to the registry, counts it as a reload and publishes the admin view, in
+    /// one hold of `reloading`. Only the sites the reload touched are encoded into the new view.
     func reload(_ body: (SiteRegistry) -> Snapshot) -> Snapshot {
-        lock.lock()
-        let snapshot = body(registry)
-        record.reloads += 1
-        record.lastSuccessful = registry.lastReloadProblems == 0
-        if record.lastSuccessful {
-            record.lastSuccessAt = Int64(Date().timeIntervalSince1970)
-        } else {
-            record.failures += 1
+        reloading.withLock { record in
+            let snapshot = body(registry)
+            record.reloads += 1
+            record.lastSuccessful = registry.lastReloadProblems == 0
+            if record.lastSuccessful {
+                record.lastSuccessAt = Int64(Date().timeIntervalSince1970)
+            } else {
+                record.failures += 1
+            }
+            let taken = Self.take(registry, names: registry.takeTouched(), fallback: fallback)
+            let previous = current
+            let fresh = AdminView(
+                generation: previous.generation + 1, entries: AdminView.applying(taken.changes, to: previous.entries),
+                sharedCertificate: taken.shared, stateCounts: taken.stateCounts, conflictingHosts: taken.conflicts, reloads: record)
+            view.withLock { $0 = fresh }
+            return snapshot
         }
-        let taken = Self.take(registry, names: registry.takeTouched(), fallback: fallback)
-        let record = self.record
-        publishing.lock()
-        lock.unlock()
-        defer { publishing.unlock() }
-        let previous = current
-        let fresh = AdminView(
-            generation: previous.generation + 1, entries: AdminView.applying(taken.changes, to: previous.entries),
-            sharedCertificate: taken.shared, stateCounts: taken.stateCounts, conflictingHosts: taken.conflicts, reloads: record)
-        view.withLock { $0 = fresh }
-        return snapshot
     }
 
     /// What the admin pages show, as of the last reload.
@@ -234,13 +233,4 @@ final class LockedRegistry: @unchecked Sendable {
         let shared: CertificateKind = snapshot.defaultCertificate != nil ? .default : fallback
         return (changes, shared, registry.stateCounts, registry.conflictingHosts)
     }
-}
-
-/// Whether the server is ready for traffic (/readyz): set once serving, cleared when stopping.
-final class ReadyFlag: Sendable {
-    private let value = Atomic<Bool>(false)
-
-    var isReady: Bool { value.load(ordering: .acquiring) }
-
-    func set(_ ready: Bool) { value.store(ready, ordering: .releasing) }
 }

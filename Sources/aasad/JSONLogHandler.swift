@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Synchronization
 
 /// One JSON object per line on standard error (`--log-format json`), for log collectors:
 /// `{"time": …, "level": …, "label": …, "message": …, "source": …, <metadata>…}`.
@@ -7,9 +8,9 @@ struct JSONLogHandler: LogHandler {
     var logLevel: Logger.Level = .info
     var metadata: Logger.Metadata = [:]
     let label: String
-    /// Serialises whole lines, and guards the one formatter every line uses.
-    private static let lock = NSLock()
-    nonisolated(unsafe) private static let timeFormatter = ISO8601DateFormatter()
+    /// The one formatter every line uses (not thread-safe), behind a lock that also serialises
+    /// whole lines.
+    private static let output = Mutex(ISO8601DateFormatter())
 
     init(label: String) {
         self.label = label
@@ -27,7 +28,7 @@ struct JSONLogHandler: LogHandler {
         let source = event.source
         var fields: [String: String] = [:]
         for (key, value) in metadata.merging(explicit ?? [:], uniquingKeysWith: { $1 }) { fields[key] = "\(value)" }
-        fields["time"] = Self.lock.withLock { Self.timeFormatter.string(from: Date()) }
+        fields["time"] = Self.output.withLock { $0.string(from: Date()) }
         fields["level"] = level.rawValue
         fields["label"] = label
         fields["message"] = message.description
@@ -36,6 +37,6 @@ struct JSONLogHandler: LogHandler {
         var line = JSONOutput.compact(fields)
         guard !line.isEmpty else { return }
         line.append(10)
-        Self.lock.withLock { FileHandle.standardError.write(Data(line)) }
+        Self.output.withLock { _ in FileHandle.standardError.write(Data(line)) }
     }
 }

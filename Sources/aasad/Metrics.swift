@@ -7,27 +7,26 @@ import SiteStore
 import Synchronization
 import TLS
 
-/// `/metrics`: the server's counters as swift-metrics counters and gauges, rendered by
-/// swift-prometheus in Prometheus' text format. The workers count on their own without locks
-/// (`TrafficCounters`); each scrape reads those counts and moves the swift-metrics handles to them,
-/// so the serving path never touches a metrics handle. Every label comes from a fixed set.
+/// `/metrics`: the server's counters as swift-prometheus counters and gauges, each family with
+/// its `# HELP` text, rendered by swift-prometheus in Prometheus' text format. The workers count
+/// on their own without locks (`TrafficCounters`); each scrape reads those counts and moves the
+/// registry's metrics to them, so the serving path never touches a metric. Every label comes from
+/// a fixed set. Metrics other libraries emit through swift-metrics land on the same page.
 final class MetricsExporter: Sendable {
     static let contentType = "text/plain; version=0.0.4; charset=utf-8"
 
     private let registry = PrometheusCollectorRegistry()
-    /// Makes swift-metrics handles that live in `registry`.
-    private let factory: PrometheusMetricsFactory
     private let traffic: TrafficCounters
     private let fetches: FetchLog
     private let sites: LockedRegistry
     private let startTime: Double
     private let state: Mutex<State>
 
-    /// Handles and the totals last pushed to them (swift-metrics counters only move up, by deltas).
+    /// Metrics and the totals last pushed to them (counters only move up, by deltas).
     private struct State: ~Copyable {
-        var counters: [String: (handle: CoreMetrics.Counter, pushed: Int64)] = [:]
-        var gauges: [String: CoreMetrics.Gauge] = [:]
-        var cpu: (handle: FloatingPointCounter, pushed: Double)
+        var counters: [String: (metric: Prometheus.Counter, pushed: Int64)] = [:]
+        var gauges: [String: Prometheus.Gauge] = [:]
+        var cpu: (metric: Prometheus.Counter, pushed: Double)
     }
 
     init(traffic: TrafficCounters, fetches: FetchLog, sites: LockedRegistry) {
@@ -35,11 +34,10 @@ final class MetricsExporter: Sendable {
         self.fetches = fetches
         self.sites = sites
         startTime = Date().timeIntervalSince1970
-        factory = PrometheusMetricsFactory(registry: registry)
-        state = Mutex(State(cpu: (FloatingPointCounter(label: "process_cpu_seconds_total", dimensions: [], factory: factory), 0)))
-        // Metrics other libraries emit through swift-metrics land on the same page.
-        MetricsSystem.bootstrap(factory)
-        CoreMetrics.Gauge(label: "aasad_build_info", dimensions: [("version", AASACommand.version)], factory: factory).record(1)
+        let registry = self.registry
+        state = Mutex(State(cpu: (registry.makeCounter(descriptor: Self.family("process_cpu_seconds_total")), 0)))
+        MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+        registry.makeGauge(descriptor: Self.family("aasad_build_info"), labels: [("version", AASACommand.version)]).set(to: 1)
         // Every series exists from the start, at zero, so that rate() and alerts see them.
         _ = scrape()
     }
@@ -51,7 +49,7 @@ final class MetricsExporter: Sendable {
         // The view the last reload published: a scrape never waits for a reload in progress.
         let view = sites.current
         let (states, conflicts, reloads) = (view.stateCounts, view.conflictingHosts, view.reloads)
-        let factory = self.factory
+        let registry = self.registry
         state.withLock { state in
             /// One series: the name and its labels.
             func series(_ name: String, _ labels: [(String, String)]) -> String {
@@ -59,15 +57,15 @@ final class MetricsExporter: Sendable {
             }
             func count(_ name: String, _ labels: [(String, String)], _ value: Int) {
                 let key = series(name, labels)
-                let entry = state.counters[key] ?? (CoreMetrics.Counter(label: name, dimensions: labels, factory: factory), 0)
-                if Int64(value) > entry.pushed { entry.handle.increment(by: Int64(value) - entry.pushed) }
-                state.counters[key] = (entry.handle, max(entry.pushed, Int64(value)))
+                let entry = state.counters[key] ?? (registry.makeCounter(descriptor: Self.family(name), labels: labels), 0)
+                if Int64(value) > entry.pushed { entry.metric.increment(by: Int64(value) - entry.pushed) }
+                state.counters[key] = (entry.metric, max(entry.pushed, Int64(value)))
             }
             func level(_ name: String, _ labels: [(String, String)], _ value: Double) {
                 let key = series(name, labels)
-                let gauge = state.gauges[key] ?? CoreMetrics.Gauge(label: name, dimensions: labels, factory: factory)
+                let gauge = state.gauges[key] ?? registry.makeGauge(descriptor: Self.family(name), labels: labels)
                 state.gauges[key] = gauge
-                gauge.record(value)
+                gauge.set(value)
             }
 
             // Only combinations that happened: most of the 64 cannot (a 2xx for an unknown host).
@@ -119,15 +117,21 @@ final class MetricsExporter: Sendable {
             level("process_max_fds", [], Double(process.maxDescriptors))
             level("process_threads", [], Double(process.threads))
             if process.cpuSeconds > state.cpu.pushed {
-                state.cpu.handle.increment(by: process.cpuSeconds - state.cpu.pushed)
+                state.cpu.metric.increment(by: process.cpuSeconds - state.cpu.pushed)
                 state.cpu.pushed = process.cpuSeconds
             }
         }
-        return Self.render(registry.emitToBuffer())
+        return registry.emitToBuffer()
     }
 
-    /// What each metric means, as `# HELP` lines (swift-metrics handles carry no help text).
-    static let help: [String: String] = [
+    /// A family's name with its `# HELP` text from `helpTexts`. swift-prometheus requires one text
+    /// per name, so every metric of a family is made with this descriptor.
+    static func family(_ name: String) -> MetricNameDescriptor {
+        MetricNameDescriptor(metricName: name, unitName: "", helpText: helpTexts[name] ?? "")
+    }
+
+    /// What each metric means, as its family's `# HELP` line.
+    static let helpTexts: [String: String] = [
         "aasad_requests_total": "Requests answered on the HTTPS and HTTP listeners, by protocol, site class, path and status class.",
         "aasad_tls_handshakes_total": "TLS handshakes completed, by TLS version, resumption and the HTTP version ALPN chose.",
         "aasad_tls_handshake_failures_total": "TLS handshakes that did not complete, by reason.",
@@ -153,26 +157,6 @@ final class MetricsExporter: Sendable {
         "process_threads": "Threads of the process.",
         "process_cpu_seconds_total": "User and system CPU time spent, in seconds.",
     ]
-
-    /// The registry's page made easy to read: families sorted by name, each with a `# HELP` line
-    /// before its `# TYPE` line and its samples sorted.
-    static func render(_ page: [UInt8]) -> [UInt8] {
-        var families: [(name: String, samples: [String])] = []
-        for line in String(decoding: page, as: UTF8.self).split(separator: "\n") {
-            if line.hasPrefix("# TYPE ") {
-                families.append((String(line.dropFirst(7).prefix { $0 != " " }), [String(line)]))
-            } else if !families.isEmpty, !line.hasPrefix("#") {
-                families[families.count - 1].samples.append(String(line))
-            }
-        }
-        var out = ""
-        for family in families.sorted(by: { $0.name < $1.name }) {
-            if let text = help[family.name] { out += "# HELP \(family.name) \(text)\n" }
-            out += family.samples[0] + "\n"
-            for sample in family.samples.dropFirst().sorted() { out += sample + "\n" }
-        }
-        return Array(out.utf8)
-    }
 }
 
 /// The process's own figures from /proc, as the Prometheus client libraries report them.

@@ -134,7 +134,7 @@ struct ServeCommand: ParsableCommand {
         let store = SnapshotStore(registry.snapshot)
         let certificates = try Self.certificates(snapshot: registry.snapshot, state: settings.state, logger: logger)
         let sites = LockedRegistry(registry, fallback: certificates.developmentAuthority != nil ? .development : .otherSite)
-        let ready = ReadyFlag()
+        let ready = AtomicFlag()
         let tls: TLSServer
         do {
             tls = try TLSServer(defaultCertificate: certificates.defaultSource, minimumVersion: settings.tlsMinimumVersion) { name in
@@ -214,7 +214,7 @@ struct ServeCommand: ParsableCommand {
             emit("  curl --cacert \(authority) https://\(host.name):\(address.port)/.well-known/apple-app-site-association")
         }
         // One line a supervisor or a test can wait for (never a sleep).
-        ready.set(true)
+        ready.raise()
         emit(
             "aasad ready: https=\(server.boundHTTPS.map(\.description).joined(separator: ",")) http=\(server.boundHTTP.map(\.description).joined(separator: ",")) admin=\(server.boundAdmin?.description ?? "off")"
         )
@@ -242,7 +242,7 @@ struct ServeCommand: ParsableCommand {
                 continue
             }
             logger.info("stopping", metadata: ["signal": "\(received == SIGTERM ? "SIGTERM" : "SIGINT")"])
-            ready.set(false)
+            ready.lower()
             SystemdNotify.send("STOPPING=1")
             watcher?.stop()
             server.stop()

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPCore
+import TestSupport
 import Testing
 
 @testable import HTTP2
@@ -9,15 +10,6 @@ import Testing
 /// produce the output, and never keep state for a stream nghttp2 closed.
 @Suite("HTTP/2 fuzz corpus replay")
 struct HTTP2FuzzReplayTests {
-    static let fuzz = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent("Fuzz")
-
-    static func inputs(_ folder: String) -> [[UInt8]] {
-        let dir = fuzz.appendingPathComponent(folder)
-        let names = ((try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? []).filter { !$0.hasPrefix(".") }.sorted()
-        return names.compactMap { try? Data(contentsOf: dir.appendingPathComponent($0)) }.map { [UInt8]($0) }
-    }
-
     static let body = [UInt8](repeating: 0x41, count: 70_000)
     static let headers = PreparedFields([("Content-Type", "application/json"), ("Content-Length", "70000"), ("Connection", "close")])
 
@@ -56,7 +48,7 @@ struct HTTP2FuzzReplayTests {
 
     @Test("the corpus is present and every input keeps the session's invariants")
     func corpus() {
-        let inputs = Self.inputs("http2-corpus")
+        let inputs = FuzzCorpus.inputs("http2-corpus").map(\.bytes)
         #expect(inputs.count >= 8)
         let answered = inputs.map { Self.exercise($0) }.reduce(0, +)
         #expect(answered > 0, "no corpus input reached a request")
@@ -64,8 +56,7 @@ struct HTTP2FuzzReplayTests {
 
     @Test("every saved failure stays fixed (issue 10: streams reset in the read that opened them)")
     func failures() {
-        let inputs = Self.inputs("http2-fail-cases")
-        #expect(!inputs.isEmpty)
+        let inputs = FuzzCorpus.failCases("http2-fail-cases").map(\.bytes)
         inputs.forEach { Self.exercise($0) }
     }
 }

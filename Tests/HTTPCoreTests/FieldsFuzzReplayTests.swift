@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import HTTPCore
@@ -7,15 +8,6 @@ import Testing
 /// target's checks (Fuzz/FuzzFields.swift), so a fixed trap stays fixed.
 @Suite("Field values fuzz corpus replay")
 struct FieldsFuzzReplayTests {
-    static let fuzz = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent("Fuzz")
-
-    static func inputs(_ folder: String) -> [[UInt8]] {
-        let dir = fuzz.appendingPathComponent(folder)
-        let names = ((try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? []).filter { !$0.hasPrefix(".") }.sorted()
-        return names.compactMap { try? Data(contentsOf: dir.appendingPathComponent($0)) }.map { [UInt8]($0) }
-    }
-
     /// The fuzz target's checks, as expectations.
     static func exercise(_ input: [UInt8]) {
         input.withUnsafeBytes { bytes in
@@ -42,15 +34,14 @@ struct FieldsFuzzReplayTests {
 
     @Test("the corpus is present and every input keeps the field functions' contracts")
     func corpus() {
-        let inputs = Self.inputs("fields-corpus")
+        let inputs = FuzzCorpus.inputs("fields-corpus").map(\.bytes)
         #expect(inputs.count >= 10)
         inputs.forEach(Self.exercise)
     }
 
     @Test("every saved failure stays fixed (issue 10: the dates that trapped are refused)")
     func failures() {
-        let inputs = Self.inputs("fields-fail-cases")
-        #expect(!inputs.isEmpty)
+        let inputs = FuzzCorpus.failCases("fields-fail-cases").map(\.bytes)
         inputs.forEach(Self.exercise)
         for input in inputs where input.starts(with: Array("Sun".utf8)) { #expect(HTTPDate.parse(input) == nil, "\(input)") }
     }

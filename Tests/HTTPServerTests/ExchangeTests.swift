@@ -87,7 +87,7 @@ struct ExchangeTests {
     @Test("the admin listener is answered by the admin endpoint, not counted, and HEAD has no body")
     func admin() throws {
         let endpoint = AdminEndpoint { path in
-            path == "/healthz" ? AdminEndpoint.Answer(status: 200, body: Array("ok\n".utf8)) : nil
+            path == "/healthz" ? AdminEndpoint.Answer(status: .ok, body: Array("ok\n".utf8)) : nil
         }
         var exchange = try Self.exchange(admin: endpoint)
         let peer = Peer(fd: -1, client: "-", isAdmin: true, counted: nil)

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import TLS
@@ -30,7 +31,8 @@ struct CertificateInfoTests {
 
     @Test("a development leaf's names and validity are read from its PEM")
     func readsLeaf() throws {
-        let issued = try DevelopmentCertificate.issue(directory: FileManagerTemp.path("info"), hosts: ["a.test", "*.w.test"])
+        let scratch = try TemporaryDirectory(prefix: "aasad-tls-test")
+        let issued = try DevelopmentCertificate.issue(directory: scratch.path("info"), hosts: ["a.test", "*.w.test"])
         let info = try CertificateInfo(leafPEM: issued.chainPEM)
         #expect(Set(info.dnsNames) == ["a.test", "*.w.test", "localhost"])
         #expect(info.covers("a.test") && info.covers("x.w.test") && info.covers("*.w.test") && !info.covers("b.test"))
@@ -58,8 +60,8 @@ struct DevelopmentAuthorityTests {
 
     @Test("the CA is kept while it permits every served name, and made again when a name outside it is served")
     func remadeForNewNames() throws {
-        let directory = FileManagerTemp.path("remade-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let scratch = try TemporaryDirectory(prefix: "aasad-tls-test")
+        let directory = scratch.path("remade")
         let first = try DevelopmentCertificate.issue(directory: directory, hosts: ["links.example.com"])
         #expect(first.authorityCreated)
         let again = try DevelopmentCertificate.issue(directory: directory, hosts: ["links.example.com", "a.links.example.com"])

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import TLS
@@ -7,15 +8,6 @@ import Testing
 /// Fuzz/FuzzPEM.swift does: every input loads or fails with a TLSError, never a crash.
 @Suite("PEM fuzz corpus replay")
 struct PEMFuzzReplayTests {
-    static let fuzz = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent("Fuzz")
-
-    static func inputs(_ folder: String) -> [(String, [UInt8])] {
-        let dir = fuzz.appendingPathComponent(folder)
-        let names = ((try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? []).filter { !$0.hasPrefix(".") }.sorted()
-        return names.compactMap { name in (try? Data(contentsOf: dir.appendingPathComponent(name))).map { (name, [UInt8]($0)) } }
-    }
-
     /// The fuzz target's split: the chain, a NUL, the key; without a NUL the input is both.
     static func load(_ input: [UInt8]) -> Result<TLSContext, TLSError> {
         let nul = input.firstIndex(of: 0)
@@ -26,9 +18,9 @@ struct PEMFuzzReplayTests {
 
     @Test("the corpus is present: real chains and keys load, the rest fail with a TLSError that names the file")
     func corpus() {
-        let inputs = Self.inputs("pem-corpus")
+        let inputs = FuzzCorpus.inputs("pem-corpus")
         #expect(inputs.count >= 8)
-        for (name, input) in inputs {
+        for (name, input) in inputs.map({ ($0.name, $0.bytes) }) {
             switch Self.load(input) {
             case .success(let context):
                 #expect(context.names.covers("a.fuzz.test") || !name.hasPrefix("ecdsa-chain"), "\(name)")
@@ -44,14 +36,14 @@ struct PEMFuzzReplayTests {
             "ecdsa-chain-pkcs8", "ecdsa-chain-sec1", "rsa-chain-pkcs8", "rsa-chain-traditional", "ecdsa-leaf-only", "combined-no-separator",
         ])
     func seedsLoad(_ name: String) throws {
-        let input = try #require(Self.inputs("pem-corpus").first { $0.0 == name }?.1)
+        let input = try #require(FuzzCorpus.inputs("pem-corpus").first { $0.name == name }?.bytes)
         let context = try Self.load(input).get()
         #expect(context.names.dnsNames == ["fuzz.test", "*.fuzz.test"])
     }
 
     @Test("an encrypted key is refused with the advice to decrypt it, without asking for a passphrase")
     func encryptedKey() throws {
-        let input = try #require(Self.inputs("pem-corpus").first { $0.0 == "ecdsa-encrypted-key" }?.1)
+        let input = try #require(FuzzCorpus.inputs("pem-corpus").first { $0.name == "ecdsa-encrypted-key" }?.bytes)
         guard case .failure(let error) = Self.load(input) else {
             Issue.record("an encrypted key loaded")
             return
@@ -61,9 +53,7 @@ struct PEMFuzzReplayTests {
 
     @Test("every saved failure fails with a TLSError, never a crash")
     func failures() {
-        let inputs = Self.inputs("pem-fail-cases")
-        #expect(!inputs.isEmpty)
-        for (name, input) in inputs {
+        for (name, input) in FuzzCorpus.failCases("pem-fail-cases").map({ ($0.name, $0.bytes) }) {
             if case .success = Self.load(input) { Issue.record("\(name) loaded") }
         }
     }

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import TLS
@@ -7,8 +8,9 @@ import Testing
 struct TLSContextTests {
     @Test("a key that does not match its certificate is refused, repeatedly, without a crash (regression: double free)")
     func mismatchedKey() throws {
-        let a = try DevelopmentCertificate.issue(directory: FileManagerTemp.path("a"), hosts: ["a.test"])
-        let b = try DevelopmentCertificate.issue(directory: FileManagerTemp.path("b"), hosts: ["b.test"])
+        let scratch = try TemporaryDirectory(prefix: "aasad-tls-test")
+        let a = try DevelopmentCertificate.issue(directory: scratch.path("a"), hosts: ["a.test"])
+        let b = try DevelopmentCertificate.issue(directory: scratch.path("b"), hosts: ["b.test"])
         for _ in 0..<20 {
             do {
                 _ = try TLSContext(chainPEM: a.chainPEM, keyPEM: b.keyPEM, identity: "x", source: "test")
@@ -29,12 +31,5 @@ struct TLSContextTests {
         } catch {
             #expect(error.file == "s/\(file)")
         }
-    }
-}
-
-/// Scratch directories for tests.
-enum FileManagerTemp {
-    static func path(_ name: String) -> String {
-        NSTemporaryDirectory() + "aasad-tls-test-\(ProcessInfo.processInfo.processIdentifier)-\(name)"
     }
 }

@@ -1,5 +1,6 @@
 import CAASAOpenSSL
 import Foundation
+import TestSupport
 import Testing
 
 @testable import TLS
@@ -12,25 +13,19 @@ struct TestCertificate {
 
     /// The first name is the subject's CN; every name goes into subjectAltName.
     static func make(_ names: [String], key: String = "ec") throws -> TestCertificate {
-        let directory = FileManagerTemp.path("cert-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let directory = try TemporaryDirectory(prefix: "aasad-tls-test")
         let keyArguments = key == "rsa" ? ["-newkey", "rsa:2048"] : ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256"]
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments =
-            ["openssl", "req", "-x509"] + keyArguments + [
+        let made = try Tool.run(
+            "openssl",
+            ["req", "-x509"] + keyArguments + [
                 "-nodes", "-days", "2", "-subj", "/CN=\(names[0])", "-addext",
-                "subjectAltName=" + names.map { "DNS:\($0)" }.joined(separator: ","), "-keyout", directory + "/key.pem", "-out",
-                directory + "/cert.pem",
-            ]
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "openssl could not make a test certificate")
+                "subjectAltName=" + names.map { "DNS:\($0)" }.joined(separator: ","), "-keyout", directory.path("key.pem"), "-out",
+                directory.path("cert.pem"),
+            ])
+        #expect(made.status == 0, "openssl could not make a test certificate: \(made.stderr)")
         return TestCertificate(
-            chainPEM: [UInt8](try Data(contentsOf: URL(fileURLWithPath: directory + "/cert.pem"))),
-            keyPEM: [UInt8](try Data(contentsOf: URL(fileURLWithPath: directory + "/key.pem"))))
+            chainPEM: [UInt8](try Data(contentsOf: URL(fileURLWithPath: directory.path("cert.pem")))),
+            keyPEM: [UInt8](try Data(contentsOf: URL(fileURLWithPath: directory.path("key.pem")))))
     }
 
     /// As the snapshot would hand it to the SNI callback; `label` doubles as the identity.

@@ -1,7 +1,10 @@
 import Foundation
-import HTTPServer
+import HTTPCore
 import Reactor
+import TestSupport
 import Testing
+
+@testable import HTTPServer
 
 /// The admin listener under load (issue 10): probes answer whatever `/sites` and reloads are doing.
 @Suite("aasad serve: admin probes stay independent of /sites (issue 10)")
@@ -156,5 +159,25 @@ struct AppleNetworkTests {
         ] {
             #expect(FetchLog.isAppleNetwork(try SocketAddress(parsing: text)) == apple, "\(text)")
         }
+    }
+}
+
+@Suite("Admin answers keep their status")
+struct AdminEndpointTests {
+    /// Every status the server can send (`Status` is closed: an answer cannot carry an unknown
+    /// one, which the endpoint once turned into 200).
+    static let statuses: [Status] = [
+        .ok, .notModified, .badRequest, .notFound, .methodNotAllowed, .contentTooLarge, .uriTooLong, .misdirected,
+        .fieldsTooLarge, .versionNotSupported, .serviceUnavailable,
+    ]
+
+    @Test("an answer's status is the status sent, never a silent 200", arguments: statuses)
+    func statusKept(_ status: Status) {
+        let endpoint = AdminEndpoint { _ in .init(status: status, body: Array("x\n".utf8)) }
+        let response = endpoint.respond(method: .get, path: "/x")
+        #expect(response.status == status)
+        var bytes: [UInt8] = []
+        response.serialize(into: &bytes, dateLine: [])
+        #expect(String(decoding: bytes, as: UTF8.self).hasPrefix("HTTP/1.1 \(status.rawValue) \(status.reason)\r\n"))
     }
 }

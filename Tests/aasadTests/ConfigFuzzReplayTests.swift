@@ -1,5 +1,6 @@
 import Foundation
 import SiteStore
+import TestSupport
 import Testing
 
 @testable import aasad
@@ -8,17 +9,9 @@ import Testing
 /// fuzz target's own checks, so a fixed failure stays fixed.
 @Suite("Config fuzz corpus replay (site.yaml, aasad.yaml, header values)")
 struct ConfigFuzzReplayTests {
-    static let fuzz = AASAD.repositoryRoot.appendingPathComponent("Fuzz")
-
-    static func inputs(_ folder: String) -> [(name: String, bytes: [UInt8])] {
-        let dir = fuzz.appendingPathComponent(folder)
-        let names = ((try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? []).filter { !$0.hasPrefix(".") }.sorted()
-        return names.compactMap { name in (try? Data(contentsOf: dir.appendingPathComponent(name))).map { (name, [UInt8]($0)) } }
-    }
-
     @Test("every corpus input passes the fuzz target's checks")
     func corpus() {
-        let inputs = Self.inputs("config-corpus")
+        let inputs = FuzzCorpus.inputs("config-corpus")
         #expect(!inputs.isEmpty, "Fuzz/config-corpus is empty")
         for input in inputs {
             let failures = ConfigFuzz.check(input.bytes)
@@ -28,7 +21,7 @@ struct ConfigFuzzReplayTests {
 
     @Test("every saved failure passes now, and the CR/LF injections are refused by both parsers")
     func failCases() {
-        let inputs = Self.inputs("config-fail-cases")
+        let inputs = FuzzCorpus.failCases("config-fail-cases")
         #expect(inputs.count >= 3)
         for input in inputs {
             #expect(ConfigFuzz.check(input.bytes).isEmpty, "\(input.name)")

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// Issue 10: what the config directory and the settings feed into responses, tried as an attacker

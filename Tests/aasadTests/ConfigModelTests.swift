@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// The watched config directory against a model (issue 10, item 5): Fixtures/config_model.py

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// The deployment files (deploy/) checked by the tools that read them.

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// The development certificate as `serve` makes it when sites lack one (issue 10): a CA that can

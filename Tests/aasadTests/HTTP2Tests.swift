@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// HTTP/2 (issue 5): the same serving rules as HTTP/1.1 through ALPN h2, with nghttp2's own

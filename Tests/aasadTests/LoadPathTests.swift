@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// Issue 16 item 4: `validate`, `match --config` and `sites` load the config directory through

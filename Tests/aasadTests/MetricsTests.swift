@@ -1,5 +1,8 @@
 import Foundation
+import TestSupport
 import Testing
+
+@testable import aasad
 
 /// `/metrics` read as Prometheus reads it: the page goes through prometheus_client's text parser
 /// (Fixtures/metrics.py) and every sample is looked up by name and labels.
@@ -72,6 +75,29 @@ final class MetricsTests {
         #expect(metrics["process_open_fds"] > 0)
         let now = Date().timeIntervalSince1970
         #expect(metrics["process_start_time_seconds"] > now - 120 && metrics["process_start_time_seconds"] <= now)
+    }
+
+    @Test("every family on the page has one # HELP line, the exporter's text, right before its # TYPE line")
+    func helpPerFamily() throws {
+        let server = try RunningServer(config: config)
+        #expect(try server.http("a.test", "/apple-app-site-association").status == 200)
+        var page = ""
+        #expect(
+            try eventually {
+                page = String(decoding: try server.admin("/metrics").body, as: UTF8.self)
+                return page.contains("\naasad_requests_total{")
+            }, "the request was never counted")
+        let lines = page.split(separator: "\n").map(String.init)
+        var families: Set<String> = []
+        for (index, line) in lines.enumerated() where line.hasPrefix("# TYPE ") {
+            let name = String(line.dropFirst(7).prefix { $0 != " " })
+            families.insert(name)
+            let help = "# HELP \(name) "
+            #expect(lines.filter { $0.hasPrefix(help) }.count == 1, "\(name): not one HELP line")
+            let text = index > 0 && lines[index - 1].hasPrefix(help) ? String(lines[index - 1].dropFirst(help.count)) : ""
+            #expect(!text.isEmpty && text == MetricsExporter.helpTexts[name], "\(name): help \(text.debugDescription)")
+        }
+        #expect(families == Set(MetricsExporter.helpTexts.keys), "families without help text, or help text without a family")
     }
 
     @Test("requests count by protocol, site class, path and status class; Apple's fetches by status")

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// The 421 rule (issue 10): on a connection with SNI, a request for the SNI name is served by the

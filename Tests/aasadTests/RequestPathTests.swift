@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// The request path under attack (issue 10): single requests that stopped the process, pipelines

@@ -1,4 +1,6 @@
 import Foundation
+import Synchronization
+import TestSupport
 import Testing
 
 /// A config directory for end-to-end tests, built fresh in a temporary directory:
@@ -7,7 +9,9 @@ import Testing
 /// - `own.test`: a site with its own RSA certificate (the default one is the development ECDSA one)
 /// - `bad.test`: an invalid file, so not served
 final class TestConfig {
-    let root: URL
+    /// Removed with everything in it when the config is released.
+    let directory: TemporaryDirectory
+    var root: URL { directory.url }
     let aasa = Array(
         #"{"applinks": {"apps": [], "details": [{"appIDs": ["ABCDE12345.com.example.app"], "components": [{"/": "/buy/*"}]}]}}"#.utf8)
     let wildcardAASA = Array(#"{"applinks": {"apps": [], "details": [{"appID": "ABCDE12345.com.example.w", "paths": ["*"]}]}}"#.utf8)
@@ -17,7 +21,7 @@ final class TestConfig {
             .utf8)
 
     init() throws {
-        root = FileManager.default.temporaryDirectory.appendingPathComponent("aasad-e2e-\(UUID().uuidString)")
+        directory = try TemporaryDirectory(prefix: "aasad-e2e")
         try write("config/sites/a.test/apple-app-site-association", aasa)
         try write("config/sites/a.test/assetlinks.json", assetLinks)
         try FileManager.default.createSymbolicLink(atPath: path("config/sites/www.a.test"), withDestinationPath: "a.test")
@@ -38,49 +42,14 @@ final class TestConfig {
         #expect(status == 0, "openssl could not make the test certificate")
     }
 
-    deinit { try? FileManager.default.removeItem(at: root) }
+    func path(_ relative: String) -> String { directory.path(relative) }
 
-    func path(_ relative: String) -> String { root.appendingPathComponent(relative).path }
-
-    func write(_ relative: String, _ bytes: [UInt8]) throws {
-        let url = root.appendingPathComponent(relative)
-        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-        try Data(bytes).write(to: url)
-    }
+    func write(_ relative: String, _ bytes: [UInt8]) throws { try directory.write(relative, bytes) }
 
     var config: String { path("config") }
     var state: String { path("state") }
     var developmentCA: String { path("state/dev-tls/ca.pem") }
     var ownCA: String { path("config/sites/own.test/tls/cert.pem") }
-}
-
-/// Runs a command line tool and collects its output.
-enum Tool {
-    struct Output {
-        var status: Int32
-        var stdout: [UInt8]
-        var stderr: String
-        var text: String { String(decoding: stdout, as: UTF8.self) }
-    }
-
-    static func run(_ tool: String, _ arguments: [String], input: [UInt8]? = nil) throws -> Output {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [tool] + arguments
-        let out = Pipe()
-        let err = Pipe()
-        let inPipe = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = inPipe
-        try process.run()
-        if let input { inPipe.fileHandleForWriting.write(Data(input)) }
-        try? inPipe.fileHandleForWriting.close()
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Output(status: process.terminationStatus, stdout: [UInt8](stdout), stderr: String(decoding: stderr, as: UTF8.self))
-    }
 }
 
 /// `aasad serve` started on port 0 for one test, stopped with SIGTERM when the test ends.
@@ -181,6 +150,10 @@ final class RunningServer {
 
     func log() -> String { logDrain?.wait() ?? "" }
 
+    /// Polls the log written so far until it contains `text` (10 s at most): the readiness signal
+    /// for something the server does in the background and only logs (a refused change).
+    func waitForLog(_ text: String) -> Bool { eventually { logDrain?.current().contains(text) ?? false } }
+
     struct ServerError: Error, CustomStringConvertible {
         var description: String
         init(_ d: String) { description = d }
@@ -261,10 +234,8 @@ final class RunningServer {
 }
 
 /// Reads a pipe to its end on a thread of its own and keeps what it read.
-final class PipeDrain: @unchecked Sendable {
-    // @unchecked: the lock guards `bytes`.
-    private let lock = NSLock()
-    private var bytes = Data()
+final class PipeDrain: Sendable {
+    private let bytes = Mutex(Data())
     private let done = DispatchSemaphore(value: 0)
 
     init(_ handle: FileHandle) {
@@ -272,80 +243,20 @@ final class PipeDrain: @unchecked Sendable {
             while true {
                 let data = handle.availableData
                 if data.isEmpty { break }
-                lock.withLock { bytes.append(data) }
+                bytes.withLock { $0.append(data) }
             }
             done.signal()
         }.start()
     }
 
+    /// What has been read so far, while the writer may still write.
+    func current() -> String { bytes.withLock { String(decoding: $0, as: UTF8.self) } }
+
     /// Everything read, once the writer has closed the pipe (the process stopped).
     func wait() -> String {
         done.wait()
         done.signal()
-        return lock.withLock { String(decoding: bytes, as: UTF8.self) }
-    }
-}
-
-/// TCP connections to the server under test, on 127.0.0.1 only.
-enum Loopback {
-    /// A connected socket, or nil when the connection was refused. `receiveBuffer` sets
-    /// SO_RCVBUF before connecting (a small one makes a client that reads slowly).
-    static func connect(port: Int, receiveBuffer: Int32? = nil) -> Int32? {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        if var size = receiveBuffer { setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size)) }
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_port = UInt16(port).bigEndian
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let result = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard result == 0 else {
-            close(fd)
-            return nil
-        }
-        return fd
-    }
-
-    /// Sends bytes (no SIGPIPE); returns what send returned.
-    @discardableResult
-    static func send(_ fd: Int32, _ bytes: [UInt8]) -> Int {
-        bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-    }
-
-    /// Makes a blocking receive give up after `seconds`.
-    static func setReceiveTimeout(_ fd: Int32, seconds: Int) {
-        var tv = timeval(tv_sec: seconds, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
-    }
-
-    /// Everything received until the peer closes or the receive timeout passes.
-    static func receiveAll(_ fd: Int32) -> [UInt8] {
-        var received: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let n = recv(fd, &buffer, buffer.count, 0)
-            if n <= 0 { break }
-            received += buffer[0..<n]
-        }
-        return received
-    }
-}
-
-/// Polls `condition` every 0.1 s, at most 100 times (10 s); whether it became true. The one wait
-/// for something the server does in the background (a reload, a certificate swap).
-func eventually(_ condition: () throws -> Bool) rethrows -> Bool {
-    for _ in 0..<100 {
-        if try condition() { return true }
-        usleep(100_000)
-    }
-    return false
-}
-
-extension Tool {
-    /// The SHA-256 fingerprint line of a PEM certificate file.
-    static func fingerprint(ofFile path: String) throws -> String {
-        try run("openssl", ["x509", "-noout", "-fingerprint", "-sha256", "-in", path]).text
+        return bytes.withLock { String(decoding: $0, as: UTF8.self) }
     }
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// `aasad serve` end to end over HTTPS and plain HTTP/1.1, with curl, openssl and raw sockets.
@@ -343,7 +344,7 @@ final class DescriptorLimitTests {
         let server = try RunningServer(config: config, fileLimit: 48)
         // More connections than the server has descriptors: the kernel completes them, accept fails.
         let held = (0..<80).map { _ in server.openConnection() }
-        usleep(1_500_000)
+        #expect(server.waitForLog("too many open files"), "accept never met EMFILE")
         held.forEach { _ = close($0) }
         var status = 0
         for _ in 0..<60 where status != 200 {

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// Session tickets are bound to the certificate they were issued under (issue 10, item 12): every

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @Suite("aasad.yaml, AASAD_* variables and flags (issue 6)")
@@ -106,9 +107,9 @@ final class SettingsTests {
         try config.write("config/aasad.yaml", Array("cache-control: max-age=11\n".utf8))
         let server = try RunningServer(config: config)
         try config.write("config/aasad.yaml", Array("cache-control: max-age=12\n".utf8))
-        usleep(600_000)
+        #expect(server.waitForLog("aasad.yaml changed; restart aasad to apply it"))
         try config.write("config/aasad.yaml", Array("cache-control: max-age=12\ntimeouts: {idle: never}\n".utf8))
-        usleep(600_000)
+        #expect(server.waitForLog("the next start would refuse it"))
         #expect(try server.http("a.test", "/apple-app-site-association").headers["cache-control"] == "max-age=11")
         #expect(server.stop() == 0)
         let log = server.log()

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// Certificates made by `openssl ca`, which (unlike `req -x509` in OpenSSL 3.0) takes any start

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import TestSupport
 import Testing
 
 /// One keep-alive HTTP/1.1 connection that reads responses by Content-Length, reconnecting when
@@ -76,40 +77,42 @@ final class KeepAliveClient {
 
 /// Fetches a host's AASA file in a loop on its own thread and checks each answer against the
 /// versions written so far.
-final class FetchLoop: @unchecked Sendable {
-    // @unchecked: the lock guards every mutable field.
-    private let lock = NSLock()
-    private var allowed: Set<[UInt8]> = []
-    private var allow404 = false
-    private(set) var violations: [String] = []
-    private(set) var answers = 0
-    private var running = true
+final class FetchLoop: Sendable {
+    private struct State {
+        var allowed: Set<[UInt8]> = []
+        var allow404 = false
+        var violations: [String] = []
+        var answers = 0
+        var running = true
+        /// When each version was first seen, for reload latency.
+        var firstSeen: [[UInt8]: Date] = [:]
+    }
+
+    private let state = Mutex(State())
     private let done = DispatchSemaphore(value: 0)
-    /// When each version was first seen, for reload latency.
-    private var firstSeen: [[UInt8]: Date] = [:]
 
     init(port: Int, host: String) {
         Thread { [self] in
             let client = KeepAliveClient(port: port)
-            while lock.withLock({ running }) {
+            while state.withLock({ $0.running }) {
                 let answer = client.get(host: host, path: "/.well-known/apple-app-site-association")
-                lock.withLock {
-                    answers += 1
+                state.withLock { state in
+                    state.answers += 1
                     guard let answer else {
-                        violations.append("no answer")
+                        state.violations.append("no answer")
                         return
                     }
                     if !answer.complete {
-                        violations.append("truncated body (\(answer.body.count) bytes)")
+                        state.violations.append("truncated body (\(answer.body.count) bytes)")
                     } else if answer.status == 200 {
-                        if !allowed.contains(answer.body) {
-                            violations.append("unexpected body: \(String(decoding: answer.body.prefix(60), as: UTF8.self))")
+                        if !state.allowed.contains(answer.body) {
+                            state.violations.append("unexpected body: \(String(decoding: answer.body.prefix(60), as: UTF8.self))")
                         }
-                        if firstSeen[answer.body] == nil { firstSeen[answer.body] = Date() }
+                        if state.firstSeen[answer.body] == nil { state.firstSeen[answer.body] = Date() }
                     } else if answer.status == 404 {
-                        if !allow404 { violations.append("404 while the site exists") }
+                        if !state.allow404 { state.violations.append("404 while the site exists") }
                     } else {
-                        violations.append("status \(answer.status)")
+                        state.violations.append("status \(answer.status)")
                     }
                 }
             }
@@ -117,15 +120,15 @@ final class FetchLoop: @unchecked Sendable {
         }.start()
     }
 
-    func allow(_ body: [UInt8]) { lock.withLock { _ = allowed.insert(body) } }
-    func setAllow404(_ value: Bool) { lock.withLock { allow404 = value } }
-    func seen(_ body: [UInt8]) -> Date? { lock.withLock { firstSeen[body] } }
-    var count: Int { lock.withLock { answers } }
+    func allow(_ body: [UInt8]) { state.withLock { _ = $0.allowed.insert(body) } }
+    func setAllow404(_ value: Bool) { state.withLock { $0.allow404 = value } }
+    func seen(_ body: [UInt8]) -> Date? { state.withLock { $0.firstSeen[body] } }
+    var count: Int { state.withLock { $0.answers } }
 
     func stop() -> [String] {
-        lock.withLock { running = false }
+        state.withLock { $0.running = false }
         done.wait()
-        return lock.withLock { violations }
+        return state.withLock { $0.violations }
     }
 }
 
@@ -320,7 +323,7 @@ final class CertificateReloadTests {
         let other = config.path("scratch-other")
         try config.makePair(["own.test"], into: other)
         rename(other + "/key.pem", tls + "/key.pem")
-        usleep(600_000)
+        #expect(server.waitForLog("does not match the certificate"), "the mismatched pair was not noticed")
         #expect(try server.servedFingerprint("own.test") == rotated)
         #expect(server.stop() == 0)
         #expect(server.log().contains("does not match the certificate"))

@@ -1,0 +1,21 @@
+/// Lower-case hexadecimal for bytes, the one encoder the server uses: content digests and ETags
+/// (SiteStore) and the access log's `\u00XX` escapes (HTTPServer).
+package enum Hex {
+    /// The sixteen digits, as bytes.
+    package static let digits: [UInt8] = Array("0123456789abcdef".utf8)
+
+    /// Appends the two digits of `byte` to `out`, high nibble first.
+    @inline(__always)
+    package static func append(_ byte: UInt8, to out: inout [UInt8]) {
+        out.append(digits[Int(byte >> 4)])
+        out.append(digits[Int(byte & 15)])
+    }
+
+    /// Two digits for each byte.
+    package static func string(_ bytes: some Sequence<UInt8>) -> String {
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.underestimatedCount * 2)
+        for byte in bytes { append(byte, to: &out) }
+        return String(decoding: out, as: UTF8.self)
+    }
+}

@@ -1,0 +1,35 @@
+import Foundation
+
+/// Runs a command line tool (curl, openssl, python3) found on PATH and collects its output.
+package enum Tool {
+    package struct Output {
+        package var status: Int32
+        package var stdout: [UInt8]
+        package var stderr: String
+        package var text: String { String(decoding: stdout, as: UTF8.self) }
+    }
+
+    package static func run(_ tool: String, _ arguments: [String], input: [UInt8]? = nil) throws -> Output {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = [tool] + arguments
+        let out = Pipe()
+        let err = Pipe()
+        let inPipe = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = inPipe
+        try process.run()
+        if let input { inPipe.fileHandleForWriting.write(Data(input)) }
+        try? inPipe.fileHandleForWriting.close()
+        let stdout = out.fileHandleForReading.readDataToEndOfFile()
+        let stderr = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Output(status: process.terminationStatus, stdout: [UInt8](stdout), stderr: String(decoding: stderr, as: UTF8.self))
+    }
+
+    /// The SHA-256 fingerprint line of a PEM certificate file.
+    package static func fingerprint(ofFile path: String) throws -> String {
+        try run("openssl", ["x509", "-noout", "-fingerprint", "-sha256", "-in", path]).text
+    }
+}
