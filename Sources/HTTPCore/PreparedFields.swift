@@ -1,7 +1,8 @@
 /// A response's header fields, prepared once in both framings (when a site loads, or once per
 /// error status): the HTTP/1.1 lines, and the HTTP/2 field list with lower-case names. No
-/// response is parsed back from HTTP/1 text per request.
-public struct PreparedFields: Sendable, Equatable {
+/// response is parsed back from HTTP/1 text per request. A class: a response refers to its fields
+/// with one reference, however many forms they are kept in.
+public final class PreparedFields: Sendable, Equatable {
     /// `Name: value\r\n` lines.
     public let http1: [UInt8]
     /// Every HTTP/2 name and value, back to back: names in lower case; connection-specific
@@ -42,6 +43,10 @@ public struct PreparedFields: Sendable, Equatable {
 
     /// No fields.
     public static let none = PreparedFields([])
+
+    public static func == (a: PreparedFields, b: PreparedFields) -> Bool {
+        a === b || (a.http1 == b.http1 && a.http2Bytes == b.http2Bytes && a.http2Spans == b.http2Spans)
+    }
 
     /// The value of the first field named `name` (any case), for tests and diagnostics.
     public func value(of name: String) -> String? {

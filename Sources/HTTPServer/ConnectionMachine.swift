@@ -56,7 +56,8 @@ struct ConnectionMachine {
 
     /// What the worker does next.
     enum Next: Equatable {
-        /// Write `context.out` and report how much went with `sent(_:_:)`.
+        /// Write `context.out` and report how much went with `sent(_:_:)` (never said while
+        /// output is pending: new output then queues behind it).
         case write
         /// Wait for readiness (`wantsRead`/`wantsWrite`) or the deadline.
         case wait
@@ -111,6 +112,24 @@ struct ConnectionMachine {
     /// Epoll interest outside the handshake (the worker follows TLS's wishes during it).
     var wantsRead: Bool { phase != .writing }
     var wantsWrite: Bool { phase == .writing }
+
+    /// What the worker arranges after a step, read in one access: epoll interest, the deadline,
+    /// and whether the connection is reading requests.
+    struct Wants {
+        var read: Bool
+        var write: Bool
+        var deadline: Int64
+        var handshaking: Bool
+        var readingRequests: Bool
+    }
+
+    var wants: Wants {
+        let reading: Bool
+        if case .readingRequest = phase { reading = true } else { reading = false }
+        return Wants(
+            read: phase != .writing, write: phase == .writing, deadline: deadline, handshaking: phase == .handshaking,
+            readingRequests: reading)
+    }
 
     // MARK: - Events
 
@@ -209,7 +228,8 @@ struct ConnectionMachine {
         case .http2(let session):
             session.goAway()
             session.produce(into: &context.out, limit: context.limits.outputHighWater)
-            return .write
+            // The only event that can produce output while output is pending.
+            return hasPendingOutput ? enqueue(&context) : .write
         case .http1:
             if phase == .readingRequest(started: false) && bufferedInput == 0 && !hasPendingOutput { return .close }
             return .wait

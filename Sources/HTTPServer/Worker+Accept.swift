@@ -82,7 +82,7 @@ extension Worker {
                 close(c)
                 continue
             }
-            wheel.schedule(.init(slot: fd, generation: generation, ticket: c.timerTicket), at: c.timerDeadline)
+            wheel.schedule(.init(slot: fd, generation: generation, ticket: c.registration.timerTicket), at: c.registration.timerDeadline)
         }
     }
 

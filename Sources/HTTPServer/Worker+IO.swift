@@ -56,7 +56,7 @@ extension Worker {
             case .done: return .bytes(n)
             case .wantRead: return .wouldBlock
             case .wantWrite:
-                c.tlsWantsWrite = true
+                c.registration.tlsWantsWrite = true
                 return .wouldBlock
             case .closed, .failed: return .closed
             }
@@ -66,7 +66,7 @@ extension Worker {
     func readRequests(_ c: Connection) {
         // Write interest was only for a TLS read that needed to write: drop it, or a level-
         // triggered epoll reports the (always) writable socket in a loop.
-        c.tlsWantsWrite = false
+        c.registration.tlsWantsWrite = false
         for _ in 0..<limits.readsPerEvent {
             // Back-pressure: the machine stops reading while answered-but-unsent or complete-
             // but-unanswered requests are buffered. The bound is a second line of defence:

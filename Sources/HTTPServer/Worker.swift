@@ -25,6 +25,20 @@ final class Worker {
         let generation: UInt32
         var transport: Transport
         var machine: ConnectionMachine
+        /// The worker's bookkeeping of the connection with epoll and the timer wheel, one value
+        /// so that a step reads and writes it once.
+        var registration: Registration
+
+        init(fd: Int32, generation: UInt32, transport: Transport, machine: ConnectionMachine) {
+            self.fd = fd
+            self.generation = generation
+            self.transport = transport
+            self.machine = machine
+            registration = Registration(timerDeadline: machine.deadline)
+        }
+    }
+
+    struct Registration {
         /// Identifies the connection's live timer entry (see `TimerWheel.Entry`).
         var timerTicket: UInt32 = 0
         /// The machine's deadline when the timer wheel last saw it.
@@ -34,14 +48,6 @@ final class Worker {
         var watchingWrite = false
         /// A TLS read needed to write: writability is watched too until the next event.
         var tlsWantsWrite = false
-
-        init(fd: Int32, generation: UInt32, transport: Transport, machine: ConnectionMachine) {
-            self.fd = fd
-            self.generation = generation
-            self.transport = transport
-            self.machine = machine
-            timerDeadline = machine.deadline
-        }
     }
 
     /// epoll data of a listener: the top bit set, the listener's index below.
@@ -195,7 +201,9 @@ final class Worker {
         context.answerer.tick(wallSeconds: WallClock.seconds())
         wheel.advance(to: now) { entry in
             let fd = Int(entry.slot)
-            guard fd < connections.count, let c = connections[fd], c.generation == entry.generation, c.timerTicket == entry.ticket else {
+            guard fd < connections.count, let c = connections[fd], c.generation == entry.generation,
+                c.registration.timerTicket == entry.ticket
+            else {
                 return nil
             }
             if c.machine.deadline > now { return c.machine.deadline }
@@ -218,10 +226,6 @@ final class Worker {
         while true {
             switch next {
             case .write:
-                if c.machine.hasPendingOutput {
-                    next = c.machine.enqueue(&context)
-                    continue
-                }
                 var written = 0
                 if !context.out.isEmpty {
                     guard let n = context.out.withUnsafeBytes({ write(c, $0) }) else {
@@ -233,9 +237,7 @@ final class Worker {
                 }
                 next = c.machine.sent(written, &context)
             case .wait:
-                sync(c)
-                if case .readingRequest = c.machine.phase { return true }
-                return false
+                return sync(c)
             case .linger:
                 startLingering(c)
                 return false
@@ -249,15 +251,25 @@ final class Worker {
     /// Brings the timer wheel and epoll in line with the machine. A later deadline costs a store
     /// (the timer entry re-files itself when it fires); an earlier one files a new entry and
     /// retires the old one.
-    func sync(_ c: Connection) {
-        let deadline = c.machine.deadline
-        if deadline < c.timerDeadline {
-            c.timerTicket &+= 1
-            wheel.schedule(.init(slot: c.fd, generation: c.generation, ticket: c.timerTicket), at: deadline)
+    @discardableResult
+    func sync(_ c: Connection) -> Bool {
+        let wants = c.machine.wants
+        var r = c.registration
+        if wants.deadline < r.timerDeadline {
+            r.timerTicket &+= 1
+            wheel.schedule(.init(slot: c.fd, generation: c.generation, ticket: r.timerTicket), at: wants.deadline)
         }
-        c.timerDeadline = deadline
-        guard c.machine.phase != .handshaking else { return }
-        watch(c, read: c.machine.wantsRead, write: c.machine.wantsWrite || c.tlsWantsWrite)
+        r.timerDeadline = wants.deadline
+        if !wants.handshaking {
+            let write = wants.write || r.tlsWantsWrite
+            if r.watchingRead != wants.read || r.watchingWrite != write {
+                r.watchingRead = wants.read
+                r.watchingWrite = write
+                try? loop.modify(c.fd, data: data(c), read: wants.read, write: write)
+            }
+        }
+        c.registration = r
+        return wants.readingRequests
     }
 
     func timedOut(_ c: Connection) {
@@ -284,10 +296,11 @@ final class Worker {
         sync(c)
     }
 
+    /// Epoll interest during the handshake, as TLS asks for it.
     func watch(_ c: Connection, read: Bool, write: Bool) {
-        guard c.watchingRead != read || c.watchingWrite != write else { return }
-        c.watchingRead = read
-        c.watchingWrite = write
+        guard c.registration.watchingRead != read || c.registration.watchingWrite != write else { return }
+        c.registration.watchingRead = read
+        c.registration.watchingWrite = write
         try? loop.modify(c.fd, data: data(c), read: read, write: write)
     }
 
