@@ -26,7 +26,10 @@ struct ConnectionContext<Answerer: RequestAnswering> {
 /// deadlines, buffered input and pending output, and the protocol chosen once after ALPN.
 ///
 /// Deadlines and interest are state, not actions: after each step the worker reconciles the
-/// timer with `deadline` and epoll with `wantsRead` and `wantsWrite`.
+/// timer and epoll with `wants`.
+///
+/// (One file of about 400 lines on purpose: every transition of both protocols reads against the
+/// same few fields, and is checked here as a whole.)
 struct ConnectionMachine {
     /// Where the connection is in a request's life (named as nginx names its phases).
     enum Phase: Equatable {
