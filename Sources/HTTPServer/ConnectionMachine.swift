@@ -275,8 +275,11 @@ struct ConnectionMachine {
         case .http1:
             guard (queued || flushed) && bufferedInput > 0 else {
                 // Stopping: a connection whose last response is out and that holds no request
-                // closes now instead of idling until the drain timeout.
-                if context.draining && bufferedInput == 0 { return .close }
+                // ends now instead of idling until the drain timeout. It lingers rather than
+                // closes: a request the client pipelined while the response was being written
+                // may still be unread in the socket, and closing over unread input sends a reset
+                // that discards the response's unsent tail (RFC 9112 §9.6).
+                if context.draining && bufferedInput == 0 { return .linger }
                 return .wait
             }
             guard rounds > 0 else {

@@ -175,7 +175,7 @@ struct ConnectionMachineTests {
         #expect(context.answerer.paths.count == context.limits.answerRoundsPerEvent + 8)
     }
 
-    @Test("a stop while a response is pending lets it finish, then closes; an idle connection closes at once")
+    @Test("a stop while a response is pending lets it finish, then lingers; an idle connection closes at once")
     func stopWhileWriting() {
         var context = makeContext(bodySize: 200 * 1024)
         var machine = plainMachine(context)
@@ -187,7 +187,9 @@ struct ConnectionMachineTests {
         #expect(machine.stop(&context) == .wait, "a busy connection is not cut")
         let pending = machine.output.count - machine.outputOffset
         written += machine.output[machine.outputOffset...]
-        #expect(machine.flushed(pending, &context) == .close)
+        // Lingering, not closing: a request sent meanwhile may be unread in the socket, and a
+        // close over it would reset the connection and lose the response's unsent tail.
+        #expect(machine.flushed(pending, &context) == .linger)
         #expect(responses(in: written) == 1)
         #expect(written.count == 200 * 1024 + responseHeadSize(makeContext(bodySize: 200 * 1024)))
 
