@@ -277,16 +277,10 @@ public struct HTTP1Parser: Sendable {
         }
     }
 
+    /// `HTTPFields.equalsLowercase` over a range of the buffer.
     @inline(__always)
     static func equalsLowercase(_ b: UnsafeRawBufferPointer, _ r: Range<Int>, _ literal: StaticString) -> Bool {
-        guard r.count == literal.utf8CodeUnitCount else { return false }
-        let p = literal.utf8Start
-        for k in 0..<r.count {
-            var c = b[r.lowerBound + k]
-            if c >= 65 && c <= 90 { c += 32 }
-            if c != p[k] { return false }
-        }
-        return true
+        HTTPFields.equalsLowercase(UnsafeRawBufferPointer(rebasing: b[r]), literal)
     }
 
     private static func equalBytes(_ b: UnsafeRawBufferPointer, _ x: Range<Int>, _ y: Range<Int>) -> Bool {

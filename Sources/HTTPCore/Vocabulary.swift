@@ -54,9 +54,10 @@ public enum Status: Int, Sendable, CaseIterable {
     }
 
     /// The three digits, as HTTP/2's `:status` carries them.
-    public var code: [UInt8] { Self.codes[Self.allCases.firstIndex(of: self)!] }
+    public var code: [UInt8] { Self.codes[rawValue - 200] }
 
-    private static let codes: [[UInt8]] = allCases.map { Array(String($0.rawValue).utf8) }
+    /// Indexed by status minus 200 (every status is in 200...599).
+    private static let codes: [[UInt8]] = (200...599).map { Array(String($0).utf8) }
 }
 
 /// Header field names the server reads or writes, in lower case (the HTTP/2 form, RFC 9113

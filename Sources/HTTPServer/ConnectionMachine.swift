@@ -62,7 +62,7 @@ struct ConnectionMachine {
         /// Write `context.out` and report how much went with `sent(_:_:)` (never said while
         /// output is pending: new output then queues behind it).
         case write
-        /// Wait for readiness (`wantsRead`/`wantsWrite`) or the deadline.
+        /// Wait for readiness or the deadline (see `wants`).
         case wait
         /// Shut the write side and drain input until the peer closes; then `linger(_:)`.
         case linger
@@ -77,8 +77,6 @@ struct ConnectionMachine {
     private(set) var deadline: Int64
     /// The certificate the TLS handshake chose, for the 421 rule.
     private(set) var tlsIdentity: Responder.TLSIdentity = .none
-    /// Requests answered on this connection.
-    private(set) var requests = 0
     private var parser = HTTP1Parser()
     /// Bytes read but not answered yet, from `inputOffset` on: an unfinished request head, or
     /// pipelined requests waiting for the socket to take earlier responses (empty almost always:
@@ -112,12 +110,9 @@ struct ConnectionMachine {
     var hasPendingOutput: Bool { outputOffset < output.count }
     /// Input read and not yet answered.
     var bufferedInput: Int { input.count - inputOffset }
-    /// Epoll interest outside the handshake (the worker follows TLS's wishes during it).
-    var wantsRead: Bool { phase != .writing }
-    var wantsWrite: Bool { phase == .writing }
-
-    /// What the worker arranges after a step, read in one access: epoll interest, the deadline,
-    /// and whether the connection is reading requests.
+    /// What the worker arranges after a step, read in one access: epoll interest (outside the
+    /// handshake, during which the worker follows TLS's wishes), the deadline, and whether the
+    /// connection is reading requests.
     struct Wants {
         var read: Bool
         var write: Bool
@@ -151,7 +146,7 @@ struct ConnectionMachine {
         return .write
     }
 
-    /// Bytes arrived (the worker reads only while `wantsRead`). Their answers are appended to
+    /// Bytes arrived (the worker reads only while `wants.read`). Their answers are appended to
     /// `context.out`.
     mutating func received<A>(_ bytes: UnsafeRawBufferPointer, _ context: inout ConnectionContext<A>) -> Next {
         switch framing {
@@ -337,7 +332,6 @@ struct ConnectionMachine {
                 var response = context.answerer.answer(request, peer: peer, tls: tlsIdentity)
                 response.close = !head.keepAlive || context.draining
                 response.serialize(into: &context.out, dateLine: context.answerer.dateLine.bytes)
-                requests += 1
                 parser.reset()
                 offset += head.length
                 phase = .readingRequest(started: false)
@@ -388,7 +382,6 @@ struct ConnectionMachine {
                     }
                 }
             }
-            requests += 1
             session.respond(
                 stream: request.stream, status: response.status, fields: response.headers, date: context.answerer.dateLine.value,
                 body: response.body, sendsBody: response.sendsBody)

@@ -34,9 +34,9 @@ public struct Response {
     }
 
     /// A plain-text error response, prepared once per status.
-    public static func error(_ status: Status, close: Bool, sendsBody: Bool = true) -> Response {
+    public static func error(_ status: Status, close: Bool) -> Response {
         let prepared = ErrorBodies.prepared(status)
-        return Response(status: status, headers: prepared.headers, body: prepared.body, sendsBody: sendsBody, close: close)
+        return Response(status: status, headers: prepared.headers, body: prepared.body, sendsBody: true, close: close)
     }
 }
 

@@ -148,9 +148,4 @@ extension Worker {
 enum Transport {
     case plain
     case tls(TLSConnection)
-
-    var isTLS: Bool {
-        if case .tls = self { return true }
-        return false
-    }
 }

@@ -292,6 +292,9 @@ final class Worker {
     func startLingering(_ c: Connection) {
         if case .tls(let t) = c.transport { t.shutdown() }
         Socket.shutdownWrite(c.fd)
+        // Write interest a TLS read once asked for must not outlive it: a lingering socket is
+        // always writable, and a level-triggered epoll would report it in a loop.
+        c.registration.tlsWantsWrite = false
         c.machine.linger(&context)
         sync(c)
     }

@@ -136,7 +136,7 @@ struct ConnectionMachineTests {
         var next = stream.withUnsafeBytes { machine.received($0, &context) }
         next = run(&machine, next, &context, socketTakes: 0, written: &written)
         #expect(next == .wait)
-        #expect(machine.phase == .writing && !machine.wantsRead && machine.wantsWrite)
+        #expect(machine.phase == .writing && !machine.wants.read && machine.wants.write)
         #expect(machine.hasPendingOutput)
         #expect(machine.deadline == context.now + context.limits.writeTimeout)
         #expect(machine.bufferedInput > 0, "the requests not yet answered are kept, not dropped")
@@ -168,7 +168,7 @@ struct ConnectionMachineTests {
         var written: [UInt8] = []
         let next = stream.withUnsafeBytes { machine.received($0, &context) }
         #expect(run(&machine, next, &context, written: &written) == .wait)
-        #expect(machine.phase == .writing && machine.wantsWrite && !machine.hasPendingOutput)
+        #expect(machine.phase == .writing && machine.wants.write && !machine.hasPendingOutput)
         #expect(context.answerer.paths.count < context.limits.answerRoundsPerEvent + 8)
         // The writable event answers the rest.
         _ = run(&machine, machine.flushed(0, &context), &context, written: &written)
