@@ -9,7 +9,11 @@ import Testing
 final class Pebble {
     let directory: TemporaryDirectory
     let port: Int
+    /// Where pebble's VA sends HTTP-01 validation requests (on the address the name resolves to).
+    let httpPort = Loopback.unusedPort()
     let process = Process()
+    /// pebble-challtestsrv as pebble's DNS server, answering 127.0.0.1 for every name, when asked.
+    let dns: Process?
 
     var directoryURL: ACMEURL { try! ACMEURL("https://127.0.0.1:\(port)/dir") }
     /// The root that signs pebble's HTTPS certificate (what `acme.directory-ca` names).
@@ -19,9 +23,26 @@ final class Pebble {
     static let eabKeyID = "kid-1"
     static let eabMACKey = "zWNDZM6eQGHWpSRTPal5eIUYFTu7EajVIoguysqZ9wG44nMEtx3MUAsUDkMTQ12W"
 
-    init(requireEAB: Bool = false, nonceReject: Int? = nil) throws {
+    init(requireEAB: Bool = false, nonceReject: Int? = nil, resolveEverythingToLoopback: Bool = false) throws {
         directory = try TemporaryDirectory(prefix: "acme-pebble")
         port = Loopback.unusedPort()
+        var arguments = ["pebble", "-config", directory.path("pebble.json")]
+        if resolveEverythingToLoopback {
+            let dnsPort = Loopback.unusedPort()
+            let dns = Process()
+            dns.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            dns.arguments = [
+                "pebble-challtestsrv", "-defaultIPv4", "127.0.0.1", "-defaultIPv6", "", "-dns01", "127.0.0.1:\(dnsPort)", "-http01", "",
+                "-https01", "", "-tlsalpn01", "", "-management", "127.0.0.1:\(Loopback.unusedPort())",
+            ]
+            dns.standardOutput = FileHandle.nullDevice
+            dns.standardError = FileHandle.nullDevice
+            try dns.run()
+            self.dns = dns
+            arguments += ["-dnsserver", "127.0.0.1:\(dnsPort)"]
+        } else {
+            dns = nil
+        }
         try Self.makeCertificates(in: directory)
         let eab =
             requireEAB
@@ -30,13 +51,13 @@ final class Pebble {
         let config = """
             {"pebble": {"listenAddress": "127.0.0.1:\(port)", "managementListenAddress": "127.0.0.1:\(Loopback.unusedPort())",
               "certificate": "\(directory.path("cert.pem"))", "privateKey": "\(directory.path("key.pem"))",
-              "httpPort": \(Loopback.unusedPort()), "tlsPort": \(Loopback.unusedPort()), "ocspResponderURL": "", \(eab)}}
+              "httpPort": \(httpPort), "tlsPort": \(Loopback.unusedPort()), "ocspResponderURL": "", \(eab)}}
             """
         try directory.write("pebble.json", Array(config.utf8))
         FileManager.default.createFile(atPath: directory.path("pebble.log"), contents: nil)
         let logFile = try FileHandle(forWritingTo: directory.url.appendingPathComponent("pebble.log"))
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["pebble", "-config", directory.path("pebble.json")]
+        process.arguments = arguments
         var environment = ProcessInfo.processInfo.environment
         environment["PEBBLE_VA_NOSLEEP"] = "1"
         if let nonceReject { environment["PEBBLE_WFE_NONCEREJECT"] = String(nonceReject) }
@@ -57,6 +78,10 @@ final class Pebble {
         // SIGKILL, as HTTPSClientTests does: pebble keeps nothing worth a clean stop.
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
+        if let dns {
+            kill(dns.processIdentifier, SIGKILL)
+            dns.waitUntilExit()
+        }
     }
 
     func log() -> String { (try? String(contentsOfFile: directory.path("pebble.log"), encoding: .utf8)) ?? "" }

@@ -48,6 +48,48 @@ struct PebbleTests {
         }
     }
 
+    @Test("HTTP-01 completes: the key authorization written atomically under a web root is fetched by pebble's VA")
+    func http01() throws {
+        let pebble = try Pebble(resolveEverythingToLoopback: true)
+        let root = try TemporaryDirectory(prefix: "acme-http01")
+        // A tiny responder on pebble's httpPort: Python's file server over the web root, as the
+        // plain listener will answer from the storage directory's challenge answers.
+        let responder = Process()
+        responder.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        responder.arguments = ["python3", "-m", "http.server", String(pebble.httpPort), "--bind", "127.0.0.1", "--directory", root.path]
+        responder.standardOutput = FileHandle.nullDevice
+        responder.standardError = FileHandle.nullDevice
+        try responder.run()
+        defer {
+            kill(responder.processIdentifier, SIGKILL)
+            responder.waitUntilExit()
+        }
+        let httpPort = pebble.httpPort
+        #expect(
+            eventually {
+                guard let fd = Loopback.connect(port: httpPort) else { return false }
+                close(fd)
+                return true
+            })
+        let client = try pebble.client()
+        try client.account()
+        let (orderURL, order) = try client.newOrder(names: ["http01.example.test"])
+        let authorization = try client.authorization(order.authorizations[0])
+        let challenge = try #require(authorization.challenges.first { $0.type == "http-01" })
+        let token = try #require(challenge.token)
+        try FileManager.default.createDirectory(atPath: root.path(".well-known/acme-challenge"), withIntermediateDirectories: true)
+        try AtomicFile.write(
+            Array(client.key.keyAuthorization(token: token).utf8), to: root.path(".well-known/acme-challenge/\(token)"), mode: 0o644)
+        _ = try client.respond(to: challenge.url)
+        var last = authorization.status
+        let settled = try eventually(attempts: 100, interval: 0.1) {
+            last = try client.authorization(order.authorizations[0]).status
+            return last != .pending
+        }
+        #expect(settled && last == .valid, "authorization is \(last)")
+        #expect(try client.order(orderURL).status == .ready)
+    }
+
     @Test("with pebble's default 5 % bad-nonce rejections, 100 requests in a row all succeed through retries")
     func badNonceRetries() throws {
         let pebble = try Pebble()
