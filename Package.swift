@@ -32,6 +32,8 @@ let package = Package(
         .systemLibrary(name: "CAASANghttp2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
         // zlib, to gzip served files once at load time.
         .systemLibrary(name: "CAASAZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+        // libcurl (the OpenSSL flavour), the maintained HTTPS client the ACME client speaks through.
+        .systemLibrary(name: "CAASACurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         // The event loop: epoll, sockets, timers. No knowledge of HTTP.
         .target(name: "Reactor", dependencies: ["CAASALinux"], swiftSettings: swiftSettings),
         // The HTTP vocabulary every layer shares (methods, statuses, field names, prepared header
@@ -65,6 +67,11 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The ACME client (RFC 8555): hostile-input parsers for what a CA sends, JWS over the account
+        // key, the back-off schedule, the shared storage directory's locks, HTTPS through libcurl.
+        .target(
+            name: "ACME", dependencies: ["AASA", "HTTPCore", "Reactor", "CAASAOpenSSL", "CAASACurl"],
+            swiftSettings: swiftSettings),
         .executableTarget(
             name: "aasad",
             dependencies: [
@@ -92,6 +99,7 @@ let package = Package(
         .testTarget(
             name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTPCore", "HTTP2", "SiteStore", "TLS"],
             swiftSettings: swiftSettings),
+        .testTarget(name: "ACMETests", dependencies: ["ACME", "AASA", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "ReactorTests", dependencies: ["Reactor"], swiftSettings: swiftSettings),
         .testTarget(name: "TLSTests", dependencies: ["TLS", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(

@@ -6,16 +6,17 @@
 #   http2   raw HTTP/2 client bytes through HTTP2Session (libnghttp2)            Fuzz/http2-corpus, Fuzz/http2-fail-cases
 #   config  site.yaml and aasad.yaml values, and Cache-Control as a field value  Fuzz/config-corpus, Fuzz/config-fail-cases
 #   pem     TLSContext's chain and key loading (input: chain, NUL, key)           Fuzz/pem-corpus, Fuzz/pem-fail-cases
+#   acme    what a CA sends: ACME JSON, problems, header lines, PEM chains        Fuzz/acme-corpus, Fuzz/acme-fail-cases
 # New inputs go to the target's corpus; a crash, timeout or out-of-memory input is copied to its
 # fail-cases folder. The normal test run replays both folders of every target.
-# Usage: scripts/fuzz.sh [seconds per target] [aasa|http1|fields|http2|config|pem|all]   (default 60, all)
+# Usage: scripts/fuzz.sh [seconds per target] [aasa|http1|fields|http2|config|pem|acme|all]   (default 60, all)
 # FUZZ_RUNS=N runs N inputs per target instead of a time (the documented campaign: 10,000,000).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 which="${2:-all}"
-case "$which" in aasa | http1 | fields | http2 | config | pem | all) ;; *)
-    echo "usage: scripts/fuzz.sh [seconds] [aasa|http1|fields|http2|config|pem|all]" >&2
+case "$which" in aasa | http1 | fields | http2 | config | pem | acme | all) ;; *)
+    echo "usage: scripts/fuzz.sh [seconds] [aasa|http1|fields|http2|config|pem|acme|all]" >&2
     exit 64
     ;;
 esac
@@ -30,15 +31,15 @@ compile() {
 }
 
 # one_module NAME FILES...: copies FILES to $out/NAME-src without their imports of the project's own
-# modules (HTTPCore, HTTP1), so that they compile as the one module the fuzz target is; prints the
-# copies' paths.
+# modules (HTTPCore, HTTP1, AASA), so that they compile as the one module the fuzz target is;
+# prints the copies' paths.
 one_module() {
     local dir="$out/$1-src"
     shift
     rm -rf "$dir"
     mkdir -p "$dir"
     for f in "$@"; do
-        sed -E '/^(public )?import (HTTPCore|HTTP1)$/d' "$f" >"$dir/$(basename "$f")"
+        sed -E '/^(public )?import (HTTPCore|HTTP1|AASA)$/d' "$f" >"$dir/$(basename "$f")"
         echo "$dir/$(basename "$f")"
     done
 }
@@ -108,6 +109,16 @@ if [ "$which" = all ] || [ "$which" = pem ]; then
     compile -enable-upcoming-feature InternalImportsByDefault -I Sources/CAASAOpenSSL -lssl -lcrypto \
         Sources/TLS/*.swift Fuzz/FuzzPEM.swift -o "$out/fuzz-pem"
     run pem Fuzz/pem-corpus Fuzz/pem-fail-cases 16384
+fi
+
+if [ "$which" = all ] || [ "$which" = acme ]; then
+    # The parsers of Sources/ACME/Wire with the strict JSON parser (AASA) and HTTP dates (HTTPCore)
+    # as one module, OpenSSL for the chain's certificates. The corpus is committed.
+    # shellcheck disable=SC2046 # file names without spaces
+    compile -package-name aasad -enable-upcoming-feature InternalImportsByDefault -I Sources/CAASAOpenSSL -lssl -lcrypto \
+        $(one_module acme Sources/ACME/Wire/*.swift Sources/AASA/*.swift) Sources/HTTPCore/*.swift \
+        Fuzz/FuzzACME.swift -o "$out/fuzz-acme"
+    run acme Fuzz/acme-corpus Fuzz/acme-fail-cases 65536
 fi
 
 if [ "$which" = all ] || [ "$which" = aasa ]; then

@@ -46,3 +46,21 @@ package enum Loopback {
         return received
     }
 }
+
+extension Loopback {
+    /// A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0 and released), for a
+    /// tool the test starts that cannot report the port it picked itself (pebble). Another
+    /// process could take it in between; on a test machine that is rare enough.
+    package static func unusedPort() -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        return bound ? Int(UInt16(bigEndian: addr.sin_port)) : 0
+    }
+}

@@ -1,0 +1,64 @@
+import CAASAOpenSSL
+import Glibc
+import Reactor
+
+/// Writes a file so that a reader (another replica, the server's watcher) sees the old bytes or
+/// the new ones, never a part: a temporary file in the same directory, written, fsynced, renamed
+/// over the target, and the directory fsynced so the rename survives a crash (the pattern of
+/// rename(2)'s atomicity guarantee; the same as certificates written by certbot and Caddy).
+public enum AtomicFile {
+    public static func write(_ bytes: [UInt8], to path: String, mode: UInt32) throws(ACMEError) {
+        let directory = parentDirectory(of: path)
+        let temporary = directory + "/." + baseName(of: path) + ".tmp-" + randomHex(8)
+        let fd: Int32
+        do {
+            fd = try Files.createExclusive(temporary, mode: mode)
+        } catch {
+            throw .storage("cannot create \(temporary): \(error.reason)")
+        }
+        do {
+            defer { Files.close(fd) }
+            try Files.writeAll(fd, bytes, at: 0)
+            try Files.sync(fd)
+        } catch {
+            try? Files.remove(temporary)
+            throw .storage("cannot write \(temporary): \(error.reason)")
+        }
+        do {
+            try Files.rename(temporary, to: path)
+        } catch {
+            try? Files.remove(temporary)
+            throw .storage("cannot rename \(temporary) to \(path): \(error.reason)")
+        }
+        do {
+            try Files.syncDirectory(directory)
+        } catch {
+            throw .storage("cannot sync \(directory): \(error.reason)")
+        }
+    }
+
+    static func parentDirectory(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        return slash == path.startIndex ? "/" : String(path[..<slash])
+    }
+
+    static func baseName(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return path }
+        return String(path[path.index(after: slash)...])
+    }
+}
+
+/// `count` random bytes from OpenSSL's CSPRNG as hex: unique names and lock owner tokens.
+func randomHex(_ count: Int) -> String {
+    var bytes = [UInt8](repeating: 0, count: count)
+    if RAND_bytes(&bytes, Int32(count)) != 1 {
+        // The CSPRNG failing is not recoverable here; SystemRandomNumberGenerator still gives
+        // unique names.
+        var generator = SystemRandomNumberGenerator()
+        for i in bytes.indices { bytes[i] = generator.next() }
+    }
+    let digits = Array("0123456789abcdef".utf8)
+    var out: [UInt8] = []
+    for b in bytes { out += [digits[Int(b >> 4)], digits[Int(b & 15)]] }
+    return String(decoding: out, as: UTF8.self)
+}

@@ -1,0 +1,121 @@
+import ACME
+import Foundation
+import TestSupport
+import Testing
+
+/// pebble (Let's Encrypt's test CA, Debian package `pebble`) started on loopback for one test and
+/// stopped when the value is released: its own TLS certificate made by the openssl command line,
+/// PEBBLE_VA_NOSLEEP=1, and pebble's default 5 % bad-nonce rejections unless `nonceReject` says.
+final class Pebble {
+    let directory: TemporaryDirectory
+    let port: Int
+    /// Where pebble's VA sends HTTP-01 validation requests (on the address the name resolves to).
+    let httpPort = Loopback.unusedPort()
+    let process = Process()
+    /// pebble-challtestsrv as pebble's DNS server, answering 127.0.0.1 for every name, when asked.
+    let dns: Process?
+
+    var directoryURL: ACMEURL { try! ACMEURL("https://127.0.0.1:\(port)/dir") }
+    /// The root that signs pebble's HTTPS certificate (what `acme.directory-ca` names).
+    var caFile: String { directory.path("ca.pem") }
+
+    /// pebble's example EAB key (/usr/share/doc/pebble/examples).
+    static let eabKeyID = "kid-1"
+    static let eabMACKey = "zWNDZM6eQGHWpSRTPal5eIUYFTu7EajVIoguysqZ9wG44nMEtx3MUAsUDkMTQ12W"
+
+    init(requireEAB: Bool = false, nonceReject: Int? = nil, resolveEverythingToLoopback: Bool = false) throws {
+        directory = try TemporaryDirectory(prefix: "acme-pebble")
+        port = Loopback.unusedPort()
+        var arguments = ["pebble", "-config", directory.path("pebble.json")]
+        if resolveEverythingToLoopback {
+            let dnsPort = Loopback.unusedPort()
+            let dns = Process()
+            dns.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            dns.arguments = [
+                "pebble-challtestsrv", "-defaultIPv4", "127.0.0.1", "-defaultIPv6", "", "-dns01", "127.0.0.1:\(dnsPort)", "-http01", "",
+                "-https01", "", "-tlsalpn01", "", "-management", "127.0.0.1:\(Loopback.unusedPort())",
+            ]
+            dns.standardOutput = FileHandle.nullDevice
+            dns.standardError = FileHandle.nullDevice
+            try dns.run()
+            self.dns = dns
+            arguments += ["-dnsserver", "127.0.0.1:\(dnsPort)"]
+        } else {
+            dns = nil
+        }
+        try Self.makeCertificates(in: directory)
+        let eab =
+            requireEAB
+            ? #""externalAccountBindingRequired": true, "externalAccountMACKeys": {"\#(Self.eabKeyID)": "\#(Self.eabMACKey)"}"#
+            : #""externalAccountBindingRequired": false"#
+        let config = """
+            {"pebble": {"listenAddress": "127.0.0.1:\(port)", "managementListenAddress": "127.0.0.1:\(Loopback.unusedPort())",
+              "certificate": "\(directory.path("cert.pem"))", "privateKey": "\(directory.path("key.pem"))",
+              "httpPort": \(httpPort), "tlsPort": \(Loopback.unusedPort()), "ocspResponderURL": "", \(eab)}}
+            """
+        try directory.write("pebble.json", Array(config.utf8))
+        FileManager.default.createFile(atPath: directory.path("pebble.log"), contents: nil)
+        let logFile = try FileHandle(forWritingTo: directory.url.appendingPathComponent("pebble.log"))
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = arguments
+        var environment = ProcessInfo.processInfo.environment
+        environment["PEBBLE_VA_NOSLEEP"] = "1"
+        if let nonceReject { environment["PEBBLE_WFE_NONCEREJECT"] = String(nonceReject) }
+        process.environment = environment
+        process.standardOutput = logFile
+        process.standardError = logFile
+        try process.run()
+        let port = port
+        let up = eventually(attempts: 100, interval: 0.1) {
+            guard let fd = Loopback.connect(port: port) else { return false }
+            close(fd)
+            return true
+        }
+        if !up { Issue.record("pebble did not listen on \(port): \(self.log())") }
+    }
+
+    deinit {
+        // SIGKILL, as HTTPSClientTests does: pebble keeps nothing worth a clean stop.
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        if let dns {
+            kill(dns.processIdentifier, SIGKILL)
+            dns.waitUntilExit()
+        }
+    }
+
+    func log() -> String { (try? String(contentsOfFile: directory.path("pebble.log"), encoding: .utf8)) ?? "" }
+
+    /// A CA and a leaf for 127.0.0.1 and localhost signed by it.
+    static func makeCertificates(in dir: TemporaryDirectory) throws {
+        let steps: [[String]] = [
+            [
+                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=pebble test root",
+                "-days", "2", "-keyout", dir.path("ca.key"), "-out", dir.path("ca.pem"),
+            ],
+            [
+                "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=127.0.0.1",
+                "-keyout", dir.path("key.pem"), "-out", dir.path("leaf.csr"),
+            ],
+        ]
+        for step in steps {
+            let result = try Tool.run("openssl", step)
+            guard result.status == 0 else { throw ACMEError.storage("openssl \(step[0]): \(result.stderr)") }
+        }
+        try dir.write("ext.cnf", Array("subjectAltName=IP:127.0.0.1,DNS:localhost\n".utf8))
+        let sign = try Tool.run(
+            "openssl",
+            [
+                "x509", "-req", "-in", dir.path("leaf.csr"), "-CA", dir.path("ca.pem"), "-CAkey", dir.path("ca.key"),
+                "-CAcreateserial", "-days", "2", "-extfile", dir.path("ext.cnf"), "-out", dir.path("cert.pem"),
+            ])
+        guard sign.status == 0 else { throw ACMEError.storage("openssl x509: \(sign.stderr)") }
+    }
+
+    /// A client for this pebble with a new account key.
+    func client(key: AccountKey? = nil) throws -> ACMEClient {
+        ACMEClient(
+            directoryURL: directoryURL, key: try key ?? AccountKey.generate(),
+            http: try HTTPSClient(configuration: .init(caFile: caFile)))
+    }
+}

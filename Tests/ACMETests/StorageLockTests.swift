@@ -1,0 +1,160 @@
+import Foundation
+import Synchronization
+import TestSupport
+import Testing
+
+@testable import ACME
+
+/// A clock the test moves by hand (milliseconds).
+final class TestClock: Sendable {
+    private let value = Mutex<Int64>(0)
+    func callAsFunction() -> Int64 { value.withLock { $0 } }
+    func advance(_ ms: Int64) { value.withLock { $0 += ms } }
+}
+
+/// The shared storage directory's per-name locks and atomic writes: separate lockers (each its
+/// own owner, as separate processes are) on one directory, with an injected clock.
+@Suite("ACME storage lock")
+struct StorageLockTests {
+    static func lockers(_ n: Int, in dir: TemporaryDirectory, clock: TestClock) throws -> [StorageLock] {
+        try (0..<n).map { _ in try StorageLock(directory: dir.path("locks"), clock: { clock() }) }
+    }
+
+    @Test("two lockers: one holds, the other waits; after unlock the other takes it; names are independent")
+    func exclusion() throws {
+        let dir = try TemporaryDirectory(prefix: "acme-lock")
+        let clock = TestClock()
+        let l = try Self.lockers(2, in: dir, clock: clock)
+        #expect(try l[0].tryLock("a.test"))
+        #expect(try !l[1].tryLock("a.test"))
+        #expect(try l[1].tryLock("b.test"))
+        #expect(try l[0].tryLock("a.test"))  // the holder asking again
+        try l[0].unlock("a.test")
+        #expect(try l[1].tryLock("a.test"))
+        #expect(try !l[0].tryLock("a.test"))
+        #expect(try !l[0].refresh("a.test"))
+        try l[0].unlock("a.test")  // not held: leaves l[1]'s lock alone
+        #expect(try l[1].refresh("a.test"))
+    }
+
+    @Test("many lockers racing on threads: exactly one wins each round")
+    func race() throws {
+        let dir = try TemporaryDirectory(prefix: "acme-lock-race")
+        let clock = TestClock()
+        let l = try Self.lockers(8, in: dir, clock: clock)
+        for round in 0..<20 {
+            let winners = Atomic<Int>(0)
+            DispatchQueue.concurrentPerform(iterations: l.count) { i in
+                if (try? l[i].tryLock("race.test")) == true { winners.add(1, ordering: .relaxed) }
+            }
+            #expect(winners.load(ordering: .relaxed) == 1, "round \(round)")
+            for locker in l { try locker.unlock("race.test") }
+        }
+    }
+
+    @Test("a stale lock is taken over only after staleAfter with its bytes unchanged; the old holder learns it lost")
+    func staleTakeover() throws {
+        let dir = try TemporaryDirectory(prefix: "acme-lock-stale")
+        let clock = TestClock()
+        let l = try Self.lockers(2, in: dir, clock: clock)
+        #expect(try l[0].tryLock("a.test"))
+        #expect(try !l[1].tryLock("a.test"))
+        clock.advance(StorageLock.staleAfter)
+        #expect(try !l[1].tryLock("a.test"))  // at the bound: still held
+        clock.advance(1)
+        #expect(try l[1].tryLock("a.test"))
+        #expect(try !l[0].refresh("a.test"))
+        #expect(!l[0].holds("a.test"))
+        #expect(try l[1].refresh("a.test"))
+    }
+
+    @Test("heartbeats keep a lock: the watcher's timer restarts whenever the bytes change")
+    func heartbeat() throws {
+        let dir = try TemporaryDirectory(prefix: "acme-lock-beat")
+        let clock = TestClock()
+        let l = try Self.lockers(2, in: dir, clock: clock)
+        #expect(try l[0].tryLock("a.test"))
+        for _ in 0..<10 {
+            #expect(try !l[1].tryLock("a.test"))
+            clock.advance(StorageLock.heartbeatInterval)
+            #expect(try l[0].refresh("a.test"))
+        }
+        clock.advance(StorageLock.staleAfter)
+        #expect(try !l[1].tryLock("a.test"))  // first sight of the last heartbeat's bytes
+        clock.advance(StorageLock.staleAfter + 1)
+        #expect(try l[1].tryLock("a.test"))
+    }
+
+    @Test("two takers of one stale lock racing: exactly one gets it")
+    func takeoverRace() throws {
+        let dir = try TemporaryDirectory(prefix: "acme-lock-takeover")
+        let clock = TestClock()
+        let l = try Self.lockers(7, in: dir, clock: clock)
+        for round in 0..<10 {
+            #expect(try l[0].tryLock("t.test"))
+            for taker in l.dropFirst() { #expect(try !taker.tryLock("t.test")) }
+            clock.advance(StorageLock.staleAfter + 1)
+            let winners = Atomic<Int>(0)
+            DispatchQueue.concurrentPerform(iterations: l.count - 1) { i in
+                if (try? l[i + 1].tryLock("t.test")) == true { winners.add(1, ordering: .relaxed) }
+            }
+            #expect(winners.load(ordering: .relaxed) == 1, "round \(round)")
+            for locker in l { try locker.unlock("t.test") }
+        }
+    }
+
+    @Test("a heartbeat that lands between a taker's judgment and its move keeps the lock with its holder")
+    func heartbeatDuringTakeover() throws {
+        let dir = try TemporaryDirectory(prefix: "acme-lock-late-beat")
+        let clock = TestClock()
+        let holder = try StorageLock(directory: dir.path("locks"), clock: { clock() })
+        let taker = try StorageLock(
+            directory: dir.path("locks"), clock: { clock() },
+            beforeTakeover: { name in
+                clock.advance(1)
+                _ = try? holder.refresh(name)
+            })
+        #expect(try holder.tryLock("a.test"))
+        #expect(try !taker.tryLock("a.test"))
+        clock.advance(StorageLock.staleAfter + 1)
+        #expect(try !taker.tryLock("a.test"))
+        #expect(try holder.refresh("a.test"))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path("locks")) == ["a.test.lock"])
+    }
+
+    @Test("an empty or oversized lock file (a holder that died writing it) is stale after the interval")
+    func unreadable() throws {
+        let dir = try TemporaryDirectory(prefix: "acme-lock-empty")
+        let clock = TestClock()
+        let l = try Self.lockers(1, in: dir, clock: clock)
+        try dir.write("locks/e.test.lock", [])
+        try dir.write("locks/o.test.lock", [UInt8](repeating: 0x41, count: StorageLock.maximumLockFileBytes + 1))
+        #expect(try !l[0].tryLock("e.test") && !l[0].tryLock("o.test"))
+        clock.advance(StorageLock.staleAfter + 1)
+        #expect(try l[0].tryLock("e.test") && l[0].tryLock("o.test"))
+        #expect(try !FileManager.default.contentsOfDirectory(atPath: dir.path("locks")).contains { $0.contains("stale") })
+    }
+
+    @Test("names are host names, never paths")
+    func names() throws {
+        let dir = try TemporaryDirectory(prefix: "acme-lock-names")
+        let l = try Self.lockers(1, in: dir, clock: TestClock())
+        #expect(try l[0].path(of: "*.a.test").hasSuffix("/locks/_wildcard_.a.test.lock"))
+        for bad in ["", "../x", "a/b", ".hidden", "A.test", "a\u{0}b", String(repeating: "a", count: 254)] {
+            #expect(throws: ACMEError.self, "\(bad)") { try l[0].tryLock(bad) }
+        }
+    }
+
+    @Test("atomic writes: replaced whole, with the mode asked for, no temporary file left; a failure throws")
+    func atomicWrite() throws {
+        let dir = try TemporaryDirectory(prefix: "acme-atomic")
+        let path = dir.path("key.pem")
+        try AtomicFile.write(Array("one".utf8), to: path, mode: 0o600)
+        try AtomicFile.write(Array("two".utf8), to: path, mode: 0o600)
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == "two")
+        let mode = try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path) == ["key.pem"])
+        #expect(throws: ACMEError.self) { try AtomicFile.write([1], to: dir.path("missing/x"), mode: 0o600) }
+    }
+}
