@@ -11,6 +11,7 @@
 # fail-cases folder. The normal test run replays both folders of every target.
 # Usage: scripts/fuzz.sh [seconds per target] [aasa|http1|fields|http2|config|pem|acme|all]   (default 60, all)
 # FUZZ_RUNS=N runs N inputs per target instead of a time (the documented campaign: 10,000,000).
+# FUZZ_SMOKE=1 keeps what it finds out of the corpus (CI's check that every target builds and runs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-60}"
@@ -24,8 +25,9 @@ out=.build-fuzz
 mkdir -p "$out"
 status=0
 # compile ARGS...: swiftc with libFuzzer and ASan; the linker's notes on ASan's local symbols are dropped.
+# -package-name: HTTPCore has `package` declarations, which need one.
 compile() {
-    swiftc -O -sanitize=fuzzer,address -parse-as-library -enable-upcoming-feature ExistentialAny "$@" 2>&1 |
+    swiftc -O -sanitize=fuzzer,address -parse-as-library -enable-upcoming-feature ExistentialAny -package-name aasad "$@" 2>&1 |
         { grep -v "Cannot export local symbol" || true; }
     return "${PIPESTATUS[0]}"
 }
@@ -52,8 +54,16 @@ run() {
     [ -n "${FUZZ_RUNS:-}" ] && budget="-runs=$FUZZ_RUNS"
     mkdir -p "$corpus" "$fails"
     set +e
+    # FUZZ_SMOKE=1: new inputs go to a scratch folder (libFuzzer writes to its first corpus), so a
+    # quick check leaves the committed corpus as it is.
+    local corpora=("$corpus")
+    if [ -n "${FUZZ_SMOKE:-}" ]; then
+        rm -rf "$out/$name-scratch"
+        mkdir -p "$out/$name-scratch"
+        corpora=("$out/$name-scratch" "$corpus")
+    fi
     "$binary" "$budget" -print_final_stats=1 -max_len="$max_len" -timeout=10 -rss_limit_mb=2048 \
-        -artifact_prefix="$out/$name-" "$corpus" 2>&1 | tee "$out/$name.log" | grep -E '^#[0-9]+ +DONE|ERROR|SUMMARY' || true
+        -artifact_prefix="$out/$name-" "${corpora[@]}" 2>&1 | tee "$out/$name.log" | grep -E '^#[0-9]+ +DONE|ERROR|SUMMARY' || true
     local code=${PIPESTATUS[0]}
     set -e
     [ "$code" -eq 0 ] || status=1
@@ -115,7 +125,7 @@ if [ "$which" = all ] || [ "$which" = acme ]; then
     # The parsers of Sources/ACME/Wire with the strict JSON parser (AASA) and HTTP dates (HTTPCore)
     # as one module, OpenSSL for the chain's certificates. The corpus is committed.
     # shellcheck disable=SC2046 # file names without spaces
-    compile -package-name aasad -enable-upcoming-feature InternalImportsByDefault -I Sources/CAASAOpenSSL -lssl -lcrypto \
+    compile -enable-upcoming-feature InternalImportsByDefault -I Sources/CAASAOpenSSL -lssl -lcrypto \
         $(one_module acme Sources/ACME/Wire/*.swift Sources/AASA/*.swift) Sources/HTTPCore/*.swift \
         Fuzz/FuzzACME.swift -o "$out/fuzz-acme"
     run acme Fuzz/acme-corpus Fuzz/acme-fail-cases 65536
