@@ -5,7 +5,9 @@ import HTTPCore
 /// What a connection's state machine needs from its worker for one event: the time, the limits,
 /// whether the server is stopping, where output goes, and who answers requests.
 struct ConnectionContext<Answerer: RequestAnswering> {
-    /// Monotonic seconds: every deadline is counted from here.
+    /// Monotonic seconds, rounded up: every deadline is counted from here, and the worker
+    /// compares deadlines with the time rounded down, so a timeout never fires early (it fires
+    /// up to a second late).
     var now: Int64
     /// Monotonic milliseconds, for HTTP/2's rapid-reset window.
     var milliseconds: Int64

@@ -100,7 +100,8 @@ final class Worker {
         let exchange = Exchange(
             snapshot: store.snapshot(), counters: counters, fetchLog: fetchLog, accessLog: accessLog.map(AccessLogBuffer.init),
             admin: admin)
-        context = ConnectionContext(now: milliseconds / 1000, milliseconds: milliseconds, limits: limits, answerer: exchange)
+        context = ConnectionContext(now: (milliseconds + 999) / 1000, milliseconds: milliseconds, limits: limits, answerer: exchange)
+        second = milliseconds / 1000
         context.out.reserveCapacity(limits.outputHighWater + Self.readBufferSize)
         wheel = TimerWheel(now: milliseconds / 1000)
         readBuffer = .allocate(byteCount: Self.readBufferSize, alignment: 16)
@@ -113,6 +114,9 @@ final class Worker {
         readBuffer.deallocate()
     }
 
+    /// The current monotonic second, rounded down: what deadlines are compared with. Deadlines
+    /// are set from `context.now`, the same time rounded up, so that no timeout fires early.
+    var second: Int64
     var now: Int64 { context.now }
 
     /// Runs until the stop flag is raised.
@@ -122,11 +126,20 @@ final class Worker {
         while true {
             if stopFlag.isRaised {
                 if !context.draining { beginDrain() }
-                if openConnections == 0 || now >= drainDeadline { break }
+                if openConnections == 0 || second >= drainDeadline { break }
             }
             do {
                 // Wake at least once a second for timeouts and the Date header.
-                try loop.wait(timeoutMilliseconds: context.draining ? 100 : 1000) { event in dispatch(event) }
+                // The clock is read once per batch of events, before the first: a deadline set
+                // from a time read before a second-long wait would be up to that much short.
+                var fresh = false
+                try loop.wait(timeoutMilliseconds: context.draining ? 100 : 1000) { event in
+                    if !fresh {
+                        readClock()
+                        fresh = true
+                    }
+                    dispatch(event)
+                }
             } catch {
                 logger.error("event loop failed", metadata: ["error": "\(error)"])
                 return
@@ -194,23 +207,28 @@ final class Worker {
         if store.generation != context.answerer.snapshot.generation { context.answerer.snapshot = store.snapshot() }
     }
 
-    func tick() {
+    func readClock() {
         let milliseconds = clock.milliseconds()
         context.milliseconds = milliseconds
-        context.now = milliseconds / 1000
+        context.now = (milliseconds + 999) / 1000
+        second = milliseconds / 1000
+    }
+
+    func tick() {
+        readClock()
         context.answerer.tick(wallSeconds: WallClock.seconds())
-        wheel.advance(to: now) { entry in
+        wheel.advance(to: second) { entry in
             let fd = Int(entry.slot)
             guard fd < connections.count, let c = connections[fd], c.generation == entry.generation,
                 c.registration.timerTicket == entry.ticket
             else {
                 return nil
             }
-            if c.machine.deadline > now { return c.machine.deadline }
+            if c.machine.deadline > second { return c.machine.deadline }
             timedOut(c)
             return nil
         }
-        if let until = acceptPausedUntil, now >= until {
+        if let until = acceptPausedUntil, second >= until {
             acceptPausedUntil = nil
             resumeAccepting()
         }
