@@ -70,7 +70,10 @@ let package = Package(
         // The ACME client (RFC 8555): hostile-input parsers for what a CA sends, JWS over the account
         // key, the back-off schedule, the shared storage directory's locks, HTTPS through libcurl.
         .target(
-            name: "ACME", dependencies: ["AASA", "HTTPCore", "Reactor", "CAASAOpenSSL", "CAASACurl"],
+            name: "ACME",
+            dependencies: [
+                "AASA", "HTTPCore", "Reactor", "TLS", "CAASAOpenSSL", "CAASACurl", .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings),
         .executableTarget(
             name: "aasad",
@@ -82,6 +85,7 @@ let package = Package(
                 "TLS",
                 "HTTPServer",
                 "Reactor",
+                "ACME",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),

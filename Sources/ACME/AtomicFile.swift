@@ -1,5 +1,6 @@
 import CAASAOpenSSL
 import Glibc
+import HTTPCore
 import Reactor
 
 /// Writes a file so that a reader (another replica, the server's watcher) sees the old bytes or
@@ -57,8 +58,5 @@ func randomHex(_ count: Int) -> String {
         var generator = SystemRandomNumberGenerator()
         for i in bytes.indices { bytes[i] = generator.next() }
     }
-    let digits = Array("0123456789abcdef".utf8)
-    var out: [UInt8] = []
-    for b in bytes { out += [digits[Int(b >> 4)], digits[Int(b & 15)]] }
-    return String(decoding: out, as: UTF8.self)
+    return Hex.string(bytes)
 }

@@ -69,13 +69,7 @@ public final class StorageLock: Sendable {
     /// The lock file of `name`: a host name (letters, digits, `-`, `.`, `_`, and `*` written as
     /// `_wildcard_`), never a path.
     public func path(of name: String) throws(ACMEError) -> String {
-        let bytes = Array(name.utf8)
-        guard !bytes.isEmpty, bytes.count <= ACMELimits.maximumNameLength, bytes.first != UInt8(ascii: "."),
-            bytes.allSatisfy({ c in
-                (c >= 0x61 && c <= 0x7A) || (c >= 0x30 && c <= 0x39) || c == 0x2D || c == 0x2E || c == 0x5F || c == 0x2A
-            })
-        else { throw .storage("\(ACMEProblem.clean(name)) is not a lower-case host name to lock") }
-        return directory + "/" + name.split(separator: "*", omittingEmptySubsequences: false).joined(separator: "_wildcard_") + ".lock"
+        directory + "/" + (try StorageName.component(name)) + ".lock"
     }
 
     private func contents(count: Int) -> [UInt8] {

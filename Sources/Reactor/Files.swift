@@ -12,6 +12,9 @@ public struct FileStatus: Sendable, Equatable {
     /// Last change of content or attributes (`st_ctim`), whole seconds since the epoch; only the
     /// kernel sets it.
     public var changed: Int64
+    /// The inode number: a file replaced by rename(2) gets another one, whatever its times say.
+    public var inode: UInt64
+    public var size: Int64
 
     init(_ info: stat) {
         switch info.st_mode & S_IFMT {
@@ -22,6 +25,8 @@ public struct FileStatus: Sendable, Equatable {
         }
         modified = Int64(info.st_mtim.tv_sec)
         changed = Int64(info.st_ctim.tv_sec)
+        inode = UInt64(info.st_ino)
+        size = Int64(info.st_size)
     }
 }
 

@@ -1,6 +1,6 @@
 import Glibc
 
-/// An inotify instance and a wake-up pipe, for a thread that sleeps until files change or
+/// An inotify instance and a `Wakeup`, for a thread that sleeps until files change or
 /// another thread wakes it (the config watcher). Every call goes through the wrapper in
 /// System.swift; the descriptors are closed when the instance goes.
 public final class Inotify: @unchecked Sendable {
@@ -36,28 +36,20 @@ public final class Inotify: @unchecked Sendable {
     }
 
     private let fd: Int32
-    private let wakePipe: (read: Int32, write: Int32)
+    private let wakeup: Wakeup
 
     public init() throws(SystemError) {
         fd = try syscallOrThrow("inotify_init1", { inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC)) })
-        var fds: [Int32] = [0, 0]
         do throws(SystemError) {
-            _ = try syscallOrThrow("pipe", { pipe(&fds) })
+            wakeup = try Wakeup()
         } catch {
             _ = close(fd)
             throw error
         }
-        for end in fds {
-            _ = fcntl(end, F_SETFL, fcntl(end, F_GETFL) | O_NONBLOCK)
-            _ = fcntl(end, F_SETFD, FD_CLOEXEC)
-        }
-        wakePipe = (fds[0], fds[1])
     }
 
     deinit {
         _ = close(fd)
-        _ = close(wakePipe.read)
-        _ = close(wakePipe.write)
     }
 
     /// Watches a directory (inotify returns the existing watch for one already watched). Throws
@@ -73,23 +65,10 @@ public final class Inotify: @unchecked Sendable {
 
     /// Sleeps until events are ready, `wake()` is called, or `milliseconds` pass; returns whether
     /// events are ready. A wake-up is consumed here.
-    public func wait(milliseconds: Int64) -> Bool {
-        var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: wakePipe.read, events: Int16(POLLIN), revents: 0)]
-        let timeout = Int32(clamping: max(0, milliseconds))
-        // EINTR is a wake-up like any other: the caller loops and checks its state.
-        guard poll(&fds, 2, timeout) > 0 else { return false }
-        if fds[1].revents != 0 {
-            var sink = [UInt8](repeating: 0, count: 64)
-            while sink.withUnsafeMutableBytes({ Glibc.read(wakePipe.read, $0.baseAddress, $0.count) }) > 0 {}
-        }
-        return fds[0].revents != 0
-    }
+    public func wait(milliseconds: Int64) -> Bool { wakeup.wait(milliseconds: milliseconds, orReadable: fd) }
 
-    /// Wakes the thread in `wait`; safe from any thread. A full pipe already holds a wake-up.
-    public func wake() {
-        var byte: UInt8 = 1
-        _ = write(wakePipe.write, &byte, 1)
-    }
+    /// Wakes the thread in `wait`; safe from any thread.
+    public func wake() { wakeup.wake() }
 
     /// Reads every queued event, `buffer` at a time (it must hold at least one event with a
     /// name of NAME_MAX bytes), and hands each to `body` in order.

@@ -1,3 +1,5 @@
+import AASA
+import ACME
 import Foundation
 import HTTPServer
 import HashTreeCollections
@@ -18,6 +20,8 @@ struct AdminPages: Sendable {
     let ready: AtomicFlag
     let fetches: FetchLog
     let metrics: MetricsExporter
+    /// The certificate manager, once made (after privileges are dropped); nil while off.
+    let acme: @Sendable () -> CertificateManager?
 
     func answer(_ path: String) -> AdminEndpoint.Answer? {
         switch path {
@@ -30,7 +34,7 @@ struct AdminPages: Sendable {
         case "/metrics":
             return .init(status: .ok, contentType: MetricsExporter.contentType, body: metrics.scrape())
         case "/sites":
-            return .init(status: .ok, contentType: "application/json", body: sites.sitesPage(fetches: fetches))
+            return .init(status: .ok, contentType: "application/json", body: sites.sitesPage(fetches: fetches, acme: acme()))
         default:
             return nil
         }
@@ -63,6 +67,8 @@ final class AdminView: Sendable {
     struct Entry: Sendable {
         var open: [UInt8]
         var ownCertificate: Bool?
+        /// The names it is served under (automatic certificates are per name).
+        var hosts: [String]
     }
 
     /// What changed about one site in a reload: nil status when it is no longer a site.
@@ -105,7 +111,7 @@ final class AdminView: Sendable {
             }
             var open = [UInt8]((try? encoder.encode(status)) ?? Data("{}".utf8))
             if open.last == UInt8(ascii: "}") { open.removeLast() }
-            entries[change.directory] = Entry(open: open, ownCertificate: change.ownCertificate)
+            entries[change.directory] = Entry(open: open, ownCertificate: change.ownCertificate, hosts: status.hosts)
         }
         return entries
     }
@@ -113,7 +119,7 @@ final class AdminView: Sendable {
     /// `/sites`: each site's state as `aasad sites` shows it, where its certificate comes from,
     /// and its fetches by Apple's CDN, sorted by directory name. Linear in the sites (plus the
     /// sort), with no lock held but the fetch log's for a dictionary copy.
-    func render(fetches: [String: FetchLog.SiteFetches]) -> [UInt8] {
+    func render(fetches: [String: FetchLog.SiteFetches], acme: [String: CertificateStatus]? = nil) -> [UInt8] {
         var out = Array(#"{"sites":["#.utf8)
         out.reserveCapacity(entries.reduce(64) { $0 + $1.value.open.count + 200 })
         let shared = "\"\(sharedCertificate.rawValue)\""
@@ -122,8 +128,13 @@ final class AdminView: Sendable {
             guard let entry = entries[directory] else { continue }
             if index > 0 { out.append(UInt8(ascii: ",")) }
             out += entry.open
-            let kind = entry.ownCertificate.map { $0 ? own : shared } ?? "null"
+            var kind = entry.ownCertificate.map { $0 ? own : shared } ?? "null"
+            // Automatic certificates, per name: the site's `certificate` is "acme" once every
+            // name it has one for is served one.
+            let automatic = entry.ownCertificate == false ? entry.hosts.compactMap { acme?[$0] } : []
+            if !automatic.isEmpty && automatic.allSatisfy({ $0.notAfter != nil }) { kind = "\"acme\"" }
             out += Array(((entry.open.count > 1 ? "," : "") + "\"certificate\":\(kind)").utf8)
+            if !automatic.isEmpty { out += Array(",\"acme\":".utf8) + Self.json(automatic) }
             let f = fetches[directory]
             // lastAppleFetch: seconds since the epoch of the last fetch with User-Agent AASA-Bot,
             // null if none since start; lastAppleFetchFromAppleNetwork: whether that fetch came
@@ -136,6 +147,22 @@ final class AdminView: Sendable {
         }
         out += Array("]}".utf8)
         return out
+    }
+}
+
+extension AdminView {
+    /// Automatic certificate states as a JSON array (`/sites`' `acme`).
+    static func json(_ statuses: [CertificateStatus]) -> [UInt8] {
+        var parts: [String] = []
+        for status in statuses {
+            var members = ["\"name\":\(JSONValue.quote(status.name))", "\"state\":\"\(status.state.rawValue)\""]
+            if let notAfter = status.notAfter { members.append("\"notAfter\":\(notAfter)") }
+            if let renewAt = status.renewAt { members.append("\"renewAt\":\(renewAt)") }
+            if let error = status.error { members.append("\"error\":\(JSONValue.quote(error))") }
+            if let next = status.nextAttempt { members.append("\"nextAttempt\":\(next)") }
+            parts.append("{" + members.joined(separator: ",") + "}")
+        }
+        return Array(("[" + parts.joined(separator: ",") + "]").utf8)
     }
 }
 
@@ -156,7 +183,7 @@ final class LockedRegistry: @unchecked Sendable {
     private let view: Mutex<AdminView>
     /// The last `/sites` page, with the view generation and fetch log version it was made from:
     /// probes and scrapers that ask again get the same bytes without rendering.
-    private let page = Mutex<(generation: UInt64, fetches: UInt64, bytes: [UInt8])?>(nil)
+    private let page = Mutex<(generation: UInt64, fetches: UInt64, acme: UInt64?, bytes: [UInt8])?>(nil)
 
     /// Reloads since start, and how the last one went.
     struct ReloadRecord: Sendable {
@@ -209,14 +236,18 @@ final class LockedRegistry: @unchecked Sendable {
     var current: AdminView { view.withLock { $0 } }
 
     /// `/sites` for the current view and fetches; rendered again only when either changed.
-    func sitesPage(fetches: FetchLog) -> [UInt8] {
+    func sitesPage(fetches: FetchLog, acme: CertificateManager? = nil) -> [UInt8] {
         let view = current
         let version = fetches.version
-        if let cached = page.withLock({ $0 }), cached.generation == view.generation, cached.fetches == version {
+        let acmeVersion = acme?.version
+        if let cached = page.withLock({ $0 }), cached.generation == view.generation, cached.fetches == version,
+            cached.acme == acmeVersion
+        {
             return cached.bytes
         }
-        let bytes = view.render(fetches: fetches.sites())
-        page.withLock { $0 = (view.generation, version, bytes) }
+        let statuses = acme?.statusesByName()
+        let bytes = view.render(fetches: fetches.sites(), acme: statuses?.statuses)
+        page.withLock { $0 = (view.generation, version, statuses?.version, bytes) }
         return bytes
     }
 

@@ -1,3 +1,4 @@
+import ACME
 import CoreMetrics
 import Foundation
 import Glibc
@@ -29,7 +30,12 @@ final class MetricsExporter: Sendable {
         var cpu: (metric: Prometheus.Counter, pushed: Double)
     }
 
-    init(traffic: TrafficCounters, fetches: FetchLog, sites: LockedRegistry) {
+    /// The certificate manager, once made; its series appear when automatic certificates are on.
+    private let acme: @Sendable () -> CertificateManager?
+
+    init(traffic: TrafficCounters, fetches: FetchLog, sites: LockedRegistry, acme: @escaping @Sendable () -> CertificateManager? = { nil })
+    {
+        self.acme = acme
         self.traffic = traffic
         self.fetches = fetches
         self.sites = sites
@@ -49,6 +55,8 @@ final class MetricsExporter: Sendable {
         // The view the last reload published: a scrape never waits for a reload in progress.
         let view = sites.current
         let (states, conflicts, reloads) = (view.stateCounts, view.conflictingHosts, view.reloads)
+        let manager = acme()
+        let certificates = manager.map { ($0.counters(), $0.stateCounts()) }
         let registry = self.registry
         state.withLock { state in
             /// One series: the name and its labels.
@@ -109,6 +117,17 @@ final class MetricsExporter: Sendable {
             level("aasad_config_last_reload_successful", [], reloads.lastSuccessful ? 1 : 0)
             level("aasad_config_last_reload_success_timestamp_seconds", [], Double(reloads.lastSuccessAt))
 
+            if let (counters, names) = certificates {
+                count("aasad_acme_orders_total", [("result", "issued")], counters.issued)
+                count("aasad_acme_orders_total", [("result", "failed")], counters.failed)
+                count("aasad_acme_certificates_picked_up_total", [], counters.pickedUp)
+                for nameState in CertificateStatus.State.allCases {
+                    level("aasad_acme_names", [("state", nameState.rawValue)], Double(names[nameState] ?? 0))
+                }
+                level("aasad_acme_queue_length", [], Double(counters.queued))
+                level("aasad_acme_earliest_not_after_timestamp_seconds", [], Double(counters.earliestNotAfter ?? 0))
+            }
+
             let process = ProcessFigures.read()
             level("process_start_time_seconds", [], startTime)
             level("process_resident_memory_bytes", [], Double(process.residentBytes))
@@ -149,6 +168,12 @@ final class MetricsExporter: Sendable {
         "aasad_config_last_reload_success_timestamp_seconds":
             "When a reload (or start-up) last refused nothing, in seconds since the epoch.",
         "aasad_build_info": "The running version, as a label; always 1.",
+        "aasad_acme_orders_total": "ACME orders since start, by result (issued: a certificate stored; failed: any cause).",
+        "aasad_acme_certificates_picked_up_total": "Certificates loaded from the ACME storage (at start, or stored by another replica).",
+        "aasad_acme_names": "Names wanting an automatic certificate, by state.",
+        "aasad_acme_queue_length": "Names due for an order and waiting for the order budget (acme.orders-per-hour).",
+        "aasad_acme_earliest_not_after_timestamp_seconds":
+            "The earliest end of validity among automatic certificates served, in seconds since the epoch (0: none).",
         "process_start_time_seconds": "Start time of the process, in seconds since the epoch.",
         "process_resident_memory_bytes": "Resident memory size in bytes.",
         "process_virtual_memory_bytes": "Virtual memory size in bytes.",

@@ -39,6 +39,7 @@ extension ServeCommand {
         flag("--log-level", "logging.level", logLevel.map { [$0.rawValue] })
         flag("--log-format", "logging.format", logFormat.map { [$0.rawValue] })
         flag("--access-log", "logging.access-log", accessLog.map { [$0] })
+        if problems.isEmpty { problems += settings.consistencyProblems(source: "settings") }
         return (settings, problems, fromEnvironment.unknown, file)
     }
 

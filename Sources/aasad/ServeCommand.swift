@@ -1,3 +1,4 @@
+import ACME
 import ArgumentParser
 import Foundation
 import HTTPServer
@@ -135,10 +136,15 @@ struct ServeCommand: ParsableCommand {
         let certificates = try Self.certificates(snapshot: registry.snapshot, state: settings.state, logger: logger)
         let sites = LockedRegistry(registry, fallback: certificates.developmentAuthority != nil ? .development : .otherSite)
         let ready = AtomicFlag()
+        let acmeNames = ACMENames()
+        // Made after privileges are dropped (its storage must belong to the user that writes
+        // it), before the server is announced ready.
+        let managerSlot = Mutex<CertificateManager?>(nil)
         let tls: TLSServer
         do {
+            // A site's own pair, else its automatic certificate, else the default.
             tls = try TLSServer(defaultCertificate: certificates.defaultSource, minimumVersion: settings.tlsMinimumVersion) { name in
-                store.snapshot().site(forHost: name)?.certificate?.source
+                store.snapshot().site(forHost: name)?.certificate?.source ?? managerSlot.withLock { $0 }?.certificate(for: name)
             }
         } catch {
             logger.critical("the default certificate cannot be used", metadata: ["error": "\(error)"])
@@ -151,8 +157,10 @@ struct ServeCommand: ParsableCommand {
         let adminAddress = try settings.admin.map { try SocketAddress(parsing: $0) }
         let fetches = FetchLog()
         let traffic = TrafficCounters()
+        let acme: @Sendable () -> CertificateManager? = { managerSlot.withLock { $0 } }
         let pages = AdminPages(
-            sites: sites, ready: ready, fetches: fetches, metrics: MetricsExporter(traffic: traffic, fetches: fetches, sites: sites))
+            sites: sites, ready: ready, fetches: fetches,
+            metrics: MetricsExporter(traffic: traffic, fetches: fetches, sites: sites, acme: acme), acme: acme)
         let endpoint = AdminEndpoint { path in pages.answer(path) }
         let server = Server(
             configuration: .init(
@@ -175,6 +183,17 @@ struct ServeCommand: ParsableCommand {
                 throw ExitCode(1)
             }
         }
+        let certificateManager: CertificateManager?
+        do {
+            certificateManager = try Self.certificateManager(
+                settings: settings, names: acmeNames.names(in: store.snapshot()), logger: logger)
+        } catch {
+            logger.critical("automatic certificates cannot start", metadata: ["error": "\(error)"])
+            server.stop()
+            throw ExitCode(1)
+        }
+        managerSlot.withLock { $0 = certificateManager }
+        certificateManager?.start()
         let served = store.snapshot().sites.count
         var watcher: ConfigWatcher?
         if settings.watch {
@@ -193,6 +212,7 @@ struct ServeCommand: ParsableCommand {
                     }
                     Self.followDefaultCertificate(snapshot, tls: tls, fallback: certificates.defaultSource, logger: logger)
                     store.publish(snapshot)
+                    certificateManager?.want(acmeNames.names(in: snapshot))
                     if change.full { SystemdNotify.send("READY=1") }
                 }
                 watcher?.start()
@@ -236,6 +256,7 @@ struct ServeCommand: ParsableCommand {
                     let snapshot = sites.reload { $0.reloadAll() }
                     Self.followDefaultCertificate(snapshot, tls: tls, fallback: certificates.defaultSource, logger: logger)
                     store.publish(snapshot)
+                    certificateManager?.want(acmeNames.names(in: snapshot))
                     SystemdNotify.send("READY=1")
                 }
                 logger.info("reload requested (SIGHUP)")
@@ -246,6 +267,7 @@ struct ServeCommand: ParsableCommand {
             SystemdNotify.send("STOPPING=1")
             watcher?.stop()
             server.stop()
+            certificateManager?.stop()
             return
         }
     }

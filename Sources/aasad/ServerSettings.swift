@@ -1,3 +1,4 @@
+import ACME
 import Foundation
 import HTTPServer
 import Reactor
@@ -21,6 +22,15 @@ import TLS
 /// cache-control: max-age=300
 /// logging: { level: info, format: text, access-log: off }   # access-log: off, stdout, stderr or a path
 /// watch: { enabled: true, rescan-interval: off }            # rescan-interval: seconds or off
+/// acme:                       # automatic certificates (issue 11); off unless directory is set
+///   directory: https://acme-v02.api.letsencrypt.org/directory
+///   email: ops@example.com
+///   directory-ca: path/ca.pem         # roots for the directory's HTTPS; default: the system's
+///   storage: state/acme               # default <state>/acme; replicas may share it
+///   challenges: [tls-alpn-01, http-01]
+///   eab: { kid: …, hmac-key: … }      # External Account Binding, when the CA asks for it
+///   dns-hook: /path/to/hook           # DNS-01 for wildcard sites: `hook add|remove NAME VALUE`
+///   orders-per-hour: 60
 /// ```
 ///
 /// Every key is checked: an unknown key, a wrong type or a bad value is an error naming the file
@@ -49,6 +59,7 @@ struct ServerSettings: Equatable {
     var accessLog: String?
     var watch = true
     var rescanInterval: Int64?
+    var acme = ACMESettings()
 
     /// The file's name inside the config directory.
     static let fileName = "aasad.yaml"
@@ -125,6 +136,15 @@ struct ServerSettings: Equatable {
         }
     }
 
+    /// A key whose value is a file or directory path.
+    private static func path(_ path: String, _ set: @escaping @Sendable (inout ServerSettings, String) -> Void) -> Key {
+        scalar(path) { settings, text in
+            guard !text.isEmpty, !text.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) else { return "must be a path" }
+            set(&settings, text)
+            return nil
+        }
+    }
+
     private static func flag(_ text: String) -> Bool? {
         switch text.lowercased() {
         case "true", "yes", "on", "1": true
@@ -194,6 +214,44 @@ struct ServerSettings: Equatable {
         scalar("watch.enabled") { settings, text in
             guard let on = flag(text) else { return "must be true or false, not \"\(text)\"" }
             settings.watch = on
+            return nil
+        },
+        scalar("acme.directory") { settings, text in
+            guard (try? ACMEURL(text)) != nil else { return "must be the CA's https directory URL, not \"\(text)\"" }
+            settings.acme.directory = text
+            return nil
+        },
+        scalar("acme.email") { settings, text in
+            if let problem = ACMESettings.emailProblem(text) { return problem }
+            settings.acme.email = text
+            return nil
+        },
+        path("acme.directory-ca") { $0.acme.directoryCA = $1 },
+        path("acme.storage") { $0.acme.storage = $1 },
+        Key(path: "acme.challenges", isList: true) { settings, values in
+            if let problem = ACMESettings.challengesProblem(values) { return problem }
+            settings.acme.challenges = values
+            return nil
+        },
+        scalar("acme.eab.kid") { settings, text in
+            // RFC 8555 §7.3.4: the CA's key identifier, sent as a JWS header value.
+            guard !text.isEmpty, text.utf8.count <= 256, text.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+                return "must be the key identifier the CA gave (printable, no spaces)"
+            }
+            settings.acme.eabKeyID = text
+            return nil
+        },
+        scalar("acme.eab.hmac-key") { settings, text in
+            guard (try? ACMEClient.ExternalAccountBinding(keyID: "k", macKeyBase64URL: text)) != nil else {
+                return "must be the base64url MAC key the CA gave"
+            }
+            settings.acme.eabMACKey = text
+            return nil
+        },
+        path("acme.dns-hook") { $0.acme.dnsHook = $1 },
+        scalar("acme.orders-per-hour") { settings, text in
+            guard let n = Int(text), n >= 1, n <= 100_000 else { return "must be a number of orders from 1 to 100000, not \"\(text)\"" }
+            settings.acme.ordersPerHour = n
             return nil
         },
         scalar("watch.rescan-interval") { settings, text in
@@ -321,6 +379,11 @@ struct ServerSettings: Equatable {
     mutating func apply(flag: String, key path: String, _ values: [String]) -> Problem? {
         guard let key = Self.keys.first(where: { $0.path == path }) else { preconditionFailure("no setting \(path)") }
         return key.apply(&self, values).map { Problem(source: "flag", key: flag, message: $0) }
+    }
+
+    /// Problems of values together, once every source has applied (`source` names them).
+    func consistencyProblems(source: String) -> [Problem] {
+        acme.consistencyProblems(httpListeners: http).map { Problem(source: source, key: $0.key, message: $0.message) }
     }
 
     // MARK: - Derived values

@@ -84,7 +84,8 @@ struct ValidateCommand: ParsableCommand {
 
     /// The server's settings file: every key known, every value usable.
     static func checkSettings(_ path: String) -> ValidationReport.File {
-        let (_, problems) = ServerSettings.load(file: path)
+        let (settings, fileProblems) = ServerSettings.load(file: path)
+        let problems = fileProblems + (fileProblems.isEmpty ? settings.consistencyProblems(source: path) : [])
         return ValidationReport.File(
             file: path, kind: ServerSettings.fileName, host: nil, valid: problems.isEmpty,
             findings: problems.map {

@@ -46,7 +46,7 @@ public struct CertificateChain: Sendable, Equatable {
 
     private static func isSpace(_ c: UInt8) -> Bool { c == 0x20 || c == 0x09 || c == 0x0A || c == 0x0D }
 
-    private static func find(_ needle: [UInt8], in bytes: [UInt8], from start: Int) -> Int? {
+    static func find(_ needle: [UInt8], in bytes: [UInt8], from start: Int) -> Int? {
         guard bytes.count >= needle.count, start <= bytes.count - needle.count else { return nil }
         var i = start
         while i <= bytes.count - needle.count {

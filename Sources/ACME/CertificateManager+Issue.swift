@@ -1,0 +1,230 @@
+import Glibc
+import HTTPCore
+import Logging
+import Reactor
+import Synchronization
+
+/// One order: the name's lock (with its heartbeat), the shared order budget, the CA, storage.
+extension CertificateManager {
+    /// How long to wait before trying a name's lock again while another replica holds it.
+    static let lockRetrySeconds: Int64 = 5
+    /// How long to wait when the order budget's own lock is busy (it is held for a file write).
+    static let budgetLockRetrySeconds: Int64 = 2
+    /// Largest order log read: one line of about 80 bytes per order of the last hour.
+    static let maximumOrderLogBytes = 4 << 20
+    /// The budget's window.
+    static let budgetWindowSeconds: Int64 = 3600
+
+    func order(_ name: String) {
+        let now = clock.now()
+        do {
+            guard try locks.tryLock(name) else {
+                setState(name) {
+                    $0.state = .waiting
+                    $0.lockRetryAt = now + Self.lockRetrySeconds
+                }
+                return
+            }
+        } catch {
+            failed(name, error)
+            return
+        }
+        let heartbeat = Heartbeat(locks: locks, name: name)
+        defer {
+            heartbeat.stop()
+            try? locks.unlock(name)
+        }
+        // Another replica may have stored it while this one waited for the lock.
+        refresh(name)
+        if let served = state.withLock({ $0.entries[name]?.served }), now < served.renewAt { return }
+        do {
+            guard try spendBudget(name: name, now: now) else { return }
+            setState(name) { $0.state = .ordering }
+            let renewing = state.withLock { $0.entries[name]?.served != nil }
+            logger.info("ordering a certificate", metadata: ["name": "\(name)", "renewal": "\(renewing)"])
+            let issued = try acmeClient().issue(names: [name], solver: StorageSolver(storage: storage, configuration: configuration))
+            guard heartbeat.held else { throw ACMEError.storage("the lock of \(name) was lost during the order") }
+            try storage.storeCertificate(name: name, chainPEM: issued.chainPEM, keyPEM: issued.keyPEM)
+            guard let served = loadCertificate(name) else {
+                throw ACMEError.storage("the certificate stored for \(name) cannot be loaded back")
+            }
+            state.withLock { state in
+                state.counters.issued += 1
+                guard var entry = state.entries[name] else { return }
+                entry.served = served
+                entry.state = .valid
+                entry.error = nil
+                entry.backoff.succeeded()
+                state.entries[name] = entry
+            }
+            logger.notice(
+                "certificate issued",
+                metadata: ["name": "\(name)", "notAfter": "\(served.notAfter)", "renewAt": "\(served.renewAt)", "source": "acme"])
+        } catch {
+            failed(name, error)
+        }
+    }
+
+    /// Backs the name off and says why, with the next attempt.
+    func failed(_ name: String, _ error: any Error) {
+        let now = clock.now()
+        var next: Int64 = 0
+        state.withLock { state in
+            state.counters.failed += 1
+            guard var entry = state.entries[name] else { return }
+            next = entry.backoff.failed(now: now, retryAfter: (error as? ACMEError)?.retryAfter, random: Double.random(in: 0..<1))
+            entry.state = .failed
+            entry.error = "\(error)"
+            state.entries[name] = entry
+        }
+        logger.error(
+            "certificate order failed", metadata: ["name": "\(name)", "error": "\(error)", "nextAttempt": "\(next)", "source": "acme"])
+    }
+
+    /// The client, made at the first order: the account key from storage (made once for all
+    /// replicas), the account found or created.
+    func acmeClient() throws(ACMEError) -> ACMEClient {
+        if let made = client.withLock({ $0 }) { return made }
+        let key = try storage.accountKey(for: configuration.directory)
+        let http = try HTTPSClient(configuration: HTTPSClient.Configuration(caFile: configuration.directoryCA))
+        let made = ACMEClient(directoryURL: configuration.directory, key: key, http: http)
+        let (url, _) = try made.account(
+            contact: configuration.contact.map { "mailto:" + $0 }, externalAccountBinding: configuration.externalAccountBinding)
+        logger.info("ACME account ready", metadata: ["account": "\(url)", "directory": "\(configuration.directory)"])
+        client.withLock { $0 = made }
+        return made
+    }
+
+    /// Takes one order from the budget shared through `<storage>/orders.log` (under its own
+    /// lock, so replicas count each other's orders); false when the hour's budget is spent or
+    /// the budget's lock is busy, and the manager then waits.
+    func spendBudget(name: String, now: Int64) throws(ACMEError) -> Bool {
+        let budgetLock = "_orders"
+        guard try locks.tryLock(budgetLock) else {
+            state.withLock { $0.budgetBlockedUntil = now + Self.budgetLockRetrySeconds }
+            return false
+        }
+        defer { try? locks.unlock(budgetLock) }
+        let log = try storage.read(storage.orderLog, limit: Self.maximumOrderLogBytes) ?? []
+        var recent: [(time: Int64, line: ArraySlice<UInt8>)] = []
+        for line in log.split(separator: 0x0A) {
+            guard let space = line.firstIndex(of: 0x20), let time = Int64(String(decoding: line[..<space], as: UTF8.self)) else {
+                continue
+            }
+            if time > now - Self.budgetWindowSeconds && time <= now { recent.append((time, line)) }
+        }
+        if recent.count >= configuration.ordersPerHour {
+            let reopens = (recent.map(\.time).min() ?? now) + Self.budgetWindowSeconds
+            state.withLock { $0.budgetBlockedUntil = reopens }
+            logger.notice(
+                "order budget spent; due names wait",
+                metadata: ["ordersPerHour": "\(configuration.ordersPerHour)", "reopensAt": "\(reopens)"])
+            return false
+        }
+        var kept: [UInt8] = []
+        for entry in recent { kept += entry.line + [0x0A] }
+        kept += Array("\(now) \(name)\n".utf8)
+        try AtomicFile.write(kept, to: storage.orderLog, mode: 0o644)
+        return true
+    }
+}
+
+extension ACMEError {
+    /// The CA's Retry-After for this failure, when it sent one.
+    var retryAfter: Int64? { nil }
+}
+
+/// Refreshes a held lock every `StorageLock.heartbeatInterval` on a thread of its own while an
+/// order (which blocks on the network) runs; notes when the lock is lost.
+final class Heartbeat: Sendable {
+    private let wakeup: Wakeup?
+    private let stopped = Mutex(false)
+    private let lost = Mutex(false)
+    private let thread: Mutex<LoopThread?> = Mutex(nil)
+
+    init(locks: StorageLock, name: String) {
+        wakeup = try? Wakeup()
+        let thread = LoopThread.spawn { [self] in
+            while !stopped.withLock({ $0 }) {
+                wakeup?.wait(milliseconds: StorageLock.heartbeatInterval)
+                if stopped.withLock({ $0 }) { return }
+                if (try? locks.refresh(name)) != true { lost.withLock { $0 = true } }
+            }
+        }
+        self.thread.withLock { $0 = thread }
+    }
+
+    /// Whether the lock is still this process's.
+    var held: Bool { !lost.withLock { $0 } }
+
+    func stop() {
+        stopped.withLock { $0 = true }
+        wakeup?.wake()
+        thread.withLock { $0 }?.join()
+    }
+}
+
+/// Presents challenges through the storage directory, so that whichever replica the CA reaches
+/// answers: HTTP-01 key authorizations and TLS-ALPN-01 certificates as files; DNS-01 through the
+/// operator's hook (`add|remove NAME VALUE`, NAME the record's name `_acme-challenge.<domain>`).
+final class StorageSolver: ChallengeSolver {
+    let storage: ACMEStorage
+    let configuration: CertificateManager.Configuration
+    /// DNS-01 values presented, by name: `remove` gets the value it removes, as lego's exec hook.
+    private let presented = Mutex<[String: String]>([:])
+
+    init(storage: ACMEStorage, configuration: CertificateManager.Configuration) {
+        self.storage = storage
+        self.configuration = configuration
+    }
+
+    var types: [String] {
+        var types = configuration.challenges
+        if configuration.dnsHook != nil && !types.contains("dns-01") { types.append("dns-01") }
+        if configuration.dnsHook == nil { types.removeAll { $0 == "dns-01" } }
+        return types
+    }
+
+    func present(type: String, name: String, token: String, keyAuthorization: String) throws(ACMEError) {
+        switch type {
+        case "http-01":
+            try storage.storeHTTP01(token: token, keyAuthorization: keyAuthorization)
+        case "tls-alpn-01":
+            let pair = try tlsALPN01Certificate(name: name, keyAuthorization: keyAuthorization)
+            try storage.storeTLSALPNChallenge(name: name, chainPEM: pair.chainPEM, keyPEM: pair.keyPEM)
+        case "dns-01":
+            let value = Base64URL.encode(sha256(keyAuthorization.utf8))
+            presented.withLock { $0[name] = value }
+            try hook("add", name: name, value: value)
+        default:
+            throw .malformed(what: "challenge", reason: "aasad does not answer \(type)")
+        }
+    }
+
+    func cleanUp(type: String, name: String, token: String) {
+        switch type {
+        case "http-01": storage.removeHTTP01(token: token)
+        case "tls-alpn-01": storage.removeTLSALPNChallenge(name: name)
+        case "dns-01":
+            guard let value = presented.withLock({ $0.removeValue(forKey: name) }) else { return }
+            try? hook("remove", name: name, value: value)
+        default: break
+        }
+    }
+
+    /// The record name of RFC 8555 §8.4 for a name (a wildcard's is its base domain's).
+    static func recordName(_ name: String) -> String {
+        "_acme-challenge." + (name.hasPrefix("*.") ? String(name.dropFirst(2)) : name)
+    }
+
+    private func hook(_ action: String, name: String, value: String) throws(ACMEError) {
+        guard let program = configuration.dnsHook else { throw .malformed(what: "challenge", reason: "dns-01 needs acme.dns-hook") }
+        let result = try HookProgram.run(program, [action, Self.recordName(name), value])
+        guard result.status == 0 else {
+            let how =
+                result.timedOut
+                ? "ran past \(HookProgram.timeoutMilliseconds / 1000) s" : "failed (\(result.status.map { "exit \($0)" } ?? "killed"))"
+            throw .storage("the dns hook \(program) \(action) \(Self.recordName(name)) \(how): \(result.output)")
+        }
+    }
+}

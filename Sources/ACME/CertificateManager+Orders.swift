@@ -1,0 +1,121 @@
+import Glibc
+import HTTPCore
+import Logging
+import Reactor
+import TLS
+
+/// The manager's thread: looks at storage, picks the next due name, orders it.
+extension CertificateManager {
+    /// How long the thread sleeps between looks when nothing wakes it.
+    static let idleMilliseconds: Int64 = 1000
+
+    func run() {
+        var nextRescan: Int64 = 0
+        while !state.withLock({ $0.stopped }) {
+            let now = clock.now()
+            if now >= nextRescan {
+                for name in wanted.withLock({ Array($0) }) { refresh(name) }
+                nextRescan = now + configuration.rescanInterval
+            }
+            if let name = nextDue(now: now) {
+                order(name)
+                continue
+            }
+            wakeup.wait(milliseconds: Self.idleMilliseconds)
+        }
+    }
+
+    /// Re-reads `name`'s stored certificate when its file changed; keeps what is served when the
+    /// new file is unusable (a replica mid-write never happens: files are renamed into place).
+    func refresh(_ name: String) {
+        let version: ACMEStorage.FileVersion?
+        do {
+            version = try storage.certificateVersion(for: name)
+        } catch {
+            logger.error("cannot look at a stored certificate", metadata: ["name": "\(name)", "error": "\(error)"])
+            return
+        }
+        let known = state.withLock { $0.entries[name]?.served?.version }
+        guard let version, version != known else { return }
+        guard let loaded = loadCertificate(name) else { return }
+        let kept = state.withLock { state -> Bool in
+            guard var entry = state.entries[name] else { return false }
+            entry.served = loaded
+            entry.error = nil
+            entry.backoff.succeeded()
+            state.entries[name] = entry
+            state.counters.pickedUp += 1
+            return true
+        }
+        if kept {
+            logger.info(
+                "certificate loaded from storage",
+                metadata: ["name": "\(name)", "notAfter": "\(loaded.notAfter)", "source": "acme"])
+        }
+    }
+
+    /// The stored file for `name` as a served certificate: split, checked by building a TLS
+    /// context (the key must match the leaf), the leaf must cover the name and be unexpired.
+    func loadCertificate(_ name: String) -> Served? {
+        do {
+            guard let file = try storage.certificate(for: name) else { return nil }
+            guard let pair = ACMEStorage.split(file.bytes) else {
+                throw ACMEError.storage("\(try storage.certificatePath(for: name)) does not hold a chain and one key")
+            }
+            let info: CertificateInfo
+            do {
+                info = try CertificateInfo(leafPEM: pair.chainPEM)
+                _ = try TLSContext(chainPEM: pair.chainPEM, keyPEM: pair.keyPEM, identity: "check", source: name)
+            } catch {
+                throw ACMEError.storage("the stored certificate for \(name) is unusable: \(error)")
+            }
+            guard info.covers(name) else { throw ACMEError.storage("the stored certificate for \(name) does not cover it") }
+            guard info.notAfter > clock.now() else { throw ACMEError.storage("the stored certificate for \(name) has expired") }
+            let source = TLSServer.CertificateSource(
+                identity: Hex.string(sha256(pair.chainPEM + [0] + pair.keyPEM)), chainPEM: pair.chainPEM, keyPEM: pair.keyPEM,
+                label: "acme:\(name)")
+            return Served(source: source, notBefore: info.notBefore, notAfter: info.notAfter, version: file.version)
+        } catch {
+            logger.warning("a stored certificate is not used", metadata: ["name": "\(name)", "error": "\(error)"])
+            return nil
+        }
+    }
+
+    /// The oldest-wanted name that needs an order now, or nil. Also brings every entry's state up
+    /// to date (queued, needs a hook, valid).
+    func nextDue(now: Int64) -> String? {
+        let hasHook = configuration.dnsHook != nil
+        return state.withLock { state -> String? in
+            let budgetOpen = now >= state.budgetBlockedUntil
+            var best: (name: String, since: UInt64)?
+            for (name, entry) in state.entries {
+                let next: CertificateStatus.State
+                var due = false
+                if let served = entry.served, now < served.renewAt {
+                    next = .valid
+                } else if name.hasPrefix("*.") && !hasHook {
+                    next = .needsDNSHook
+                } else if !entry.backoff.mayAttempt(now: now) {
+                    next = .failed
+                } else if now < entry.lockRetryAt {
+                    next = .waiting
+                } else {
+                    next = .queued
+                    due = budgetOpen
+                }
+                // Written only when it changed: every write moves the version pages are built on.
+                if next != entry.state { state.entries[name]?.state = next }
+                if due, best == nil || entry.wantedSince < best!.since { best = (name, entry.wantedSince) }
+            }
+            return best?.name
+        }
+    }
+
+    func setState(_ name: String, _ change: (inout Entry) -> Void) {
+        state.withLock { state in
+            guard var entry = state.entries[name] else { return }
+            change(&entry)
+            state.entries[name] = entry
+        }
+    }
+}

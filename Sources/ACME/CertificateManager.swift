@@ -1,0 +1,234 @@
+import HTTPCore
+public import Logging
+import Reactor
+import Synchronization
+public import TLS
+
+/// Obtains and renews certificates for the names the config directory claims (issue 11), on one
+/// thread of its own, never on a serving loop. The server asks it, per handshake, for a name's
+/// certificate (`certificate(for:)`) and for challenge answers; everything else happens here:
+///
+/// - Stored certificates load before the first network call (`loadStored`), so a CA outage
+///   never stops serving what was issued.
+/// - A name is due when it has no certificate, or a third of its certificate's lifetime is left.
+///   Due names are ordered oldest request first, within the order budget
+///   (`acme.orders-per-hour`, shared by every replica through the storage's order log), one
+///   order at a time, each under the name's storage lock so that one replica orders and the
+///   others pick the result up from storage (`rescanInterval`).
+/// - A failed order backs off per name (`Backoff`: 1 minute doubling to 1 day, the CA's
+///   Retry-After when longer).
+/// - A name no longer wanted is dropped: not renewed, not served from storage.
+public final class CertificateManager: Sendable {
+    public struct Configuration: Sendable {
+        public var directory: ACMEURL
+        public var contact: [String]
+        /// Roots trusted for the directory's HTTPS (`acme.directory-ca`); nil: the system's.
+        public var directoryCA: String?
+        public var storage: String
+        /// Challenge types in order of preference: `tls-alpn-01`, `http-01`, `dns-01`.
+        public var challenges: [String]
+        public var externalAccountBinding: ACMEClient.ExternalAccountBinding?
+        /// `acme.dns-hook`: the program that publishes DNS-01 TXT records.
+        public var dnsHook: String?
+        /// Orders placed per hour at most, by all replicas sharing the storage.
+        public var ordersPerHour: Int
+        /// Seconds between looks at the storage for certificates other replicas stored.
+        public var rescanInterval: Int64
+
+        public init(
+            directory: ACMEURL, contact: [String] = [], directoryCA: String? = nil, storage: String,
+            challenges: [String] = defaultChallenges, externalAccountBinding: ACMEClient.ExternalAccountBinding? = nil,
+            dnsHook: String? = nil, ordersPerHour: Int = defaultOrdersPerHour, rescanInterval: Int64 = defaultRescanInterval
+        ) {
+            self.directory = directory
+            self.contact = contact
+            self.directoryCA = directoryCA
+            self.storage = storage
+            self.challenges = challenges
+            self.externalAccountBinding = externalAccountBinding
+            self.dnsHook = dnsHook
+            self.ordersPerHour = ordersPerHour
+            self.rescanInterval = rescanInterval
+        }
+
+        public static let defaultChallenges = ["tls-alpn-01", "http-01"]
+        /// Let's Encrypt allows 300 new orders per account per 3 hours (100 an hour); staying
+        /// at 60 leaves room for renewals and a second deployment on the same account.
+        public static let defaultOrdersPerHour = 60
+        /// A replica that lost a name's lock serves the winner's certificate this long after it
+        /// is stored, at most; a stat per wanted name per look.
+        public static let defaultRescanInterval: Int64 = 10
+    }
+
+    /// The clocks the manager reads, injected so tests can move time (renewal) without waiting.
+    public struct Clock: Sendable {
+        /// Seconds since the epoch: certificate validity, the order budget, back-off.
+        public var now: @Sendable () -> Int64
+        /// Milliseconds from any origin, never going back: lock staleness and heartbeats.
+        public var monotonic: @Sendable () -> Int64
+
+        public init(now: @escaping @Sendable () -> Int64, monotonic: @escaping @Sendable () -> Int64) {
+            self.now = now
+            self.monotonic = monotonic
+        }
+
+        public static let system = Clock(now: { WallClock.seconds() }, monotonic: { MonotonicClock().milliseconds() })
+    }
+
+    /// A certificate served for a name: what the TLS layer takes, and its validity.
+    struct Served: Sendable {
+        var source: TLSServer.CertificateSource
+        var notBefore: Int64
+        var notAfter: Int64
+        var version: ACMEStorage.FileVersion
+
+        /// A third of the lifetime before the end (Let's Encrypt's and certmagic's rule).
+        var renewAt: Int64 { notAfter - (notAfter - notBefore) / 3 }
+    }
+
+    /// Per wanted name: what is served, when it was first wanted (queue order), its back-off.
+    struct Entry: Sendable {
+        var served: Served?
+        var wantedSince: UInt64
+        var backoff = Backoff()
+        var state: CertificateStatus.State = .queued
+        var error: String?
+        /// While another replica holds the name's lock: when to try the lock again.
+        var lockRetryAt: Int64 = 0
+    }
+
+    struct State: Sendable {
+        /// Every change bumps `version`, so pages built from the statuses are rebuilt only then.
+        var entries: [String: Entry] = [:] { didSet { version &+= 1 } }
+        var version: UInt64 = 0
+        var sequence: UInt64 = 0
+        var counters = CertificateCounters()
+        /// The order budget is spent until then (seconds since the epoch).
+        var budgetBlockedUntil: Int64 = 0
+        var stopped = false
+        var thread: LoopThread?
+    }
+
+    public let configuration: Configuration
+    public let storage: ACMEStorage
+    let clock: Clock
+    let logger: Logger
+    let state = Mutex(State())
+    /// The names the config directory claims, as the last `want` gave them: read by handshakes.
+    let wanted = Mutex<Set<String>>([])
+    let wakeup: Wakeup
+    let locks: StorageLock
+    /// The ACME client, made on the manager's thread at its first order.
+    let client = Mutex<ACMEClient?>(nil)
+
+    public init(configuration: Configuration, clock: Clock = .system, logger: Logger) throws(ACMEError) {
+        self.configuration = configuration
+        storage = try ACMEStorage(root: configuration.storage)
+        self.clock = clock
+        self.logger = logger
+        locks = try StorageLock(directory: storage.locks, clock: clock.monotonic)
+        do {
+            wakeup = try Wakeup()
+        } catch {
+            throw .storage("cannot make the manager's wake-up pipe: \(error.reason)")
+        }
+    }
+
+    // MARK: - What the server asks
+
+    /// The certificate for an SNI name: the name's own, else its wildcard parent's (`*.suffix`).
+    public func certificate(for name: String) -> TLSServer.CertificateSource? {
+        state.withLock { state in
+            if let served = state.entries[name]?.served { return served.source }
+            guard let dot = name.firstIndex(of: ".") else { return nil }
+            return state.entries["*" + name[dot...]]?.served?.source
+        }
+    }
+
+    /// The TLS-ALPN-01 certificate for a name being validated (RFC 8737), from storage so that
+    /// whichever replica the CA reaches can answer; only for wanted names, so a client cannot make
+    /// the server look up arbitrary files.
+    public func tlsALPNChallenge(for name: String) -> TLSServer.CertificateSource? {
+        guard wanted.withLock({ $0.contains(name) }), let pair = storage.tlsALPNChallenge(for: name) else { return nil }
+        return TLSServer.CertificateSource(
+            identity: "acme-tls/1 " + Hex.string(sha256(pair.chainPEM + [0] + pair.keyPEM)), chainPEM: pair.chainPEM,
+            keyPEM: pair.keyPEM, label: "tls-alpn-01 challenge for \(name)")
+    }
+
+    /// The HTTP-01 key authorization for a token (RFC 8555 §8.3), for a wanted host only.
+    public func http01Answer(host: String, token: String) -> [UInt8]? {
+        guard wanted.withLock({ $0.contains(host) }) else { return nil }
+        return storage.http01Answer(token: token)
+    }
+
+    /// Every wanted name's state, sorted by name.
+    public func statuses() -> [CertificateStatus] { statusesByName().statuses.values.sorted { $0.name < $1.name } }
+
+    /// Every wanted name's state by name, and a version that changes whenever any of them does.
+    public func statusesByName() -> (version: UInt64, statuses: [String: CertificateStatus]) {
+        state.withLock { state in
+            var statuses: [String: CertificateStatus] = [:]
+            statuses.reserveCapacity(state.entries.count)
+            for (name, entry) in state.entries {
+                statuses[name] = CertificateStatus(
+                    name: name, state: entry.state, notAfter: entry.served?.notAfter, renewAt: entry.served?.renewAt, error: entry.error,
+                    nextAttempt: entry.state == .failed ? entry.backoff.nextAttempt : nil)
+            }
+            return (state.version, statuses)
+        }
+    }
+
+    /// How many names are in each state.
+    public func stateCounts() -> [CertificateStatus.State: Int] {
+        state.withLock { state in state.entries.values.reduce(into: [:]) { $0[$1.state, default: 0] += 1 } }
+    }
+
+    /// Moves whenever any name's state does.
+    public var version: UInt64 { state.withLock { $0.version } }
+
+    public func counters() -> CertificateCounters {
+        state.withLock { state in
+            var counters = state.counters
+            counters.queued = state.entries.values.count { $0.state == .queued }
+            counters.earliestNotAfter = state.entries.values.compactMap { $0.served?.notAfter }.min()
+            return counters
+        }
+    }
+
+    // MARK: - What the config directory says
+
+    /// The names to hold certificates for: exact host names, and wildcards (`*.suffix`), which
+    /// only DNS-01 can prove. Names not in the set are forgotten.
+    public func want(_ names: Set<String>) {
+        wanted.withLock { $0 = names }
+        state.withLock { state in
+            for name in state.entries.keys where !names.contains(name) { state.entries[name] = nil }
+            for name in names.sorted() where state.entries[name] == nil {
+                state.sequence += 1
+                state.entries[name] = Entry(wantedSince: state.sequence)
+            }
+        }
+        wakeup.wake()
+    }
+
+    /// Loads what storage holds for every wanted name, before anything talks to the CA.
+    public func loadStored() {
+        let names = wanted.withLock { Array($0) }
+        for name in names { refresh(name) }
+    }
+
+    public func start() {
+        let thread = LoopThread.spawn { [self] in run() }
+        state.withLock { $0.thread = thread }
+    }
+
+    /// Stops the thread after the step it is in (an order under way finishes or fails first).
+    public func stop() {
+        let thread = state.withLock { state -> LoopThread? in
+            state.stopped = true
+            return state.thread
+        }
+        wakeup.wake()
+        thread?.join()
+    }
+}

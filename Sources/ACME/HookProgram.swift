@@ -1,0 +1,89 @@
+import Glibc
+import Reactor
+
+/// Runs an operator's program (`acme.dns-hook`) with arguments, as certbot's and lego's exec
+/// hooks do: no shell, a clean signal state, a time limit, and a bounded excerpt of what it
+/// printed for the error message.
+public enum HookProgram {
+    /// How long a hook may run: DNS providers' APIs answer in seconds, but a hook that waits for
+    /// its record to propagate may take a minute or two.
+    public static let timeoutMilliseconds: Int32 = 180_000
+    /// What is kept of a hook's output (standard output and error together) for the log.
+    public static let maximumOutputBytes = 2048
+
+    public struct Result: Sendable, Equatable {
+        /// The exit status, or nil when it was killed (by a signal, or at the time limit).
+        public var status: Int32?
+        public var timedOut: Bool
+        public var output: String
+    }
+
+    /// Runs `path` with `arguments` and waits for it (at most `timeout` milliseconds).
+    public static func run(_ path: String, _ arguments: [String], timeout: Int32 = timeoutMilliseconds) throws(ACMEError) -> Result {
+        var pipeEnds: [Int32] = [0, 0]
+        guard pipe(&pipeEnds) == 0 else { throw .storage("cannot run \(path): pipe: \(String(cString: strerror(errno)))") }
+        // Close-on-exec: the hook gets the write end as its output only, never a stray copy.
+        for end in pipeEnds { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
+        let (readEnd, writeEnd) = (pipeEnds[0], pipeEnds[1])
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_adddup2(&actions, writeEnd, 1)
+        posix_spawn_file_actions_adddup2(&actions, writeEnd, 2)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        // The server blocks SIGTERM, SIGINT and SIGHUP for sigwait and ignores SIGPIPE; a child
+        // inherits both, so it would ignore being stopped. Give it the defaults.
+        var empty = sigset_t()
+        sigemptyset(&empty)
+        posix_spawnattr_setsigmask(&attributes, &empty)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for s in [SIGTERM, SIGINT, SIGHUP, SIGPIPE] { sigaddset(&defaults, s) }
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        let argv = ([path] + arguments).map { strdup($0) } + [nil]
+        defer { for p in argv { free(p) } }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, path, &actions, &attributes, argv, environ)
+        close(writeEnd)
+        guard spawned == 0 else {
+            close(readEnd)
+            throw .storage("cannot run \(path): \(String(cString: strerror(spawned)))")
+        }
+        defer { close(readEnd) }
+        var output: [UInt8] = []
+        var timedOut = false
+        var remaining = timeout
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            var poller = pollfd(fd: readEnd, events: Int16(POLLIN), revents: 0)
+            let started = MonotonicClock().milliseconds()
+            let ready = poll(&poller, 1, remaining)
+            if ready < 0 && errno == EINTR { continue }
+            if ready <= 0 {
+                timedOut = ready == 0
+                kill(pid, SIGKILL)
+                break
+            }
+            let n = read(readEnd, &buffer, buffer.count)
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { break }  // every writer closed: the program ended (or closed its output)
+            if output.count < maximumOutputBytes { output += buffer[0..<min(n, maximumOutputBytes - output.count)] }
+            remaining = max(0, remaining - Int32(clamping: MonotonicClock().milliseconds() - started))
+            if remaining == 0 {
+                timedOut = true
+                kill(pid, SIGKILL)
+                break
+            }
+        }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        // WIFEXITED / WEXITSTATUS, which Swift does not import as functions.
+        let exited = status & 0x7F == 0
+        let text = ACMEProblem.clean(String(decoding: output, as: UTF8.self))
+        return Result(status: exited ? (status >> 8) & 0xFF : nil, timedOut: timedOut, output: text)
+    }
+}

@@ -1,0 +1,68 @@
+import ACME
+
+/// The `acme:` section of aasad.yaml (issue 11): automatic certificates, off unless a directory
+/// is set. Each value is checked as it is applied (ServerSettings' keys); `consistencyProblems`
+/// checks the values together once every source has applied.
+struct ACMESettings: Equatable {
+    /// The CA's directory URL; nil: automatic certificates are off.
+    var directory: String?
+    var email: String?
+    var directoryCA: String?
+    /// nil: `<state>/acme`.
+    var storage: String?
+    var challenges = CertificateManager.Configuration.defaultChallenges
+    var eabKeyID: String?
+    var eabMACKey: String?
+    var dnsHook: String?
+    var ordersPerHour = CertificateManager.Configuration.defaultOrdersPerHour
+
+    /// What aasad can answer: RFC 8737's, RFC 8555 §8.3's and §8.4's.
+    static let knownChallenges = ["tls-alpn-01", "http-01", "dns-01"]
+
+    static func challengesProblem(_ values: [String]) -> String? {
+        guard !values.isEmpty else { return "must name at least one of \(knownChallenges.joined(separator: ", "))" }
+        if let unknown = values.first(where: { !knownChallenges.contains($0) }) {
+            return "\"\(unknown)\" is not a challenge aasad answers (\(knownChallenges.joined(separator: ", ")))"
+        }
+        guard Set(values).count == values.count else { return "names a challenge twice" }
+        return nil
+    }
+
+    /// An account contact (RFC 8555 §7.3: a mailto URL the CA may reject): one address, no
+    /// spaces or control bytes, which would otherwise reach the JSON sent to the CA.
+    static func emailProblem(_ text: String) -> String? {
+        let bytes = Array(text.utf8)
+        guard bytes.count <= 254, let at = bytes.firstIndex(of: UInt8(ascii: "@")), at > 0, at < bytes.count - 1,
+            bytes.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: ",") }), bytes.count(where: { $0 == UInt8(ascii: "@") }) == 1
+        else { return "must be one email address, not \"\(text)\"" }
+        return nil
+    }
+
+    /// Problems of the values together: each named `acme.<key>`.
+    func consistencyProblems(httpListeners: [String]) -> [(key: String, message: String)] {
+        guard directory != nil else { return [] }
+        var problems: [(String, String)] = []
+        if (eabKeyID == nil) != (eabMACKey == nil) {
+            problems.append(("acme.eab", "needs both kid and hmac-key"))
+        }
+        if challenges == ["http-01"] && httpListeners.isEmpty {
+            problems.append(("acme.challenges", "http-01 alone needs a plain HTTP listener (listen.http, port 80 as the CA sees it)"))
+        }
+        if challenges == ["dns-01"] && dnsHook == nil {
+            problems.append(("acme.challenges", "dns-01 needs acme.dns-hook"))
+        }
+        return problems
+    }
+
+    /// The manager's configuration; nil when automatic certificates are off.
+    func configuration(state: String) throws(ACMEError) -> CertificateManager.Configuration? {
+        guard let directory else { return nil }
+        let eab = try eabKeyID.flatMap { kid throws(ACMEError) in
+            try eabMACKey.map { key throws(ACMEError) in try ACMEClient.ExternalAccountBinding(keyID: kid, macKeyBase64URL: key) }
+        }
+        return CertificateManager.Configuration(
+            directory: try ACMEURL(directory), contact: email.map { [$0] } ?? [], directoryCA: directoryCA,
+            storage: storage ?? state + "/acme", challenges: challenges, externalAccountBinding: eab, dnsHook: dnsHook,
+            ordersPerHour: ordersPerHour)
+    }
+}

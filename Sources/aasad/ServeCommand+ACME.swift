@@ -1,0 +1,54 @@
+import ACME
+import Logging
+import SiteStore
+import Synchronization
+import TLS
+
+/// serve's automatic certificates (issue 11): which names the config directory asks for, and
+/// the certificate manager that holds them.
+extension ServeCommand {
+    /// The manager, started on the stored certificates; nil when `acme.directory` is not set.
+    static func certificateManager(settings: ServerSettings, names: Set<String>, logger: Logger) throws -> CertificateManager? {
+        guard let configuration = try settings.acme.configuration(state: settings.state) else { return nil }
+        let manager = try CertificateManager(configuration: configuration, logger: logger)
+        manager.want(names)
+        // Before the first handshake and before any call to the CA: a CA outage never stops
+        // what was issued from being served.
+        manager.loadStored()
+        let statuses = manager.statuses()
+        logger.info(
+            "automatic certificates on",
+            metadata: [
+                "directory": "\(configuration.directory)", "storage": "\(configuration.storage)", "names": "\(statuses.count)",
+                "stored": "\(statuses.count { $0.notAfter != nil })", "challenges": "\(configuration.challenges.joined(separator: ","))",
+            ])
+        return manager
+    }
+}
+
+/// The names automatic certificates are for: every host a served site claims (its directory
+/// name, alias symlinks, site.yaml aliases) that neither its own `tls/` pair nor the default
+/// pair in `tls/` covers. The config directory is the allow-list: nothing else is ever ordered.
+/// The default pair's names are read once per pair.
+final class ACMENames: Sendable {
+    private let defaultInfo = Mutex<(identity: String, info: CertificateInfo?)?>(nil)
+
+    func names(in snapshot: Snapshot) -> Set<String> {
+        let info = defaultCertificateInfo(snapshot)
+        var names = Set<String>()
+        for site in snapshot.sites.values where site.certificate == nil {
+            for host in site.hosts where !(info?.covers(host.name) ?? false) { names.insert(host.name) }
+        }
+        return names
+    }
+
+    private func defaultCertificateInfo(_ snapshot: Snapshot) -> CertificateInfo? {
+        guard let files = snapshot.defaultCertificate, let identity = snapshot.defaultCertificateIdentity else { return nil }
+        return defaultInfo.withLock { cached in
+            if let cached, cached.identity == identity { return cached.info }
+            let info = try? CertificateInfo(leafPEM: files.chainPEM)
+            cached = (identity, info)
+            return info
+        }
+    }
+}
