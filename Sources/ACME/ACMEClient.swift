@@ -1,4 +1,5 @@
 import AASA
+import Reactor
 import Synchronization
 
 /// An ACME (RFC 8555) client for one CA directory and one account key: the directory, nonces
@@ -137,7 +138,10 @@ public final class ACMEClient: Sendable {
 
     /// A non-2xx response as an error: the problem document when the body is one, else the status.
     static func failure(_ response: HTTPSResponse, what: String) -> ACMEError {
-        if let problem = try? ACMEProblem(body: response.body) { return .problem(problem, status: response.status) }
+        if var problem = try? ACMEProblem(body: response.body) {
+            problem.retryAfter = response.headers.retryAfter(now: WallClock.seconds())
+            return .problem(problem, status: response.status)
+        }
         return .malformed(what: what, reason: "HTTP \(response.status) without a problem document")
     }
 }

@@ -131,7 +131,10 @@ extension CertificateManager {
 
 extension ACMEError {
     /// The CA's Retry-After for this failure, when it sent one.
-    var retryAfter: Int64? { nil }
+    var retryAfter: Int64? {
+        if case .problem(let problem, _) = self { return problem.retryAfter }
+        return nil
+    }
 }
 
 /// Refreshes a held lock every `StorageLock.heartbeatInterval` on a thread of its own while an

@@ -14,6 +14,9 @@ public struct ACMEProblem: Sendable, Equatable, CustomStringConvertible {
     public var identifier: String?
     /// Per-identifier problems (§6.7.1); never nested further.
     public var subproblems: [ACMEProblem]
+    /// Seconds to wait before trying again, from the response's Retry-After (RFC 8555 §6.6: a
+    /// rateLimited answer carries one); not part of the document itself.
+    public var retryAfter: Int64?
 
     public init(type: String, detail: String = "", status: Int? = nil, identifier: String? = nil, subproblems: [ACMEProblem] = []) {
         self.type = type
