@@ -28,8 +28,10 @@ public struct ACMEStorage: Sendable {
     /// entropy in base64url (22 characters); CAs send 43. Anything longer is not a token.
     public static let maximumTokenLength = 128
 
-    public init(root: String) throws(ACMEError) {
+    /// `create: false` reads what is there (`aasad sites`) without making any directory.
+    public init(root: String, create: Bool = true) throws(ACMEError) {
         self.root = root
+        guard create else { return }
         for directory in [
             root, root + "/accounts", root + "/certificates", root + "/challenges", root + "/challenges/http-01",
             root + "/challenges/tls-alpn-01", root + "/locks",

@@ -1,7 +1,9 @@
+import ACME
 import ArgumentParser
 import Foundation
 import Logging
 import SiteStore
+import TLS
 
 /// `aasad sites`: every site of a config directory with its state, as `serve` would load it.
 struct SitesCommand: ParsableCommand {
@@ -29,14 +31,23 @@ struct SitesCommand: ParsableCommand {
         registry.reloadAll()
         let statuses = registry.statuses
         let problems = registry.entryErrors
+        let automatic = Self.storedCertificates(config: config, snapshot: registry.snapshot)
         switch format {
         case .json:
-            JSONOutput.print(Listing(sites: statuses, entries: problems.map { "\($0.file): \($0.message)" }))
+            JSONOutput.print(
+                Listing(
+                    sites: statuses.map { Site(status: $0, acme: automatic?.forSite($0.hosts)) },
+                    entries: problems.map { "\($0.file): \($0.message)" }))
         case .text:
             for s in statuses {
                 var line = "\(s.directory)\t\(s.state.rawValue)\t\(s.hosts.joined(separator: ","))"
                 if let etag = s.etag { line += "\tetag=\(etag)" }
                 if !s.conflictingHosts.isEmpty { line += "\tconflict=\(s.conflictingHosts.joined(separator: ","))" }
+                for stored in automatic?.forSite(s.hosts) ?? [] {
+                    line +=
+                        "\tacme:\(stored.name)="
+                        + (stored.notAfter.map { "until " + ConfigLoading.date($0) } ?? stored.problem ?? "none yet")
+                }
                 print(line)
                 for e in s.errors { print("  error: \(e)") }
             }
@@ -47,7 +58,61 @@ struct SitesCommand: ParsableCommand {
     }
 
     struct Listing: Encodable {
-        var sites: [SiteStatus]
+        var sites: [Site]
         var entries: [String]
+    }
+
+    /// A site's status, with its automatic certificates as the storage holds them.
+    struct Site: Encodable {
+        var status: SiteStatus
+        var acme: [StoredCertificate]?
+
+        enum Key: String, CodingKey { case acme }
+
+        func encode(to encoder: any Encoder) throws {
+            try status.encode(to: encoder)
+            var container = encoder.container(keyedBy: Key.self)
+            try container.encodeIfPresent(acme, forKey: .acme)
+        }
+    }
+
+    /// One name's stored automatic certificate (`acme` in the JSON).
+    struct StoredCertificate: Encodable {
+        var name: String
+        /// Its end of validity, seconds since the epoch; nil when none is stored (or usable).
+        var notAfter: Int64?
+        var problem: String?
+    }
+
+    /// The names automatic certificates are for, with what the storage holds for each; nil when
+    /// aasad.yaml does not turn automatic certificates on. Reads only: makes no directory.
+    struct StoredCertificates {
+        var byName: [String: StoredCertificate]
+
+        func forSite(_ hosts: [String]) -> [StoredCertificate]? {
+            let found = hosts.compactMap { byName[$0] }
+            return found.isEmpty ? nil : found
+        }
+    }
+
+    static func storedCertificates(config: String, snapshot: Snapshot) -> StoredCertificates? {
+        let (settings, problems) = ServerSettings.load(configDirectory: config)
+        guard problems.isEmpty, settings.acme.directory != nil,
+            let storage = try? ACMEStorage(root: settings.acme.storage ?? settings.state + "/acme", create: false)
+        else { return nil }
+        var byName: [String: StoredCertificate] = [:]
+        for name in ACMENames().names(in: snapshot) {
+            var entry = StoredCertificate(name: name)
+            do {
+                if let file = try storage.certificate(for: name) {
+                    guard let pair = ACMEStorage.split(file.bytes) else { throw ACMEError.storage("not a chain and one key") }
+                    entry.notAfter = try CertificateInfo(leafPEM: pair.chainPEM).notAfter
+                }
+            } catch {
+                entry.problem = "unusable: \(error)"
+            }
+            byName[name] = entry
+        }
+        return StoredCertificates(byName: byName)
     }
 }
