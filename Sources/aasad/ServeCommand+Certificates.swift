@@ -31,8 +31,10 @@ extension ServeCommand {
     }
 
     /// The default certificate: the configured one; else, when some site has no certificate of its
-    /// own, a development certificate for those sites; else the first site's own.
-    static func certificates(snapshot: Snapshot, state: String, logger: Logger) throws -> Certificates {
+    /// own, a development certificate for those sites; else the first site's own. `automatic`:
+    /// ACME is on, so the development certificate only bridges the time until each host's
+    /// automatic certificate is issued (and serves connections without SNI).
+    static func certificates(snapshot: Snapshot, state: String, automatic: Bool = false, logger: Logger) throws -> Certificates {
         if let files = snapshot.defaultCertificate {
             return Certificates(
                 defaultSource: files.source,
@@ -52,9 +54,18 @@ extension ServeCommand {
         do {
             let issued = try DevelopmentCertificate.issue(directory: state + "/dev-tls", hosts: hosts)
             let files = CertificateFiles(directory: state + "/dev-tls", chainPEM: issued.chainPEM, keyPEM: issued.keyPEM)
+            let shown = hosts.sorted().prefix(Self.hostsNamedInWarning).joined(separator: " ")
+            if automatic {
+                let message =
+                    "\(hosts.count) host\(hosts.count == 1 ? "" : "s") without a certificate of their own get automatic certificates (acme); "
+                    + "until each is issued, and for connections without SNI, the development certificate is served: \(shown)"
+                logger.notice(
+                    "\(message)",
+                    metadata: ["certificate": "development", "ca": "\(issued.authorityPath)"])
+                return Certificates(defaultSource: files.source, developmentAuthority: issued.authorityPath)
+            }
             // Loud, once per start: no client trusts this certificate unless told to, and Apple's
             // CDN never will, so a production server must not run on it unnoticed.
-            let shown = hosts.sorted().prefix(Self.hostsNamedInWarning).joined(separator: " ")
             let more = hosts.count > Self.hostsNamedInWarning ? " (and \(hosts.count - Self.hostsNamedInWarning) more)" : ""
             let message =
                 "\(hosts.count) host\(hosts.count == 1 ? " is" : "s are") served with the DEVELOPMENT certificate, which no client trusts "

@@ -133,7 +133,8 @@ struct ServeCommand: ParsableCommand {
             checkCertificate: ConfigLoading.check)
         registry.reloadAll()
         let store = SnapshotStore(registry.snapshot)
-        let certificates = try Self.certificates(snapshot: registry.snapshot, state: settings.state, logger: logger)
+        let certificates = try Self.certificates(
+            snapshot: registry.snapshot, state: settings.state, automatic: settings.acme.directory != nil, logger: logger)
         let sites = LockedRegistry(registry, fallback: certificates.developmentAuthority != nil ? .development : .otherSite)
         let ready = AtomicFlag()
         let acmeNames = ACMENames()
