@@ -1,0 +1,21 @@
+import CAASAOpenSSL
+import TLS
+
+/// Runs a PEM writer into memory and returns the text, through the TLS module's writer (one copy
+/// of it in the package), with its error in ACME's terms.
+func pemText(_ writer: (OpaquePointer) -> Int32) throws(ACMEError) -> [UInt8] {
+    do {
+        return try DevelopmentCertificate.pem(writer)
+    } catch {
+        throw .crypto(error.reason)
+    }
+}
+
+/// SHA-256 of `bytes`.
+func sha256(_ bytes: some Collection<UInt8>) -> [UInt8] {
+    var digest = [UInt8](repeating: 0, count: 32)
+    let input = Array(bytes)
+    var length: UInt32 = 0
+    _ = input.withUnsafeBytes { EVP_Digest($0.baseAddress, $0.count, &digest, &length, EVP_sha256(), nil) }
+    return digest
+}
