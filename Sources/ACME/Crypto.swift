@@ -19,3 +19,17 @@ func sha256(_ bytes: some Collection<UInt8>) -> [UInt8] {
     _ = input.withUnsafeBytes { EVP_Digest($0.baseAddress, $0.count, &digest, &length, EVP_sha256(), nil) }
     return digest
 }
+
+/// The DER encoding an OpenSSL `i2d_*` function writes, through its two-call protocol (length
+/// first, then the bytes).
+func derEncoding(_ encode: (UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>?) -> Int32) throws(ACMEError) -> [UInt8] {
+    let length = encode(nil)
+    guard length > 0 else { throw .crypto("cannot encode DER: \(TLSError.openSSLReasons())") }
+    var out = [UInt8](repeating: 0, count: Int(length))
+    let written = out.withUnsafeMutableBufferPointer { buffer -> Int32 in
+        var p = buffer.baseAddress
+        return encode(&p)
+    }
+    guard written == length else { throw .crypto("cannot encode DER: \(TLSError.openSSLReasons())") }
+    return out
+}

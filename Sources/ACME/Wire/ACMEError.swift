@@ -11,6 +11,9 @@ public enum ACMEError: Error, Sendable, Equatable, CustomStringConvertible {
     case crypto(String)
     /// The storage directory refused a read or a write.
     case storage(String)
+    /// What the caller asked cannot be asked of a CA (a name that is not a DNS name, too many
+    /// names); nothing was sent.
+    case request(String)
 
     public var description: String {
         switch self {
@@ -19,6 +22,7 @@ public enum ACMEError: Error, Sendable, Equatable, CustomStringConvertible {
         case .transport(let text): "no answer from the CA: \(text)"
         case .crypto(let text): "key operation failed: \(text)"
         case .storage(let text): "ACME storage: \(text)"
+        case .request(let text): "cannot ask the CA: \(text)"
         }
     }
 }
