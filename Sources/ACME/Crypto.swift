@@ -33,3 +33,20 @@ func derEncoding(_ encode: (UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>?)
     guard written == length else { throw .crypto("cannot encode DER: \(TLSError.openSSLReasons())") }
     return out
 }
+
+/// An X509 (owned by the caller, X509_free) decoded from DER, or nil; the whole input must be
+/// one certificate.
+func x509(der: [UInt8]) -> OpaquePointer? {
+    der.withUnsafeBufferPointer { buffer -> OpaquePointer? in
+        var p = buffer.baseAddress
+        guard let x = d2i_X509(nil, &p, buffer.count) else {
+            ERR_clear_error()
+            return nil
+        }
+        guard p == buffer.baseAddress.map({ $0 + buffer.count }) else {
+            X509_free(x)
+            return nil
+        }
+        return x
+    }
+}

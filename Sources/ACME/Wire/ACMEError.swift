@@ -1,7 +1,8 @@
 /// Why an ACME operation failed, in words an operator can act on.
 public enum ACMEError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The CA's bytes did not parse or broke a rule (RFC 8555's, or a bound in `ACMELimits`):
-    /// what was read, and why it was refused.
+    /// what was read, and why it was refused. Also an issued certificate that fails the checks
+    /// made before it is stored (`IssuedCertificate.checked`).
     case malformed(what: String, reason: String)
     /// The CA answered with a problem document (RFC 8555 §6.7) and this HTTP status.
     case problem(ACMEProblem, status: Int)
