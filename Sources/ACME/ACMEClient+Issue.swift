@@ -145,6 +145,11 @@ extension ACMEClient {
     /// The order name an authorization is for (its identifier, with `*.` for a wildcard one,
     /// §7.1.4); an authorization for a name not requested is refused before anything is presented.
     static func orderName(of authorization: ACMEAuthorization, names: [String]) throws(ACMEError) -> String {
+        // §7.1.4: a wildcard authorization names the base domain, without "*.": a "*" here would
+        // reach the solver as part of a DNS record name.
+        guard !authorization.identifier.value.contains("*") else {
+            throw .malformed(what: "authorization", reason: "its identifier \(authorization.identifier.value) holds a \"*\"")
+        }
         let name = authorization.wildcard ? "*." + authorization.identifier.value : authorization.identifier.value
         guard names.contains(name) else {
             throw .malformed(what: "authorization", reason: "it is for \(ACMEProblem.clean(name)), which was not requested")
