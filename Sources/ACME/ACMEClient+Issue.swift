@@ -109,7 +109,7 @@ extension ACMEClient {
             case .pending: break
             case .invalid, .deactivated, .expired, .revoked:
                 throw .invalid(
-                    what: "the authorization for \(name) (\(authorization.status.rawValue))",
+                    what: "the authorization for \(name)" + (authorization.status == .invalid ? "" : " (\(authorization.status.rawValue))"),
                     problem: authorization.challenges.lazy.compactMap(\.error).first)
             }
             let challenge = try Self.choose(from: authorization, name: name, types: solver.types)
@@ -134,7 +134,8 @@ extension ACMEClient {
                         // The answered challenge's error says what the CA's validation saw.
                         let answered = authorization.challenges.first { $0.url == entry.challenge.url }
                         throw .invalid(
-                            what: "the authorization for \(entry.name) (\(entry.challenge.type), \(authorization.status.rawValue))",
+                            what: "the authorization for \(entry.name) (\(entry.challenge.type)"
+                                + (authorization.status == .invalid ? ")" : ", \(authorization.status.rawValue))"),
                             problem: answered?.error ?? authorization.challenges.lazy.compactMap(\.error).first)
                     }
                 },

@@ -91,7 +91,8 @@ struct IssueTests {
             Issue.record("expected an invalid authorization, got \(String(describing: error))")
             return
         }
-        #expect(what == "the authorization for a.test (http-01, invalid)")
+        #expect(what == "the authorization for a.test (http-01)")
+        #expect(error?.description.hasPrefix("the CA found the authorization for a.test (http-01) invalid: unauthorized: Invalid") == true)
         #expect(problem.acmeType == "unauthorized")
         #expect(problem.detail.hasPrefix("Invalid response from http://a.test/\u{FFFD}: 404"))
         #expect(problem.detail.unicodeScalars.count == ACMELimits.maximumProblemText)
