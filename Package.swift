@@ -68,7 +68,8 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         // The ACME client (RFC 8555): hostile-input parsers for what a CA sends, JWS over the account
-        // key, the back-off schedule, the shared storage directory's locks, HTTPS through libcurl.
+        // key, the back-off schedule, the shared storage directory's locks, HTTPS through libcurl;
+        // orders to the issued certificate, checked. TLS for its certificate name rules and OpenSSL helpers.
         .target(
             name: "ACME",
             dependencies: [

@@ -101,15 +101,17 @@ public final class ACMEClient: Sendable {
 
     /// A signed POST (the account's `kid` unless `signer` says otherwise), re-sent with a fresh
     /// nonce after badNonce. Success is a 2xx; anything else throws, with the problem document
-    /// when the CA sent one.
-    public func post(_ url: ACMEURL, payload: String?, signer chosen: JWS.Signer? = nil) throws(ACMEError) -> HTTPSResponse {
+    /// when the CA sent one. `accept` is the Accept field, when one is needed.
+    public func post(_ url: ACMEURL, payload: String?, signer chosen: JWS.Signer? = nil, accept: String? = nil) throws(ACMEError)
+        -> HTTPSResponse
+    {
         let signer: JWS.Signer
         if let chosen { signer = chosen } else { signer = try accountSigner() }
         var attempt = 0
         while true {
             let nonce = try nextNonce()
             let body = try JWS.request(key: key, signer: signer, url: url, nonce: nonce, payload: payload)
-            let response = try http.request(.post, url, body: body)
+            let response = try http.request(.post, url, body: body, accept: accept)
             nonces.add(response.headers.replayNonce)
             if response.isSuccess { return response }
             let error = Self.failure(response, what: "response")

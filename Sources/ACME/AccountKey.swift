@@ -1,4 +1,5 @@
 import CAASAOpenSSL
+import TLS
 
 /// The ACME account key: EC P-256, signing ES256 (RFC 7518 §3.4) through OpenSSL's EVP API. Made
 /// once and kept in the storage directory as PKCS#8 PEM; the account is this key (RFC 8555 §7.3.1:
@@ -28,7 +29,7 @@ public final class AccountKey: @unchecked Sendable {
             BN_bn2binpad(by, &y, Int32(Self.coordinateLength)) == Int32(Self.coordinateLength)
         else {
             EVP_PKEY_free(key)
-            throw .crypto("cannot read the account key's public point: \(openSSLReasons())")
+            throw .crypto("cannot read the account key's public point: \(TLSError.openSSLReasons())")
         }
         jwk = #"{"crv":"P-256","kty":"EC","x":"\#(Base64URL.encode(x))","y":"\#(Base64URL.encode(y))"}"#
     }
@@ -37,7 +38,7 @@ public final class AccountKey: @unchecked Sendable {
 
     /// A new random P-256 key.
     public static func generate() throws(ACMEError) -> AccountKey {
-        guard let key = CAASAOpenSSL_EVP_EC_gen("P-256") else { throw .crypto("cannot make a P-256 key: \(openSSLReasons())") }
+        guard let key = CAASAOpenSSL_EVP_EC_gen("P-256") else { throw .crypto("cannot make a P-256 key: \(TLSError.openSSLReasons())") }
         return try AccountKey(key: key)
     }
 
@@ -51,7 +52,7 @@ public final class AccountKey: @unchecked Sendable {
         // A nil password callback with an empty passphrase: an encrypted key fails instead of
         // asking on the terminal.
         guard let key = PEM_read_bio_PrivateKey(bio, nil, { _, _, _, _ in 0 }, nil) else {
-            throw .crypto("the account key is not an unencrypted PEM private key: \(openSSLReasons())")
+            throw .crypto("the account key is not an unencrypted PEM private key: \(TLSError.openSSLReasons())")
         }
         var group = [CChar](repeating: 0, count: 64)
         var groupLength = 0
@@ -89,13 +90,13 @@ public final class AccountKey: @unchecked Sendable {
     /// ES256 over `message`: the raw 64-byte r || s of RFC 7518 §3.4, not OpenSSL's DER
     /// ECDSA-Sig-Value (a JWS verifier rejects DER).
     public func sign(_ message: [UInt8]) throws(ACMEError) -> [UInt8] {
-        guard let ctx = EVP_MD_CTX_new() else { throw .crypto("cannot allocate: \(openSSLReasons())") }
+        guard let ctx = EVP_MD_CTX_new() else { throw .crypto("cannot allocate: \(TLSError.openSSLReasons())") }
         defer { EVP_MD_CTX_free(ctx) }
-        guard EVP_DigestSignInit(ctx, nil, EVP_sha256(), nil, key) == 1 else { throw .crypto("sign init: \(openSSLReasons())") }
+        guard EVP_DigestSignInit(ctx, nil, EVP_sha256(), nil, key) == 1 else { throw .crypto("sign init: \(TLSError.openSSLReasons())") }
         var length = 0
-        guard EVP_DigestSign(ctx, nil, &length, message, message.count) == 1 else { throw .crypto("sign: \(openSSLReasons())") }
+        guard EVP_DigestSign(ctx, nil, &length, message, message.count) == 1 else { throw .crypto("sign: \(TLSError.openSSLReasons())") }
         var der = [UInt8](repeating: 0, count: length)
-        guard EVP_DigestSign(ctx, &der, &length, message, message.count) == 1 else { throw .crypto("sign: \(openSSLReasons())") }
+        guard EVP_DigestSign(ctx, &der, &length, message, message.count) == 1 else { throw .crypto("sign: \(TLSError.openSSLReasons())") }
         return try Self.rawSignature(fromDER: Array(der.prefix(length)))
     }
 
@@ -106,7 +107,7 @@ public final class AccountKey: @unchecked Sendable {
             p = buffer.baseAddress
             return d2i_ECDSA_SIG(nil, &p, buffer.count)
         }
-        guard let sig else { throw .crypto("OpenSSL's signature is not DER: \(openSSLReasons())") }
+        guard let sig else { throw .crypto("OpenSSL's signature is not DER: \(TLSError.openSSLReasons())") }
         defer { ECDSA_SIG_free(sig) }
         var r: OpaquePointer? = nil
         var s: OpaquePointer? = nil

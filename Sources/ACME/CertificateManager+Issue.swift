@@ -42,7 +42,8 @@ extension CertificateManager {
             setState(name) { $0.state = .ordering }
             let renewing = state.withLock { $0.entries[name]?.served != nil }
             logger.info("ordering a certificate", metadata: ["name": "\(name)", "renewal": "\(renewing)"])
-            let issued = try acmeClient().issue(names: [name], solver: StorageSolver(storage: storage, configuration: configuration))
+            let issued = try acmeClient().issue(
+                names: [name], solver: StorageSolver(storage: storage, configuration: configuration), sleep: { [self] in pause($0) })
             guard heartbeat.held else { throw ACMEError.storage("the lock of \(name) was lost during the order") }
             try storage.storeCertificate(name: name, chainPEM: issued.chainPEM, keyPEM: issued.keyPEM)
             guard let served = loadCertificate(name) else {
@@ -64,6 +65,23 @@ extension CertificateManager {
             failed(name, error)
         }
     }
+
+    /// The polling sleep of an order: cut short when the manager stops, so that a stop waits at
+    /// most for the request under way (libcurl's time limits), not for a CA's Retry-After.
+    func pause(_ duration: Duration) {
+        let (seconds, attoseconds) = duration.components
+        let total = seconds * 1000 + attoseconds / 1_000_000_000_000_000
+        var slept: Int64 = 0
+        while slept < total && !state.withLock({ $0.stopped }) {
+            let step = min(Self.pauseStepMilliseconds, total - slept)
+            var request = timespec(tv_sec: Int(step / 1000), tv_nsec: Int(step % 1000) * 1_000_000)
+            _ = nanosleep(&request, nil)
+            slept += step
+        }
+    }
+
+    /// How often a polling sleep looks at the stop flag.
+    static let pauseStepMilliseconds: Int64 = 100
 
     /// Backs the name off and says why, with the next attempt.
     func failed(_ name: String, _ error: any Error) {
@@ -132,8 +150,11 @@ extension CertificateManager {
 extension ACMEError {
     /// The CA's Retry-After for this failure, when it sent one.
     var retryAfter: Int64? {
-        if case .problem(let problem, _) = self { return problem.retryAfter }
-        return nil
+        switch self {
+        case .problem(let problem, _): problem.retryAfter
+        case .timedOut(_, let retryAfter): retryAfter
+        default: nil
+        }
     }
 }
 
@@ -169,7 +190,8 @@ final class Heartbeat: Sendable {
 
 /// Presents challenges through the storage directory, so that whichever replica the CA reaches
 /// answers: HTTP-01 key authorizations and TLS-ALPN-01 certificates as files; DNS-01 through the
-/// operator's hook (`add|remove NAME VALUE`, NAME the record's name `_acme-challenge.<domain>`).
+/// operator's hook (`add|remove NAME VALUE`, NAME the record's name `_acme-challenge.<domain>`;
+/// a wildcard's authorization, and so its record, is its base domain's: RFC 8555 §7.1.4).
 final class StorageSolver: ChallengeSolver {
     let storage: ACMEStorage
     let configuration: CertificateManager.Configuration
@@ -196,7 +218,7 @@ final class StorageSolver: ChallengeSolver {
             let pair = try tlsALPN01Certificate(name: name, keyAuthorization: keyAuthorization)
             try storage.storeTLSALPNChallenge(name: name, chainPEM: pair.chainPEM, keyPEM: pair.keyPEM)
         case "dns-01":
-            let value = Base64URL.encode(sha256(keyAuthorization.utf8))
+            let value = dns01TXTValue(keyAuthorization: keyAuthorization)
             presented.withLock { $0[name] = value }
             try hook("add", name: name, value: value)
         default:
@@ -215,19 +237,14 @@ final class StorageSolver: ChallengeSolver {
         }
     }
 
-    /// The record name of RFC 8555 §8.4 for a name (a wildcard's is its base domain's).
-    static func recordName(_ name: String) -> String {
-        "_acme-challenge." + (name.hasPrefix("*.") ? String(name.dropFirst(2)) : name)
-    }
-
     private func hook(_ action: String, name: String, value: String) throws(ACMEError) {
         guard let program = configuration.dnsHook else { throw .malformed(what: "challenge", reason: "dns-01 needs acme.dns-hook") }
-        let result = try HookProgram.run(program, [action, Self.recordName(name), value])
+        let result = try HookProgram.run(program, [action, dns01RecordName(name), value])
         guard result.status == 0 else {
             let how =
                 result.timedOut
                 ? "ran past \(HookProgram.timeoutMilliseconds / 1000) s" : "failed (\(result.status.map { "exit \($0)" } ?? "killed"))"
-            throw .storage("the dns hook \(program) \(action) \(Self.recordName(name)) \(how): \(result.output)")
+            throw .storage("the dns hook \(program) \(action) \(dns01RecordName(name)) \(how): \(result.output)")
         }
     }
 }

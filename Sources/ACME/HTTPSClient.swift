@@ -55,20 +55,22 @@ public final class HTTPSClient: Sendable {
 
     public enum Method: Sendable { case get, head, post }
 
-    /// One request. `body` is sent with `contentType` on POST.
-    public func request(_ method: Method, _ url: ACMEURL, body: [UInt8] = [], contentType: String = "application/jose+json")
-        throws(ACMEError)
-        -> HTTPSResponse
-    {
+    /// One request. `body` is sent with `contentType` on POST; `accept`, when given, is the
+    /// Accept field (RFC 8555 §7.4.2 asks for `application/pem-certificate-chain`).
+    public func request(
+        _ method: Method, _ url: ACMEURL, body: [UInt8] = [], contentType: String = "application/jose+json", accept: String? = nil
+    ) throws(ACMEError) -> HTTPSResponse {
         let result = handle.withLock { handle in
-            Result { () throws(ACMEError) in try perform(handle.curl, method, url, body: body, contentType: contentType) }
+            Result { () throws(ACMEError) in
+                try perform(handle.curl, method, url, body: body, contentType: contentType, accept: accept)
+            }
         }
         return try result.get()
     }
 
-    private func perform(_ curl: UnsafeMutableRawPointer, _ method: Method, _ url: ACMEURL, body: [UInt8], contentType: String)
-        throws(ACMEError) -> HTTPSResponse
-    {
+    private func perform(
+        _ curl: UnsafeMutableRawPointer, _ method: Method, _ url: ACMEURL, body: [UInt8], contentType: String, accept: String?
+    ) throws(ACMEError) -> HTTPSResponse {
         curl_easy_reset(curl)
         let transfer = Transfer()
         let context = Unmanaged.passUnretained(transfer).toOpaque()
@@ -109,15 +111,16 @@ public final class HTTPSClient: Sendable {
                                 }
                                 set(CURLOPT_WRITEDATA, context)
                                 set(CURLOPT_HEADERDATA, context)
+                                if let accept { headerList = curl_slist_append(headerList, "Accept: \(accept)") }
                                 switch method {
                                 case .get: set(CURLOPT_HTTPGET, 1)
                                 case .head: set(CURLOPT_NOBODY, 1)
                                 case .post:
-                                    headerList = curl_slist_append(nil, "Content-Type: \(contentType)")
-                                    set(CURLOPT_HTTPHEADER, UnsafeRawPointer(headerList))
+                                    headerList = curl_slist_append(headerList, "Content-Type: \(contentType)")
                                     set(CURLOPT_POSTFIELDSIZE, bodyBytes.count)
                                     set(CURLOPT_POSTFIELDS, bodyBytes.baseAddress ?? UnsafeRawPointer(https))
                                 }
+                                if let headerList { set(CURLOPT_HTTPHEADER, UnsafeRawPointer(headerList)) }
                                 if let failed { return CURLE_FAILED_INIT }
                                 return curl_easy_perform(curl)
                             }

@@ -1,5 +1,6 @@
 import AASA
 import CAASAOpenSSL
+import TLS
 
 /// JWS in the flattened JSON serialization (RFC 7515 §7.2.2), the body of every ACME POST
 /// (RFC 8555 §6.2): a protected header naming the URL and a fresh nonce, the account's key as
@@ -47,7 +48,7 @@ public enum JWS {
         var out = [UInt8](repeating: 0, count: 32)
         var length: UInt32 = 0
         guard HMAC(EVP_sha256(), key, keyLength, message, message.count, &out, &length) != nil, length == 32 else {
-            throw .crypto("HMAC: \(openSSLReasons())")
+            throw .crypto("HMAC: \(TLSError.openSSLReasons())")
         }
         return out
     }

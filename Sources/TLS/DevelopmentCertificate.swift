@@ -235,7 +235,7 @@ public enum DevelopmentCertificate {
     }
 
     /// Runs a PEM writer into memory and returns the text.
-    private static func pem(_ writer: (OpaquePointer) -> Int32) throws(TLSError) -> [UInt8] {
+    package static func pem(_ writer: (OpaquePointer) -> Int32) throws(TLSError) -> [UInt8] {
         guard let bio = BIO_new(BIO_s_mem()) else { throw TLSError("cannot allocate: \(TLSError.openSSLReasons())") }
         defer { BIO_free(bio) }
         guard writer(bio) == 1 else { throw TLSError("cannot write PEM: \(TLSError.openSSLReasons())") }

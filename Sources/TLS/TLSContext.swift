@@ -15,7 +15,7 @@ public struct TLSError: Error, CustomStringConvertible, Sendable {
     public var description: String { file.map { "\($0): \(reason)" } ?? reason }
 
     /// The OpenSSL error queue as one line (and cleared).
-    static func openSSLReasons() -> String {
+    package static func openSSLReasons() -> String {
         var reasons: [String] = []
         while true {
             let code = ERR_get_error()

@@ -11,8 +11,17 @@ final class Pebble {
     let port: Int
     /// Where pebble's VA sends HTTP-01 validation requests (on the address the name resolves to).
     let httpPort = Loopback.unusedPort()
+    /// Where pebble's VA makes TLS-ALPN-01 validation handshakes.
+    let tlsPort = Loopback.unusedPort()
+    /// pebble's management interface (HTTPS, its own certificate): `/roots/0` is the root that
+    /// signs what it issues.
+    let managementPort = Loopback.unusedPort()
+    /// pebble-challtestsrv's management API (plain HTTP), when it answers challenges.
+    let challengeManagementPort = Loopback.unusedPort()
     let process = Process()
-    /// pebble-challtestsrv as pebble's DNS server, answering 127.0.0.1 for every name, when asked.
+    /// pebble-challtestsrv as pebble's DNS server, answering 127.0.0.1 for every name, when asked;
+    /// with `answerChallenges` also the HTTP-01 responder on `httpPort` and the dns-01 TXT records,
+    /// both set through its management API.
     let dns: Process?
 
     var directoryURL: ACMEURL { try! ACMEURL("https://127.0.0.1:\(port)/dir") }
@@ -23,17 +32,20 @@ final class Pebble {
     static let eabKeyID = "kid-1"
     static let eabMACKey = "zWNDZM6eQGHWpSRTPal5eIUYFTu7EajVIoguysqZ9wG44nMEtx3MUAsUDkMTQ12W"
 
-    init(requireEAB: Bool = false, nonceReject: Int? = nil, resolveEverythingToLoopback: Bool = false) throws {
+    init(requireEAB: Bool = false, nonceReject: Int? = nil, resolveEverythingToLoopback: Bool = false, answerChallenges: Bool = false)
+        throws
+    {
         directory = try TemporaryDirectory(prefix: "acme-pebble")
         port = Loopback.unusedPort()
         var arguments = ["pebble", "-config", directory.path("pebble.json")]
-        if resolveEverythingToLoopback {
+        if resolveEverythingToLoopback || answerChallenges {
             let dnsPort = Loopback.unusedPort()
             let dns = Process()
             dns.executableURL = URL(fileURLWithPath: "/usr/bin/env")
             dns.arguments = [
-                "pebble-challtestsrv", "-defaultIPv4", "127.0.0.1", "-defaultIPv6", "", "-dns01", "127.0.0.1:\(dnsPort)", "-http01", "",
-                "-https01", "", "-tlsalpn01", "", "-management", "127.0.0.1:\(Loopback.unusedPort())",
+                "pebble-challtestsrv", "-defaultIPv4", "127.0.0.1", "-defaultIPv6", "", "-dns01", "127.0.0.1:\(dnsPort)",
+                "-http01", answerChallenges ? "127.0.0.1:\(httpPort)" : "", "-https01", "", "-tlsalpn01", "",
+                "-management", "127.0.0.1:\(challengeManagementPort)",
             ]
             dns.standardOutput = FileHandle.nullDevice
             dns.standardError = FileHandle.nullDevice
@@ -49,9 +61,9 @@ final class Pebble {
             ? #""externalAccountBindingRequired": true, "externalAccountMACKeys": {"\#(Self.eabKeyID)": "\#(Self.eabMACKey)"}"#
             : #""externalAccountBindingRequired": false"#
         let config = """
-            {"pebble": {"listenAddress": "127.0.0.1:\(port)", "managementListenAddress": "127.0.0.1:\(Loopback.unusedPort())",
+            {"pebble": {"listenAddress": "127.0.0.1:\(port)", "managementListenAddress": "127.0.0.1:\(managementPort)",
               "certificate": "\(directory.path("cert.pem"))", "privateKey": "\(directory.path("key.pem"))",
-              "httpPort": \(httpPort), "tlsPort": \(Loopback.unusedPort()), "ocspResponderURL": "", \(eab)}}
+              "httpPort": \(httpPort), "tlsPort": \(tlsPort), "ocspResponderURL": "", \(eab)}}
             """
         try directory.write("pebble.json", Array(config.utf8))
         FileManager.default.createFile(atPath: directory.path("pebble.log"), contents: nil)
@@ -65,13 +77,16 @@ final class Pebble {
         process.standardOutput = logFile
         process.standardError = logFile
         try process.run()
-        let port = port
-        let up = eventually(attempts: 100, interval: 0.1) {
-            guard let fd = Loopback.connect(port: port) else { return false }
-            close(fd)
-            return true
+        var ports = [port, managementPort]
+        if dns != nil { ports.append(challengeManagementPort) }
+        for port in ports {
+            let up = eventually(attempts: 100, interval: 0.1) {
+                guard let fd = Loopback.connect(port: port) else { return false }
+                close(fd)
+                return true
+            }
+            if !up { Issue.record("pebble or challtestsrv did not listen on \(port): \(self.log())") }
         }
-        if !up { Issue.record("pebble did not listen on \(port): \(self.log())") }
     }
 
     deinit {
@@ -85,6 +100,13 @@ final class Pebble {
     }
 
     func log() -> String { (try? String(contentsOfFile: directory.path("pebble.log"), encoding: .utf8)) ?? "" }
+
+    /// The root pebble signs issued chains with (its management interface's `/roots/0`).
+    func issuingRoot() throws -> [UInt8] {
+        let result = try Tool.run("curl", ["-sS", "--fail", "--cacert", caFile, "https://127.0.0.1:\(managementPort)/roots/0"])
+        guard result.status == 0 else { throw ACMEError.transport("pebble's /roots/0: \(result.stderr)") }
+        return result.stdout
+    }
 
     /// A CA and a leaf for 127.0.0.1 and localhost signed by it.
     static func makeCertificates(in dir: TemporaryDirectory) throws {

@@ -1,7 +1,8 @@
 /// Why an ACME operation failed, in words an operator can act on.
 public enum ACMEError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The CA's bytes did not parse or broke a rule (RFC 8555's, or a bound in `ACMELimits`):
-    /// what was read, and why it was refused.
+    /// what was read, and why it was refused. Also an issued certificate that fails the checks
+    /// made before it is stored (`IssuedCertificate.checked`).
     case malformed(what: String, reason: String)
     /// The CA answered with a problem document (RFC 8555 §6.7) and this HTTP status.
     case problem(ACMEProblem, status: Int)
@@ -11,6 +12,20 @@ public enum ACMEError: Error, Sendable, Equatable, CustomStringConvertible {
     case crypto(String)
     /// The storage directory refused a read or a write.
     case storage(String)
+    /// What the caller asked cannot be asked of a CA (a name that is not a DNS name, too many
+    /// names); nothing was sent.
+    case request(String)
+    /// The CA found a challenge, an authorization or an order invalid (RFC 8555 §7.1.6): what,
+    /// and the CA's problem document when it gave one (the challenge's error names what the
+    /// CA's validation saw: the operator's lead to a fix).
+    case invalid(what: String, problem: ACMEProblem?)
+    /// The CA kept an authorization or an order unfinished past the polling bounds
+    /// (`ACMEPolling`): what was awaited and its last status, and the CA's Retry-After (seconds,
+    /// capped) when it asked for a longer wait than the bounds allow, for the back-off.
+    case timedOut(what: String, retryAfter: Int64?)
+    /// None of the challenges the CA offers for a name is one the solver answers (a wildcard
+    /// name takes dns-01 only, RFC 8555 §7.1.3).
+    case noChallenge(name: String, offered: [String], answerable: [String])
 
     public var description: String {
         switch self {
@@ -19,6 +34,14 @@ public enum ACMEError: Error, Sendable, Equatable, CustomStringConvertible {
         case .transport(let text): "no answer from the CA: \(text)"
         case .crypto(let text): "key operation failed: \(text)"
         case .storage(let text): "ACME storage: \(text)"
+        case .request(let text): "cannot ask the CA: \(text)"
+        case .invalid(let what, let problem): "the CA found \(what) invalid" + (problem.map { ": \($0)" } ?? "")
+        case .timedOut(let what, let retryAfter):
+            "the CA did not finish \(what) within the polling bounds" + (retryAfter.map { " (it asked to wait \($0) s)" } ?? "")
+        case .noChallenge(let name, let offered, let answerable):
+            "no challenge for \(name) can be answered: the CA offers \(offered.joined(separator: ", ")), "
+                + (answerable.isEmpty ? "aasad answers none it may use here" : "aasad answers \(answerable.joined(separator: ", "))")
+                + (name.hasPrefix("*.") ? " (a wildcard name is validated by dns-01 only)" : "")
         }
     }
 }

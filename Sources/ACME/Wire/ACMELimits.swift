@@ -48,4 +48,8 @@ public enum ACMELimits {
 
     /// Longest DNS name in an identifier (RFC 1035 §2.3.4: 253 characters in text form).
     public static let maximumNameLength = 253
+
+    /// Most names in one order (and so in one certificate): Let's Encrypt's limit of 100. It also
+    /// bounds the authorizations an order may list, each of which is fetched and polled.
+    public static let maximumOrderNames = 100
 }
