@@ -104,7 +104,9 @@ let package = Package(
         .testTarget(
             name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTPCore", "HTTP2", "SiteStore", "TLS"],
             swiftSettings: swiftSettings),
-        .testTarget(name: "ACMETests", dependencies: ["ACME", "AASA", "TestSupport"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "ACMETests", dependencies: ["ACME", "AASA", "TestSupport", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: swiftSettings),
         .testTarget(name: "ReactorTests", dependencies: ["Reactor"], swiftSettings: swiftSettings),
         .testTarget(name: "TLSTests", dependencies: ["TLS", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(

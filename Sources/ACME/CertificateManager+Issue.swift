@@ -49,6 +49,11 @@ extension CertificateManager {
             guard let served = loadCertificate(name) else {
                 throw ACMEError.storage("the certificate stored for \(name) cannot be loaded back")
             }
+            // A certificate already due for renewal (a CA issuing shorter lifetimes than its
+            // clients expect, or this machine's clock far ahead) is served, but not ordered again
+            // at once: that would spend the whole order budget on one name.
+            let dueAlready = clock.now() >= served.renewAt
+            var next: Int64 = 0
             state.withLock { state in
                 state.counters.issued += 1
                 guard var entry = state.entries[name] else { return }
@@ -56,7 +61,18 @@ extension CertificateManager {
                 entry.state = .valid
                 entry.error = nil
                 entry.backoff.succeeded()
+                if dueAlready {
+                    next = entry.backoff.failed(now: clock.now(), random: Double.random(in: 0..<1))
+                    entry.state = .failed
+                    entry.error =
+                        "the issued certificate is already due for renewal (notBefore \(served.notBefore), notAfter \(served.notAfter)): check this machine's clock"
+                }
                 state.entries[name] = entry
+            }
+            if dueAlready {
+                logger.error(
+                    "an issued certificate is already due for renewal; check the clock",
+                    metadata: ["name": "\(name)", "notAfter": "\(served.notAfter)", "nextAttempt": "\(next)"])
             }
             logger.notice(
                 "certificate issued",

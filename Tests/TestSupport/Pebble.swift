@@ -1,43 +1,44 @@
-import ACME
 import Foundation
-import TestSupport
 import Testing
 
 /// pebble (Let's Encrypt's test CA, Debian package `pebble`) started on loopback for one test and
 /// stopped when the value is released: its own TLS certificate made by the openssl command line,
 /// PEBBLE_VA_NOSLEEP=1, and pebble's default 5 % bad-nonce rejections unless `nonceReject` says.
-final class Pebble {
-    let directory: TemporaryDirectory
-    let port: Int
+package final class Pebble {
+    package let folder: TemporaryDirectory
+    package let port: Int
     /// Where pebble's VA sends HTTP-01 validation requests (on the address the name resolves to).
-    let httpPort = Loopback.unusedPort()
+    package let httpPort = Loopback.unusedPort()
     /// Where pebble's VA makes TLS-ALPN-01 validation handshakes.
-    let tlsPort = Loopback.unusedPort()
+    package let tlsPort = Loopback.unusedPort()
     /// pebble's management interface (HTTPS, its own certificate): `/roots/0` is the root that
     /// signs what it issues.
-    let managementPort = Loopback.unusedPort()
+    package let managementPort = Loopback.unusedPort()
     /// pebble-challtestsrv's management API (plain HTTP), when it answers challenges.
-    let challengeManagementPort = Loopback.unusedPort()
+    package let challengeManagementPort = Loopback.unusedPort()
     let process = Process()
     /// pebble-challtestsrv as pebble's DNS server, answering 127.0.0.1 for every name, when asked;
     /// with `answerChallenges` also the HTTP-01 responder on `httpPort` and the dns-01 TXT records,
     /// both set through its management API.
     let dns: Process?
 
-    var directoryURL: ACMEURL { try! ACMEURL("https://127.0.0.1:\(port)/dir") }
+    /// The directory URL.
+    package var directory: String { "https://127.0.0.1:\(port)/dir" }
     /// The root that signs pebble's HTTPS certificate (what `acme.directory-ca` names).
-    var caFile: String { directory.path("ca.pem") }
+    package var caFile: String { folder.path("ca.pem") }
 
     /// pebble's example EAB key (/usr/share/doc/pebble/examples).
-    static let eabKeyID = "kid-1"
-    static let eabMACKey = "zWNDZM6eQGHWpSRTPal5eIUYFTu7EajVIoguysqZ9wG44nMEtx3MUAsUDkMTQ12W"
+    package static let eabKeyID = "kid-1"
+    package static let eabMACKey = "zWNDZM6eQGHWpSRTPal5eIUYFTu7EajVIoguysqZ9wG44nMEtx3MUAsUDkMTQ12W"
 
-    init(requireEAB: Bool = false, nonceReject: Int? = nil, resolveEverythingToLoopback: Bool = false, answerChallenges: Bool = false)
+    package init(
+        requireEAB: Bool = false, nonceReject: Int? = nil, resolveEverythingToLoopback: Bool = false, answerChallenges: Bool = false
+    )
         throws
     {
-        directory = try TemporaryDirectory(prefix: "acme-pebble")
+        folder = try TemporaryDirectory(prefix: "acme-pebble")
         port = Loopback.unusedPort()
-        var arguments = ["pebble", "-config", directory.path("pebble.json")]
+        var arguments = ["pebble", "-config", folder.path("pebble.json")]
         if resolveEverythingToLoopback || answerChallenges {
             let dnsPort = Loopback.unusedPort()
             let dns = Process()
@@ -55,19 +56,19 @@ final class Pebble {
         } else {
             dns = nil
         }
-        try Self.makeCertificates(in: directory)
+        try Self.makeCertificates(in: folder)
         let eab =
             requireEAB
             ? #""externalAccountBindingRequired": true, "externalAccountMACKeys": {"\#(Self.eabKeyID)": "\#(Self.eabMACKey)"}"#
             : #""externalAccountBindingRequired": false"#
         let config = """
             {"pebble": {"listenAddress": "127.0.0.1:\(port)", "managementListenAddress": "127.0.0.1:\(managementPort)",
-              "certificate": "\(directory.path("cert.pem"))", "privateKey": "\(directory.path("key.pem"))",
+              "certificate": "\(folder.path("cert.pem"))", "privateKey": "\(folder.path("key.pem"))",
               "httpPort": \(httpPort), "tlsPort": \(tlsPort), "ocspResponderURL": "", \(eab)}}
             """
-        try directory.write("pebble.json", Array(config.utf8))
-        FileManager.default.createFile(atPath: directory.path("pebble.log"), contents: nil)
-        let logFile = try FileHandle(forWritingTo: directory.url.appendingPathComponent("pebble.log"))
+        try folder.write("pebble.json", Array(config.utf8))
+        FileManager.default.createFile(atPath: folder.path("pebble.log"), contents: nil)
+        let logFile = try FileHandle(forWritingTo: folder.url.appendingPathComponent("pebble.log"))
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = arguments
         var environment = ProcessInfo.processInfo.environment
@@ -91,25 +92,30 @@ final class Pebble {
 
     deinit {
         // SIGKILL, as HTTPSClientTests does: pebble keeps nothing worth a clean stop.
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        if process.isRunning { stop() }
         if let dns {
             kill(dns.processIdentifier, SIGKILL)
             dns.waitUntilExit()
         }
     }
 
-    func log() -> String { (try? String(contentsOfFile: directory.path("pebble.log"), encoding: .utf8)) ?? "" }
+    /// Stops pebble (and challtestsrv) now, as a CA outage would.
+    package func stop() {
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    package func log() -> String { (try? String(contentsOfFile: folder.path("pebble.log"), encoding: .utf8)) ?? "" }
 
     /// The root pebble signs issued chains with (its management interface's `/roots/0`).
-    func issuingRoot() throws -> [UInt8] {
+    package func issuingRoot() throws -> [UInt8] {
         let result = try Tool.run("curl", ["-sS", "--fail", "--cacert", caFile, "https://127.0.0.1:\(managementPort)/roots/0"])
-        guard result.status == 0 else { throw ACMEError.transport("pebble's /roots/0: \(result.stderr)") }
+        guard result.status == 0 else { throw PebbleError("pebble's /roots/0: \(result.stderr)") }
         return result.stdout
     }
 
     /// A CA and a leaf for 127.0.0.1 and localhost signed by it.
-    static func makeCertificates(in dir: TemporaryDirectory) throws {
+    package static func makeCertificates(in dir: TemporaryDirectory) throws {
         let steps: [[String]] = [
             [
                 "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=pebble test root",
@@ -122,7 +128,7 @@ final class Pebble {
         ]
         for step in steps {
             let result = try Tool.run("openssl", step)
-            guard result.status == 0 else { throw ACMEError.storage("openssl \(step[0]): \(result.stderr)") }
+            guard result.status == 0 else { throw PebbleError("openssl \(step[0]): \(result.stderr)") }
         }
         try dir.write("ext.cnf", Array("subjectAltName=IP:127.0.0.1,DNS:localhost\n".utf8))
         let sign = try Tool.run(
@@ -131,13 +137,12 @@ final class Pebble {
                 "x509", "-req", "-in", dir.path("leaf.csr"), "-CA", dir.path("ca.pem"), "-CAkey", dir.path("ca.key"),
                 "-CAcreateserial", "-days", "2", "-extfile", dir.path("ext.cnf"), "-out", dir.path("cert.pem"),
             ])
-        guard sign.status == 0 else { throw ACMEError.storage("openssl x509: \(sign.stderr)") }
+        guard sign.status == 0 else { throw PebbleError("openssl x509: \(sign.stderr)") }
     }
+}
 
-    /// A client for this pebble with a new account key.
-    func client(key: AccountKey? = nil) throws -> ACMEClient {
-        ACMEClient(
-            directoryURL: directoryURL, key: try key ?? AccountKey.generate(),
-            http: try HTTPSClient(configuration: .init(caFile: caFile)))
-    }
+/// pebble or openssl failed while setting up a test.
+package struct PebbleError: Error, CustomStringConvertible {
+    package var description: String
+    init(_ description: String) { self.description = description }
 }
