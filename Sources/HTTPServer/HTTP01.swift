@@ -3,10 +3,10 @@ import SiteStore
 
 /// What the plain listener asks for ACME's HTTP-01 challenge (RFC 8555 §8.3): the key
 /// authorization pending for a host and token, or nil when there is none. Called on a serving
-/// thread for each such request: it must only look up (no waiting on the network). Its arguments
-/// are already checked: `host` is a lower-case A-label host name (letters, digits, `-`, `.`; no
-/// port, no wildcard, at most 253 bytes), `token` is 1 to `HTTP01.maximumTokenLength` base64url
-/// characters, so either is safe as a file name component.
+/// thread for each such request, with whatever token any client sends: it must look up in
+/// memory, never read files or wait. Its arguments are already checked: `host` is a lower-case
+/// A-label host name (as `HostName` accepts it: no port, no wildcard, at most 253 bytes),
+/// `token` is 1 to `HTTP01.maximumTokenLength` base64url characters.
 public typealias HTTP01Resolver = @Sendable (_ host: String, _ token: String) -> [UInt8]?
 
 /// ACME's HTTP-01 path on the plain listener, the only path besides the AASA ones that plain HTTP

@@ -15,10 +15,13 @@ public final class TLSServer: Sendable {
     public typealias Resolver = @Sendable (String) -> CertificateSource?
 
     /// What the ClientHello callback asks when a client offers only `acme-tls/1`: the TLS-ALPN-01
-    /// challenge certificate pending for an SNI name (RFC 8737 §3: self-signed, one dNSName, the
-    /// critical acmeIdentifier extension), or nil when no challenge for the name is pending. Called
-    /// on a serving thread inside the handshake: it must only look up (no I/O, no waiting). The
-    /// name is lower case, at most 255 bytes, without NUL; nothing else about it is checked.
+    /// challenge certificate pending for an SNI name (RFC 8737 §3: self-signed, its subjectAltName
+    /// exactly that one dNSName, the critical acmeIdentifier extension), or nil when no challenge
+    /// for the name is pending. Called on a serving thread inside the handshake, for any name any
+    /// client sends: it must look up in memory, never read files or wait. The name is lower case,
+    /// at most 255 bytes, without NUL; nothing else about it is checked. Contexts are cached by
+    /// `identity`, so a new challenge certificate for a name needs a new identity (a hash of
+    /// its bytes, say).
     public typealias ChallengeResolver = @Sendable (String) -> CertificateSource?
 
     /// Challenge contexts kept at once, apart from the site contexts so that challenge traffic
