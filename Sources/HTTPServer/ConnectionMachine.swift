@@ -50,13 +50,25 @@ struct ConnectionMachine {
     }
 
     /// The protocol, chosen once: plain connections speak HTTP/1.1; TLS ones what ALPN chose
-    /// (h2o's on_ssl_handshake_complete). A closed set: a new protocol (acme-tls/1) is a case
-    /// here and a branch in `received`, nowhere else.
+    /// (h2o's on_ssl_handshake_complete). A closed set: a new protocol is a case here and a
+    /// branch in `received`, nowhere else (as `acmeTLS` was).
     enum Framing {
         /// TLS before the handshake is done.
         case undecided
         case http1
         case http2(HTTP2Session)
+        /// A TLS-ALPN-01 validation (RFC 8737): `acme-tls/1` carries no application data (§4),
+        /// so the connection ends right after the handshake, and nothing the client sends is
+        /// ever parsed.
+        case acmeTLS
+    }
+
+    /// What the TLS handshake settled for the connection: ALPN's choice, or the challenge
+    /// certificate that makes it `acme-tls/1`.
+    enum Negotiated: Equatable {
+        case http1
+        case http2
+        case acmeTLS
     }
 
     /// What the worker does next.
@@ -133,19 +145,29 @@ struct ConnectionMachine {
 
     // MARK: - Events
 
-    /// The TLS handshake finished: ALPN's choice is final. HTTP/2 sends its SETTINGS first.
-    mutating func handshakeCompleted<A>(http2: Bool, identity: Responder.TLSIdentity, _ context: inout ConnectionContext<A>) -> Next {
+    /// The TLS handshake finished: ALPN's choice is final. HTTP/2 sends its SETTINGS first;
+    /// `acme-tls/1` ends the connection: close_notify, then the lingering close, during which
+    /// input is dropped unread (RFC 8737 §4: the validation is the handshake itself).
+    mutating func handshakeCompleted<A>(
+        _ negotiated: Negotiated, identity: Responder.TLSIdentity, _ context: inout ConnectionContext<A>
+    ) -> Next {
         tlsIdentity = identity
         phase = .readingRequest(started: false)
         deadline = context.now + context.limits.idleTimeout
-        guard http2 else {
+        switch negotiated {
+        case .http1:
             framing = .http1
             return .wait
+        case .http2:
+            let session = HTTP2Session()
+            framing = .http2(session)
+            session.produce(into: &context.out, limit: context.limits.outputHighWater)
+            return .write
+        case .acmeTLS:
+            framing = .acmeTLS
+            closeAfterWrite = true
+            return .linger
         }
-        let session = HTTP2Session()
-        framing = .http2(session)
-        session.produce(into: &context.out, limit: context.limits.outputHighWater)
-        return .write
     }
 
     /// Bytes arrived (the worker reads only while `wants.read`). Their answers are appended to
@@ -154,6 +176,8 @@ struct ConnectionMachine {
         switch framing {
         case .undecided:
             return .close  // the worker reads requests only after the handshake
+        case .acmeTLS:
+            return .close  // never parsed: acme-tls/1 has no application data (RFC 8737 §4)
         case .http2(let session):
             // A session that ended (GOAWAY sent for a protocol error) closes once its last frames are out.
             if !session.receive(bytes, now: context.milliseconds) { closeAfterWrite = true }
@@ -235,6 +259,8 @@ struct ConnectionMachine {
             return .wait
         case .undecided:
             return .wait  // it may still send a request; the handshake timeout bounds it
+        case .acmeTLS:
+            return .wait  // already lingering; the linger timeout bounds it
         }
     }
 
@@ -259,6 +285,8 @@ struct ConnectionMachine {
         switch framing {
         case .undecided:
             return .wait
+        case .acmeTLS:
+            return .linger
         case .http2(let session):
             setHTTP2Deadline(session, context)
             if session.wantsWrite {

@@ -12,6 +12,9 @@ struct Peer {
     let isAdmin: Bool
     /// The listener it is counted under; nil for the admin listener, which is not counted.
     let counted: Traffic.ListenerClass?
+
+    /// Accepted on a plain HTTP listener (not HTTPS, not admin): the only place HTTP-01 is answered.
+    var isPlainHTTP: Bool { counted == .http }
 }
 
 /// One request as either framing delivered it: views into bytes that are valid for the call.
@@ -45,7 +48,8 @@ protocol RequestAnswering {
 }
 
 /// The one path every request takes, whichever protocol framed it (DESIGN.md "What it serves"):
-/// route → count → Apple fetch → HEAD rule → access log. HTTP/1.1 and HTTP/2 differ only in how
+/// route (the sites, or ACME's HTTP-01 path on plain HTTP) → count → Apple fetch → HEAD rule →
+/// access log. HTTP/1.1 and HTTP/2 differ only in how
 /// they fill a `RequestView` and frame the `Response`.
 struct Exchange: RequestAnswering {
     /// The sites as of this loop iteration (see `Worker.refreshSnapshot`).
@@ -57,16 +61,22 @@ struct Exchange: RequestAnswering {
     var accessLog: AccessLogBuffer?
     /// Answers the admin listener's requests (only the admin worker has one).
     let admin: AdminEndpoint?
+    /// Answers ACME's HTTP-01 requests on the plain listener; nil: that path is like any other.
+    let http01: HTTP01Resolver?
     var dateLine = DateLine()
     /// Seconds since the epoch as of this loop iteration, for log lines and fetch notes.
     private var wallSeconds: Int64 = 0
 
-    init(snapshot: Snapshot, counters: WorkerCounters, fetchLog: FetchLog?, accessLog: AccessLogBuffer?, admin: AdminEndpoint?) {
+    init(
+        snapshot: Snapshot, counters: WorkerCounters, fetchLog: FetchLog?, accessLog: AccessLogBuffer?, admin: AdminEndpoint?,
+        http01: HTTP01Resolver? = nil
+    ) {
         self.snapshot = snapshot
         self.counters = counters
         self.fetchLog = fetchLog
         self.accessLog = accessLog
         self.admin = admin
+        self.http01 = http01
     }
 
     /// A new loop iteration: the clock for `Date`, log lines and fetch notes.
@@ -86,9 +96,16 @@ struct Exchange: RequestAnswering {
             return admin.respond(method: request.method, path: String(decoding: request.path, as: UTF8.self)).answering(request.method)
         }
         let host = request.authority.map(HTTPFields.normalizeHost)
-        var routed = Responder.respond(
-            method: request.method, host: host, path: request.path, ifNoneMatch: request.ifNoneMatch,
-            ifModifiedSince: request.ifModifiedSince, acceptsGzip: request.acceptsGzip, snapshot: snapshot, tls: tls)
+        var routed: Responder.Routed
+        if peer.isPlainHTTP, let http01, HTTP01.isChallengePath(request.path) {
+            // ACME's HTTP-01 (RFC 8555 §8.3): plain HTTP only, as the CA asks on port 80; on
+            // HTTPS the path is like any other.
+            routed = HTTP01.respond(method: request.method, host: host, path: request.path, snapshot: snapshot, resolver: http01)
+        } else {
+            routed = Responder.respond(
+                method: request.method, host: host, path: request.path, ifNoneMatch: request.ifNoneMatch,
+                ifModifiedSince: request.ifModifiedSince, acceptsGzip: request.acceptsGzip, snapshot: snapshot, tls: tls)
+        }
         // Only GET and HEAD are served, and neither has content: a body is refused, whatever the
         // path.
         if request.hasBody { routed.response = .error(.contentTooLarge, close: false) }

@@ -46,7 +46,7 @@ enum Responder {
         switch pathClass {
         case .wellKnownAASA, .rootAASA: file = site.aasa
         case .assetLinks: file = site.assetLinks
-        case .other: return routed(.error(.notFound, close: false))
+        case .other, .acmeChallenge: return routed(.error(.notFound, close: false))
         }
         // 421 (RFC 9110 §15.5.20) means "this connection's certificate does not cover the host":
         // HTTP/2 clients reuse a connection for every host its certificate covers (RFC 9113

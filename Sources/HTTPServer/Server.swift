@@ -21,12 +21,17 @@ public final class Server {
         public var traffic: TrafficCounters
         /// Where requests are logged; nil for no access log.
         public var accessLog: AccessLog?
+        /// Answers ACME's HTTP-01 challenges on the plain listeners (`HTTP01`); nil (the default):
+        /// `/.well-known/acme-challenge/` is `404` like any other unknown path. TLS-ALPN-01 is
+        /// answered by the `TLSServer` (its `challengeResolver`).
+        public var http01Resolver: HTTP01Resolver?
 
         public init(
             https: [SocketAddress], http: [SocketAddress], threads: Int, limits: Limits = Limits(), admin: SocketAddress? = nil,
             adminEndpoint: AdminEndpoint? = nil, fetchLog: FetchLog? = nil, traffic: TrafficCounters = TrafficCounters(),
-            accessLog: AccessLog? = nil
+            accessLog: AccessLog? = nil, http01Resolver: HTTP01Resolver? = nil
         ) {
+            self.http01Resolver = http01Resolver
             self.accessLog = accessLog
             self.traffic = traffic
             self.fetchLog = fetchLog
@@ -83,7 +88,7 @@ public final class Server {
                     try Worker(
                         index: i, listeners: perWorker[i], tls: tls, store: store, limits: configuration.limits, logger: logger,
                         stopFlag: stopFlag, counters: configuration.traffic.makeWorkerCounters(),
-                        fetchLog: configuration.fetchLog, accessLog: configuration.accessLog))
+                        fetchLog: configuration.fetchLog, accessLog: configuration.accessLog, http01: configuration.http01Resolver))
             }
             if let address = configuration.admin, let endpoint = configuration.adminEndpoint {
                 // Serving matters more than the admin port: a busy admin address is an error in

@@ -23,12 +23,16 @@ public enum Traffic {
     /// Which of the served paths was asked for.
     public enum PathClass: Int, CaseIterable, Sendable {
         case wellKnownAASA, rootAASA, assetLinks, other
+        /// ACME's HTTP-01 path (RFC 8555 §8.3), answered on the plain listener when the server has
+        /// an HTTP-01 resolver; elsewhere, or without one, it counts as `other`.
+        case acmeChallenge
         public var label: String {
             switch self {
             case .wellKnownAASA: "/.well-known/apple-app-site-association"
             case .rootAASA: "/apple-app-site-association"
             case .assetLinks: "/.well-known/assetlinks.json"
             case .other: "other"
+            case .acmeChallenge: "/.well-known/acme-challenge/"
             }
         }
     }
@@ -91,7 +95,8 @@ final class WorkerCounters: @unchecked Sendable {
     private static let acceptedBase = failureBase + TLSFailure.allCases.count
     private static let openBase = acceptedBase + Traffic.ListenerClass.allCases.count
     private static let timeoutBase = openBase + Traffic.ListenerClass.allCases.count
-    private static let count = timeoutBase + Traffic.TimeoutPhase.allCases.count
+    private static let acmeChallengeIndex = timeoutBase + Traffic.TimeoutPhase.allCases.count
+    private static let count = acmeChallengeIndex + 1
 
     private let slots: UnsafeMutablePointer<Atomic<Int>>
 
@@ -145,6 +150,8 @@ final class WorkerCounters: @unchecked Sendable {
 
     func timedOut(_ phase: Traffic.TimeoutPhase) { add(Self.timeoutBase + phase.rawValue, 1) }
 
+    func acmeChallengeHandshake() { add(Self.acmeChallengeIndex, 1) }
+
     /// Adds this worker's counts to a server-wide total.
     func add(to total: inout ServerStatistics) {
         for version in Traffic.HTTPVersion.allCases {
@@ -175,6 +182,7 @@ final class WorkerCounters: @unchecked Sendable {
         for phase in Traffic.TimeoutPhase.allCases {
             total.timeouts[phase, default: 0] += value(Self.timeoutBase + phase.rawValue)
         }
+        total.acmeChallengeHandshakes += value(Self.acmeChallengeIndex)
     }
 }
 
@@ -189,6 +197,10 @@ public struct ServerStatistics: Sendable {
     /// Connections open now, by listener.
     public var open: [Traffic.ListenerClass: Int] = [:]
     public var timeouts: [Traffic.TimeoutPhase: Int] = [:]
+    /// TLS-ALPN-01 validations answered (`acme-tls/1` handshakes completed with a challenge
+    /// certificate, RFC 8737); not in `handshakes`, which counts connections that carry HTTP.
+    /// Refused ones are in `handshakeFailures` under `acme_challenge_unavailable`.
+    public var acmeChallengeHandshakes = 0
 
     public init() {}
 }

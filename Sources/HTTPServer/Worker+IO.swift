@@ -11,11 +11,18 @@ extension Worker {
         guard case .tls(let t) = c.transport else { return }
         switch t.handshake() {
         case .done:
+            if t.isACMEChallenge {
+                // A TLS-ALPN-01 validation is complete with the handshake (RFC 8737 §4): counted
+                // apart from the handshakes that carry HTTP, and never read from again.
+                counters.acmeChallengeHandshake()
+                perform(c, c.machine.handshakeCompleted(.acmeTLS, identity: .none, &context))
+                return
+            }
             let http2 = t.alpn == "h2"
             counters.handshake(tls13: t.isTLS13, resumed: t.resumed, http2: http2)
             let identity: Responder.TLSIdentity = t.serverName.map { .serverName($0, certificate: t.certificateNames) } ?? .none
             // The first request may already be inside OpenSSL's buffers.
-            if perform(c, c.machine.handshakeCompleted(http2: http2, identity: identity, &context)) { readRequests(c) }
+            if perform(c, c.machine.handshakeCompleted(http2 ? .http2 : .http1, identity: identity, &context)) { readRequests(c) }
         case .wantRead:
             watch(c, read: true, write: false)
         case .wantWrite:

@@ -26,6 +26,9 @@ public final class TLSConnection {
     var chosenContext: TLSContext?
     /// The server name the client sent (lower case), if any.
     public private(set) var serverName: String?
+    /// Why the ClientHello callback refused the handshake, when it did: OpenSSL then reports only
+    /// that a callback failed.
+    var refusal: TLSFailure?
 
     /// The index under which each SSL points back at its TLSConnection.
     static let connectionIndex: Int32 = CRYPTO_get_ex_new_index(CRYPTO_EX_INDEX_SSL, 0, nil, nil, nil, nil)
@@ -55,6 +58,13 @@ public final class TLSConnection {
     /// The context whose certificate the connection presented: the one SNI chose, else the one
     /// it started on.
     var presentedContext: TLSContext { chosenContext ?? startedContext }
+
+    /// Whether the handshake presented a TLS-ALPN-01 challenge certificate (RFC 8737): the
+    /// connection then speaks `acme-tls/1`, which carries no application data (§4), and must end
+    /// right after the handshake. Decided by the context, not by the ALPN result alone: a challenge
+    /// context only ever completes a handshake with `acme-tls/1` selected, and a serving context
+    /// never selects it.
+    public var isACMEChallenge: Bool { presentedContext.purpose == .acmeChallenge }
 
     /// The identity of the certificate the handshake used.
     public var certificateIdentity: String { presentedContext.identity }
@@ -120,7 +130,7 @@ public final class TLSConnection {
             ERR_clear_error()
             return .closed
         default:
-            let failure = TLSFailure(openSSLReason: ERR_GET_REASON(ERR_peek_error()))
+            let failure = refusal ?? TLSFailure(openSSLReason: ERR_GET_REASON(ERR_peek_error()))
             return .failed(failure, TLSError.openSSLReasons())
         }
     }
@@ -140,6 +150,9 @@ public enum TLSFailure: String, CaseIterable, Sendable {
     case peerClosed = "peer_closed"
     /// The handshake did not finish within the handshake timeout.
     case timeout
+    /// The client offered only `acme-tls/1` (RFC 8737) without SNI, or for a name without a
+    /// pending TLS-ALPN-01 challenge, and was refused with `no_application_protocol`.
+    case acmeChallengeUnavailable = "acme_challenge_unavailable"
     /// Anything else.
     case other
 

@@ -41,9 +41,20 @@ public final class TLSContext: @unchecked Sendable {
     // @unchecked: the SSL_CTX is configured in init and only read afterwards; OpenSSL makes
     // SSL_new and SSL_set_SSL_CTX on a shared context thread-safe.
 
+    /// What a context's certificate is for, which decides the protocols its ALPN selects.
+    public enum Purpose: Sendable {
+        /// A site's (or the default) certificate: ALPN selects `h2` or `http/1.1`, never `acme-tls/1`.
+        case serving
+        /// A TLS-ALPN-01 challenge certificate (RFC 8737 §3): ALPN selects `acme-tls/1` and nothing
+        /// else, and the connection carries no application data (§4).
+        case acmeChallenge
+    }
+
     let ctx: OpaquePointer
     /// Content identity of the certificate files (`CertificateFiles.identity`).
     public let identity: String
+    /// Whether this context serves sites or answers an ACME TLS-ALPN-01 challenge.
+    public let purpose: Purpose
     /// The DNS names the leaf certificate covers, read once at load (the 421 rule asks per request).
     public private(set) var names = CertificateNames([])
     /// SHA-256 of `identity`: the session id context, and what session tickets are bound to
@@ -60,7 +71,8 @@ public final class TLSContext: @unchecked Sendable {
     /// Builds a context from PEM bytes: the chain (leaf first) and the private key, which must match.
     /// The files are read and checked first (`PEMCredentials`), so damaged files cost no SSL_CTX.
     public init(
-        chainPEM: [UInt8], keyPEM: [UInt8], identity: String, source: String, minimumVersion: TLSVersion = .tls12
+        chainPEM: [UInt8], keyPEM: [UInt8], identity: String, source: String, minimumVersion: TLSVersion = .tls12,
+        purpose: Purpose = .serving
     ) throws(TLSError) {
         let credentials = try PEMCredentials(chainPEM: chainPEM, keyPEM: keyPEM, source: source)
         guard let ctx = SSL_CTX_new(TLS_server_method()) else {
@@ -68,9 +80,10 @@ public final class TLSContext: @unchecked Sendable {
         }
         self.ctx = ctx
         self.identity = identity
+        self.purpose = purpose
         // A throw from here on still runs deinit (every stored property is set), which frees ctx:
         // freeing it here as well would free it twice.
-        try Self.configure(ctx, minimumVersion: minimumVersion)
+        try Self.configure(ctx, minimumVersion: minimumVersion, purpose: purpose)
         sessionContext = try Self.bindSessions(ctx, to: identity)
         try credentials.install(into: ctx, source: source)
         names = credentials.names
@@ -82,7 +95,7 @@ public final class TLSContext: @unchecked Sendable {
 
     /// The server's protocol settings on a new context (internal: Fuzz/FuzzPEM.swift sets up its
     /// one long-lived context with it).
-    static func configure(_ ctx: OpaquePointer, minimumVersion: TLSVersion) throws(TLSError) {
+    static func configure(_ ctx: OpaquePointer, minimumVersion: TLSVersion, purpose: Purpose = .serving) throws(TLSError) {
         guard CAASAOpenSSL_SSL_CTX_set_min_proto_version(ctx, minimumVersion == .tls13 ? TLS1_3_VERSION : TLS1_2_VERSION) == 1,
             CAASAOpenSSL_SSL_CTX_set_max_proto_version(ctx, TLS1_3_VERSION) == 1,
             SSL_CTX_set_cipher_list(ctx, tls12Ciphers) == 1,
@@ -101,7 +114,9 @@ public final class TLSContext: @unchecked Sendable {
             ctx,
             CAASAOpenSSL_SSL_MODE_RELEASE_BUFFERS | CAASAOpenSSL_SSL_MODE_ENABLE_PARTIAL_WRITE
                 | CAASAOpenSSL_SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER)
-        SSL_CTX_set_alpn_select_cb(ctx, alpnSelect, nil)
+        // The protocols the two purposes select never overlap: a site's certificate never
+        // completes an acme-tls/1 handshake, and a challenge certificate never carries HTTP.
+        SSL_CTX_set_alpn_select_cb(ctx, purpose == .serving ? alpnSelect : acmeALPNSelect, nil)
         // Tickets use the keys of the context a connection started on; every context gets the
         // rotating shared keys, each ticket's MAC bound to its certificate (`bindSessions`).
         _ = CAASAOpenSSL_SSL_CTX_set_tlsext_ticket_key_evp_cb(ctx, ticketKeyCallback)
@@ -236,7 +251,11 @@ private let noPassphrase: @convention(c) (UnsafeMutablePointer<CChar>?, Int32, I
 }
 
 /// ALPN (RFC 7301): `h2`, then `http/1.1`; a client that offers nothing we speak continues
-/// without ALPN rather than failing (RFC 7301 §3.2 allows either; curl and browsers always offer it).
+/// without ALPN rather than failing (RFC 7301 §3.2 allows either; curl and browsers always offer it),
+/// except a client that offers only `acme-tls/1`: a serving certificate must never complete a
+/// TLS-ALPN-01 handshake (RFC 8737 §3), so it gets `no_application_protocol`. The ClientHello
+/// callback already diverts or refuses such a ClientHello; this covers a second ClientHello after
+/// a HelloRetryRequest, which runs on the context the first one chose without the callback.
 private let alpnSelect:
     @convention(c) (
         OpaquePointer?, UnsafeMutablePointer<UnsafePointer<UInt8>?>?, UnsafeMutablePointer<UInt8>?, UnsafePointer<UInt8>?, UInt32,
@@ -248,19 +267,47 @@ private let alpnSelect:
         let result = supported.withUnsafeBufferPointer { server in
             SSL_select_next_proto(&selected, outlen, server.baseAddress, UInt32(server.count), input, inlen)
         }
-        guard result == OPENSSL_NPN_NEGOTIATED, let selected else { return CAASAOpenSSL_SSL_TLSEXT_ERR_NOACK }
+        guard result == OPENSSL_NPN_NEGOTIATED, let selected else {
+            let offered = UnsafeBufferPointer(start: input, count: Int(inlen))
+            return TLSServer.alpnOffer(inList: offered) == .acmeTLSOnly
+                ? CAASAOpenSSL_SSL_TLSEXT_ERR_ALERT_FATAL : CAASAOpenSSL_SSL_TLSEXT_ERR_NOACK
+        }
+        out.pointee = UnsafePointer(selected)
+        return CAASAOpenSSL_SSL_TLSEXT_ERR_OK
+    }
+
+/// ALPN on a challenge certificate's context: `acme-tls/1` when offered, otherwise a fatal
+/// `no_application_protocol` (RFC 7301 §3.2): a challenge certificate is never presented to a
+/// connection that would carry HTTP.
+private let acmeALPNSelect:
+    @convention(c) (
+        OpaquePointer?, UnsafeMutablePointer<UnsafePointer<UInt8>?>?, UnsafeMutablePointer<UInt8>?, UnsafePointer<UInt8>?, UInt32,
+        UnsafeMutableRawPointer?
+    ) -> Int32 = { _, out, outlen, input, inlen, _ in
+        guard let input, let out, let outlen else { return CAASAOpenSSL_SSL_TLSEXT_ERR_ALERT_FATAL }
+        var selected: UnsafeMutablePointer<UInt8>?
+        let supported = TLSContext.acmeALPNWire
+        let result = supported.withUnsafeBufferPointer { server in
+            SSL_select_next_proto(&selected, outlen, server.baseAddress, UInt32(server.count), input, inlen)
+        }
+        guard result == OPENSSL_NPN_NEGOTIATED, let selected else { return CAASAOpenSSL_SSL_TLSEXT_ERR_ALERT_FATAL }
         out.pointee = UnsafePointer(selected)
         return CAASAOpenSSL_SSL_TLSEXT_ERR_OK
     }
 
 extension TLSContext {
     /// Protocols offered in ALPN wire format (length-prefixed), in preference order.
-    static let alpnWire: [UInt8] = {
+    static let alpnWire: [UInt8] = wire(["h2", "http/1.1"])
+
+    /// The one protocol a challenge context speaks, in ALPN wire format.
+    static let acmeALPNWire: [UInt8] = wire([TLSServer.acmeTLSProtocol])
+
+    private static func wire(_ protocols: [String]) -> [UInt8] {
         var out: [UInt8] = []
-        for proto in ["h2", "http/1.1"] {
+        for proto in protocols {
             out.append(UInt8(proto.utf8.count))
             out.append(contentsOf: proto.utf8)
         }
         return out
-    }()
+    }
 }

@@ -279,7 +279,7 @@ struct ConnectionMachineTests {
         #expect(request("/a").withUnsafeBytes { machine.received($0, &context) } == .close)
 
         var h2 = ConnectionMachine(peer: peer, tls: true, now: context.now, limits: context.limits)
-        #expect(h2.handshakeCompleted(http2: true, identity: .none, &context) == .write)
+        #expect(h2.handshakeCompleted(.http2, identity: .none, &context) == .write)
         // A SETTINGS frame: 9-byte header with type 0x4 on stream 0.
         #expect(context.out.count >= 9 && context.out[3] == 0x4)
         #expect(h2.sent(context.out.count, &context) == .wait)
@@ -288,8 +288,39 @@ struct ConnectionMachineTests {
             return
         }
         var h1 = ConnectionMachine(peer: peer, tls: true, now: context.now, limits: context.limits)
-        #expect(h1.handshakeCompleted(http2: false, identity: .none, &context) == .wait)
+        #expect(h1.handshakeCompleted(.http1, identity: .none, &context) == .wait)
         #expect(context.out.isEmpty)
+    }
+}
+
+extension ConnectionMachineTests {
+    @Test("acme-tls/1: the handshake ends the connection (close_notify, then linger); bytes after it are never parsed")
+    func acmeTLSNeverReadsRequests() {
+        var context = makeContext()
+        let peer = Peer(fd: -1, client: "-", isAdmin: false, counted: .https)
+        var machine = ConnectionMachine(peer: peer, tls: true, now: context.now, limits: context.limits)
+        // RFC 8737 §4: acme-tls/1 carries no application data; the server ends it at once.
+        #expect(machine.handshakeCompleted(.acmeTLS, identity: .none, &context) == .linger)
+        #expect(context.out.isEmpty)
+        guard case .acmeTLS = machine.framing else {
+            Issue.record("acme-tls/1 did not choose its own framing")
+            return
+        }
+        machine.linger(&context)
+        #expect(machine.phase == .lingering && machine.deadline == context.now + context.limits.lingerTimeout)
+        // A request sent after the handshake, whole or at any split: nothing is answered or written.
+        let bytes = request("/.well-known/apple-app-site-association") + request("/a")
+        for split in 0...bytes.count {
+            for piece in [bytes[..<split], bytes[split...]] where !piece.isEmpty {
+                #expect(piece.withUnsafeBytes { machine.received($0, &context) } == .close, "split \(split)")
+            }
+        }
+        #expect(context.answerer.paths.isEmpty && context.answerer.refused.isEmpty)
+        #expect(context.out.isEmpty && !machine.hasPendingOutput && machine.bufferedInput == 0)
+        // A graceful stop has nothing to add; an output event ends it as well.
+        context.draining = true
+        #expect(machine.stop(&context) == .wait && context.out.isEmpty)
+        #expect(machine.sent(0, &context) == .linger)
     }
 }
 

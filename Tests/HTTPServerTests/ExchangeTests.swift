@@ -10,12 +10,12 @@ struct ExchangeTests {
     static let aasaPath = "/.well-known/apple-app-site-association"
     static let body = Array(#"{"applinks":{"details":[]}}"#.utf8)
 
-    static func exchange(admin: AdminEndpoint? = nil) throws -> Exchange {
+    static func exchange(admin: AdminEndpoint? = nil, http01: HTTP01Resolver? = nil) throws -> Exchange {
         let file = try PreparedFile(body: body, modified: 784_111_777, options: ServingOptions())
         let site = ServedSite(
             directory: "a.test", hosts: [try HostName(parsing: "a.test")], aasa: file, assetLinks: nil, certificate: nil, loadedAt: 0)
         let snapshot = Snapshot(generation: 1, sites: [site], defaultCertificate: nil)
-        return Exchange(snapshot: snapshot, counters: WorkerCounters(), fetchLog: nil, accessLog: nil, admin: admin)
+        return Exchange(snapshot: snapshot, counters: WorkerCounters(), fetchLog: nil, accessLog: nil, admin: admin, http01: http01)
     }
 
     static let sitePeer = Peer(fd: -1, client: "-", isAdmin: false, counted: .https)

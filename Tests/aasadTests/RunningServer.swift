@@ -189,7 +189,11 @@ final class RunningServer {
         try curl(["-H", "Host: \(host)", "http://127.0.0.1:\(httpPort)\(path)"] + options)
     }
 
-    func curl(_ arguments: [String]) throws -> HTTPResult {
+    func curl(_ arguments: [String]) throws -> HTTPResult { try Self.curl(arguments, scratch: config) }
+
+    /// curl with `arguments`, its response head written to a file in `scratch` (for servers that
+    /// tests run in-process, as well as this one).
+    static func curl(_ arguments: [String], scratch config: TestConfig) throws -> HTTPResult {
         let headerFile = config.path("headers-\(UUID().uuidString)")
         let out = try Tool.run(
             "curl", ["-sS", "--path-as-is", "-D", headerFile, "-w", "\n%{num_connects} %{http_version}", "--max-time", "10"] + arguments)
