@@ -43,7 +43,9 @@ extension CertificateManager {
             let renewing = state.withLock { $0.entries[name]?.served != nil }
             logger.info("ordering a certificate", metadata: ["name": "\(name)", "renewal": "\(renewing)"])
             let issued = try acmeClient().issue(
-                names: [name], solver: StorageSolver(storage: storage, configuration: configuration), sleep: { [self] in pause($0) })
+                names: [name],
+                solver: StorageSolver(storage: storage, configuration: configuration, book: challenges, pause: { [self] in pause($0) }),
+                sleep: { [self] in pause($0) })
             guard heartbeat.held else { throw ACMEError.storage("the lock of \(name) was lost during the order") }
             try storage.storeCertificate(name: name, chainPEM: issued.chainPEM, keyPEM: issued.keyPEM)
             guard let served = loadCertificate(name) else {
@@ -211,12 +213,19 @@ final class Heartbeat: Sendable {
 final class StorageSolver: ChallengeSolver {
     let storage: ACMEStorage
     let configuration: CertificateManager.Configuration
+    let book: ChallengeBook
+    let pause: @Sendable (Duration) -> Void
     /// DNS-01 values presented, by name: `remove` gets the value it removes, as lego's exec hook.
     private let presented = Mutex<[String: String]>([:])
 
-    init(storage: ACMEStorage, configuration: CertificateManager.Configuration) {
+    init(
+        storage: ACMEStorage, configuration: CertificateManager.Configuration, book: ChallengeBook,
+        pause: @escaping @Sendable (Duration) -> Void
+    ) {
         self.storage = storage
         self.configuration = configuration
+        self.book = book
+        self.pause = pause
     }
 
     var types: [String] {
@@ -230,9 +239,14 @@ final class StorageSolver: ChallengeSolver {
         switch type {
         case "http-01":
             try storage.storeHTTP01(token: token, keyAuthorization: keyAuthorization)
+            book.addHTTP01(token: token, answer: Array(keyAuthorization.utf8))
+            // Every replica's book has it before the CA is told to come.
+            pause(.milliseconds(ChallengeBook.propagationMilliseconds))
         case "tls-alpn-01":
             let pair = try tlsALPN01Certificate(name: name, keyAuthorization: keyAuthorization)
             try storage.storeTLSALPNChallenge(name: name, chainPEM: pair.chainPEM, keyPEM: pair.keyPEM)
+            book.addTLSALPN(name: name, chainPEM: pair.chainPEM, keyPEM: pair.keyPEM)
+            pause(.milliseconds(ChallengeBook.propagationMilliseconds))
         case "dns-01":
             let value = dns01TXTValue(keyAuthorization: keyAuthorization)
             presented.withLock { $0[name] = value }
@@ -244,8 +258,12 @@ final class StorageSolver: ChallengeSolver {
 
     func cleanUp(type: String, name: String, token: String) {
         switch type {
-        case "http-01": storage.removeHTTP01(token: token)
-        case "tls-alpn-01": storage.removeTLSALPNChallenge(name: name)
+        case "http-01":
+            storage.removeHTTP01(token: token)
+            book.removeHTTP01(token: token)
+        case "tls-alpn-01":
+            storage.removeTLSALPNChallenge(name: name)
+            book.removeTLSALPN(name: name)
         case "dns-01":
             guard let value = presented.withLock({ $0.removeValue(forKey: name) }) else { return }
             try? hook("remove", name: name, value: value)

@@ -118,6 +118,8 @@ public final class CertificateManager: Sendable {
     let wanted = Mutex<Set<String>>([])
     let wakeup: Wakeup
     let locks: StorageLock
+    /// Pending challenge answers, in memory for the serving loops.
+    public let challenges: ChallengeBook
     /// The ACME client, made on the manager's thread at its first order.
     let client = Mutex<ACMEClient?>(nil)
 
@@ -127,6 +129,7 @@ public final class CertificateManager: Sendable {
         self.clock = clock
         self.logger = logger
         locks = try StorageLock(directory: storage.locks, clock: clock.monotonic)
+        challenges = try ChallengeBook(storage: storage)
         do {
             wakeup = try Wakeup()
         } catch {
@@ -145,20 +148,18 @@ public final class CertificateManager: Sendable {
         }
     }
 
-    /// The TLS-ALPN-01 certificate for a name being validated (RFC 8737), from storage so that
-    /// whichever replica the CA reaches can answer; only for wanted names, so a client cannot make
-    /// the server look up arbitrary files.
+    /// The TLS-ALPN-01 certificate for a name being validated (RFC 8737), presented by this
+    /// process or another replica; only for wanted names. Memory only (`ChallengeBook`).
     public func tlsALPNChallenge(for name: String) -> TLSServer.CertificateSource? {
-        guard wanted.withLock({ $0.contains(name) }), let pair = storage.tlsALPNChallenge(for: name) else { return nil }
-        return TLSServer.CertificateSource(
-            identity: "acme-tls/1 " + Hex.string(sha256(pair.chainPEM + [0] + pair.keyPEM)), chainPEM: pair.chainPEM,
-            keyPEM: pair.keyPEM, label: "tls-alpn-01 challenge for \(name)")
+        guard wanted.withLock({ $0.contains(name) }) else { return nil }
+        return challenges.tlsALPN(for: name)
     }
 
     /// The HTTP-01 key authorization for a token (RFC 8555 §8.3), for a wanted host only.
+    /// Memory only (`ChallengeBook`).
     public func http01Answer(host: String, token: String) -> [UInt8]? {
         guard wanted.withLock({ $0.contains(host) }) else { return nil }
-        return storage.http01Answer(token: token)
+        return challenges.http01(token: token)
     }
 
     /// Every wanted name's state, sorted by name.
@@ -220,6 +221,7 @@ public final class CertificateManager: Sendable {
     }
 
     public func start() {
+        challenges.start()
         let thread = LoopThread.spawn { [self] in run() }
         state.withLock { $0.thread = thread }
     }
@@ -232,5 +234,6 @@ public final class CertificateManager: Sendable {
         }
         wakeup.wake()
         thread?.join()
+        challenges.stop()
     }
 }

@@ -96,6 +96,7 @@ final class MetricsExporter: Sendable {
                 count("aasad_connections_accepted_total", [("listener", listener.label)], statistics.accepted[listener] ?? 0)
                 level("aasad_connections_open", [("listener", listener.label)], Double(statistics.open[listener] ?? 0))
             }
+            count("aasad_acme_challenge_handshakes_total", [], statistics.acmeChallengeHandshakes)
             for (phase, value) in statistics.timeouts {
                 count("aasad_connection_timeouts_total", [("phase", phase.label)], value)
             }
@@ -168,6 +169,7 @@ final class MetricsExporter: Sendable {
         "aasad_config_last_reload_success_timestamp_seconds":
             "When a reload (or start-up) last refused nothing, in seconds since the epoch.",
         "aasad_build_info": "The running version, as a label; always 1.",
+        "aasad_acme_challenge_handshakes_total": "TLS-ALPN-01 validation handshakes answered (RFC 8737), closed after the handshake.",
         "aasad_acme_orders_total": "ACME orders since start, by result (issued: a certificate stored; failed: any cause).",
         "aasad_acme_certificates_picked_up_total": "Certificates loaded from the ACME storage (at start, or stored by another replica).",
         "aasad_acme_names": "Names wanting an automatic certificate, by state.",

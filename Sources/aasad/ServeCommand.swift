@@ -144,7 +144,11 @@ struct ServeCommand: ParsableCommand {
         let tls: TLSServer
         do {
             // A site's own pair, else its automatic certificate, else the default.
-            tls = try TLSServer(defaultCertificate: certificates.defaultSource, minimumVersion: settings.tlsMinimumVersion) { name in
+            // TLS-ALPN-01 answers (RFC 8737) come from the manager's in-memory challenge book.
+            tls = try TLSServer(
+                defaultCertificate: certificates.defaultSource, minimumVersion: settings.tlsMinimumVersion,
+                challengeResolver: { name in managerSlot.withLock { $0 }?.tlsALPNChallenge(for: name) }
+            ) { name in
                 store.snapshot().site(forHost: name)?.certificate?.source ?? managerSlot.withLock { $0 }?.certificate(for: name)
             }
         } catch {
@@ -166,7 +170,8 @@ struct ServeCommand: ParsableCommand {
         let server = Server(
             configuration: .init(
                 https: httpsAddresses, http: httpAddresses, threads: workerCount, limits: limits, admin: adminAddress,
-                adminEndpoint: endpoint, fetchLog: fetches, traffic: traffic, accessLog: accessLog),
+                adminEndpoint: endpoint, fetchLog: fetches, traffic: traffic, accessLog: accessLog,
+                http01Resolver: { host, token in managerSlot.withLock { $0 }?.http01Answer(host: host, token: token) }),
             store: store, tls: tls, logger: logger)
         do {
             try server.start()

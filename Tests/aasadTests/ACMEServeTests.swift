@@ -1,0 +1,136 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// `aasad serve` with automatic certificates, end to end against pebble: pebble's validation
+/// reaches aasad's own listeners (pebble-challtestsrv as the DNS that resolves every name to
+/// 127.0.0.1, pebble's tlsPort and httpPort set to aasad's ports), with its 5 % bad-nonce
+/// rejections on.
+@Suite("serve: automatic certificates against pebble (issue 11)", .serialized)
+final class ACMEServeTests {
+    let config: TestConfig
+    let pebble: Pebble
+    /// pebble's issuing root, as a file curl trusts.
+    let root: String
+
+    init() throws {
+        config = try TestConfig()
+        pebble = try Pebble(resolveEverythingToLoopback: true)
+        root = config.path("pebble-root.pem")
+        try config.write("pebble-root.pem", try pebble.issuingRoot())
+    }
+
+    func settings(challenges: String, storage: String = "acme") throws {
+        try config.write(
+            "config/aasad.yaml",
+            Array(
+                """
+                acme:
+                  directory: "\(pebble.directory)"
+                  directory-ca: "\(pebble.caFile)"
+                  storage: "\(config.path(storage))"
+                  challenges: [\(challenges)]
+                  email: ops@example.com
+
+                """.utf8))
+    }
+
+    func serve() throws -> RunningServer {
+        try RunningServer(config: config, extra: ["--https", "127.0.0.1:\(pebble.tlsPort)", "--http", "127.0.0.1:\(pebble.httpPort)"])
+    }
+
+    /// The `acme` entries of `/sites`, by name.
+    func automatic(_ server: RunningServer) throws -> [String: [String: Any]] {
+        let page = try server.admin("/sites")
+        let json = try JSONSerialization.jsonObject(with: Data(page.body)) as? [String: Any]
+        var byName: [String: [String: Any]] = [:]
+        for site in json?["sites"] as? [[String: Any]] ?? [] {
+            for entry in site["acme"] as? [[String: Any]] ?? [] { byName[entry["name"] as? String ?? ""] = entry }
+        }
+        return byName
+    }
+
+    func describe(_ server: RunningServer) -> String { "\((try? automatic(server)) ?? [:])" }
+
+    func waitValid(_ server: RunningServer, _ names: [String]) -> Bool {
+        eventually(attempts: 600, interval: 0.1) {
+            let entries = (try? self.automatic(server)) ?? [:]
+            return names.allSatisfy { entries[$0]?["state"] as? String == "valid" }
+        }
+    }
+
+    /// The subject and issuer of the certificate served for an SNI name.
+    func presented(_ server: RunningServer, _ name: String) throws -> String {
+        let handshake = try Tool.run(
+            "openssl", ["s_client", "-connect", "127.0.0.1:\(server.httpsPort)", "-servername", name, "-brief"], input: [])
+        return handshake.stderr
+    }
+
+    @Test("TLS-ALPN-01: each uncovered host gets a CA certificate; own tls/ left alone; a new site too; wildcard needs a hook")
+    func tlsALPN() throws {
+        try settings(challenges: "tls-alpn-01")
+        let server = try serve()
+        #expect(waitValid(server, ["a.test", "www.a.test"]), "\(describe(server))\n\(server.log())")
+        for host in ["a.test", "www.a.test"] {
+            let fetched = try server.https(host, "/.well-known/apple-app-site-association", cacert: root)
+            #expect(fetched.status == 200, "\(host)")
+        }
+        // own.test keeps its own pair; no order was placed for it.
+        #expect(try presented(server, "own.test").contains("CN = own.test"))
+        let entries = try automatic(server)
+        #expect(entries["own.test"] == nil)
+        #expect(entries["*.w.test"]?["state"] as? String == "needs-dns-hook")
+        #expect(entries["bad.test"] == nil)
+        // A site added while serving is served over a CA certificate moments later.
+        let added = Date()
+        try config.write("config/sites/new.test/apple-app-site-association", config.aasa)
+        #expect(waitValid(server, ["new.test"]), "\(describe(server))")
+        #expect(try server.https("new.test", "/apple-app-site-association", cacert: root).status == 200)
+        print("new.test: added to served with a CA certificate in \(String(format: "%.1f", Date().timeIntervalSince(added))) s")
+        let metrics = String(decoding: try server.admin("/metrics").body, as: UTF8.self)
+        #expect(metrics.contains("aasad_acme_orders_total{result=\"issued\"} 3"), "\(metrics)")
+        #expect(metrics.contains("aasad_acme_names{state=\"needs-dns-hook\"} 1"))
+        #expect(!metrics.contains("aasad_acme_challenge_handshakes_total 0"))
+        #expect(try presented(server, "a.test").contains("Pebble Intermediate"))
+        #expect(server.stop() == 0)
+        #expect(server.log().contains("certificate issued"))
+    }
+
+    @Test("two servers on one port sharing storage, over HTTP-01: one order per name, the same certificate from both")
+    func replicas() throws {
+        try settings(challenges: "http-01")
+        let one = try serve()
+        let two = try serve()
+        #expect(waitValid(one, ["a.test", "www.a.test"]), "\(describe(one))\n\(one.log())")
+        #expect(waitValid(two, ["a.test", "www.a.test"]), "\(describe(two))\n\(two.log())")
+        let log = try String(contentsOfFile: config.path("acme/orders.log"), encoding: .utf8).split(separator: "\n")
+        #expect(log.count == 2, "\(log)")
+        for name in ["a.test", "www.a.test"] {
+            let a = try automatic(one)[name]?["notAfter"] as? Int
+            let b = try automatic(two)[name]?["notAfter"] as? Int
+            #expect(a != nil && a == b)
+            #expect(try Tool.fingerprint(ofFile: config.path("acme/certificates/\(name).pem")).isEmpty == false)
+        }
+    }
+
+    @Test("the CA down: a restart serves the stored certificates at once; a new site's order fails and backs off")
+    func caDown() throws {
+        try settings(challenges: "tls-alpn-01")
+        let first = try serve()
+        #expect(waitValid(first, ["a.test", "www.a.test"]), "\(describe(first))")
+        #expect(first.stop() == 0)
+        pebble.stop()
+        try config.write("config/sites/later.test/apple-app-site-association", config.aasa)
+        let again = try serve()
+        // The first request after ready: the stored certificate, not the development one.
+        #expect(try again.https("a.test", "/apple-app-site-association", cacert: root).status == 200)
+        #expect(
+            eventually(attempts: 300) { (try? self.automatic(again))?["later.test"]?["state"] as? String == "failed" },
+            "\(describe(again))")
+        let failed = try automatic(again)["later.test"] ?? [:]
+        #expect((failed["error"] as? String)?.contains("no answer from the CA") == true, "\(failed)")
+        let next = failed["nextAttempt"] as? Int ?? 0
+        #expect(next - Int(Date().timeIntervalSince1970) > 40, "\(failed)")
+        #expect(try automatic(again)["a.test"]?["state"] as? String == "valid")
+    }
+}
