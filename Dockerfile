@@ -1,5 +1,5 @@
 # aasad in a container: build with the static Swift standard library, run on a small Debian with
-# only the C libraries aasad links (libssl3, libnghttp2-14, zlib1g), as a non-root user.
+# only the C libraries aasad links (libssl3, libnghttp2-14, zlib1g, libcurl4), as a non-root user.
 #
 #   docker build -t aasad .
 #   docker run -p 443:8443 -p 127.0.0.1:9190:9190 -v /path/to/config:/config:ro aasad
@@ -9,7 +9,7 @@
 
 FROM swift:6.0-bookworm AS build
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends libssl-dev libnghttp2-dev zlib1g-dev pkg-config \
+    && apt-get install -y --no-install-recommends libssl-dev libnghttp2-dev zlib1g-dev libcurl4-openssl-dev pkg-config \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY Package.swift ./
@@ -20,7 +20,7 @@ RUN swift build -c release --product aasad --static-swift-stdlib \
 
 FROM debian:bookworm-slim
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends libssl3 libnghttp2-14 zlib1g ca-certificates curl \
+    && apt-get install -y --no-install-recommends libssl3 libnghttp2-14 zlib1g libcurl4 ca-certificates curl \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --system --uid 10001 --home-dir /state --shell /usr/sbin/nologin aasad \
     && mkdir -p /config /state && chown aasad:aasad /state
