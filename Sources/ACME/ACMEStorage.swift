@@ -44,6 +44,14 @@ public struct ACMEStorage: Sendable {
         }
     }
 
+    /// Every directory of the layout, parents first.
+    public var directories: [String] {
+        [
+            root, root + "/accounts", root + "/certificates", root + "/challenges", root + "/challenges/http-01",
+            root + "/challenges/tls-alpn-01", root + "/locks",
+        ]
+    }
+
     public var locks: String { root + "/locks" }
     public var orderLog: String { root + "/orders.log" }
 
@@ -117,7 +125,7 @@ public struct ACMEStorage: Sendable {
 
         init(_ status: FileStatus) {
             inode = status.inode
-            modified = status.modified
+            modified = status.modifiedNanoseconds
             size = status.size
         }
     }
@@ -234,7 +242,13 @@ public enum StorageName {
                 (c >= 0x61 && c <= 0x7A) || (c >= 0x30 && c <= 0x39) || c == 0x2D || c == 0x2E || c == 0x5F || c == 0x2A
             })
         else { throw .storage("\(ACMEProblem.clean(name)) is not a lower-case host name to store") }
-        return name.split(separator: "*", omittingEmptySubsequences: false).joined(separator: "_wildcard_")
+        // `*` only as a wildcard's first label, and no name that spells the wildcard itself:
+        // `*.a.test` and `_wildcard_.a.test` must never share a file.
+        let rest = name.hasPrefix("*.") ? name.dropFirst(2) : Substring(name)
+        guard !rest.contains("*"), !rest.contains("_wildcard_") else {
+            throw .storage("\(ACMEProblem.clean(name)) is not a lower-case host name to store")
+        }
+        return name.hasPrefix("*.") ? "_wildcard_." + rest : name
     }
 }
 

@@ -35,12 +35,17 @@ extension CertificateManager {
             logger.error("cannot look at a stored certificate", metadata: ["name": "\(name)", "error": "\(error)"])
             return
         }
-        let known = state.withLock { $0.entries[name]?.served?.version }
-        guard let version, version != known else { return }
-        guard let loaded = loadCertificate(name) else { return }
+        let (known, rejected) = state.withLock { ($0.entries[name]?.served?.version, $0.entries[name]?.rejected) }
+        // An unusable file is judged (and logged) once per version, not at every look.
+        guard let version, version != known, version != rejected else { return }
+        guard let loaded = loadCertificate(name) else {
+            setState(name) { $0.rejected = version }
+            return
+        }
         let kept = state.withLock { state -> Bool in
             guard var entry = state.entries[name] else { return false }
             entry.served = loaded
+            servedCertificates.withLock { $0[name] = loaded.source }
             entry.error = nil
             entry.backoff.succeeded()
             state.entries[name] = entry

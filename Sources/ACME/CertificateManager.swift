@@ -95,6 +95,8 @@ public final class CertificateManager: Sendable {
         var error: String?
         /// While another replica holds the name's lock: when to try the lock again.
         var lockRetryAt: Int64 = 0
+        /// The version of a stored file found unusable (expired, damaged, another name's).
+        var rejected: ACMEStorage.FileVersion?
     }
 
     struct State: Sendable {
@@ -118,6 +120,9 @@ public final class CertificateManager: Sendable {
     let wanted = Mutex<Set<String>>([])
     let wakeup: Wakeup
     let locks: StorageLock
+    /// What handshakes read: each name's served certificate, apart from `state` (which the
+    /// manager's thread holds for passes over every name), changed only when a certificate is.
+    let servedCertificates = Mutex<[String: TLSServer.CertificateSource]>([:])
     /// Pending challenge answers, in memory for the serving loops.
     public let challenges: ChallengeBook
     /// The ACME client, made on the manager's thread at its first order.
@@ -141,10 +146,10 @@ public final class CertificateManager: Sendable {
 
     /// The certificate for an SNI name: the name's own, else its wildcard parent's (`*.suffix`).
     public func certificate(for name: String) -> TLSServer.CertificateSource? {
-        state.withLock { state in
-            if let served = state.entries[name]?.served { return served.source }
+        servedCertificates.withLock { served in
+            if let source = served[name] { return source }
             guard let dot = name.firstIndex(of: ".") else { return nil }
-            return state.entries["*" + name[dot...]]?.served?.source
+            return served["*" + name[dot...]]
         }
     }
 
@@ -203,7 +208,9 @@ public final class CertificateManager: Sendable {
     public func want(_ names: Set<String>) {
         wanted.withLock { $0 = names }
         state.withLock { state in
-            for name in state.entries.keys where !names.contains(name) { state.entries[name] = nil }
+            let gone = state.entries.keys.filter { !names.contains($0) }
+            for name in gone { state.entries[name] = nil }
+            if !gone.isEmpty { servedCertificates.withLock { served in for name in gone { served[name] = nil } } }
             // Only new names are sorted (for a stable queue order among names wanted together):
             // a reload of one site at 100,000 names costs a pass, not a sort of them all.
             for name in names.filter({ state.entries[$0] == nil }).sorted() {

@@ -17,6 +17,12 @@ public final class ChallengeBook: Sendable {
     public static let pollMilliseconds: Int64 = 500
     /// What a presenting replica waits before the CA may come: two looks by every other replica.
     public static let propagationMilliseconds: Int64 = 2 * pollMilliseconds + 200
+    /// Challenge files older than this are left over from a replica that stopped mid-order (an
+    /// order's polling lasts at most 5 minutes): removed, so the folders stay small.
+    public static let staleSeconds: Int64 = 3600
+    /// Answers read per look at most: a folder flooded by a broken replica cannot make one look
+    /// (or the book) grow without bound.
+    public static let maximumAnswers = 1000
 
     struct Entries: Sendable {
         var tlsALPN: [String: (source: TLSServer.CertificateSource, version: ACMEStorage.FileVersion?)] = [:]
@@ -66,13 +72,17 @@ public final class ChallengeBook: Sendable {
 
     /// Brings the book in line with the storage folders: new or replaced files read, vanished
     /// ones dropped (answers this process added and has not yet seen on disk are kept).
-    func poll() {
+    func poll(now: Int64 = WallClock.seconds()) {
         let root = storage.root + "/challenges"
-        let tokens = (try? Files.list(root + "/http-01")) ?? []
-        let names = (try? Files.list(root + "/tls-alpn-01")) ?? []
+        let tokens = ((try? Files.list(root + "/http-01")) ?? []).prefix(Self.maximumAnswers)
+        let names = ((try? Files.list(root + "/tls-alpn-01")) ?? []).prefix(Self.maximumAnswers)
         var seenTokens = Set<String>()
         for token in tokens where !token.hasPrefix(".") {
             guard let path = storage.http01Path(for: token), let status = try? Files.status(path), status.kind == .regular else { continue }
+            if status.modified < now - Self.staleSeconds {
+                try? Files.remove(path)
+                continue
+            }
             seenTokens.insert(token)
             let version = ACMEStorage.FileVersion(status)
             if entries.withLock({ $0.http01[token]?.version }) == version { continue }
@@ -85,6 +95,10 @@ public final class ChallengeBook: Sendable {
             let name = component.replacing("_wildcard_", with: "*")
             guard let path = try? storage.tlsALPNChallengePath(for: name), let status = try? Files.status(path), status.kind == .regular
             else { continue }
+            if status.modified < now - Self.staleSeconds {
+                try? Files.remove(path)
+                continue
+            }
             seenNames.insert(name)
             let version = ACMEStorage.FileVersion(status)
             if entries.withLock({ $0.tlsALPN[name]?.version }) == version { continue }

@@ -10,6 +10,8 @@ public enum HookProgram {
     public static let timeoutMilliseconds: Int32 = 180_000
     /// What is kept of a hook's output (standard output and error together) for the log.
     public static let maximumOutputBytes = 2048
+    /// How often the wait for output also checks whether the program has exited.
+    static let reapMilliseconds: Int64 = 100
 
     public struct Result: Sendable, Equatable {
         /// The exit status, or nil when it was killed (by a signal, or at the time limit).
@@ -43,11 +45,21 @@ public enum HookProgram {
         sigemptyset(&defaults)
         for s in [SIGTERM, SIGINT, SIGHUP, SIGPIPE] { sigaddset(&defaults, s) }
         posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        // Its own process group, so that what it starts in the background is stopped with it.
+        posix_spawnattr_setpgroup(&attributes, 0)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP))
         let argv = ([path] + arguments).map { strdup($0) } + [nil]
         defer { for p in argv { free(p) } }
+        // The environment without the EAB MAC key: a hook has no business with the account.
+        var inherited: [UnsafeMutablePointer<CChar>?] = []
+        var entry = environ
+        while let variable = entry.pointee {
+            if !String(cString: variable).hasPrefix("AASAD_ACME_EAB_") { inherited.append(variable) }
+            entry += 1
+        }
+        inherited.append(nil)
         var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, path, &actions, &attributes, argv, environ)
+        let spawned = posix_spawn(&pid, path, &actions, &attributes, argv, inherited)
         close(writeEnd)
         guard spawned == 0 else {
             close(readEnd)
@@ -56,31 +68,37 @@ public enum HookProgram {
         defer { close(readEnd) }
         var output: [UInt8] = []
         var timedOut = false
-        var remaining = timeout
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while true {
-            var poller = pollfd(fd: readEnd, events: Int16(POLLIN), revents: 0)
-            let started = MonotonicClock().milliseconds()
-            let ready = poll(&poller, 1, remaining)
-            if ready < 0 && errno == EINTR { continue }
-            if ready <= 0 {
-                timedOut = ready == 0
-                kill(pid, SIGKILL)
-                break
-            }
-            let n = read(readEnd, &buffer, buffer.count)
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { break }  // every writer closed: the program ended (or closed its output)
-            if output.count < maximumOutputBytes { output += buffer[0..<min(n, maximumOutputBytes - output.count)] }
-            remaining = max(0, remaining - Int32(clamping: MonotonicClock().milliseconds() - started))
-            if remaining == 0 {
-                timedOut = true
-                kill(pid, SIGKILL)
-                break
-            }
-        }
         var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        var reaped = false
+        let deadline = MonotonicClock().milliseconds() + Int64(timeout)
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        // Reads its output until it exits (a child it left in the background may keep the pipe
+        // open: the group is then stopped) or the time limit passes.
+        while true {
+            let remaining = deadline - MonotonicClock().milliseconds()
+            if remaining <= 0 {
+                timedOut = true
+                break
+            }
+            var poller = pollfd(fd: readEnd, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&poller, 1, Int32(min(remaining, Self.reapMilliseconds)))
+            if ready > 0 {
+                let n = read(readEnd, &buffer, buffer.count)
+                if n > 0 {
+                    if output.count < maximumOutputBytes { output += buffer[0..<min(n, maximumOutputBytes - output.count)] }
+                    continue
+                }
+                if n < 0 && errno == EINTR { continue }
+            }
+            if waitpid(pid, &status, WNOHANG) == pid {
+                reaped = true
+                break
+            }
+            // End of output without an exit yet: wait for the exit (or the limit).
+            if ready > 0 { _ = poll(nil, 0, Int32(min(remaining, Self.reapMilliseconds))) }
+        }
+        kill(-pid, SIGKILL)
+        if !reaped { while waitpid(pid, &status, 0) < 0 && errno == EINTR {} }
         // WIFEXITED / WEXITSTATUS, which Swift does not import as functions.
         let exited = status & 0x7F == 0
         let text = ACMEProblem.clean(String(decoding: output, as: UTF8.self))

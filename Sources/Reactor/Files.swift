@@ -12,6 +12,8 @@ public struct FileStatus: Sendable, Equatable {
     /// Last change of content or attributes (`st_ctim`), whole seconds since the epoch; only the
     /// kernel sets it.
     public var changed: Int64
+    /// `st_mtim` to the nanosecond: a file replaced within one second, even on a reused inode.
+    public var modifiedNanoseconds: Int64
     /// The inode number: a file replaced by rename(2) gets another one, whatever its times say.
     public var inode: UInt64
     public var size: Int64
@@ -25,6 +27,7 @@ public struct FileStatus: Sendable, Equatable {
         }
         modified = Int64(info.st_mtim.tv_sec)
         changed = Int64(info.st_ctim.tv_sec)
+        modifiedNanoseconds = Int64(info.st_mtim.tv_sec) &* 1_000_000_000 &+ Int64(info.st_mtim.tv_nsec)
         inode = UInt64(info.st_ino)
         size = Int64(info.st_size)
     }

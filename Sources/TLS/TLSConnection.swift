@@ -61,9 +61,10 @@ public final class TLSConnection {
 
     /// Whether the handshake presented a TLS-ALPN-01 challenge certificate (RFC 8737): the
     /// connection then speaks `acme-tls/1`, which carries no application data (§4), and must end
-    /// right after the handshake. Decided by the context, not by the ALPN result alone: a challenge
-    /// context only ever completes a handshake with `acme-tls/1` selected, and a serving context
-    /// never selects it.
+    /// right after the handshake. Decided by the context, not by the ALPN result alone: a serving
+    /// context never selects `acme-tls/1`, and a challenge context selects nothing else (though a
+    /// second ClientHello after a HelloRetryRequest that drops ALPN completes with none selected:
+    /// the connection still ends here, unread).
     public var isACMEChallenge: Bool { presentedContext.purpose == .acmeChallenge }
 
     /// The identity of the certificate the handshake used.

@@ -15,8 +15,11 @@ enum ConfigLoading {
         }
     }
 
+    /// `automatic`: aasad.yaml turns ACME on, so hosts the default pair does not cover get
+    /// automatic certificates rather than a refused handshake.
     static func load(_ directory: String) -> ConfigScan {
         var scan = ConfigLoader.scan(directory: directory)
+        let automatic = ServerSettings.load(configDirectory: directory).0.acme.directory != nil
         var checked: [String: TLSError?] = [:]
         func check(_ files: CertificateFiles) -> TLSError? {
             if let known = checked[files.identity] { return known }
@@ -57,7 +60,7 @@ enum ConfigLoading {
                             severity: .error, file: files.directory + "/cert.pem",
                             message: Self.notCovered(info, hosts: hosts, what: "the site's certificate")))
                 }
-            } else if let files = scan.defaultCertificate, let info = defaultInfo, !info.covers(hosts) {
+            } else if let files = scan.defaultCertificate, let info = defaultInfo, !info.covers(hosts), !automatic {
                 // Served with the default pair (SNI picks it for a site without its own), which
                 // clients refuse for a name it is not for.
                 scan.sites[i].problems.append(

@@ -150,6 +150,12 @@ final class MetricsExporter: Sendable {
         MetricNameDescriptor(metricName: name, unitName: "", helpText: helpTexts[name] ?? "")
     }
 
+    /// Families that exist only while automatic certificates are on (the manager's figures).
+    static let automaticCertificateFamilies: Set<String> = [
+        "aasad_acme_orders_total", "aasad_acme_certificates_picked_up_total", "aasad_acme_names", "aasad_acme_queue_length",
+        "aasad_acme_earliest_not_after_timestamp_seconds",
+    ]
+
     /// What each metric means, as its family's `# HELP` line.
     static let helpTexts: [String: String] = [
         "aasad_requests_total": "Requests answered on the HTTPS and HTTP listeners, by protocol, site class, path and status class.",

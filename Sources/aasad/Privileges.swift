@@ -8,6 +8,15 @@ enum Privileges {
         var description: String
     }
 
+    /// Hands directories made while root (the ACME storage) to the user about to run the process.
+    static func giveOwnership(of paths: [String], to name: String) throws(Failure) {
+        guard let entry = getpwnam(name) else { throw Failure(description: "no such user \"\(name)\"") }
+        guard geteuid() == 0 else { return }
+        for path in paths where chown(path, entry.pointee.pw_uid, entry.pointee.pw_gid) != 0 {
+            throw Failure(description: "chown \(path): \(String(cString: strerror(errno)))")
+        }
+    }
+
     static func drop(to name: String) throws(Failure) {
         guard let entry = getpwnam(name) else { throw Failure(description: "no such user \"\(name)\"") }
         let uid = entry.pointee.pw_uid

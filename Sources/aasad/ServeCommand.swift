@@ -138,18 +138,27 @@ struct ServeCommand: ParsableCommand {
         let sites = LockedRegistry(registry, fallback: certificates.developmentAuthority != nil ? .development : .otherSite)
         let ready = AtomicFlag()
         let acmeNames = ACMENames()
-        // Made after privileges are dropped (its storage must belong to the user that writes
-        // it), before the server is announced ready.
-        let managerSlot = Mutex<CertificateManager?>(nil)
+        // Stored certificates load before the listeners accept anything: with SO_REUSEPORT a
+        // restarting replica gets clients (Apple's CDN among them) from its first accept.
+        let certificateManager: CertificateManager?
+        do {
+            certificateManager = try Self.certificateManager(
+                settings: settings, names: acmeNames.names(in: registry.snapshot), logger: logger)
+        } catch {
+            logger.critical("automatic certificates cannot start", metadata: ["error": "\(error)"])
+            throw ExitCode(1)
+        }
         let tls: TLSServer
         do {
             // A site's own pair, else its automatic certificate, else the default.
             // TLS-ALPN-01 answers (RFC 8737) come from the manager's in-memory challenge book.
             tls = try TLSServer(
                 defaultCertificate: certificates.defaultSource, minimumVersion: settings.tlsMinimumVersion,
-                challengeResolver: { name in managerSlot.withLock { $0 }?.tlsALPNChallenge(for: name) }
+                challengeResolver: certificateManager.map { manager -> TLSServer.ChallengeResolver in
+                    { name in manager.tlsALPNChallenge(for: name) }
+                }
             ) { name in
-                store.snapshot().site(forHost: name)?.certificate?.source ?? managerSlot.withLock { $0 }?.certificate(for: name)
+                store.snapshot().site(forHost: name)?.certificate?.source ?? certificateManager?.certificate(for: name)
             }
         } catch {
             logger.critical("the default certificate cannot be used", metadata: ["error": "\(error)"])
@@ -162,7 +171,7 @@ struct ServeCommand: ParsableCommand {
         let adminAddress = try settings.admin.map { try SocketAddress(parsing: $0) }
         let fetches = FetchLog()
         let traffic = TrafficCounters()
-        let acme: @Sendable () -> CertificateManager? = { managerSlot.withLock { $0 } }
+        let acme: @Sendable () -> CertificateManager? = { certificateManager }
         let pages = AdminPages(
             sites: sites, ready: ready, fetches: fetches,
             metrics: MetricsExporter(traffic: traffic, fetches: fetches, sites: sites, acme: acme), acme: acme)
@@ -171,7 +180,9 @@ struct ServeCommand: ParsableCommand {
             configuration: .init(
                 https: httpsAddresses, http: httpAddresses, threads: workerCount, limits: limits, admin: adminAddress,
                 adminEndpoint: endpoint, fetchLog: fetches, traffic: traffic, accessLog: accessLog,
-                http01Resolver: { host, token in managerSlot.withLock { $0 }?.http01Answer(host: host, token: token) }),
+                http01Resolver: certificateManager.map { manager -> HTTP01Resolver in
+                    { host, token in manager.http01Answer(host: host, token: token) }
+                }),
             store: store, tls: tls, logger: logger)
         do {
             try server.start()
@@ -181,6 +192,8 @@ struct ServeCommand: ParsableCommand {
         }
         if let user = settings.user {
             do {
+                // The storage the manager made as root must be writable after the drop.
+                if let manager = certificateManager { try Privileges.giveOwnership(of: manager.storage.directories, to: user) }
                 try Privileges.drop(to: user)
                 logger.info("running as \(user)")
             } catch {
@@ -189,16 +202,6 @@ struct ServeCommand: ParsableCommand {
                 throw ExitCode(1)
             }
         }
-        let certificateManager: CertificateManager?
-        do {
-            certificateManager = try Self.certificateManager(
-                settings: settings, names: acmeNames.names(in: store.snapshot()), logger: logger)
-        } catch {
-            logger.critical("automatic certificates cannot start", metadata: ["error": "\(error)"])
-            server.stop()
-            throw ExitCode(1)
-        }
-        managerSlot.withLock { $0 = certificateManager }
         certificateManager?.start()
         let served = store.snapshot().sites.count
         var watcher: ConfigWatcher?

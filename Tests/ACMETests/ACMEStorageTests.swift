@@ -18,6 +18,10 @@ struct ACMEStorageTests {
             #expect(throws: ACMEError.self) { try storage.tlsALPNChallengePath(for: name) }
         }
         #expect(try storage.certificatePath(for: "*.users.a.test") == dir.path("s") + "/certificates/_wildcard_.users.a.test.pem")
+        // The wildcard's spelling is not a name of its own, and `*` is only a first label.
+        for name in ["_wildcard_.users.a.test", "a._wildcard_.test", "a*b.test", "a.*.test", "**.a.test"] {
+            #expect(throws: ACMEError.self) { try storage.certificatePath(for: name) }
+        }
         for token in ["", "..", "../../etc/passwd", "a/b", "a.b", "a%2fb", "a b", "tok?x", String(repeating: "a", count: 129)] {
             #expect(storage.http01Path(for: token) == nil, "\(token)")
             #expect(storage.http01Answer(token: token) == nil)

@@ -133,6 +133,9 @@ final class CertificateManagerTests {
         let wait = (failed.nextAttempt ?? 0) - clock.now()
         #expect(wait >= 50 && wait <= 60, "next attempt in \(wait) s")
         #expect(restarted.statusesByName().statuses["a.test"]?.state == .valid)
+        // No order could be placed: none is taken from the budget.
+        let log = try String(contentsOfFile: folder.path("storage/orders.log"), encoding: .utf8)
+        #expect(!log.contains("new.test"), "\(log)")
     }
 
     @Test("a wildcard waits for a DNS hook; with one it is issued over DNS-01 and serves names under it")
@@ -176,10 +179,16 @@ final class CertificateManagerTests {
         manager.want([])
         #expect(manager.certificate(for: "a.test") == nil)
         #expect(manager.statuses().isEmpty)
-        // Stored, but not wanted: a new manager does not serve it either.
+        // Stored, but not wanted: a new manager that wants other names does not serve it, while
+        // one that wants it does.
         let later = try self.manager()
+        later.want(["b.test"])
         later.loadStored()
         #expect(later.certificate(for: "a.test") == nil)
+        let wanting = try self.manager()
+        wanting.want(["a.test"])
+        wanting.loadStored()
+        #expect(wanting.certificate(for: "a.test") != nil)
     }
 }
 

@@ -94,6 +94,11 @@ final class ACMEServeTests {
         #expect(try presented(server, "a.test").contains("Pebble Intermediate"))
         #expect(server.stop() == 0)
         #expect(server.log().contains("certificate issued"))
+        // aasad sites reads the same storage without a server.
+        let sites = try Tool.run(AASAD.binary.path, ["sites", "--config", config.config])
+        #expect(sites.text.contains("acme:a.test=until "), "\(sites.text)")
+        #expect(sites.text.contains("acme:new.test=until "), "\(sites.text)")
+        #expect(!sites.text.contains("acme:own.test"), "\(sites.text)")
     }
 
     @Test("two servers on one port sharing storage, over HTTP-01: one order per name, the same certificate from both")

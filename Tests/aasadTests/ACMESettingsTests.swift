@@ -84,4 +84,24 @@ final class ACMESettingsTests {
         #expect(orders.status == 1)
         #expect(orders.stderr.contains("environment: AASAD_ACME_ORDERS_PER_HOUR: must be a number of orders"), "\(orders.stderr)")
     }
+
+    @Test("with acme on, a host the default pair does not cover is valid: it gets an automatic certificate")
+    func defaultPairNotCovering() throws {
+        let tls = config.path("config/tls")
+        try FileManager.default.createDirectory(atPath: tls, withIntermediateDirectories: true)
+        let made = try Tool.run(
+            "openssl",
+            [
+                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "30", "-subj", "/CN=other.test",
+                "-addext", "subjectAltName=DNS:other.test", "-keyout", tls + "/key.pem", "-out", tls + "/cert.pem",
+            ])
+        #expect(made.status == 0)
+        try FileManager.default.removeItem(atPath: config.path("config/sites/bad.test"))
+        let without = try Tool.run(AASAD.binary.path, ["validate", config.config])
+        #expect(without.status == 1)
+        #expect(without.text.contains("does not cover a.test"), "\(without.text)")
+        try config.write("config/aasad.yaml", Array("acme: {directory: \"https://ca.test/dir\"}\n".utf8))
+        let with = try Tool.run(AASAD.binary.path, ["validate", config.config])
+        #expect(with.status == 0, "\(with.text)")
+    }
 }
