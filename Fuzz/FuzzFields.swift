@@ -25,6 +25,14 @@ func checkFieldValue(_ bytes: UnsafeRawBufferPointer) {
             precondition(HTTPDate.parse(Array(HTTPDate.format(date).utf8)) == date, "format and parse disagree")
         }
     }
+    // An RFC 3339 timestamp (ACME's renewal windows): in range, and what iso8601() writes for a
+    // UTC one reads back the same.
+    if let stamp = HTTPDate.rfc3339(bytes) {
+        precondition(stamp >= earliestDate - 86_400 && stamp <= latestDate + 86_400, "a timestamp outside four-digit years")
+        if stamp >= 0 && stamp <= latestDate {
+            precondition(HTTPDate.rfc3339(Array(HTTPDate.iso8601(stamp).utf8)) == stamp, "iso8601 and rfc3339 disagree")
+        }
+    }
     // If-None-Match: a match is never undone by appending another tag to the list.
     let etag = "\"abc\""
     let matched = HTTPFields.matches(ifNoneMatch: bytes, etag: etag)

@@ -43,7 +43,7 @@ extension CertificateManager {
         }
         // Another replica may have stored it while this one waited for the lock.
         refresh(name)
-        if let served = state.withLock({ $0.entries[name]?.served }), now < served.renewAt { return }
+        if let renewAt = state.withLock({ $0.entries[name]?.renewAt }), now < renewAt { return }
         do {
             // The account first: a CA that cannot be reached costs no order from the budget.
             let client = try acmeClient()
@@ -73,7 +73,7 @@ extension CertificateManager {
             state.withLock { state in
                 state.counters.issued += 1
                 guard var entry = state.entries[name] else { return }
-                entry.served = served
+                entry.serve(served)
                 servedCertificates.withLock { $0[name] = served.source }
                 entry.state = .valid
                 entry.error = nil
@@ -135,14 +135,22 @@ extension CertificateManager {
     /// The client, made at the first order: the account key from storage (made once for all
     /// replicas), the account found or created.
     func acmeClient() throws(ACMEError) -> ACMEClient {
-        if let made = client.withLock({ $0 }) { return made }
-        let key = try storage.accountKey(for: configuration.directory)
-        let http = try HTTPSClient(configuration: HTTPSClient.Configuration(caFile: configuration.directoryCA))
-        let made = ACMEClient(directoryURL: configuration.directory, key: key, http: http)
+        let made = try directoryClient()
+        if client.withLock({ $0.hasAccount }) { return made }
         let (url, _) = try made.account(
             contact: configuration.contact.map { "mailto:" + $0 }, externalAccountBinding: configuration.externalAccountBinding)
         logger.info("ACME account ready", metadata: ["account": "\(url)", "directory": "\(configuration.directory)"])
-        client.withLock { $0 = made }
+        client.withLock { $0.hasAccount = true }
+        return made
+    }
+
+    /// The client without the account step: what reading renewal windows needs.
+    func directoryClient() throws(ACMEError) -> ACMEClient {
+        if let made = client.withLock({ $0.client }) { return made }
+        let key = try storage.accountKey(for: configuration.directory)
+        let http = try HTTPSClient(configuration: HTTPSClient.Configuration(caFile: configuration.directoryCA))
+        let made = ACMEClient(directoryURL: configuration.directory, key: key, http: http)
+        client.withLock { $0.client = made }
         return made
     }
 

@@ -21,6 +21,7 @@ extension CertificateManager {
                 order(name)
                 continue
             }
+            checkRenewalWindows(now: now)
             wakeup.wait(milliseconds: Self.idleMilliseconds)
         }
     }
@@ -44,8 +45,9 @@ extension CertificateManager {
         }
         let kept = state.withLock { state -> Bool in
             guard var entry = state.entries[name] else { return false }
-            entry.served = loaded
+            entry.serve(loaded)
             servedCertificates.withLock { $0[name] = loaded.source }
+            if let renewAt = entry.renewAt, clock.now() < renewAt { entry.state = .valid }
             entry.error = nil
             entry.backoff.succeeded()
             state.entries[name] = entry
@@ -79,7 +81,8 @@ extension CertificateManager {
             let source = TLSServer.CertificateSource(
                 identity: Hex.string(sha256(pair.chainPEM + [0] + pair.keyPEM)), chainPEM: pair.chainPEM, keyPEM: pair.keyPEM,
                 label: "acme:\(name)")
-            return Served(source: source, notBefore: info.notBefore, notAfter: info.notAfter, version: file.version)
+            let leaf = try CertificateChain(pem: pair.chainPEM).certificates[0]
+            return Served(source: source, notBefore: info.notBefore, notAfter: info.notAfter, version: file.version, leafDER: leaf)
         } catch {
             logger.warning("a stored certificate is not used", metadata: ["name": "\(name)", "error": "\(error)"])
             return nil
@@ -96,7 +99,7 @@ extension CertificateManager {
             for (name, entry) in state.entries {
                 let next: CertificateStatus.State
                 var due = false
-                if let served = entry.served, now < served.renewAt {
+                if let renewAt = entry.renewAt, now < renewAt {
                     next = .valid
                 } else if name.hasPrefix("*.") && !hasHook {
                     next = .needsDNSHook
@@ -121,6 +124,54 @@ extension CertificateManager {
             guard var entry = state.entries[name] else { return }
             change(&entry)
             state.entries[name] = entry
+        }
+    }
+
+    /// Renewal windows (ARI, RFC 9773) asked of the CA per pass at most, so a pass at 100,000
+    /// names never keeps the thread from a due order for long.
+    static let maximumRenewalChecksPerPass = 20
+    /// §4.3: ask again when the CA's Retry-After says, kept between a minute and a day; six hours
+    /// without one (the RFC's example); a day when the CA offers no ARI; an hour after an error.
+    static let renewalCheckDefault: Int64 = 21_600
+    static let renewalCheckBounds: ClosedRange<Int64> = 60...86_400
+    static let renewalCheckAfterError: Int64 = 3_600
+
+    /// Asks the CA for the renewal window of served certificates whose time to ask has come;
+    /// a window that starts before the third-of-lifetime rule moves the renewal earlier (a CA
+    /// revoking a batch puts its window in the past: the renewal happens at once).
+    func checkRenewalWindows(now: Int64) {
+        let due = state.withLock { state in
+            state.entries.compactMap { name, entry in
+                entry.served != nil && now >= entry.ariCheckAt ? (name, entry.served!.leafDER, entry.served!.version) : nil
+            }.prefix(Self.maximumRenewalChecksPerPass)
+        }
+        for (name, leaf, version) in due {
+            var renewAt: Int64?
+            var next: Int64
+            do {
+                if let answer = try directoryClient().renewalInfo(leafDER: leaf, now: now) {
+                    renewAt = max(now, answer.window.renewalTime(random: Double.random(in: 0..<1)))
+                    next =
+                        now
+                        + min(
+                            max(answer.retryAfter ?? Self.renewalCheckDefault, Self.renewalCheckBounds.lowerBound),
+                            Self.renewalCheckBounds.upperBound)
+                } else {
+                    next = now + Self.renewalCheckBounds.upperBound
+                }
+            } catch {
+                logger.warning("cannot read the CA's renewal window", metadata: ["name": "\(name)", "error": "\(error)"])
+                next = now + Self.renewalCheckAfterError
+            }
+            setState(name) { entry in
+                // The answer is for the certificate asked about, not one served since.
+                guard entry.served?.version == version else { return }
+                entry.ariRenewAt = renewAt
+                entry.ariCheckAt = next
+            }
+            if let renewAt {
+                logger.debug("renewal window read", metadata: ["name": "\(name)", "renewAt": "\(renewAt)"])
+            }
         }
     }
 }

@@ -81,6 +81,8 @@ public final class CertificateManager: Sendable {
         var notBefore: Int64
         var notAfter: Int64
         var version: ACMEStorage.FileVersion
+        /// The leaf's DER, for its ARI identifier (RFC 9773 §4.1).
+        var leafDER: [UInt8]
 
         /// A third of the lifetime before the end (Let's Encrypt's and certmagic's rule).
         var renewAt: Int64 { notAfter - (notAfter - notBefore) / 3 }
@@ -97,6 +99,21 @@ public final class CertificateManager: Sendable {
         var lockRetryAt: Int64 = 0
         /// The version of a stored file found unusable (expired, damaged, another name's).
         var rejected: ACMEStorage.FileVersion?
+        /// When the CA's renewal window (ARI, RFC 9773) says to renew the served certificate,
+        /// and when to ask the CA again; reset when another certificate is served.
+        var ariRenewAt: Int64?
+        var ariCheckAt: Int64 = 0
+
+        /// When the served certificate is due: the third-of-lifetime rule, or earlier when the
+        /// CA's renewal window says so.
+        var renewAt: Int64? { served.map { min($0.renewAt, ariRenewAt ?? .max) } }
+
+        /// Serves `certificate`: the renewal window asked about is the previous one's.
+        mutating func serve(_ certificate: Served) {
+            served = certificate
+            ariRenewAt = nil
+            ariCheckAt = 0
+        }
     }
 
     struct State: Sendable {
@@ -125,8 +142,9 @@ public final class CertificateManager: Sendable {
     let servedCertificates = Mutex<[String: TLSServer.CertificateSource]>([:])
     /// Pending challenge answers, in memory for the serving loops.
     public let challenges: ChallengeBook
-    /// The ACME client, made on the manager's thread at its first order.
-    let client = Mutex<ACMEClient?>(nil)
+    /// The ACME client, made on the manager's thread when first needed, and whether its account
+    /// has been found or created (renewal windows need no account; orders do).
+    let client = Mutex<(client: ACMEClient?, hasAccount: Bool)>((nil, false))
 
     public init(configuration: Configuration, clock: Clock = .system, logger: Logger) throws(ACMEError) {
         self.configuration = configuration
@@ -177,7 +195,7 @@ public final class CertificateManager: Sendable {
             statuses.reserveCapacity(state.entries.count)
             for (name, entry) in state.entries {
                 statuses[name] = CertificateStatus(
-                    name: name, state: entry.state, notAfter: entry.served?.notAfter, renewAt: entry.served?.renewAt, error: entry.error,
+                    name: name, state: entry.state, notAfter: entry.served?.notAfter, renewAt: entry.renewAt, error: entry.error,
                     nextAttempt: entry.state == .failed ? entry.backoff.nextAttempt : nil)
             }
             return (state.version, statuses)

@@ -92,6 +92,49 @@ public enum HTTPDate {
 
     private static func isLetter(_ c: UInt8) -> Bool { (c >= 65 && c <= 90) || (c >= 97 && c <= 122) }
 
+    /// Seconds since the epoch of an RFC 3339 §5.6 `date-time` (`2025-01-02T04:00:00Z`,
+    /// `2025-01-02T04:00:00.123+02:00`), as ACME servers send them; nil for anything else or a
+    /// field out of range. Fractions are dropped (at most 9 digits); `T`/`Z` may be lower case
+    /// (§5.6 note). Bounded like `parse`: four-digit years, so no arithmetic can overflow.
+    public static func rfc3339(_ text: some Collection<UInt8>) -> Int64? {
+        let b = Array(text)
+        guard b.count >= 20, b.count <= 35 else { return nil }
+        func number(_ from: Int, _ count: Int) -> Int? {
+            var value = 0
+            for i in from..<(from + count) {
+                guard b[i] >= 0x30, b[i] <= 0x39 else { return nil }
+                value = value * 10 + Int(b[i] - 0x30)
+            }
+            return value
+        }
+        guard let year = number(0, 4), b[4] == 0x2D, let month = number(5, 2), b[7] == 0x2D, let day = number(8, 2),
+            b[10] | 0x20 == 0x74, let hour = number(11, 2), b[13] == 0x3A, let minute = number(14, 2), b[16] == 0x3A,
+            let second = number(17, 2), (1...12).contains(month)
+        else { return nil }
+        var i = 19
+        if b[i] == 0x2E {
+            i += 1
+            let start = i
+            while i < b.count, b[i] >= 0x30, b[i] <= 0x39 { i += 1 }
+            guard i > start, i - start <= 9 else { return nil }
+        }
+        guard i < b.count else { return nil }
+        var offset = 0
+        if b[i] | 0x20 == 0x7A {
+            i += 1
+        } else if b[i] == 0x2B || b[i] == 0x2D {
+            guard b.count - i == 6, let h = number(i + 1, 2), b[i + 3] == 0x3A, let m = number(i + 4, 2), h <= 23, m <= 59 else {
+                return nil
+            }
+            offset = (h * 3_600 + m * 60) * (b[i] == 0x2B ? 1 : -1)
+            i += 6
+        } else {
+            return nil
+        }
+        guard i == b.count, let local = seconds(year: year, month: month, day: day, (hour, minute, second)) else { return nil }
+        return local - Int64(offset)
+    }
+
     /// RFC 9110 §5.6.7: a two-digit year that would be more than 50 years in the future is the
     /// most recent past year with those digits.
     private static func fullYear(twoDigits yy: Int, now: Int64) -> Int {

@@ -145,7 +145,14 @@ final class AdminView: Sendable {
                 (",\"appleFetches\":\(f?.count ?? 0),\"appleFetchesFromAppleNetwork\":\(f?.countFromAppleNetwork ?? 0)"
                     + ",\"lastAppleFetch\":\(last),\"lastAppleFetchFromAppleNetwork\":\(fromApple)}").utf8)
         }
-        out += Array("]}".utf8)
+        out += Array("]".utf8)
+        // The order queue: names due and waiting for the order budget (acme.orders-per-hour).
+        if let acme {
+            let queued = acme.values.count { $0.state == .queued }
+            let failed = acme.values.count { $0.state == .failed }
+            out += Array(",\"acme\":{\"names\":\(acme.count),\"queued\":\(queued),\"failed\":\(failed)}".utf8)
+        }
+        out += Array("}".utf8)
         return out
     }
 }

@@ -77,7 +77,19 @@ struct ServerSettings: Equatable {
         var line: Int? = nil
         var column: Int? = nil
 
-        var description: String { "\(source)\(line.map { ":\($0)" } ?? ""): \(key): \(message)" }
+        /// One line, whatever the value held: control bytes a value carried (CR, LF) are shown as
+        /// `\xHH`, so a bad value cannot forge another line of the report or the log.
+        var description: String {
+            var text = ""
+            for scalar in "\(source)\(line.map { ":\($0)" } ?? ""): \(key): \(message)".unicodeScalars {
+                if scalar.value < 0x20 || scalar.value == 0x7F {
+                    text += "\\x" + (scalar.value < 0x10 ? "0" : "") + String(scalar.value, radix: 16, uppercase: true)
+                } else {
+                    text.unicodeScalars.append(scalar)
+                }
+            }
+            return text
+        }
     }
 
     /// One setting: its key path in the file, and how a textual value applies.

@@ -99,9 +99,18 @@ final class FakeCA {
             def do_HEAD(self): self.reply(200)
             def do_GET(self):
                 if self.path == "/dir":
-                    self.reply(200, {"newNonce": base + "/nonce", "newAccount": base + "/account", "newOrder": base + "/order"})
+                    self.reply(200, {"newNonce": base + "/nonce", "newAccount": base + "/account", "newOrder": base + "/order",
+                                     "renewalInfo": base + "/renewal-info/"})
+                elif self.path.startswith("/renewal-info/"):
+                    # RFC 9773: ari-past puts the window in the past (a revoked batch), ari-late
+                    # after the certificate's end; the identifier asked for is kept for /count.
+                    state.setdefault("ari_ids", []).append(self.path[len("/renewal-info/"):])
+                    windows = {"ari-past": ("2020-01-01T00:00:00Z", "2020-01-02T00:00:00Z"),
+                               "ari-late": ("2099-01-01T00:00:00Z", "2099-01-02T00:00:00Z")}
+                    start, end = windows.get(scenario, ("2020-01-01T00:00:00Z", "2020-01-02T00:00:00Z"))
+                    self.reply(200, {"suggestedWindow": {"start": start, "end": end}}, [("Retry-After", "21600")])
                 elif self.path == "/count":
-                    self.reply(200, {"order_reads_after_finalize": state["order_reads_after_finalize"]})
+                    self.reply(200, {"order_reads_after_finalize": state["order_reads_after_finalize"], "ari_ids": state.get("ari_ids", [])})
                 else:
                     self.reply(404)
             def do_POST(self):

@@ -15,6 +15,10 @@ struct FieldsFuzzReplayTests {
                 #expect(date >= -62_167_219_200 && date <= 253_402_300_800, "\(input)")
                 if date >= 0 && date <= 253_402_300_799 { #expect(HTTPDate.parse(Array(HTTPDate.format(date).utf8)) == date) }
             }
+            if let stamp = HTTPDate.rfc3339(bytes) {
+                #expect(stamp >= -62_167_219_200 - 86_400 && stamp <= 253_402_300_799 + 86_400, "\(input)")
+                if stamp >= 0 && stamp <= 253_402_300_799 { #expect(HTTPDate.rfc3339(Array(HTTPDate.iso8601(stamp).utf8)) == stamp) }
+            }
             let etag = "\"abc\""
             let matched = HTTPFields.matches(ifNoneMatch: bytes, etag: etag)
             if matched {
@@ -44,5 +48,20 @@ struct FieldsFuzzReplayTests {
         let inputs = FuzzCorpus.failCases("fields-fail-cases").map(\.bytes)
         inputs.forEach(Self.exercise)
         for input in inputs where input.starts(with: Array("Sun".utf8)) { #expect(HTTPDate.parse(input) == nil, "\(input)") }
+    }
+
+    @Test("RFC 3339 timestamps: the forms ACME servers send, and what is refused")
+    func rfc3339() {
+        #expect(HTTPDate.rfc3339(Array("2025-01-02T04:00:00Z".utf8)) == 1_735_790_400)
+        #expect(HTTPDate.rfc3339(Array("2025-01-02t04:00:00.123456789z".utf8)) == 1_735_790_400)
+        #expect(HTTPDate.rfc3339(Array("2025-01-02T06:30:00+02:30".utf8)) == 1_735_790_400)
+        #expect(HTTPDate.rfc3339(Array("2025-01-01T23:00:00-05:00".utf8)) == 1_735_790_400)
+        for bad in [
+            "2025-01-02T04:00:00", "2025-01-02 04:00:00Z", "2025-13-02T04:00:00Z", "2025-02-30T04:00:00Z", "2025-01-02T24:00:00Z",
+            "2025-01-02T04:60:00Z", "2025-01-02T04:00:00.Z", "2025-01-02T04:00:00.1234567890Z", "2025-01-02T04:00:00+2:00",
+            "2025-01-02T04:00:00+24:00", "99999-01-02T04:00:00Z", "2025-01-02T04:00:00Zjunk", "-025-01-02T04:00:00Z", "",
+        ] {
+            #expect(HTTPDate.rfc3339(Array(bad.utf8)) == nil, "\(bad)")
+        }
     }
 }

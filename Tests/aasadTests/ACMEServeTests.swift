@@ -87,6 +87,9 @@ final class ACMEServeTests {
         #expect(waitValid(server, ["new.test"]), "\(describe(server))")
         #expect(try server.https("new.test", "/apple-app-site-association", cacert: root).status == 200)
         print("new.test: added to served with a CA certificate in \(String(format: "%.1f", Date().timeIntervalSince(added))) s")
+        let page = try JSONSerialization.jsonObject(with: Data(try server.admin("/sites").body)) as? [String: Any]
+        let summary = page?["acme"] as? [String: Int]
+        #expect(summary?["names"] == 4 && summary?["queued"] == 0, "\(String(describing: summary))")
         let metrics = String(decoding: try server.admin("/metrics").body, as: UTF8.self)
         #expect(metrics.contains("aasad_acme_orders_total{result=\"issued\"} 3"), "\(metrics)")
         #expect(metrics.contains("aasad_acme_names{state=\"needs-dns-hook\"} 1"))

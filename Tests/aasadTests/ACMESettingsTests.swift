@@ -83,6 +83,16 @@ final class ACMESettingsTests {
             "env", ["AASAD_ACME_ORDERS_PER_HOUR=lots", AASAD.binary.path, "serve", "--config", config.config, "--https", "127.0.0.1:0"])
         #expect(orders.status == 1)
         #expect(orders.stderr.contains("environment: AASAD_ACME_ORDERS_PER_HOUR: must be a number of orders"), "\(orders.stderr)")
+        // A value with CR/LF stays on its line.
+        let forged = try Tool.run(
+            "env",
+            [
+                "AASAD_ACME_ORDERS_PER_HOUR=5\r\nerror: forged", AASAD.binary.path, "serve", "--config", config.config, "--https",
+                "127.0.0.1:0",
+            ])
+        #expect(forged.status == 1)
+        #expect(forged.stderr.contains("not \"5\\x0D\\x0Aerror: forged\""), "\(forged.stderr)")
+        #expect(!forged.stderr.split(separator: "\n").contains { $0.hasPrefix("error: forged") })
     }
 
     @Test("with acme on, a host the default pair does not cover is valid: it gets an automatic certificate")

@@ -18,6 +18,10 @@ public enum ACMEFuzz {
             precondition(problem.detail.unicodeScalars.count <= ACMELimits.maximumProblemText)
             precondition(problem.subproblems.allSatisfy { $0.subproblems.isEmpty })
         }
+        if let window = try? RenewalInfo(body: input) {
+            precondition(window.end > window.start)
+            precondition((window.start...window.end).contains(window.renewalTime(random: 0.999_999)))
+        }
         if let chain = try? CertificateChain(pem: input) {
             precondition(!chain.certificates.isEmpty && chain.certificates.count <= ACMELimits.maximumChainCertificates)
         }
