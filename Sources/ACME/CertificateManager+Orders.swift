@@ -127,51 +127,98 @@ extension CertificateManager {
         }
     }
 
-    /// Renewal windows (ARI, RFC 9773) asked of the CA per pass at most, so a pass at 100,000
-    /// names never keeps the thread from a due order for long.
-    static let maximumRenewalChecksPerPass = 20
+    /// Renewal windows (ARI, RFC 9773) asked of the CA per pass at most (a pass a second at most):
+    /// at 100,000 names a full round takes about 5.5 hours, about the CA's usual Retry-After, and
+    /// the thread is never away from due orders for more than a few requests.
+    static let maximumRenewalChecksPerPass = 5
     /// §4.3: ask again when the CA's Retry-After says, kept between a minute and a day; six hours
-    /// without one (the RFC's example); a day when the CA offers no ARI; an hour after an error.
+    /// without one (the RFC's example) and after a long-term error (4xx, a malformed answer); a
+    /// day when the CA offers no ARI or the certificate has no Authority Key Identifier.
     static let renewalCheckDefault: Int64 = 21_600
     static let renewalCheckBounds: ClosedRange<Int64> = 60...86_400
-    static let renewalCheckAfterError: Int64 = 3_600
+    /// After a transport error, a 429 or a 5xx: no name is asked about for this long (or the
+    /// CA's Retry-After when longer), so an outage is not met with a request a second.
+    static let renewalPauseAfterTemporaryError: Int64 = 300
 
     /// Asks the CA for the renewal window of served certificates whose time to ask has come;
     /// a window that starts before the third-of-lifetime rule moves the renewal earlier (a CA
-    /// revoking a batch puts its window in the past: the renewal happens at once).
+    /// revoking a batch opens its window at once: the renewal happens at once).
     func checkRenewalWindows(now: Int64) {
-        let due = state.withLock { state in
-            state.entries.compactMap { name, entry in
-                entry.served != nil && now >= entry.ariCheckAt ? (name, entry.served!.leafDER, entry.served!.version) : nil
-            }.prefix(Self.maximumRenewalChecksPerPass)
+        let spread = configuration.renewalCheckSpread
+        let due = state.withLock { state -> [(String, ACMEStorage.FileVersion, [UInt8], Int64)] in
+            guard now >= state.renewalPausedUntil else { return [] }
+            var due: [(String, ACMEStorage.FileVersion, [UInt8], Int64)] = []
+            for (name, entry) in state.entries {
+                guard let served = entry.served, served.notAfter > now, now >= entry.ariCheckAt else { continue }
+                if entry.ariCheckAt == 0 && spread > 0 {
+                    // A certificate never asked about: its first time is spread over `spread`
+                    // seconds, so a start with many stored certificates is no burst.
+                    state.entries[name]?.ariCheckAt = now + Int64.random(in: 0..<spread)
+                    continue
+                }
+                due.append((name, served.version, served.leafDER, served.notBefore))
+                if due.count == Self.maximumRenewalChecksPerPass { break }
+            }
+            return due
         }
-        for (name, leaf, version) in due {
+        for (name, version, leaf, notBefore) in due {
+            if state.withLock({ $0.stopped }) { return }
             var renewAt: Int64?
-            var next: Int64
+            var next = now + Self.renewalCheckDefault
+            var pause: Int64?
             do {
                 if let answer = try directoryClient().renewalInfo(leafDER: leaf, now: now) {
-                    renewAt = max(now, answer.window.renewalTime(random: Double.random(in: 0..<1)))
-                    next =
-                        now
-                        + min(
-                            max(answer.retryAfter ?? Self.renewalCheckDefault, Self.renewalCheckBounds.lowerBound),
-                            Self.renewalCheckBounds.upperBound)
+                    // A window that ends before this certificate began is about its predecessor
+                    // (a cached answer): following it would order again and again.
+                    if answer.window.end > notBefore {
+                        renewAt = max(now, answer.window.renewalTime(random: Double.random(in: 0..<1)))
+                    }
+                    next = now + (answer.retryAfter ?? Self.renewalCheckDefault).clamped(to: Self.renewalCheckBounds)
+                    if let renewAt, renewAt < (state.withLock { $0.entries[name]?.served?.renewAt } ?? .max) {
+                        logger.notice(
+                            "the CA's renewal window moves a renewal earlier",
+                            metadata: [
+                                "name": "\(name)", "renewAt": "\(renewAt)", "explanation": "\(answer.window.explanationURL ?? "-")",
+                            ])
+                    }
                 } else {
                     next = now + Self.renewalCheckBounds.upperBound
                 }
             } catch {
                 logger.warning("cannot read the CA's renewal window", metadata: ["name": "\(name)", "error": "\(error)"])
-                next = now + Self.renewalCheckAfterError
+                let retry = error.retryAfter
+                if error.isTemporary {
+                    pause = now + max(retry ?? 0, Self.renewalPauseAfterTemporaryError)
+                } else {
+                    next = now + max(retry ?? 0, Self.renewalCheckDefault).clamped(to: Self.renewalCheckBounds)
+                }
             }
             setState(name) { entry in
-                // The answer is for the certificate asked about, not one served since.
+                // The answer is for the certificate asked about, not one served since; an error
+                // or no answer keeps a window already learned.
                 guard entry.served?.version == version else { return }
-                entry.ariRenewAt = renewAt
-                entry.ariCheckAt = next
+                if let renewAt { entry.ariRenewAt = renewAt }
+                entry.ariCheckAt = pause ?? next
             }
-            if let renewAt {
-                logger.debug("renewal window read", metadata: ["name": "\(name)", "renewAt": "\(renewAt)"])
+            if let pause {
+                state.withLock { $0.renewalPausedUntil = pause }
+                return
             }
         }
     }
+}
+
+extension ACMEError {
+    /// A failure worth trying again soon: no answer, a rate limit, or the CA's own trouble.
+    var isTemporary: Bool {
+        switch self {
+        case .transport, .timedOut: true
+        case .problem(_, let status): status == 429 || status >= 500
+        default: false
+        }
+    }
+}
+
+extension Int64 {
+    fileprivate func clamped(to range: ClosedRange<Int64>) -> Int64 { Swift.min(Swift.max(self, range.lowerBound), range.upperBound) }
 }

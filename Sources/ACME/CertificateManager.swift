@@ -34,12 +34,17 @@ public final class CertificateManager: Sendable {
         public var ordersPerHour: Int
         /// Seconds between looks at the storage for certificates other replicas stored.
         public var rescanInterval: Int64
+        /// Over how many seconds the first renewal-window questions about certificates are
+        /// spread (tests: 0, at once).
+        public var renewalCheckSpread: Int64
 
         public init(
             directory: ACMEURL, contact: [String] = [], directoryCA: String? = nil, storage: String,
             challenges: [String] = defaultChallenges, externalAccountBinding: ACMEClient.ExternalAccountBinding? = nil,
-            dnsHook: String? = nil, ordersPerHour: Int = defaultOrdersPerHour, rescanInterval: Int64 = defaultRescanInterval
+            dnsHook: String? = nil, ordersPerHour: Int = defaultOrdersPerHour, rescanInterval: Int64 = defaultRescanInterval,
+            renewalCheckSpread: Int64 = 3_600
         ) {
+            self.renewalCheckSpread = renewalCheckSpread
             self.directory = directory
             self.contact = contact
             self.directoryCA = directoryCA
@@ -124,6 +129,8 @@ public final class CertificateManager: Sendable {
         var counters = CertificateCounters()
         /// The order budget is spent until then (seconds since the epoch).
         var budgetBlockedUntil: Int64 = 0
+        /// No renewal window is asked for until then (after a temporary error).
+        var renewalPausedUntil: Int64 = 0
         var stopped = false
         var thread: LoopThread?
     }

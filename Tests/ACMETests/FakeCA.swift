@@ -22,7 +22,7 @@ final class FakeCA {
     }
 
     static let script = #"""
-        import base64, http.server, json, re, ssl, sys, threading
+        import base64, http.server, json, re, ssl, sys, threading, time
         port, cert, key, scenario, retry_after, names = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6].split(",")
         base = "https://127.0.0.1:%d" % port
         lock = threading.RLock()
@@ -99,15 +99,22 @@ final class FakeCA {
             def do_HEAD(self): self.reply(200)
             def do_GET(self):
                 if self.path == "/dir":
-                    self.reply(200, {"newNonce": base + "/nonce", "newAccount": base + "/account", "newOrder": base + "/order",
-                                     "renewalInfo": base + "/renewal-info/"})
-                elif self.path.startswith("/renewal-info/"):
-                    # RFC 9773: ari-past puts the window in the past (a revoked batch), ari-late
-                    # after the certificate's end; the identifier asked for is kept for /count.
+                    directory = {"newNonce": base + "/nonce", "newAccount": base + "/account", "newOrder": base + "/order"}
+                    if scenario.startswith("ari-"):
+                        directory["renewalInfo"] = base + "/renewal-info/"
+                    self.reply(200, directory)
+                elif self.path.startswith("/renewal-info/") and scenario.startswith("ari-"):
+                    # RFC 9773: ari-now opens the window now (a CA about to revoke a batch),
+                    # ari-late puts it after the certificate's end, ari-stale ends it in 2020
+                    # (before the certificate began: an answer about a predecessor); the
+                    # identifiers asked for are kept for /count.
                     state.setdefault("ari_ids", []).append(self.path[len("/renewal-info/"):])
-                    windows = {"ari-past": ("2020-01-01T00:00:00Z", "2020-01-02T00:00:00Z"),
-                               "ari-late": ("2099-01-01T00:00:00Z", "2099-01-02T00:00:00Z")}
-                    start, end = windows.get(scenario, ("2020-01-01T00:00:00Z", "2020-01-02T00:00:00Z"))
+                    now = time.time()
+                    stamp = lambda t: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+                    windows = {"ari-now": (stamp(now - 60), stamp(now + 2)),
+                               "ari-late": ("2099-01-01T00:00:00Z", "2099-01-02T00:00:00Z"),
+                               "ari-stale": ("2020-01-01T00:00:00Z", "2020-01-02T00:00:00Z")}
+                    start, end = windows[scenario]
                     self.reply(200, {"suggestedWindow": {"start": start, "end": end}}, [("Retry-After", "21600")])
                 elif self.path == "/count":
                     self.reply(200, {"order_reads_after_finalize": state["order_reads_after_finalize"], "ari_ids": state.get("ari_ids", [])})
