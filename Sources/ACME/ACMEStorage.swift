@@ -105,10 +105,7 @@ public struct ACMEStorage: Sendable {
 
     /// Stores an issued chain and its key for `name`, replacing what was there in one step.
     public func storeCertificate(name: String, chainPEM: [UInt8], keyPEM: [UInt8]) throws(ACMEError) {
-        var bundle = chainPEM
-        if bundle.last != 0x0A { bundle.append(0x0A) }
-        bundle += keyPEM
-        try AtomicFile.write(bundle, to: try certificatePath(for: name), mode: 0o600)
+        try AtomicFile.write(Self.bundle(chainPEM: chainPEM, keyPEM: keyPEM), to: try certificatePath(for: name), mode: 0o600)
     }
 
     /// A stored certificate file: its bytes and the stat that identifies this version of it.
@@ -166,6 +163,18 @@ public struct ACMEStorage: Sendable {
         }
     }
 
+    /// One file of a chain and its key (what `split` reads back): the chain, a line break if it
+    /// lacks one, the key.
+    static func bundle(chainPEM: [UInt8], keyPEM: [UInt8]) -> [UInt8] {
+        var bundle = chainPEM
+        if bundle.last != 0x0A { bundle.append(0x0A) }
+        return bundle + keyPEM
+    }
+
+    /// The identity the TLS layer caches a pair's context by: a digest of its bytes, so new
+    /// bytes always get a new context.
+    static func identity(chainPEM: [UInt8], keyPEM: [UInt8]) -> String { Hex.string(sha256(chainPEM + [0] + keyPEM)) }
+
     /// Splits a stored file into the chain (every CERTIFICATE block, in order) and the key (the
     /// one private-key block); nil when either is missing or there is more than one key.
     public static func split(_ bundle: [UInt8]) -> (chainPEM: [UInt8], keyPEM: [UInt8])? {
@@ -202,9 +211,7 @@ public struct ACMEStorage: Sendable {
     }
 
     public func storeTLSALPNChallenge(name: String, chainPEM: [UInt8], keyPEM: [UInt8]) throws(ACMEError) {
-        var bundle = chainPEM
-        if bundle.last != 0x0A { bundle.append(0x0A) }
-        try AtomicFile.write(bundle + keyPEM, to: try tlsALPNChallengePath(for: name), mode: 0o600)
+        try AtomicFile.write(Self.bundle(chainPEM: chainPEM, keyPEM: keyPEM), to: try tlsALPNChallengePath(for: name), mode: 0o600)
     }
 
     public func removeTLSALPNChallenge(name: String) {

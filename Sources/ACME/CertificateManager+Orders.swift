@@ -1,5 +1,4 @@
 import Glibc
-import HTTPCore
 import Logging
 import Reactor
 import TLS
@@ -79,7 +78,7 @@ extension CertificateManager {
             guard info.covers(name) else { throw ACMEError.storage("the stored certificate for \(name) does not cover it") }
             guard info.notAfter > clock.now() else { throw ACMEError.storage("the stored certificate for \(name) has expired") }
             let source = TLSServer.CertificateSource(
-                identity: Hex.string(sha256(pair.chainPEM + [0] + pair.keyPEM)), chainPEM: pair.chainPEM, keyPEM: pair.keyPEM,
+                identity: ACMEStorage.identity(chainPEM: pair.chainPEM, keyPEM: pair.keyPEM), chainPEM: pair.chainPEM, keyPEM: pair.keyPEM,
                 label: "acme:\(name)")
             let leaf = try CertificateChain(pem: pair.chainPEM).certificates[0]
             return Served(source: source, notBefore: info.notBefore, notAfter: info.notAfter, version: file.version, leafDER: leaf)

@@ -1,4 +1,3 @@
-import HTTPCore
 import Reactor
 import Synchronization
 public import TLS
@@ -66,7 +65,7 @@ public final class ChallengeBook: Sendable {
     /// context cached for an earlier challenge is never served for a later one.
     static func source(name: String, chainPEM: [UInt8], keyPEM: [UInt8]) -> TLSServer.CertificateSource {
         TLSServer.CertificateSource(
-            identity: "acme-tls/1 " + Hex.string(sha256(chainPEM + [0] + keyPEM)), chainPEM: chainPEM, keyPEM: keyPEM,
+            identity: "acme-tls/1 " + ACMEStorage.identity(chainPEM: chainPEM, keyPEM: keyPEM), chainPEM: chainPEM, keyPEM: keyPEM,
             label: "tls-alpn-01 challenge for \(name)")
     }
 
