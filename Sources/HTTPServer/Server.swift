@@ -1,3 +1,4 @@
+import Glibc
 public import Logging
 public import Reactor
 public import SiteStore
@@ -67,7 +68,12 @@ public final class Server {
 
     /// Binds every listener and starts the workers. Throws (and binds nothing) when an address
     /// cannot be bound.
+    ///
+    /// Sets SIGPIPE to be ignored for the whole process: OpenSSL writes to the sockets itself, and
+    /// a peer that resets while a TLS record is being written must cost one connection, never the
+    /// process that embeds the server.
     public func start() throws(SystemError) {
+        signal(SIGPIPE, SIG_IGN)
         let count = max(1, configuration.threads)
         var perWorker = Array(repeating: [Worker.Listener](), count: count)
         do throws(SystemError) {

@@ -10,6 +10,7 @@ package enum Tool {
     }
 
     package static func run(_ tool: String, _ arguments: [String], input: [UInt8]? = nil) throws -> Output {
+        ignoreBrokenPipes()
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = [tool] + arguments
@@ -27,6 +28,11 @@ package enum Tool {
         process.waitUntilExit()
         return Output(status: process.terminationStatus, stdout: [UInt8](stdout), stderr: String(decoding: stderr, as: UTF8.self))
     }
+
+    /// A tool that exits before reading its input (openssl s_client when the connection fails)
+    /// must fail its test, not kill the test process with SIGPIPE.
+    package static func ignoreBrokenPipes() { _ = ignoredOnce }
+    private static let ignoredOnce: Void = { signal(SIGPIPE, SIG_IGN) }()
 
     /// The SHA-256 fingerprint line of a PEM certificate file.
     package static func fingerprint(ofFile path: String) throws -> String {

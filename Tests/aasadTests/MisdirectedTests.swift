@@ -82,6 +82,7 @@ final class KeptConnection {
     private var buffered: [UInt8] = []
 
     init(port: Int, serverName: String) throws {
+        Tool.ignoreBrokenPipes()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["python3", AASAD.testDirectory.appendingPathComponent("Fixtures/h2kept.py").path, "\(port)", serverName]
         process.standardInput = input
