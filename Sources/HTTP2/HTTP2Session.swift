@@ -107,10 +107,13 @@ public final class HTTP2Session {
     }
 
     /// Submits a response: `status`, the prepared fields (their HTTP/2 list, already lower case),
-    /// `date` (the `date` field's value), and a body unless `sendsBody` is false (HEAD, 304).
+    /// `date` (the `date` field's value), `location` when the response has one built for this
+    /// request, and a body unless `sendsBody` is false (HEAD, 304).
     /// A stream nghttp2 no longer has open gets nothing: its body would be kept for a data
     /// provider nghttp2 never calls.
-    public func respond(stream: Int32, status: Status, fields: PreparedFields, date: [UInt8], body: [UInt8], sendsBody: Bool) {
+    public func respond(
+        stream: Int32, status: Status, fields: PreparedFields, date: [UInt8], location: [UInt8]? = nil, body: [UInt8], sendsBody: Bool
+    ) {
         guard CAASANghttp2_stream_is_open(session, stream) != 0 else { return }
         let hasBody = sendsBody && !body.isEmpty
         if hasBody { bodies[stream] = (body, 0) }
@@ -135,11 +138,20 @@ public final class HTTP2Session {
                     for span in fields.http2Spans {
                         nva.append(nv(prepared, span.name, span.nameLength, prepared, span.value, span.valueLength))
                     }
-                    if hasBody {
-                        var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: bodyReader)
-                        return nghttp2_submit_response(session, stream, &nva, nva.count, &provider)
+                    func submit() -> Int32 {
+                        if hasBody {
+                            var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: bodyReader)
+                            return nghttp2_submit_response(session, stream, &nva, nva.count, &provider)
+                        }
+                        return nghttp2_submit_response(session, stream, &nva, nva.count, nil)
                     }
-                    return nghttp2_submit_response(session, stream, &nva, nva.count, nil)
+                    guard let location else { return submit() }
+                    return Self.locationName.withUnsafeBufferPointer { name in
+                        location.withUnsafeBufferPointer { value in
+                            nva.append(nv(name, 0, name.count, value, 0, value.count))
+                            return submit()
+                        }
+                    }
                 }
             }
         }
@@ -197,6 +209,7 @@ public final class HTTP2Session {
     // MARK: - Callback bodies
 
     private static let methodName = Array(FieldName.method.utf8)
+    private static let locationName = Array("location".utf8)
     private static let pathName = Array(FieldName.path.utf8)
     private static let authorityName = Array(FieldName.authority.utf8)
     private static let hostName = Array(FieldName.host.utf8)

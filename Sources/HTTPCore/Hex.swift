@@ -1,5 +1,5 @@
 /// Lower-case hexadecimal for bytes, the one encoder the server uses: content digests and ETags
-/// (SiteStore) and the access log's `\u00XX` escapes (HTTPServer).
+/// (SiteStore), the access log's `\u00XX` escapes (HTTPServer) and redirect targets' `%XX`.
 package enum Hex {
     /// The sixteen digits, as bytes.
     package static let digits: [UInt8] = Array("0123456789abcdef".utf8)
@@ -10,6 +10,16 @@ package enum Hex {
         out.append(digits[Int(byte >> 4)])
         out.append(digits[Int(byte & 15)])
     }
+
+    /// `%` and two upper-case digits: a URL's percent-encoding (RFC 3986 §2.1 prefers upper case).
+    @inline(__always)
+    package static func appendPercentEncoded(_ byte: UInt8, to out: inout [UInt8]) {
+        out.append(37)
+        out.append(upperDigits[Int(byte >> 4)])
+        out.append(upperDigits[Int(byte & 15)])
+    }
+
+    private static let upperDigits: [UInt8] = Array("0123456789ABCDEF".utf8)
 
     /// Two digits for each byte.
     package static func string(_ bytes: some Sequence<UInt8>) -> String {

@@ -414,7 +414,7 @@ struct ConnectionMachine {
             }
             session.respond(
                 stream: request.stream, status: response.status, fields: response.headers, date: context.answerer.dateLine.value,
-                body: response.body, sendsBody: response.sendsBody)
+                location: response.location, body: response.body, sendsBody: response.sendsBody)
         }
         session.produce(into: &context.out, limit: context.limits.outputHighWater)
     }

@@ -26,7 +26,7 @@ struct RequestView {
     var authority: UnsafeRawBufferPointer?
     /// The path, without the query.
     var path: UnsafeRawBufferPointer
-    /// The target as sent, query included, for the access log.
+    /// The target as sent, query included, for the access log. `path` lies within it.
     var target: UnsafeRawBufferPointer
     var ifNoneMatch: UnsafeRawBufferPointer?
     var ifModifiedSince: UnsafeRawBufferPointer?
@@ -34,6 +34,15 @@ struct RequestView {
     var acceptsGzip: Bool
     /// The client sent content (HTTP/2 DATA); nothing served takes any.
     var hasBody = false
+
+    /// The path and the query as sent (an absolute-form target's scheme and authority left out):
+    /// what a redirect carries over to its target.
+    var pathAndQuery: UnsafeRawBufferPointer {
+        guard let start = path.baseAddress, let base = target.baseAddress, start >= base, start <= base + target.count else {
+            return path
+        }
+        return UnsafeRawBufferPointer(start: start, count: base + target.count - start)
+    }
 }
 
 /// What a connection needs from the side that answers its requests. The worker's `Exchange` in

@@ -11,6 +11,9 @@ public struct Response {
     public var sendsBody: Bool
     /// The connection closes after this response.
     public var close: Bool
+    /// A `Location` value built for this request (a redirect whose target holds the request's
+    /// path); every other field is prepared.
+    public var location: [UInt8]? = nil
 
     /// Appends the HTTP/1.1 form: status line, `Date`, the prepared lines, `Connection: close`
     /// when closing, the empty line and the body.
@@ -18,6 +21,12 @@ public struct Response {
         out.append(contentsOf: StatusLines.line(status))
         out.append(contentsOf: dateLine)
         out.append(contentsOf: headers.http1)
+        if let location {
+            out.append(contentsOf: StatusLines.locationName)
+            out.append(contentsOf: location)
+            out.append(13)
+            out.append(10)
+        }
         if close { out.append(contentsOf: StatusLines.connectionClose) }
         out.append(13)
         out.append(10)
@@ -53,6 +62,7 @@ enum StatusLines {
     static func line(_ status: Status) -> [UInt8] { lines[status.rawValue]! }
 
     static let connectionClose = Array("Connection: close\r\n".utf8)
+    static let locationName = Array("Location: ".utf8)
 }
 
 /// The bodies and header lines of error responses: short text, never the request echoed back.

@@ -1,0 +1,101 @@
+/// Building a redirect's `Location` from a request's path: the bytes as the client sent them,
+/// never decoded, with only what a URL may not hold (or what would change how it parses)
+/// percent-encoded. Shared by a site's `fallback` and by plain HTTP's redirect to HTTPS, and
+/// fuzzed with the other field code (Fuzz/FuzzFields.swift).
+public enum RedirectTarget {
+    /// Bytes a URL's path and query may hold as they are (RFC 3986 §3.3 and §3.4: unreserved,
+    /// sub-delims, `:`, `@`, `/`, `?`), and `%`, so that an escape the client sent (`%2F`,
+    /// `%0d%0a`) reaches the target as the same three bytes, never decoded into what it stands for.
+    /// Everything else is encoded: controls, space, non-ASCII, `"`, `<`, `>`, `\` (a browser reads
+    /// it as `/`), `^`, backquote, `{`, `|`, `}`, `[`, `]`, and `#` (it would start a fragment).
+    private static let kept: [Bool] = {
+        var table = [Bool](repeating: false, count: 256)
+        for c in UInt8(ascii: "a")...UInt8(ascii: "z") { table[Int(c)] = true }
+        for c in UInt8(ascii: "A")...UInt8(ascii: "Z") { table[Int(c)] = true }
+        for c in UInt8(ascii: "0")...UInt8(ascii: "9") { table[Int(c)] = true }
+        for c in "-._~!$&'()*+,;=:@/?%".utf8 { table[Int(c)] = true }
+        return table
+    }()
+
+    /// Whether `byte` is kept as it is in a redirect target.
+    public static func isKept(_ byte: UInt8) -> Bool { kept[Int(byte)] }
+
+    /// Appends a request's path and query (`/buy/42?src=mail`, as sent) to a URL being built. A
+    /// path that does not start with `/` (HTTP/2's `*`, or anything a parser let through) is
+    /// given one, so that it can never join the authority before it: whatever the client sent,
+    /// the URL's host is the one the caller wrote before it.
+    public static func appendPath(_ path: UnsafeRawBufferPointer, to out: inout [UInt8]) {
+        if path.first != UInt8(ascii: "/") { out.append(UInt8(ascii: "/")) }
+        for byte in path {
+            if kept[Int(byte)] {
+                out.append(byte)
+            } else {
+                Hex.appendPercentEncoded(byte, to: &out)
+            }
+        }
+    }
+}
+
+/// The platform a browser runs on, as its User-Agent says: which of a site's fallback targets
+/// it gets (DESIGN.md "A link domain"), and the label its fallback answers are counted under.
+public enum ClientPlatform: Int, CaseIterable, Sendable {
+    /// Everything that is not a phone or tablet named below: desktops, bots, link previews, and
+    /// requests without a User-Agent.
+    case web
+    /// iPhone, iPad (when its browser says so) and iPod touch.
+    case ios
+    case android
+
+    public var label: String {
+        switch self {
+        case .web: "web"
+        case .ios: "ios"
+        case .android: "android"
+        }
+    }
+
+    /// Reads a User-Agent value. Tokens are matched as browsers write them (case-sensitive, not
+    /// inside a longer word: `TripAdvisor` is no iPad), in this order:
+    /// - `Windows Phone` → web (its UAs also say `Android` and `like iPhone`);
+    /// - `iPhone`, `iPad`, `iPod` → ios (Safari, and every other iOS browser and in-app browser,
+    ///   which all name the device; iPadOS Safari in its default desktop mode sends a Mac
+    ///   User-Agent and is web: no server can tell the two apart);
+    /// - `Android` → android;
+    /// - anything else, or no User-Agent → web.
+    public static func of(userAgent: UnsafeRawBufferPointer?) -> ClientPlatform {
+        guard let agent = userAgent, !agent.isEmpty else { return .web }
+        if contains(agent, Token.windowsPhone) { return .web }
+        if contains(agent, Token.iPhone) || contains(agent, Token.iPad) || contains(agent, Token.iPod) { return .ios }
+        if contains(agent, Token.android) { return .android }
+        return .web
+    }
+
+    private enum Token {
+        static let windowsPhone = Array("Windows Phone".utf8)
+        static let iPhone = Array("iPhone".utf8)
+        static let iPad = Array("iPad".utf8)
+        static let iPod = Array("iPod".utf8)
+        static let android = Array("Android".utf8)
+    }
+
+    /// Whether `token` occurs in `text` not preceded by a letter or digit (`(iPhone;`, ` iPad`,
+    /// `Android 14`; not `TripAdvisoriPad`). Bounded by the value's length, which the parsers cap.
+    private static func contains(_ text: UnsafeRawBufferPointer, _ token: [UInt8]) -> Bool {
+        let n = token.count
+        guard text.count >= n else { return false }
+        var i = 0
+        while i + n <= text.count {
+            if text[i] == token[0] {
+                var k = 1
+                while k < n && text[i + k] == token[k] { k += 1 }
+                if k == n && (i == 0 || !isAlphanumeric(text[i - 1])) { return true }
+            }
+            i += 1
+        }
+        return false
+    }
+
+    private static func isAlphanumeric(_ c: UInt8) -> Bool {
+        (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122)
+    }
+}
