@@ -54,7 +54,7 @@ public enum HTTPField {
     public static func isValidValue(_ bytes: some Collection<UInt8>) -> Bool { valueProblem(bytes) == nil }
 
     /// `0x0D (CR)`: a byte as an operator can find it in a hex dump.
-    static func name(of byte: UInt8) -> String {
+    package static func name(of byte: UInt8) -> String {
         let hex = String(byte, radix: 16, uppercase: true)
         let code = "0x" + (hex.count < 2 ? "0" : "") + hex
         let names: [UInt8: String] = [0x00: "NUL", 0x09: "HTAB", 0x0A: "LF", 0x0D: "CR", 0x7F: "DEL"]

@@ -24,7 +24,11 @@ public enum Method: Equatable, Sendable {
 /// not know cannot be sent by accident.
 public enum Status: Int, Sendable, CaseIterable {
     case ok = 200
+    case movedPermanently = 301
+    case found = 302
     case notModified = 304
+    case temporaryRedirect = 307
+    case permanentRedirect = 308
     case badRequest = 400
     case notFound = 404
     case methodNotAllowed = 405
@@ -39,7 +43,11 @@ public enum Status: Int, Sendable, CaseIterable {
     public var reason: String {
         switch self {
         case .ok: "OK"
+        case .movedPermanently: "Moved Permanently"
+        case .found: "Found"
         case .notModified: "Not Modified"
+        case .temporaryRedirect: "Temporary Redirect"
+        case .permanentRedirect: "Permanent Redirect"
         case .badRequest: "Bad Request"
         case .notFound: "Not Found"
         case .methodNotAllowed: "Method Not Allowed"

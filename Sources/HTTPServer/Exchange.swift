@@ -112,14 +112,18 @@ struct Exchange: RequestAnswering {
             routed = HTTP01.respond(method: request.method, host: host, path: request.path, snapshot: snapshot, resolver: http01)
         } else {
             routed = Responder.respond(
-                method: request.method, host: host, path: request.path, ifNoneMatch: request.ifNoneMatch,
-                ifModifiedSince: request.ifModifiedSince, acceptsGzip: request.acceptsGzip, snapshot: snapshot, tls: tls)
+                method: request.method, host: host, path: request.path, pathAndQuery: request.pathAndQuery, userAgent: request.userAgent,
+                ifNoneMatch: request.ifNoneMatch, ifModifiedSince: request.ifModifiedSince, acceptsGzip: request.acceptsGzip,
+                snapshot: snapshot, tls: tls)
         }
         // Only GET and HEAD are served, and neither has content: a body is refused, whatever the
         // path.
         if request.hasBody { routed.response = .error(.contentTooLarge, close: false) }
         let response = routed.response.answering(request.method)
-        if peer.counted != nil { counters.request(request.version, routed.site, routed.path, response.status) }
+        if peer.counted != nil {
+            counters.request(request.version, routed.site, routed.path, response.status)
+            if let platform = routed.fallback { counters.fallback(platform, response.status) }
+        }
         if let agent = request.userAgent { noteAppleFetch(peer, agent, routed, host: host) }
         log(peer, request.method, host: host, target: request.target, version: request.version, response, userAgent: request.userAgent)
         return response

@@ -23,6 +23,8 @@ enum Responder {
         var response: Response
         var site: Traffic.SiteClass
         var path: Traffic.PathClass
+        /// For a site's fallback answer (a redirect or its page): the platform it was chosen for.
+        var fallback: ClientPlatform? = nil
     }
 
     static func pathClass(_ path: UnsafeRawBufferPointer) -> Traffic.PathClass {
@@ -33,21 +35,17 @@ enum Responder {
     }
 
     /// Answers one request. `host` is already normalised (see `HTTPFields.normalizeHost`); nil when absent.
+    /// `pathAndQuery` and `userAgent` matter only for a site's fallback.
     static func respond(
-        method: Method, host: String?, path: UnsafeRawBufferPointer, ifNoneMatch: UnsafeRawBufferPointer?,
-        ifModifiedSince: UnsafeRawBufferPointer?, acceptsGzip: Bool, snapshot: Snapshot, tls: TLSIdentity
+        method: Method, host: String?, path: UnsafeRawBufferPointer, pathAndQuery: UnsafeRawBufferPointer? = nil,
+        userAgent: UnsafeRawBufferPointer? = nil, ifNoneMatch: UnsafeRawBufferPointer?, ifModifiedSince: UnsafeRawBufferPointer?,
+        acceptsGzip: Bool, snapshot: Snapshot, tls: TLSIdentity
     ) -> Routed {
         let pathClass = pathClass(path)
         guard let host, let site = snapshot.site(forHost: host) else {
             return Routed(response: .error(.notFound, close: false), site: .unknown, path: pathClass)
         }
         func routed(_ response: Response) -> Routed { Routed(response: response, site: .configured, path: pathClass) }
-        let file: PreparedFile?
-        switch pathClass {
-        case .wellKnownAASA, .rootAASA: file = site.aasa
-        case .assetLinks: file = site.assetLinks
-        case .other, .acmeChallenge: return routed(.error(.notFound, close: false))
-        }
         // 421 (RFC 9110 §15.5.20) means "this connection's certificate does not cover the host":
         // HTTP/2 clients reuse a connection for every host its certificate covers (RFC 9113
         // §9.1.1), and a client that gets 421 retries on a new connection. The SNI name itself is
@@ -58,20 +56,72 @@ enum Responder {
         if case .serverName(let name, let certificate) = tls, host != name, !certificate.covers(host) {
             return routed(.error(.misdirected, close: false))
         }
+        let file: PreparedFile?
+        switch pathClass {
+        case .wellKnownAASA, .rootAASA: file = site.aasa
+        case .assetLinks: file = site.assetLinks
+        case .other, .acmeChallenge, .fallback:
+            let (response, platform) = fallback(
+                method: method, site: site, path: path, pathAndQuery: pathAndQuery ?? path, userAgent: userAgent,
+                ifNoneMatch: ifNoneMatch, ifModifiedSince: ifModifiedSince, acceptsGzip: acceptsGzip)
+            guard let platform else { return routed(response) }
+            return Routed(response: response, site: .configured, path: .fallback, fallback: platform)
+        }
         guard let file else { return routed(.error(.notFound, close: false)) }
         guard method != .other else { return routed(.error(.methodNotAllowed, close: false)) }
+        return routed(serve(file, ifNoneMatch: ifNoneMatch, ifModifiedSince: ifModifiedSince, acceptsGzip: acceptsGzip))
+    }
 
+    /// A prepared file's 200 or 304.
+    private static func serve(
+        _ file: PreparedFile, ifNoneMatch: UnsafeRawBufferPointer?, ifModifiedSince: UnsafeRawBufferPointer?, acceptsGzip: Bool
+    ) -> Response {
         let gzip = acceptsGzip && file.gzipBody != nil
         let etag = gzip ? file.gzipETag! : file.etag
         if HTTPFields.notModified(etag: etag, lastModified: file.lastModified, ifNoneMatch: ifNoneMatch, ifModifiedSince: ifModifiedSince) {
-            return routed(
-                Response(
-                    status: .notModified, headers: gzip ? file.gzipNotModifiedHeaders! : file.notModifiedHeaders, body: [],
-                    sendsBody: false, close: false))
+            return Response(
+                status: .notModified, headers: gzip ? file.gzipNotModifiedHeaders! : file.notModifiedHeaders, body: [], sendsBody: false,
+                close: false)
         }
-        return routed(
-            Response(
-                status: .ok, headers: gzip ? file.gzipHeaders! : file.headers, body: gzip ? file.gzipBody! : file.body,
-                sendsBody: true, close: false))
+        return Response(
+            status: .ok, headers: gzip ? file.gzipHeaders! : file.headers, body: gzip ? file.gzipBody! : file.body, sendsBody: true,
+            close: false)
+    }
+
+    static let wellKnownPrefix = Array("/.well-known/".utf8)
+
+    /// Longest `Location` built from a request: a target holding a long path, with every byte
+    /// percent-encoded, could triple it; beyond this it is 414, not a head some clients refuse.
+    static let maximumLocationLength = 16 * 1024
+
+    /// Every other path of a site with `fallback` or `page` (DESIGN.md "A link domain"): the
+    /// platform's redirect, or the page; 404 without. Paths under `/.well-known/` are never
+    /// a fallback: they belong to protocols (ACME, security.txt, the association files' own
+    /// variants), and a redirect there would answer a verifier with another site's content.
+    private static func fallback(
+        method: Method, site: ServedSite, path: UnsafeRawBufferPointer, pathAndQuery: UnsafeRawBufferPointer,
+        userAgent: UnsafeRawBufferPointer?, ifNoneMatch: UnsafeRawBufferPointer?, ifModifiedSince: UnsafeRawBufferPointer?,
+        acceptsGzip: Bool
+    ) -> (Response, ClientPlatform?) {
+        let notFound = (Response.error(.notFound, close: false), ClientPlatform?.none)
+        guard let fallback = site.fallback, !path.starts(with: wellKnownPrefix) else { return notFound }
+        let platform = ClientPlatform.of(userAgent: userAgent)
+        guard let answer = fallback.answer(for: platform) else { return notFound }
+        guard method != .other else { return (.error(.methodNotAllowed, close: false), nil) }
+        switch answer {
+        case .page:
+            guard let page = site.page else { return notFound }
+            site.fallbackCounts.add(platform)
+            return (serve(page, ifNoneMatch: ifNoneMatch, ifModifiedSince: ifModifiedSince, acceptsGzip: acceptsGzip), platform)
+        case .redirect(let redirect):
+            var response = Response(status: redirect.status, headers: redirect.headers, body: [], sendsBody: false, close: false)
+            if let template = redirect.template {
+                let location = template.render(pathAndQuery: pathAndQuery)
+                guard location.count <= maximumLocationLength else { return (.error(.uriTooLong, close: false), nil) }
+                response.location = location
+            }
+            site.fallbackCounts.add(platform)
+            return (response, platform)
+        }
     }
 }

@@ -1,4 +1,4 @@
-import HTTPCore
+public import HTTPCore
 import Synchronization
 public import TLS
 
@@ -26,8 +26,12 @@ public enum Traffic {
         /// ACME's HTTP-01 path (RFC 8555 §8.3), answered on the plain listener when the server has
         /// an HTTP-01 resolver; elsewhere, or without one, it counts as `other`.
         case acmeChallenge
+        /// Any other path of a site with `fallback` or `page`, answered by them (a redirect, the
+        /// page or its 304); without an answer it counts as `other`.
+        case fallback
         public var label: String {
             switch self {
+            case .fallback: "fallback"
             case .wellKnownAASA: "/.well-known/apple-app-site-association"
             case .rootAASA: "/apple-app-site-association"
             case .assetLinks: "/.well-known/assetlinks.json"
@@ -72,6 +76,17 @@ public enum Traffic {
         public var status: StatusClass
     }
 
+    /// One fallback answer's place in the fallback counters: bounded labels, never the path.
+    public struct FallbackKey: Hashable, Sendable {
+        public var platform: ClientPlatform
+        public var status: StatusClass
+
+        public init(platform: ClientPlatform, status: StatusClass) {
+            self.platform = platform
+            self.status = status
+        }
+    }
+
     /// One successful handshake's place in the handshake counters.
     public struct HandshakeKey: Hashable, Sendable {
         public var tls13: Bool
@@ -96,7 +111,8 @@ final class WorkerCounters: @unchecked Sendable {
     private static let openBase = acceptedBase + Traffic.ListenerClass.allCases.count
     private static let timeoutBase = openBase + Traffic.ListenerClass.allCases.count
     private static let acmeChallengeIndex = timeoutBase + Traffic.TimeoutPhase.allCases.count
-    private static let count = acmeChallengeIndex + 1
+    private static let fallbackBase = acmeChallengeIndex + 1
+    private static let count = fallbackBase + ClientPlatform.allCases.count * Traffic.StatusClass.allCases.count
 
     private let slots: UnsafeMutablePointer<Atomic<Int>>
 
@@ -152,6 +168,14 @@ final class WorkerCounters: @unchecked Sendable {
 
     func acmeChallengeHandshake() { add(Self.acmeChallengeIndex, 1) }
 
+    private static func fallbackIndex(_ k: Traffic.FallbackKey) -> Int {
+        fallbackBase + k.platform.rawValue * Traffic.StatusClass.allCases.count + k.status.rawValue
+    }
+
+    func fallback(_ platform: ClientPlatform, _ status: Status) {
+        add(Self.fallbackIndex(.init(platform: platform, status: .init(status))), 1)
+    }
+
     /// Adds this worker's counts to a server-wide total.
     func add(to total: inout ServerStatistics) {
         for version in Traffic.HTTPVersion.allCases {
@@ -183,6 +207,12 @@ final class WorkerCounters: @unchecked Sendable {
             total.timeouts[phase, default: 0] += value(Self.timeoutBase + phase.rawValue)
         }
         total.acmeChallengeHandshakes += value(Self.acmeChallengeIndex)
+        for platform in ClientPlatform.allCases {
+            for status in Traffic.StatusClass.allCases {
+                let key = Traffic.FallbackKey(platform: platform, status: status)
+                total.fallbacks[key, default: 0] += value(Self.fallbackIndex(key))
+            }
+        }
     }
 }
 
@@ -201,6 +231,8 @@ public struct ServerStatistics: Sendable {
     /// certificate, RFC 8737); not in `handshakes`, which counts connections that carry HTTP.
     /// Refused ones are in `handshakeFailures` under `acme_challenge_unavailable`.
     public var acmeChallengeHandshakes = 0
+    /// Sites' fallback answers (redirects and pages), by the platform they were chosen for.
+    public var fallbacks: [Traffic.FallbackKey: Int] = [:]
 
     public init() {}
 }

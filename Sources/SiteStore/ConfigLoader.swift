@@ -108,8 +108,11 @@ public enum ConfigLoader {
     public static func loadSite(host: HostName, directory: String, relative: String) -> SiteSource {
         var site = SiteSource(host: host, directory: relative, aliases: [], aasa: nil, assetLinks: nil, certificate: nil, problems: [])
         let fm = FileManager.default
+        // site.yaml first: it names the page, which is then one of the site's files.
+        readSettings(directory, relative, &site)
         let entries = (try? fm.contentsOfDirectory(atPath: directory)) ?? []
-        for entry in entries.sorted() where !knownSiteEntries.contains(entry) && (!entry.hasPrefix(".") || entry == ".well-known") {
+        for entry in entries.sorted()
+        where !knownSiteEntries.contains(entry) && entry != site.settings.page && (!entry.hasPrefix(".") || entry == ".well-known") {
             let message: String
             switch entry {
             case "apple-app-site-association.json":
@@ -129,9 +132,30 @@ public enum ConfigLoader {
             site.assetLinks = SiteFile(
                 relativePath: file.path, bytes: file.bytes, modified: file.modified, result: AssetLinks.validate(file.bytes))
         }
+        if let name = site.settings.page {
+            if let file = readSiteFile(directory, relative, name, LandingPage.maximumFileSize, &site) {
+                site.page = SiteFile(
+                    relativePath: file.path, bytes: file.bytes, modified: file.modified,
+                    result: LandingPage.validate(file.bytes, name: name))
+            } else if !site.unreadable.contains(name) {
+                site.problems.append(
+                    ConfigProblem(
+                        severity: .error, file: "\(relative)/\(name)", message: "missing: site.yaml names it as the site's page"))
+            }
+        }
         var certificateUnreadable = false
         site.certificate = readCertificate(directory, relative + "/tls", &site.problems, unreadable: &certificateUnreadable)
         if certificateUnreadable { site.unreadable.insert("tls") }
+        if site.aasa == nil && site.assetLinks == nil && !site.problems.contains(where: { $0.severity == .error }) {
+            site.problems.append(
+                ConfigProblem(
+                    severity: .error, file: relative, message: "the site has neither apple-app-site-association nor assetlinks.json"))
+        }
+        return site
+    }
+
+    /// Reads and parses `site.yaml` when there is one.
+    private static func readSettings(_ directory: String, _ relative: String, _ site: inout SiteSource) {
         switch readBounded(path: directory + "/site.yaml", limit: SiteSettings.maximumFileSize) {
         case .success(let bytes) where bytes.count > SiteSettings.maximumFileSize:
             site.problems.append(ConfigProblem(severity: .error, file: "\(relative)/site.yaml", message: "larger than 64 KB"))
@@ -145,12 +169,6 @@ public enum ConfigLoader {
             site.unreadable.insert("site.yaml")
             site.problems.append(ConfigProblem(severity: .error, file: "\(relative)/site.yaml", message: "cannot read the file: \(error)"))
         }
-        if site.aasa == nil && site.assetLinks == nil && !site.problems.contains(where: { $0.severity == .error }) {
-            site.problems.append(
-                ConfigProblem(
-                    severity: .error, file: relative, message: "the site has neither apple-app-site-association nor assetlinks.json"))
-        }
-        return site
     }
 
     /// Reads a file if it exists. Reads at most `limit + 1` bytes, so an oversized file is

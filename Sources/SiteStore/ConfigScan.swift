@@ -58,6 +58,8 @@ public struct SiteSource: Sendable {
     public var aliases: [HostName]
     public var aasa: SiteFile<AppSiteAssociation>?
     public var assetLinks: SiteFile<AssetLinks>?
+    /// The page site.yaml names (`page:`), as read.
+    public var page: SiteFile<LandingPage>?
     /// The site's own certificate (`tls/cert.pem` and `tls/key.pem`), if it has one.
     public var certificate: CertificateFiles?
     /// What `site.yaml` says (more host names, cache policy).
@@ -78,6 +80,7 @@ public struct SiteSource: Sendable {
     /// True when everything the site has may be served.
     public var isValid: Bool {
         !problems.contains { $0.severity == .error } && aasa?.result.isValid != false && assetLinks?.result.isValid != false
+            && page?.result.isValid != false
     }
 }
 

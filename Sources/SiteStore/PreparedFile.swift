@@ -5,8 +5,15 @@ public struct ServingOptions: Sendable, Equatable {
     /// `Cache-Control` of every served file. Short by default so that a fixed file reaches Apple's
     /// CDN and devices within minutes (DESIGN.md).
     public var cacheControl: String
+    /// `application/json` for the association files; `text/html; charset=utf-8` for a page.
+    public var contentType = ServingOptions.json
+    /// The same URL answers differently by User-Agent (a page beside platform redirects): say
+    /// so, so that a shared cache keeps one answer per User-Agent (RFC 9110 §12.5.5).
+    public var varyUserAgent = false
 
     public static let defaultCacheControl = "max-age=300"
+    public static let json = "application/json"
+    public static let html = "text/html; charset=utf-8"
 
     public init(cacheControl: String = ServingOptions.defaultCacheControl) {
         self.cacheControl = cacheControl
@@ -94,17 +101,19 @@ public final class PreparedFile: Sendable {
         self.options = options
         lastModified = modified
         func lines(_ fields: [(String, String)]) -> PreparedFields { PreparedFields(fields.map { (name: $0.0, value: $0.1) }) }
-        // Vary only when a gzip variant exists: otherwise every client gets the same bytes.
-        let vary: [(String, String)] = content.gzipBody == nil ? [] : [("Vary", "Accept-Encoding")]
+        // Vary only when a gzip variant exists (or the answer depends on the User-Agent):
+        // otherwise every client gets the same bytes.
+        let varied = (content.gzipBody == nil ? [] : ["Accept-Encoding"]) + (options.varyUserAgent ? ["User-Agent"] : [])
+        let vary: [(String, String)] = varied.isEmpty ? [] : [("Vary", varied.joined(separator: ", "))]
         let common: [(String, String)] = [("Last-Modified", HTTPDate.format(modified)), ("Cache-Control", options.cacheControl)]
         headers = lines(
-            [("Content-Type", "application/json"), ("Content-Length", "\(content.body.count)"), ("ETag", content.etag)] + common + vary
+            [("Content-Type", options.contentType), ("Content-Length", "\(content.body.count)"), ("ETag", content.etag)] + common + vary
                 + [("X-Content-Type-Options", "nosniff")])
         notModifiedHeaders = lines([("ETag", content.etag)] + common + vary)
         if let compressed = content.gzipBody, let gzipETag = content.gzipETag {
             gzipHeaders = lines(
                 [
-                    ("Content-Type", "application/json"), ("Content-Encoding", "gzip"), ("Content-Length", "\(compressed.count)"),
+                    ("Content-Type", options.contentType), ("Content-Encoding", "gzip"), ("Content-Length", "\(compressed.count)"),
                     ("ETag", gzipETag),
                 ] + common + vary + [("X-Content-Type-Options", "nosniff")])
             gzipNotModifiedHeaders = lines([("ETag", gzipETag)] + common + vary)

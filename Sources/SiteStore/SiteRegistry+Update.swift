@@ -33,8 +33,11 @@ extension SiteRegistry {
             errors.append("\(files.directory): \(problem)")
             certificate = record.served?.certificate  // the last pair that loaded
         }
+        let page = choosePage(
+            source, settings: settings, settingsBroken: settingsBroken, record: &record, options: siteOptions, errors: &errors)
         if record.served?.aasa !== aasa { contents.release(record.served?.aasa) }
         if record.served?.assetLinks !== assetLinks { contents.release(record.served?.assetLinks) }
+        if record.served?.page !== page { contents.release(record.served?.page) }
 
         // Claimed hosts: the directory's own, its alias symlinks'.
         let hosts = [source.host] + settings.aliases + (aliasesByTarget[name] ?? []).compactMap { aliases[$0]?.host }.sorted()
@@ -47,12 +50,18 @@ extension SiteRegistry {
         }
         record.claims = hosts
 
-        let unchanged = record.served.map { $0.aasa === aasa && $0.assetLinks === assetLinks && $0.certificate == certificate } ?? false
+        let unchanged =
+            record.served.map {
+                $0.aasa === aasa && $0.assetLinks === assetLinks && $0.certificate == certificate && $0.page === page
+                    && $0.fallbackSettings == settings.fallback
+            } ?? false
         if aasa == nil && assetLinks == nil {
             record.served = nil
         } else if !unchanged {
             record.served = ServedSite(
-                directory: name, hosts: hosts, aasa: aasa, assetLinks: assetLinks, certificate: certificate, loadedAt: clock())
+                directory: name, hosts: hosts, aasa: aasa, assetLinks: assetLinks, certificate: certificate, loadedAt: clock(),
+                page: page, fallback: PreparedFallback.prepare(settings.fallback, hasPage: page != nil),
+                fallbackSettings: settings.fallback, fallbackCounts: record.fallbackCounts)
         }
         if errors != record.errors {
             for line in errors { logger.error("\(line)") }
@@ -67,6 +76,7 @@ extension SiteRegistry {
         if !keepsSources {
             record.source.aasa = nil
             record.source.assetLinks = nil
+            record.source.page = nil
         }
         records[name] = record
         stateCounts[before, default: 0] -= 1
@@ -78,6 +88,30 @@ extension SiteRegistry {
     static func state(of record: Record) -> SiteState {
         record.served == nil ? .refused : (record.errors.isEmpty ? .serving : .servingLastGood)
     }
+
+    /// The page to serve: the one the settings in force name, chosen like the other files. While
+    /// site.yaml is broken, the settings in force are the previous ones: a page they name that
+    /// was not read with them keeps its last good version.
+    func choosePage(
+        _ source: SiteSource, settings: SiteSettings, settingsBroken: Bool, record: inout Record, options: ServingOptions,
+        errors: inout [String]
+    ) -> PreparedFile? {
+        guard let name = settings.page else { return nil }
+        let file = source.page?.relativePath == source.directory + "/" + name ? source.page : nil
+        if file == nil && settingsBroken { return record.served?.page }
+        var options = options
+        options.contentType = ServingOptions.html
+        // Platforms with their own redirect get it, the others the page: the same URL answers by
+        // User-Agent.
+        options.varyUserAgent = settings.fallback.map { $0.ios != nil || $0.android != nil } ?? false
+        return choose(
+            file, name: Self.pageKey, unreadable: source.unreadable.contains(name) ? [Self.pageKey] : [], previous: record.served?.page,
+            record: &record, options: options, errors: &errors)
+    }
+
+    /// The page's key among a record's files (its Last-Modified moves forward across renames);
+    /// no file of a site directory has this name.
+    static let pageKey = ":page"
 
     /// The file to serve: the new one when valid; the previous one when the new one is invalid
     /// or cannot be read (only a file that is gone stops being served); none when it is gone.

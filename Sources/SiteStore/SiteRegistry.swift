@@ -31,6 +31,8 @@ public final class SiteRegistry {
         /// The Last-Modified last served for each file (by name), kept when the file is deleted:
         /// a later content of that file is always served with a later one (see `choose`).
         var lastModified: [String: Int64] = [:]
+        /// Fallback answers by platform, across the site's versions.
+        let fallbackCounts = FallbackCounts()
     }
 
     public let root: String
@@ -258,6 +260,7 @@ public final class SiteRegistry {
         if var record = records[name] {
             record.source.aasa = nil
             record.source.assetLinks = nil
+            record.source.page = nil
             record.source.certificate = nil
             record.source.problems = [problem]
             record.source.unreadable = ConfigLoader.siteEntries
@@ -279,6 +282,7 @@ public final class SiteRegistry {
         }
         contents.release(record.served?.aasa)
         contents.release(record.served?.assetLinks)
+        contents.release(record.served?.page)
         bump()
         snapshot = snapshot.replacing(name, with: nil, generation: generation)
         logger.info("site removed", metadata: ["site": "\(name)"])

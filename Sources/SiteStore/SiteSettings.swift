@@ -1,4 +1,5 @@
 import Foundation
+import HTTPCore
 
 /// A site's optional `site.yaml`:
 ///
@@ -7,20 +8,49 @@ import Foundation
 ///   - www.example.com
 ///   - example.net
 /// cache-control: max-age=60   # this site's Cache-Control (default: the server's)
+/// fallback:                    # every other GET/HEAD path (DESIGN.md "A link domain")
+///   web: https://www.example.com{path}          # {path}: the request's path and query
+///   ios: https://apps.apple.com/app/id1234567890
+///   android: https://play.google.com/store/apps/details?id=com.example
+///   status: 302                # 301, 302, 307 or 308
+/// fallback-cache-control: no-store   # the redirects' Cache-Control (default no-store)
+/// page: landing.html           # or: this file of the site's directory, as text/html
 /// ```
 ///
 /// Unknown keys are errors naming the key (a typo must not be silently ignored).
 public struct SiteSettings: Sendable, Equatable {
     public var aliases: [HostName] = []
     public var cacheControl: String?
+    /// Redirects for other paths; nil when site.yaml has no `fallback`.
+    public var fallback: FallbackSettings?
+    /// The name of the page served for other paths, in the site's directory.
+    public var page: String?
 
     /// Largest site.yaml read.
     public static let maximumFileSize = 64 * 1024
-    static let keys = ["aliases", "cache-control"]
+    static let keys = ["aliases", "cache-control", "fallback", "fallback-cache-control", "page"]
+    static let fallbackKeys = ["web", "ios", "android", "status"]
+    /// Longest page file name (NAME_MAX).
+    static let maximumPageNameLength = 255
 
-    public init(aliases: [HostName] = [], cacheControl: String? = nil) {
+    public init(aliases: [HostName] = [], cacheControl: String? = nil, fallback: FallbackSettings? = nil, page: String? = nil) {
         self.aliases = aliases
         self.cacheControl = cacheControl
+        self.fallback = fallback
+        self.page = page
+    }
+
+    /// Why a name cannot be a site's page, or nil when it can: a plain file name of the site's
+    /// directory (no path, not hidden, not one of the files the site already serves).
+    static func pageNameProblem(_ name: String) -> String? {
+        let allowed = name.utf8.allSatisfy { c in
+            (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == 0x2D || c == 0x2E || c == 0x5F
+        }
+        guard !name.isEmpty, name.utf8.count <= maximumPageNameLength, allowed, !name.hasPrefix(".") else {
+            return "must be the name of a file in the site's directory (letters, digits, '.', '-', '_'), e.g. landing.html"
+        }
+        if ConfigLoader.knownSiteEntries.contains(name) { return "\(name) is already one of the site's files" }
+        return nil
     }
 
     /// Parses site.yaml text; the problems say what is wrong, key by key.
@@ -28,7 +58,10 @@ public struct SiteSettings: Sendable, Equatable {
         var settings = SiteSettings()
         var problems: [ConfigProblem] = []
         func problem(_ message: String) { problems.append(ConfigProblem(severity: .error, file: file, message: message)) }
-        YAMLKeys.walk(text) { entry in
+        var sawFallback = false
+        var fallbackStatus: Status?
+        var fallbackCacheControl: String?
+        YAMLKeys.walk(text, isSection: { $0 == "fallback" }) { entry in
             // The key and its line, so that a long file's problem can be found (1-based).
             let at = entry.path + (entry.line.map { " (line \($0))" } ?? "")
             switch entry.path {
@@ -50,7 +83,7 @@ public struct SiteSettings: Sendable, Equatable {
                         problem("\(at): \"\(name.debugDescription.dropFirst().dropLast())\": \(error)")
                     }
                 }
-            case "cache-control":
+            case "cache-control", "fallback-cache-control":
                 guard case .scalar(let text) = entry.value else {
                     problem("\(at): must be one line of text, e.g. max-age=300")
                     return
@@ -59,7 +92,49 @@ public struct SiteSettings: Sendable, Equatable {
                     problem("\(at): \(message)")
                     return
                 }
-                settings.cacheControl = text
+                if entry.path == "cache-control" { settings.cacheControl = text } else { fallbackCacheControl = text }
+            case "fallback.web", "fallback.ios", "fallback.android":
+                sawFallback = true
+                guard case .scalar(let text) = entry.value else {
+                    problem("\(at): must be an https URL, e.g. https://www.example.com{path}")
+                    return
+                }
+                do {
+                    let target = try RedirectTemplate(parsing: text)
+                    var fallback = settings.fallback ?? FallbackSettings()
+                    switch entry.path {
+                    case "fallback.web": fallback.web = target
+                    case "fallback.ios": fallback.ios = target
+                    default: fallback.android = target
+                    }
+                    settings.fallback = fallback
+                } catch {
+                    problem("\(at): \(Self.quoted(text)): \(error)")
+                }
+            case "fallback.status":
+                sawFallback = true
+                let allowed = FallbackSettings.statuses.map { "\($0.rawValue)" }
+                guard case .scalar(let text) = entry.value, let code = Int(text), let status = Status(rawValue: code),
+                    FallbackSettings.statuses.contains(status)
+                else {
+                    problem("\(at): must be one of \(allowed.joined(separator: ", "))")
+                    return
+                }
+                fallbackStatus = status
+            case "page":
+                guard case .scalar(let text) = entry.value else {
+                    problem("\(at): must be a file name, e.g. landing.html")
+                    return
+                }
+                if let message = pageNameProblem(text) {
+                    problem("\(at): \(Self.quoted(text)): \(message)")
+                    return
+                }
+                settings.page = text
+            case let path where path.hasPrefix("fallback."):
+                problem(
+                    "unknown key \"\(entry.path)\"\(entry.line.map { " (line \($0))" } ?? ""); fallback knows \(fallbackKeys.joined(separator: ", "))"
+                )
             default:
                 problem(
                     "unknown key \"\(entry.path)\"\(entry.line.map { " (line \($0))" } ?? ""); site.yaml knows \(keys.joined(separator: ", "))"
@@ -68,9 +143,44 @@ public struct SiteSettings: Sendable, Equatable {
         } fail: { failure in
             switch failure {
             case .syntax(let message): problem("not valid YAML: \(message)")
+            case .notMapping(section: "fallback"):
+                sawFallback = true
+                problem(
+                    "fallback: must be a mapping of keys (\(fallbackKeys.joined(separator: ", "))), e.g. web: https://www.example.com{path}"
+                )
             case .notMapping: problem("must be a mapping of keys (\(keys.joined(separator: ", ")))")
             }
         }
+        let broken = problems.contains { $0.severity == .error }
+        if var fallback = settings.fallback {
+            fallback.status = fallbackStatus ?? fallback.status
+            fallback.cacheControl = fallbackCacheControl
+            settings.fallback = fallback
+        }
+        if sawFallback && settings.fallback == nil && !broken {
+            problem("fallback: names no target; give at least one of web, ios, android")
+        }
+        if settings.fallback?.web != nil && settings.page != nil {
+            problem("fallback.web and page both answer every other path: keep one (ios and android may go with page)")
+        }
+        if !broken, let fallback = settings.fallback, fallback.web == nil, settings.page == nil {
+            let missing = [fallback.ios == nil ? "iOS" : nil, fallback.android == nil ? "Android" : nil].compactMap { $0 }
+            problems.append(
+                ConfigProblem(
+                    severity: .warning, file: file,
+                    message:
+                        "fallback has no web target and there is no page: browsers \((["desktop"] + missing).joined(separator: ", ")) get 404"
+                ))
+        }
+        if fallbackCacheControl != nil && settings.fallback == nil && !broken {
+            problems.append(ConfigProblem(severity: .warning, file: file, message: "fallback-cache-control: unused without fallback"))
+        }
         return (settings, problems)
+    }
+
+    /// A value as it appears in a message: quoted, control characters escaped (a value carrying
+    /// CR or LF must not split the report or the log line).
+    static func quoted(_ text: String) -> String {
+        "\"" + text.unicodeScalars.map { $0.escaped(asASCII: true) }.joined() + "\""
     }
 }

@@ -14,10 +14,19 @@ public final class ServedSite: Sendable {
     public let certificateIdentity: String?
     /// When this version was loaded, seconds since the epoch.
     public let loadedAt: Int64
+    /// The page served for other paths (site.yaml `page:`).
+    public let page: PreparedFile?
+    /// What other paths get, by platform; nil: 404, as without site.yaml's `fallback` and `page`.
+    public let fallback: PreparedFallback?
+    /// The settings `fallback` was prepared from (to tell whether a reload changed it).
+    public let fallbackSettings: FallbackSettings?
+    /// Fallback answers by platform, kept across the site's versions.
+    public let fallbackCounts: FallbackCounts
 
     public init(
         directory: String, hosts: [HostName], aasa: PreparedFile?, assetLinks: PreparedFile?, certificate: CertificateFiles?,
-        loadedAt: Int64
+        loadedAt: Int64, page: PreparedFile? = nil, fallback: PreparedFallback? = nil, fallbackSettings: FallbackSettings? = nil,
+        fallbackCounts: FallbackCounts = FallbackCounts()
     ) {
         self.directory = directory
         self.hosts = hosts
@@ -26,11 +35,17 @@ public final class ServedSite: Sendable {
         self.certificate = certificate
         certificateIdentity = certificate?.identity
         self.loadedAt = loadedAt
+        self.page = page
+        self.fallback = fallback
+        self.fallbackSettings = fallbackSettings
+        self.fallbackCounts = fallbackCounts
     }
 
     /// The same site answering for other names (after a conflict appeared or went away).
     func with(hosts: [HostName]) -> ServedSite {
-        ServedSite(directory: directory, hosts: hosts, aasa: aasa, assetLinks: assetLinks, certificate: certificate, loadedAt: loadedAt)
+        ServedSite(
+            directory: directory, hosts: hosts, aasa: aasa, assetLinks: assetLinks, certificate: certificate, loadedAt: loadedAt,
+            page: page, fallback: fallback, fallbackSettings: fallbackSettings, fallbackCounts: fallbackCounts)
     }
 }
 

@@ -1,6 +1,7 @@
 import AASA
 import ACME
 import Foundation
+import HTTPCore
 import HTTPServer
 import HashTreeCollections
 import Reactor
@@ -34,7 +35,10 @@ struct AdminPages: Sendable {
         case "/metrics":
             return .init(status: .ok, contentType: MetricsExporter.contentType, body: metrics.scrape())
         case "/sites":
-            return .init(status: .ok, contentType: "application/json", body: sites.sitesPage(fetches: fetches, acme: acme()))
+            // Fallback answers change the page too: their total is part of its cache key.
+            let fallbacks = metrics.traffic.statistics().fallbacks.values.reduce(0, &+)
+            return .init(
+                status: .ok, contentType: "application/json", body: sites.sitesPage(fetches: fetches, acme: acme(), fallbacks: fallbacks))
         default:
             return nil
         }
@@ -69,6 +73,9 @@ final class AdminView: Sendable {
         var ownCertificate: Bool?
         /// The names it is served under (automatic certificates are per name).
         var hosts: [String]
+        /// Its fallback answers by platform, read when the page is rendered; nil when it has no
+        /// fallback or page.
+        var fallbackCounts: FallbackCounts?
     }
 
     /// What changed about one site in a reload: nil status when it is no longer a site.
@@ -76,6 +83,7 @@ final class AdminView: Sendable {
         var directory: String
         var status: SiteStatus?
         var ownCertificate: Bool?
+        var fallbackCounts: FallbackCounts?
     }
 
     let generation: UInt64
@@ -111,7 +119,8 @@ final class AdminView: Sendable {
             }
             var open = [UInt8]((try? encoder.encode(status)) ?? Data("{}".utf8))
             if open.last == UInt8(ascii: "}") { open.removeLast() }
-            entries[change.directory] = Entry(open: open, ownCertificate: change.ownCertificate, hosts: status.hosts)
+            entries[change.directory] = Entry(
+                open: open, ownCertificate: change.ownCertificate, hosts: status.hosts, fallbackCounts: change.fallbackCounts)
         }
         return entries
     }
@@ -135,6 +144,12 @@ final class AdminView: Sendable {
             if !automatic.isEmpty && automatic.allSatisfy({ $0.notAfter != nil }) { kind = "\"acme\"" }
             out += Array(((entry.open.count > 1 ? "," : "") + "\"certificate\":\(kind)").utf8)
             if !automatic.isEmpty { out += Array(",\"acme\":".utf8) + Self.json(automatic) }
+            // fallback: answers given by the site's fallback (redirects and page), by the
+            // platform read from User-Agent, since the site was first loaded.
+            if let counts = entry.fallbackCounts {
+                let members = ClientPlatform.allCases.map { "\"\($0.label)\":\(counts.value($0))" }
+                out += Array(",\"fallback\":{\(members.joined(separator: ","))}".utf8)
+            }
             let f = fetches[directory]
             // lastAppleFetch: seconds since the epoch of the last fetch with User-Agent AASA-Bot,
             // null if none since start; lastAppleFetchFromAppleNetwork: whether that fetch came
@@ -190,7 +205,7 @@ final class LockedRegistry: @unchecked Sendable {
     private let view: Mutex<AdminView>
     /// The last `/sites` page, with the view generation and fetch log version it was made from:
     /// probes and scrapers that ask again get the same bytes without rendering.
-    private let page = Mutex<(generation: UInt64, fetches: UInt64, acme: UInt64?, bytes: [UInt8])?>(nil)
+    private let page = Mutex<(generation: UInt64, fetches: UInt64, acme: UInt64?, fallbacks: Int, bytes: [UInt8])?>(nil)
 
     /// Reloads since start, and how the last one went.
     struct ReloadRecord: Sendable {
@@ -243,18 +258,18 @@ final class LockedRegistry: @unchecked Sendable {
     var current: AdminView { view.withLock { $0 } }
 
     /// `/sites` for the current view and fetches; rendered again only when either changed.
-    func sitesPage(fetches: FetchLog, acme: CertificateManager? = nil) -> [UInt8] {
+    func sitesPage(fetches: FetchLog, acme: CertificateManager? = nil, fallbacks: Int = 0) -> [UInt8] {
         let view = current
         let version = fetches.version
         let acmeVersion = acme?.version
         if let cached = page.withLock({ $0 }), cached.generation == view.generation, cached.fetches == version,
-            cached.acme == acmeVersion
+            cached.acme == acmeVersion, cached.fallbacks == fallbacks
         {
             return cached.bytes
         }
         let statuses = acme?.statusesByName()
         let bytes = view.render(fetches: fetches.sites(), acme: statuses?.statuses)
-        page.withLock { $0 = (view.generation, version, statuses?.version, bytes) }
+        page.withLock { $0 = (view.generation, version, statuses?.version, fallbacks, bytes) }
         return bytes
     }
 
@@ -266,7 +281,8 @@ final class LockedRegistry: @unchecked Sendable {
         let snapshot = registry.snapshot
         let changes = names.map { name in
             AdminView.Change(
-                directory: name, status: registry.status(of: name), ownCertificate: snapshot.sites[name].map { $0.certificate != nil })
+                directory: name, status: registry.status(of: name), ownCertificate: snapshot.sites[name].map { $0.certificate != nil },
+                fallbackCounts: snapshot.sites[name].flatMap { $0.fallback == nil ? nil : $0.fallbackCounts })
         }
         let shared: CertificateKind = snapshot.defaultCertificate != nil ? .default : fallback
         return (changes, shared, registry.stateCounts, registry.conflictingHosts)

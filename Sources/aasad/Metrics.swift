@@ -2,6 +2,7 @@ import ACME
 import CoreMetrics
 import Foundation
 import Glibc
+import HTTPCore
 import HTTPServer
 import Prometheus
 import SiteStore
@@ -17,7 +18,7 @@ final class MetricsExporter: Sendable {
     static let contentType = "text/plain; version=0.0.4; charset=utf-8"
 
     private let registry = PrometheusCollectorRegistry()
-    private let traffic: TrafficCounters
+    let traffic: TrafficCounters
     private let fetches: FetchLog
     private let sites: LockedRegistry
     private let startTime: Double
@@ -97,6 +98,14 @@ final class MetricsExporter: Sendable {
                 level("aasad_connections_open", [("listener", listener.label)], Double(statistics.open[listener] ?? 0))
             }
             count("aasad_acme_challenge_handshakes_total", [], statistics.acmeChallengeHandshakes)
+            // Every combination (12), so that a rate is defined before the first answer.
+            for platform in ClientPlatform.allCases {
+                for status in Traffic.StatusClass.allCases {
+                    count(
+                        "aasad_fallback_responses_total", [("platform", platform.label), ("status", status.label)],
+                        statistics.fallbacks[Traffic.FallbackKey(platform: platform, status: status)] ?? 0)
+                }
+            }
             for (phase, value) in statistics.timeouts {
                 count("aasad_connection_timeouts_total", [("phase", phase.label)], value)
             }
@@ -175,6 +184,8 @@ final class MetricsExporter: Sendable {
         "aasad_config_last_reload_success_timestamp_seconds":
             "When a reload (or start-up) last refused nothing, in seconds since the epoch.",
         "aasad_build_info": "The running version, as a label; always 1.",
+        "aasad_fallback_responses_total":
+            "Sites' fallback answers (redirects, and the page with its 304s) by the platform read from User-Agent and status class.",
         "aasad_acme_challenge_handshakes_total": "TLS-ALPN-01 validation handshakes answered (RFC 8737), closed after the handshake.",
         "aasad_acme_orders_total": "ACME orders since start, by result (issued: a certificate stored; failed: any cause).",
         "aasad_acme_certificates_picked_up_total": "Certificates loaded from the ACME storage (at start, or stored by another replica).",

@@ -61,6 +61,7 @@ struct ValidationReport: Encodable {
             site.problems.forEach(collect)
             if let a = site.aasa { out.append(file(a, kind: ConfigLoader.aasaFileName, host: site.host.name, root: root)) }
             if let a = site.assetLinks { out.append(file(a, kind: ConfigLoader.assetLinksFileName, host: site.host.name, root: root)) }
+            if let p = site.page { out.append(file(p, kind: "page", host: site.host.name, root: root)) }
         }
         for name in order {
             let problems = byFile[name]!

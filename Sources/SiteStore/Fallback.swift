@@ -1,0 +1,251 @@
+public import AASA
+public import HTTPCore
+import Synchronization
+
+/// A redirect target from site.yaml: an absolute https URL, optionally holding `{path}` once,
+/// where the request's path and query go (RedirectTarget's encoding: as sent, never decoded).
+///
+/// Checked when site.yaml is read, so that no request can make it point elsewhere: the scheme is
+/// https, the host is written out before `{path}` (which always starts with `/`, so it can never
+/// extend the host), there is no user info, and every byte is one a URL holds as it is.
+public struct RedirectTemplate: Sendable, Equatable, CustomStringConvertible {
+    /// As written in site.yaml.
+    public let text: String
+    /// The bytes before `{path}` (the whole URL when there is none).
+    let prefix: [UInt8]
+    /// The bytes after `{path}`; nil when the template has no `{path}`.
+    let suffix: [UInt8]?
+
+    public static let placeholder = "{path}"
+    /// Longest template: a URL over 2 KB is refused by some clients and is never a store link.
+    public static let maximumLength = 2048
+
+    public var description: String { text }
+
+    /// True when the target does not depend on the request: its `Location` is prepared once.
+    public var isFixed: Bool { suffix == nil }
+
+    public struct Problem: Error, Sendable, Equatable, CustomStringConvertible {
+        public var description: String
+        init(_ description: String) { self.description = description }
+    }
+
+    public init(parsing text: String) throws(Problem) {
+        let bytes = Array(text.utf8)
+        guard !bytes.isEmpty else { throw Problem("must be an https URL, e.g. https://www.example.com{path}") }
+        guard bytes.count <= Self.maximumLength else { throw Problem("\(bytes.count) bytes; at most \(Self.maximumLength)") }
+        let placeholder = Array(Self.placeholder.utf8)
+        var marks: [Int] = []
+        var i = 0
+        while i < bytes.count {
+            if bytes[i...].starts(with: placeholder) {
+                marks.append(i)
+                i += placeholder.count
+                continue
+            }
+            let c = bytes[i]
+            // A Location value is a URL: visible ASCII that a URL may hold as it is (RFC 3986),
+            // so neither CR/LF nor anything a browser would reinterpret (`\`, space) gets in.
+            guard RedirectTarget.isKept(c) || c == UInt8(ascii: "#") else {
+                let shown = c >= 0x21 && c <= 0x7E ? "'\(Character(Unicode.Scalar(c)))'" : HTTPField.name(of: c)
+                throw Problem(
+                    "byte \(i + 1) is \(shown); write the URL in its encoded form (percent-encode it), with {path} at most once")
+            }
+            i += 1
+        }
+        guard marks.count <= 1 else { throw Problem("{path} may appear once") }
+        let scheme = Array("https://".utf8)
+        guard bytes.count > scheme.count, bytes[..<scheme.count].map({ $0 | 0x20 }) == scheme.map({ $0 | 0x20 }) else {
+            throw Problem("must be an absolute https URL (https://...), e.g. https://www.example.com{path}")
+        }
+        // The authority ends at the first '/', '?' or '#', or at {path}.
+        let mark = marks.first
+        var end = scheme.count
+        while end < bytes.count && end != mark && !"/?#".utf8.contains(bytes[end]) { end += 1 }
+        let authority = String(decoding: bytes[scheme.count..<end], as: UTF8.self)
+        guard !authority.isEmpty else {
+            throw Problem("names no host: {path} must come after the host, as in https://www.example.com{path}")
+        }
+        guard !authority.contains("@") else { throw Problem("must not hold user info (user@host): it is how links are disguised") }
+        var host = Substring(authority)
+        if let colon = authority.lastIndex(of: ":") {
+            let port = authority[authority.index(after: colon)...]
+            guard let n = Int(port), n >= 1, n <= 65535, port.allSatisfy(\.isASCII) else {
+                throw Problem("the port \"\(port)\" must be a number from 1 to 65535")
+            }
+            host = authority[..<colon]
+        }
+        let name: HostName
+        do {
+            name = try HostName(parsing: String(host))
+        } catch {
+            throw Problem("the host \"\(host)\": \(error)")
+        }
+        guard !name.isWildcard else { throw Problem("the host must be one name, not a wildcard") }
+        self.text = text
+        if let mark {
+            prefix = Array(bytes[..<mark])
+            suffix = Array(bytes[(mark + placeholder.count)...])
+        } else {
+            prefix = bytes
+            suffix = nil
+        }
+    }
+
+    /// The `Location` for a request's path and query (as sent).
+    public func render(pathAndQuery: UnsafeRawBufferPointer) -> [UInt8] {
+        guard let suffix else { return prefix }
+        var out: [UInt8] = []
+        out.reserveCapacity(prefix.count + suffix.count + pathAndQuery.count + 16)
+        out.append(contentsOf: prefix)
+        RedirectTarget.appendPath(pathAndQuery, to: &out)
+        out.append(contentsOf: suffix)
+        return out
+    }
+}
+
+/// What site.yaml says about every path that is not one of the site's files: redirects by
+/// platform, and/or a page (DESIGN.md "A link domain").
+public struct FallbackSettings: Sendable, Equatable {
+    public var web: RedirectTemplate?
+    public var ios: RedirectTemplate?
+    public var android: RedirectTemplate?
+    public var status: Status = .found
+    /// `fallback-cache-control`; nil: `no-store` (a redirect chosen by User-Agent must not be
+    /// kept by a shared cache for another browser, and a changed target takes effect at once).
+    public var cacheControl: String?
+
+    public init() {}
+
+    /// The statuses a fallback may answer with.
+    public static let statuses: [Status] = [.movedPermanently, .found, .temporaryRedirect, .permanentRedirect]
+
+    public static let defaultCacheControl = "no-store"
+
+    /// The target for a platform: its own, else web's.
+    public func target(for platform: ClientPlatform) -> RedirectTemplate? {
+        switch platform {
+        case .web: web
+        case .ios: ios ?? web
+        case .android: android ?? web
+        }
+    }
+
+    /// True when any target is set.
+    public var isEmpty: Bool { web == nil && ios == nil && android == nil }
+}
+
+/// Fallback answers of one site, by platform. Kept by the registry across the site's versions
+/// (a reload does not reset them); every worker adds to them (relaxed atomic adds: a count, not
+/// an ordering).
+public final class FallbackCounts: Sendable {
+    private let web = Atomic<Int>(0)
+    private let ios = Atomic<Int>(0)
+    private let android = Atomic<Int>(0)
+
+    public init() {}
+
+    public func add(_ platform: ClientPlatform) {
+        switch platform {
+        case .web: web.wrappingAdd(1, ordering: .relaxed)
+        case .ios: ios.wrappingAdd(1, ordering: .relaxed)
+        case .android: android.wrappingAdd(1, ordering: .relaxed)
+        }
+    }
+
+    public func value(_ platform: ClientPlatform) -> Int {
+        switch platform {
+        case .web: web.load(ordering: .relaxed)
+        case .ios: ios.load(ordering: .relaxed)
+        case .android: android.load(ordering: .relaxed)
+        }
+    }
+}
+
+/// A site's answers for other paths, prepared when the site loads: per platform, a redirect
+/// whose fields are built once (its `Location` too, unless it holds `{path}`), or the page.
+public final class PreparedFallback: Sendable {
+    /// One platform's answer.
+    public enum Answer: Sendable {
+        case redirect(Redirect)
+        /// The site's page (`ServedSite.page`).
+        case page
+    }
+
+    public final class Redirect: Sendable {
+        public let status: Status
+        /// Every field but `Date`, `Connection` and, when the target holds `{path}`, `Location`.
+        public let headers: PreparedFields
+        /// The target, when `Location` is built per request; nil when it is in `headers`.
+        public let template: RedirectTemplate?
+
+        init(status: Status, target: RedirectTemplate, cacheControl: String, varyUserAgent: Bool) {
+            self.status = status
+            var fields: [(name: String, value: String)] = []
+            if target.isFixed { fields.append((name: "Location", value: target.text)) }
+            fields.append((name: "Content-Length", value: "0"))
+            fields.append((name: "Cache-Control", value: cacheControl))
+            if varyUserAgent { fields.append((name: "Vary", value: "User-Agent")) }
+            headers = PreparedFields(fields)
+            template = target.isFixed ? nil : target
+        }
+    }
+
+    /// By `ClientPlatform.rawValue`; nil: 404 for that platform.
+    private let answers: [Answer?]
+
+    /// Whether the answer depends on the User-Agent (then every answer says `Vary: User-Agent`).
+    public let variesByUserAgent: Bool
+
+    public func answer(for platform: ClientPlatform) -> Answer? { answers[platform.rawValue] }
+
+    /// Nil when the site answers no other path (no targets, no page).
+    public static func prepare(_ settings: FallbackSettings?, hasPage: Bool) -> PreparedFallback? {
+        let kinds: [String?] = ClientPlatform.allCases.map { platform in
+            if let target = settings?.target(for: platform) { return "redirect " + target.text }
+            return hasPage ? "page" : nil
+        }
+        guard kinds.contains(where: { $0 != nil }) else { return nil }
+        return PreparedFallback(settings: settings ?? FallbackSettings(), hasPage: hasPage, varies: Set(kinds).count > 1)
+    }
+
+    private init(settings: FallbackSettings, hasPage: Bool, varies: Bool) {
+        variesByUserAgent = varies
+        let cacheControl = settings.cacheControl ?? FallbackSettings.defaultCacheControl
+        var built: [String: Redirect] = [:]
+        answers = ClientPlatform.allCases.map { platform in
+            guard let target = settings.target(for: platform) else { return hasPage ? .page : nil }
+            // Platforms with the same target share one prepared redirect.
+            if let redirect = built[target.text] { return .redirect(redirect) }
+            let redirect = Redirect(status: settings.status, target: target, cacheControl: cacheControl, varyUserAgent: varies)
+            built[target.text] = redirect
+            return .redirect(redirect)
+        }
+    }
+}
+
+/// A site's page (`page:` in site.yaml): served as `text/html; charset=utf-8` for every other
+/// path, under the AASA file's size bound and the same last-good rules. Checked only as far as a
+/// server can: there, not empty (a file being written), within the bound, and UTF-8 (the type
+/// says so).
+public struct LandingPage: Sendable {
+    /// The file name in the site's directory.
+    public let name: String
+
+    /// The same bound as the AASA file's: a landing page is a banner and a link, not a site.
+    public static let maximumFileSize = AppSiteAssociation.maximumFileSize
+
+    public static func validate(_ bytes: [UInt8], name: String) -> ValidationResult<LandingPage> {
+        func refused(_ rule: Rule, _ message: String) -> ValidationResult<LandingPage> {
+            ValidationResult(document: nil, diagnostics: [Diagnostic(.error, rule, path: nil, message: message)])
+        }
+        if bytes.isEmpty { return refused(.fileEmpty, "the page is empty (still being written?); the last good version stays") }
+        if bytes.count > maximumFileSize {
+            return refused(.fileTooLarge, "the page is larger than \(maximumFileSize / 1024) KB; keep it to a banner and a link")
+        }
+        if String(validating: bytes, as: UTF8.self) == nil {
+            return refused(.encoding, "the page is not UTF-8, and it is served as text/html; charset=utf-8")
+        }
+        return ValidationResult(document: LandingPage(name: name), diagnostics: [])
+    }
+}
