@@ -37,7 +37,7 @@ public enum RedirectTarget {
 }
 
 /// The platform a browser runs on, as its User-Agent says: which of a site's fallback targets
-/// it gets (DESIGN.md "A link domain"), and the label its fallback answers are counted under.
+/// it gets (docs/link-domain.md), and the label its fallback answers are counted under.
 public enum ClientPlatform: Int, CaseIterable, Sendable {
     /// Everything that is not a phone or tablet named below: desktops, bots, link previews, and
     /// requests without a User-Agent.

@@ -94,7 +94,7 @@ enum Responder {
     /// percent-encoded, could triple it; beyond this it is 414, not a head some clients refuse.
     static let maximumLocationLength = 16 * 1024
 
-    /// Every other path of a site with `fallback` or `page` (DESIGN.md "A link domain"): the
+    /// Every other path of a site with `fallback` or `page` (docs/link-domain.md): the
     /// platform's redirect, or the page; 404 without. Paths under `/.well-known/` are never
     /// a fallback: they belong to protocols (ACME, security.txt, the association files' own
     /// variants), and a redirect there would answer a verifier with another site's content.

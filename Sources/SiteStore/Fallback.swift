@@ -105,7 +105,7 @@ public struct RedirectTemplate: Sendable, Equatable, CustomStringConvertible {
 }
 
 /// What site.yaml says about every path that is not one of the site's files: redirects by
-/// platform, and/or a page (DESIGN.md "A link domain").
+/// platform, and/or a page (docs/link-domain.md).
 public struct FallbackSettings: Sendable, Equatable {
     public var web: RedirectTemplate?
     public var ios: RedirectTemplate?

@@ -8,7 +8,7 @@ import HTTPCore
 ///   - www.example.com
 ///   - example.net
 /// cache-control: max-age=60   # this site's Cache-Control (default: the server's)
-/// fallback:                    # every other GET/HEAD path (DESIGN.md "A link domain")
+/// fallback:                    # every other GET/HEAD path (docs/link-domain.md)
 ///   web: https://www.example.com{path}          # {path}: the request's path and query
 ///   ios: https://apps.apple.com/app/id1234567890
 ///   android: https://play.google.com/store/apps/details?id=com.example

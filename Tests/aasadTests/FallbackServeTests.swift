@@ -1,0 +1,174 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// A whole link domain (issue 12): every other path of a site answered by platform, over real
+/// curl (HTTP/1.1 and HTTP/2) and raw sockets, with the AASA paths untouched.
+@Suite("aasad serve: fallback and page for other paths (issue 12)")
+final class FallbackServeTests {
+    let config: TestConfig
+    static let aasaPath = "/.well-known/apple-app-site-association"
+    static let web = "https://www.example.com{path}"
+    static let appStore = "https://apps.apple.com/app/id1234567890"
+    static let playStore = "https://play.google.com/store/apps/details?id=com.example"
+    /// Real browsers' User-Agent strings (more in Tests/HTTPCoreTests).
+    static let iPhoneSafari =
+        "Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Mobile/15E148 Safari/604.1"
+    static let androidChrome =
+        "Mozilla/5.0 (Linux; Android 10; K) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/130.0.0.0 Mobile Safari/537.36"
+    static let desktopChrome =
+        "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/130.0.0.0 Safari/537.36"
+    static let page = Array(
+        ("<!doctype html><meta name=\"apple-itunes-app\" content=\"app-id=1234567890\">"
+            + String(repeating: "<p>Get the app</p>", count: 40)).utf8)
+
+    init() throws {
+        config = try TestConfig()
+        try config.write("config/sites/link.test/apple-app-site-association", config.aasa)
+        try config.write(
+            "config/sites/link.test/site.yaml",
+            Array("fallback:\n  web: \(Self.web)\n  ios: \(Self.appStore)\n  android: \(Self.playStore)\n".utf8))
+        try config.write("config/sites/page.test/apple-app-site-association", config.aasa)
+        try config.write("config/sites/page.test/site.yaml", Array("page: landing.html\nfallback:\n  ios: \(Self.appStore)\n".utf8))
+        try config.write("config/sites/page.test/landing.html", Self.page)
+    }
+
+    @Test(
+        "each platform gets its target over HTTP/1.1 and HTTP/2, GET and HEAD, with the path and query as sent",
+        arguments: ["--http1.1", "--http2"])
+    func platforms(_ version: String) throws {
+        let server = try RunningServer(config: config)
+        let path = "/buy/42?src=mail&x=%41%2F"
+        for (agent, location) in [
+            (Self.iPhoneSafari, Self.appStore), (Self.androidChrome, Self.playStore),
+            (Self.desktopChrome, "https://www.example.com" + path), ("", "https://www.example.com" + path),
+        ] {
+            for head in [false, true] {
+                let r = try server.https("link.test", path, [version, "-A", agent] + (head ? ["-I"] : []))
+                #expect(r.status == 302, "\(agent)")
+                #expect(r.headers["location"] == location, "\(agent)")
+                #expect(r.headers["cache-control"] == "no-store")
+                #expect(r.headers["vary"] == "User-Agent")
+                #expect(r.headers["content-length"] == "0")
+                if !head { #expect(r.body.isEmpty) }  // with -I, curl prints the head as its output
+                #expect(r.version == (version == "--http2" ? "2" : "1.1"))
+            }
+        }
+        // The association files are always the files, whatever the User-Agent.
+        for agent in [Self.iPhoneSafari, Self.androidChrome, Self.desktopChrome] {
+            for path in [Self.aasaPath, "/apple-app-site-association"] {
+                let r = try server.https("link.test", path, [version, "-A", agent])
+                #expect(r.status == 200 && r.body == config.aasa && r.headers["location"] == nil, "\(path)")
+            }
+            #expect(try server.https("link.test", "/.well-known/assetlinks.json", [version, "-A", agent]).status == 404)
+            #expect(try server.https("link.test", "/.well-known/security.txt", [version, "-A", agent]).status == 404)
+        }
+        // A site without fallback answers other paths 404, as before.
+        #expect(try server.https("a.test", "/buy/42", [version, "-A", Self.iPhoneSafari]).status == 404)
+        // Only GET and HEAD.
+        #expect(try server.https("link.test", "/buy/42", [version, "-X", "DELETE"]).status == 405)
+    }
+
+    @Test(
+        "hostile paths stay on the target's host and never split the head",
+        arguments: [
+            ("//evil.example/x", "https://www.example.com//evil.example/x"),
+            ("/%2F%2Fevil.example", "https://www.example.com/%2F%2Fevil.example"),
+            ("/%0d%0aSet-Cookie:%20a=b", "https://www.example.com/%0d%0aSet-Cookie:%20a=b"),
+            ("/x?next=https://evil.example/", "https://www.example.com/x?next=https://evil.example/"),
+            ("/@evil.example", "https://www.example.com/@evil.example"),
+        ])
+    func hostilePaths(_ path: String, _ expected: String) throws {
+        let server = try RunningServer(config: config)
+        for version in ["--http1.1", "--http2"] {
+            let r = try server.https("link.test", path, [version, "-A", Self.desktopChrome])
+            #expect(r.status == 302)
+            #expect(r.headers["location"] == expected, "\(version)")
+            #expect(r.headers["set-cookie"] == nil)
+            #expect(URL(string: r.headers["location"] ?? "")?.host == "www.example.com")
+        }
+    }
+
+    @Test("raw bytes a client may put in a path are percent-encoded, never passed on")
+    func rawBytes() throws {
+        let server = try RunningServer(config: config)
+        // The HTTP/1.1 parser refuses controls and bytes >= 0x80 in the target; what it lets
+        // through and a URL may not hold is encoded.
+        for (path, expected) in [
+            ("/\\evil.example", "https://www.example.com/%5Cevil.example"),
+            ("/a\"b<c>{d}|e^`", "https://www.example.com/a%22b%3Cc%3E%7Bd%7D%7Ce%5E%60"),
+        ] {
+            let request = "GET \(path) HTTP/1.1\r\nHost: link.test\r\nConnection: close\r\n\r\n"
+            let reply = String(decoding: server.raw(Array(request.utf8)), as: UTF8.self)
+            #expect(reply.hasPrefix("HTTP/1.1 302 Found\r\n"), "\(reply.prefix(100))")
+            #expect(reply.contains("\r\nLocation: \(expected)\r\n"), "\(reply)")
+        }
+        for bad in ["/\u{7F}", "/caf\u{E9}", "/a\tb"] {
+            let request = "GET \(bad) HTTP/1.1\r\nHost: link.test\r\nConnection: close\r\n\r\n"
+            let reply = String(decoding: server.raw(Array(request.utf8)), as: UTF8.self)
+            #expect(reply.hasPrefix("HTTP/1.1 400"), "\(reply.prefix(100))")
+        }
+    }
+
+    @Test("the page: text/html with its ETag, 304 and gzip like the AASA file; iPhones get the store")
+    func page() throws {
+        let server = try RunningServer(config: config)
+        for version in ["--http1.1", "--http2"] {
+            let r = try server.https("page.test", "/promo/summer", [version, "-A", Self.desktopChrome])
+            #expect(r.status == 200 && r.body == Self.page)
+            #expect(r.headers["content-type"] == "text/html; charset=utf-8")
+            #expect(r.headers["vary"] == "Accept-Encoding, User-Agent")
+            let etag = try #require(r.headers["etag"])
+            let again = try server.https("page.test", "/other", [version, "-H", "If-None-Match: \(etag)"])
+            #expect(again.status == 304 && again.body.isEmpty)
+            let gzip = try server.https("page.test", "/x", [version, "--compressed", "-A", Self.androidChrome])
+            #expect(gzip.status == 200 && gzip.body == Self.page && gzip.headers["content-encoding"] == "gzip")
+            let store = try server.https("page.test", "/promo/summer", [version, "-A", Self.iPhoneSafari])
+            #expect(store.status == 302 && store.headers["location"] == Self.appStore)
+            #expect(try server.https("page.test", Self.aasaPath, [version]).body == config.aasa)
+        }
+    }
+
+    @Test("a fallback change is served after a reload; an invalid one keeps the last good settings")
+    func reload() throws {
+        let server = try RunningServer(config: config)
+        #expect(try server.https("link.test", "/x", ["-A", Self.desktopChrome]).headers["location"] == "https://www.example.com/x")
+        try config.write(
+            "config/sites/link.test/site.yaml", Array("fallback:\n  web: https://web2.example.com/go{path}\n  status: 308\n".utf8))
+        #expect(
+            try eventually {
+                let r = try server.https("link.test", "/x", ["-A", Self.iPhoneSafari])
+                return r.status == 308 && r.headers["location"] == "https://web2.example.com/go/x" && r.headers["vary"] == nil
+            })
+        try config.write("config/sites/link.test/site.yaml", Array("fallback:\n  web: \"https://web3.example.com/\\r\\nX: y\"\n".utf8))
+        #expect(server.waitForLog("fallback.web"))
+        let kept = try server.https("link.test", "/x", ["-A", Self.iPhoneSafari])
+        #expect(kept.status == 308 && kept.headers["location"] == "https://web2.example.com/go/x")
+        let sites = String(decoding: try server.admin("/sites").body, as: UTF8.self)
+        #expect(sites.contains("serving-last-good"))
+        // Removed: other paths are 404 again.
+        try config.write("config/sites/link.test/site.yaml", Array("cache-control: max-age=60\n".utf8))
+        #expect(try eventually { try server.https("link.test", "/x").status == 404 })
+    }
+
+    @Test("fallback answers are counted per site and platform on /sites and in /metrics, never by path")
+    func counted() throws {
+        let server = try RunningServer(config: config)
+        for agent in [Self.iPhoneSafari, Self.iPhoneSafari, Self.androidChrome, Self.desktopChrome] {
+            _ = try server.https("link.test", "/secret-path-\(UUID().uuidString)", ["-A", agent])
+        }
+        _ = try server.https("page.test", "/x", ["-A", Self.desktopChrome])
+        let sites = try JSONSerialization.jsonObject(with: Data(try server.admin("/sites").body)) as? [String: Any]
+        let list = try #require(sites?["sites"] as? [[String: Any]])
+        let link = try #require(list.first { $0["directory"] as? String == "link.test" })
+        #expect(link["fallback"] as? [String: Int] == ["web": 1, "ios": 2, "android": 1])
+        let page = try #require(list.first { $0["directory"] as? String == "page.test" })
+        #expect(page["fallback"] as? [String: Int] == ["web": 1, "ios": 0, "android": 0])
+        #expect(list.first { $0["directory"] as? String == "a.test" }?["fallback"] == nil)
+        let metrics = String(decoding: try server.admin("/metrics").body, as: UTF8.self)
+        #expect(metrics.contains(#"aasad_fallback_responses_total{platform="ios",status="3xx"} 2"#))
+        #expect(metrics.contains(#"aasad_fallback_responses_total{platform="web",status="2xx"} 1"#))
+        #expect(metrics.contains(#"path="fallback""#))
+        #expect(!metrics.contains("secret-path"))
+    }
+}
