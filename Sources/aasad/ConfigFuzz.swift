@@ -31,6 +31,16 @@ enum ConfigFuzz {
             failures.append("site.yaml: an alias outside the host grammar: \(alias.name.debugDescription)")
         }
 
+        // Fallback targets: whatever a request's path holds, the Location is a field value on
+        // the target's own host; a page name is a plain file name.
+        for target in [site.fallback?.web, site.fallback?.ios, site.fallback?.android].compactMap({ $0 }) {
+            failures += redirects(target, path: bytes)
+        }
+        if let page = site.page, page.hasPrefix(".") || page.contains("/") || page.isEmpty {
+            failures.append("site.yaml: a page name that is not a plain file name: \(page.debugDescription)")
+        }
+        if let target = try? RedirectTemplate(parsing: text) { failures += redirects(target, path: bytes) }
+
         var settings = ServerSettings()
         _ = settings.apply(yaml: text, file: "aasad.yaml")
         failures += servable(settings.cacheControl, from: "aasad.yaml")
@@ -59,6 +69,24 @@ enum ConfigFuzz {
         let lines = head.split(separator: 0x0A, omittingEmptySubsequences: false).count - 1
         let bare = head.indices.contains { head[$0] == 0x0D && head.dropFirst($0 + 1).first != 0x0A }
         if lines != headLines || bare { return ["\(source): the head has \(lines) lines for \(value.debugDescription)"] }
+        return []
+    }
+
+    /// A target that was accepted, rendered with `path`: a valid field value, https, and the
+    /// same authority as the target's text (the path can never move the host).
+    private static func redirects(_ target: RedirectTemplate, path: [UInt8]) -> [String] {
+        let location = path.withUnsafeBytes { target.render(pathAndQuery: $0) }
+        func authority(_ url: some Collection<UInt8>) -> [UInt8] {
+            Array(url.dropFirst(8).prefix { !"/?#{".utf8.contains($0) })
+        }
+        let scheme = Array("https://".utf8)
+        guard location.count > scheme.count, location.prefix(scheme.count).map({ $0 | 0x20 }) == scheme else {
+            return ["a redirect that is not https: \(target.text.debugDescription)"]
+        }
+        if !HTTPField.isValidValue(location) { return ["a Location that is not a field value, from \(target.text.debugDescription)"] }
+        if authority(location) != authority(Array(target.text.utf8)) || authority(location).isEmpty {
+            return ["a path moved the host of \(target.text.debugDescription)"]
+        }
         return []
     }
 
