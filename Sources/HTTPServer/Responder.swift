@@ -111,7 +111,7 @@ enum Responder {
         switch answer {
         case .page:
             guard let page = site.page else { return notFound }
-            site.fallbackCounts.add(platform)
+            site.fallbackCounts?.add(platform)
             return (serve(page, ifNoneMatch: ifNoneMatch, ifModifiedSince: ifModifiedSince, acceptsGzip: acceptsGzip), platform)
         case .redirect(let redirect):
             var response = Response(status: redirect.status, headers: redirect.headers, body: [], sendsBody: false, close: false)
@@ -120,7 +120,7 @@ enum Responder {
                 guard location.count <= maximumLocationLength else { return (.error(.uriTooLong, close: false), nil) }
                 response.location = location
             }
-            site.fallbackCounts.add(platform)
+            site.fallbackCounts?.add(platform)
             return (response, platform)
         }
     }

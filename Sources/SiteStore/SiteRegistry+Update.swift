@@ -58,10 +58,12 @@ extension SiteRegistry {
         if aasa == nil && assetLinks == nil {
             record.served = nil
         } else if !unchanged {
+            let fallback = PreparedFallback.prepare(settings.fallback, hasPage: page != nil)
+            if fallback != nil && record.fallbackCounts == nil { record.fallbackCounts = FallbackCounts() }
             record.served = ServedSite(
                 directory: name, hosts: hosts, aasa: aasa, assetLinks: assetLinks, certificate: certificate, loadedAt: clock(),
-                page: page, fallback: PreparedFallback.prepare(settings.fallback, hasPage: page != nil),
-                fallbackSettings: settings.fallback, fallbackCounts: record.fallbackCounts)
+                page: page, fallback: fallback, fallbackSettings: settings.fallback,
+                fallbackCounts: fallback == nil ? nil : record.fallbackCounts)
         }
         if errors != record.errors {
             for line in errors { logger.error("\(line)") }

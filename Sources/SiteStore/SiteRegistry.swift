@@ -31,8 +31,9 @@ public final class SiteRegistry {
         /// The Last-Modified last served for each file (by name), kept when the file is deleted:
         /// a later content of that file is always served with a later one (see `choose`).
         var lastModified: [String: Int64] = [:]
-        /// Fallback answers by platform, across the site's versions.
-        let fallbackCounts = FallbackCounts()
+        /// Fallback answers by platform, across the site's versions; made when the site first
+        /// has a fallback (most sites never do: no allocation for them).
+        var fallbackCounts: FallbackCounts?
     }
 
     public let root: String

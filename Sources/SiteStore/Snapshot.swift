@@ -20,13 +20,13 @@ public final class ServedSite: Sendable {
     public let fallback: PreparedFallback?
     /// The settings `fallback` was prepared from (to tell whether a reload changed it).
     public let fallbackSettings: FallbackSettings?
-    /// Fallback answers by platform, kept across the site's versions.
-    public let fallbackCounts: FallbackCounts
+    /// Fallback answers by platform, kept across the site's versions; nil without a fallback.
+    public let fallbackCounts: FallbackCounts?
 
     public init(
         directory: String, hosts: [HostName], aasa: PreparedFile?, assetLinks: PreparedFile?, certificate: CertificateFiles?,
         loadedAt: Int64, page: PreparedFile? = nil, fallback: PreparedFallback? = nil, fallbackSettings: FallbackSettings? = nil,
-        fallbackCounts: FallbackCounts = FallbackCounts()
+        fallbackCounts: FallbackCounts? = nil
     ) {
         self.directory = directory
         self.hosts = hosts

@@ -282,7 +282,7 @@ final class LockedRegistry: @unchecked Sendable {
         let changes = names.map { name in
             AdminView.Change(
                 directory: name, status: registry.status(of: name), ownCertificate: snapshot.sites[name].map { $0.certificate != nil },
-                fallbackCounts: snapshot.sites[name].flatMap { $0.fallback == nil ? nil : $0.fallbackCounts })
+                fallbackCounts: snapshot.sites[name]?.fallbackCounts)
         }
         let shared: CertificateKind = snapshot.defaultCertificate != nil ? .default : fallback
         return (changes, shared, registry.stateCounts, registry.conflictingHosts)

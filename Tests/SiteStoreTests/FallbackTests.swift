@@ -197,7 +197,7 @@ struct FallbackRegistryTests {
         let r = c.registry()
         let first = try #require(r.reloadAll().site(forHost: "a.test"))
         #expect(first.fallbackSettings?.web?.text == "https://one.example{path}")
-        first.fallbackCounts.add(.ios)
+        first.fallbackCounts?.add(.ios)
         try c.write("sites/a.test/site.yaml", "fallback:\n  web: http://two.example{path}\n")
         let kept = try #require(r.reload(["a.test"]).site(forHost: "a.test"))
         #expect(kept.fallbackSettings?.web?.text == "https://one.example{path}")
@@ -206,7 +206,7 @@ struct FallbackRegistryTests {
         let changed = try #require(r.reload(["a.test"]).site(forHost: "a.test"))
         #expect(changed.fallbackSettings?.web?.text == "https://two.example{path}")
         #expect(changed.fallback?.variesByUserAgent == true)
-        #expect(changed.fallbackCounts.value(.ios) == 1, "counts are the site's, not the version's")
+        #expect(changed.fallbackCounts?.value(.ios) == 1, "counts are the site's, not the version's")
         // Removed from site.yaml: other paths are 404 again.
         try c.write("sites/a.test/site.yaml", "cache-control: max-age=1\n")
         #expect(r.reload(["a.test"]).site(forHost: "a.test")?.fallback == nil)
