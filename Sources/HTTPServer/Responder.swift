@@ -88,23 +88,20 @@ enum Responder {
             close: false)
     }
 
-    static let wellKnownPrefix = Array("/.well-known/".utf8)
-
     /// Longest `Location` built from a request: a target holding a long path, with every byte
     /// percent-encoded, could triple it; beyond this it is 414, not a head some clients refuse.
     static let maximumLocationLength = 16 * 1024
 
     /// Every other path of a site with `fallback` or `page` (docs/link-domain.md): the
-    /// platform's redirect, or the page; 404 without. Paths under `/.well-known/` are never
-    /// a fallback: they belong to protocols (ACME, security.txt, the association files' own
-    /// variants), and a redirect there would answer a verifier with another site's content.
+    /// platform's redirect, or the page; 404 without, and for the paths a fallback never covers
+    /// (`PreparedFallback.covers`).
     private static func fallback(
         method: Method, site: ServedSite, path: UnsafeRawBufferPointer, pathAndQuery: UnsafeRawBufferPointer,
         userAgent: UnsafeRawBufferPointer?, ifNoneMatch: UnsafeRawBufferPointer?, ifModifiedSince: UnsafeRawBufferPointer?,
         acceptsGzip: Bool
     ) -> (Response, ClientPlatform?) {
         let notFound = (Response.error(.notFound, close: false), ClientPlatform?.none)
-        guard let fallback = site.fallback, !path.starts(with: wellKnownPrefix) else { return notFound }
+        guard let fallback = site.fallback, PreparedFallback.covers(path: path) else { return notFound }
         let platform = ClientPlatform.of(userAgent: userAgent)
         guard let answer = fallback.answer(for: platform) else { return notFound }
         guard method != .other else { return (.error(.methodNotAllowed, close: false), nil) }

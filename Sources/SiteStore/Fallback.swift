@@ -199,6 +199,22 @@ public final class PreparedFallback: Sendable {
 
     public func answer(for platform: ClientPlatform) -> Answer? { answers[platform.rawValue] }
 
+    /// Whether a fallback may answer `path` (without its query). Never the association files,
+    /// and never under `/.well-known/`: those paths belong to protocols (ACME, security.txt, the
+    /// association files' own variants), and a redirect there would answer a verifier with
+    /// another site's content.
+    public static func covers(path: some Collection<UInt8>) -> Bool {
+        !path.starts(with: wellKnownPrefix) && !path.elementsEqual(rootAssociationPath)
+    }
+
+    private static let wellKnownPrefix = Array("/.well-known/".utf8)
+    private static let rootAssociationPath = Array("/apple-app-site-association".utf8)
+
+    /// The `Location` of a redirect for a request's path and query.
+    public static func location(_ redirect: Redirect, pathAndQuery: UnsafeRawBufferPointer) -> [UInt8] {
+        redirect.template?.render(pathAndQuery: pathAndQuery) ?? Array(redirect.headers.value(of: "Location")?.utf8 ?? "".utf8)
+    }
+
     /// Nil when the site answers no other path (no targets, no page).
     public static func prepare(_ settings: FallbackSettings?, hasPage: Bool) -> PreparedFallback? {
         let kinds: [String?] = ClientPlatform.allCases.map { platform in

@@ -1,6 +1,7 @@
 import AASA
 import ArgumentParser
 import Foundation
+import HTTPCore
 import SiteStore
 
 /// `aasad match`: which app opens each URL, and which rule decided — `swcutil verify` on Linux.
@@ -125,7 +126,34 @@ struct MatchCommand: ParsableCommand {
         case .failure(let problem):
             return URLReport(url: text, site: site.directory, error: problem.message, findings: problem.findings)
         case .success(let matcher):
-            return evaluate(text, matcher: matcher, site: site.directory, needsHost: true)
+            var report = evaluate(text, matcher: matcher, site: site.directory, needsHost: true)
+            report.browser = registry.snapshot.sites[name].flatMap { browserAnswers(url, site: $0) }
+            return report
+        }
+    }
+
+    /// What a browser gets for the URL when no app opens it, per platform, for a site with a
+    /// fallback or page (the same answers serve gives); nil for other sites.
+    static func browserAnswers(_ url: LinkURL, site: ServedSite) -> [URLReport.BrowserAnswer]? {
+        guard let fallback = site.fallback else { return nil }
+        let pathAndQuery = Array((url.path.isEmpty ? "/" : url.path).utf8) + (url.query.map { Array("?\($0)".utf8) } ?? [])
+        return ClientPlatform.allCases.map { platform in
+            var answer = URLReport.BrowserAnswer(platform: platform.label, status: 404)
+            guard PreparedFallback.covers(path: Array(url.path.utf8)) else { return answer }
+            switch fallback.answer(for: platform) {
+            case .redirect(let redirect):
+                answer.status = redirect.status.rawValue
+                answer.location = String(
+                    decoding: pathAndQuery.withUnsafeBytes { PreparedFallback.location(redirect, pathAndQuery: $0) }, as: UTF8.self)
+            case .page:
+                if site.page != nil {
+                    answer.status = 200
+                    answer.page = true
+                }
+            case nil:
+                break
+            }
+            return answer
         }
     }
 

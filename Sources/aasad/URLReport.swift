@@ -46,6 +46,18 @@ struct URLReport: Encodable {
         enum CodingKeys: String, CodingKey { case appID, decision, decidedBy }
     }
 
+    /// What a browser gets when no app opens the URL (`fallback`/`page` in site.yaml), per
+    /// platform: the answer serve gives.
+    struct BrowserAnswer: Encodable, Equatable {
+        /// `web`, `ios` or `android`.
+        var platform: String
+        var status: Int
+        /// The redirect's target.
+        var location: String?
+        /// True when the answer is the site's page.
+        var page: Bool?
+    }
+
     var url: String
     var site: String?
     var appID: String?
@@ -54,6 +66,8 @@ struct URLReport: Encodable {
     var hasAppLinks = true
     var error: String?
     var findings: [ValidationReport.Finding] = []
+    /// Set with --config for a site with a fallback or page.
+    var browser: [BrowserAnswer]?
 
     init(url: String, site: String? = nil, error: String, findings: [ValidationReport.Finding] = []) {
         self.url = url
@@ -75,7 +89,7 @@ struct URLReport: Encodable {
         }
     }
 
-    enum CodingKeys: String, CodingKey { case url, site, appID, decidedBy, apps, error, findings }
+    enum CodingKeys: String, CodingKey { case url, site, appID, decidedBy, apps, error, findings, browser }
 
     func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
@@ -86,6 +100,7 @@ struct URLReport: Encodable {
         try c.encode(apps, forKey: .apps)
         try c.encodeIfPresent(error, forKey: .error)
         if !findings.isEmpty { try c.encode(findings, forKey: .findings) }
+        try c.encodeIfPresent(browser, forKey: .browser)
     }
 
     /// The URL, the verdict, then one readable line per app.
@@ -115,6 +130,11 @@ struct URLReport: Encodable {
             case "block": print("  \(app.appID): blocked by \(app.decidedBy?.text ?? "")")
             default: print("  \(app.appID): no match")
             }
+        }
+        // Without the app (not installed, or no app opens it): what serve answers a browser.
+        for answer in browser ?? [] {
+            let what = answer.location ?? (answer.page == true ? "the site's page" : "")
+            print("  in a browser on \(answer.platform): \(answer.status)\(what.isEmpty ? "" : " \(what)")")
         }
     }
 }

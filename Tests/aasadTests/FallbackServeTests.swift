@@ -151,6 +151,26 @@ final class FallbackServeTests {
         #expect(try eventually { try server.https("link.test", "/x").status == 404 })
     }
 
+    @Test("match --config says what a browser gets without the app, per platform, as serve answers it")
+    func matchPreview() throws {
+        let out = try AASAD.run(
+            [
+                "match", "--config", config.config, "--format", "json", "https://link.test/buy/42?src=mail", "https://page.test/x",
+                "https://link.test/.well-known/apple-app-site-association", "https://a.test/x",
+            ])
+        let reports = try #require(try JSONSerialization.jsonObject(with: Data(out.stdout.utf8)) as? [[String: Any]])
+        let link = try #require(reports[0]["browser"] as? [[String: Any]])
+        #expect(link.map { $0["platform"] as? String } == ["web", "ios", "android"])
+        #expect(link.map { $0["location"] as? String } == ["https://www.example.com/buy/42?src=mail", Self.appStore, Self.playStore])
+        #expect(link.allSatisfy { $0["status"] as? Int == 302 })
+        let page = try #require(reports[1]["browser"] as? [[String: Any]])
+        #expect(page.map { $0["status"] as? Int } == [200, 302, 200])
+        #expect(page[0]["page"] as? Bool == true)
+        let aasa = try #require(reports[2]["browser"] as? [[String: Any]])
+        #expect(aasa.allSatisfy { $0["status"] as? Int == 404 }, "the association files are never a fallback")
+        #expect(reports[3]["browser"] == nil, "a site without fallback says nothing more")
+    }
+
     @Test("fallback answers are counted per site and platform on /sites and in /metrics, never by path")
     func counted() throws {
         let server = try RunningServer(config: config)
