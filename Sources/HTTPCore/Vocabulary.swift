@@ -24,7 +24,13 @@ public enum Method: Equatable, Sendable {
 /// not know cannot be sent by accident.
 public enum Status: Int, Sendable, CaseIterable {
     case ok = 200
+    /// The redirects (RFC 9110 §15.4): 301 and 302 let a client turn a POST into a GET, 307 and
+    /// 308 keep the method and content.
+    case movedPermanently = 301
+    case found = 302
     case notModified = 304
+    case temporaryRedirect = 307
+    case permanentRedirect = 308
     case badRequest = 400
     case notFound = 404
     case methodNotAllowed = 405
@@ -39,7 +45,11 @@ public enum Status: Int, Sendable, CaseIterable {
     public var reason: String {
         switch self {
         case .ok: "OK"
+        case .movedPermanently: "Moved Permanently"
+        case .found: "Found"
         case .notModified: "Not Modified"
+        case .temporaryRedirect: "Temporary Redirect"
+        case .permanentRedirect: "Permanent Redirect"
         case .badRequest: "Bad Request"
         case .notFound: "Not Found"
         case .methodNotAllowed: "Method Not Allowed"
