@@ -24,6 +24,8 @@ public enum Method: Equatable, Sendable {
 /// not know cannot be sent by accident.
 public enum Status: Int, Sendable, CaseIterable {
     case ok = 200
+    /// The redirects (RFC 9110 §15.4): 301 and 302 let a client turn a POST into a GET, 307 and
+    /// 308 keep the method and content.
     case movedPermanently = 301
     case found = 302
     case notModified = 304

@@ -360,7 +360,9 @@ struct ConnectionMachine {
                     target: slice(head.target)!, ifNoneMatch: slice(head.ifNoneMatch), ifModifiedSince: slice(head.ifModifiedSince),
                     userAgent: slice(head.userAgent), acceptsGzip: head.acceptsGzip)
                 var response = context.answerer.answer(request, peer: peer, tls: tlsIdentity)
-                response.close = !head.keepAlive || context.draining
+                // An answer may close on its own (plain HTTP's redirect to HTTPS); the client or a
+                // stop may close any.
+                response.close = response.close || !head.keepAlive || context.draining
                 response.serialize(into: &context.out, dateLine: context.answerer.dateLine.bytes)
                 parser.reset()
                 offset += head.length

@@ -57,8 +57,8 @@ protocol RequestAnswering {
 }
 
 /// The one path every request takes, whichever protocol framed it (DESIGN.md "What it serves"):
-/// route (the sites, or ACME's HTTP-01 path on plain HTTP) → count → Apple fetch → HEAD rule →
-/// access log. HTTP/1.1 and HTTP/2 differ only in how
+/// route (the sites; on plain HTTP, ACME's HTTP-01 path and, when on, the redirect to HTTPS) →
+/// count → Apple fetch → HEAD rule → access log. HTTP/1.1 and HTTP/2 differ only in how
 /// they fill a `RequestView` and frame the `Response`.
 struct Exchange: RequestAnswering {
     /// The sites as of this loop iteration (see `Worker.refreshSnapshot`).
@@ -72,13 +72,15 @@ struct Exchange: RequestAnswering {
     let admin: AdminEndpoint?
     /// Answers ACME's HTTP-01 requests on the plain listener; nil: that path is like any other.
     let http01: HTTP01Resolver?
+    /// Sends the plain listener's other requests to HTTPS; nil: plain HTTP serves the sites.
+    let httpsRedirect: HTTPSRedirect.Prepared?
     var dateLine = DateLine()
     /// Seconds since the epoch as of this loop iteration, for log lines and fetch notes.
     private var wallSeconds: Int64 = 0
 
     init(
         snapshot: Snapshot, counters: WorkerCounters, fetchLog: FetchLog?, accessLog: AccessLogBuffer?, admin: AdminEndpoint?,
-        http01: HTTP01Resolver? = nil
+        http01: HTTP01Resolver? = nil, httpsRedirect: HTTPSRedirect.Prepared? = nil
     ) {
         self.snapshot = snapshot
         self.counters = counters
@@ -86,6 +88,7 @@ struct Exchange: RequestAnswering {
         self.accessLog = accessLog
         self.admin = admin
         self.http01 = http01
+        self.httpsRedirect = httpsRedirect
     }
 
     /// A new loop iteration: the clock for `Date`, log lines and fetch notes.
@@ -110,6 +113,10 @@ struct Exchange: RequestAnswering {
             // ACME's HTTP-01 (RFC 8555 §8.3): plain HTTP only, as the CA asks on port 80; on
             // HTTPS the path is like any other.
             routed = HTTP01.respond(method: request.method, host: host, path: request.path, snapshot: snapshot, resolver: http01)
+        } else if peer.isPlainHTTP, let httpsRedirect {
+            // Plain HTTP in production (issue 12): everything else goes to HTTPS.
+            routed = httpsRedirect.respond(
+                method: request.method, host: host, path: request.path, pathAndQuery: request.pathAndQuery, snapshot: snapshot)
         } else {
             routed = Responder.respond(
                 method: request.method, host: host, path: request.path, pathAndQuery: request.pathAndQuery, userAgent: request.userAgent,

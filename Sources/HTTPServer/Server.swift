@@ -26,12 +26,16 @@ public final class Server {
         /// `/.well-known/acme-challenge/` is `404` like any other unknown path. TLS-ALPN-01 is
         /// answered by the `TLSServer` (its `challengeResolver`).
         public var http01Resolver: HTTP01Resolver?
+        /// Makes the plain listeners redirect every request (but HTTP-01's) to HTTPS; nil (the
+        /// default): they serve the sites as HTTPS does, for local testing.
+        public var httpsRedirect: HTTPSRedirect?
 
         public init(
             https: [SocketAddress], http: [SocketAddress], threads: Int, limits: Limits = Limits(), admin: SocketAddress? = nil,
             adminEndpoint: AdminEndpoint? = nil, fetchLog: FetchLog? = nil, traffic: TrafficCounters = TrafficCounters(),
-            accessLog: AccessLog? = nil, http01Resolver: HTTP01Resolver? = nil
+            accessLog: AccessLog? = nil, http01Resolver: HTTP01Resolver? = nil, httpsRedirect: HTTPSRedirect? = nil
         ) {
+            self.httpsRedirect = httpsRedirect
             self.http01Resolver = http01Resolver
             self.accessLog = accessLog
             self.traffic = traffic
@@ -58,6 +62,8 @@ public final class Server {
     public private(set) var boundHTTPS: [SocketAddress] = []
     public private(set) var boundHTTP: [SocketAddress] = []
     public private(set) var boundAdmin: SocketAddress?
+    /// The port plain HTTP's redirects name, once started; nil when they are off.
+    public private(set) var httpsRedirectPort: UInt16?
 
     public init(configuration: Configuration, store: SnapshotStore, tls: TLSServer?, logger: Logger) {
         self.configuration = configuration
@@ -89,12 +95,16 @@ public final class Server {
                     if isTLS { boundHTTPS.append(resolved) } else { boundHTTP.append(resolved) }
                 }
             }
+            // The port as bound: `--https 127.0.0.1:0` redirects to the port the kernel picked.
+            httpsRedirectPort = configuration.httpsRedirect.map { $0.port ?? boundHTTPS.first?.port ?? 443 }
+            let redirect = httpsRedirectPort.map(HTTPSRedirect.Prepared.init(port:))
             for i in 0..<count {
                 workers.append(
                     try Worker(
                         index: i, listeners: perWorker[i], tls: tls, store: store, limits: configuration.limits, logger: logger,
                         stopFlag: stopFlag, counters: configuration.traffic.makeWorkerCounters(),
-                        fetchLog: configuration.fetchLog, accessLog: configuration.accessLog, http01: configuration.http01Resolver))
+                        fetchLog: configuration.fetchLog, accessLog: configuration.accessLog, http01: configuration.http01Resolver,
+                        httpsRedirect: redirect))
             }
             if let address = configuration.admin, let endpoint = configuration.adminEndpoint {
                 // Serving matters more than the admin port: a busy admin address is an error in

@@ -85,7 +85,7 @@ final class Worker {
     init(
         index: Int, listeners: [Listener], tls: TLSServer?, store: SnapshotStore, limits: Limits, logger: Logger,
         stopFlag: AtomicFlag, counters: WorkerCounters, admin: AdminEndpoint? = nil, fetchLog: FetchLog? = nil,
-        accessLog: AccessLog? = nil, http01: HTTP01Resolver? = nil
+        accessLog: AccessLog? = nil, http01: HTTP01Resolver? = nil, httpsRedirect: HTTPSRedirect.Prepared? = nil
     ) throws(SystemError) {
         self.counters = counters
         self.index = index
@@ -99,7 +99,7 @@ final class Worker {
         let milliseconds = clock.milliseconds()
         let exchange = Exchange(
             snapshot: store.snapshot(), counters: counters, fetchLog: fetchLog, accessLog: accessLog.map(AccessLogBuffer.init),
-            admin: admin, http01: http01)
+            admin: admin, http01: http01, httpsRedirect: httpsRedirect)
         context = ConnectionContext(now: (milliseconds + 999) / 1000, milliseconds: milliseconds, limits: limits, answerer: exchange)
         second = milliseconds / 1000
         context.out.reserveCapacity(limits.outputHighWater + Self.readBufferSize)

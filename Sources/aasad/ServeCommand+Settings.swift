@@ -22,6 +22,8 @@ extension ServeCommand {
         }
         flag("--https", "listen.https", https)
         flag("--http", "listen.http", http)
+        flag("--http-redirect", "listen.http-redirect", httpRedirect.map { ["\($0)"] })
+        flag("--https-port", "listen.https-port", httpsPort.map { ["\($0)"] })
         flag("--threads", "threads", threads.map { ["\($0)"] })
         flag("--state", "state", state.map { [$0] })
         flag("--user", "user", user.map { [$0] })

@@ -30,8 +30,16 @@ struct ServeCommand: ParsableCommand {
     @Option(help: "An HTTPS address to listen on, e.g. :443 or 127.0.0.1:8443 (repeatable; default :8443).")
     var https: [String] = []
 
-    @Option(help: "A plain HTTP address to listen on, for local testing (repeatable; default none).")
+    @Option(help: "A plain HTTP address to listen on, for local testing or with --http-redirect (repeatable; default none).")
     var http: [String] = []
+
+    @Flag(
+        inversion: .prefixedNo,
+        help: "Answer every plain HTTP request (but ACME's HTTP-01) with a redirect to the same URL over HTTPS (default: off).")
+    var httpRedirect: Bool?
+
+    @Option(help: "The HTTPS port written in those redirects, as clients reach it (default: the first --https address's port).")
+    var httpsPort: Int?
 
     @Option(help: "Worker threads, each with its own event loop (default: one per core).")
     var threads: Int?
@@ -182,7 +190,8 @@ struct ServeCommand: ParsableCommand {
                 adminEndpoint: endpoint, fetchLog: fetches, traffic: traffic, accessLog: accessLog,
                 http01Resolver: certificateManager.map { manager -> HTTP01Resolver in
                     { host, token in manager.http01Answer(host: host, token: token) }
-                }),
+                },
+                httpsRedirect: settings.httpRedirect ? HTTPSRedirect(port: settings.httpsPort) : nil),
             store: store, tls: tls, logger: logger)
         do {
             try server.start()
@@ -234,6 +243,7 @@ struct ServeCommand: ParsableCommand {
             metadata: [
                 "sites": "\(served)", "https": "\(server.boundHTTPS.map(\.description).joined(separator: ","))",
                 "http": "\(server.boundHTTP.map(\.description).joined(separator: ","))", "threads": "\(workerCount)",
+                "httpRedirect": "\(server.httpsRedirectPort.map { "https port \($0)" } ?? "off")",
             ])
         if let authority = certificates.developmentAuthority,
             let host = store.snapshot().sites.values.lazy.flatMap(\.hosts).first(where: { !$0.isWildcard }),

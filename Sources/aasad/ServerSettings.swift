@@ -11,7 +11,9 @@ import TLS
 /// ```yaml
 /// listen:
 ///   https: [":8443"]          # one address or a list
-///   http: []                  # plain HTTP, for local testing
+///   http: []                  # plain HTTP: for local testing, or to redirect to HTTPS
+///   http-redirect: false      # true: plain HTTP answers 301 to the same URL over HTTPS
+///   https-port: 443           # the port in those redirects; default: the first https address's
 /// threads: auto               # or a number of worker threads
 /// admin: 127.0.0.1:9190       # or off
 /// state: state                # where the development certificate is kept
@@ -38,6 +40,10 @@ import TLS
 struct ServerSettings: Equatable {
     var https = [":8443"]
     var http: [String] = []
+    /// Plain HTTP redirects every request (but ACME's HTTP-01) to HTTPS (`HTTPSRedirect`).
+    var httpRedirect = false
+    /// The port written in those redirects; nil: the first HTTPS listener's, as bound.
+    var httpsPort: UInt16?
     /// nil: one worker per core.
     var threads: Int?
     /// nil: no admin listener.
@@ -79,9 +85,14 @@ struct ServerSettings: Equatable {
 
         /// One line, whatever the value held: control bytes a value carried (CR, LF) are shown as
         /// `\xHH`, so a bad value cannot forge another line of the report or the log.
-        var description: String {
+        var description: String { Self.escaped("\(source)\(line.map { ":\($0)" } ?? ""): \(key): \(message)") }
+
+        /// The message alone, escaped the same way (for reports that show the key apart).
+        var escapedMessage: String { Self.escaped(message) }
+
+        static func escaped(_ line: String) -> String {
             var text = ""
-            for scalar in "\(source)\(line.map { ":\($0)" } ?? ""): \(key): \(message)".unicodeScalars {
+            for scalar in line.unicodeScalars {
                 if scalar.value < 0x20 || scalar.value == 0x7F {
                     text += "\\x" + (scalar.value < 0x10 ? "0" : "") + String(scalar.value, radix: 16, uppercase: true)
                 } else {
@@ -168,6 +179,16 @@ struct ServerSettings: Equatable {
     private static let keys: [Key] = [
         addresses("listen.https", \.https),
         addresses("listen.http", \.http),
+        scalar("listen.http-redirect") { settings, text in
+            guard let on = flag(text) else { return "must be true or false, not \"\(text)\"" }
+            settings.httpRedirect = on
+            return nil
+        },
+        scalar("listen.https-port") { settings, text in
+            guard let port = UInt16(text), port >= 1 else { return "must be a port from 1 to 65535, not \"\(text)\"" }
+            settings.httpsPort = port
+            return nil
+        },
         scalar("threads") { settings, text in
             if text == "auto" {
                 settings.threads = nil
@@ -395,7 +416,16 @@ struct ServerSettings: Equatable {
 
     /// Problems of values together, once every source has applied (`source` names them).
     func consistencyProblems(source: String) -> [Problem] {
-        acme.consistencyProblems(httpListeners: http).map { Problem(source: source, key: $0.key, message: $0.message) }
+        var problems: [(key: String, message: String)] = []
+        if httpRedirect && http.isEmpty {
+            problems.append(
+                ("listen.http-redirect", "needs a plain HTTP listener to redirect from (listen.http, port 80 as clients see it)"))
+        }
+        if httpRedirect && https.isEmpty && httpsPort == nil {
+            problems.append(("listen.https-port", "must be set when listen.http-redirect is on and listen.https is empty"))
+        }
+        problems += acme.consistencyProblems(httpListeners: http)
+        return problems.map { Problem(source: source, key: $0.key, message: $0.message) }
     }
 
     // MARK: - Derived values

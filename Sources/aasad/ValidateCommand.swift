@@ -89,7 +89,9 @@ struct ValidateCommand: ParsableCommand {
         return ValidationReport.File(
             file: path, kind: ServerSettings.fileName, host: nil, valid: problems.isEmpty,
             findings: problems.map {
-                .init(severity: .error, rule: "settings", path: $0.key, value: nil, message: $0.message, line: $0.line, column: $0.column)
+                .init(
+                    severity: .error, rule: "settings", path: $0.key, value: nil, message: $0.escapedMessage, line: $0.line,
+                    column: $0.column)
             })
     }
 

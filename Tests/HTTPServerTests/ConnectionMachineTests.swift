@@ -12,6 +12,8 @@ private struct RecordingAnswerer: RequestAnswering {
         return line
     }()
     var bodySize = 10
+    /// Answers ask for the connection to close (as plain HTTP's redirect to HTTPS does).
+    var closing = false
     var paths: [String] = []
     var refused: [Status] = []
 
@@ -19,7 +21,7 @@ private struct RecordingAnswerer: RequestAnswering {
         paths.append(String(decoding: request.path, as: UTF8.self))
         let body = [UInt8](repeating: 120, count: bodySize)
         let fields = PreparedFields([(name: "Content-Length", value: "\(body.count)")])
-        return Response(status: .ok, headers: fields, body: body, sendsBody: true, close: false).answering(request.method)
+        return Response(status: .ok, headers: fields, body: body, sendsBody: true, close: closing).answering(request.method)
     }
 
     mutating func refuse(_ status: Status, peer: Peer) -> Response {
@@ -201,6 +203,18 @@ struct ConnectionMachineTests {
     func answerWhileStopping() {
         var context = makeContext()
         context.draining = true
+        var machine = plainMachine(context)
+        var written: [UInt8] = []
+        let next = (request("/a") + request("/b")).withUnsafeBytes { machine.received($0, &context) }
+        #expect(run(&machine, next, &context, written: &written) == .linger)
+        #expect(context.answerer.paths == ["/a"])
+        #expect(String(decoding: written, as: UTF8.self).contains("Connection: close\r\n"))
+    }
+
+    @Test("an answer that asks to close says Connection: close on a keep-alive request and lingers; the pipelined one is not answered")
+    func answerAsksToClose() {
+        var context = makeContext()
+        context.answerer.closing = true
         var machine = plainMachine(context)
         var written: [UInt8] = []
         let next = (request("/a") + request("/b")).withUnsafeBytes { machine.received($0, &context) }

@@ -21,7 +21,8 @@ final class ChallengeBook: Sendable {
 
 /// The server started in-process on loopback with in-memory challenge resolvers (`aasad serve`
 /// passes none until the ACME storage is wired): `a.test` is a site with its own certificate,
-/// `default.test` the default certificate; both listeners on port 0; an access log.
+/// `default.test` the default certificate; both listeners on port 0; an access log; plain HTTP
+/// redirecting to HTTPS when given `httpsRedirect`.
 final class ChallengeServer {
     let config: TestConfig
     let book: ChallengeBook
@@ -31,7 +32,7 @@ final class ChallengeServer {
     let httpPort: Int
     var accessLogPath: String { config.path("access.log") }
 
-    init() throws {
+    init(httpsRedirect: HTTPSRedirect? = nil) throws {
         let config = try TestConfig()
         self.config = config
         for name in ["default.test", "a.test"] { try config.makePair([name], into: config.path("certs/\(name)")) }
@@ -56,7 +57,7 @@ final class ChallengeServer {
             configuration: .init(
                 https: [loopback], http: [loopback], threads: 1, traffic: traffic,
                 accessLog: try AccessLog(destination: config.path("access.log"), format: .text),
-                http01Resolver: { book.answer($0, $1) }),
+                http01Resolver: { book.answer($0, $1) }, httpsRedirect: httpsRedirect),
             store: store, tls: tls, logger: Logger(label: "challenge-test") { _ in SwiftLogNoOpLogHandler() })
         try server.start()
         httpsPort = Int(server.boundHTTPS[0].port)

@@ -32,6 +32,7 @@ final class SettingsTests {
                 logging: {level: loud}
                 threads: 0
                 colour: blue
+                user: "nobody\\r\\nerror: forged line"
 
                 """.utf8))
         let out = try Tool.run(AASAD.binary.path, ["validate", config.config])
@@ -48,6 +49,9 @@ final class SettingsTests {
         ] {
             #expect(out.text.contains(expected), "missing: \(expected)\n\(out.text)")
         }
+        // A value's CR/LF is shown escaped: it cannot forge a line of the report.
+        #expect(out.text.contains(#"no such user "nobody\x0D\x0Aerror: forged line""#), "\(out.text)")
+        #expect(!out.text.contains("\nerror: forged line"))
         // A file over the 64 KB bound is refused unread; one at the bound is read.
         let comment = "# " + String(repeating: "x", count: 64 * 1024 - 3) + "\n"
         try config.write("config/aasad.yaml", Array(comment.utf8))
