@@ -146,6 +146,20 @@ final class FallbackServeTests {
         #expect(kept.status == 308 && kept.headers["location"] == "https://web2.example.com/go/x")
         let sites = String(decoding: try server.admin("/sites").body, as: UTF8.self)
         #expect(sites.contains("serving-last-good"))
+        // Every status the key allows, and the site's own Cache-Control for its redirects.
+        for status in [301, 302, 307, 308] {
+            try config.write(
+                "config/sites/link.test/site.yaml",
+                Array(
+                    "fallback:\n  web: https://web4.example.com{path}\n  status: \(status)\nfallback-cache-control: max-age=\(status)\n"
+                        .utf8))
+            #expect(
+                try eventually {
+                    let r = try server.https("link.test", "/s?q=1", ["--http2"])
+                    return r.status == status && r.headers["location"] == "https://web4.example.com/s?q=1"
+                        && r.headers["cache-control"] == "max-age=\(status)"
+                }, "status \(status)")
+        }
         // Removed: other paths are 404 again.
         try config.write("config/sites/link.test/site.yaml", Array("cache-control: max-age=60\n".utf8))
         #expect(try eventually { try server.https("link.test", "/x").status == 404 })
