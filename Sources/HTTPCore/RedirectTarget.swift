@@ -42,7 +42,8 @@ public enum ClientPlatform: Int, CaseIterable, Sendable {
     /// Everything that is not a phone or tablet named below: desktops, bots, link previews, and
     /// requests without a User-Agent.
     case web
-    /// iPhone, iPad (when its browser says so) and iPod touch.
+    /// iPhone, iPad (when its browser says so) and iPod touch, and Chrome, Firefox and Edge for iOS
+    /// in desktop mode.
     case ios
     case android
 
@@ -54,45 +55,63 @@ public enum ClientPlatform: Int, CaseIterable, Sendable {
         }
     }
 
-    /// Reads a User-Agent value. Tokens are matched as browsers write them (case-sensitive, not
-    /// inside a longer word: `TripAdvisor` is no iPad), in this order:
+    /// Reads a User-Agent value (docs/user-agents.md; real strings with their sources in
+    /// Tests/HTTPCoreTests/Fixtures/user-agents.tsv). Tokens are matched as browsers write them:
+    /// case-sensitive, not inside a longer word (`TripAdvisoriPad` is no iPad), and not right after
+    /// the word `like` (`like iPhone`, `like Android` claim compatibility, not the device: Librem 5,
+    /// Tizen, e-readers, Nintendo 3DS). In this order:
     /// - `Windows Phone` → web (its UAs also say `Android` and `like iPhone`);
     /// - `iPhone`, `iPad`, `iPod` → ios (Safari, and every other iOS browser and in-app browser,
-    ///   which all name the device; iPadOS Safari in its default desktop mode sends a Mac
-    ///   User-Agent and is web: no server can tell the two apart);
-    /// - `Android` → android;
+    ///   which all name the device); `CriOS`, `FxiOS`, `EdgiOS` → ios (Chrome, Firefox and Edge for
+    ///   iOS, which keep their token in the Mac User-Agent they send in desktop mode). iPadOS
+    ///   Safari in its default desktop mode sends a Mac's User-Agent, byte for byte, and is web: no
+    ///   server can tell the two apart;
+    /// - `Android` → android (Googlebot's smartphone crawler included: it renders as an Android
+    ///   phone, and gets what one gets);
     /// - anything else, or no User-Agent → web.
     public static func of(userAgent: UnsafeRawBufferPointer?) -> ClientPlatform {
         guard let agent = userAgent, !agent.isEmpty else { return .web }
         if contains(agent, Token.windowsPhone) { return .web }
-        if contains(agent, Token.iPhone) || contains(agent, Token.iPad) || contains(agent, Token.iPod) { return .ios }
+        for token in Token.ios where contains(agent, token) { return .ios }
         if contains(agent, Token.android) { return .android }
         return .web
     }
 
     private enum Token {
         static let windowsPhone = Array("Windows Phone".utf8)
-        static let iPhone = Array("iPhone".utf8)
-        static let iPad = Array("iPad".utf8)
-        static let iPod = Array("iPod".utf8)
+        /// The devices, then the iOS browsers' own product tokens (MDN's User-Agent reference;
+        /// https://blog.chromium.org/2020/09/changing-chrome-on-ios-user-agent-for.html).
+        static let ios = ["iPhone", "iPad", "iPod", "CriOS", "FxiOS", "EdgiOS"].map { Array($0.utf8) }
         static let android = Array("Android".utf8)
+        /// Before a token, a claim of compatibility rather than the platform.
+        static let like = Array("like ".utf8)
     }
 
     /// Whether `token` occurs in `text` not preceded by a letter or digit (`(iPhone;`, ` iPad`,
-    /// `Android 14`; not `TripAdvisoriPad`). Bounded by the value's length, which the parsers cap.
+    /// `Android 14`; not `TripAdvisoriPad`) and not by the word `like` and one space. Bounded by the
+    /// value's length, which the parsers cap.
     private static func contains(_ text: UnsafeRawBufferPointer, _ token: [UInt8]) -> Bool {
-        let n = token.count
-        guard text.count >= n else { return false }
         var i = 0
-        while i + n <= text.count {
-            if text[i] == token[0] {
-                var k = 1
-                while k < n && text[i + k] == token[k] { k += 1 }
-                if k == n && (i == 0 || !isAlphanumeric(text[i - 1])) { return true }
-            }
+        while i + token.count <= text.count {
+            if matches(text, at: i, token) && (i == 0 || !isAlphanumeric(text[i - 1])) && !followsLike(text, i) { return true }
             i += 1
         }
         return false
+    }
+
+    /// Whether `text` holds `token` at `index` (the caller keeps `index + token.count` in bounds).
+    private static func matches(_ text: UnsafeRawBufferPointer, at index: Int, _ token: [UInt8]) -> Bool {
+        var k = 0
+        while k < token.count && text[index + k] == token[k] { k += 1 }
+        return k == token.count
+    }
+
+    /// Whether the word `like` and one space end just before `index` (`Linux like Android`,
+    /// `(New Nintendo 3DS like iPhone)`; not `Unlike iPhone`).
+    private static func followsLike(_ text: UnsafeRawBufferPointer, _ index: Int) -> Bool {
+        let start = index - Token.like.count
+        guard start >= 0, matches(text, at: start, Token.like) else { return false }
+        return start == 0 || !isAlphanumeric(text[start - 1])
     }
 
     private static func isAlphanumeric(_ c: UInt8) -> Bool {
