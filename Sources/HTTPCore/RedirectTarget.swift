@@ -5,9 +5,10 @@
 public enum RedirectTarget {
     /// Bytes a URL's path and query may hold as they are (RFC 3986 §3.3 and §3.4: unreserved,
     /// sub-delims, `:`, `@`, `/`, `?`), and `%`, so that an escape the client sent (`%2F`,
-    /// `%0d%0a`) reaches the target as the same three bytes, never decoded into what it stands for.
-    /// Everything else is encoded: controls, space, non-ASCII, `"`, `<`, `>`, `\` (a browser reads
-    /// it as `/`), `^`, backquote, `{`, `|`, `}`, `[`, `]`, and `#` (it would start a fragment).
+    /// `%0d%0a`) reaches the target as the same three bytes, never decoded into what it stands for;
+    /// a `%` that starts no escape is encoded (`appendPath`). Everything else is encoded: controls,
+    /// space, non-ASCII, `"`, `<`, `>`, `\` (a browser reads it as `/`), `^`, backquote, `{`, `|`,
+    /// `}`, `[`, `]`, and `#` (it would start a fragment).
     private static let kept: [Bool] = {
         var table = [Bool](repeating: false, count: 256)
         for c in UInt8(ascii: "a")...UInt8(ascii: "z") { table[Int(c)] = true }
@@ -17,22 +18,37 @@ public enum RedirectTarget {
         return table
     }()
 
-    /// Whether `byte` is kept as it is in a redirect target.
+    /// Whether `byte` may stand as it is in a redirect target (`%` only where it starts an escape).
     public static func isKept(_ byte: UInt8) -> Bool { kept[Int(byte)] }
 
     /// Appends a request's path and query (`/buy/42?src=mail`, as sent) to a URL being built. A
     /// path that does not start with `/` (HTTP/2's `*`, or anything a parser let through) is
     /// given one, so that it can never join the authority before it: whatever the client sent,
-    /// the URL's host is the one the caller wrote before it.
+    /// the URL's host is the one the caller wrote before it. A `%` not followed by two hex digits
+    /// is no escape (RFC 3986 §2.1) and becomes `%25`: `Location` must be a URI-reference (RFC 9110
+    /// §10.2.2); strict parsers refuse a bare `%`, and lenient ones differ (browsers keep it,
+    /// Foundation's `URL` rewrites it to `%25`). Encoded, it means the same to every client.
     public static func appendPath(_ path: UnsafeRawBufferPointer, to out: inout [UInt8]) {
         if path.first != UInt8(ascii: "/") { out.append(UInt8(ascii: "/")) }
-        for byte in path {
-            if kept[Int(byte)] {
+        var index = 0
+        while index < path.count {
+            let byte = path[index]
+            if kept[Int(byte)] && (byte != UInt8(ascii: "%") || startsEscape(path, at: index)) {
                 out.append(byte)
             } else {
                 Hex.appendPercentEncoded(byte, to: &out)
             }
+            index += 1
         }
+    }
+
+    /// Whether the `%` at `index` is followed by two hex digits.
+    private static func startsEscape(_ path: UnsafeRawBufferPointer, at index: Int) -> Bool {
+        index + 2 < path.count && isHexDigit(path[index + 1]) && isHexDigit(path[index + 2])
+    }
+
+    private static func isHexDigit(_ c: UInt8) -> Bool {
+        (c >= 48 && c <= 57) || (c >= 65 && c <= 70) || (c >= 97 && c <= 102)
     }
 }
 
