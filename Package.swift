@@ -98,7 +98,8 @@ let package = Package(
         // connections, readiness polling, command line tools.
         .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: swiftSettings),
         .testTarget(name: "AASATests", dependencies: ["AASA", "TestSupport"], swiftSettings: swiftSettings),
-        .testTarget(name: "HTTPCoreTests", dependencies: ["HTTPCore", "TestSupport"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "HTTPCoreTests", dependencies: ["HTTPCore", "TestSupport"], exclude: ["Fixtures"], swiftSettings: swiftSettings),
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1", "HTTPCore", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "HTTPCore", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(

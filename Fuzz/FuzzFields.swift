@@ -1,13 +1,16 @@
 // libFuzzer entry point over the request field values the server interprets: HTTP dates
-// (If-Modified-Since), If-None-Match lists and Host normalisation. Built by scripts/fuzz.sh
-// together with Sources/HTTPCore as one module (hence no import). Besides not trapping (issue 10:
-// a ten-digit year once stopped the server), each function must keep its contract; the checks are
-// repeated in Tests/HTTPCoreTests/FieldsFuzzReplayTests.swift.
+// (If-Modified-Since), If-None-Match lists, Host normalisation, and, for a link domain's fallback
+// (issue 12), a request path put into a redirect target and the platform a User-Agent names. Built
+// by scripts/fuzz.sh together with Sources/HTTPCore as one module (hence no import). Besides not
+// trapping (issue 10: a ten-digit year once stopped the server), each function must keep its
+// contract; the checks are repeated in Tests/HTTPCoreTests/FieldsFuzzReplayTests.swift.
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let bytes = UnsafeRawBufferPointer(start: data, count: size)
     checkFieldValue(bytes)
+    checkRedirectTarget(bytes)
+    checkClientPlatform(bytes)
     return 0
 }
 
@@ -53,3 +56,73 @@ func checkFieldValue(_ bytes: UnsafeRawBufferPointer) {
     precondition(host.utf8.count <= 3 * bytes.count, "a host longer than its bytes allow")
     if bytes.first != 91 { precondition(!host.utf8.contains(58), "a port left in a host") }
 }
+
+/// RedirectTarget.appendPath: the target path starts with `/`, holds only bytes a URL may hold, is
+/// exactly the input with each other byte (and each `%` that starts no escape) as an added `%XX`,
+/// loses nothing once percent-decoded, and encoding it again changes nothing.
+func checkRedirectTarget(_ bytes: UnsafeRawBufferPointer) {
+    var out: [UInt8] = []
+    RedirectTarget.appendPath(bytes, to: &out)
+    precondition(out.first == 0x2F, "a target path without its leading /")
+    precondition(out.allSatisfy(RedirectTarget.isKept), "a byte isKept refuses in a target")
+    precondition(out.allSatisfy { uriBytes.contains($0) }, "a byte a URL's path and query may not hold")
+    let input = Array(bytes)
+    let upper = Array("0123456789ABCDEF".utf8)
+    var at = input.first == 0x2F ? 0 : 1
+    for (index, byte) in input.enumerated() {
+        if RedirectTarget.isKept(byte) && (byte != 0x25 || startsEscape(input, index)) {
+            precondition(at < out.count && out[at] == byte, "a byte not kept as sent")
+            at += 1
+        } else {
+            precondition(
+                at + 3 <= out.count && out[at] == 0x25 && out[at + 1] == upper[Int(byte >> 4)] && out[at + 2] == upper[Int(byte & 15)],
+                "a byte not encoded as %XX")
+            at += 3
+        }
+    }
+    precondition(at == out.count, "bytes after the last input byte")
+    precondition(percentDecoded(out) == (input.first == 0x2F ? [] : [0x2F]) + percentDecoded(input), "decoding differs")
+    var again: [UInt8] = []
+    out.withUnsafeBytes { RedirectTarget.appendPath($0, to: &again) }
+    precondition(again == out, "encoding a target again changed it")
+}
+
+/// ClientPlatform.of: any bytes give a platform; a suffix of space and `;` (no letter or digit) cannot
+/// change it; `Windows Phone` first is web whatever follows; a device named first is never Android.
+func checkClientPlatform(_ bytes: UnsafeRawBufferPointer) {
+    let input = Array(bytes)
+    let platform = ClientPlatform.of(userAgent: bytes)
+    precondition(platformOf(input + Array(" ;".utf8)) == platform, "a suffix without letters changed the platform")
+    precondition(platformOf(Array("Windows Phone ".utf8) + input) == .web, "Windows Phone did not decide first")
+    precondition(platformOf(Array("(iPhone; ".utf8) + input) != .android, "Android decided before an iPhone")
+}
+
+/// What RFC 3986 allows in a path and query (§3.3, §3.4: unreserved, sub-delims, `:`, `@`, `/`, `?`)
+/// and `%`, written out here apart from the encoder's own table.
+let uriBytes = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~!$&'()*+,;=:@/?%".utf8)
+
+func platformOf(_ bytes: [UInt8]) -> ClientPlatform { bytes.withUnsafeBytes { ClientPlatform.of(userAgent: $0) } }
+
+func startsEscape(_ bytes: [UInt8], _ index: Int) -> Bool {
+    index + 2 < bytes.count && isHexDigit(bytes[index + 1]) && isHexDigit(bytes[index + 2])
+}
+
+func isHexDigit(_ c: UInt8) -> Bool { (48...57).contains(c) || (65...70).contains(c) || (97...102).contains(c) }
+
+/// RFC 3986 §2.1 decoding: each `%` and two hex digits is one byte; anything else as it is.
+func percentDecoded(_ bytes: [UInt8]) -> [UInt8] {
+    var out: [UInt8] = []
+    var index = 0
+    while index < bytes.count {
+        if bytes[index] == 0x25 && startsEscape(bytes, index) {
+            out.append(hexValue(bytes[index + 1]) << 4 | hexValue(bytes[index + 2]))
+            index += 3
+        } else {
+            out.append(bytes[index])
+            index += 1
+        }
+    }
+    return out
+}
+
+func hexValue(_ c: UInt8) -> UInt8 { c <= 57 ? c - 48 : (c | 0x20) - 87 }

@@ -33,6 +33,13 @@ struct FieldsFuzzReplayTests {
             #expect(!host.utf8.contains { $0 >= 65 && $0 <= 90 })
             #expect(host.utf8.count <= 3 * bytes.count)
             if bytes.first != 91 { #expect(!host.utf8.contains(58)) }
+            // A link domain's fallback (issue 12): the input as a request path, and as a User-Agent.
+            let target = RedirectTargetTests.encode(input)
+            #expect(RedirectTargetTests.problem(input: input, output: target) == nil, "\(input)")
+            let platform = ClientPlatform.of(userAgent: bytes)
+            #expect(ClientPlatformTests.platform(bytes: input + Array(" ;".utf8)) == platform, "\(input)")
+            #expect(ClientPlatformTests.platform(bytes: Array("Windows Phone ".utf8) + input) == .web, "\(input)")
+            #expect(ClientPlatformTests.platform(bytes: Array("(iPhone; ".utf8) + input) != .android, "\(input)")
         }
     }
 
@@ -41,6 +48,17 @@ struct FieldsFuzzReplayTests {
         let inputs = FuzzCorpus.inputs("fields-corpus").map(\.bytes)
         #expect(inputs.count >= 10)
         inputs.forEach(Self.exercise)
+    }
+
+    @Test("the corpus holds the fallback seeds: a hostile path and User-Agents of each platform")
+    func fallbackSeeds() throws {
+        func seed(_ name: String) throws -> [UInt8] { try #require(FuzzCorpus.inputs("fields-corpus").first { $0.name == name }?.bytes) }
+        #expect(RedirectTargetTests.encode(try seed("seed-path-hostile")).starts(with: Array("/%5C".utf8)))
+        #expect(ClientPlatformTests.platform(bytes: try seed("seed-agent-iphone")) == .ios)
+        #expect(ClientPlatformTests.platform(bytes: try seed("seed-agent-crios-desktop")) == .ios)
+        #expect(ClientPlatformTests.platform(bytes: try seed("seed-agent-android")) == .android)
+        #expect(ClientPlatformTests.platform(bytes: try seed("seed-agent-like-android")) == .web)
+        #expect(ClientPlatformTests.platform(bytes: try seed("seed-agent-windows-phone")) == .web)
     }
 
     @Test("every saved failure stays fixed (issue 10: the dates that trapped are refused)")
