@@ -237,6 +237,12 @@ public final class HTTP2Session {
         case 7 where name.elementsEqual(Self.methodName):
             request.method = Method(value)
         case 5 where name.elementsEqual(Self.pathName):
+            // A request target never holds a fragment (RFC 9110 §7.1): malformed, the stream is
+            // refused, as HTTP/1.1 answers it 400 (RFC 9113 §8.1.1).
+            guard !value.contains(35) else {
+                streams[stream] = nil
+                return false
+            }
             request.target = Array(value)
             request.pathEnd = value.firstIndex(of: 63) ?? value.count
         case 10 where name.elementsEqual(Self.authorityName):

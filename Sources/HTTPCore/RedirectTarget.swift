@@ -3,6 +3,10 @@
 /// percent-encoded. Shared by a site's `fallback` and by plain HTTP's redirect to HTTPS, and
 /// fuzzed with the other field code (Fuzz/FuzzFields.swift).
 public enum RedirectTarget {
+    /// Longest `Location` built from a request: a path where every byte is percent-encoded
+    /// triples, and a client may refuse a head that large; beyond this the answer is 414.
+    public static let maximumLocationLength = 16 * 1024
+
     /// Bytes a URL's path and query may hold as they are (RFC 3986 §3.3 and §3.4: unreserved,
     /// sub-delims, `:`, `@`, `/`, `?`), and `%`, so that an escape the client sent (`%2F`,
     /// `%0d%0a`) reaches the target as the same three bytes, never decoded into what it stands for;

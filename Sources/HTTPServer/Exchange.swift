@@ -127,9 +127,13 @@ struct Exchange: RequestAnswering {
         // path.
         if request.hasBody { routed.response = .error(.contentTooLarge, close: false) }
         let response = routed.response.answering(request.method)
+        // A fallback answer counts once it is the answer sent (not a refused body's 413).
+        let fallback = request.hasBody ? nil : routed.fallback
+        if let fallback { routed.fallbackCounts?.add(fallback) }
         if peer.counted != nil {
-            counters.request(request.version, routed.site, routed.path, response.status)
-            if let platform = routed.fallback { counters.fallback(platform, response.status) }
+            counters.request(
+                request.version, routed.site, fallback == nil && routed.path == .fallback ? .other : routed.path, response.status)
+            if let fallback { counters.fallback(fallback, response.status) }
         }
         if let agent = request.userAgent { noteAppleFetch(peer, agent, routed, host: host) }
         log(peer, request.method, host: host, target: request.target, version: request.version, response, userAgent: request.userAgent)

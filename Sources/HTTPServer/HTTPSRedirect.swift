@@ -69,7 +69,10 @@ public struct HTTPSRedirect: Sendable, Equatable {
             method: Method, host: String?, path: UnsafeRawBufferPointer, pathAndQuery: UnsafeRawBufferPointer, snapshot: Snapshot
         ) -> Responder.Routed {
             let pathClass = Responder.pathClass(path)
-            guard let host, let name = try? HostName(parsing: host), !name.isWildcard, snapshot.site(forHost: name.name) != nil else {
+            // `OPTIONS *` (asterisk-form) names no resource to redirect to.
+            guard let host, path.first != UInt8(ascii: "*"), let name = try? HostName(parsing: host), !name.isWildcard,
+                snapshot.site(forHost: name.name) != nil
+            else {
                 return Responder.Routed(response: .error(.notFound, close: false), site: .unknown, path: pathClass)
             }
             var location: [UInt8] = []
@@ -79,6 +82,9 @@ public struct HTTPSRedirect: Sendable, Equatable {
             location.append(contentsOf: name.name.utf8)
             location.append(contentsOf: portSuffix)
             RedirectTarget.appendPath(pathAndQuery, to: &location)
+            guard location.count <= RedirectTarget.maximumLocationLength else {
+                return Responder.Routed(response: .error(.uriTooLong, close: false), site: .configured, path: pathClass)
+            }
             let status: Status = method == .get || method == .head ? .movedPermanently : .permanentRedirect
             return Responder.Routed(
                 response: Response(

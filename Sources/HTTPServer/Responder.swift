@@ -23,8 +23,10 @@ enum Responder {
         var response: Response
         var site: Traffic.SiteClass
         var path: Traffic.PathClass
-        /// For a site's fallback answer (a redirect or its page): the platform it was chosen for.
+        /// For a site's fallback answer (a redirect or its page): the platform it was chosen for,
+        /// and the site's counts, which the exchange adds to once the answer is final.
         var fallback: ClientPlatform? = nil
+        var fallbackCounts: FallbackCounts? = nil
     }
 
     static func pathClass(_ path: UnsafeRawBufferPointer) -> Traffic.PathClass {
@@ -65,7 +67,7 @@ enum Responder {
                 method: method, site: site, path: path, pathAndQuery: pathAndQuery ?? path, userAgent: userAgent,
                 ifNoneMatch: ifNoneMatch, ifModifiedSince: ifModifiedSince, acceptsGzip: acceptsGzip)
             guard let platform else { return routed(response) }
-            return Routed(response: response, site: .configured, path: .fallback, fallback: platform)
+            return Routed(response: response, site: .configured, path: .fallback, fallback: platform, fallbackCounts: site.fallbackCounts)
         }
         guard let file else { return routed(.error(.notFound, close: false)) }
         guard method != .other else { return routed(.error(.methodNotAllowed, close: false)) }
@@ -88,37 +90,29 @@ enum Responder {
             close: false)
     }
 
-    /// Longest `Location` built from a request: a target holding a long path, with every byte
-    /// percent-encoded, could triple it; beyond this it is 414, not a head some clients refuse.
-    static let maximumLocationLength = 16 * 1024
-
     /// Every other path of a site with `fallback` or `page` (docs/link-domain.md): the
     /// platform's redirect, or the page; 404 without, and for the paths a fallback never covers
-    /// (`PreparedFallback.covers`).
+    /// (`PreparedFallback.covers`). Counting is the exchange's (a request with content is
+    /// refused after this).
     private static func fallback(
         method: Method, site: ServedSite, path: UnsafeRawBufferPointer, pathAndQuery: UnsafeRawBufferPointer,
         userAgent: UnsafeRawBufferPointer?, ifNoneMatch: UnsafeRawBufferPointer?, ifModifiedSince: UnsafeRawBufferPointer?,
         acceptsGzip: Bool
     ) -> (Response, ClientPlatform?) {
-        let notFound = (Response.error(.notFound, close: false), ClientPlatform?.none)
-        guard let fallback = site.fallback, PreparedFallback.covers(path: path) else { return notFound }
         let platform = ClientPlatform.of(userAgent: userAgent)
-        guard let answer = fallback.answer(for: platform) else { return notFound }
+        let decision = site.fallbackDecision(path: path, pathAndQuery: pathAndQuery, platform: platform)
+        if case .none = decision { return (.error(.notFound, close: false), nil) }
         guard method != .other else { return (.error(.methodNotAllowed, close: false), nil) }
-        switch answer {
-        case .page:
-            guard let page = site.page else { return notFound }
-            site.fallbackCounts?.add(platform)
+        switch decision {
+        case .none, .tooLong:
+            return (.error(.uriTooLong, close: false), nil)
+        case .page(let page):
             return (serve(page, ifNoneMatch: ifNoneMatch, ifModifiedSince: ifModifiedSince, acceptsGzip: acceptsGzip), platform)
-        case .redirect(let redirect):
-            var response = Response(status: redirect.status, headers: redirect.headers, body: [], sendsBody: false, close: false)
-            if let template = redirect.template {
-                let location = template.render(pathAndQuery: pathAndQuery)
-                guard location.count <= maximumLocationLength else { return (.error(.uriTooLong, close: false), nil) }
-                response.location = location
-            }
-            site.fallbackCounts?.add(platform)
-            return (response, platform)
+        case .redirect(let redirect, let location):
+            return (
+                Response(status: redirect.status, headers: redirect.headers, body: [], sendsBody: false, close: false, location: location),
+                platform
+            )
         }
     }
 }

@@ -65,6 +65,21 @@ public enum Files {
         try syscallOrThrow("open", { open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK) })
     }
 
+    /// The absolute path with every symbolic link, `.` and `..` resolved (`realpath`).
+    public static func realPath(_ path: String) throws(SystemError) -> String {
+        guard let resolved = Glibc.realpath(path, nil) else { throw SystemError(call: "realpath", errno: errno) }
+        defer { free(resolved) }
+        return String(cString: resolved)
+    }
+
+    /// The path an open descriptor was opened at, symbolic links resolved (the kernel's
+    /// `/proc/self/fd/N`): what was actually opened, whatever a name is swapped for afterwards.
+    public static func path(of fd: Int32) throws(SystemError) -> String {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let n = try syscallOrThrow("readlink", { readlink("/proc/self/fd/\(fd)", &buffer, buffer.count - 1) })
+        return String(decoding: buffer[..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
     /// Reads into `buffer`; 0 at the end of the file.
     public static func read(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) throws(SystemError) -> Int {
         try syscallOrThrow("read", { Glibc.read(fd, buffer.baseAddress, buffer.count) })

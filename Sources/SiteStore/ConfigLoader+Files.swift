@@ -44,10 +44,23 @@ extension ConfigLoader {
     /// Opened with O_NONBLOCK and checked with fstat on the same descriptor: a FIFO or device put
     /// in the config directory is refused instead of blocking the reloader, and the time and the
     /// bytes are those of one file even when it is replaced meanwhile.
-    public static func readFile(path: String, limit: Int) -> Result<(bytes: [UInt8], modified: Int64), ReadError> {
+    ///
+    /// `within`: a directory's real path (`Files.realPath`) the file must be in once every
+    /// symbolic link is resolved, checked on the opened descriptor (no name swapped in between
+    /// can escape it). For files served as they are, whatever they hold (a site's page): a
+    /// symlink to a key or to `/proc/self/environ` would otherwise publish it.
+    public static func readFile(path: String, limit: Int, within: String? = nil) -> Result<(bytes: [UInt8], modified: Int64), ReadError> {
         do throws(SystemError) {
             let fd = try Files.openForReading(path)
             defer { Files.close(fd) }
+            if let within {
+                let opened = try Files.path(of: fd)
+                guard opened.hasPrefix(within.hasSuffix("/") ? within : within + "/") else {
+                    return .failure(
+                        ReadError(
+                            description: "leads outside the site's directory (to \(opened)); a page must be a file of the site itself"))
+                }
+            }
             let status = try Files.status(of: fd)
             switch status.kind {
             case .regular: break

@@ -120,7 +120,8 @@ public enum ConfigLoader {
             case ".well-known", "well-known":
                 message = "not served: put apple-app-site-association directly in the site directory"
             default:
-                message = "ignored: a site directory holds apple-app-site-association, assetlinks.json, site.yaml and tls/"
+                message =
+                    "ignored: a site directory holds apple-app-site-association, assetlinks.json, site.yaml, tls/ and the page site.yaml names"
             }
             site.problems.append(ConfigProblem(severity: .warning, file: "\(relative)/\(entry)", message: message))
         }
@@ -133,7 +134,10 @@ public enum ConfigLoader {
                 relativePath: file.path, bytes: file.bytes, modified: file.modified, result: AssetLinks.validate(file.bytes))
         }
         if let name = site.settings.page {
-            if let file = readSiteFile(directory, relative, name, LandingPage.maximumFileSize, &site) {
+            // The page is served whatever it holds: it must be a file of the site directory
+            // itself, not a symlink out of it (to a key, another site's files, /proc).
+            let within = try? Files.realPath(directory)
+            if let file = readSiteFile(directory, relative, name, LandingPage.maximumFileSize, &site, within: within ?? directory) {
                 site.page = SiteFile(
                     relativePath: file.path, bytes: file.bytes, modified: file.modified,
                     result: LandingPage.validate(file.bytes, name: name))
@@ -175,10 +179,10 @@ public enum ConfigLoader {
     /// reported by the validator without being loaded whole. A file that is there but cannot be
     /// read is a problem and is marked unreadable on the site (its last good version stays).
     private static func readSiteFile(
-        _ directory: String, _ relative: String, _ name: String, _ limit: Int, _ site: inout SiteSource
+        _ directory: String, _ relative: String, _ name: String, _ limit: Int, _ site: inout SiteSource, within: String? = nil
     ) -> (path: String, bytes: [UInt8], modified: Int64)? {
         let relativePath = "\(relative)/\(name)"
-        switch readFile(path: directory + "/" + name, limit: limit) {
+        switch readFile(path: directory + "/" + name, limit: limit, within: within) {
         case .success(let file):
             return (relativePath, file.bytes, file.modified)
         case .failure(let error) where error.isMissing:

@@ -70,7 +70,7 @@ public struct RedirectTemplate: Sendable, Equatable, CustomStringConvertible {
         var host = Substring(authority)
         if let colon = authority.lastIndex(of: ":") {
             let port = authority[authority.index(after: colon)...]
-            guard let n = Int(port), n >= 1, n <= 65535, port.allSatisfy(\.isASCII) else {
+            guard port.count <= 5, port.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let n = Int(port), n >= 1, n <= 65535 else {
                 throw Problem("the port \"\(port)\" must be a number from 1 to 65535")
             }
             host = authority[..<colon]
@@ -199,20 +199,26 @@ public final class PreparedFallback: Sendable {
 
     public func answer(for platform: ClientPlatform) -> Answer? { answers[platform.rawValue] }
 
-    /// Whether a fallback may answer `path` (without its query). Never the association files,
-    /// and never under `/.well-known/`: those paths belong to protocols (ACME, security.txt, the
-    /// association files' own variants), and a redirect there would answer a verifier with
-    /// another site's content.
+    /// Whether a fallback may answer `path` (without its query): a path (`*` is not one), not an
+    /// association file, and not under `/.well-known/`: those paths belong to protocols (ACME,
+    /// security.txt, the association files' own variants), and a redirect there would answer a
+    /// verifier with another site's content.
     public static func covers(path: some Collection<UInt8>) -> Bool {
-        !path.starts(with: wellKnownPrefix) && !path.elementsEqual(rootAssociationPath)
+        path.first == UInt8(ascii: "/") && !path.starts(with: wellKnownPrefix) && !path.elementsEqual(rootAssociationPath)
     }
 
     private static let wellKnownPrefix = Array("/.well-known/".utf8)
     private static let rootAssociationPath = Array("/apple-app-site-association".utf8)
 
-    /// The `Location` of a redirect for a request's path and query.
-    public static func location(_ redirect: Redirect, pathAndQuery: UnsafeRawBufferPointer) -> [UInt8] {
-        redirect.template?.render(pathAndQuery: pathAndQuery) ?? Array(redirect.headers.value(of: "Location")?.utf8 ?? "".utf8)
+    /// What a site's fallback answers one request: the one decision `serve` and `match` share.
+    public enum Decision {
+        /// Not a fallback path, or no answer for the platform: 404 as without a fallback.
+        case none
+        /// The redirect, with its `Location` when built for this request (nil: in its fields).
+        case redirect(Redirect, location: [UInt8]?)
+        case page(PreparedFile)
+        /// The `Location` would be longer than `RedirectTarget.maximumLocationLength`: 414.
+        case tooLong
     }
 
     /// Nil when the site answers no other path (no targets, no page).
@@ -236,6 +242,27 @@ public final class PreparedFallback: Sendable {
             let redirect = Redirect(status: settings.status, target: target, cacheControl: cacheControl, varyUserAgent: varies)
             built[target.text] = redirect
             return .redirect(redirect)
+        }
+    }
+}
+
+extension ServedSite {
+    /// What the site's fallback answers `path` (without its query) for `platform`;
+    /// `pathAndQuery` is what a redirect's `{path}` carries over.
+    public func fallbackDecision(path: some Collection<UInt8>, pathAndQuery: UnsafeRawBufferPointer, platform: ClientPlatform)
+        -> PreparedFallback.Decision
+    {
+        guard let fallback, PreparedFallback.covers(path: path) else { return .none }
+        switch fallback.answer(for: platform) {
+        case nil:
+            return .none
+        case .page:
+            return page.map { .page($0) } ?? .none
+        case .redirect(let redirect):
+            guard let template = redirect.template else { return .redirect(redirect, location: nil) }
+            let location = template.render(pathAndQuery: pathAndQuery)
+            guard location.count <= RedirectTarget.maximumLocationLength else { return .tooLong }
+            return .redirect(redirect, location: location)
         }
     }
 }

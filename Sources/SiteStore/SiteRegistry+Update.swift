@@ -129,10 +129,16 @@ extension SiteRegistry {
         _ file: SiteFile<D>?, name: String, unreadable: Set<String>, previous: PreparedFile?, record: inout Record,
         options: ServingOptions, errors: inout [String]
     ) -> PreparedFile? {
-        guard let file else { return unreadable.contains(name) ? previous : nil }
+        // The last good version, under the options in force now: a changed cache-control, or a
+        // page that now varies by User-Agent, applies to it too.
+        func kept() -> PreparedFile? {
+            guard let previous, previous.options != options else { return previous }
+            return (try? contents.reprepare(previous, options: options)) ?? previous
+        }
+        guard let file else { return unreadable.contains(name) ? kept() : nil }
         guard file.result.isValid else {
             for d in file.result.diagnostics.errors { errors.append("\(file.relativePath): \(d)") }
-            return previous
+            return kept()
         }
         var modified = file.modified
         if let previous, previous.content.body == file.bytes {

@@ -61,7 +61,7 @@ public struct SiteSettings: Sendable, Equatable {
         var sawFallback = false
         var fallbackStatus: Status?
         var fallbackCacheControl: String?
-        YAMLKeys.walk(text, isSection: { $0 == "fallback" }) { entry in
+        YAMLKeys.walk(text, isSection: { $0 == "fallback" }, enter: { _ in sawFallback = true }) { entry in
             // The key and its line, so that a long file's problem can be found (1-based).
             let at = entry.path + (entry.line.map { " (line \($0))" } ?? "")
             switch entry.path {
@@ -114,7 +114,8 @@ public struct SiteSettings: Sendable, Equatable {
             case "fallback.status":
                 sawFallback = true
                 let allowed = FallbackSettings.statuses.map { "\($0.rawValue)" }
-                guard case .scalar(let text) = entry.value, let code = Int(text), let status = Status(rawValue: code),
+                guard case .scalar(let text) = entry.value, text.utf8.count == 3, text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
+                    let code = Int(text), let status = Status(rawValue: code),
                     FallbackSettings.statuses.contains(status)
                 else {
                     problem("\(at): must be one of \(allowed.joined(separator: ", "))")

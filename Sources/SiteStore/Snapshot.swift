@@ -155,6 +155,14 @@ struct ContentCache {
         return try PreparedFile(content: content, modified: modified, options: options)
     }
 
+    /// A prepared file's content under other options (the settings changed while the file's new
+    /// version is invalid or unreadable): one more use of the same content.
+    mutating func reprepare(_ file: PreparedFile, options: ServingOptions) throws(PreparedFile.InvalidField) -> PreparedFile {
+        let prepared = try PreparedFile(content: file.content, modified: file.lastModified, options: options)
+        if entries[file.content.digest] != nil { entries[file.content.digest]!.uses += 1 }
+        return prepared
+    }
+
     /// Gives back a prepared file's use of its content.
     mutating func release(_ file: PreparedFile?) {
         guard let digest = file?.content.digest, let entry = entries[digest] else { return }

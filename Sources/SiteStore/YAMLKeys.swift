@@ -35,8 +35,10 @@ public enum YAMLKeys {
     /// its mapping is walked in turn, its keys reported as `section.key`. Every other key goes to
     /// `visit`, and whatever stops a part from being read to `fail`, all in file order. An empty
     /// file has no keys and no failure.
+    /// `enter` is told each section whose mapping is walked, even an empty one.
     public static func walk(
-        _ text: String, isSection: (String) -> Bool = { _ in false }, visit: (YAMLEntry) -> Void, fail: (Failure) -> Void
+        _ text: String, isSection: (String) -> Bool = { _ in false }, enter: (String) -> Void = { _ in }, visit: (YAMLEntry) -> Void,
+        fail: (Failure) -> Void
     ) {
         let node: Node?
         do {
@@ -48,20 +50,22 @@ public enum YAMLKeys {
             return
         }
         guard let node else { return }
-        walk(node, prefix: "", isSection: isSection, visit: visit, fail: fail)
+        walk(node, prefix: "", isSection: isSection, enter: enter, visit: visit, fail: fail)
     }
 
     private static func walk(
-        _ node: Node, prefix: String, isSection: (String) -> Bool, visit: (YAMLEntry) -> Void, fail: (Failure) -> Void
+        _ node: Node, prefix: String, isSection: (String) -> Bool, enter: (String) -> Void, visit: (YAMLEntry) -> Void,
+        fail: (Failure) -> Void
     ) {
         guard let mapping = node.mapping else {
             fail(.notMapping(section: prefix.isEmpty ? "" : String(prefix.dropLast())))
             return
         }
+        if !prefix.isEmpty { enter(String(prefix.dropLast())) }
         for (keyNode, value) in mapping {
             let path = prefix + (keyNode.string ?? "\(keyNode)")
             if isSection(path) {
-                walk(value, prefix: path + ".", isSection: isSection, visit: visit, fail: fail)
+                walk(value, prefix: path + ".", isSection: isSection, enter: enter, visit: visit, fail: fail)
                 continue
             }
             let shape: YAMLEntry.Value

@@ -135,23 +135,23 @@ struct MatchCommand: ParsableCommand {
     /// What a browser gets for the URL when no app opens it, per platform, for a site with a
     /// fallback or page (the same answers serve gives); nil for other sites.
     static func browserAnswers(_ url: LinkURL, site: ServedSite) -> [URLReport.BrowserAnswer]? {
-        guard let fallback = site.fallback else { return nil }
-        let pathAndQuery = Array((url.path.isEmpty ? "/" : url.path).utf8) + (url.query.map { Array("?\($0)".utf8) } ?? [])
+        guard site.fallback != nil else { return nil }
+        // An empty path is requested as "/" (RFC 9110 §4.2.3).
+        let path = Array((url.path.isEmpty ? "/" : url.path).utf8)
+        let pathAndQuery = path + (url.query.map { Array("?\($0)".utf8) } ?? [])
         return ClientPlatform.allCases.map { platform in
             var answer = URLReport.BrowserAnswer(platform: platform.label, status: 404)
-            guard PreparedFallback.covers(path: Array(url.path.utf8)) else { return answer }
-            switch fallback.answer(for: platform) {
-            case .redirect(let redirect):
-                answer.status = redirect.status.rawValue
-                answer.location = String(
-                    decoding: pathAndQuery.withUnsafeBytes { PreparedFallback.location(redirect, pathAndQuery: $0) }, as: UTF8.self)
-            case .page:
-                if site.page != nil {
-                    answer.status = 200
-                    answer.page = true
-                }
-            case nil:
+            switch pathAndQuery.withUnsafeBytes({ site.fallbackDecision(path: path, pathAndQuery: $0, platform: platform) }) {
+            case .none:
                 break
+            case .tooLong:
+                answer.status = 414
+            case .page:
+                answer.status = 200
+                answer.page = true
+            case .redirect(let redirect, let location):
+                answer.status = redirect.status.rawValue
+                answer.location = location.map { String(decoding: $0, as: UTF8.self) } ?? redirect.headers.value(of: "Location")
             }
             return answer
         }

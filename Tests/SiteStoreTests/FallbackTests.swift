@@ -90,6 +90,10 @@ struct FallbackSettingsTests {
 
     @Test("fallback must be a mapping with at least one target and known keys")
     func shape() {
+        #expect(errors("fallback: {}\n").first?.contains("names no target") == true)
+        #expect(errors("fallback:\n  web: https://www.example.com:+443/\n").count == 1)
+        #expect(errors("fallback:\n  web: https://www.example.com:8443/\n").isEmpty)
+        #expect(errors("fallback:\n  web: https://www.example.com/\n  status: +301\n").count == 1)
         #expect(errors("fallback: https://www.example.com/\n").first?.contains("must be a mapping") == true)
         #expect(errors("fallback:\n  status: 301\n").first?.contains("names no target") == true)
         #expect(
@@ -129,6 +133,16 @@ struct FallbackSettingsTests {
 
 @Suite("Redirect targets: {path} as sent, the host fixed (issue 12)")
 struct RedirectTemplateTests {
+    @Test("a target is at most 2048 bytes; a page name at most 255")
+    func bounds() {
+        let base = "https://www.example.com/"
+        let fits = base + String(repeating: "a", count: RedirectTemplate.maximumLength - base.utf8.count)
+        #expect((try? RedirectTemplate(parsing: fits)) != nil)
+        #expect((try? RedirectTemplate(parsing: fits + "a")) == nil)
+        #expect(SiteSettings.pageNameProblem(String(repeating: "p", count: 255)) == nil)
+        #expect(SiteSettings.pageNameProblem(String(repeating: "p", count: 256)) != nil)
+    }
+
     @Test("the path and query are inserted as sent, escapes never decoded")
     func insertsAsSent() throws {
         #expect(try render("https://www.example.com{path}", "/buy/42?src=mail&x=1") == "https://www.example.com/buy/42?src=mail&x=1")
@@ -210,6 +224,46 @@ struct FallbackRegistryTests {
         // Removed from site.yaml: other paths are 404 again.
         try c.write("sites/a.test/site.yaml", "cache-control: max-age=1\n")
         #expect(r.reload(["a.test"]).site(forHost: "a.test")?.fallback == nil)
+    }
+
+    @Test("a page that leads out of its site directory (a symlink to a key, to /proc) is never served")
+    func pageSymlinkEscape() throws {
+        let c = try TempConfig()
+        try c.write("sites/a.test/apple-app-site-association", aasa)
+        try c.write("sites/b.test/apple-app-site-association", aasa)
+        try c.write("sites/b.test/tls/key.pem", "-----BEGIN PRIVATE KEY-----\nsecret\n")
+        try c.write("sites/a.test/site.yaml", "page: landing.html\n")
+        let r = c.registry()
+        for target in [c.root + "/sites/b.test/tls/key.pem", "../b.test/tls/key.pem", "/proc/self/environ", "/etc/passwd"] {
+            try? c.remove("sites/a.test/landing.html")
+            try c.link("sites/a.test/landing.html", to: target)
+            let site = try #require(r.reloadAll().site(forHost: "a.test"))
+            #expect(site.page == nil, "\(target) was served")
+            #expect(r.statuses.first?.errors.contains { $0.contains("outside the site's directory") } == true, "\(target)")
+        }
+        // A symlink within the directory (a ConfigMap's ..data layout) is fine.
+        try c.remove("sites/a.test/landing.html")
+        try c.write("sites/a.test/..data/landing.html", "<p>ok</p>")
+        try c.link("sites/a.test/landing.html", to: "..data/landing.html")
+        #expect(r.reloadAll().site(forHost: "a.test")?.page?.body == Array("<p>ok</p>".utf8))
+    }
+
+    @Test("a page kept as the last good version takes the options in force: Vary when a redirect is added meanwhile")
+    func keptPageRebuilt() throws {
+        let c = try TempConfig()
+        try c.write("sites/a.test/apple-app-site-association", aasa)
+        try c.write("sites/a.test/site.yaml", "page: landing.html\n")
+        try c.write("sites/a.test/landing.html", "<p>v1</p>")
+        let r = c.registry()
+        #expect(r.reloadAll().site(forHost: "a.test")?.page?.headers.value(of: "Vary") == nil)
+        try c.write("sites/a.test/landing.html", "")
+        try c.write(
+            "sites/a.test/site.yaml", "page: landing.html\ncache-control: max-age=7\nfallback:\n  ios: https://apps.apple.com/app/id1\n")
+        let page = try #require(r.reload(["a.test"]).site(forHost: "a.test")?.page)
+        #expect(page.body == Array("<p>v1</p>".utf8), "the last good page")
+        #expect(page.headers.value(of: "Vary") == "User-Agent")
+        #expect(page.headers.value(of: "Cache-Control") == "max-age=7")
+        #expect(r.distinctContents == 2, "one content each for the AASA file and the page")
     }
 
     @Test("a page beside platform redirects says Vary: User-Agent; the page's file is not reported as unknown")

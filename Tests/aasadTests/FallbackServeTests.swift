@@ -89,6 +89,32 @@ final class FallbackServeTests {
         }
     }
 
+    @Test("a Location over 16 KB is 414; just under it is served")
+    func locationBound() throws {
+        let server = try RunningServer(config: config)
+        // Each '"' becomes %22: 5,400 of them make a Location of 16,224 bytes, 5,500 of 16,524.
+        for (count, status) in [(5400, "302"), (5500, "414")] {
+            let request = "GET /\(String(repeating: "\"", count: count)) HTTP/1.1\r\nHost: link.test\r\nConnection: close\r\n\r\n"
+            let reply = String(decoding: server.raw(Array(request.utf8)), as: UTF8.self)
+            #expect(reply.hasPrefix("HTTP/1.1 \(status) "), "\(count): \(reply.prefix(60))")
+        }
+    }
+
+    @Test("a request with content is refused 413 and not counted as a fallback answer; a fragment in :path is refused")
+    func bodyNotCounted() throws {
+        let server = try RunningServer(config: config)
+        let r = try server.https("link.test", "/x", ["--http2", "-X", "GET", "--data-binary", "abc"])
+        #expect(r.status == 413)
+        let sites = String(decoding: try server.admin("/sites").body, as: UTF8.self)
+        #expect(sites.contains(#""fallback":{"web":0,"ios":0,"android":0}"#), "\(sites)")
+        let metrics = String(decoding: try server.admin("/metrics").body, as: UTF8.self)
+        #expect(metrics.contains(#"aasad_fallback_responses_total{platform="web",status="4xx"} 0"#))
+        // curl drops a fragment before sending; a raw HTTP/2 client sends it in :path.
+        let script = AASAD.testDirectory.appendingPathComponent("Fixtures/h2fragment.py").path
+        let out = try Tool.run("python3", [script, "\(server.httpsPort)"]).text
+        #expect(out.contains("StreamReset") && !out.contains("302"), "\(out)")
+    }
+
     @Test("raw bytes a client may put in a path are percent-encoded, never passed on")
     func rawBytes() throws {
         let server = try RunningServer(config: config)
@@ -121,6 +147,8 @@ final class FallbackServeTests {
             let etag = try #require(r.headers["etag"])
             let again = try server.https("page.test", "/other", [version, "-H", "If-None-Match: \(etag)"])
             #expect(again.status == 304 && again.body.isEmpty)
+            let since = try #require(r.headers["last-modified"])
+            #expect(try server.https("page.test", "/other", [version, "-H", "If-Modified-Since: \(since)"]).status == 304)
             let gzip = try server.https("page.test", "/x", [version, "--compressed", "-A", Self.androidChrome])
             #expect(gzip.status == 200 && gzip.body == Self.page && gzip.headers["content-encoding"] == "gzip")
             let store = try server.https("page.test", "/promo/summer", [version, "-A", Self.iPhoneSafari])
