@@ -4,6 +4,8 @@
 # worker, warms it up, zeroes the counters, serves N requests with h2load over HTTP/1.1
 # keep-alive and over HTTP/2, and prints instructions per request for each.
 # Usage: scripts/callgrind-requests.sh [BINARY] [N]    (default .build/release/aasad, 20000)
+# CALLGRIND_PATH=/buy/42?src=mail counts another path of links.localhost (default the AASA file;
+# that one is the site's fallback redirect, docs/link-domain.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 binary=$(realpath "${1:-.build/release/aasad}")
@@ -16,7 +18,7 @@ cleanup() {
     rm -rf "$work"
 }
 trap cleanup EXIT
-url="https://127.0.0.1:$port/.well-known/apple-app-site-association"
+url="https://127.0.0.1:$port${CALLGRIND_PATH:-/.well-known/apple-app-site-association}"
 # Valgrind 3.19 cannot read the DWARF 5 debug information Swift emits: count a copy without it.
 strip --strip-debug -o "$work/aasad" "$binary"
 valgrind --tool=callgrind --callgrind-out-file="$work/callgrind.%p" "$work/aasad" serve --config config \

@@ -1,4 +1,5 @@
 public import AASA
+import Glibc
 public import HTTPCore
 import Synchronization
 
@@ -203,8 +204,15 @@ public final class PreparedFallback: Sendable {
     /// association file, and not under `/.well-known/`: those paths belong to protocols (ACME,
     /// security.txt, the association files' own variants), and a redirect there would answer a
     /// verifier with another site's content.
-    public static func covers(path: some Collection<UInt8>) -> Bool {
-        path.first == UInt8(ascii: "/") && !path.starts(with: wellKnownPrefix) && !path.elementsEqual(rootAssociationPath)
+    public static func covers(path: UnsafeRawBufferPointer) -> Bool {
+        guard path.first == UInt8(ascii: "/") else { return false }
+        // memcmp, not Sequence.starts(with:): generic across modules, that cost more than the
+        // rest of the decision (callgrind).
+        func equal(_ prefix: [UInt8]) -> Bool {
+            prefix.withUnsafeBytes { memcmp(path.baseAddress!, $0.baseAddress!, prefix.count) == 0 }
+        }
+        if path.count >= wellKnownPrefix.count && equal(wellKnownPrefix) { return false }
+        return !(path.count == rootAssociationPath.count && equal(rootAssociationPath))
     }
 
     private static let wellKnownPrefix = Array("/.well-known/".utf8)
@@ -249,7 +257,7 @@ public final class PreparedFallback: Sendable {
 extension ServedSite {
     /// What the site's fallback answers `path` (without its query) for `platform`;
     /// `pathAndQuery` is what a redirect's `{path}` carries over.
-    public func fallbackDecision(path: some Collection<UInt8>, pathAndQuery: UnsafeRawBufferPointer, platform: ClientPlatform)
+    public func fallbackDecision(path: UnsafeRawBufferPointer, pathAndQuery: UnsafeRawBufferPointer, platform: ClientPlatform)
         -> PreparedFallback.Decision
     {
         guard let fallback, PreparedFallback.covers(path: path) else { return .none }

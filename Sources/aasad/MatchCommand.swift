@@ -141,7 +141,10 @@ struct MatchCommand: ParsableCommand {
         let pathAndQuery = path + (url.query.map { Array("?\($0)".utf8) } ?? [])
         return ClientPlatform.allCases.map { platform in
             var answer = URLReport.BrowserAnswer(platform: platform.label, status: 404)
-            switch pathAndQuery.withUnsafeBytes({ site.fallbackDecision(path: path, pathAndQuery: $0, platform: platform) }) {
+            let decision = path.withUnsafeBytes { path in
+                pathAndQuery.withUnsafeBytes { site.fallbackDecision(path: path, pathAndQuery: $0, platform: platform) }
+            }
+            switch decision {
             case .none:
                 break
             case .tooLong:
