@@ -36,6 +36,20 @@ public enum AppIdentifier {
         return nil
     }
 
+    /// A warning for a well-formed identifier whose prefix is ten digits, nil otherwise.
+    ///
+    /// Team IDs are ten letters and digits chosen by Apple; one made only of digits is possible
+    /// but rare (about 3 in a million if drawn evenly from A–Z and 0–9). An App Store ID (the number
+    /// in `apps.apple.com/app/id…`) is ten digits for apps published in recent years, and it is the
+    /// number people copy by mistake. So this is a warning, never an error: the file may be right.
+    public static func suspicion(with identifier: String) -> String? {
+        guard problem(with: identifier) == nil, let dot = identifier.firstIndex(of: ".") else { return nil }
+        let prefix = identifier[..<dot]
+        guard prefix.unicodeScalars.allSatisfy({ ("0"..."9").contains($0) }) else { return nil }
+        return
+            "the team ID prefix \"\(prefix)\" is all digits, which is what an App Store ID (the number in apps.apple.com/app/id\(prefix)) looks like; the prefix must be your Team ID: 10 letters and digits, shown in your Apple Developer account under Membership details. If \(prefix) really is your Team ID, ignore this warning"
+    }
+
     private static func isBundleScalar(_ s: Unicode.Scalar) -> Bool {
         ("A"..."Z").contains(s) || ("a"..."z").contains(s) || ("0"..."9").contains(s) || s == "-" || s == "."
     }

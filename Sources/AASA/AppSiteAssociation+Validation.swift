@@ -13,13 +13,27 @@ extension AppSiteAssociation {
     /// JSON could be decoded; `isValid` says whether it may be served.
     public static func validate(_ bytes: [UInt8]) -> ValidationResult<AppSiteAssociation> {
         var decoder = DocumentDecoder(bytes: bytes)
-        guard let json = decoder.readJSON(maximumSize: maximumFileSize, fileKind: "an apple-app-site-association file")
+        guard
+            let json = decoder.readJSON(
+                maximumSize: maximumFileSize, fileKind: "an apple-app-site-association file", syntaxNotes: syntaxNotes)
         else {
             return ValidationResult(document: nil, diagnostics: decoder.finishedDiagnostics)
         }
         let document = decoder.decodeAASA(json)
         return ValidationResult(document: document, diagnostics: decoder.finishedDiagnostics)
     }
+
+    /// What the parser's message leaves out for an AASA file, by reason.
+    ///
+    /// Trailing commas: Apple's Foundation parser accepts them (swift-foundation
+    /// `JSONScanner.swift`: "the foundation json implementation does support trailing commas"), so
+    /// a device that reads the file directly may use it, while strict parsers refuse it and Apple's
+    /// CDN is believed to be one of them (unverified). Refusing is the safe default; the message
+    /// says why, since the file may well "work" when its author tries it.
+    static let syntaxNotes: [JSONSyntaxError.Reason: String] = [
+        .trailingComma:
+            "Apple's Foundation parser (JSONSerialization) accepts a trailing comma but strict JSON parsers do not (Apple's CDN is believed to be one), so such a file may work on some paths and fail on others; aasad refuses it as the safe default"
+    ]
 
     /// Convenience for text (tests, `match --file`).
     public static func validate(_ text: String) -> ValidationResult<AppSiteAssociation> {
@@ -98,7 +112,16 @@ extension DocumentDecoder {
                 warning(
                     .duplicateAppIdentifier, path.appending(i), element, "this app identifier is listed twice; the second one has no effect"
                 )
+            } else {
+                warnAppStoreID(id, path.appending(i), element)
             }
+        }
+    }
+
+    /// Issue 17: a ten-digit prefix is almost always the App Store ID pasted for the Team ID.
+    private mutating func warnAppStoreID(_ id: String, _ path: JSONPath, _ value: JSONValue) {
+        if let suspicion = AppIdentifier.suspicion(with: id) {
+            warning(.teamIDLooksLikeAppStoreID, path, value, suspicion)
         }
     }
 
@@ -106,21 +129,28 @@ extension DocumentDecoder {
         guard let members = expectObject(value, path, "\"applinks\"") else { return nil }
         warnUnknownKeys(members, path, known: Self.applinksKeys, context: "\"applinks\"")
 
+        // applinks.apps is read only by iOS 12 and earlier, which want it present and empty; iOS 13+
+        // may omit it (spec §1.2, Apple's Support Universal Links guide and WWDC19 session 717). So
+        // neither its absence nor a list in it is a reason to refuse a file whose other sections
+        // work (issue 17).
         var apps: [String]?
         if let appsValue = member(members, "apps") {
             let appsPath = path.appending("apps")
             if let array = expectArray(appsValue, appsPath, "applinks.apps") {
                 if !array.isEmpty {
-                    error(
+                    warning(
                         .applinksAppsNotEmpty, appsPath, appsValue,
-                        "applinks.apps must be an empty array []; list the apps in \"details\" instead")
+                        "iOS 13 and later ignore applinks.apps, and iOS 12 and earlier expect it empty; write \"apps\": [] and list the apps in \"details\""
+                    )
                 }
                 apps = []
             }
-        } else {
+        } else if let detailsValue = member(members, "details"), Self.usesLegacyPaths(detailsValue) {
+            // Only a file iOS 12 can use is worse for the missing key: iOS 12 reads "paths" and
+            // never "components", so a components-only file associates nothing there either way.
             warning(
                 .applinksAppsMissing, path.appending("apps"), nil,
-                "\"apps\": [] is missing; iOS 12 and earlier need it present and empty (iOS 13+ does not)")
+                "\"apps\": [] is missing; iOS 12 and earlier need it present and empty to read \"paths\" (iOS 13+ does not)")
         }
 
         var details: [Detail] = []
@@ -151,8 +181,11 @@ extension DocumentDecoder {
                 var seen = Set<String>()
                 for entry in entries where seen.insert(entry.key).inserted {
                     let entryPath = detailsPath.appending(entry.key)
+                    let key = JSONValue(.string(entry.key), at: entry.keyOffset)
                     if let problem = AppIdentifier.problem(with: entry.key) {
-                        error(.appIdentifier, entryPath, JSONValue(.string(entry.key), at: entry.keyOffset), problem)
+                        error(.appIdentifier, entryPath, key, problem)
+                    } else {
+                        warnAppStoreID(entry.key, entryPath, key)
                     }
                     if let d = decodeDetail(entry.value, entryPath, legacyAppID: entry.key) {
                         details.append(d)
@@ -173,6 +206,18 @@ extension DocumentDecoder {
                 decodeVariables($0, path.appending("substitutionVariables"))
             } ?? []
         return AppLinks(apps: apps, details: details, detailsForm: form, defaults: defaults, substitutionVariables: variables)
+    }
+
+    /// True when some details entry has "paths", the pattern syntax of iOS 12 and earlier (the
+    /// dictionary form of "details" has nothing else).
+    fileprivate static func usesLegacyPaths(_ details: JSONValue) -> Bool {
+        let entries: [JSONValue]
+        switch details.kind {
+        case .array(let list): entries = list
+        case .object(let members): entries = members.map(\.value)
+        default: return false
+        }
+        return entries.contains { entry in entry.objectMembers?.contains { $0.key == "paths" } == true }
     }
 
     // MARK: - Details
@@ -211,6 +256,8 @@ extension DocumentDecoder {
                 if let id = expectString(appIDValue, p, "\"appID\"") {
                     if let problem = AppIdentifier.problem(with: id) {
                         error(.appIdentifier, p, appIDValue, problem)
+                    } else {
+                        warnAppStoreID(id, p, appIDValue)
                     }
                     detail.appID = id
                 }

@@ -70,8 +70,11 @@ struct DocumentDecoder {
     // MARK: - Bytes and JSON
 
     /// Checks the bytes (size, BOM, encoding) and parses them as strict JSON. Returns nil, with
-    /// the reason recorded, when there is no JSON value to decode.
-    mutating func readJSON(maximumSize: Int, fileKind: String) -> JSONValue? {
+    /// the reason recorded, when there is no JSON value to decode. `syntaxNotes` adds a file
+    /// kind's own explanation to a syntax error of that reason (e.g. how Apple's parser differs).
+    mutating func readJSON(
+        maximumSize: Int, fileKind: String, syntaxNotes: [JSONSyntaxError.Reason: String] = [:]
+    ) -> JSONValue? {
         if bytes.isEmpty {
             error(.fileEmpty, nil, nil, "the file is empty; a half-written file is never served")
             return nil
@@ -97,9 +100,10 @@ struct DocumentDecoder {
             return value
         } catch {
             let rule: Rule = error.reason == .invalidUTF8 ? .encoding : .jsonSyntax
+            let message = syntaxNotes[error.reason].map { "\(error.message). \($0)" } ?? error.message
             diagnostics.append(
                 Diagnostic(
-                    .error, rule, path: nil, message: error.message,
+                    .error, rule, path: nil, message: message,
                     location: error.location))
             return nil
         }

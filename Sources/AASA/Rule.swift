@@ -48,4 +48,8 @@ public enum Rule: String, Sendable, Codable, CaseIterable {
     case site = "site"
     // The report itself
     case moreFindings = "more-findings"
+    // AASA findings (issue 17)
+    /// A team ID prefix of ten digits: almost always the App Store ID pasted by mistake (a warning,
+    /// since a real Team ID of ten digits is possible, if rare).
+    case teamIDLooksLikeAppStoreID = "team-id-app-store-id"
 }

@@ -34,9 +34,6 @@ struct ValidatorTests {
             path: #"applinks.details[0].components[0]["/"]"#),
         Case(name: "applinks not an object", text: #"{"applinks": []}"#, rule: .wrongType, path: "applinks"),
         Case(
-            name: "applinks.apps not empty", text: #"{"applinks": {"apps": ["ABCDE12345.a.b"], "details": []}}"#,
-            rule: .applinksAppsNotEmpty, path: "applinks.apps"),
-        Case(
             name: "applinks.apps not an array",
             text: #"{"applinks": {"apps": {}, "details": [{"appID": "ABCDE12345.a.b", "paths": ["*"]}]}}"#, rule: .wrongType,
             path: "applinks.apps"),
@@ -194,6 +191,41 @@ struct ValidatorTests {
             name: "apps missing", text: #"{"applinks": {"details": [{"appID": "ABCDE12345.a.b", "paths": ["*"]}]}}"#,
             rule: .applinksAppsMissing, path: "applinks.apps"),
         Case(
+            name: "apps missing, paths in a later entry beside components",
+            text:
+                #"{"applinks": {"details": [{"appIDs": ["ABCDE12345.a.b"], "components": [{}]}, {"appID": "ABCDE12345.a.c", "paths": ["*"]}]}}"#,
+            rule: .applinksAppsMissing, path: "applinks.apps"),
+        Case(
+            name: "apps missing, legacy dictionary details",
+            text: #"{"applinks": {"details": {"ABCDE12345.a.b": {"paths": ["*"]}}}}"#, rule: .applinksAppsMissing, path: "applinks.apps"),
+        // Issue 17: iOS 13+ ignores applinks.apps; a list there is a warning, not a refusal.
+        Case(
+            name: "applinks.apps not empty",
+            text: #"{"applinks": {"apps": ["ABCDE12345.a.b"], "details": [{"appIDs": ["ABCDE12345.a.b"], "components": [{}]}]}}"#,
+            rule: .applinksAppsNotEmpty, path: "applinks.apps"),
+        Case(
+            name: "applinks.apps not empty, legacy paths",
+            text: #"{"applinks": {"apps": ["ABCDE12345.a.b"], "details": [{"appID": "ABCDE12345.a.b", "paths": ["*"]}]}}"#,
+            rule: .applinksAppsNotEmpty, path: "applinks.apps"),
+        // Issue 17: a ten-digit prefix is the App Store ID pasted for the Team ID, wherever it is.
+        Case(
+            name: "App Store ID prefix in appIDs",
+            text: F.make(details: #"[{"appIDs": ["1234567890.com.example.app"], "components": [{}]}]"#),
+            rule: .teamIDLooksLikeAppStoreID, path: "applinks.details[0].appIDs[0]"),
+        Case(
+            name: "App Store ID prefix in appID", text: F.make(details: #"[{"appID": "6449876543.com.example.app", "paths": ["*"]}]"#),
+            rule: .teamIDLooksLikeAppStoreID, path: "applinks.details[0].appID"),
+        Case(
+            name: "App Store ID prefix as a legacy details key",
+            text: F.make(details: #"{"1234567890.com.example.app": {"paths": ["*"]}}"#),
+            rule: .teamIDLooksLikeAppStoreID, path: "applinks.details[\"1234567890.com.example.app\"]"),
+        Case(
+            name: "App Store ID prefix in webcredentials", text: #"{"webcredentials": {"apps": ["1234567890.com.example.app"]}}"#,
+            rule: .teamIDLooksLikeAppStoreID, path: "webcredentials.apps[0]"),
+        Case(
+            name: "App Store ID prefix in appclips", text: #"{"appclips": {"apps": ["1234567890.com.example.app.Clip"]}}"#,
+            rule: .teamIDLooksLikeAppStoreID, path: "appclips.apps[0]"),
+        Case(
             name: "unknown top-level key",
             text: #"{"applinks": {"apps": [], "details": [{"appID": "ABCDE12345.a.b", "paths": ["*"]}]}, "foo": 1}"#, rule: .unknownKey,
             path: "foo"),
@@ -296,7 +328,99 @@ struct ValidatorTests {
     @Test("Apple's current example has no warning at all")
     func appleExampleIsClean() {
         let r = F.validate(Self.valid[0].1)
-        #expect(r.diagnostics.filter { $0.rule != .applinksAppsMissing }.isEmpty, "\(r.summary)")
+        #expect(r.diagnostics.isEmpty, "\(r.summary)")
+    }
+
+    // MARK: - Issue 17: findings tuned on deployed files
+
+    /// Files using only `components` get no "apps missing" warning: iOS 12 reads only `paths`, so
+    /// `apps` changes nothing for them (a third of deployed files are of this shape).
+    @Test(
+        "components-only files without applinks.apps get no apps-missing warning",
+        arguments: [
+            #"{"applinks": {"details": [{"appIDs": ["ABCDE12345.a.b"], "components": [{"/": "/a/*"}]}]}}"#,
+            #"{"applinks": {"details": [{"appID": "ABCDE12345.a.b", "components": [{}]}]}, "webcredentials": {"apps": ["ABCDE12345.a.b"]}}"#,
+            #"{"applinks": {"details": [{"appIDs": ["ABCDE12345.a.b"], "components": []}]}}"#,
+        ])
+    func noAppsMissingWarningForComponents(_ text: String) {
+        let r = F.validate(text)
+        #expect(r.isValid, "\(r.summary)")
+        #expect(!r.has(.applinksAppsMissing), "\(r.summary)")
+    }
+
+    @Test("applinks.apps present and empty gives no apps warning either way")
+    func emptyAppsIsClean() {
+        for text in [
+            #"{"applinks": {"apps": [], "details": [{"appID": "ABCDE12345.a.b", "paths": ["*"]}]}}"#,
+            F.make(components: "[{}]"),
+        ] {
+            let r = F.validate(text)
+            #expect(!r.has(.applinksAppsMissing) && !r.has(.applinksAppsNotEmpty), "\(r.summary)")
+        }
+    }
+
+    @Test("a non-empty applinks.apps does not hide the errors of the rest of the file")
+    func appsNotEmptyKeepsOtherErrors() {
+        let r = F.validate(#"{"applinks": {"apps": ["ABCDE12345.a.b"], "details": []}}"#)
+        #expect(!r.isValid)
+        #expect(r.has(.applinksAppsNotEmpty, at: "applinks.apps", severity: .warning), "\(r.summary)")
+        #expect(r.has(.detailsEmpty, at: "applinks.details", severity: .error), "\(r.summary)")
+    }
+
+    @Test(
+        "a prefix that is not ten digits gives no App Store ID warning",
+        arguments: ["ABCDE12345.com.example.app", "123456789A.com.example.app", "A123456789.com.example.app", "0000000000"])
+    func noAppStoreIDWarning(_ id: String) {
+        let r = F.validate(#"{"webcredentials": {"apps": ["\#(id)"]}}"#)
+        #expect(!r.has(.teamIDLooksLikeAppStoreID), "\(r.summary)")
+    }
+
+    @Test("the App Store ID warning says where to find the Team ID, and the file stays valid")
+    func appStoreIDWarningText() throws {
+        let r = F.validate(F.make(details: #"[{"appIDs": ["1234567890.com.example.app"], "components": [{}]}]"#))
+        #expect(r.isValid)
+        let d = try #require(r.diagnostics.first { $0.rule == .teamIDLooksLikeAppStoreID })
+        #expect(d.severity == .warning)
+        #expect(d.message.contains("App Store ID"))
+        #expect(d.message.contains("Membership"))
+        #expect(d.message.contains("10 letters and digits"))
+    }
+
+    @Test("an App Store ID prefix with a malformed bundle ID is the existing error, not the warning")
+    func appStoreIDWithOtherProblem() {
+        let r = F.validate(#"{"webcredentials": {"apps": ["1234567890.com.example_app", "12345678901.com.example.app"]}}"#)
+        #expect(r.has(.appIdentifier, at: "webcredentials.apps[0]", severity: .error), "\(r.summary)")
+        #expect(r.has(.appIdentifier, at: "webcredentials.apps[1]", severity: .error), "\(r.summary)")
+        #expect(!r.has(.teamIDLooksLikeAppStoreID), "\(r.summary)")
+    }
+
+    @Test(
+        "a trailing comma is refused, saying Apple's own parser would accept it",
+        arguments: [F.make(components: #"[{"/": "/a"},]"#), F.make(components: #"[{"/": "/a",}]"#)])
+    func trailingCommaMessage(_ text: String) throws {
+        let r = F.validate(text)
+        #expect(!r.isValid)
+        let d = try #require(r.diagnostics.first { $0.rule == .jsonSyntax })
+        #expect(d.message.hasPrefix("trailing comma"), "\(d.message)")
+        #expect(d.message.contains("JSONSerialization"), "\(d.message)")
+        #expect(d.message.contains("safe default"), "\(d.message)")
+    }
+
+    @Test("other syntax errors and assetlinks.json trailing commas carry no note about Apple's parser")
+    func trailingCommaNoteIsAASAOnly() throws {
+        let comment = F.validate("// hi\n" + F.make(components: "[]"))
+        #expect(!(comment.diagnostics.first?.message.contains("JSONSerialization") ?? true))
+        let android = AssetLinks.validate(Array(#"[{"relation": ["delegate_permission/common.handle_all_urls"],}]"#.utf8))
+        let d = try #require(android.diagnostics.first { $0.rule == .jsonSyntax })
+        #expect(!d.message.contains("JSONSerialization"), "\(d.message)")
+    }
+
+    @Test("an entry with neither paths nor components stays an error, even beside a working one")
+    func entryMatchingNothingIsRefused() {
+        let r = F.validate(
+            #"{"applinks": {"details": [{"appIDs": ["ABCDE12345.a.b"], "components": [{}]}, {"appIDs": ["ABCDE12345.a.c"]}]}}"#)
+        #expect(!r.isValid)
+        #expect(r.has(.detailNoPatterns, at: "applinks.details[1]", severity: .error), "\(r.summary)")
     }
 
     @Test("a file of exactly 128 KB is accepted")
