@@ -72,8 +72,10 @@ struct DocumentDecoder {
     /// Checks the bytes (size, BOM, encoding) and parses them as strict JSON. Returns nil, with
     /// the reason recorded, when there is no JSON value to decode. `syntaxNotes` adds a file
     /// kind's own explanation to a syntax error of that reason (e.g. how Apple's parser differs).
+    ///
+    /// `tooLarge`: the message for a file over `maximumSize`; nil gives Apple's AASA advice.
     mutating func readJSON(
-        maximumSize: Int, fileKind: String, syntaxNotes: [JSONSyntaxError.Reason: String] = [:]
+        maximumSize: Int, fileKind: String, tooLarge: String? = nil, syntaxNotes: [JSONSyntaxError.Reason: String] = [:]
     ) -> JSONValue? {
         if bytes.isEmpty {
             error(.fileEmpty, nil, nil, "the file is empty; a half-written file is never served")
@@ -82,7 +84,8 @@ struct DocumentDecoder {
         if bytes.count > maximumSize {
             error(
                 .fileTooLarge, nil, nil,
-                "the file is larger than \(maximumSize) bytes; \(fileKind) must be at most 128 KB uncompressed, or devices ignore it; remove patterns or split apps across domains"
+                tooLarge
+                    ?? "the file is larger than \(maximumSize) bytes; \(fileKind) must be at most 128 KB uncompressed, or devices ignore it; remove patterns or split apps across domains"
             )
             return nil
         }

@@ -52,4 +52,11 @@ public enum Rule: String, Sendable, Codable, CaseIterable {
     /// A team ID prefix of ten digits: almost always the App Store ID pasted by mistake (a warning,
     /// since a real Team ID of ten digits is possible, if rare).
     case teamIDLooksLikeAppStoreID = "team-id-app-store-id"
+    // assetlinks.json (issue 17)
+    /// `:443` on https or `:80` on http: the same site as without it (spec §4).
+    case siteDefaultPort = "site-default-port"
+    /// A number or null in a statement, or a boolean in an array: Android's parser fails the file.
+    case androidValueType = "android-value-type"
+    /// `relation_extensions` (Android 15+ dynamic rules) not in the documented shape.
+    case relationExtensions = "relation-extensions"
 }
