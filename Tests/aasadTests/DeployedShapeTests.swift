@@ -1,6 +1,6 @@
 import Testing
 
-/// Findings on the shapes of apple-app-site-association files deployed in public repositories
+/// Findings on the shapes of apple-app-site-association and assetlinks.json files deployed in public repositories
 /// (issue 17). Each fixture keeps a real file's structure with invented team IDs, bundle IDs and
 /// paths; the golden output is what `aasad validate` tells its author.
 @Suite("aasad validate on deployed AASA shapes (the real binary)")
@@ -29,6 +29,16 @@ struct DeployedShapeTests {
         Shape(
             fixture: "deployed-passkey-template.json", golden: "validate-deployed-passkey-template.txt", status: 1,
             why: "passkey template with empty applinks and appclips objects: refused"),
+        // assetlinks.json (the file name decides the kind, hence a directory per shape).
+        Shape(
+            fixture: "deployed-assetlinks/typical/assetlinks.json", golden: "validate-deployed-assetlinks-typical.txt", status: 0,
+            why: "App Links and credential sharing, two signing keys, a web site for credentials: clean"),
+        Shape(
+            fixture: "deployed-assetlinks/mistakes/assetlinks.json", golden: "validate-deployed-assetlinks-mistakes.txt", status: 1,
+            why: "a lower-case fingerprint and a site with :443/: refused, each with the value to write"),
+        Shape(
+            fixture: "deployed-assetlinks/include/assetlinks.json", golden: "validate-deployed-assetlinks-include.txt", status: 0,
+            why: "one include statement, as Google's docs show: clean"),
     ]
 
     @Test("validate prints the expected findings", arguments: shapes)
