@@ -91,6 +91,9 @@ public struct AssetLinks: Sendable, Equatable {
         }
         var host = authority
         var port: Int?
+        if authority.first == "[" {
+            return .failure(URLProblem("names an IP address, not a fully qualified domain"))
+        }
         if let colon = authority.lastIndex(of: ":") {
             host = authority[..<colon]
             let digits = authority[authority.index(after: colon)...]
@@ -113,10 +116,16 @@ public struct AssetLinks: Sendable, Equatable {
     /// permitted"): dot-separated labels of letters, digits and `-`, one trailing dot allowed.
     private static func hostProblem(_ host: Substring) -> String? {
         if host.isEmpty { return "has no host name" }
+        // RFC 1035 §2.3.4: at most 253 characters, 63 per label.
+        if host.utf8.count > 254 { return "has a host name longer than 253 characters" }
         var labels = host.split(separator: ".", omittingEmptySubsequences: false)
         if labels.count > 1 && labels.last == "" { labels.removeLast() }
+        // A last label of digits alone is an IPv4 address (or no domain at all).
+        if let last = labels.last, !last.isEmpty, last.utf8.allSatisfy({ (0x30...0x39).contains($0) }) {
+            return "names an IP address, not a fully qualified domain"
+        }
         let valid = labels.allSatisfy { label in
-            !label.isEmpty && label.first != "-" && label.last != "-"
+            !label.isEmpty && label.utf8.count <= 63 && label.first != "-" && label.last != "-"
                 && label.utf8.allSatisfy {
                     (0x61...0x7A).contains($0) || (0x41...0x5A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x2D
                 }
@@ -176,7 +185,8 @@ extension DocumentDecoder {
             if let include = member(members, "include") {
                 // Google allows other non-standard fields beside "include" (comptest 2005), but
                 // Android parses them too.
-                warnUnknownKeys(members, path, known: ["include"], context: "an include statement")
+                // relation and target are an error below, not also an unknown key.
+                warnUnknownKeys(members, path, known: ["include", "relation", "target"], context: "an include statement")
                 checkAndroidValues(members, path, known: ["include", "relation", "target"])
                 if member(members, "relation") != nil || member(members, "target") != nil {
                     error(
@@ -333,7 +343,7 @@ extension DocumentDecoder {
     private mutating func defaultPortWarning(_ string: String, _ url: AssetLinks.WebURL, _ value: JSONValue, _ path: JSONPath) {
         warning(
             .siteDefaultPort, path, value,
-            ":\(url.port ?? 0) is the default port of \(url.scheme); Google and Android read the URL as the one without it, and Google's documentation omits it: write \(JSONValue.quote(origin(string, url) + url.rest))"
+            ":\(url.port ?? 0) is the default port of \(url.scheme); Google and Android read the URL as the one without it, and Google's documentation omits it: write \(JSONValue.quote(origin(string, url) + (url.rest.count > 200 ? "…" : url.rest)))"
         )
     }
 

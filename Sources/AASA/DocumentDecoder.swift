@@ -25,6 +25,7 @@ struct DocumentDecoder {
 
     let bytes: [UInt8]
     private(set) var diagnostics: [Diagnostic] = []
+    private var locator = SourceLocator()
     private var dropped = 0
 
     init(bytes: [UInt8]) {
@@ -52,7 +53,7 @@ struct DocumentDecoder {
             dropped += 1
             return
         }
-        let location = value.map { SourceLocation(offset: $0.offset, in: bytes) }
+        let location = value.map { locator.location(of: $0.offset, in: bytes) }
         diagnostics.append(
             Diagnostic(
                 severity, rule, path: path, value: showValue ? value?.excerpt : nil, message: message,
@@ -139,8 +140,8 @@ struct DocumentDecoder {
                 }
                 stack.append(.key(member.key))
                 if duplicate {
-                    let location = SourceLocation(offset: member.keyOffset, in: bytes)
                     if diagnostics.count < Self.maximumDiagnostics {
+                        let location = locator.location(of: member.keyOffset, in: bytes)
                         diagnostics.append(
                             Diagnostic(
                                 .error, .duplicateKey, path: JSONPath(stack),
@@ -225,6 +226,9 @@ struct DocumentDecoder {
 
     /// The known key a typo most likely meant: same letters ignoring case, or at most two edits.
     static func closest(to key: String, in known: [String]) -> String? {
+        // Within two edits means within two characters of a known key's length: a long key is
+        // never close, and is not compared (a file of 1 MiB of unknown keys).
+        guard key.utf8.count <= (known.map(\.utf8.count).max() ?? 0) + 2 else { return nil }
         if let same = known.first(where: { $0.lowercased() == key.lowercased() }) { return same }
         let a = Array(key.lowercased().unicodeScalars)
         var best: (String, Int)?

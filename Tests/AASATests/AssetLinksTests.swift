@@ -310,7 +310,42 @@ struct AssetLinksTests {
         let r = AssetLinks.validate(
             Self.dynamic(#"{"delegate_permission/common.handle_all_urls": {"dynamic_app_link_components": [{"/": "/a", "comment": "x"}]}}"#)
         )
-        #expect(r.diagnostics.contains { $0.message.contains(#""comments""#) }, "\(r.summary)")
+        #expect(r.diagnostics.contains { $0.message.contains(#"did you mean "comments""#) }, "\(r.summary)")
+    }
+
+    @Test(
+        "IP addresses and over-long names are no fully qualified domain, with that reason (details.md; RFC 1035 §2.3.4)",
+        arguments: [
+            "https://[::1]", "https://[::1]:443", "https://1.2.3.4", "https://127.0.0.1:8443",
+            "https://" + String(repeating: "a", count: 64) + ".example.com",
+            "https://" + Array(repeating: String(repeating: "a", count: 60), count: 5).joined(separator: ".") + ".com",
+        ])
+    func hostBounds(_ site: String) {
+        let r = AssetLinks.validate(Self.web(site))
+        #expect(!r.isValid, "accepted \(site)")
+        #expect(r.diagnostics.allSatisfy { !$0.message.contains("not a number") }, "\(r.summary)")
+        // A 63-character label is a host name.
+        #expect(AssetLinks.validate(Self.web("https://" + String(repeating: "a", count: 63) + ".example.com")).isValid)
+    }
+
+    @Test("an include statement beside relation or target gets the one error, not also an unknown-key warning (comptest 2004)")
+    func includeWithRelation() {
+        let r = AssetLinks.validate(
+            Array(#"[{"include": "https://a.example/x.json", "relation": ["delegate_permission/common.handle_all_urls"]}]"#.utf8))
+        #expect(!r.isValid)
+        #expect(!r.diagnostics.contains { $0.rule == .unknownKey }, "\(r.summary)")
+    }
+
+    @Test("a 1 MiB file of duplicate keys is reported in one pass: capped findings, each at its right line and column")
+    func duplicateKeysAtScale() {
+        let unit = #""a":1,"#
+        let count = ((1 << 20) - 16) / unit.utf8.count
+        let bytes = Array(("[{" + String(repeating: unit, count: count) + #""a":1}]"#).utf8)
+        let r = AssetLinks.validate(bytes)
+        #expect(!r.isValid)
+        let first = r.diagnostics.first { $0.rule == .duplicateKey }
+        #expect(first?.location == SourceLocation(offset: 8, in: bytes), "the second \"a\"")
+        #expect(r.diagnostics.count <= 501)
     }
 
     /// A statement list padded with spaces to exactly `size` bytes.

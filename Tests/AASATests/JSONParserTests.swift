@@ -152,4 +152,21 @@ struct JSONParserTests {
         #expect(x.offset == 10)
         #expect(SourceLocation(offset: x.offset, in: Array(text.utf8)).column == 11)
     }
+
+    @Test("quoting escapes every control character a terminal or log would act on: C0, DEL, C1, separators, bidi")
+    func quoteEscapesControls() {
+        let hostile = "a\u{7F}b\u{9B}2J\u{85}c\u{2028}d\u{2029}e\u{202E}f\u{2066}g\r\n"
+        let quoted = JSONValue.quote(hostile)
+        #expect(quoted == #""a\u007Fb\u009B2J\u0085c\u2028d\u2029e\u202Ef\u2066g\r\n""#)
+        #expect(!quoted.unicodeScalars.contains { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) || $0.value == 0x2028 })
+    }
+
+    @Test("locations found in one pass agree with a scan from the start, in order and out of it")
+    func locatorAgrees() {
+        let bytes = Array("{\n  \"é\": [1,\n 2],\r\n\"b\": \"ü\" }\n".utf8)
+        var locator = SourceLocator()
+        for offset in Array(0...bytes.count) + [3, 0, bytes.count, 7] {
+            #expect(locator.location(of: offset, in: bytes) == SourceLocation(offset: offset, in: bytes), "\(offset)")
+        }
+    }
 }
