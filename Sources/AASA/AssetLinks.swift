@@ -260,14 +260,17 @@ extension DocumentDecoder {
                         "not a valid Android package name (dot-separated identifiers, e.g. \"com.example.app\")")
                 }
             } else {
-                error(.missingKey, path.appending("package_name"), nil, "an android_app target needs \"package_name\"")
+                error(
+                    .missingKey, path.appending("package_name"), nil,
+                    "an android_app target needs \"package_name\"" + Self.androidRejectsFile)
             }
             var fingerprints: [String] = []
             let fp = path.appending("sha256_cert_fingerprints")
             if let f = member(members, "sha256_cert_fingerprints") {
                 fingerprints = expectStringArray(f, fp, "\"sha256_cert_fingerprints\"") ?? []
                 if f.arrayValue?.isEmpty == true {
-                    error(.certificateFingerprint, fp, f, "at least one signing certificate fingerprint is needed")
+                    error(
+                        .certificateFingerprint, fp, f, "at least one signing certificate fingerprint is needed" + Self.androidRejectsFile)
                 }
                 for (j, e) in (f.arrayValue ?? []).enumerated() {
                     guard let s = e.stringValue, !AssetLinks.isFingerprint(s) else { continue }
@@ -286,7 +289,7 @@ extension DocumentDecoder {
                     }
                 }
             } else {
-                error(.missingKey, fp, nil, "an android_app target needs \"sha256_cert_fingerprints\"")
+                error(.missingKey, fp, nil, "an android_app target needs \"sha256_cert_fingerprints\"" + Self.androidRejectsFile)
             }
             return .androidApp(packageName: package, fingerprints: fingerprints)
         case "web":
@@ -300,23 +303,32 @@ extension DocumentDecoder {
             checkSite(site, siteValue, path.appending("site"))
             return .web(site: site)
         default:
-            error(.namespace, path.appending("namespace"), nsValue, "unknown namespace; use \"android_app\" or \"web\"")
+            error(
+                .namespace, path.appending("namespace"), nsValue,
+                "unknown namespace; use \"android_app\" or \"web\"" + Self.androidRejectsFile)
             return nil
         }
     }
 
     /// `target.site` is `http[s]://host[:port]` and nothing else (comptest 2207-2216): Google
     /// refuses a path (even a bare `/`), a query, a fragment or user info.
+    /// AOSP's `AssetFactory`, `WebAsset.create` and `AndroidAppAsset.create` throw on these; the
+    /// exception escapes `parseStatementList`, and `DomainVerifier` fails the whole domain.
+    static let androidRejectsFile = "; Android's verifier then rejects the whole file, not just this statement"
+
     private mutating func checkSite(_ site: String, _ value: JSONValue, _ path: JSONPath) {
         switch AssetLinks.parseWebURL(site) {
         case .failure(let problem):
-            error(.site, path, value, "the site \(problem.reason); a web target is \"https://host\" or \"https://host:port\"")
+            error(
+                .site, path, value,
+                "the site \(problem.reason); a web target is \"https://host\" or \"https://host:port\"" + Self.androidRejectsFile)
         case .success(let url):
             if let first = url.rest.first {
                 let part = first == "/" ? "a path (even a trailing \"/\")" : first == "?" ? "a query" : "a fragment"
                 error(
                     .site, path, value,
-                    "a web target names a whole site: Google refuses \(part) here; write \(JSONValue.quote(origin(site, url)))")
+                    "a web target names a whole site: Google refuses \(part) here (Android tolerates only a bare \"/\"); write \(JSONValue.quote(origin(site, url)))"
+                )
             } else if url.hasDefaultPort {
                 defaultPortWarning(site, url, value, path)
             }
