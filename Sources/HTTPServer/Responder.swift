@@ -104,7 +104,9 @@ enum Responder {
         if case .none = decision { return (.error(.notFound, close: false), nil) }
         guard method != .other else { return (.error(.methodNotAllowed, close: false), nil) }
         switch decision {
-        case .none, .tooLong:
+        case .none:
+            return (.error(.notFound, close: false), nil)
+        case .tooLong:
             return (.error(.uriTooLong, close: false), nil)
         case .page(let page):
             return (serve(page, ifNoneMatch: ifNoneMatch, ifModifiedSince: ifModifiedSince, acceptsGzip: acceptsGzip), platform)

@@ -131,9 +131,6 @@ public struct FallbackSettings: Sendable, Equatable {
         case .android: android ?? web
         }
     }
-
-    /// True when any target is set.
-    public var isEmpty: Bool { web == nil && ios == nil && android == nil }
 }
 
 /// Fallback answers of one site, by platform. Kept by the registry across the site's versions
@@ -231,12 +228,23 @@ public final class PreparedFallback: Sendable {
 
     /// Nil when the site answers no other path (no targets, no page).
     public static func prepare(_ settings: FallbackSettings?, hasPage: Bool) -> PreparedFallback? {
-        let kinds: [String?] = ClientPlatform.allCases.map { platform in
+        guard answerKinds(settings, hasPage: hasPage).contains(where: { $0 != nil }) else { return nil }
+        return PreparedFallback(
+            settings: settings ?? FallbackSettings(), hasPage: hasPage, varies: variesByUserAgent(settings, hasPage: hasPage))
+    }
+
+    /// Whether the answers differ by platform, so that every one must say `Vary: User-Agent`
+    /// (the redirects here, and the page, which the registry prepares with this too).
+    public static func variesByUserAgent(_ settings: FallbackSettings?, hasPage: Bool) -> Bool {
+        Set(answerKinds(settings, hasPage: hasPage)).count > 1
+    }
+
+    /// Per platform, what answers it: a redirect to which target, the page, or nothing.
+    private static func answerKinds(_ settings: FallbackSettings?, hasPage: Bool) -> [String?] {
+        ClientPlatform.allCases.map { platform in
             if let target = settings?.target(for: platform) { return "redirect " + target.text }
             return hasPage ? "page" : nil
         }
-        guard kinds.contains(where: { $0 != nil }) else { return nil }
-        return PreparedFallback(settings: settings ?? FallbackSettings(), hasPage: hasPage, varies: Set(kinds).count > 1)
     }
 
     private init(settings: FallbackSettings, hasPage: Bool, varies: Bool) {

@@ -104,8 +104,8 @@ extension SiteRegistry {
         var options = options
         options.contentType = ServingOptions.html
         // Platforms with their own redirect get it, the others the page: the same URL answers by
-        // User-Agent.
-        options.varyUserAgent = settings.fallback.map { $0.ios != nil || $0.android != nil } ?? false
+        // User-Agent (the same rule as the redirects' own Vary).
+        options.varyUserAgent = PreparedFallback.variesByUserAgent(settings.fallback, hasPage: true)
         return choose(
             file, name: Self.pageKey, unreadable: source.unreadable.contains(name) ? [Self.pageKey] : [], previous: record.served?.page,
             record: &record, options: options, errors: &errors)
