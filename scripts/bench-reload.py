@@ -6,14 +6,44 @@ build, measures the time from exec to the readiness line and the RSS, then edits
 at a time and measures the time from the file's close to the new version being served (polled over
 one keep-alive connection). Prints key=value lines. Everything stays on 127.0.0.1.
 
-Usage: scripts/bench-reload.py SITES [EDITS]   (build first: swift build -c release --product aasad)
-"""
-import http.client, json, os, random, re, shutil, subprocess, sys, tempfile, time
+With --certs, every other site carries a certificate of its own (tls/cert.pem and tls/key.pem,
+ECDSA P-256, all signed with one key so that 50,000 of them take seconds) and the rest are served
+under a default wildcard certificate for *.bench.test (config/tls/); needs Python's cryptography.
+AASAD=PATH runs that binary instead of the release build's.
 
-sites = int(sys.argv[1]) if len(sys.argv) > 1 else 10
-edits = int(sys.argv[2]) if len(sys.argv) > 2 else 50
-binary = subprocess.run(["swift", "build", "-c", "release", "--show-bin-path"], capture_output=True, text=True, check=True).stdout.strip() + "/aasad"
+Usage: scripts/bench-reload.py SITES [EDITS] [--certs]   (build first: swift build -c release --product aasad)
+"""
+import datetime, http.client, json, os, random, re, shutil, subprocess, sys, tempfile, time
+
+args = [a for a in sys.argv[1:] if not a.startswith("--")]
+certs = "--certs" in sys.argv[1:]
+sites = int(args[0]) if len(args) > 0 else 10
+edits = int(args[1]) if len(args) > 1 else 50
+binary = os.environ.get("AASAD") or subprocess.run(["swift", "build", "-c", "release", "--show-bin-path"], capture_output=True, text=True, check=True).stdout.strip() + "/aasad"
 work = tempfile.mkdtemp(prefix="aasad-reload-")
+
+def certificate_writer():
+    """Writes a (chain, key) pair for a name: one key for every certificate, self-signed leaves."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+    key = ec.generate_private_key(ec.SECP256R1())
+    key_pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    now = datetime.datetime.now(datetime.timezone.utc)
+    def write(directory, name):
+        subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+        cert = (x509.CertificateBuilder().subject_name(subject).issuer_name(subject).public_key(key.public_key())
+                .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(days=1))
+                .not_valid_after(now + datetime.timedelta(days=30))
+                .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
+                .sign(key, hashes.SHA256()))
+        os.makedirs(directory, exist_ok=True)
+        with open(f"{directory}/cert.pem", "wb") as f:
+            f.write(cert.public_bytes(serialization.Encoding.PEM))
+        with open(f"{directory}/key.pem", "wb") as f:
+            f.write(key_pem)
+    return write
 
 def aasa(tag):
     components = [{"/": f"/section-{i}/*", "comment": f"pattern {i} of {tag}"} for i in range(28)]
@@ -27,7 +57,12 @@ try:
         os.makedirs(d)
         with open(f"{d}/apple-app-site-association", "w") as f:
             f.write(shared if i % 2 == 0 else aasa(f"site {i}"))
-    print(f"bench=reload sites={sites} generate_s={time.time() - t:.1f} file_bytes={len(shared)}", flush=True)
+    if certs:
+        write = certificate_writer()
+        write(f"{work}/config/tls", "*.bench.test")
+        for i in range(1, sites, 2):
+            write(f"{work}/config/sites/s{i}.bench.test/tls", f"s{i}.bench.test")
+    print(f"bench=reload sites={sites} certs={'half' if certs else 'none'} generate_s={time.time() - t:.1f} file_bytes={len(shared)}", flush=True)
 
     start = time.time()
     server = subprocess.Popen([binary, "serve", "--config", f"{work}/config", "--https", "127.0.0.1:0", "--http", "127.0.0.1:0",
@@ -39,7 +74,10 @@ try:
     ready = time.time() - start
     port = int(re.search(r"http=[^ ]*:(\d+)", line).group(1))
     rss = next(int(l.split()[1]) for l in open(f"/proc/{server.pid}/status") if l.startswith("VmRSS"))
-    print(f"bench=reload sites={sites} startup_s={ready:.2f} rss_kb={rss} rss_per_site_bytes={rss * 1024 // max(sites, 1)}", flush=True)
+    # CPU seconds the server spent getting ready (user + system): steadier than wall time on a busy machine.
+    stat = open(f"/proc/{server.pid}/stat").read().rsplit(")", 1)[1].split()
+    cpu = (int(stat[11]) + int(stat[12])) / os.sysconf("SC_CLK_TCK")
+    print(f"bench=reload sites={sites} certs={'half' if certs else 'none'} startup_s={ready:.2f} startup_cpu_s={cpu:.2f} rss_kb={rss} rss_per_site_bytes={rss * 1024 // max(sites, 1)}", flush=True)
 
     conn = http.client.HTTPConnection("127.0.0.1", port)
     def fetch(host):

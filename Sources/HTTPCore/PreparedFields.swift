@@ -11,19 +11,47 @@ public final class PreparedFields: Sendable, Equatable {
     /// Where each field of `http2Bytes` is: name offset, name length, value offset, value length.
     public let http2Spans: [Span]
 
+    /// Offsets and lengths as 32-bit numbers: a prepared field list is a few hundred bytes, and
+    /// at 100,000 sites each holding four lists, 16 bytes a field instead of 32 is megabytes.
     public struct Span: Sendable, Equatable {
-        public let name: Int
-        public let nameLength: Int
-        public let value: Int
-        public let valueLength: Int
+        private let offsets: (name: UInt32, nameLength: UInt32, value: UInt32, valueLength: UInt32)
+
+        /// Lists are built from configuration values (site.yaml is at most 64 KB, an environment
+        /// variable 128 KB) and fixed text, so no offset comes near 4 GB.
+        init(name: Int, nameLength: Int, value: Int, valueLength: Int) {
+            offsets = (
+                UInt32(truncatingIfNeeded: name), UInt32(truncatingIfNeeded: nameLength), UInt32(truncatingIfNeeded: value),
+                UInt32(truncatingIfNeeded: valueLength)
+            )
+        }
+
+        public var name: Int { Int(offsets.name) }
+        public var nameLength: Int { Int(offsets.nameLength) }
+        public var value: Int { Int(offsets.value) }
+        public var valueLength: Int { Int(offsets.valueLength) }
+
+        public static func == (a: Span, b: Span) -> Bool { a.offsets == b.offsets }
     }
 
     /// Fields as (name, value) pairs. Names and values must already be valid field syntax (the
     /// callers' values went through `HTTPField.valueProblem`).
     public init(_ fields: [(name: String, value: String)]) {
+        // Sized exactly before filling: the lists live as long as their site, and arrays grown by
+        // appending keep up to twice the bytes they hold.
+        var lineCount = 0
+        var byteCount = 0
+        var spanCount = 0
+        for (name, value) in fields {
+            lineCount += name.utf8.count + value.utf8.count + 4
+            byteCount += name.utf8.count + value.utf8.count
+            spanCount += 1
+        }
         var lines: [UInt8] = []
         var bytes: [UInt8] = []
         var spans: [Span] = []
+        lines.reserveCapacity(lineCount)
+        bytes.reserveCapacity(byteCount)
+        spans.reserveCapacity(spanCount)
         for (name, value) in fields {
             lines.append(contentsOf: name.utf8)
             lines.append(contentsOf: ": ".utf8)

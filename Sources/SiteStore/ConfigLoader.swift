@@ -56,7 +56,9 @@ public enum ConfigLoader {
 
     /// Examines one name under `sites/`: the same question for a full scan and for the watcher's
     /// single-site reloads. `isSite` tells whether a sibling name is a site directory.
-    public static func examine(sitesPath: String, name: String, isSite: (String) -> Bool) -> Entry {
+    /// `known`: contents whose verdict is known (serve's loads); nil validates everything and
+    /// keeps every finding (the reporting commands).
+    public static func examine(sitesPath: String, name: String, isSite: (String) -> Bool, known: KnownValid? = nil) -> Entry {
         if name.hasPrefix(".") { return .ignored }
         let relative = "sites/\(name)"
         let full = sitesPath + "/" + name
@@ -93,7 +95,7 @@ public enum ConfigLoader {
                     severity: .error, file: relative,
                     message: "not a directory; each site is a directory holding its apple-app-site-association"))
         case .directory:
-            var site = loadSite(host: host, directory: full, relative: relative)
+            var site = loadSite(host: host, directory: full, relative: relative, known: known)
             if host.name != name && host.name + "." != name {
                 site.problems.append(
                     ConfigProblem(
@@ -105,7 +107,7 @@ public enum ConfigLoader {
     }
 
     /// Reads and validates one site directory.
-    public static func loadSite(host: HostName, directory: String, relative: String) -> SiteSource {
+    public static func loadSite(host: HostName, directory: String, relative: String, known: KnownValid? = nil) -> SiteSource {
         var site = SiteSource(host: host, directory: relative, aliases: [], aasa: nil, assetLinks: nil, certificate: nil, problems: [])
         let fm = FileManager.default
         // site.yaml first: it names the page, which is then one of the site's files.
@@ -126,12 +128,10 @@ public enum ConfigLoader {
             site.problems.append(ConfigProblem(severity: .warning, file: "\(relative)/\(entry)", message: message))
         }
         if let file = readSiteFile(directory, relative, aasaFileName, AppSiteAssociation.maximumFileSize, &site) {
-            site.aasa = SiteFile(
-                relativePath: file.path, bytes: file.bytes, modified: file.modified, result: AppSiteAssociation.validate(file.bytes))
+            site.aasa = siteFile(file, .aasa, known, AppSiteAssociation.validate)
         }
         if let file = readSiteFile(directory, relative, assetLinksFileName, AssetLinks.maximumFileSize, &site) {
-            site.assetLinks = SiteFile(
-                relativePath: file.path, bytes: file.bytes, modified: file.modified, result: AssetLinks.validate(file.bytes))
+            site.assetLinks = siteFile(file, .assetLinks, known, AssetLinks.validate)
         }
         if let name = site.settings.page {
             // The page is served whatever it holds: it must be a file of the site directory
@@ -156,6 +156,24 @@ public enum ConfigLoader {
                     severity: .error, file: relative, message: "the site has neither apple-app-site-association nor assetlinks.json"))
         }
         return site
+    }
+
+    /// A file read from a site, validated unless `known` holds its content's verdict already.
+    private static func siteFile<D>(
+        _ file: (path: String, bytes: [UInt8], modified: Int64), _ kind: KnownValid.Kind, _ known: KnownValid?,
+        _ validate: ([UInt8]) -> ValidationResult<D>
+    ) -> SiteFile<D> {
+        guard let known else {
+            return SiteFile(relativePath: file.path, bytes: file.bytes, modified: file.modified, result: validate(file.bytes))
+        }
+        let hash = Digest.sha256(file.bytes)
+        if known.contains(kind, digestHex: Digest.hex(hash)) {
+            return SiteFile(
+                relativePath: file.path, bytes: file.bytes, modified: file.modified,
+                result: ValidationResult(document: nil, diagnostics: []),
+                sha256: hash, validatedEarlier: true)
+        }
+        return SiteFile(relativePath: file.path, bytes: file.bytes, modified: file.modified, result: validate(file.bytes), sha256: hash)
     }
 
     /// Reads and parses `site.yaml` when there is one.

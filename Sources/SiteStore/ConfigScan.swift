@@ -26,6 +26,14 @@ public struct SiteFile<Document: Sendable>: Sendable {
     /// `Last-Modified`; see `ConfigLoader.readFile`).
     public var modified: Int64
     public var result: ValidationResult<Document>
+    /// SHA-256 of `bytes`, when the load computed it (serve's loads, which look verdicts up by it).
+    public var sha256: [UInt8]? = nil
+    /// The bytes were not validated again: the same content of the same kind passed before
+    /// (`KnownValid`); `result` then holds no document and no finding.
+    public var validatedEarlier = false
+
+    /// True when the file may be served.
+    public var isValid: Bool { result.isValid || (validatedEarlier && result.diagnostics.isValid) }
 }
 
 /// A certificate chain and its private key, as PEM bytes read from a `tls/` directory.
@@ -79,8 +87,7 @@ public struct SiteSource: Sendable {
 
     /// True when everything the site has may be served.
     public var isValid: Bool {
-        !problems.contains { $0.severity == .error } && aasa?.result.isValid != false && assetLinks?.result.isValid != false
-            && page?.result.isValid != false
+        !problems.contains { $0.severity == .error } && aasa?.isValid != false && assetLinks?.isValid != false && page?.isValid != false
     }
 }
 

@@ -39,7 +39,9 @@ public enum Gzip {
             }
         }
         guard status == Z_STREAM_END else { return nil }
-        output.removeLast(output.count - Int(stream.total_out))
-        return output
+        // A copy of exactly the output: the buffer was sized for the worst case (deflateBound is
+        // larger than the input), and a prepared file keeps its gzip body for as long as it is
+        // served (removeLast would keep the whole capacity).
+        return Array(output[..<Int(stream.total_out)])
     }
 }

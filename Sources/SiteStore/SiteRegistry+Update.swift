@@ -20,10 +20,11 @@ extension SiteRegistry {
         var siteOptions = options
         if let cacheControl = settings.cacheControl { siteOptions.cacheControl = cacheControl }
         let aasa = choose(
-            source.aasa, name: ConfigLoader.aasaFileName, unreadable: source.unreadable, previous: record.served?.aasa,
+            source.aasa, name: ConfigLoader.aasaFileName, kind: .aasa, unreadable: source.unreadable, previous: record.served?.aasa,
             record: &record, options: siteOptions, errors: &errors)
         let assetLinks = choose(
-            source.assetLinks, name: ConfigLoader.assetLinksFileName, unreadable: source.unreadable, previous: record.served?.assetLinks,
+            source.assetLinks, name: ConfigLoader.assetLinksFileName, kind: .assetLinks, unreadable: source.unreadable,
+            previous: record.served?.assetLinks,
             record: &record, options: siteOptions, errors: &errors)
         var certificate = source.certificate
         if certificate == nil && source.unreadable.contains("tls") {
@@ -76,9 +77,11 @@ extension SiteRegistry {
         // What was read is applied: keep no file contents or parsed models (memory at 100,000
         // sites), unless a reporting command asked for them.
         if !keepsSources {
-            record.source.aasa = nil
-            record.source.assetLinks = nil
-            record.source.page = nil
+            var kept = record.source
+            kept.aasa = nil
+            kept.assetLinks = nil
+            kept.page = nil
+            record.source = kept
         }
         records[name] = record
         stateCounts[before, default: 0] -= 1
@@ -126,8 +129,8 @@ extension SiteRegistry {
     /// never gets 304 for a newer one. Unchanged content keeps its Last-Modified (a chmod or a
     /// touch changes nothing a client sees). Across restarts the ctime carries the rule.
     func choose<D>(
-        _ file: SiteFile<D>?, name: String, unreadable: Set<String>, previous: PreparedFile?, record: inout Record,
-        options: ServingOptions, errors: inout [String]
+        _ file: SiteFile<D>?, name: String, kind: KnownValid.Kind? = nil, unreadable: Set<String>, previous: PreparedFile?,
+        record: inout Record, options: ServingOptions, errors: inout [String]
     ) -> PreparedFile? {
         // The last good version, under the options in force now: a changed cache-control, or a
         // page that now varies by User-Agent, applies to it too.
@@ -136,7 +139,7 @@ extension SiteRegistry {
             return (try? contents.reprepare(previous, options: options)) ?? previous
         }
         guard let file else { return unreadable.contains(name) ? kept() : nil }
-        guard file.result.isValid else {
+        guard file.isValid else {
             for d in file.result.diagnostics.errors { errors.append("\(file.relativePath): \(d)") }
             return kept()
         }
@@ -149,7 +152,10 @@ extension SiteRegistry {
         }
         do {
             let prepared = try contents.prepare(file, modified: modified, options: options)
-            if let prepared { record.lastModified[name] = prepared.lastModified }
+            if let prepared {
+                record.lastModified[name] = prepared.lastModified
+                if let kind { knownValid?.insert(kind, digestHex: prepared.content.digest) }
+            }
             return prepared
         } catch {
             // The settings' checks refuse such a value first; never build a head from one.

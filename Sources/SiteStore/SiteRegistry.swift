@@ -16,10 +16,17 @@ public final class SiteRegistry {
     /// layer answers; SiteStore does not link it.)
     public typealias CertificateCheck = (CertificateFiles) -> String?
 
+    /// A dictionary keeps its values inline in every bucket, used or not: the site as read and
+    /// its settings (hundreds of bytes) live behind one reference each, so that 100,000 records
+    /// cost their buckets' few words rather than a kilobyte each.
     struct Record {
         var host: HostName
         /// The site as last read from disk.
-        var source: SiteSource
+        var source: SiteSource {
+            get { boxedSource.value }
+            set { boxedSource = Boxed(newValue) }
+        }
+        private var boxedSource: Boxed<SiteSource>
         /// The last good version, with all its claimed hosts.
         var served: ServedSite?
         /// Problems of the version on disk.
@@ -27,13 +34,29 @@ public final class SiteRegistry {
         /// Hosts it claims, for conflict bookkeeping.
         var claims: [HostName] = []
         /// The site.yaml settings in force (the last that parsed).
-        var settings = SiteSettings()
+        var settings: SiteSettings {
+            get { boxedSettings.value }
+            set { boxedSettings = Boxed(newValue) }
+        }
+        private var boxedSettings = noSettingsBox
         /// The Last-Modified last served for each file (by name), kept when the file is deleted:
         /// a later content of that file is always served with a later one (see `choose`).
         var lastModified: [String: Int64] = [:]
         /// Fallback answers by platform, across the site's versions; made when the site first
         /// has a fallback (most sites never do: no allocation for them).
         var fallbackCounts: FallbackCounts?
+
+        init(host: HostName, source: SiteSource) {
+            self.host = host
+            boxedSource = Boxed(source)
+        }
+    }
+
+    /// An immutable value behind a reference; a record replaces the box to change it, so copies of
+    /// a record never share a change.
+    final class Boxed<Value> {
+        let value: Value
+        init(_ value: Value) { self.value = value }
     }
 
     public let root: String
@@ -80,13 +103,31 @@ public final class SiteRegistry {
     var touchedSinceTaken = Set<String>()
     public internal(set) var snapshot: Snapshot
     var generation: UInt64
+    /// Contents whose verdict is known valid, so that loads skip validating them again; nil in a
+    /// registry that keeps sources (the reporting commands report every finding of every file).
+    var knownValid: KnownValid?
+    /// Where `knownValid` is kept between runs, and the binary it belongs to; nil: memory only.
+    let knownValidFile: (path: String, identity: String)?
+    /// What was last written there (nothing is written when nothing changed).
+    var knownValidStored: Set<String> = []
+    /// Whether a failed write was logged already (a state directory that cannot be written
+    /// would otherwise log at every rescan).
+    var knownValidWriteFailed = false
 
+    /// `knownValidFile`: where verdicts of valid contents are kept between runs (`KnownValid`),
+    /// with the running binary's identity; serve passes one under its state directory.
     public init(
         root: String, options: ServingOptions = ServingOptions(), logger: Logger, generation: UInt64 = 0,
-        checkCertificate: @escaping CertificateCheck = { _ in nil }, clock: (() -> Int64)? = nil, keepsSources: Bool = false
+        checkCertificate: @escaping CertificateCheck = { _ in nil }, clock: (() -> Int64)? = nil, keepsSources: Bool = false,
+        knownValidFile: (path: String, identity: String)? = nil
     ) {
         self.root = root
         self.keepsSources = keepsSources
+        self.knownValidFile = keepsSources ? nil : knownValidFile
+        if !keepsSources {
+            knownValid = knownValidFile.map { KnownValid.load(path: $0.path, identity: $0.identity) } ?? KnownValid()
+            knownValidStored = knownValid?.keys ?? []
+        }
         self.options = options
         self.logger = logger
         self.checkCertificate = checkCertificate
@@ -125,6 +166,7 @@ public final class SiteRegistry {
         let names = Set(listed).union(records.keys).union(aliases.keys).union(entryProblems.keys)
         reloadDefaultCertificate()
         let snapshot = reload(names)
+        rememberValidContents()
         if defaultCertificateProblem { lastReloadProblems += 1 }
         // Parsing on every core leaves freed memory in per-thread malloc arenas; give it back.
         Memory.trim()
@@ -226,12 +268,16 @@ public final class SiteRegistry {
     /// on the calling thread.
     func examine(_ names: [String]) -> [ConfigLoader.Entry] {
         let sitesPath = self.sitesPath
-        let known = Set(records.keys)
+        // The records as they are now, shared rather than copied into a set (a set per chunk cost
+        // O(sites) each: quadratic over a full load). Nothing changes them while `examine` runs:
+        // the calling thread waits for the reads.
+        nonisolated(unsafe) let sites = records
         let isSite: @Sendable (String) -> Bool = { name in
-            known.contains(name) || ConfigLoader.examineKind(sitesPath, name) == .directory
+            sites[name] != nil || ConfigLoader.examineKind(sitesPath, name) == .directory
         }
+        let known = knownValid
         guard names.count > Self.parallelThreshold else {
-            return names.map { ConfigLoader.examine(sitesPath: sitesPath, name: $0, isSite: isSite) }
+            return names.map { ConfigLoader.examine(sitesPath: sitesPath, name: $0, isSite: isSite, known: known) }
         }
         let results = UnsafeMutableBufferPointer<ConfigLoader.Entry>.allocate(capacity: names.count)
         defer { results.deallocate() }
@@ -241,12 +287,38 @@ public final class SiteRegistry {
         DispatchQueue.concurrentPerform(iterations: chunks) { chunk in
             let range = min(names.count, chunk * size)..<min(names.count, (chunk + 1) * size)
             for i in range {
-                (output.baseAddress! + i).initialize(to: ConfigLoader.examine(sitesPath: sitesPath, name: names[i], isSite: isSite))
+                (output.baseAddress! + i).initialize(
+                    to: ConfigLoader.examine(sitesPath: sitesPath, name: names[i], isSite: isSite, known: known))
             }
         }
         let array = Array(results)
         _ = results.deinitialize()
         return array
+    }
+
+    /// After a full load: the known verdicts become those of the contents now served (so that
+    /// they never outgrow the config directory), written to `knownValidFile` when they changed.
+    func rememberValidContents() {
+        guard knownValid != nil else { return }
+        var current = KnownValid()
+        for record in records.values {
+            if let file = record.served?.aasa { current.insert(.aasa, digestHex: file.content.digest) }
+            if let file = record.served?.assetLinks { current.insert(.assetLinks, digestHex: file.content.digest) }
+        }
+        knownValid = current
+        guard let file = knownValidFile, current.keys != knownValidStored else { return }
+        do throws(SystemError) {
+            try current.store(path: file.path, identity: file.identity)
+            knownValidStored = current.keys
+            knownValidWriteFailed = false
+        } catch {
+            // Only start-up time depends on it: say so once, and serve on.
+            if !knownValidWriteFailed {
+                logger.warning(
+                    "cannot keep the validated contents for the next start", metadata: ["path": "\(file.path)", "error": "\(error)"])
+            }
+            knownValidWriteFailed = true
+        }
     }
 
     func isDirectory(_ name: String) -> Bool {
@@ -259,12 +331,14 @@ public final class SiteRegistry {
     /// an alias stays an alias; an unknown name is reported.
     func keepUnreadable(_ name: String, _ problem: ConfigProblem) {
         if var record = records[name] {
-            record.source.aasa = nil
-            record.source.assetLinks = nil
-            record.source.page = nil
-            record.source.certificate = nil
-            record.source.problems = [problem]
-            record.source.unreadable = ConfigLoader.siteEntries
+            var kept = record.source
+            kept.aasa = nil
+            kept.assetLinks = nil
+            kept.page = nil
+            kept.certificate = nil
+            kept.problems = [problem]
+            kept.unreadable = ConfigLoader.siteEntries
+            record.source = kept
             records[name] = record
         } else if aliases[name] == nil {
             if entryProblems[name] != problem { logger.error("\(problem.file): \(problem.message)") }
@@ -314,3 +388,7 @@ public final class SiteRegistry {
         snapshot = snapshot.with(defaultCertificate: files, generation: generation)
     }
 }
+
+/// Default settings, one box for every record that has no site.yaml (never changed: records
+/// replace their box).
+nonisolated(unsafe) private let noSettingsBox = SiteRegistry.Boxed(SiteSettings())

@@ -140,9 +140,9 @@ struct ContentCache {
     mutating func prepare<D>(_ file: SiteFile<D>, modified: Int64, options: ServingOptions) throws(PreparedFile.InvalidField)
         -> PreparedFile?
     {
-        guard file.result.isValid else { return nil }
+        guard file.isValid else { return nil }
         try PreparedFile.check(options)
-        let hash = Digest.sha256(file.bytes)
+        let hash = file.sha256 ?? Digest.sha256(file.bytes)
         let digest = Digest.hex(hash)
         let content: PreparedContent
         if let entry = entries[digest] {

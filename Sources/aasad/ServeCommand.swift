@@ -136,9 +136,15 @@ struct ServeCommand: ParsableCommand {
         for s in [SIGTERM, SIGINT, SIGHUP] { sigaddset(&signals, s) }
         pthread_sigmask(SIG_BLOCK, &signals, nil)
 
+        // Verdicts of the contents validated before, so that a restart validates only what changed
+        // (issue 14); without a directory for them, every start validates everything.
+        let cacheDirectory = settings.state + "/cache"
+        try? FileManager.default.createDirectory(
+            atPath: cacheDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let knownValidFile = KnownValid.binaryIdentity().map { (path: cacheDirectory + "/validated-contents", identity: $0) }
         let registry = SiteRegistry(
             root: config, options: ServingOptions(cacheControl: settings.cacheControl), logger: logger,
-            checkCertificate: ConfigLoading.check)
+            checkCertificate: ConfigLoading.check, knownValidFile: knownValidFile)
         registry.reloadAll()
         let store = SnapshotStore(registry.snapshot)
         let certificates = try Self.certificates(
@@ -203,6 +209,9 @@ struct ServeCommand: ParsableCommand {
             do {
                 // The storage the manager made as root must be writable after the drop.
                 if let manager = certificateManager { try Privileges.giveOwnership(of: manager.storage.directories, to: user) }
+                // Full reloads rewrite the verdicts there by rename, which needs the directory's
+                // ownership; without it only the next start is slower (logged by the registry).
+                try? Privileges.giveOwnership(of: [cacheDirectory], to: user)
                 try Privileges.drop(to: user)
                 logger.info("running as \(user)")
             } catch {

@@ -1,0 +1,104 @@
+import Glibc
+public import Reactor
+
+/// Contents already known to pass their validator, so that a load skips validating them again.
+///
+/// A validator's verdict is a pure function of the file's bytes and its kind (an AASA file, an
+/// assetlinks.json), so a content seen valid once is valid again byte for byte: a full load of
+/// 100,000 sites validates each distinct content once (sites often share one file), and a restart
+/// validates only what changed since the last one (issue 14: start-up at scale). Only valid
+/// verdicts are kept: an invalid file is validated again to report its errors. Keys are the
+/// SHA-256 of the bytes with the kind, so no stat field (size, mtime, inode) has to be trusted.
+///
+/// Kept on disk under the state directory (`validated-contents`), written after each full load
+/// with the contents then served, and headed by the running binary's identity: a new binary,
+/// whose rules may differ, starts from nothing. The state directory is the server's own (it holds
+/// the ACME account key), so the file is trusted as the server's memory; a damaged or foreign one
+/// is ignored.
+public struct KnownValid: Sendable {
+    /// The kinds of file whose verdicts are kept (a page is not validated as JSON).
+    public enum Kind: Character, Sendable {
+        case aasa = "a"
+        case assetLinks = "l"
+    }
+
+    /// One key: the kind's letter, then the lower-case hex SHA-256 of the bytes.
+    var keys: Set<String> = []
+
+    public init() {}
+
+    static func key(_ kind: Kind, _ digestHex: String) -> String { String(kind.rawValue) + digestHex }
+
+    public func contains(_ kind: Kind, digestHex: String) -> Bool { keys.contains(Self.key(kind, digestHex)) }
+
+    mutating func insert(_ kind: Kind, digestHex: String) { keys.insert(Self.key(kind, digestHex)) }
+
+    public var count: Int { keys.count }
+
+    /// The file's first line: format and the binary's identity.
+    static func header(identity: String) -> String { "aasad validated-contents 1 \(identity)\n" }
+
+    /// A file larger than this is not read: two keys a site at 1,000,000 sites is 140 MB, far
+    /// beyond what any real state holds; a larger file is not ours.
+    static let maximumFileSize = 256 << 20
+
+    /// Reads the verdicts stored at `path` for the binary `identity`; empty when the file is
+    /// missing, from another binary, damaged, or too large.
+    public static func load(path: String, identity: String) -> KnownValid {
+        guard case .success(let bytes) = ConfigLoader.readBounded(path: path, limit: maximumFileSize), bytes.count <= maximumFileSize
+        else { return KnownValid() }
+        let header = Array(Self.header(identity: identity).utf8)
+        guard bytes.starts(with: header) else { return KnownValid() }
+        var known = KnownValid()
+        var line: [UInt8] = []
+        for byte in bytes[header.count...] {
+            if byte != UInt8(ascii: "\n") {
+                line.append(byte)
+                if line.count > 65 { return KnownValid() }
+                continue
+            }
+            guard line.count == 65, line[0] == UInt8(ascii: "a") || line[0] == UInt8(ascii: "l"),
+                line.dropFirst().allSatisfy({ ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) })
+            else { return KnownValid() }
+            known.keys.insert(String(decoding: line, as: UTF8.self))
+            line.removeAll(keepingCapacity: true)
+        }
+        return line.isEmpty ? known : KnownValid()
+    }
+
+    /// Writes the verdicts to `path`: a new file, synced, then renamed over the old, so that a
+    /// crash leaves one or the other whole.
+    public func store(path: String, identity: String) throws(SystemError) {
+        var text = Self.header(identity: identity)
+        text.reserveCapacity(text.utf8.count + keys.count * 66)
+        for key in keys.sorted() {
+            text += key
+            text += "\n"
+        }
+        let temporary = path + ".new"
+        try? Files.remove(temporary)
+        let fd = try Files.createExclusive(temporary, mode: 0o600)
+        do throws(SystemError) {
+            defer { Files.close(fd) }
+            try Files.writeAll(fd, Array(text.utf8), at: 0)
+            try Files.sync(fd)
+        } catch {
+            try? Files.remove(temporary)
+            throw error
+        }
+        do throws(SystemError) {
+            try Files.rename(temporary, to: path)
+        } catch {
+            try? Files.remove(temporary)
+            throw error
+        }
+    }
+
+    /// The running binary's identity: its size, modification time and inode, so that a rebuilt
+    /// or replaced binary (whose validators may differ) never trusts an older one's verdicts.
+    public static func binaryIdentity(path: String = "/proc/self/exe") -> String? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return "\(info.st_size)-\(info.st_mtim.tv_sec).\(info.st_mtim.tv_nsec)-\(info.st_ino)"
+    }
+}

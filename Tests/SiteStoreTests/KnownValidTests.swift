@@ -1,0 +1,100 @@
+import Foundation
+import Logging
+import Reactor
+import Testing
+
+@testable import SiteStore
+
+private let good = #"{"applinks": {"apps": [], "details": [{"appIDs": ["ABCDE12345.com.example.app"], "components": [{"/": "/a/*"}]}]}}"#
+/// Valid JSON that the AASA validator refuses (an app ID without a team).
+private let refused = #"{"applinks": {"details": [{"appIDs": ["com.example.app"], "components": [{"/": "/a/*"}]}]}}"#
+
+private func digest(_ text: String) -> String { Digest.hex(Digest.sha256(Array(text.utf8))) }
+
+private func registry(_ c: TempConfig, file: (path: String, identity: String)?) -> SiteRegistry {
+    SiteRegistry(root: c.root, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }), knownValidFile: file)
+}
+
+@Suite("Verdicts of validated contents, kept across starts (issue 14)")
+struct KnownValidTests {
+    @Test("a full load writes the verdicts of the served contents, and the next load trusts them")
+    func roundTrip() throws {
+        let c = try TempConfig()
+        try c.write("sites/a.test/apple-app-site-association", good)
+        try c.write("sites/b.test/apple-app-site-association", refused)
+        let file = (path: c.root + "/validated-contents", identity: "binary-1")
+        let first = registry(c, file: file)
+        first.reloadAll()
+        let stored = KnownValid.load(path: file.path, identity: "binary-1")
+        // Only what is served is kept: the refused file's content is validated again next time.
+        #expect(stored.keys == ["a" + digest(good)])
+        #expect(first.snapshot.site(forHost: "b.test") == nil)
+        // The same binary trusts the file; another binary starts from nothing.
+        #expect(KnownValid.load(path: file.path, identity: "binary-2").count == 0)
+    }
+
+    @Test("a load looks verdicts up by content and kind, never by name or time")
+    func byContent() throws {
+        let c = try TempConfig()
+        try c.write("sites/a.test/apple-app-site-association", refused)
+        try c.write("sites/b.test/assetlinks.json", "[]")
+        let path = c.root + "/validated-contents"
+        // A verdict recorded for these exact bytes is trusted: the file is served unvalidated.
+        // (It proves the lookup skips validation; the file is the server's own memory.)
+        var forged = KnownValid()
+        forged.insert(.aasa, digestHex: digest(refused))
+        try forged.store(path: path, identity: "x")
+        let trusting = registry(c, file: (path, "x"))
+        #expect(trusting.reloadAll().site(forHost: "a.test")?.aasa != nil)
+        // The same digest under another kind proves nothing about an assetlinks.json.
+        var otherKind = KnownValid()
+        otherKind.insert(.assetLinks, digestHex: digest(refused))
+        try otherKind.store(path: path, identity: "y")
+        #expect(registry(c, file: (path, "y")).reloadAll().site(forHost: "a.test") == nil)
+        // Without the file, the same bytes are validated and refused.
+        #expect(registry(c, file: nil).reloadAll().site(forHost: "a.test") == nil)
+    }
+
+    @Test("a damaged, foreign or oversized file is ignored, never trusted in part")
+    func damaged() throws {
+        let c = try TempConfig()
+        let path = c.root + "/validated-contents"
+        let header = KnownValid.header(identity: "x")
+        let key = "a" + digest(good)
+        let cases = [
+            header + key,  // no final newline: a torn write
+            header + key + "\n" + "a" + String(repeating: "g", count: 64) + "\n",  // not hex
+            header + key + "\n" + "z" + digest(good) + "\n",  // unknown kind
+            header + key + "0\n",  // too long
+            "aasad validated-contents 2 x\n" + key + "\n",  // another format
+            "",
+        ]
+        for text in cases {
+            try c.write("validated-contents", text)
+            #expect(KnownValid.load(path: path, identity: "x").count == 0, "\(text.prefix(60))")
+        }
+        try c.write("validated-contents", header + key + "\n")
+        #expect(KnownValid.load(path: path, identity: "x").keys == [key])
+        #expect(KnownValid.load(path: c.root + "/missing", identity: "x").count == 0)
+    }
+
+    @Test("a state directory that cannot be written costs the next start time, not this one's sites")
+    func unwritable() throws {
+        let c = try TempConfig()
+        try c.write("sites/a.test/apple-app-site-association", good)
+        let r = registry(c, file: (path: c.root + "/no-such-directory/validated-contents", identity: "x"))
+        #expect(r.reloadAll().site(forHost: "a.test")?.aasa != nil)
+        #expect(r.knownValidWriteFailed)
+    }
+
+    @Test("a reporting registry validates every file and keeps every finding")
+    func reporting() throws {
+        let c = try TempConfig()
+        try c.write("sites/a.test/apple-app-site-association", good)
+        let r = SiteRegistry.inspecting(root: c.root)
+        r.reloadAll()
+        #expect(r.knownValid == nil)
+        #expect(r.source(of: "a.test")?.aasa?.validatedEarlier == false)
+        #expect(r.source(of: "a.test")?.aasa?.result.document != nil)
+    }
+}
