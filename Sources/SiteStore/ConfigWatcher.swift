@@ -49,6 +49,9 @@ public final class ConfigWatcher: @unchecked Sendable {
         case site(String)
         case siteTLS(String)
         case defaultTLS
+        /// The directory holding a symlink on the way to the config directory (the path of the
+        /// link): git-sync's `ROOT/LINK`, renamed over when a new commit is published.
+        case link(String)
     }
 
     private let root: String
@@ -67,6 +70,11 @@ public final class ConfigWatcher: @unchecked Sendable {
     /// reported for the directory it left, and a watch no name uses is removed.
     private var siteWatches: [String: Int32] = [:]
     private var siteTLSWatches: [String: Int32] = [:]
+    /// The same for the config directory, `sites/` and `tls/` (keys "root", "sites", "tls"): a
+    /// swapped tree leaves its old watches behind, which would report its deletion as changes.
+    private var fixedWatches: [String: Int32] = [:]
+    /// The watch on each symlink's directory, by the link's path.
+    private var linkWatches: [String: Int32] = [:]
     private var watchLimitReported = false
     private var thread: Thread?
     private let finished = DispatchSemaphore(value: 0)
@@ -170,13 +178,41 @@ public final class ConfigWatcher: @unchecked Sendable {
     /// Watches the root, `sites/`, every site directory and its `tls/`, and the default `tls/`.
     /// inotify_add_watch returns the existing watch for a directory already watched.
     private func watchEverything() {
-        add(root, .root)
-        add(root + "/tls", .defaultTLS)
-        add(root + "/sites", .sites)
+        watchLinks()
+        watchFixed("root", root, .root)
+        watchFixed("tls", root + "/tls", .defaultTLS)
+        watchFixed("sites", root + "/sites", .sites)
         let listed = ((try? FileManager.default.contentsOfDirectory(atPath: root + "/sites")) ?? []).filter { !$0.hasPrefix(".") }
         // Names watched before and gone now let go of their watches too.
         for name in Set(listed).union(siteWatches.keys).union(siteTLSWatches.keys).sorted() {
             watchSite(name)
+        }
+    }
+
+    /// Watches what a fixed part of the config directory resolves to now, letting go of what it
+    /// resolved to before.
+    private func watchFixed(_ key: String, _ path: String, _ kind: Watched) {
+        bind(&fixedWatches, key, to: add(path, kind), kind)
+    }
+
+    /// Watches the directory of every symlink on the way to the config directory: inotify
+    /// follows links when a watch is added, so the watches below see the tree the link named
+    /// then, and a new tree published by renaming a link over it (git-sync, a deploy job) raises
+    /// no event in them. The rename does raise one in the link's own directory.
+    private func watchLinks() {
+        let absolute = root.hasPrefix("/") ? root : FileManager.default.currentDirectoryPath + "/" + root
+        var links: [String] = []
+        var prefix = ""
+        for component in absolute.split(separator: "/") where component != "." {
+            prefix += "/" + component
+            if (try? Files.linkStatus(prefix))?.kind == .symbolicLink { links.append(prefix) }
+        }
+        for link in links {
+            let parent = String(link[..<(link.lastIndex(of: "/") ?? link.startIndex)])
+            bind(&linkWatches, link, to: add(parent.isEmpty ? "/" : parent, .link(link)), .link(link))
+        }
+        for link in Set(linkWatches.keys).subtracting(links) {
+            bind(&linkWatches, link, to: nil, .link(link))
         }
     }
 
@@ -204,6 +240,10 @@ public final class ConfigWatcher: @unchecked Sendable {
             switch kind {
             case .site(let name) where siteWatches[name] == wd: siteWatches[name] = nil
             case .siteTLS(let name) where siteTLSWatches[name] == wd: siteTLSWatches[name] = nil
+            case .link(let path) where linkWatches[path] == wd: linkWatches[path] = nil
+            case .root where fixedWatches["root"] == wd: fixedWatches["root"] = nil
+            case .sites where fixedWatches["sites"] == wd: fixedWatches["sites"] = nil
+            case .defaultTLS where fixedWatches["tls"] == wd: fixedWatches["tls"] = nil
             default: break
             }
         }
@@ -275,10 +315,10 @@ public final class ConfigWatcher: @unchecked Sendable {
         case .root:
             if name == "sites" || name.hasPrefix("..") {
                 // Watched now, before the full rescan reads it (watchEverything again then).
-                if name == "sites" && entryChanged { add(root + "/sites", .sites) }
+                if name == "sites" && entryChanged { watchFixed("sites", root + "/sites", .sites) }
                 note(now) { $0.full = true }
             } else if name == "tls" {
-                if entryChanged { add(root + "/tls", .defaultTLS) }
+                if entryChanged { watchFixed("tls", root + "/tls", .defaultTLS) }
                 note(now) { $0.defaultCertificate = true }
             } else if name == "aasad.yaml" {
                 note(now) { $0.settings = true }
@@ -303,6 +343,12 @@ public final class ConfigWatcher: @unchecked Sendable {
             note(now) { $0.sites.insert(site) }
         case .defaultTLS:
             note(now) { $0.defaultCertificate = true }
+        case .link(let path):
+            // Another tree published (or the link's directory itself moved): the new tree is
+            // read whole, as one snapshot.
+            if name == path.split(separator: "/").last.map(String.init) || !mask.isDisjoint(with: [.deletedSelf, .movedSelf]) {
+                note(now) { $0.full = true }
+            }
         }
     }
 
@@ -325,7 +371,7 @@ public final class ConfigWatcher: @unchecked Sendable {
             watchEverything()
         } else {
             batch.sites.sorted().forEach(watchSite)
-            if batch.defaultCertificate { add(root + "/tls", .defaultTLS) }
+            if batch.defaultCertificate { watchFixed("tls", root + "/tls", .defaultTLS) }
         }
         apply(batch)
     }

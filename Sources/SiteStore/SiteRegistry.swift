@@ -60,7 +60,15 @@ public final class SiteRegistry {
     }
 
     public let root: String
-    var sitesPath: String { root + "/sites" }
+    /// The physical tree the current reload reads (`root` resolved; see `ConfigTree`).
+    var readRoot: String
+    var sitesPath: String { readRoot + "/sites" }
+    /// The tree the current reload pinned, and the last one loaded whole.
+    var pinnedTree: ConfigTree?
+    var loadedTree: ConfigTree?
+    /// Runs after each chunk of a reload is read and before the tree is checked: where a test
+    /// swaps the tree in the middle of a reload.
+    var chunkRead: (() -> Void)?
     let options: ServingOptions
     let logger: Logger
     let checkCertificate: CertificateCheck
@@ -122,6 +130,7 @@ public final class SiteRegistry {
         knownValidFile: (path: String, identity: String)? = nil
     ) {
         self.root = root
+        readRoot = root
         self.keepsSources = keepsSources
         self.knownValidFile = keepsSources ? nil : knownValidFile
         if !keepsSources {
@@ -139,9 +148,25 @@ public final class SiteRegistry {
     // MARK: - Reloading
 
     /// Re-reads everything: every name now under `sites/`, every name known before (to notice
-    /// deletions), and the default certificate. Returns the new snapshot.
+    /// deletions), and the default certificate. Returns the new snapshot. Everything is read
+    /// from the one tree `root` names when the reload starts; if it is swapped meanwhile (git-sync),
+    /// the reload starts again on the new tree, so the snapshot is never made of two trees.
     @discardableResult
     public func reloadAll() -> Snapshot {
+        for attempt in 1...Self.maximumTreeAttempts {
+            if pinTree() == .unresolved { return snapshot }
+            if loadEverything(checkingTree: attempt < Self.maximumTreeAttempts) { break }
+            logger.warning("the config directory was replaced while it was read; reading the new tree", metadata: ["tree": "\(root)"])
+        }
+        rememberValidContents()
+        // Parsing on every core leaves freed memory in per-thread malloc arenas; give it back.
+        Memory.trim()
+        return snapshot
+    }
+
+    /// One full read of the pinned tree; false when the tree was swapped before the read was
+    /// applied (what was applied came from the pinned tree only).
+    private func loadEverything(checkingTree: Bool) -> Bool {
         let listed: [String]
         do {
             listed = try FileManager.default.contentsOfDirectory(atPath: sitesPath)
@@ -149,7 +174,7 @@ public final class SiteRegistry {
         } catch {
             listed = []
             let problem: ConfigProblem
-            switch ConfigLoader.examineKind(root, "sites") {
+            switch ConfigLoader.examineKind(readRoot, "sites") {
             case .missing, .other:
                 problem = ConfigProblem(
                     severity: .error, file: "sites",
@@ -162,21 +187,36 @@ public final class SiteRegistry {
             }
             logger.error("sites/: \(problem.message)")
             sitesDirectoryProblem = problem
+            if let loaded = loadedTree, pinnedTree != loaded {
+                // A new tree (a git-sync commit, a deploy) without a usable sites/ is refused
+                // whole: the last good one stays in service until a good tree replaces it.
+                lastReloadProblems = 1
+                return true
+            }
         }
         let names = Set(listed).union(records.keys).union(aliases.keys).union(entryProblems.keys)
-        reloadDefaultCertificate()
-        let snapshot = reload(names)
-        rememberValidContents()
+        readDefaultCertificate()
+        guard apply(names, checkingTree: checkingTree) else { return false }
         if defaultCertificateProblem { lastReloadProblems += 1 }
-        // Parsing on every core leaves freed memory in per-thread malloc arenas; give it back.
-        Memory.trim()
-        return snapshot
+        loadedTree = pinnedTree
+        return true
     }
 
     /// Re-reads the named entries of `sites/` (directory names, as the watcher reports them) and
     /// returns the new snapshot. Sites an alias points to are re-read with it.
     @discardableResult
     public func reload(_ names: Set<String>) -> Snapshot {
+        switch pinTree() {
+        case .unresolved: return snapshot
+        // Another tree was published since the last full reload: it may differ anywhere.
+        case .moved: return reloadAll()
+        case .same: return apply(names, checkingTree: true) ? snapshot : reloadAll()
+        }
+    }
+
+    /// Reads and applies the named entries from the pinned tree; false (with the chunk read last
+    /// not applied) when `checkingTree` and the tree was swapped while it was read.
+    private func apply(_ names: Set<String>, checkingTree: Bool) -> Bool {
         var names = names
         for name in names where !danglingAliases.isEmpty && isDirectory(name) {
             names.formUnion(danglingAliases[name] ?? [])
@@ -192,6 +232,8 @@ public final class SiteRegistry {
             if index - entryBase >= entries.count {
                 entryBase = index
                 entries = examine(Array(ordered[index..<min(ordered.count, index + Self.chunkSize)]))
+                chunkRead?()
+                if checkingTree && !treeStillPinned() { return false }
             }
             let entry = entries[index - entryBase]
             if case .unreadable(let problem) = entry {
@@ -241,7 +283,9 @@ public final class SiteRegistry {
         }
         // A site touched only through an alias is read again too: records keep no file contents.
         let reread = touched.subtracting(names).filter { records[$0] != nil }.sorted()
-        for (name, entry) in zip(reread, examine(reread)) {
+        let rereadEntries = examine(reread)
+        if checkingTree && !reread.isEmpty && !treeStillPinned() { return false }
+        for (name, entry) in zip(reread, rereadEntries) {
             switch entry {
             case .site(let source): records[name]?.source = source
             case .unreadable(let problem): keepUnreadable(name, problem)
@@ -255,7 +299,7 @@ public final class SiteRegistry {
         for name in republish { publish(name) }
         lastReloadProblems =
             touched.count { records[$0].map { !$0.errors.isEmpty } ?? false } + names.count { entryProblems[$0] != nil }
-        return snapshot
+        return true
     }
 
     /// Batches larger than this are read on every core: a full load of 100,000 sites is file reads,
@@ -366,11 +410,17 @@ public final class SiteRegistry {
 
     /// Applies a site's new source: per file, the new version if valid, else the last good one.
 
-    /// Re-reads `tls/` at the top of the config directory.
+    /// Re-reads `tls/` at the top of the config directory. When the tree was swapped since the
+    /// last full reload, nothing is read: the reload that follows reads the whole new tree.
     public func reloadDefaultCertificate() {
+        guard pinTree() == .same else { return }
+        readDefaultCertificate()
+    }
+
+    func readDefaultCertificate() {
         var problems: [ConfigProblem] = []
         var unreadable = false
-        var files = ConfigLoader.readCertificate(root, "tls", &problems, unreadable: &unreadable)
+        var files = ConfigLoader.readCertificate(readRoot, "tls", &problems, unreadable: &unreadable)
         for p in problems { logger.error("\(p.file): \(p.message)") }
         defaultCertificateProblems = problems
         defaultCertificateProblem = problems.contains { $0.severity == .error }

@@ -73,4 +73,32 @@ struct ManifestTests {
             "python3", ["-c", Self.check, root + "/deploy/kubernetes/aasad.yaml", root + "/deploy/compose/docker-compose.yml"])
         #expect(out.text == "ok\n", "\(out.stderr)")
     }
+
+    /// The git-sync manifest: aasad's --config is git-sync's --root joined with --link, on one
+    /// shared emptyDir, read-only for aasad, with readiness on the admin /readyz.
+    static let gitSyncCheck = #"""
+        import sys, yaml
+        docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+        spec = next(d for d in docs if d["kind"] == "Deployment")["spec"]["template"]["spec"]
+        containers = {c["name"]: c for c in spec["containers"]}
+        sync, aasad = containers["git-sync"], containers["aasad"]
+        flags = dict(a[2:].split("=", 1) for a in sync["args"] if "=" in a)
+        config = aasad["args"][aasad["args"].index("--config") + 1]
+        assert config == flags["root"] + "/" + flags["link"], (config, flags)
+        volumes = {v["name"]: v for v in spec["volumes"]}
+        assert "emptyDir" in volumes["git"]
+        mount = next(m for m in aasad["volumeMounts"] if m["name"] == "git")
+        assert mount["mountPath"] == flags["root"] and mount.get("readOnly") is True
+        assert any(m["name"] == "git" and m["mountPath"] == flags["root"] for m in sync["volumeMounts"])
+        assert aasad["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "admin"}
+        init = spec["initContainers"][0]
+        assert "--one-time" in init["args"] and init["image"] == sync["image"]
+        print("ok")
+        """#
+
+    @Test("the git-sync manifest points aasad at git-sync's link on a shared emptyDir, with readiness on /readyz")
+    func gitSyncManifest() throws {
+        let out = try Tool.run("python3", ["-c", Self.gitSyncCheck, AASAD.repositoryRoot.path + "/deploy/kubernetes/git-sync.yaml"])
+        #expect(out.text == "ok\n", "\(out.stderr)")
+    }
 }
