@@ -2,18 +2,19 @@ import CAASAOpenSSL
 import Foundation
 import Glibc
 
-/// A local certificate authority and a leaf for the configured hosts, made with OpenSSL in-process
-/// when a site has no certificate, so the example config runs on a fresh machine.
+/// The development certificate authority: its constants, its name constraints and the OpenSSL
+/// steps that make and check certificates. `DevelopmentAuthority` holds a loaded CA and issues
+/// leaves with it.
 ///
 /// The CA is kept in the state directory and reused, so trusting it once (`curl --cacert
-/// STATE/dev-tls/ca.pem`) lasts while the served names stay the same; the leaf is issued again at
-/// every start for the current hosts. A CA key can be stolen from a developer's machine, so the CA
-/// can sign for nothing but what it is for: it carries X.509 name constraints (RFC 5280 §4.2.1.10)
-/// permitting only the served names (and every name under them) plus loopback, and lives 90 days.
-/// It is made again when it does not permit a name now served, when it is near its end, and when
-/// it is an older CA without constraints.
+/// STATE/dev-tls/ca.pem`) lasts while the served names stay the same. A CA key can be stolen from
+/// a developer's machine, so the CA can sign for nothing but what it is for: it carries X.509 name
+/// constraints (RFC 5280 §4.2.1.10) permitting only the served names (and every name under them)
+/// plus loopback, and lives 90 days. It is made again at start when it does not permit a name now
+/// served, when it is near its end, and when it is an older CA without constraints.
 public enum DevelopmentCertificate {
-    /// Leaf validity. Short, since it is re-issued at every start.
+    /// Leaf validity. Short: a leaf is issued at start (the default) or on first use (a host's),
+    /// and a host's is issued again before it ends (`DevelopmentAuthority.reissueMargin`).
     public static let leafDays = 30
     /// CA validity: a developer trusts it once a quarter at most.
     public static let authorityDays = 90
@@ -23,6 +24,17 @@ public enum DevelopmentCertificate {
     /// constrained to one of them may permit the whole name, so that a new `.localhost` site does
     /// not need a new CA. A public name is permitted exactly (with the names under it).
     public static let reservedTopLevelNames: Set<String> = ["localhost", "test", "example", "invalid", "home.arpa"]
+    /// Public names (outside `reservedTopLevelNames`) the CA permits at most. Each is one DNS
+    /// subtree in the CA, about 20 bytes: 1,000 keep the CA near 25 KB, which every client loads
+    /// and checks each leaf against. Names past it (in sorted order) are left out of the CA and
+    /// get the default leaf, which clients refuse for them (serve says so at start).
+    public static let maximumPermittedPublicNames = 1_000
+    /// Hosts the default leaf names at most, beside `localhost`, 127.0.0.1 and ::1. With this many
+    /// hosts or fewer it names them all (one leaf, as a small config always had, and a client
+    /// without SNI verifies for any of them); with more it names none of them, and each host gets
+    /// a leaf of its own on first SNI (`DevelopmentAuthority`): a leaf naming 50,000 hosts exceeds
+    /// what clients accept (Python's ssl: EXCESSIVE_MESSAGE_SIZE).
+    public static let maximumDefaultLeafHosts = 16
 
     public struct Issued: Sendable {
         public var chainPEM: [UInt8]
@@ -33,98 +45,84 @@ public enum DevelopmentCertificate {
         public var authorityCreated: Bool
         /// The DNS subtrees the CA permits.
         public var permittedNames: [String]
+        /// Public names left out of the CA (past `maximumPermittedPublicNames`), sorted.
+        public var omittedNames: [String]
         /// When the CA and the leaf end, seconds since the epoch.
         public var authorityNotAfter: Int64
         public var leafNotAfter: Int64
     }
 
+    /// What a CA for some hosts permits, and the public names left out of it.
+    public struct Constraints: Sendable, Equatable {
+        /// DNS subtrees, sorted: `localhost`, the reserved top-level names in use, and at most
+        /// `maximumPermittedPublicNames` public names.
+        public var permitted: [String]
+        /// Public names past the bound, sorted (none of them under a permitted one).
+        public var omitted: [String]
+    }
+
     /// The DNS subtrees a CA for `hosts` permits: `localhost`, each reserved top-level name a host
-    /// is under, and every other host itself (without a wildcard's `*.`).
-    public static func permittedNames(for hosts: [String]) -> [String] {
-        var names: Set<String> = ["localhost"]
+    /// is under, and every other host itself (without a wildcard's `*.`), at most
+    /// `limit` of those. O(hosts × labels): start-up with a million hosts computes it.
+    public static func constraints(for hosts: [String], limit: Int = maximumPermittedPublicNames) -> Constraints {
+        var reserved: Set<String> = ["localhost"]
+        var publicNames: Set<String> = []
         for host in hosts {
-            var name = host.lowercased()
-            if name.hasPrefix("*.") { name.removeFirst(2) }
-            if name.hasSuffix(".") { name.removeLast() }
+            let name = subtree(of: host)
             guard !name.isEmpty else { continue }
-            if let reserved = reservedTopLevelNames.first(where: { name == $0 || name.hasSuffix("." + $0) }) {
-                names.insert(reserved)
-            } else {
-                names.insert(name)
-            }
+            if let top = reservedTopLevel(of: name) { reserved.insert(top) } else { publicNames.insert(name) }
         }
         // A name under another permitted one adds nothing (a subtree holds every name under it).
-        return names.filter { name in !names.contains { $0 != name && name.hasSuffix("." + $0) } }.sorted()
+        let kept = publicNames.filter { name in !parents(of: name).contains { publicNames.contains($0) } }.sorted()
+        let permitted = Array(kept.prefix(max(0, limit)))
+        return Constraints(permitted: (reserved.sorted() + permitted).sorted(), omitted: Array(kept.dropFirst(permitted.count)))
     }
 
-    /// Makes (or reuses) the CA under `directory` and issues a leaf for `hosts` (wildcards allowed),
-    /// plus `localhost`, 127.0.0.1 and ::1.
+    /// `constraints(for:).permitted`.
+    public static func permittedNames(for hosts: [String]) -> [String] { constraints(for: hosts).permitted }
+
+    /// Whether a CA permitting `permitted` (a set of DNS subtrees) accepts a leaf for `host`: the
+    /// host (without `*.`) or one of its parents is a permitted subtree, as OpenSSL's `nc_dns`
+    /// matches a constraint without a leading dot. O(labels).
+    public static func permits(_ permitted: Set<String>, _ host: String) -> Bool {
+        let name = subtree(of: host)
+        guard !name.isEmpty else { return false }
+        return permitted.contains(name) || parents(of: name).contains { permitted.contains($0) }
+    }
+
+    /// The name a host's subtree is checked under: lower case, without `*.` or a trailing dot.
+    static func subtree(of host: String) -> String {
+        var name = host.lowercased()
+        if name.hasPrefix("*.") { name.removeFirst(2) }
+        if name.hasSuffix(".") { name.removeLast() }
+        return name
+    }
+
+    /// `a.b.c` → `b.c`, `c`.
+    static func parents(of name: String) -> [String] {
+        var out: [String] = []
+        var rest = Substring(name)
+        while let dot = rest.firstIndex(of: ".") {
+            rest = rest[rest.index(after: dot)...]
+            out.append(String(rest))
+        }
+        return out
+    }
+
+    static func reservedTopLevel(of name: String) -> String? {
+        reservedTopLevelNames.first { name == $0 || name.hasSuffix("." + $0) }
+    }
+
+    /// Makes (or reuses) the CA under `directory` and issues the default leaf for `hosts`
+    /// (wildcards allowed; all of them when at most `maximumDefaultLeafHosts`), plus `localhost`,
+    /// 127.0.0.1 and ::1.
     public static func issue(directory: String, hosts: [String]) throws(TLSError) -> Issued {
-        do {
-            try FileManager.default.createDirectory(
-                atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        } catch {
-            throw TLSError("cannot create \(directory): \(error.localizedDescription)")
-        }
-        let caPath = directory + "/ca.pem"
-        let caKeyPath = directory + "/ca-key.pem"
-        let permitted = permittedNames(for: hosts)
-        if let existing = try loadAuthority(caPath, caKeyPath) {
-            if isCurrent(existing.0) {
-                // Freed by issue; a CA that does not permit a served name fails its verify.
-                if let issued = try? issue(
-                    hosts: hosts, authority: existing, directory: directory, caPath: caPath, created: false, permitted: permitted)
-                {
-                    return issued
-                }
-            } else {
-                X509_free(existing.0)
-                EVP_PKEY_free(existing.1)
-            }
-        }
-        let authority = try makeAuthority(caPath, caKeyPath, permitted: permitted)
-        return try issue(hosts: hosts, authority: authority, directory: directory, caPath: caPath, created: true, permitted: permitted)
-    }
-
-    /// Issues the leaf and checks it against the CA as a client would (validity, name
-    /// constraints); takes ownership of `authority`.
-    private static func issue(
-        hosts: [String], authority: (OpaquePointer, OpaquePointer), directory: String, caPath: String, created: Bool, permitted: [String]
-    ) throws(TLSError) -> Issued {
-        let (caCert, caKey) = authority
-        defer {
-            X509_free(caCert)
-            EVP_PKEY_free(caKey)
-        }
-        guard let key = CAASAOpenSSL_EVP_EC_gen("P-256") else { throw TLSError("cannot make a key: \(TLSError.openSSLReasons())") }
-        defer { EVP_PKEY_free(key) }
-        var names = ["localhost"] + hosts.filter { $0 != "localhost" }
-        names = Array(Set(names)).sorted()
-        let san = (names.map { "DNS:\($0)" } + ["IP:127.0.0.1", "IP:::1"]).joined(separator: ",")
-        let leaf = try certificate(
-            commonName: names.first { !$0.hasPrefix("*") } ?? "localhost", publicKey: key, issuer: caCert, signingKey: caKey,
-            days: leafDays,
-            extensions: [
-                (NID_basic_constraints, "critical,CA:FALSE"), (NID_key_usage, "critical,digitalSignature"),
-                (NID_ext_key_usage, "serverAuth"), (NID_subject_alt_name, san), (NID_subject_key_identifier, "hash"),
-                (NID_authority_key_identifier, "keyid:always"),
-            ])
-        defer { X509_free(leaf) }
-        try verify(leaf, authority: caCert)
-        let chain = try pem { PEM_write_bio_X509($0, leaf) }
-        let keyPEM = try pem { PEM_write_bio_PrivateKey($0, key, nil, nil, 0, nil, nil) }
-        try write(chain, to: directory + "/cert.pem", mode: 0o644)
-        try write(keyPEM, to: directory + "/key.pem", mode: 0o600)
-        let authorityInfo = try CertificateInfo(x509: caCert)
-        let leafInfo = try CertificateInfo(x509: leaf)
-        return Issued(
-            chainPEM: chain, keyPEM: keyPEM, authorityPath: caPath, authorityCreated: created, permittedNames: permitted,
-            authorityNotAfter: authorityInfo.notAfter, leafNotAfter: leafInfo.notAfter)
+        try DevelopmentAuthority(directory: directory, hosts: hosts).issued
     }
 
     /// Whether a stored CA may be kept: it has name constraints (older CAs had none), it lives no
     /// longer than `authorityDays`, and it has `authorityRenewalDays` left.
-    private static func isCurrent(_ ca: OpaquePointer) -> Bool {
+    static func isCurrent(_ ca: OpaquePointer) -> Bool {
         guard X509_get_ext_by_NID(ca, NID_name_constraints, -1) >= 0, let info = try? CertificateInfo(x509: ca) else { return false }
         let now = Int64(time(nil))
         let day: Int64 = 86_400
@@ -134,7 +132,7 @@ public enum DevelopmentCertificate {
 
     /// Verifies `leaf` against `authority` alone (X509_verify_cert checks validity periods and
     /// the CA's name constraints): a CA that does not permit a served name fails here.
-    private static func verify(_ leaf: OpaquePointer, authority: OpaquePointer) throws(TLSError) {
+    static func verify(_ leaf: OpaquePointer, authority: OpaquePointer) throws(TLSError) {
         guard let store = X509_STORE_new(), let context = X509_STORE_CTX_new() else {
             throw TLSError("cannot allocate: \(TLSError.openSSLReasons())")
         }
@@ -152,7 +150,7 @@ public enum DevelopmentCertificate {
         }
     }
 
-    private static func loadAuthority(_ certPath: String, _ keyPath: String) throws(TLSError) -> (OpaquePointer, OpaquePointer)? {
+    static func loadAuthority(_ certPath: String, _ keyPath: String) throws(TLSError) -> (OpaquePointer, OpaquePointer)? {
         guard let certBytes = FileManager.default.contents(atPath: certPath), let keyBytes = FileManager.default.contents(atPath: keyPath)
         else { return nil }
         let cert = [UInt8](certBytes).withUnsafeBytes { buf -> OpaquePointer? in
@@ -174,7 +172,7 @@ public enum DevelopmentCertificate {
         return (cert, key)
     }
 
-    private static func makeAuthority(
+    static func makeAuthority(
         _ certPath: String, _ keyPath: String, permitted: [String]
     ) throws(TLSError) -> (OpaquePointer, OpaquePointer) {
         guard let key = CAASAOpenSSL_EVP_EC_gen("P-256") else { throw TLSError("cannot make a key: \(TLSError.openSSLReasons())") }
@@ -185,7 +183,7 @@ public enum DevelopmentCertificate {
             + ["permitted;IP:127.0.0.1/255.255.255.255", "permitted;IP:::1/ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff"])
             .joined(separator: ",")
         let cert = try certificate(
-            commonName: "aasad development CA", publicKey: key, issuer: nil, signingKey: key, days: authorityDays,
+            commonName: "aasad development CA", publicKey: key, issuer: nil, signingKey: key, seconds: authorityDays * 86_400,
             extensions: [
                 (NID_basic_constraints, "critical,CA:TRUE,pathlen:0"), (NID_key_usage, "critical,keyCertSign,cRLSign"),
                 (NID_subject_key_identifier, "hash"), (NID_name_constraints, constraints),
@@ -196,8 +194,8 @@ public enum DevelopmentCertificate {
     }
 
     /// A signed X.509 v3 certificate; `issuer` nil makes it self-signed.
-    private static func certificate(
-        commonName: String, publicKey: OpaquePointer, issuer: OpaquePointer?, signingKey: OpaquePointer, days: Int,
+    static func certificate(
+        commonName: String, publicKey: OpaquePointer, issuer: OpaquePointer?, signingKey: OpaquePointer, seconds: Int,
         extensions: [(Int32, String)]
     ) throws(TLSError) -> OpaquePointer {
         guard let x = X509_new() else { throw TLSError("cannot make a certificate: \(TLSError.openSSLReasons())") }
@@ -207,14 +205,16 @@ public enum DevelopmentCertificate {
         guard X509_set_version(x, 2) == 1,
             ASN1_INTEGER_set_uint64(X509_get_serialNumber(x), serialValue) == 1,
             X509_gmtime_adj(X509_getm_notBefore(x), -3600) != nil,
-            X509_gmtime_adj(X509_getm_notAfter(x), days * 86_400) != nil,
+            X509_gmtime_adj(X509_getm_notAfter(x), seconds) != nil,
             X509_set_pubkey(x, publicKey) == 1
         else {
             X509_free(x)
             throw TLSError("cannot fill a certificate: \(TLSError.openSSLReasons())")
         }
         let name = X509_get_subject_name(x)
-        _ = X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, commonName, -1, -1, 0)
+        // ub-common-name is 64 characters (RFC 5280 Appendix A); a longer host name is in the
+        // subjectAltName alone (which is all clients read, RFC 6125 §6.4.4).
+        if commonName.utf8.count <= 64 { _ = X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, commonName, -1, -1, 0) }
         _ = X509_NAME_add_entry_by_txt(name, "O", MBSTRING_ASC, "aasad development", -1, -1, 0)
         X509_set_issuer_name(x, issuer.map { X509_get_subject_name($0) } ?? name)
         var ctx = X509V3_CTX()
@@ -234,6 +234,25 @@ public enum DevelopmentCertificate {
         return x
     }
 
+    /// The DNS subtrees a CA's name constraints permit (none without the extension).
+    static func permittedDNSNames(of ca: OpaquePointer) -> [String] {
+        guard let raw = X509_get_ext_d2i(ca, NID_name_constraints, nil, nil) else { return [] }
+        let constraints = raw.assumingMemoryBound(to: NAME_CONSTRAINTS.self)
+        defer { NAME_CONSTRAINTS_free(constraints) }
+        guard let stack = constraints.pointee.permittedSubtrees else { return [] }
+        var found: [String] = []
+        for i in 0..<max(0, OPENSSL_sk_num(stack)) {
+            guard let subtree = OPENSSL_sk_value(stack, i)?.assumingMemoryBound(to: GENERAL_SUBTREE.self),
+                let base = subtree.pointee.base, base.pointee.type == GEN_DNS, let ia5 = base.pointee.d.dNSName,
+                let data = ASN1_STRING_get0_data(ia5)
+            else { continue }
+            let length = Int(ASN1_STRING_length(ia5))
+            guard length > 0 else { continue }
+            found.append(String(decoding: UnsafeBufferPointer(start: data, count: length), as: UTF8.self).lowercased())
+        }
+        return found
+    }
+
     /// Runs a PEM writer into memory and returns the text.
     package static func pem(_ writer: (OpaquePointer) -> Int32) throws(TLSError) -> [UInt8] {
         guard let bio = BIO_new(BIO_s_mem()) else { throw TLSError("cannot allocate: \(TLSError.openSSLReasons())") }
@@ -245,7 +264,7 @@ public enum DevelopmentCertificate {
         return out
     }
 
-    private static func write(_ bytes: [UInt8], to path: String, mode: Int) throws(TLSError) {
+    static func write(_ bytes: [UInt8], to path: String, mode: Int) throws(TLSError) {
         let ok = FileManager.default.createFile(atPath: path, contents: Data(bytes), attributes: [.posixPermissions: mode])
         if !ok { throw TLSError("cannot write \(path)") }
     }

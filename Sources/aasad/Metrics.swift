@@ -34,9 +34,15 @@ final class MetricsExporter: Sendable {
     /// The certificate manager, once made; its series appear when automatic certificates are on.
     private let acme: @Sendable () -> CertificateManager?
 
-    init(traffic: TrafficCounters, fetches: FetchLog, sites: LockedRegistry, acme: @escaping @Sendable () -> CertificateManager? = { nil })
-    {
+    /// The development CA, when the development certificate is in use.
+    private let development: DevelopmentAuthority?
+
+    init(
+        traffic: TrafficCounters, fetches: FetchLog, sites: LockedRegistry, acme: @escaping @Sendable () -> CertificateManager? = { nil },
+        development: DevelopmentAuthority? = nil
+    ) {
         self.acme = acme
+        self.development = development
         self.traffic = traffic
         self.fetches = fetches
         self.sites = sites
@@ -98,6 +104,7 @@ final class MetricsExporter: Sendable {
                 level("aasad_connections_open", [("listener", listener.label)], Double(statistics.open[listener] ?? 0))
             }
             count("aasad_acme_challenge_handshakes_total", [], statistics.acmeChallengeHandshakes)
+            count("aasad_development_leaves_issued_total", [], development?.leavesIssued ?? 0)
             // Every combination (12), so that a rate is defined before the first answer.
             for platform in ClientPlatform.allCases {
                 for status in Traffic.StatusClass.allCases {
@@ -187,6 +194,8 @@ final class MetricsExporter: Sendable {
         "aasad_fallback_responses_total":
             "Sites' fallback answers (redirects, and the page with its 304s) by the platform read from User-Agent and status class.",
         "aasad_acme_challenge_handshakes_total": "TLS-ALPN-01 validation handshakes answered (RFC 8737), closed after the handshake.",
+        "aasad_development_leaves_issued_total":
+            "Development leaves signed for hosts without a certificate, on their first SNI (and again before they end); 0 without the development certificate.",
         "aasad_acme_orders_total": "ACME orders since start, by result (issued: a certificate stored; failed: any cause).",
         "aasad_acme_certificates_picked_up_total": "Certificates loaded from the ACME storage (at start, or stored by another replica).",
         "aasad_acme_names": "Names wanting an automatic certificate, by state.",

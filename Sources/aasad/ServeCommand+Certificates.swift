@@ -1,3 +1,4 @@
+import ACME
 import ArgumentParser
 import Foundation
 import Logging
@@ -20,6 +21,26 @@ extension ServeCommand {
         }
     }
 
+    /// What the SNI callback presents for `name` (lower case, at most 255 bytes, anything a client
+    /// sent): the serving site's own pair, else the name's automatic certificate, else (with no
+    /// default pair) a development leaf for the host the site serves it under (its wildcard
+    /// pattern for a name under a wildcard site, so one leaf covers them all). Nil: the default.
+    /// A name no site serves returns before anything is signed or cached.
+    static func certificate(
+        for name: String, snapshot: Snapshot, automatic: CertificateManager?, development: DevelopmentAuthority?
+    ) -> TLSServer.CertificateSource? {
+        guard let site = snapshot.site(forHost: name) else { return automatic?.certificate(for: name) }
+        if let own = site.certificate { return own.source }
+        if let issued = automatic?.certificate(for: name) { return issued }
+        guard let development, snapshot.defaultCertificate == nil else { return nil }
+        // The site's directory is its main host: the common case needs no walk over its aliases.
+        if site.directory == name || site.hosts.contains(where: { $0.name == name }) { return development.source(for: name) }
+        // A name under a wildcard site: the longest wildcard of the site that covers it, the one
+        // `site(forHost:)` found it by.
+        let pattern = site.hosts.filter { $0.isWildcard && $0.covers(name) }.max { $0.name.utf8.count < $1.name.utf8.count }
+        return pattern.map { development.source(for: $0.name) } ?? nil
+    }
+
     /// Hosts the development-certificate warning names; the rest are counted (a log line stays
     /// readable at 100,000 sites).
     static let hostsNamedInWarning = 10
@@ -28,6 +49,9 @@ extension ServeCommand {
         var defaultSource: TLSServer.CertificateSource
         /// The CA to trust, when the development certificate is in use.
         var developmentAuthority: String?
+        /// Issues each uncovered host its own development leaf on first SNI; nil when the
+        /// development certificate is not in use.
+        var development: DevelopmentAuthority?
     }
 
     /// The default certificate: the configured one; else, when some site has no certificate of its
@@ -52,7 +76,8 @@ extension ServeCommand {
         }
         let hosts = uncovered.flatMap(\.hosts).map(\.name)
         do {
-            let issued = try DevelopmentCertificate.issue(directory: state + "/dev-tls", hosts: hosts)
+            let development = try DevelopmentAuthority(directory: state + "/dev-tls", hosts: hosts)
+            let issued = development.issued
             let files = CertificateFiles(directory: state + "/dev-tls", chainPEM: issued.chainPEM, keyPEM: issued.keyPEM)
             let shown = hosts.sorted().prefix(Self.hostsNamedInWarning).joined(separator: " ")
             if automatic {
@@ -62,13 +87,14 @@ extension ServeCommand {
                 logger.notice(
                     "\(message)",
                     metadata: ["certificate": "development", "ca": "\(issued.authorityPath)"])
-                return Certificates(defaultSource: files.source, developmentAuthority: issued.authorityPath)
+                Self.noteOmitted(issued, logger: logger)
+                return Certificates(defaultSource: files.source, developmentAuthority: issued.authorityPath, development: development)
             }
             // Loud, once per start: no client trusts this certificate unless told to, and Apple's
             // CDN never will, so a production server must not run on it unnoticed.
             let more = hosts.count > Self.hostsNamedInWarning ? " (and \(hosts.count - Self.hostsNamedInWarning) more)" : ""
             let message =
-                "\(hosts.count) host\(hosts.count == 1 ? " is" : "s are") served with the DEVELOPMENT certificate, which no client trusts "
+                "\(hosts.count) host\(hosts.count == 1 ? " is" : "s are") served with the DEVELOPMENT certificate (a leaf per host, issued on first use), which no client trusts "
                 + "unless told to (curl --cacert \(issued.authorityPath)) and Apple's CDN never will: \(shown)\(more). "
                 + "Give each site a real certificate in sites/<host>/tls/cert.pem and key.pem, or a default pair covering them in tls/"
             logger.warning(
@@ -84,11 +110,56 @@ extension ServeCommand {
                     "made a new development CA; clients that trusted an earlier one must trust this one",
                     metadata: ["ca": "\(issued.authorityPath)", "caPermits": "\(issued.permittedNames.joined(separator: ","))"])
             }
-            return Certificates(defaultSource: files.source, developmentAuthority: issued.authorityPath)
+            Self.noteOmitted(issued, logger: logger)
+            return Certificates(defaultSource: files.source, developmentAuthority: issued.authorityPath, development: development)
         } catch {
             logger.critical("cannot make a development certificate", metadata: ["error": "\(error)"])
             throw ExitCode(1)
         }
+    }
+}
+
+extension ServeCommand {
+    /// Says, once at start, which public names the development CA leaves out (past its bound).
+    static func noteOmitted(_ issued: DevelopmentCertificate.Issued, logger: Logger) {
+        guard !issued.omittedNames.isEmpty else { return }
+        let shown = issued.omittedNames.prefix(Self.hostsNamedInWarning).joined(separator: " ")
+        let more =
+            issued.omittedNames.count > Self.hostsNamedInWarning
+            ? " (and \(issued.omittedNames.count - Self.hostsNamedInWarning) more)" : ""
+        logger.warning(
+            "the development CA permits at most \(DevelopmentCertificate.maximumPermittedPublicNames) public names; \(issued.omittedNames.count) are left out and get the default development certificate, which clients refuse for them: \(shown)\(more). Use names under .test or .localhost for development, or give these sites real certificates",
+            metadata: ["certificate": "development", "ca": "\(issued.authorityPath)"])
+    }
+
+    /// After a reload: hosts now served with the development certificate that the CA (made at
+    /// start, and never again while serving, since clients trust that one) does not permit. They
+    /// get the default development leaf, which clients refuse for them; a restart makes a CA
+    /// that permits them (and clients must trust it again). `directories`: the sites changed
+    /// (nil: all). Says nothing when every such host is permitted.
+    static func noteUnpermitted(
+        _ snapshot: Snapshot, directories: [String]?, development: DevelopmentAuthority, logger: Logger
+    ) {
+        guard snapshot.defaultCertificate == nil else { return }
+        var refused: [String] = []
+        func check(_ site: ServedSite) {
+            guard site.certificate == nil else { return }
+            for host in site.hosts where !development.defaultCovers(host.name) && !development.permits(host.name) {
+                refused.append(host.name)
+            }
+        }
+        if let directories {
+            for directory in directories { if let site = snapshot.sites[directory] { check(site) } }
+        } else {
+            for site in snapshot.sites.values { check(site) }
+        }
+        guard !refused.isEmpty else { return }
+        refused.sort()
+        let shown = refused.prefix(Self.hostsNamedInWarning).joined(separator: " ")
+        let more = refused.count > Self.hostsNamedInWarning ? " (and \(refused.count - Self.hostsNamedInWarning) more)" : ""
+        logger.warning(
+            "\(refused.count) host\(refused.count == 1 ? " is" : "s are") outside the development CA's name constraints and get the default development certificate, which clients refuse for them: \(shown)\(more). The CA is not made again while serving (clients trust this one); restart to make one that permits them, then trust the new ca.pem",
+            metadata: ["certificate": "development", "ca": "\(development.issued.authorityPath)"])
     }
 }
 

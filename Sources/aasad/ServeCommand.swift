@@ -162,9 +162,10 @@ struct ServeCommand: ParsableCommand {
             logger.critical("automatic certificates cannot start", metadata: ["error": "\(error)"])
             throw ExitCode(1)
         }
+        let development = certificates.development
         let tls: TLSServer
         do {
-            // A site's own pair, else its automatic certificate, else the default.
+            // A site's own pair, else its automatic certificate, else its development leaf, else the default.
             // TLS-ALPN-01 answers (RFC 8737) come from the manager's in-memory challenge book.
             tls = try TLSServer(
                 defaultCertificate: certificates.defaultSource, minimumVersion: settings.tlsMinimumVersion,
@@ -172,7 +173,7 @@ struct ServeCommand: ParsableCommand {
                     { name in manager.tlsALPNChallenge(for: name) }
                 }
             ) { name in
-                store.snapshot().site(forHost: name)?.certificate?.source ?? certificateManager?.certificate(for: name)
+                Self.certificate(for: name, snapshot: store.snapshot(), automatic: certificateManager, development: development)
             }
         } catch {
             logger.critical("the default certificate cannot be used", metadata: ["error": "\(error)"])
@@ -188,7 +189,7 @@ struct ServeCommand: ParsableCommand {
         let acme: @Sendable () -> CertificateManager? = { certificateManager }
         let pages = AdminPages(
             sites: sites, ready: ready, fetches: fetches,
-            metrics: MetricsExporter(traffic: traffic, fetches: fetches, sites: sites, acme: acme), acme: acme)
+            metrics: MetricsExporter(traffic: traffic, fetches: fetches, sites: sites, acme: acme, development: development), acme: acme)
         let endpoint = AdminEndpoint { path in pages.answer(path) }
         let server = Server(
             configuration: .init(
@@ -240,6 +241,10 @@ struct ServeCommand: ParsableCommand {
                     Self.followDefaultCertificate(snapshot, tls: tls, fallback: certificates.defaultSource, logger: logger)
                     store.publish(snapshot)
                     certificateManager?.want(acmeNames.names(in: snapshot))
+                    if let development, certificateManager == nil {
+                        Self.noteUnpermitted(
+                            snapshot, directories: change.full ? nil : Array(change.sites), development: development, logger: logger)
+                    }
                     if change.full { SystemdNotify.send("READY=1") }
                 }
                 watcher?.start()
@@ -285,6 +290,9 @@ struct ServeCommand: ParsableCommand {
                     Self.followDefaultCertificate(snapshot, tls: tls, fallback: certificates.defaultSource, logger: logger)
                     store.publish(snapshot)
                     certificateManager?.want(acmeNames.names(in: snapshot))
+                    if let development, certificateManager == nil {
+                        Self.noteUnpermitted(snapshot, directories: nil, development: development, logger: logger)
+                    }
                     SystemdNotify.send("READY=1")
                 }
                 logger.info("reload requested (SIGHUP)")
