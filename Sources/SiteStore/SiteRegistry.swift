@@ -365,9 +365,9 @@ public final class SiteRegistry {
         }
     }
 
+    /// A directory itself, not a symlink to one: one `lstat` (a full load asks for every name).
     func isDirectory(_ name: String) -> Bool {
-        ConfigLoader.examineKind(sitesPath, name) == .directory
-            && (try? FileManager.default.destinationOfSymbolicLink(atPath: sitesPath + "/" + name)) == nil
+        (try? Files.linkStatus(sitesPath + "/" + name))?.kind == .directory
     }
 
     /// A name under `sites/` that cannot be examined (EACCES, EMFILE...) keeps what it was: a

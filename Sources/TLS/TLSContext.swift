@@ -120,7 +120,16 @@ public final class TLSContext: @unchecked Sendable {
         // Tickets use the keys of the context a connection started on; every context gets the
         // rotating shared keys, each ticket's MAC bound to its certificate (`bindSessions`).
         _ = CAASAOpenSSL_SSL_CTX_set_tlsext_ticket_key_evp_cb(ctx, ticketKeyCallback)
+        // OpenSSL sends two TLS 1.3 tickets after a full handshake (RFC 8446 §4.6.1 lets the
+        // server choose); the clients that fetch these files do not open parallel connections to
+        // one host, so one is enough, and it saves a ticket's encryption and about 250 bytes per
+        // handshake (issue 14). A resumed handshake gets none while its ticket's key is current
+        // (`TicketKeys`). A connection copies the count from the context it starts on.
+        _ = SSL_CTX_set_num_tickets(ctx, ticketsPerHandshake)
     }
+
+    /// TLS 1.3 session tickets sent after a full handshake.
+    static let ticketsPerHandshake = 1
 
     /// Binds sessions to this certificate, so a session issued under one certificate never resumes
     /// under another (a full handshake instead), while one still resumes after a reload that keeps

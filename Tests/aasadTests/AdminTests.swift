@@ -20,7 +20,7 @@ final class AdminProbeTests {
 
     @Test("/healthz and /readyz answer while one client holds /sites half-read and another asks for it again and again")
     func probesBesideSites() throws {
-        try writeSites(Self.siteCount, config.aasa)
+        try writeSites(Self.siteCount) { _ in config.aasa }
         let server = try RunningServer(config: config)
         // A client that asks for /sites and reads none of it: its answer waits in the server.
         guard let stalled = Loopback.connect(port: server.adminPort, receiveBuffer: 4096) else {
@@ -46,12 +46,15 @@ final class AdminProbeTests {
 
     @Test("/healthz, /readyz and /metrics answer all through a reload of many large sites, and /sites asked for in its middle is answered")
     func probesDuringReload() throws {
-        try writeSites(Self.reloadSiteCount, Self.largeAASA)
+        try writeSites(Self.reloadSiteCount) { _ in Self.largeAASA(0) }
         let server = try RunningServer(config: config, extra: ["--no-watch"])
         guard let before = Self.reloads(inMetrics: server.raw(Self.get("/metrics"), port: server.adminPort)) else {
             Issue.record("/metrics has no aasad_config_reloads_total")
             return
         }
+        // Contents the server has never seen (one per site), so that the reload validates each:
+        // a content validated before is not validated again (issue 14).
+        try writeSites(Self.reloadSiteCount) { Self.largeAASA($0 + 1) }
         // --no-watch: the signal thread reloads, holding the registry's lock while it reads every
         // site; the counter moves only when the reload has finished.
         server.signal(SIGHUP)
@@ -105,11 +108,12 @@ final class AdminProbeTests {
     static let reloadSiteCount = 50
     /// An AASA file just under Apple's 128 KB limit with thousands of patterns: each costs the
     /// reloader parsing, validation, pattern compilation and gzip.
-    static let largeAASA: [UInt8] = {
-        let components = (0..<2300).map { #"{"/":"/section\#($0)/item/*","comment":"entry \#($0)"}"# }
+    /// `version` makes each content distinct.
+    static func largeAASA(_ version: Int) -> [UInt8] {
+        let components = (0..<2300).map { #"{"/":"/section\#($0)/item/*","comment":"entry \#($0) v\#(version)"}"# }
         return Array(#"{"applinks":{"apps":[],"details":[{"appIDs":["ABCDE12345.com.example.app"],"components":["#.utf8)
             + Array(components.joined(separator: ",").utf8) + Array("]}]}}".utf8)
-    }()
+    }
     /// Probe rounds that must be answered while the reload runs (see the assertion).
     static let minimumRounds = 5
     /// Bounds on the probe loop: a reload that never finishes ends the test instead of hanging it.
@@ -121,9 +125,9 @@ final class AdminProbeTests {
     static let pollInterval: useconds_t = 20_000
 
     /// `count` sites named s<i>.bulk.test, each with the AASA file `bytes`.
-    private func writeSites(_ count: Int, _ bytes: [UInt8]) throws {
+    private func writeSites(_ count: Int, _ bytes: (Int) -> [UInt8]) throws {
         for i in 0..<count {
-            try config.write("config/sites/s\(i).bulk.test/apple-app-site-association", bytes)
+            try config.write("config/sites/s\(i).bulk.test/apple-app-site-association", bytes(i))
         }
     }
 

@@ -45,6 +45,22 @@ final class SessionResumptionTests {
         #expect(try !handshake("own.test", version, offer: development), "a development ticket resumed under own.test's certificate")
     }
 
+    @Test("one TLS 1.3 ticket after a full handshake, and it resumes (issue 14)")
+    func oneTicket() throws {
+        // `-msg` prints every handshake message; tickets come after the handshake.
+        func tickets(_ extra: [String]) throws -> Int {
+            let request = "GET /.well-known/apple-app-site-association HTTP/1.1\r\nHost: own.test\r\nConnection: close\r\n\r\n"
+            let out = try Tool.run(
+                "openssl",
+                ["s_client", "-connect", "127.0.0.1:\(server.httpsPort)", "-servername", "own.test", "-tls1_3", "-msg", "-ign_eof"] + extra,
+                input: Array(request.utf8))
+            return out.text.components(separatedBy: "NewSessionTicket").count - 1
+        }
+        let session = config.path("one-ticket-session")
+        #expect(try tickets(["-sess_out", session]) == 1)
+        #expect(try handshake("own.test", "-tls1_3", offer: session))
+    }
+
     @Test("a ticket survives a reload that keeps the certificate")
     func survivesReload() throws {
         let own = config.path("own-session-reload")
