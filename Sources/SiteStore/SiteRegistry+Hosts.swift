@@ -25,7 +25,7 @@ extension SiteRegistry {
         bump()
         touchedSinceTaken.insert(name)
         guard let record = records[name], let served = record.served else {
-            snapshot = snapshot.replacing(name, with: nil, generation: generation)
+            replaceServed(name, with: nil)
             return
         }
         let hosts = record.claims.filter { (claims[$0]?.count ?? 0) <= 1 }
@@ -34,7 +34,18 @@ extension SiteRegistry {
             let others = (claims[host] ?? []).subtracting([name]).sorted().joined(separator: ", ")
             logger.error("sites/\(name): the host \(host) is also claimed by \(others); neither serves it until one lets go")
         }
-        snapshot = snapshot.replacing(name, with: served.hosts == hosts ? served : served.with(hosts: hosts), generation: generation)
+        replaceServed(name, with: served.hosts == hosts ? served : served.with(hosts: hosts))
+    }
+
+    /// Serves `site` for `name` in the registry's snapshot: changed in place while the registry
+    /// holds the only reference to it (a full load builds one snapshot without copying the maps
+    /// per site), else replaced by a new one, since a published snapshot never changes.
+    func replaceServed(_ name: String, with site: ServedSite?) {
+        if isKnownUniquelyReferenced(&snapshot) {
+            snapshot.replaceInPlace(name, with: site, generation: generation)
+        } else {
+            snapshot = snapshot.replacing(name, with: site, generation: generation)
+        }
     }
 
     /// The sibling name a symlink under `sites/` points to, if it points to one.

@@ -403,7 +403,7 @@ public final class SiteRegistry {
         contents.release(record.served?.assetLinks)
         contents.release(record.served?.page)
         bump()
-        snapshot = snapshot.replacing(name, with: nil, generation: generation)
+        replaceServed(name, with: nil)
         logger.info("site removed", metadata: ["site": "\(name)"])
         for other in republish { publish(other) }
     }

@@ -54,16 +54,22 @@ public final class ServedSite: Sendable {
 ///
 /// The maps are persistent hash tries: a snapshot that differs from the last by one site shares
 /// everything else with it, so applying a change costs O(log n) whatever the number of sites.
-public final class Snapshot: Sendable {
+///
+/// Immutable once anyone but its maker holds it: the registry changes a snapshot in place
+/// (`replaceInPlace`) only while its reference is the only one (`isKnownUniquelyReferenced`),
+/// before it is published, so that a full load of 100,000 sites builds its maps without copying
+/// a path of the tries per site. Hence `@unchecked Sendable`: no thread but the maker can see a
+/// snapshot that still changes.
+public final class Snapshot: @unchecked Sendable {
     /// Increases with every published snapshot.
-    public let generation: UInt64
+    public private(set) var generation: UInt64
     /// Served sites by directory name.
-    public let sites: TreeDictionary<String, ServedSite>
+    public private(set) var sites: TreeDictionary<String, ServedSite>
     public let defaultCertificate: CertificateFiles?
     public let defaultCertificateIdentity: String?
-    private let exact: TreeDictionary<String, ServedSite>
+    private var exact: TreeDictionary<String, ServedSite>
     /// Wildcard sites by suffix: `*.users.example.com` is filed under `users.example.com`.
-    private let wildcards: TreeDictionary<String, ServedSite>
+    private var wildcards: TreeDictionary<String, ServedSite>
 
     private init(
         generation: UInt64, sites: TreeDictionary<String, ServedSite>, exact: TreeDictionary<String, ServedSite>,
@@ -107,6 +113,21 @@ public final class Snapshot: Sendable {
         var sites = self.sites
         var exact = self.exact
         var wildcards = self.wildcards
+        Self.replace(directory, with: site, &sites, &exact, &wildcards)
+        return Snapshot(generation: generation, sites: sites, exact: exact, wildcards: wildcards, defaultCertificate: defaultCertificate)
+    }
+
+    /// The same change made to this snapshot itself. Only for its maker, while no one else holds
+    /// it (see the type's note); the maps, held by this object alone, change without copying.
+    func replaceInPlace(_ directory: String, with site: ServedSite?, generation: UInt64) {
+        Self.replace(directory, with: site, &sites, &exact, &wildcards)
+        self.generation = generation
+    }
+
+    private static func replace(
+        _ directory: String, with site: ServedSite?, _ sites: inout TreeDictionary<String, ServedSite>,
+        _ exact: inout TreeDictionary<String, ServedSite>, _ wildcards: inout TreeDictionary<String, ServedSite>
+    ) {
         if let old = sites[directory] {
             for host in old.hosts {
                 if let suffix = host.wildcardSuffix {
@@ -120,7 +141,6 @@ public final class Snapshot: Sendable {
         for host in site?.hosts ?? [] {
             if let suffix = host.wildcardSuffix { wildcards[suffix] = site } else { exact[host.name] = site }
         }
-        return Snapshot(generation: generation, sites: sites, exact: exact, wildcards: wildcards, defaultCertificate: defaultCertificate)
     }
 
     /// A snapshot with another default certificate.
