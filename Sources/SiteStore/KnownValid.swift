@@ -1,7 +1,8 @@
 import Glibc
 public import Reactor
 
-/// Contents already known to pass their validator, so that a load skips validating them again.
+/// Contents already known to pass their validator, so that a load skips validating them again;
+/// and certificate pairs known to load, so that it skips checking them again.
 ///
 /// A validator's verdict is a pure function of the file's bytes and its kind (an AASA file, an
 /// assetlinks.json), so a content seen valid once is valid again byte for byte: a full load of
@@ -20,6 +21,9 @@ public struct KnownValid: Sendable {
     public enum Kind: Character, Sendable {
         case aasa = "a"
         case assetLinks = "l"
+        /// A certificate pair that loads and matches (`CertificateFiles.identity`, the SHA-256 of
+        /// chain and key): a verdict of the TLS layer that depends on the bytes alone.
+        case certificate = "c"
     }
 
     /// One key: the kind's letter, then the lower-case hex SHA-256 of the bytes.
@@ -57,7 +61,7 @@ public struct KnownValid: Sendable {
                 if line.count > 65 { return KnownValid() }
                 continue
             }
-            guard line.count == 65, line[0] == UInt8(ascii: "a") || line[0] == UInt8(ascii: "l"),
+            guard line.count == 65, Kind(rawValue: Character(UnicodeScalar(line[0]))) != nil,
                 line.dropFirst().allSatisfy({ ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) })
             else { return KnownValid() }
             known.keys.insert(String(decoding: line, as: UTF8.self))

@@ -348,7 +348,9 @@ public final class SiteRegistry {
         for record in records.values {
             if let file = record.served?.aasa { current.insert(.aasa, digestHex: file.content.digest) }
             if let file = record.served?.assetLinks { current.insert(.assetLinks, digestHex: file.content.digest) }
+            if let identity = record.served?.certificateIdentity { current.insert(.certificate, digestHex: identity) }
         }
+        if let identity = snapshot.defaultCertificateIdentity { current.insert(.certificate, digestHex: identity) }
         knownValid = current
         guard let file = knownValidFile, current.keys != knownValidStored else { return }
         do throws(SystemError) {
@@ -363,6 +365,17 @@ public final class SiteRegistry {
             }
             knownValidWriteFailed = true
         }
+    }
+
+    /// Why a certificate pair cannot be used, or nil: asked of the TLS layer unless the same
+    /// bytes passed before (`KnownValid`; the identity is their SHA-256).
+    func certificateProblem(_ files: CertificateFiles) -> String? {
+        guard knownValid != nil else { return checkCertificate(files) }
+        let identity = files.identity
+        if knownValid?.contains(.certificate, digestHex: identity) == true { return nil }
+        let problem = checkCertificate(files)
+        if problem == nil { knownValid?.insert(.certificate, digestHex: identity) }
+        return problem
     }
 
     /// A directory itself, not a symlink to one: one `lstat` (a full load asks for every name).
@@ -428,7 +441,7 @@ public final class SiteRegistry {
             logger.error("tls: cannot be read; keeping the previous default certificate")
             files = snapshot.defaultCertificate
         }
-        if let f = files, let problem = checkCertificate(f) {
+        if let f = files, let problem = certificateProblem(f) {
             defaultCertificateProblem = true
             logger.error("\(f.directory): \(problem); keeping the previous default certificate")
             files = snapshot.defaultCertificate

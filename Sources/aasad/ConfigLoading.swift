@@ -8,7 +8,7 @@ enum ConfigLoading {
     /// Whether certificate files load and match: nil when they do, else why not.
     static func check(_ files: CertificateFiles) -> String? {
         do {
-            _ = try TLSContext(chainPEM: files.chainPEM, keyPEM: files.keyPEM, identity: files.identity, source: files.directory)
+            try TLSContext.check(chainPEM: files.chainPEM, keyPEM: files.keyPEM, source: files.directory)
             return nil
         } catch {
             return error.description

@@ -55,6 +55,32 @@ struct KnownValidTests {
         #expect(registry(c, file: nil).reloadAll().site(forHost: "a.test") == nil)
     }
 
+    @Test("a certificate pair that passed its check is not checked again at the next start; a new pair is")
+    func certificates() throws {
+        let c = try TempConfig()
+        try c.write("sites/a.test/apple-app-site-association", good)
+        try c.write("sites/a.test/tls/cert.pem", "chain")
+        try c.write("sites/a.test/tls/key.pem", "key")
+        let file = (path: c.root + "/validated-contents", identity: "x")
+        final class Counter: @unchecked Sendable { var checks = 0 }
+        let counter = Counter()
+        func registry() -> SiteRegistry {
+            SiteRegistry(
+                root: c.root, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }),
+                checkCertificate: { _ in
+                    counter.checks += 1
+                    return nil
+                }, knownValidFile: file)
+        }
+        #expect(registry().reloadAll().site(forHost: "a.test")?.certificate != nil)
+        #expect(counter.checks == 1)
+        #expect(registry().reloadAll().site(forHost: "a.test")?.certificate != nil)
+        #expect(counter.checks == 1, "the same pair was checked again")
+        try c.write("sites/a.test/tls/key.pem", "another key")
+        #expect(registry().reloadAll().site(forHost: "a.test")?.certificate?.keyPEM == Array("another key".utf8))
+        #expect(counter.checks == 2)
+    }
+
     @Test("a damaged, foreign or oversized file is ignored, never trusted in part")
     func damaged() throws {
         let c = try TempConfig()
