@@ -70,6 +70,9 @@ public struct SiteSource: Sendable {
     public var page: SiteFile<LandingPage>?
     /// The site's own certificate (`tls/cert.pem` and `tls/key.pem`), if it has one.
     public var certificate: CertificateFiles?
+    /// The TLS layer's verdict on `certificate` when the read asked for it already (serve's
+    /// loads, on every core): its identity, and why it cannot be used (nil: it can).
+    public var checkedCertificate: (identity: String, problem: String?)?
     /// What `site.yaml` says (more host names, cache policy).
     public var settings = SiteSettings()
     /// Problems with the site's directory (missing files, unreadable files, conflicts).

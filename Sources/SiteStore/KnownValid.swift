@@ -1,3 +1,4 @@
+import CAASAOpenSSL
 import Glibc
 public import Reactor
 
@@ -99,10 +100,22 @@ public struct KnownValid: Sendable {
     }
 
     /// The running binary's identity: its size, modification time and inode, so that a rebuilt
-    /// or replaced binary (whose validators may differ) never trusts an older one's verdicts.
+    /// or replaced binary (whose validators may differ) never trusts an older one's verdicts; and
+    /// the OpenSSL it runs with and that library's configuration file, since a certificate's
+    /// verdict is OpenSSL's (a new version or security level may refuse what an old one took).
     public static func binaryIdentity(path: String = "/proc/self/exe") -> String? {
-        var info = stat()
-        guard stat(path, &info) == 0 else { return nil }
-        return "\(info.st_size)-\(info.st_mtim.tv_sec).\(info.st_mtim.tv_nsec)-\(info.st_ino)"
+        func file(_ path: String) -> String? {
+            var info = stat()
+            guard stat(path, &info) == 0 else { return nil }
+            return "\(info.st_size)-\(info.st_mtim.tv_sec).\(info.st_mtim.tv_nsec)-\(info.st_ino)"
+        }
+        guard let binary = file(path) else { return nil }
+        let openSSL = String(cString: OpenSSL_version(OPENSSL_VERSION)).filter { $0 != "\n" && $0 != " " }
+        var configuration = "no-openssl.cnf"
+        if let name = CONF_get1_default_config_file() {
+            configuration = file(String(cString: name)) ?? configuration
+            CRYPTO_free(name, nil, 0)
+        }
+        return "\(binary) \(openSSL) \(configuration)"
     }
 }

@@ -28,7 +28,8 @@ struct ConfigTree: Equatable {
 extension SiteRegistry {
     /// How many times one reload starts again on a tree that was swapped while it read: a swap
     /// per reload is git-sync's `--period` at most (seconds), so three are plenty; past them the
-    /// last attempt finishes without the check rather than never finishing.
+    /// reload gives up, serving what it served before (never a mix of trees, never sites of a
+    /// deleted tree taken as deleted), and the watcher's event for the last swap starts the next.
     static let maximumTreeAttempts = 3
 
     enum TreeState: Equatable {

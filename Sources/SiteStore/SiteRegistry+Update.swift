@@ -30,7 +30,7 @@ extension SiteRegistry {
         if certificate == nil && source.unreadable.contains("tls") {
             certificate = record.served?.certificate  // there but unreadable: not gone
         }
-        if let files = certificate, let problem = certificateProblem(files) {
+        if let files = certificate, let problem = certificateProblem(files, checked: source.checkedCertificate) {
             errors.append("\(files.directory): \(problem)")
             certificate = record.served?.certificate  // the last pair that loaded
         }

@@ -14,7 +14,7 @@ import Reactor
 public final class SiteRegistry {
     /// Says whether certificate files load and match; nil when they do, else why not. (The TLS
     /// layer answers; SiteStore does not link it.)
-    public typealias CertificateCheck = (CertificateFiles) -> String?
+    public typealias CertificateCheck = @Sendable (CertificateFiles) -> String?
 
     /// A dictionary keeps its values inline in every bucket, used or not: the site as read and
     /// its settings (hundreds of bytes) live behind one reference each, so that 100,000 records
@@ -153,10 +153,23 @@ public final class SiteRegistry {
     /// the reload starts again on the new tree, so the snapshot is never made of two trees.
     @discardableResult
     public func reloadAll() -> Snapshot {
-        for attempt in 1...Self.maximumTreeAttempts {
+        var loaded = false
+        for _ in 1...Self.maximumTreeAttempts {
             if pinTree() == .unresolved { return snapshot }
-            if loadEverything(checkingTree: attempt < Self.maximumTreeAttempts) { break }
+            if loadEverything(checkingTree: true) {
+                loaded = true
+                break
+            }
             logger.warning("the config directory was replaced while it was read; reading the new tree", metadata: ["tree": "\(root)"])
+        }
+        guard loaded else {
+            // An attempt that saw a swap changed no served site (`apply` defers what changes the
+            // snapshot until the whole tree is read): the sites served before stay, and the
+            // watcher's event for the last swap brings the next full reload.
+            logger.error(
+                "the config directory kept being replaced while it was read; the sites loaded before stay in service",
+                metadata: ["tree": "\(root)", "attempts": "\(Self.maximumTreeAttempts)"])
+            return snapshot
         }
         rememberValidContents()
         // Parsing on every core leaves freed memory in per-thread malloc arenas; give it back.
@@ -225,7 +238,11 @@ public final class SiteRegistry {
         // Site directories first, so that aliases find their targets.
         let directories = names.filter(isDirectory)
         let ordered = directories.sorted() + names.subtracting(directories).sorted()
-        // In chunks, so that at most one chunk of parsed files is held at once.
+        // In chunks, so that at most one chunk of parsed files is held at once. Nothing that
+        // changes the snapshot happens before the last chunk is read and the tree checked:
+        // removals wait in `removals`, and sites are updated after the loop. An attempt that
+        // sees a swap leaves what is served as it was.
+        var removals: [String] = []
         var entries: [ConfigLoader.Entry] = []
         var entryBase = 0
         for (index, name) in ordered.enumerated() {
@@ -266,7 +283,7 @@ public final class SiteRegistry {
                 touched.insert(target)
                 // Directories come first in `ordered`: a target without a record now is no site.
                 if records[target] == nil { logger.error("sites/\(name): an alias of \(target), which is not a site") }
-                if records[name] != nil { remove(name) }
+                removals.append(name)
             case .problem(let problem):
                 entryProblems[name] = problem
                 if let target = siblingTarget(of: name) {
@@ -274,17 +291,18 @@ public final class SiteRegistry {
                     danglingTargets[name] = target
                 }
                 logger.error("\(problem.file): \(problem.message)")
-                if records[name] != nil { remove(name) }
+                removals.append(name)
             case .ignored, .missing:
-                if records[name] != nil { remove(name) }
+                removals.append(name)
             case .unreadable:
                 break  // handled above
             }
         }
         // A site touched only through an alias is read again too: records keep no file contents.
-        let reread = touched.subtracting(names).filter { records[$0] != nil }.sorted()
+        let reread = touched.subtracting(names).subtracting(removals).filter { records[$0] != nil }.sorted()
         let rereadEntries = examine(reread)
         if checkingTree && !reread.isEmpty && !treeStillPinned() { return false }
+        for name in removals where records[name] != nil { remove(name) }
         for (name, entry) in zip(reread, rereadEntries) {
             switch entry {
             case .site(let source): records[name]?.source = source
@@ -320,9 +338,17 @@ public final class SiteRegistry {
             sites[name] != nil || ConfigLoader.examineKind(sitesPath, name) == .directory
         }
         let known = knownValid
-        guard names.count > Self.parallelThreshold else {
-            return names.map { ConfigLoader.examine(sitesPath: sitesPath, name: $0, isSite: isSite, known: known) }
+        let check = checkCertificate
+        // A site's own certificate pair is checked here too, on every core, unless it passed
+        // before (serve only): at 50,000 pairs the checks are most of a start (issue 14).
+        let examineOne: @Sendable (String) -> ConfigLoader.Entry = { name in
+            let entry = ConfigLoader.examine(sitesPath: sitesPath, name: name, isSite: isSite, known: known)
+            guard let known, case .site(var source) = entry, let files = source.certificate else { return entry }
+            let identity = files.identity
+            source.checkedCertificate = (identity, known.contains(.certificate, digestHex: identity) ? nil : check(files))
+            return .site(source)
         }
+        guard names.count > Self.parallelThreshold else { return names.map(examineOne) }
         let results = UnsafeMutableBufferPointer<ConfigLoader.Entry>.allocate(capacity: names.count)
         defer { results.deallocate() }
         let chunks = max(1, ProcessInfo.processInfo.activeProcessorCount * 4)
@@ -331,8 +357,7 @@ public final class SiteRegistry {
         DispatchQueue.concurrentPerform(iterations: chunks) { chunk in
             let range = min(names.count, chunk * size)..<min(names.count, (chunk + 1) * size)
             for i in range {
-                (output.baseAddress! + i).initialize(
-                    to: ConfigLoader.examine(sitesPath: sitesPath, name: names[i], isSite: isSite, known: known))
+                (output.baseAddress! + i).initialize(to: examineOne(names[i]))
             }
         }
         let array = Array(results)
@@ -369,11 +394,17 @@ public final class SiteRegistry {
 
     /// Why a certificate pair cannot be used, or nil: asked of the TLS layer unless the same
     /// bytes passed before (`KnownValid`; the identity is their SHA-256).
-    func certificateProblem(_ files: CertificateFiles) -> String? {
+    /// `checked`: the verdict the read already got (`examine`), used when it is about these files.
+    func certificateProblem(_ files: CertificateFiles, checked: (identity: String, problem: String?)? = nil) -> String? {
         guard knownValid != nil else { return checkCertificate(files) }
         let identity = files.identity
         if knownValid?.contains(.certificate, digestHex: identity) == true { return nil }
-        let problem = checkCertificate(files)
+        let problem: String?
+        if let checked, checked.identity == identity {
+            problem = checked.problem
+        } else {
+            problem = checkCertificate(files)
+        }
         if problem == nil { knownValid?.insert(.certificate, digestHex: identity) }
         return problem
     }

@@ -147,7 +147,7 @@ public final class DevelopmentAuthority: @unchecked Sendable {
     /// time for a host it signs one certificate (tens of microseconds), never more.
     public func source(for host: String) -> TLSServer.CertificateSource? {
         let now = Int64(time(nil))
-        if let leaf = leaves.withLock({ $0.value(for: host) }), leaf.notAfter - now > Self.reissueMargin { return leaf.source }
+        if let leaf = leaves.withLock({ $0.value(for: host) }), isFresh(leaf, now: now) { return leaf.source }
         guard !defaultCovers(host), Self.isPlainHostName(host), permits(host) else { return nil }
         // Never past the CA's end (a leaf outliving its CA fails verification anyway).
         let seconds = Int(min(Int64(DevelopmentCertificate.leafDays) * 86_400, issued.authorityNotAfter - now))
@@ -157,7 +157,7 @@ public final class DevelopmentAuthority: @unchecked Sendable {
             // serving thread, where a stale error would make the next SSL_get_error lie.
             defer { ERR_clear_error() }
             // Another thread may have issued it while this one waited.
-            if let raced = leaves.withLock({ $0.value(for: host) }), raced.notAfter - now > Self.reissueMargin { return raced }
+            if let raced = leaves.withLock({ $0.value(for: host) }), isFresh(raced, now: now) { return raced }
             guard let leaf = try? Self.makeLeaf(names: [host], loopback: false, keys: keys, seconds: seconds) else { return nil }
             defer { X509_free(leaf) }
             guard let chain = try? DevelopmentCertificate.pem({ PEM_write_bio_X509($0, leaf) }) else { return nil }
@@ -172,6 +172,14 @@ public final class DevelopmentAuthority: @unchecked Sendable {
         guard let made else { return nil }
         leaves.withLock { _ = $0.insert(made, for: host) }
         return made.source
+    }
+
+    /// Whether a cached leaf is served as it is: until `reissueMargin` before its end, or, for a
+    /// leaf that already ends with the CA (nearer its end than the margin, a new one could not
+    /// end later), until its end. Without the second rule every handshake in the CA's last
+    /// `reissueMargin` would sign a leaf and build a context.
+    private func isFresh(_ leaf: Leaf, now: Int64) -> Bool {
+        leaf.notAfter - now > Self.reissueMargin || (leaf.notAfter >= issued.authorityNotAfter && leaf.notAfter > now)
     }
 
     /// A host name as the config directory stores them (lower-case letters, digits, `-`, `_`,

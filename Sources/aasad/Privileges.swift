@@ -17,6 +17,19 @@ enum Privileges {
         }
     }
 
+    /// The same for one directory, opened with O_NOFOLLOW: a symlink at the path is refused
+    /// rather than followed (a path the service user could write before).
+    static func giveOwnership(ofDirectory path: String, to name: String) throws(Failure) {
+        guard let entry = getpwnam(name) else { throw Failure(description: "no such user \"\(name)\"") }
+        guard geteuid() == 0 else { return }
+        let fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { throw Failure(description: "open \(path): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        guard fchown(fd, entry.pointee.pw_uid, entry.pointee.pw_gid) == 0 else {
+            throw Failure(description: "chown \(path): \(String(cString: strerror(errno)))")
+        }
+    }
+
     static func drop(to name: String) throws(Failure) {
         guard let entry = getpwnam(name) else { throw Failure(description: "no such user \"\(name)\"") }
         let uid = entry.pointee.pw_uid

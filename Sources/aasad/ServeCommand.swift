@@ -212,7 +212,9 @@ struct ServeCommand: ParsableCommand {
                 if let manager = certificateManager { try Privileges.giveOwnership(of: manager.storage.directories, to: user) }
                 // Full reloads rewrite the verdicts there by rename, which needs the directory's
                 // ownership; without it only the next start is slower (logged by the registry).
-                try? Privileges.giveOwnership(of: [cacheDirectory], to: user)
+                // Through a descriptor opened without following a symlink: root never changes
+                // the owner of whatever a link planted at that path points to.
+                try? Privileges.giveOwnership(ofDirectory: cacheDirectory, to: user)
                 try Privileges.drop(to: user)
                 logger.info("running as \(user)")
             } catch {

@@ -83,6 +83,36 @@ struct ConfigTreeTests {
         #expect(trees(snapshot, sites: sites) == ["b": sites])
     }
 
+    @Test("a tree swapped during every attempt, each old tree deleted at once, leaves the sites served before, all of them")
+    func swapEveryAttempt() throws {
+        let sites = SiteRegistry.chunkSize + 200
+        let layout = try GitSyncLayout()
+        try layout.worktree("A", sites: sites, tree: "a")
+        layout.publish("A")
+        let registry = layout.registry()
+        #expect(trees(registry.reloadAll(), sites: sites) == ["a": sites])
+        // Each attempt's first chunk is read from one tree, which is then replaced and deleted:
+        // the rest of that tree reads as missing. No attempt may drop or change a served site.
+        let names = (0..<SiteRegistry.maximumTreeAttempts + 1).map { "T\($0)" }
+        for name in names { try layout.worktree(name, sites: sites, tree: "b") }
+        var current = "A"
+        var swaps = 0
+        registry.chunkRead = {
+            guard swaps < names.count else { return }
+            let next = names[swaps]
+            swaps += 1
+            layout.publish(next)
+            try? layout.remove(current)
+            current = next
+        }
+        let snapshot = registry.reloadAll()
+        #expect(swaps == SiteRegistry.maximumTreeAttempts)
+        #expect(trees(snapshot, sites: sites) == ["a": sites])
+        // The next reload, with the tree still, reads the tree now published.
+        registry.chunkRead = nil
+        #expect(trees(registry.reload(["s0.t.test"]), sites: sites) == ["b": sites])
+    }
+
     @Test("a one-site reload after a swap reads the whole new tree")
     func singleNameAfterSwap() throws {
         let layout = try GitSyncLayout()
