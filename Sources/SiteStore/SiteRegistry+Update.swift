@@ -30,7 +30,9 @@ extension SiteRegistry {
         if certificate == nil && source.unreadable.contains("tls") {
             certificate = record.served?.certificate  // there but unreadable: not gone
         }
-        if let files = certificate, let problem = certificateProblem(files, checked: source.checkedCertificate) {
+        // The read's verdict is about the source's pair; a kept pair is checked as it is.
+        let checked = source.certificate == nil ? nil : source.checkedCertificate
+        if let files = certificate, let problem = certificateProblem(files, checked: checked) {
             errors.append("\(files.directory): \(problem)")
             certificate = record.served?.certificate  // the last pair that loaded
         }

@@ -156,7 +156,7 @@ public final class SiteRegistry {
         var loaded = false
         for _ in 1...Self.maximumTreeAttempts {
             if pinTree() == .unresolved { return snapshot }
-            if loadEverything(checkingTree: true) {
+            if loadEverything() {
                 loaded = true
                 break
             }
@@ -179,7 +179,7 @@ public final class SiteRegistry {
 
     /// One full read of the pinned tree; false when the tree was swapped before the read was
     /// applied (what was applied came from the pinned tree only).
-    private func loadEverything(checkingTree: Bool) -> Bool {
+    private func loadEverything() -> Bool {
         let listed: [String]
         do {
             listed = try FileManager.default.contentsOfDirectory(atPath: sitesPath)
@@ -209,7 +209,7 @@ public final class SiteRegistry {
         }
         let names = Set(listed).union(records.keys).union(aliases.keys).union(entryProblems.keys)
         readDefaultCertificate()
-        guard apply(names, checkingTree: checkingTree) else { return false }
+        guard apply(names) else { return false }
         if defaultCertificateProblem { lastReloadProblems += 1 }
         loadedTree = pinnedTree
         return true
@@ -223,13 +223,13 @@ public final class SiteRegistry {
         case .unresolved: return snapshot
         // Another tree was published since the last full reload: it may differ anywhere.
         case .moved: return reloadAll()
-        case .same: return apply(names, checkingTree: true) ? snapshot : reloadAll()
+        case .same: return apply(names) ? snapshot : reloadAll()
         }
     }
 
-    /// Reads and applies the named entries from the pinned tree; false (with the chunk read last
-    /// not applied) when `checkingTree` and the tree was swapped while it was read.
-    private func apply(_ names: Set<String>, checkingTree: Bool) -> Bool {
+    /// Reads and applies the named entries from the pinned tree; false, with nothing served
+    /// changed, when the tree was swapped while it was read.
+    private func apply(_ names: Set<String>) -> Bool {
         var names = names
         for name in names where !danglingAliases.isEmpty && isDirectory(name) {
             names.formUnion(danglingAliases[name] ?? [])
@@ -250,7 +250,7 @@ public final class SiteRegistry {
                 entryBase = index
                 entries = examine(Array(ordered[index..<min(ordered.count, index + Self.chunkSize)]))
                 chunkRead?()
-                if checkingTree && !treeStillPinned() { return false }
+                if !treeStillPinned() { return false }
             }
             let entry = entries[index - entryBase]
             if case .unreadable(let problem) = entry {
@@ -301,7 +301,7 @@ public final class SiteRegistry {
         // A site touched only through an alias is read again too: records keep no file contents.
         let reread = touched.subtracting(names).subtracting(removals).filter { records[$0] != nil }.sorted()
         let rereadEntries = examine(reread)
-        if checkingTree && !reread.isEmpty && !treeStillPinned() { return false }
+        if !reread.isEmpty && !treeStillPinned() { return false }
         for name in removals where records[name] != nil { remove(name) }
         for (name, entry) in zip(reread, rereadEntries) {
             switch entry {
@@ -394,13 +394,14 @@ public final class SiteRegistry {
 
     /// Why a certificate pair cannot be used, or nil: asked of the TLS layer unless the same
     /// bytes passed before (`KnownValid`; the identity is their SHA-256).
-    /// `checked`: the verdict the read already got (`examine`), used when it is about these files.
+    /// `checked`: the verdict the read already got for these very files (`examine`), with their
+    /// identity, so that neither is computed again.
     func certificateProblem(_ files: CertificateFiles, checked: (identity: String, problem: String?)? = nil) -> String? {
         guard knownValid != nil else { return checkCertificate(files) }
-        let identity = files.identity
+        let identity = checked?.identity ?? files.identity
         if knownValid?.contains(.certificate, digestHex: identity) == true { return nil }
         let problem: String?
-        if let checked, checked.identity == identity {
+        if let checked {
             problem = checked.problem
         } else {
             problem = checkCertificate(files)

@@ -45,6 +45,12 @@ extension ServeCommand {
     /// readable at 100,000 sites).
     static let hostsNamedInWarning = 10
 
+    /// The first `hostsNamedInWarning` names, then how many more there are.
+    static func named(_ names: [String]) -> String {
+        let shown = names.prefix(hostsNamedInWarning).joined(separator: " ")
+        return names.count > hostsNamedInWarning ? "\(shown) (and \(names.count - hostsNamedInWarning) more)" : shown
+    }
+
     struct Certificates {
         var defaultSource: TLSServer.CertificateSource
         /// The CA to trust, when the development certificate is in use.
@@ -79,7 +85,8 @@ extension ServeCommand {
             let development = try DevelopmentAuthority(directory: state + "/dev-tls", hosts: hosts)
             let issued = development.issued
             let files = CertificateFiles(directory: state + "/dev-tls", chainPEM: issued.chainPEM, keyPEM: issued.keyPEM)
-            let shown = hosts.sorted().prefix(Self.hostsNamedInWarning).joined(separator: " ")
+            let sortedHosts = hosts.sorted()
+            let shown = sortedHosts.prefix(Self.hostsNamedInWarning).joined(separator: " ")
             if automatic {
                 let message =
                     "\(hosts.count) host\(hosts.count == 1 ? "" : "s") without a certificate of their own get automatic certificates (acme); "
@@ -92,10 +99,9 @@ extension ServeCommand {
             }
             // Loud, once per start: no client trusts this certificate unless told to, and Apple's
             // CDN never will, so a production server must not run on it unnoticed.
-            let more = hosts.count > Self.hostsNamedInWarning ? " (and \(hosts.count - Self.hostsNamedInWarning) more)" : ""
             let message =
                 "\(hosts.count) host\(hosts.count == 1 ? " is" : "s are") served with the DEVELOPMENT certificate (a leaf per host, issued on first use), which no client trusts "
-                + "unless told to (curl --cacert \(issued.authorityPath)) and Apple's CDN never will: \(shown)\(more). "
+                + "unless told to (curl --cacert \(issued.authorityPath)) and Apple's CDN never will: \(Self.named(sortedHosts)). "
                 + "Give each site a real certificate in sites/<host>/tls/cert.pem and key.pem, or a default pair covering them in tls/"
             logger.warning(
                 "\(message)",
@@ -123,12 +129,8 @@ extension ServeCommand {
     /// Says, once at start, which public names the development CA leaves out (past its bound).
     static func noteOmitted(_ issued: DevelopmentCertificate.Issued, logger: Logger) {
         guard !issued.omittedNames.isEmpty else { return }
-        let shown = issued.omittedNames.prefix(Self.hostsNamedInWarning).joined(separator: " ")
-        let more =
-            issued.omittedNames.count > Self.hostsNamedInWarning
-            ? " (and \(issued.omittedNames.count - Self.hostsNamedInWarning) more)" : ""
         logger.warning(
-            "the development CA permits at most \(DevelopmentCertificate.maximumPermittedPublicNames) public names; \(issued.omittedNames.count) are left out and get the default development certificate, which clients refuse for them: \(shown)\(more). Use names under .test or .localhost for development, or give these sites real certificates",
+            "the development CA permits at most \(DevelopmentCertificate.maximumPermittedPublicNames) public names; \(issued.omittedNames.count) are left out and get the default development certificate, which clients refuse for them: \(Self.named(issued.omittedNames)). Use names under .test or .localhost for development, or give these sites real certificates",
             metadata: ["certificate": "development", "ca": "\(issued.authorityPath)"])
     }
 
@@ -155,10 +157,8 @@ extension ServeCommand {
         }
         guard !refused.isEmpty else { return }
         refused.sort()
-        let shown = refused.prefix(Self.hostsNamedInWarning).joined(separator: " ")
-        let more = refused.count > Self.hostsNamedInWarning ? " (and \(refused.count - Self.hostsNamedInWarning) more)" : ""
         logger.warning(
-            "\(refused.count) host\(refused.count == 1 ? " is" : "s are") outside the development CA's name constraints and get the default development certificate, which clients refuse for them: \(shown)\(more). The CA is not made again while serving (clients trust this one); restart to make one that permits them, then trust the new ca.pem",
+            "\(refused.count) host\(refused.count == 1 ? " is" : "s are") outside the development CA's name constraints and get the default development certificate, which clients refuse for them: \(Self.named(refused)). The CA is not made again while serving (clients trust this one); restart to make one that permits them, then trust the new ca.pem",
             metadata: ["certificate": "development", "ca": "\(development.issued.authorityPath)"])
     }
 }
