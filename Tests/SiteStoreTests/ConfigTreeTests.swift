@@ -59,17 +59,25 @@ private func trees(_ snapshot: Snapshot, sites: Int) -> [String: Int] {
     return seen
 }
 
+/// More than one chunk of a reload, so that a swap can fall between two chunks' reads.
+private let multiChunk = SiteRegistry.chunkSize + 200
+
+/// A registry that has loaded tree A, of `sites` sites, published through the link.
+private func loadedTreeA(_ layout: GitSyncLayout, sites: Int) throws -> SiteRegistry {
+    try layout.worktree("A", sites: sites, tree: "a")
+    layout.publish("A")
+    let registry = layout.registry()
+    #expect(trees(registry.reloadAll(), sites: sites) == ["a": sites])
+    return registry
+}
+
 @Suite("A config directory published by swapping a symlink (git-sync, issue 14)")
 struct ConfigTreeTests {
     @Test("a tree swapped in the middle of a full reload, the old one deleted at once, gives a snapshot of the new tree only")
     func swapMidReload() throws {
-        // More than one chunk, so that the swap falls between two chunks' reads.
-        let sites = SiteRegistry.chunkSize + 200
+        let sites = multiChunk
         let layout = try GitSyncLayout()
-        try layout.worktree("A", sites: sites, tree: "a")
-        layout.publish("A")
-        let registry = layout.registry()
-        #expect(trees(registry.reloadAll(), sites: sites) == ["a": sites])
+        let registry = try loadedTreeA(layout, sites: sites)
         try layout.worktree("B", sites: sites, tree: "b")
         var swapped = false
         registry.chunkRead = {
@@ -85,12 +93,9 @@ struct ConfigTreeTests {
 
     @Test("a tree swapped during every attempt, each old tree deleted at once, leaves the sites served before, all of them")
     func swapEveryAttempt() throws {
-        let sites = SiteRegistry.chunkSize + 200
+        let sites = multiChunk
         let layout = try GitSyncLayout()
-        try layout.worktree("A", sites: sites, tree: "a")
-        layout.publish("A")
-        let registry = layout.registry()
-        #expect(trees(registry.reloadAll(), sites: sites) == ["a": sites])
+        let registry = try loadedTreeA(layout, sites: sites)
         // Each attempt's first chunk is read from one tree, which is then replaced and deleted:
         // the rest of that tree reads as missing. No attempt may drop or change a served site.
         let names = (0..<SiteRegistry.maximumTreeAttempts + 1).map { "T\($0)" }
