@@ -80,6 +80,26 @@ public enum Files {
         return String(decoding: buffer[..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
+    /// The names in a directory, `.` and `..` left out, in the order the file system gives them:
+    /// `opendir` and `readdir` (FileManager's listing costs several times more per name, which
+    /// counts at 100,000 site directories).
+    public static func entries(of path: String) throws(SystemError) -> [String] {
+        guard let directory = opendir(path) else { throw SystemError(call: "opendir", errno: errno) }
+        defer { closedir(directory) }
+        var names: [String] = []
+        while true {
+            errno = 0
+            guard let entry = readdir(directory) else {
+                if errno != 0 { throw SystemError(call: "readdir", errno: errno) }
+                return names
+            }
+            let name = withUnsafePointer(to: &entry.pointee.d_name) {
+                $0.withMemoryRebound(to: CChar.self, capacity: Int(NAME_MAX) + 1) { String(cString: $0) }
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+    }
+
     /// Reads into `buffer`; 0 at the end of the file.
     public static func read(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) throws(SystemError) -> Int {
         try syscallOrThrow("read", { Glibc.read(fd, buffer.baseAddress, buffer.count) })

@@ -21,6 +21,9 @@ public final class Inotify: @unchecked Sendable {
         public static let movedSelf = Mask(rawValue: UInt32(IN_MOVE_SELF))
         public static let closedAfterWrite = Mask(rawValue: UInt32(IN_CLOSE_WRITE))
         public static let modified = Mask(rawValue: UInt32(IN_MODIFY))
+        /// Watch only a directory: anything else fails with ENOTDIR (one call instead of a stat
+        /// and a watch).
+        public static let onlyDirectory = Mask(rawValue: UInt32(IN_ONLYDIR))
         /// The kernel's event queue overflowed: events were lost.
         public static let overflow = Mask(rawValue: UInt32(IN_Q_OVERFLOW))
         /// The watch was removed (its directory deleted or unmounted, or `removeWatch`).

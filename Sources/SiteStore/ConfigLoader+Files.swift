@@ -67,16 +67,27 @@ extension ConfigLoader {
             case .directory: return .failure(ReadError(description: "a directory, not a file"))
             case .symbolicLink, .other: return .failure(ReadError(description: "not a regular file"))
             }
+            // Sized by fstat and read straight into the result: at 100,000 sites a zeroed 64 KB
+            // chunk per file cost more than the reads. One byte beyond the size tells a file that
+            // grew since fstat (read on in chunks) or one over the limit (never read past
+            // `limit + 1`).
+            var wanted = min(limit + 1, Int(clamping: max(0, status.size)) + 1)
             var bytes: [UInt8] = []
-            var chunk = [UInt8](repeating: 0, count: readChunkSize)
             while bytes.count <= limit {
-                let wanted = min(chunk.count, limit + 1 - bytes.count)
-                let n = try chunk.withUnsafeMutableBytes { buffer in
-                    Result { () throws(SystemError) in try Files.read(fd, into: UnsafeMutableRawBufferPointer(rebasing: buffer[..<wanted]))
+                var failure: SystemError?
+                let chunk = [UInt8](unsafeUninitializedCapacity: wanted) { buffer, count in
+                    do throws(SystemError) {
+                        count = try Files.read(fd, into: UnsafeMutableRawBufferPointer(buffer))
+                    } catch {
+                        failure = error
+                        count = 0
                     }
-                }.get()
-                if n == 0 { break }
-                bytes.append(contentsOf: chunk[0..<n])
+                }
+                if let failure { throw failure }
+                if bytes.isEmpty { bytes = chunk } else { bytes += chunk }
+                // A regular file gives less than asked only at its end.
+                if chunk.count < wanted { break }
+                wanted = min(readChunkSize, limit + 1 - bytes.count)
             }
             return .success((bytes, max(status.modified, status.changed)))
         } catch {

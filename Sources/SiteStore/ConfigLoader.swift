@@ -58,13 +58,18 @@ public enum ConfigLoader {
     /// single-site reloads. `isSite` tells whether a sibling name is a site directory.
     /// `known`: contents whose verdict is known (serve's loads); nil validates everything and
     /// keeps every finding (the reporting commands).
-    public static func examine(sitesPath: String, name: String, isSite: (String) -> Bool, known: KnownValid? = nil) -> Entry {
+    /// `options`: the server's serving options, to prepare each valid file for serving as it is
+    /// read (`SiteFile.prepared`); nil prepares nothing.
+    public static func examine(
+        sitesPath: String, name: String, isSite: (String) -> Bool, known: KnownValid? = nil, options: ServingOptions? = nil
+    ) -> Entry {
         if name.hasPrefix(".") { return .ignored }
         let relative = "sites/\(name)"
         let full = sitesPath + "/" + name
         let fm = FileManager.default
+        let entry: FileStatus
         do {
-            _ = try Files.linkStatus(full)
+            entry = try Files.linkStatus(full)
         } catch {
             if error.isNoSuchFile { return .missing }
             return .unreadable(ConfigProblem(severity: .error, file: relative, message: "cannot be examined: \(error.reason)"))
@@ -76,7 +81,7 @@ public enum ConfigLoader {
             return .problem(ConfigProblem(severity: .error, file: relative, message: "not a valid site name: \(error)"))
         }
         // A symlink to a sibling site directory is an alias of that site.
-        if let target = try? fm.destinationOfSymbolicLink(atPath: full) {
+        if entry.kind == .symbolicLink, let target = try? fm.destinationOfSymbolicLink(atPath: full) {
             let resolved = URL(fileURLWithPath: target.hasPrefix("/") ? target : sitesPath + "/" + target).standardizedFileURL
             if resolved.deletingLastPathComponent().path == URL(fileURLWithPath: sitesPath).standardizedFileURL.path,
                 resolved.lastPathComponent != name, isSite(resolved.lastPathComponent)
@@ -84,7 +89,14 @@ public enum ConfigLoader {
                 return .alias(host, target: resolved.lastPathComponent)
             }
         }
-        switch examineKind(sitesPath, name) {
+        // What lstat said is the answer, but for a symlink: then where it leads.
+        let kind: Kind =
+            switch entry.kind {
+            case .symbolicLink: examineKind(sitesPath, name)
+            case .directory: .directory
+            case .regular, .other: .other
+            }
+        switch kind {
         case .unreadable(let reason):
             return .unreadable(ConfigProblem(severity: .error, file: relative, message: "cannot be examined: \(reason)"))
         case .missing:
@@ -95,7 +107,7 @@ public enum ConfigLoader {
                     severity: .error, file: relative,
                     message: "not a directory; each site is a directory holding its apple-app-site-association"))
         case .directory:
-            var site = loadSite(host: host, directory: full, relative: relative, known: known)
+            var site = loadSite(host: host, directory: full, relative: relative, known: known, options: options)
             if host.name != name && host.name + "." != name {
                 site.problems.append(
                     ConfigProblem(
@@ -107,12 +119,24 @@ public enum ConfigLoader {
     }
 
     /// Reads and validates one site directory.
-    public static func loadSite(host: HostName, directory: String, relative: String, known: KnownValid? = nil) -> SiteSource {
+    public static func loadSite(
+        host: HostName, directory: String, relative: String, known: KnownValid? = nil, options: ServingOptions? = nil
+    ) -> SiteSource {
         var site = SiteSource(host: host, directory: relative, aliases: [], aasa: nil, assetLinks: nil, certificate: nil, problems: [])
-        let fm = FileManager.default
+        // The listing says which of the site's files exist, so that a missing one costs no failed
+        // open (most sites have no site.yaml, assetlinks.json or tls/). A name created after the
+        // listing raises its own watcher event and a read of its own. When the directory cannot
+        // be listed, each file is tried, and tells itself why it cannot be read.
+        let listed = try? Files.entries(of: directory)
+        let entries = listed ?? []
+        func mayExist(_ name: String) -> Bool { listed == nil || entries.contains(name) }
         // site.yaml first: it names the page, which is then one of the site's files.
-        readSettings(directory, relative, &site)
-        let entries = (try? fm.contentsOfDirectory(atPath: directory)) ?? []
+        if mayExist("site.yaml") { readSettings(directory, relative, &site) }
+        let prepareWith = options.map { options in
+            var options = options
+            if let cacheControl = site.settings.cacheControl { options.cacheControl = cacheControl }
+            return options
+        }
         for entry in entries.sorted()
         where !knownSiteEntries.contains(entry) && entry != site.settings.page && (!entry.hasPrefix(".") || entry == ".well-known") {
             let message: String
@@ -127,11 +151,13 @@ public enum ConfigLoader {
             }
             site.problems.append(ConfigProblem(severity: .warning, file: "\(relative)/\(entry)", message: message))
         }
-        if let file = readSiteFile(directory, relative, aasaFileName, AppSiteAssociation.maximumFileSize, &site) {
-            site.aasa = siteFile(file, .aasa, known, AppSiteAssociation.validate)
+        if mayExist(aasaFileName), let file = readSiteFile(directory, relative, aasaFileName, AppSiteAssociation.maximumFileSize, &site) {
+            site.aasa = siteFile(file, .aasa, known, prepareWith, AppSiteAssociation.validate)
         }
-        if let file = readSiteFile(directory, relative, assetLinksFileName, AssetLinks.maximumFileSize, &site) {
-            site.assetLinks = siteFile(file, .assetLinks, known, AssetLinks.validate)
+        if mayExist(assetLinksFileName),
+            let file = readSiteFile(directory, relative, assetLinksFileName, AssetLinks.maximumFileSize, &site)
+        {
+            site.assetLinks = siteFile(file, .assetLinks, known, prepareWith, AssetLinks.validate)
         }
         if let name = site.settings.page {
             // The page is served whatever it holds: it must be a file of the site directory
@@ -148,7 +174,9 @@ public enum ConfigLoader {
             }
         }
         var certificateUnreadable = false
-        site.certificate = readCertificate(directory, relative + "/tls", &site.problems, unreadable: &certificateUnreadable)
+        if mayExist("tls") {
+            site.certificate = readCertificate(directory, relative + "/tls", &site.problems, unreadable: &certificateUnreadable)
+        }
         if certificateUnreadable { site.unreadable.insert("tls") }
         if site.aasa == nil && site.assetLinks == nil && !site.problems.contains(where: { $0.severity == .error }) {
             site.problems.append(
@@ -158,22 +186,33 @@ public enum ConfigLoader {
         return site
     }
 
-    /// A file read from a site, validated unless `known` holds its content's verdict already.
+    /// A file read from a site, validated unless `known` holds its content's verdict already,
+    /// and prepared for serving with `options` when valid.
     private static func siteFile<D>(
         _ file: (path: String, bytes: [UInt8], modified: Int64), _ kind: KnownValid.Kind, _ known: KnownValid?,
-        _ validate: ([UInt8]) -> ValidationResult<D>
+        _ options: ServingOptions?, _ validate: ([UInt8]) -> ValidationResult<D>
     ) -> SiteFile<D> {
         guard let known else {
             return SiteFile(relativePath: file.path, bytes: file.bytes, modified: file.modified, result: validate(file.bytes))
         }
         let hash = Digest.sha256(file.bytes)
+        var read: SiteFile<D>
         if known.contains(kind, digestHex: Digest.hex(hash)) {
-            return SiteFile(
+            read = SiteFile(
                 relativePath: file.path, bytes: file.bytes, modified: file.modified,
                 result: ValidationResult(document: nil, diagnostics: []),
                 sha256: hash, validatedEarlier: true)
+        } else {
+            read = SiteFile(relativePath: file.path, bytes: file.bytes, modified: file.modified, result: validate(file.bytes), sha256: hash)
         }
-        return SiteFile(relativePath: file.path, bytes: file.bytes, modified: file.modified, result: validate(file.bytes), sha256: hash)
+        if let options, read.isValid {
+            // The gzip form and the heads, made here on every core rather than by the registry
+            // on its one thread; an option that cannot make a head leaves it to the registry,
+            // which reports it.
+            read.prepared = try? PreparedFile(
+                content: PreparedContent(body: file.bytes, sha256: hash), modified: file.modified, options: options)
+        }
+        return read
     }
 
     /// Reads and parses `site.yaml` when there is one.

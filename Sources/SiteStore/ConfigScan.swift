@@ -31,6 +31,10 @@ public struct SiteFile<Document: Sendable>: Sendable {
     /// The bytes were not validated again: the same content of the same kind passed before
     /// (`KnownValid`); `result` then holds no document and no finding.
     public var validatedEarlier = false
+    /// The file prepared for serving by the read itself (serve's loads, on every core), with the
+    /// file's own time and the options its site.yaml asks for: what the registry serves when it
+    /// picks that time and those options, as it does for every file of a first load.
+    public var prepared: PreparedFile? = nil
 
     /// True when the file may be served.
     public var isValid: Bool { result.isValid || (validatedEarlier && result.diagnostics.isValid) }

@@ -57,7 +57,8 @@ public final class ConfigWatcher: @unchecked Sendable {
     private let root: String
     private let logger: Logger
     private let rescanInterval: Int64?
-    private let apply: (Change) -> Void
+    /// Set by `start`, before the thread that calls it runs.
+    private var apply: (Change) -> Void = { _ in }
     private let inotify: Inotify
     private static let clock = MonotonicClock()
     private let stopRequested = Atomic<Bool>(false)
@@ -86,12 +87,13 @@ public final class ConfigWatcher: @unchecked Sendable {
     private var openWrites: [String: Int64] = [:]
     private var lastRescan: Int64
 
-    /// `apply` runs on the watcher's thread with each batch of changes.
-    public init(root: String, rescanInterval: Int64?, logger: Logger, apply: @escaping (Change) -> Void) throws {
+    /// Watches the whole config directory at once: make it before the first load reads the
+    /// directory, so that nothing written while the load runs goes unseen (its events wait in
+    /// the kernel's queue until `start`).
+    public init(root: String, rescanInterval: Int64?, logger: Logger) throws {
         self.root = root
         self.rescanInterval = rescanInterval
         self.logger = logger
-        self.apply = apply
         do {
             inotify = try Inotify()
         } catch {
@@ -106,7 +108,10 @@ public final class ConfigWatcher: @unchecked Sendable {
         init(_ d: String) { description = d }
     }
 
-    public func start() {
+    /// Starts following changes: `apply` runs on the watcher's thread with each batch, the first
+    /// one holding whatever changed since `init`.
+    public func start(apply: @escaping (Change) -> Void) {
+        self.apply = apply
         let t = Thread { [self] in
             run()
             finished.signal()
@@ -144,18 +149,31 @@ public final class ConfigWatcher: @unchecked Sendable {
 
     @discardableResult
     private func add(_ path: String, _ kind: Watched) -> Int32? {
-        do {
-            let wd = try inotify.addWatch(path, Self.directoryMask)
+        switch Self.addWatch(inotify, path, Self.directoryMask) {
+        case .success(let wd):
             watches[wd, default: []].insert(kind)
             return wd
-        } catch {
-            if error.isWatchLimit && !watchLimitReported {
-                watchLimitReported = true
-                logger.warning(
-                    "inotify watch limit reached; raise fs.inotify.max_user_watches, or changes to some sites are seen only by --rescan-interval or SIGHUP"
-                )
-            }
+        case .failure(let error):
+            noteFailure(error)
             return nil
+        }
+    }
+
+    /// inotify_add_watch alone: safe on any thread (the bookkeeping is the caller's).
+    private static func addWatch(_ inotify: Inotify, _ path: String, _ mask: Inotify.Mask) -> Result<Int32, SystemError> {
+        do throws(SystemError) {
+            return .success(try inotify.addWatch(path, mask))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    private func noteFailure(_ error: SystemError) {
+        if error.isWatchLimit && !watchLimitReported {
+            watchLimitReported = true
+            logger.warning(
+                "inotify watch limit reached; raise fs.inotify.max_user_watches, or changes to some sites are seen only by --rescan-interval or SIGHUP"
+            )
         }
     }
 
@@ -182,11 +200,9 @@ public final class ConfigWatcher: @unchecked Sendable {
         watchFixed("root", root, .root)
         watchFixed("tls", root + "/tls", .defaultTLS)
         watchFixed("sites", root + "/sites", .sites)
-        let listed = ((try? FileManager.default.contentsOfDirectory(atPath: root + "/sites")) ?? []).filter { !$0.hasPrefix(".") }
+        let listed = ((try? Files.entries(of: root + "/sites")) ?? []).filter { !$0.hasPrefix(".") }
         // Names watched before and gone now let go of their watches too.
-        for name in Set(listed).union(siteWatches.keys).union(siteTLSWatches.keys).sorted() {
-            watchSite(name)
-        }
+        watchSites(Array(Set(listed).union(siteWatches.keys).union(siteTLSWatches.keys)))
     }
 
     /// Watches what a fixed part of the config directory resolves to now, letting go of what it
@@ -219,18 +235,39 @@ public final class ConfigWatcher: @unchecked Sendable {
     /// Watches what `sites/NAME` and its `tls/` resolve to now (following symlinks: an alias, or
     /// a Kubernetes `..data/NAME`), or nothing when they are gone.
     private func watchSite(_ name: String) {
-        let path = root + "/sites/" + name
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue else {
-            bind(&siteWatches, name, to: nil, .site(name))
-            bind(&siteTLSWatches, name, to: nil, .siteTLS(name))
-            return
-        }
-        bind(&siteWatches, name, to: add(path, .site(name)), .site(name))
-        var tlsIsDirectory: ObjCBool = false
-        let tls = FileManager.default.fileExists(atPath: path + "/tls", isDirectory: &tlsIsDirectory) && tlsIsDirectory.boolValue
-        bind(&siteTLSWatches, name, to: tls ? add(path + "/tls", .siteTLS(name)) : nil, .siteTLS(name))
+        watchSites([name])
     }
+
+    /// The same for many names. The watches are added on every core for a large batch (at
+    /// 100,000 sites, one path walk each is seconds on one); the bookkeeping follows on this
+    /// thread: first every new binding, then the release of the old ones, so that a watch
+    /// another name has just resolved to is never removed as unused.
+    private func watchSites(_ names: [String]) {
+        let inotify = self.inotify
+        let sites = root + "/sites/"
+        let resolve: @Sendable (String) -> (site: Result<Int32, SystemError>, tls: Result<Int32, SystemError>?) = { name in
+            let mask = Self.directoryMask.union(.onlyDirectory)
+            let site = Self.addWatch(inotify, sites + name, mask)
+            guard case .success = site else { return (site, nil) }
+            return (site, Self.addWatch(inotify, sites + name + "/tls", mask))
+        }
+        let resolved = Parallel.map(names, threshold: Self.parallelThreshold, resolve)
+        for (name, watched) in zip(names, resolved) {
+            if case .success(let wd) = watched.site { watches[wd, default: []].insert(.site(name)) }
+            if case .success(let wd) = watched.tls { watches[wd, default: []].insert(.siteTLS(name)) }
+        }
+        for (name, watched) in zip(names, resolved) {
+            // Gone, or not a directory: ENOENT and ENOTDIR are no failure.
+            for result in [watched.site, watched.tls].compactMap({ $0 }) {
+                if case .failure(let error) = result, !error.isNoSuchFile { noteFailure(error) }
+            }
+            bind(&siteWatches, name, to: try? watched.site.get(), .site(name))
+            bind(&siteTLSWatches, name, to: watched.tls.flatMap { try? $0.get() }, .siteTLS(name))
+        }
+    }
+
+    /// Batches of names larger than this are watched on every core.
+    static let parallelThreshold = 256
 
     /// A watch inotify dropped (its directory deleted or unmounted): the names it stood for no
     /// longer resolve to it.

@@ -55,6 +55,11 @@ public struct HostName: Sendable, Hashable, Comparable, CustomStringConvertible 
     /// Parses and normalises a host name. Upper-case ASCII is lowered (host names are
     /// case-insensitive); Unicode is refused with its `xn--` form, since Apple matches A-labels.
     public init(parsing raw: String) throws(Problem) {
+        name = Self.isPlain(raw.utf8) ? raw : try Self.normalise(raw)
+    }
+
+    /// The full parse: the normal form of any name, or what is wrong with it.
+    static func normalise(_ raw: String) throws(Problem) -> String {
         var text = raw
         if text.hasSuffix(".") { text.removeLast() }
         guard !text.isEmpty else { throw .empty }
@@ -88,7 +93,34 @@ public struct HostName: Sendable, Hashable, Comparable, CustomStringConvertible 
                 throw .badLabel(String(label), reason: "starts or ends with '-'")
             }
         }
-        name = text
+        return text
+    }
+
+    /// Whether a name is already in normal form and valid: labels of lower-case letters, digits
+    /// and inner hyphens, 1 to 63 bytes each, 253 in all, no wildcard and no final dot. One pass
+    /// over the bytes for what nearly every site directory is called; anything else takes the
+    /// full parse, which also says what is wrong.
+    static func isPlain(_ bytes: String.UTF8View) -> Bool {
+        guard !bytes.isEmpty, bytes.count <= maximumLength else { return false }
+        var labelLength = 0
+        var previous: UInt8 = UInt8(ascii: ".")
+        for byte in bytes {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+                labelLength += 1
+            case UInt8(ascii: "-"):
+                guard previous != UInt8(ascii: ".") else { return false }
+                labelLength += 1
+            case UInt8(ascii: "."):
+                guard labelLength > 0, previous != UInt8(ascii: "-") else { return false }
+                labelLength = 0
+            default:
+                return false
+            }
+            guard labelLength <= maximumLabelLength else { return false }
+            previous = byte
+        }
+        return labelLength > 0 && previous != UInt8(ascii: "-")
     }
 
     /// The IDNA A-label form of a Unicode name: each non-ASCII label lower-cased, normalised to

@@ -91,6 +91,20 @@ public final class PreparedFile: Sendable {
         }
     }
 
+    /// The same file over another content object of the same bytes (one body shared by the sites
+    /// that serve it): the heads depend only on the bytes, the time and the options, so they are
+    /// shared too rather than built again.
+    init(_ file: PreparedFile, sharing content: PreparedContent) {
+        precondition(content.digest == file.content.digest, "a prepared file shares only a content of its own bytes")
+        self.content = content
+        options = file.options
+        lastModified = file.lastModified
+        headers = file.headers
+        gzipHeaders = file.gzipHeaders
+        notModifiedHeaders = file.notModifiedHeaders
+        gzipNotModifiedHeaders = file.gzipNotModifiedHeaders
+    }
+
     public convenience init(body: [UInt8], modified: Int64, options: ServingOptions) throws(InvalidField) {
         try self.init(content: PreparedContent(body: body), modified: modified, options: options)
     }

@@ -236,7 +236,12 @@ public final class SiteRegistry {
         }
         var touched = Set<String>()
         // Site directories first, so that aliases find their targets.
-        let directories = names.filter(isDirectory)
+        let candidates = Array(names)
+        let sitesPath = self.sitesPath
+        let kinds = Parallel.map(candidates, threshold: Self.parallelThreshold) { name in
+            (try? Files.linkStatus(sitesPath + "/" + name))?.kind == .directory
+        }
+        let directories = Set(zip(candidates, kinds).lazy.filter(\.1).map(\.0))
         let ordered = directories.sorted() + names.subtracting(directories).sorted()
         // In chunks, so that at most one chunk of parsed files is held at once. Nothing that
         // changes the snapshot happens before the last chunk is read and the tree checked:
@@ -339,30 +344,17 @@ public final class SiteRegistry {
         }
         let known = knownValid
         let check = checkCertificate
+        let options = self.options
         // A site's own certificate pair is checked here too, on every core, unless it passed
         // before (serve only): at 50,000 pairs the checks are most of a start (issue 14).
         let examineOne: @Sendable (String) -> ConfigLoader.Entry = { name in
-            let entry = ConfigLoader.examine(sitesPath: sitesPath, name: name, isSite: isSite, known: known)
+            let entry = ConfigLoader.examine(sitesPath: sitesPath, name: name, isSite: isSite, known: known, options: options)
             guard let known, case .site(var source) = entry, let files = source.certificate else { return entry }
             let identity = files.identity
             source.checkedCertificate = (identity, known.contains(.certificate, digestHex: identity) ? nil : check(files))
             return .site(source)
         }
-        guard names.count > Self.parallelThreshold else { return names.map(examineOne) }
-        let results = UnsafeMutableBufferPointer<ConfigLoader.Entry>.allocate(capacity: names.count)
-        defer { results.deallocate() }
-        let chunks = max(1, ProcessInfo.processInfo.activeProcessorCount * 4)
-        let size = (names.count + chunks - 1) / chunks
-        nonisolated(unsafe) let output = results
-        DispatchQueue.concurrentPerform(iterations: chunks) { chunk in
-            let range = min(names.count, chunk * size)..<min(names.count, (chunk + 1) * size)
-            for i in range {
-                (output.baseAddress! + i).initialize(to: examineOne(names[i]))
-            }
-        }
-        let array = Array(results)
-        _ = results.deinitialize()
-        return array
+        return Parallel.map(names, threshold: Self.parallelThreshold, examineOne)
     }
 
     /// After a full load: the known verdicts become those of the contents now served (so that

@@ -28,6 +28,9 @@ extension SiteRegistry {
     /// Every site's state, sorted by directory name.
     public var statuses: [SiteStatus] { records.keys.sorted().compactMap(status(of:)) }
 
+    /// Every site's directory name, in no order.
+    public var siteNames: [String] { Array(records.keys) }
+
     /// One site's state; nil if no site has that directory name.
     public func status(of name: String) -> SiteStatus? {
         guard let r = records[name] else { return nil }

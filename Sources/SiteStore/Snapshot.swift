@@ -161,15 +161,27 @@ struct ContentCache {
         -> PreparedFile?
     {
         guard file.isValid else { return nil }
+        // What the read prepared (on every core) is used when it was made with this time and these
+        // options, with the content already held when another site serves the same bytes; its
+        // content (gzip, ETag) is used in any case.
+        let ready = file.prepared
+        if let ready, ready.lastModified == modified, ready.options == options {
+            let digest = ready.content.digest
+            guard let entry = entries[digest] else {
+                entries[digest] = (ready.content, 1)
+                return ready
+            }
+            entries[digest]!.uses += 1
+            return PreparedFile(ready, sharing: entry.content)
+        }
         try PreparedFile.check(options)
-        let hash = file.sha256 ?? Digest.sha256(file.bytes)
-        let digest = Digest.hex(hash)
         let content: PreparedContent
+        let digest = ready?.content.digest ?? Digest.hex(file.sha256 ?? Digest.sha256(file.bytes))
         if let entry = entries[digest] {
             content = entry.content
             entries[digest]!.uses += 1
         } else {
-            content = PreparedContent(body: file.bytes, sha256: hash)
+            content = ready?.content ?? PreparedContent(body: file.bytes, sha256: file.sha256)
             entries[digest] = (content, 1)
         }
         return try PreparedFile(content: content, modified: modified, options: options)

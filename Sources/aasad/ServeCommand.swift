@@ -145,6 +145,16 @@ struct ServeCommand: ParsableCommand {
         let registry = SiteRegistry(
             root: config, options: ServingOptions(cacheControl: settings.cacheControl), logger: logger,
             checkCertificate: ConfigLoading.check, knownValidFile: knownValidFile)
+        // Watched before it is read: what changes while the first load runs (seconds at 100,000
+        // sites) is in the watcher's first batch.
+        var watcher: ConfigWatcher?
+        if settings.watch {
+            do {
+                watcher = try ConfigWatcher(root: config, rescanInterval: settings.rescanInterval, logger: logger)
+            } catch {
+                logger.warning("cannot watch the config directory; changes apply on SIGHUP only", metadata: ["error": "\(error)"])
+            }
+        }
         registry.reloadAll()
         let store = SnapshotStore(registry.snapshot)
         let certificates = try Self.certificates(
@@ -225,34 +235,26 @@ struct ServeCommand: ParsableCommand {
         }
         certificateManager?.start()
         let served = store.snapshot().sites.count
-        var watcher: ConfigWatcher?
-        if settings.watch {
-            do {
-                watcher = try ConfigWatcher(root: config, rescanInterval: settings.rescanInterval, logger: logger) { change in
-                    if change.settings || change.full { Self.noticeSettingsChange(config: config, atStart: fileSettings, logger: logger) }
-                    guard change.full || change.defaultCertificate || !change.sites.isEmpty else { return }
-                    let snapshot = sites.reload { registry in
-                        if change.full {
-                            registry.reloadAll()
-                        } else {
-                            if change.defaultCertificate { registry.reloadDefaultCertificate() }
-                            registry.reload(change.sites)
-                        }
-                        return registry.snapshot
-                    }
-                    Self.followDefaultCertificate(snapshot, tls: tls, fallback: certificates.defaultSource, logger: logger)
-                    store.publish(snapshot)
-                    certificateManager?.want(acmeNames.names(in: snapshot))
-                    if let development, certificateManager == nil {
-                        Self.noteUnpermitted(
-                            snapshot, directories: change.full ? nil : Array(change.sites), development: development, logger: logger)
-                    }
-                    if change.full { SystemdNotify.send("READY=1") }
+        watcher?.start { change in
+            if change.settings || change.full { Self.noticeSettingsChange(config: config, atStart: fileSettings, logger: logger) }
+            guard change.full || change.defaultCertificate || !change.sites.isEmpty else { return }
+            let snapshot = sites.reload { registry in
+                if change.full {
+                    registry.reloadAll()
+                } else {
+                    if change.defaultCertificate { registry.reloadDefaultCertificate() }
+                    registry.reload(change.sites)
                 }
-                watcher?.start()
-            } catch {
-                logger.warning("cannot watch the config directory; changes apply on SIGHUP only", metadata: ["error": "\(error)"])
+                return registry.snapshot
             }
+            Self.followDefaultCertificate(snapshot, tls: tls, fallback: certificates.defaultSource, logger: logger)
+            store.publish(snapshot)
+            certificateManager?.want(acmeNames.names(in: snapshot))
+            if let development, certificateManager == nil {
+                Self.noteUnpermitted(
+                    snapshot, directories: change.full ? nil : Array(change.sites), development: development, logger: logger)
+            }
+            if change.full { SystemdNotify.send("READY=1") }
         }
         logger.info(
             "serving",

@@ -41,6 +41,31 @@ struct HostNameTests {
         #expect(throws: HostName.Problem.self) { try HostName(parsing: raw) }
     }
 
+    /// The one-pass check for names already in normal form must agree with the full parse: it
+    /// may only accept what the full parse accepts unchanged, and it should accept every such
+    /// name but wildcards (else start-up takes the slow path for nothing).
+    @Test("the fast path for plain names agrees with the full parse")
+    func fastPathAgrees() {
+        var generator = SystemRandomNumberGenerator()
+        let alphabet = Array("abz09-.*A:_é".unicodeScalars)
+        var cases = ["a", "a.b", "a-b.c", "-", ".", "a.", "a-", "a.-b", "a-.b", String(repeating: "a", count: 63) + ".b"]
+        cases.append(String(repeating: "a", count: 64) + ".b")
+        cases.append([String](repeating: String(repeating: "a", count: 63), count: 4).joined(separator: "."))
+        cases.append(([String](repeating: String(repeating: "a", count: 63), count: 3) + ["b"]).joined(separator: "."))
+        for _ in 0..<20_000 {
+            let length = Int.random(in: 0...12, using: &generator)
+            var text = String.UnicodeScalarView()
+            for _ in 0..<length { text.append(alphabet.randomElement(using: &generator)!) }
+            cases.append(String(text))
+        }
+        for raw in cases {
+            let plain = HostName.isPlain(raw.utf8)
+            let full = try? HostName.normalise(raw)
+            if plain { #expect(full == raw, "fast path accepted \(raw.debugDescription)") }
+            if full == raw && !raw.contains("*") { #expect(plain, "fast path missed \(raw.debugDescription)") }
+        }
+    }
+
     @Test("a label of 63 characters is accepted, 64 is refused")
     func labelBound() throws {
         _ = try HostName(parsing: String(repeating: "a", count: HostName.maximumLabelLength) + ".com")
