@@ -78,16 +78,15 @@ enum Responder {
     private static func serve(
         _ file: PreparedFile, ifNoneMatch: UnsafeRawBufferPointer?, ifModifiedSince: UnsafeRawBufferPointer?, acceptsGzip: Bool
     ) -> Response {
-        let gzip = acceptsGzip && file.gzipBody != nil
-        let etag = gzip ? file.gzipETag! : file.etag
+        // The gzip form is made by the first request that accepts it (PreparedFile.gzip).
+        let gzip = acceptsGzip ? file.gzip : nil
+        let etag = gzip?.etag ?? file.etag
         if HTTPFields.notModified(etag: etag, lastModified: file.lastModified, ifNoneMatch: ifNoneMatch, ifModifiedSince: ifModifiedSince) {
             return Response(
-                status: .notModified, headers: gzip ? file.gzipNotModifiedHeaders! : file.notModifiedHeaders, body: [], sendsBody: false,
+                status: .notModified, headers: gzip?.notModifiedHeaders ?? file.notModifiedHeaders, body: [], sendsBody: false,
                 close: false)
         }
-        return Response(
-            status: .ok, headers: gzip ? file.gzipHeaders! : file.headers, body: gzip ? file.gzipBody! : file.body, sendsBody: true,
-            close: false)
+        return Response(status: .ok, headers: gzip?.headers ?? file.headers, body: gzip?.body ?? file.body, sendsBody: true, close: false)
     }
 
     /// Every other path of a site with `fallback` or `page` (docs/link-domain.md): the

@@ -1,4 +1,5 @@
 public import HTTPCore
+import Synchronization
 
 /// How files are served: the header values that are policy rather than content.
 public struct ServingOptions: Sendable, Equatable {
@@ -31,17 +32,31 @@ public struct ServingOptions: Sendable, Equatable {
 /// What depends only on a file's bytes: the body, its gzip form and their ETags. Sites whose
 /// files have the same bytes share one (issue 4: identical files share one prepared body), and
 /// the compression runs once per distinct file.
+///
+/// The gzip form is made on first use (the first request that accepts gzip), not at load: a
+/// start at 100,000 sites spent a fifth of its time compressing files most of which no client
+/// asks for before they change, and each kept its compressed copy.
 public final class PreparedContent: Sendable {
     /// The file, byte for byte.
     public let body: [UInt8]
-    /// The file gzipped, when that is smaller.
-    public let gzipBody: [UInt8]?
     /// Strong ETag of the identity body: a SHA-256 prefix, quoted.
     public let etag: String
-    /// Strong ETag of the gzip body (a different representation needs a different strong ETag).
+    /// Strong ETag of the gzip body (a different representation needs a different strong ETag);
+    /// nil when the file is too small to be offered compressed.
     public let gzipETag: String?
     /// SHA-256 of the body, hex: the key under which it is shared.
     public let digest: String
+    private let compressed = AtomicLazyReference<Compressed>()
+
+    /// Files smaller than this are never offered compressed: gzip's header and trailer (18
+    /// bytes) and the `Vary` they need eat what it saves.
+    public static let minimumCompressedSize = 256
+
+    /// The gzip form once made: nil when it is not smaller than the file.
+    final class Compressed: Sendable {
+        let body: [UInt8]?
+        init(_ body: [UInt8]?) { self.body = body }
+    }
 
     /// `sha256` is the body's hash when the caller has it already.
     public init(body: [UInt8], sha256: [UInt8]? = nil) {
@@ -50,9 +65,20 @@ public final class PreparedContent: Sendable {
         digest = Digest.hex(hash)
         let short = Digest.hex(hash.prefix(16))
         etag = "\"\(short)\""
-        let compressed = Gzip.compress(body).flatMap { $0.count < body.count ? $0 : nil }
-        gzipBody = compressed
-        gzipETag = compressed == nil ? nil : "\"\(short)-gz\""
+        gzipETag = body.count < Self.minimumCompressedSize ? nil : "\"\(short)-gz\""
+    }
+
+    /// Whether responses vary by Accept-Encoding: the file is large enough to be offered gzipped
+    /// (decided at load, without compressing).
+    public var mayCompress: Bool { gzipETag != nil }
+
+    /// The file gzipped, when that is smaller: compressed on the first call (by whichever thread
+    /// asks first; a race compresses twice and keeps one) and kept.
+    public var gzipBody: [UInt8]? {
+        guard mayCompress else { return nil }
+        if let done = compressed.load() { return done.body }
+        let made = Compressed(Gzip.compress(body).flatMap { $0.count < body.count ? $0 : nil })
+        return compressed.storeIfNil(made).body
     }
 }
 
@@ -66,15 +92,68 @@ public final class PreparedFile: Sendable {
     public let lastModified: Int64
     /// The fields of a 200 response, all but `Date` and `Connection`, in both framings.
     public let headers: PreparedFields
-    public let gzipHeaders: PreparedFields?
     /// The same for a 304 (RFC 9110 §15.4.5: the validators and caching fields, no body fields).
     public let notModifiedHeaders: PreparedFields
-    public let gzipNotModifiedHeaders: PreparedFields?
+    /// The gzip representation's body and fields, made with the content's gzip body on first use.
+    public final class GzipForm: Sendable {
+        public let body: [UInt8]
+        public let etag: String
+        public let headers: PreparedFields
+        public let notModifiedHeaders: PreparedFields
+
+        init(body: [UInt8], etag: String, headers: PreparedFields, notModifiedHeaders: PreparedFields) {
+            self.body = body
+            self.etag = etag
+            self.headers = headers
+            self.notModifiedHeaders = notModifiedHeaders
+        }
+    }
+
+    /// A box for "made, and there is none" (the file does not get smaller).
+    private final class GzipBox: Sendable {
+        let form: GzipForm?
+        init(_ form: GzipForm?) { self.form = form }
+    }
+    private let gzipBox = AtomicLazyReference<GzipBox>()
 
     public var body: [UInt8] { content.body }
-    public var gzipBody: [UInt8]? { content.gzipBody }
     public var etag: String { content.etag }
-    public var gzipETag: String? { content.gzipETag }
+
+    /// What a client that accepts gzip is sent, or nil when the file is served as it is to
+    /// everyone (too small, or gzip is not smaller). Made on the first call and kept.
+    public var gzip: GzipForm? {
+        guard let gzipETag = content.gzipETag else { return nil }
+        if let box = gzipBox.load() { return box.form }
+        var form: GzipForm?
+        if let compressed = content.gzipBody {
+            let common = Self.commonFields(content, options, lastModified)
+            form = GzipForm(
+                body: compressed, etag: gzipETag,
+                headers: PreparedFields(
+                    [
+                        (name: "Content-Type", value: options.contentType), (name: "Content-Encoding", value: "gzip"),
+                        (name: "Content-Length", value: "\(compressed.count)"), (name: "ETag", value: gzipETag),
+                    ] + common + [(name: "X-Content-Type-Options", value: "nosniff")]),
+                notModifiedHeaders: PreparedFields([(name: "ETag", value: gzipETag)] + common))
+        }
+        return gzipBox.storeIfNil(GzipBox(form)).form
+    }
+
+    public var gzipBody: [UInt8]? { gzip?.body }
+    public var gzipETag: String? { gzip?.etag }
+    public var gzipHeaders: PreparedFields? { gzip?.headers }
+    public var gzipNotModifiedHeaders: PreparedFields? { gzip?.notModifiedHeaders }
+
+    /// Last-Modified, Cache-Control and Vary: the fields every response of the file carries.
+    private static func commonFields(
+        _ content: PreparedContent, _ options: ServingOptions, _ lastModified: Int64
+    ) -> [(name: String, value: String)] {
+        // Vary only when a gzip variant may exist (or the answer depends on the User-Agent):
+        // otherwise every client gets the same bytes.
+        let varied = (content.mayCompress ? ["Accept-Encoding"] : []) + (options.varyUserAgent ? ["User-Agent"] : [])
+        let vary: [(name: String, value: String)] = varied.isEmpty ? [] : [(name: "Vary", value: varied.joined(separator: ", "))]
+        return [(name: "Last-Modified", value: HTTPDate.format(lastModified)), (name: "Cache-Control", value: options.cacheControl)] + vary
+    }
 
     /// A header value a head would not be built from (the settings' checks should have refused
     /// it; this is the last line of defence, and an error rather than a trap).
@@ -100,9 +179,7 @@ public final class PreparedFile: Sendable {
         options = file.options
         lastModified = file.lastModified
         headers = file.headers
-        gzipHeaders = file.gzipHeaders
         notModifiedHeaders = file.notModifiedHeaders
-        gzipNotModifiedHeaders = file.gzipNotModifiedHeaders
     }
 
     public convenience init(body: [UInt8], modified: Int64, options: ServingOptions) throws(InvalidField) {
@@ -114,26 +191,12 @@ public final class PreparedFile: Sendable {
         self.content = content
         self.options = options
         lastModified = modified
-        func lines(_ fields: [(String, String)]) -> PreparedFields { PreparedFields(fields.map { (name: $0.0, value: $0.1) }) }
-        // Vary only when a gzip variant exists (or the answer depends on the User-Agent):
-        // otherwise every client gets the same bytes.
-        let varied = (content.gzipBody == nil ? [] : ["Accept-Encoding"]) + (options.varyUserAgent ? ["User-Agent"] : [])
-        let vary: [(String, String)] = varied.isEmpty ? [] : [("Vary", varied.joined(separator: ", "))]
-        let common: [(String, String)] = [("Last-Modified", HTTPDate.format(modified)), ("Cache-Control", options.cacheControl)]
-        headers = lines(
-            [("Content-Type", options.contentType), ("Content-Length", "\(content.body.count)"), ("ETag", content.etag)] + common + vary
-                + [("X-Content-Type-Options", "nosniff")])
-        notModifiedHeaders = lines([("ETag", content.etag)] + common + vary)
-        if let compressed = content.gzipBody, let gzipETag = content.gzipETag {
-            gzipHeaders = lines(
-                [
-                    ("Content-Type", options.contentType), ("Content-Encoding", "gzip"), ("Content-Length", "\(compressed.count)"),
-                    ("ETag", gzipETag),
-                ] + common + vary + [("X-Content-Type-Options", "nosniff")])
-            gzipNotModifiedHeaders = lines([("ETag", gzipETag)] + common + vary)
-        } else {
-            gzipHeaders = nil
-            gzipNotModifiedHeaders = nil
-        }
+        let common = Self.commonFields(content, options, modified)
+        headers = PreparedFields(
+            [
+                (name: "Content-Type", value: options.contentType), (name: "Content-Length", value: "\(content.body.count)"),
+                (name: "ETag", value: content.etag),
+            ] + common + [(name: "X-Content-Type-Options", value: "nosniff")])
+        notModifiedHeaders = PreparedFields([(name: "ETag", value: content.etag)] + common)
     }
 }
