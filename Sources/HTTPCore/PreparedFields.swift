@@ -58,13 +58,12 @@ public final class PreparedFields: Sendable, Equatable {
             lines.append(contentsOf: value.utf8)
             lines.append(contentsOf: "\r\n".utf8)
             // Lower-cased as bytes (field names are ASCII tokens): a start at 100,000 sites builds
-            // 400,000 lists, and a String per name was most of their cost.
+            // 400,000 lists, and a String per name was most of their cost. (No slice of `bytes` is
+            // taken while it is filled: one would share its buffer, and the next append copy it
+            // into a doubled one.)
+            if Self.connectionSpecific.contains(where: { $0.elementsEqual(name.utf8.lazy.map(Self.lowercased)) }) { continue }
             let start = bytes.count
-            for byte in name.utf8 { bytes.append(byte &- UInt8(ascii: "A") < 26 ? byte | 0x20 : byte) }
-            if Self.connectionSpecific.contains(where: { $0.elementsEqual(bytes[start...]) }) {
-                bytes.removeSubrange(start...)
-                continue
-            }
+            for byte in name.utf8 { bytes.append(Self.lowercased(byte)) }
             let nameLength = bytes.count - start
             spans.append(Span(name: start, nameLength: nameLength, value: start + nameLength, valueLength: value.utf8.count))
             bytes.append(contentsOf: value.utf8)
@@ -78,6 +77,10 @@ public final class PreparedFields: Sendable, Equatable {
     private static let connectionSpecific: [[UInt8]] = [
         Array(FieldName.connection.utf8), Array("keep-alive".utf8), Array(FieldName.transferEncoding.utf8),
     ]
+
+    private static func lowercased(_ byte: UInt8) -> UInt8 {
+        byte &- UInt8(ascii: "A") < 26 ? byte | 0x20 : byte
+    }
 
     /// No fields.
     public static let none = PreparedFields([])

@@ -41,9 +41,9 @@ public final class PreparedContent: Sendable {
     public let body: [UInt8]
     /// Strong ETag of the identity body: a SHA-256 prefix, quoted.
     public let etag: String
-    /// Strong ETag of the gzip body (a different representation needs a different strong ETag);
-    /// nil when the file is too small to be offered compressed.
-    public let gzipETag: String?
+    /// Whether responses vary by Accept-Encoding: the file is large enough to be offered gzipped
+    /// (decided at load, without compressing).
+    public let mayCompress: Bool
     /// SHA-256 of the body, hex: the key under which it is shared.
     public let digest: String
     private let compressed = AtomicLazyReference<Compressed>()
@@ -65,12 +65,13 @@ public final class PreparedContent: Sendable {
         digest = Digest.hex(hash)
         let short = Digest.hex(hash.prefix(16))
         etag = "\"\(short)\""
-        gzipETag = body.count < Self.minimumCompressedSize ? nil : "\"\(short)-gz\""
+        mayCompress = body.count >= Self.minimumCompressedSize
     }
 
-    /// Whether responses vary by Accept-Encoding: the file is large enough to be offered gzipped
-    /// (decided at load, without compressing).
-    public var mayCompress: Bool { gzipETag != nil }
+    /// Strong ETag of the gzip body (a different representation needs a different strong ETag);
+    /// nil when the file is too small to be offered compressed. Made when asked (the gzip form
+    /// keeps it), not kept per file.
+    public var gzipETag: String? { mayCompress ? etag.dropLast() + "-gz\"" : nil }
 
     /// The file gzipped, when that is smaller: compressed on the first call (by whichever thread
     /// asks first; a race compresses twice and keeps one) and kept.

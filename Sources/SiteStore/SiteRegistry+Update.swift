@@ -20,10 +20,10 @@ extension SiteRegistry {
         var siteOptions = options
         if let cacheControl = settings.cacheControl { siteOptions.cacheControl = cacheControl }
         let aasa = choose(
-            source.aasa, name: ConfigLoader.aasaFileName, kind: .aasa, unreadable: source.unreadable, previous: record.served?.aasa,
+            source.aasa, name: ConfigLoader.aasaFileName, file: .aasa, kind: .aasa, unreadable: source.unreadable, previous: record.served?.aasa,
             record: &record, options: siteOptions, errors: &errors)
         let assetLinks = choose(
-            source.assetLinks, name: ConfigLoader.assetLinksFileName, kind: .assetLinks, unreadable: source.unreadable,
+            source.assetLinks, name: ConfigLoader.assetLinksFileName, file: .assetLinks, kind: .assetLinks, unreadable: source.unreadable,
             previous: record.served?.assetLinks,
             record: &record, options: siteOptions, errors: &errors)
         var certificate = source.certificate
@@ -78,13 +78,7 @@ extension SiteRegistry {
         record.errors = errors
         // What was read is applied: keep no file contents or parsed models (memory at 100,000
         // sites), unless a reporting command asked for them.
-        if !keepsSources {
-            var kept = record.source
-            kept.aasa = nil
-            kept.assetLinks = nil
-            kept.page = nil
-            record.source = kept
-        }
+        if !keepsSources { record.dropSource() }
         records[name] = record
         stateCounts[before, default: 0] -= 1
         stateCounts[Self.state(of: record), default: 0] += 1
@@ -112,7 +106,7 @@ extension SiteRegistry {
         // User-Agent (the same rule as the redirects' own Vary).
         options.varyUserAgent = PreparedFallback.variesByUserAgent(settings.fallback, hasPage: true)
         return choose(
-            file, name: Self.pageKey, unreadable: source.unreadable.contains(name) ? [Self.pageKey] : [], previous: record.served?.page,
+            file, name: Self.pageKey, file: .page, unreadable: source.unreadable.contains(name) ? [Self.pageKey] : [], previous: record.served?.page,
             record: &record, options: options, errors: &errors)
     }
 
@@ -131,7 +125,7 @@ extension SiteRegistry {
     /// never gets 304 for a newer one. Unchanged content keeps its Last-Modified (a chmod or a
     /// touch changes nothing a client sees). Across restarts the ctime carries the rule.
     func choose<D>(
-        _ file: SiteFile<D>?, name: String, kind: KnownValid.Kind? = nil, unreadable: Set<String>, previous: PreparedFile?,
+        _ file: SiteFile<D>?, name: String, file which: FileKind, kind: KnownValid.Kind? = nil, unreadable: Set<String>, previous: PreparedFile?,
         record: inout Record, options: ServingOptions, errors: inout [String]
     ) -> PreparedFile? {
         // The last good version, under the options in force now: a changed cache-control, or a
@@ -149,13 +143,13 @@ extension SiteRegistry {
         if let previous, previous.content.body == file.bytes {
             if previous.options == options { return previous }
             modified = previous.lastModified
-        } else if let last = record.lastModified[name], modified <= last {
+        } else if let last = record.lastModified[which], modified <= last {
             modified = last + 1
         }
         do {
             let prepared = try contents.prepare(file, modified: modified, options: options)
             if let prepared {
-                record.lastModified[name] = prepared.lastModified
+                record.lastModified[which] = prepared.lastModified
                 if let kind { knownValid?.insert(kind, digestHex: prepared.content.digest) }
             }
             return prepared

@@ -21,12 +21,16 @@ public final class SiteRegistry {
     /// cost their buckets' few words rather than a kilobyte each.
     struct Record {
         var host: HostName
-        /// The site as last read from disk.
+        /// The site as last read from disk, until it is applied: serve keeps none of it after
+        /// (`dropSource`; at 100,000 sites the emptied sources alone were 60 MB), the reporting
+        /// commands keep it all.
         var source: SiteSource {
-            get { boxedSource.value }
+            get { boxedSource?.value ?? SiteSource(host: host, directory: "", aliases: [], problems: []) }
             set { boxedSource = Boxed(newValue) }
         }
-        private var boxedSource: Boxed<SiteSource>
+        private var boxedSource: Boxed<SiteSource>?
+
+        mutating func dropSource() { boxedSource = nil }
         /// The last good version, with all its claimed hosts.
         var served: ServedSite?
         /// Problems of the version on disk.
@@ -39,9 +43,9 @@ public final class SiteRegistry {
             set { boxedSettings = Boxed(newValue) }
         }
         private var boxedSettings = noSettingsBox
-        /// The Last-Modified last served for each file (by name), kept when the file is deleted:
-        /// a later content of that file is always served with a later one (see `choose`).
-        var lastModified: [String: Int64] = [:]
+        /// The Last-Modified last served for each file, kept when the file is deleted: a later
+        /// content of that file is always served with a later one (see `choose`).
+        var lastModified = LastModified()
         /// Fallback answers by platform, across the site's versions; made when the site first
         /// has a fallback (most sites never do: no allocation for them).
         var fallbackCounts: FallbackCounts?
@@ -50,6 +54,36 @@ public final class SiteRegistry {
             self.host = host
             boxedSource = Boxed(source)
         }
+    }
+
+    /// The Last-Modified last served for each of a site's files (a dictionary per site cost
+    /// a few hundred bytes at 100,000 sites).
+    struct LastModified {
+        var aasa: Int64?
+        var assetLinks: Int64?
+        var page: Int64?
+
+        subscript(file: FileKind) -> Int64? {
+            get {
+                switch file {
+                case .aasa: aasa
+                case .assetLinks: assetLinks
+                case .page: page
+                }
+            }
+            set {
+                switch file {
+                case .aasa: aasa = newValue
+                case .assetLinks: assetLinks = newValue
+                case .page: page = newValue
+                }
+            }
+        }
+    }
+
+    /// The files of a site that are served.
+    enum FileKind {
+        case aasa, assetLinks, page
     }
 
     /// An immutable value behind a reference; a record replaces the box to change it, so copies of
@@ -412,12 +446,10 @@ public final class SiteRegistry {
     /// an alias stays an alias; an unknown name is reported.
     func keepUnreadable(_ name: String, _ problem: ConfigProblem) {
         if var record = records[name] {
-            var kept = record.source
-            kept.aasa = nil
-            kept.assetLinks = nil
-            kept.page = nil
-            kept.certificate = nil
-            kept.problems = [problem]
+            // Nothing read, everything kept: the update that follows keeps every last good file,
+            // the certificate in service and the settings in force.
+            var kept = SiteSource(host: record.host, directory: "sites/\(name)", aliases: [], problems: [problem])
+            kept.settings = record.settings
             kept.unreadable = ConfigLoader.siteEntries
             record.source = kept
             records[name] = record

@@ -33,6 +33,20 @@ struct PreparedFileTests {
         #expect(file.gzip === form, "kept, not made again")
     }
 
+    /// A prepared file lives as long as its site: its field lists hold exactly their bytes (an
+    /// array grown by appending keeps up to twice them, a kilobyte a site at 100,000 sites).
+    @Test("field lists are sized exactly")
+    func exactCapacity() throws {
+        let file = try PreparedFile(body: Self.json(2_000), modified: 1_700_000_000, options: ServingOptions())
+        let gzip = try #require(file.gzip)
+        for fields in [file.headers, file.notModifiedHeaders, gzip.headers, gzip.notModifiedHeaders] {
+            // malloc rounds a block up to its next size class (16 bytes).
+            #expect(fields.http1.capacity < fields.http1.count + 16)
+            #expect(fields.http2Bytes.capacity < fields.http2Bytes.count + 16)
+            #expect(fields.http2Spans.capacity <= fields.http2Spans.count + 1)
+        }
+    }
+
     @Test("a small file is never offered compressed and does not vary")
     func smallFile() throws {
         let body = Self.json(200)
