@@ -20,7 +20,8 @@ extension SiteRegistry {
         var siteOptions = options
         if let cacheControl = settings.cacheControl { siteOptions.cacheControl = cacheControl }
         let aasa = choose(
-            source.aasa, name: ConfigLoader.aasaFileName, file: .aasa, kind: .aasa, unreadable: source.unreadable, previous: record.served?.aasa,
+            source.aasa, name: ConfigLoader.aasaFileName, file: .aasa, kind: .aasa, unreadable: source.unreadable,
+            previous: record.served?.aasa,
             record: &record, options: siteOptions, errors: &errors)
         let assetLinks = choose(
             source.assetLinks, name: ConfigLoader.assetLinksFileName, file: .assetLinks, kind: .assetLinks, unreadable: source.unreadable,
@@ -106,7 +107,8 @@ extension SiteRegistry {
         // User-Agent (the same rule as the redirects' own Vary).
         options.varyUserAgent = PreparedFallback.variesByUserAgent(settings.fallback, hasPage: true)
         return choose(
-            file, name: Self.pageKey, file: .page, unreadable: source.unreadable.contains(name) ? [Self.pageKey] : [], previous: record.served?.page,
+            file, name: Self.pageKey, file: .page, unreadable: source.unreadable.contains(name) ? [Self.pageKey] : [],
+            previous: record.served?.page,
             record: &record, options: options, errors: &errors)
     }
 
@@ -125,7 +127,8 @@ extension SiteRegistry {
     /// never gets 304 for a newer one. Unchanged content keeps its Last-Modified (a chmod or a
     /// touch changes nothing a client sees). Across restarts the ctime carries the rule.
     func choose<D>(
-        _ file: SiteFile<D>?, name: String, file which: FileKind, kind: KnownValid.Kind? = nil, unreadable: Set<String>, previous: PreparedFile?,
+        _ file: SiteFile<D>?, name: String, file which: FileKind, kind: KnownValid.Kind? = nil, unreadable: Set<String>,
+        previous: PreparedFile?,
         record: inout Record, options: ServingOptions, errors: inout [String]
     ) -> PreparedFile? {
         // The last good version, under the options in force now: a changed cache-control, or a
