@@ -45,14 +45,16 @@ struct TLSContextTests {
             try FileManager.default.moveItem(atPath: key + ".2", toPath: key)
         }
         let certificate = scratch.path("\(name).pem")
-        let made = try Tool.run("openssl", ["req", "-new", "-x509", "-key", key, "-subj", "/CN=a.test", "-days", "30", "-out", certificate])
+        let made = try Tool.run(
+            "openssl", ["req", "-new", "-x509", "-key", key, "-subj", "/CN=a.test", "-days", "30", "-out", certificate])
         #expect(made.status == 0, "\(made.stderr)")
         let chainPEM = try [UInt8](Data(contentsOf: URL(fileURLWithPath: certificate)))
         let keyPEM = try [UInt8](Data(contentsOf: URL(fileURLWithPath: key)))
         _ = try TLSContext(chainPEM: chainPEM, keyPEM: keyPEM, identity: name, source: "test")
         // Another type's key with this certificate.
         let other = scratch.path("other.key")
-        let otherType = name.hasPrefix("ec") ? ["genpkey", "-algorithm", "ED25519"] : ["ecparam", "-name", "prime256v1", "-genkey", "-noout"]
+        let otherType =
+            name.hasPrefix("ec") ? ["genpkey", "-algorithm", "ED25519"] : ["ecparam", "-name", "prime256v1", "-genkey", "-noout"]
         #expect(try Tool.run("openssl", otherType + ["-out", other]).status == 0)
         let otherPEM = try [UInt8](Data(contentsOf: URL(fileURLWithPath: other)))
         do {
