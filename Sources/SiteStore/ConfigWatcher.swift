@@ -256,14 +256,32 @@ public final class ConfigWatcher: @unchecked Sendable {
             if case .success(let wd) = watched.site { watches[wd, default: []].insert(.site(name)) }
             if case .success(let wd) = watched.tls { watches[wd, default: []].insert(.siteTLS(name)) }
         }
+        var unwatched = 0
         for (name, watched) in zip(names, resolved) {
             // Gone, or not a directory: ENOENT and ENOTDIR are no failure.
             for result in [watched.site, watched.tls].compactMap({ $0 }) {
-                if case .failure(let error) = result, !error.isNoSuchFile { noteFailure(error) }
+                if case .failure(let error) = result, !error.isNoSuchFile {
+                    if error.isWatchLimit { unwatched += 1 } else { noteFailure(error) }
+                }
             }
             bind(&siteWatches, name, to: try? watched.site.get(), .site(name))
             bind(&siteTLSWatches, name, to: watched.tls.flatMap { try? $0.get() }, .siteTLS(name))
         }
+        if unwatched > 0 { noteWatchLimit(unwatched: unwatched) }
+    }
+
+    /// Says once how many directories went unwatched and what limit would cover them all: past
+    /// `fs.inotify.max_user_watches` (often 8,192 to about 200,000, sized by the machine's memory)
+    /// a change to those sites is seen only by a full rescan.
+    private func noteWatchLimit(unwatched: Int) {
+        guard !watchLimitReported else { return }
+        watchLimitReported = true
+        let limit = (try? ConfigLoader.readBounded(path: "/proc/sys/fs/inotify/max_user_watches", limit: 64).get())
+            .flatMap { Int(String(decoding: $0, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) }
+        let needed = watches.count + unwatched
+        logger.warning(
+            "inotify watch limit reached: \(unwatched) site directories are not watched, and changes to them are seen only by --rescan-interval or SIGHUP; raise fs.inotify.max_user_watches (sysctl) to at least \(needed + needed / 10)",
+            metadata: ["unwatched": "\(unwatched)", "watched": "\(watches.count)", "limit": "\(limit.map(String.init) ?? "unknown")"])
     }
 
     /// Batches of names larger than this are watched on every core.
