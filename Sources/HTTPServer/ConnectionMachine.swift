@@ -202,6 +202,15 @@ struct ConnectionMachine {
         }
     }
 
+    /// The transport holds input that is not bytes yet (part of a TLS record). On an idle
+    /// connection that is a request begun: the request timeout applies (slowloris one layer
+    /// down), never extended by more partial input.
+    mutating func partialInput<A>(_ context: inout ConnectionContext<A>) {
+        guard phase == .readingRequest(started: false) else { return }
+        phase = .readingRequest(started: true)
+        deadline = context.now + context.limits.requestTimeout
+    }
+
     /// The worker wrote `written` bytes of `context.out` (there was no pending output). What the
     /// socket did not take is kept, and the connection waits for writability.
     mutating func sent<A>(_ written: Int, _ context: inout ConnectionContext<A>) -> Next {
@@ -296,6 +305,7 @@ struct ConnectionMachine {
             // A finished session (GOAWAY sent, streams done) closes now rather than wait for
             // input that may never come.
             if !session.isAlive || (context.draining && !session.wantsWrite && session.activeStreams == 0) { return .linger }
+            if session.activeStreams == 0 { session.releaseIdleStorage() }
             return .wait
         case .http1:
             guard (queued || flushed) && bufferedInput > 0 else {
@@ -387,10 +397,17 @@ struct ConnectionMachine {
         input.append(contentsOf: bytes)
     }
 
+    /// Empties the input and gives its storage back: a connection that once held an unfinished
+    /// or pipelined request keeps none of it while idle (a client could otherwise leave up to
+    /// `Limits.maximumBufferedInput` of capacity on every connection it holds open). Input is
+    /// cleared only once every byte of it is answered (or when the connection lingers).
     private mutating func clearInput() {
-        input.removeAll(keepingCapacity: input.capacity <= 64 * 1024)
+        input = []
         inputOffset = 0
     }
+
+    /// Capacity of the input buffer (for tests: zero when nothing is buffered).
+    var inputCapacity: Int { input.capacity }
 
     // MARK: - HTTP/2
 

@@ -86,6 +86,7 @@ extension Worker {
             }
             switch read(c) {
             case .wouldBlock:
+                notePartialRecord(c)
                 sync(c)
                 return
             case .closed:
@@ -95,9 +96,22 @@ extension Worker {
                 let fresh = UnsafeRawBufferPointer(rebasing: readBuffer[0..<n])
                 guard perform(c, c.machine.received(fresh, &context)) else { return }
                 // A short read drained the socket; epoll reports the next bytes.
-                if n < Self.readBufferSize { return }
+                if n < Self.readBufferSize {
+                    if notePartialRecord(c) { sync(c) }
+                    return
+                }
             }
         }
+    }
+
+    /// Tells the machine when TLS holds part of a record: the client has begun to send, so the
+    /// request timeout applies rather than the idle one. Otherwise one byte of a record would hold
+    /// OpenSSL's read buffer (about 16 KB) for the whole idle timeout. True when it told it.
+    @discardableResult
+    func notePartialRecord(_ c: Connection) -> Bool {
+        guard case .tls(let t) = c.transport, t.hasPendingInput else { return false }
+        c.machine.partialInput(&context)
+        return true
     }
 
     /// Writes the pending output (or lets queued requests be answered when none is pending).

@@ -94,6 +94,11 @@ public final class TLSConnection {
     /// Whether the handshake resumed an earlier session (a ticket) rather than a full one.
     public var resumed: Bool { SSL_session_reused(ssl) == 1 }
 
+    /// Whether OpenSSL holds input it could not hand out yet: part of a record (with
+    /// RELEASE_BUFFERS, the only time it keeps a read buffer, about 16 KB) after a read that
+    /// wanted more.
+    public var hasPendingInput: Bool { SSL_has_pending(ssl) == 1 }
+
     public func handshake() -> Progress {
         let r = SSL_do_handshake(ssl)
         return r == 1 ? .done : progress(r)

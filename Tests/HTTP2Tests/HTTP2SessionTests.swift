@@ -85,6 +85,38 @@ struct HTTP2SessionTests {
         #expect(session.activeStreams == 0)
     }
 
+    @Test("a client that had 100 streams open and reset 100 more leaves no table storage once idle; the next stream is answered")
+    func idleBetweenStreams() {
+        // Idle-connection memory is an attack surface: the tables grown for a burst of streams
+        // (kilobytes) must not stay with a connection the client then holds open doing nothing.
+        let session = HTTP2Session()
+        let body = [UInt8](repeating: 0x41, count: 10)  // 100 bodies within the first flow-control window
+        var bytes = ClientFrames.preface + ClientFrames.settings
+        for k in 0..<100 { bytes += ClientFrames.get(stream: Int32(1 + 2 * k), endStream: false) }
+        #expect(bytes.withUnsafeBytes { session.receive($0, now: 0) })
+        #expect(session.hasIncompleteRequests)
+        var ends: [UInt8] = []
+        for k in 0..<100 { ends += ClientFrames.frame(type: 0, flags: 1, stream: Int32(1 + 2 * k), []) }
+        for k in 100..<200 {
+            ends += ClientFrames.get(stream: Int32(1 + 2 * k), endStream: false) + ClientFrames.reset(stream: Int32(1 + 2 * k))
+        }
+        let (requests, _, ok) = exchange(session, ends, body: body)
+        #expect(ok && requests.count == 100 && session.activeStreams == 0)
+        session.releaseIdleStorage()
+        #expect(session.tableCapacity > 0, "reset times within the window are kept (rapid-reset accounting)")
+        // Later, past the reset window: a new stream on the same connection.
+        #expect(ClientFrames.get(stream: 401).withUnsafeBytes { session.receive($0, now: 10_000) })
+        let later = session.takeRequests()
+        #expect(later.map(\.stream) == [401])
+        for request in later { session.respond(stream: request.stream, status: .ok, fields: .none, date: [], body: body, sendsBody: true) }
+        var output: [UInt8] = []
+        for _ in 0..<100 where session.wantsWrite { session.produce(into: &output, limit: 1 << 20) }
+        #expect(session.activeStreams == 0 && !output.isEmpty)
+        session.releaseIdleStorage()
+        // Before: 639 entries of room; now at most what one usual client keeps.
+        #expect(session.tableCapacity <= 3 * HTTP2Session.keptCapacity)
+    }
+
     @Test("a stream reset after its request was taken gets no body stored")
     func resetBeforeRespond() {
         let session = HTTP2Session()

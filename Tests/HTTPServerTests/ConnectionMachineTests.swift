@@ -101,7 +101,29 @@ struct ConnectionMachineTests {
             #expect(context.answerer.paths == ["/a", "/b", "/c"], "split \(split)")
             #expect(responses(in: written) == 3, "split \(split)")
             #expect(machine.bufferedInput == 0 && machine.phase == .readingRequest(started: false), "split \(split)")
+            #expect(machine.inputCapacity == 0, "split \(split): an idle connection keeps no input storage")
         }
+    }
+
+    @Test("a large partial request left idle keeps its bytes, is answered once the rest arrives, and leaves no storage behind")
+    func partialRequestThenIdle() {
+        // An attacker's shape: a long head sent in part, the connection left idle, then finished.
+        // The bytes must survive the wait; once answered, the connection must not keep the
+        // buffer's capacity for as long as it stays open.
+        var context = makeContext()
+        var machine = plainMachine(context)
+        var written: [UInt8] = []
+        let filler = String(repeating: "x", count: 12_000)
+        let head = Array("GET /big HTTP/1.1\r\nHost: a.test\r\nX-Filler: \(filler)\r\n\r\n".utf8) + request("/next")
+        let cut = head.count / 2
+        var next = head[..<cut].withUnsafeBytes { machine.received($0, &context) }
+        #expect(run(&machine, next, &context, written: &written) == .wait)
+        #expect(machine.bufferedInput == cut && context.answerer.paths.isEmpty)
+        next = head[cut...].withUnsafeBytes { machine.received($0, &context) }
+        #expect(run(&machine, next, &context, written: &written) == .wait)
+        #expect(context.answerer.paths == ["/big", "/next"])
+        #expect(responses(in: written) == 2)
+        #expect(machine.bufferedInput == 0 && machine.inputCapacity == 0)
     }
 
     @Test("an unfinished head arms the request timeout; a complete request the idle timeout")
@@ -126,6 +148,24 @@ struct ConnectionMachineTests {
         _ = run(&machine, next, &context, written: &written)
         #expect(machine.phase == .readingRequest(started: false))
         #expect(machine.deadline == 518 + context.limits.idleTimeout)
+    }
+
+    @Test("part of a TLS record on an idle connection arms the request timeout, once; a complete request the idle timeout again")
+    func partialRecordArmsRequestTimeout() {
+        var context = makeContext(now: 500)
+        var machine = plainMachine(context)
+        context.now = 510
+        machine.partialInput(&context)
+        #expect(machine.phase == .readingRequest(started: true))
+        #expect(machine.deadline == 510 + context.limits.requestTimeout)
+        context.now = 515
+        machine.partialInput(&context)
+        #expect(machine.deadline == 510 + context.limits.requestTimeout, "more partial input must not extend it")
+        var written: [UInt8] = []
+        let next = request("/a").withUnsafeBytes { machine.received($0, &context) }
+        #expect(run(&machine, next, &context, written: &written) == .wait)
+        #expect(machine.phase == .readingRequest(started: false))
+        #expect(machine.deadline == 515 + context.limits.idleTimeout)
     }
 
     @Test("200 pipelined requests with a blocked writer: reading pauses, every request is answered as the socket drains")

@@ -57,6 +57,16 @@ final class HTTP2Tests {
         #expect(out.status == 0)
     }
 
+    @Test("a connection idle between streams (its tables released) answers each new stream on it")
+    func idleBetweenStreams() throws {
+        // Fixtures/h2kept.py sends one request at a time and waits for its answer, so the server
+        // sees the connection go idle (no stream open, all output written) before each next one.
+        let kept = try KeptConnection(port: server.httpsPort, serverName: "a.test")
+        for path in [Self.path, "/apple-app-site-association", Self.path + "?again"] {
+            #expect(kept.status("a.test", path) == "200", "\(path)")
+        }
+    }
+
     @Test("h2load drives many concurrent streams without an error")
     func h2load() throws {
         let out = try Tool.run(

@@ -174,6 +174,19 @@ final class ServeTests {
         #expect(reply.contains("Connection: close"))
     }
 
+    @Test(
+        "TLS input split across reads loses no byte: a record split inside its header, pipelined requests split mid-request",
+        arguments: ["record", "request"])
+    func splitTLSInput(_ mode: String) throws {
+        // Fixtures/tls-split.py runs TLS over memory BIOs to choose each TCP segment's bytes: an
+        // idle connection's buffers may be released, but never while they hold part of a record
+        // or of a request.
+        let script = AASAD.testDirectory.appendingPathComponent("Fixtures/tls-split.py").path
+        let out = try Tool.run("python3", [script, "\(server.httpsPort)", "a.test", mode])
+        #expect(out.status == 0, "\(out.stderr)")
+        #expect(out.text == (mode == "record" ? "200 200\n" : "200 200 200\n"))
+    }
+
     @Test("HTTP/1.0 is answered and the connection closed")
     func http10() throws {
         let reply = String(
@@ -359,6 +372,28 @@ final class TimeoutTests {
         let reply = server.raw([], timeout: 8, port: server.httpsPort)
         #expect(reply.isEmpty)
         #expect(Date().timeIntervalSince(started) < 7)
+    }
+}
+
+@Suite("aasad serve: a partial TLS record is a request begun")
+final class PartialRecordTests {
+    let config: TestConfig
+    let server: RunningServer
+
+    init() throws {
+        config = try TestConfig()
+        // The idle timeout far beyond the client's 10 s wait: only the request timeout can close.
+        server = try RunningServer(config: config, extra: ["--request-timeout", "1", "--idle-timeout", "60"])
+    }
+
+    @Test("one byte of a TLS record on a kept-alive connection gets the request timeout, not the idle one")
+    func partialRecord() throws {
+        // OpenSSL keeps a read buffer (about 16 KB) while it holds part of a record: a client
+        // sending one byte per connection must not pin it for the idle timeout.
+        let script = AASAD.testDirectory.appendingPathComponent("Fixtures/tls-split.py").path
+        let out = try Tool.run("python3", [script, "\(server.httpsPort)", "a.test", "stall"])
+        #expect(out.status == 0, "\(out.stderr)")
+        #expect(out.text == "200\nclosed\n")
     }
 }
 

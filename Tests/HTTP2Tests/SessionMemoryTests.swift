@@ -1,0 +1,35 @@
+import Testing
+
+@testable import HTTP2
+
+@Suite("HTTP/2 session allocator")
+struct SessionMemoryTests {
+    @Test("heap and mapped blocks keep their bytes through every resize across the threshold, and calloc zeroes")
+    func blocks() throws {
+        let sizes = [0, 1, 48, 4_096, SessionMemory.mappedThreshold - 1, SessionMemory.mappedThreshold, 16_394, 100_000]
+        for from in sizes {
+            for to in sizes {
+                let block = try #require(SessionMemory.allocate(from, zeroed: false))
+                for i in 0..<from { block.storeBytes(of: UInt8(truncatingIfNeeded: i &* 7), toByteOffset: i, as: UInt8.self) }
+                let grown = try #require(SessionMemory.resize(block, to))
+                let kept = (0..<min(from, to)).allSatisfy {
+                    grown.load(fromByteOffset: $0, as: UInt8.self) == UInt8(truncatingIfNeeded: $0 &* 7)
+                }
+                #expect(kept, "\(from) -> \(to)")
+                SessionMemory.release(grown)
+            }
+            let zeroed = try #require(SessionMemory.allocate(from, zeroed: true))
+            #expect((0..<from).allSatisfy { zeroed.load(fromByteOffset: $0, as: UInt8.self) == 0 }, "calloc \(from)")
+            SessionMemory.release(zeroed)
+        }
+        SessionMemory.release(nil)
+        let fresh = try #require(SessionMemory.resize(nil, 32))
+        SessionMemory.release(fresh)
+    }
+
+    @Test("a size whose header would overflow is refused, not trapped")
+    func overflow() {
+        #expect(SessionMemory.allocate(Int.max, zeroed: false) == nil)
+        #expect(SessionMemory.allocate(Int.max - 8, zeroed: true) == nil)
+    }
+}
