@@ -29,14 +29,14 @@ func exerciseHTTP2(_ bytes: [UInt8]) {
         ? clientPreface.count + Int(bytes[clientPreface.count]) % (bytes.count - clientPreface.count + 1) : bytes.count
     for piece in [bytes[..<split], bytes[split...]] where !piece.isEmpty {
         let alive = piece.withUnsafeBytes { session.receive($0, now: 0) }
-        for request in session.takeRequests() {
+        session.answer { request in
             precondition(request.stream > 0 && request.stream % 2 == 1, "a request on a stream the client cannot open")
-            // The server's own field handling, on the request's values.
-            _ = request.authority.map { $0.withUnsafeBytes(HTTPFields.normalizeHost) }
-            let notModified = withOptionalBytes(request.ifNoneMatch) { inm in
-                withOptionalBytes(request.ifModifiedSince) { ims in
-                    HTTPFields.notModified(etag: "\"abc\"", lastModified: 784_111_777, ifNoneMatch: inm, ifModifiedSince: ims)
-                }
+            // The server's own field handling, on the request's values, through the same view
+            // the server answers from.
+            let notModified = request.withFields { target, path, authority, inm, ims, _ in
+                precondition(path.count <= target.count, "a path longer than its target")
+                _ = authority.map(HTTPFields.normalizeHost)
+                return HTTPFields.notModified(etag: "\"abc\"", lastModified: 784_111_777, ifNoneMatch: inm, ifModifiedSince: ims)
             }
             session.respond(
                 stream: request.stream, status: notModified ? .notModified : .ok, fields: responseHeaders,
@@ -53,9 +53,4 @@ func exerciseHTTP2(_ bytes: [UInt8]) {
         precondition(session.activeStreams <= 2 * Int(HTTP2Session.maximumConcurrentStreams) + 2, "streams beyond the concurrency bound")
         if !alive { break }
     }
-}
-
-func withOptionalBytes<R>(_ bytes: [UInt8]?, _ body: (UnsafeRawBufferPointer?) -> R) -> R {
-    guard let bytes else { return body(nil) }
-    return bytes.withUnsafeBytes { body($0) }
 }

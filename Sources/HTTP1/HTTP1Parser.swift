@@ -199,12 +199,7 @@ public struct HTTP1Parser: Sendable {
     }
 
     private static func method(_ b: UnsafeRawBufferPointer, _ r: Range<Int>) -> Method {
-        // Methods are case-sensitive (RFC 9110 §9.1).
-        if r.count == 3 && b[r.lowerBound] == 71 && b[r.lowerBound + 1] == 69 && b[r.lowerBound + 2] == 84 { return .get }
-        if r.count == 4 && b[r.lowerBound] == 72 && b[r.lowerBound + 1] == 69 && b[r.lowerBound + 2] == 65 && b[r.lowerBound + 3] == 68 {
-            return .head
-        }
-        return .other
+        Method(UnsafeRawBufferPointer(rebasing: b[r]))
     }
 
     /// `HTTP/1.1` → .http11, `HTTP/1.0` → .http10, `HTTP/x.y` other → .some(nil) (505),

@@ -216,7 +216,7 @@ private struct DateScanner {
     /// The 1-based index of the name in `table` the bytes start with, consumed.
     mutating func name(_ table: [[UInt8]]) -> Int? {
         for (index, name) in table.enumerated() where bytes.count - position >= name.count {
-            if UnsafeRawBufferPointer(rebasing: bytes[position..<(position + name.count)]).elementsEqual(name) {
+            if UnsafeRawBufferPointer(rebasing: bytes[position..<(position + name.count)]).equals(name) {
                 position += name.count
                 return index + 1
             }

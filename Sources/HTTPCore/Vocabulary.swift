@@ -8,11 +8,12 @@ public enum Method: Equatable, Sendable {
     case head
     case other
 
-    /// The method named by `bytes` exactly (methods are case-sensitive, RFC 9110 §9.1).
-    public init(_ bytes: some Collection<UInt8>) {
-        if bytes.elementsEqual("GET".utf8) {
+    /// The method named by `bytes` exactly (methods are case-sensitive, RFC 9110 §9.1). Not
+    /// generic: it runs once per request of either protocol.
+    public init(_ bytes: UnsafeRawBufferPointer) {
+        if bytes.count == 3 && bytes[0] == 71 && bytes[1] == 69 && bytes[2] == 84 {  // GET
             self = .get
-        } else if bytes.elementsEqual("HEAD".utf8) {
+        } else if bytes.count == 4 && bytes[0] == 72 && bytes[1] == 69 && bytes[2] == 65 && bytes[3] == 68 {  // HEAD
             self = .head
         } else {
             self = .other

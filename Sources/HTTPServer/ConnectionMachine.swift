@@ -414,22 +414,13 @@ struct ConnectionMachine {
     /// Answers the session's complete requests through the same exchange as HTTP/1.1, and
     /// appends the frames to send to `context.out`.
     private mutating func answerHTTP2<A>(_ session: HTTP2Session, _ context: inout ConnectionContext<A>) {
-        for request in session.takeRequests() {
-            let response = request.target.withUnsafeBytes { target in
-                withBytes(request.authority) { authority in
-                    withBytes(request.ifNoneMatch) { ifNoneMatch in
-                        withBytes(request.ifModifiedSince) { ifModifiedSince in
-                            withBytes(request.userAgent) { userAgent in
-                                let view = RequestView(
-                                    version: .http2, method: request.method, authority: authority,
-                                    path: UnsafeRawBufferPointer(rebasing: target[..<request.pathEnd]), target: target,
-                                    ifNoneMatch: ifNoneMatch, ifModifiedSince: ifModifiedSince, userAgent: userAgent,
-                                    acceptsGzip: request.acceptsGzip, hasBody: request.hasBody)
-                                return context.answerer.answer(view, peer: peer, tls: tlsIdentity)
-                            }
-                        }
-                    }
-                }
+        session.answer { request in
+            let response = request.withFields { target, path, authority, ifNoneMatch, ifModifiedSince, userAgent in
+                let view = RequestView(
+                    version: .http2, method: request.method, authority: authority, path: path, target: target,
+                    ifNoneMatch: ifNoneMatch, ifModifiedSince: ifModifiedSince, userAgent: userAgent,
+                    acceptsGzip: request.acceptsGzip, hasBody: request.hasBody)
+                return context.answerer.answer(view, peer: peer, tls: tlsIdentity)
             }
             session.respond(
                 stream: request.stream, status: response.status, fields: response.headers, date: context.answerer.dateLine.value,
@@ -452,10 +443,5 @@ struct ConnectionMachine {
         incompleteSince = since
         if case .readingRequest = phase { phase = .readingRequest(started: true) }
         deadline = since + context.limits.requestTimeout
-    }
-
-    private func withBytes<R>(_ bytes: [UInt8]?, _ body: (UnsafeRawBufferPointer?) -> R) -> R {
-        guard let bytes else { return body(nil) }
-        return bytes.withUnsafeBytes { body($0) }
     }
 }

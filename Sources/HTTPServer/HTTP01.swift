@@ -39,7 +39,7 @@ enum HTTP01 {
 
     /// Whether the request is for the HTTP-01 path (the prefix, case-sensitive as paths are).
     static func isChallengePath(_ path: UnsafeRawBufferPointer) -> Bool {
-        path.count >= pathPrefix.count && path.prefix(pathPrefix.count).elementsEqual(pathPrefix)
+        path.starts(with: pathPrefix)
     }
 
     /// The token after the prefix, when it is 1 to `maximumTokenLength` base64url characters.

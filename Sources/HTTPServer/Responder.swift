@@ -30,9 +30,9 @@ enum Responder {
     }
 
     static func pathClass(_ path: UnsafeRawBufferPointer) -> Traffic.PathClass {
-        if path.elementsEqual(aasaPath) { return .wellKnownAASA }
-        if path.elementsEqual(rootAASAPath) { return .rootAASA }
-        if path.elementsEqual(assetLinksPath) { return .assetLinks }
+        if path.equals(aasaPath) { return .wellKnownAASA }
+        if path.equals(rootAASAPath) { return .rootAASA }
+        if path.equals(assetLinksPath) { return .assetLinks }
         return .other
     }
 

@@ -117,6 +117,42 @@ struct HTTP2SessionTests {
         #expect(session.tableCapacity <= 3 * HTTP2Session.keptCapacity)
     }
 
+    @Test("a request with a body beside a plain GET: each keeps its own fields, the later of a repeated field wins")
+    func interleavedRequests() {
+        // Stream 1's header block ends without END_STREAM (a body follows); stream 3 is complete
+        // in one block; then stream 1's DATA ends it. Each request must keep its own bytes.
+        let session = HTTP2Session()
+        let first = ClientFrames.frame(
+            type: 1, flags: 0x4, stream: 1,
+            ClientFrames.literal(":method", "GET") + ClientFrames.literal(":scheme", "https")
+                + ClientFrames.literal(":authority", "one.test") + ClientFrames.literal(":path", "/one?q=1")
+                + ClientFrames.literal("host", "ignored.test") + ClientFrames.literal("user-agent", "first")
+                + ClientFrames.literal("user-agent", "second") + ClientFrames.literal("if-none-match", "\"e1\""))
+        let second = ClientFrames.frame(
+            type: 1, flags: 0x5, stream: 3,
+            ClientFrames.literal(":method", "HEAD") + ClientFrames.literal(":scheme", "https")
+                + ClientFrames.literal(":path", "/two") + ClientFrames.literal("host", "two.test")
+                + ClientFrames.literal("if-modified-since", "Sun, 06 Nov 1994 08:49:37 GMT"))
+        let data = ClientFrames.frame(type: 0, flags: 1, stream: 1, [0x41])
+        let (requests, _, ok) = exchange(session, ClientFrames.preface + ClientFrames.settings + first + second + data, body: Self.body)
+        #expect(ok && requests.map(\.stream) == [3, 1], "\(requests.map(\.stream))")
+        guard requests.count == 2 else { return }
+        let two = requests[0]
+        let one = requests[1]
+        #expect(two.method == .head && Array(two.target) == Array("/two".utf8) && two.authority.map(Array.init) == Array("two.test".utf8))
+        #expect(two.ifModifiedSince.map(Array.init) == Array("Sun, 06 Nov 1994 08:49:37 GMT".utf8) && two.userAgent == nil && !two.hasBody)
+        #expect(one.method == .get && Array(one.target) == Array("/one?q=1".utf8) && Array(one.path) == Array("/one".utf8))
+        #expect(one.authority.map(Array.init) == Array("one.test".utf8), ":authority wins over host")
+        #expect(one.userAgent.map(Array.init) == Array("second".utf8) && one.ifNoneMatch.map(Array.init) == Array("\"e1\"".utf8))
+        #expect(one.hasBody && one.ifModifiedSince == nil)
+        one.withFields { target, path, authority, ifNoneMatch, ifModifiedSince, userAgent in
+            #expect(Array(target) == Array("/one?q=1".utf8) && Array(path) == Array("/one".utf8))
+            #expect(authority.map(Array.init) == Array("one.test".utf8) && userAgent.map(Array.init) == Array("second".utf8))
+            #expect(ifNoneMatch != nil && ifModifiedSince == nil)
+        }
+        #expect(session.activeStreams == 0)
+    }
+
     @Test("a stream reset after its request was taken gets no body stored")
     func resetBeforeRespond() {
         let session = HTTP2Session()
