@@ -164,6 +164,9 @@ public final class HTTP2Session {
         var settings = [
             nghttp2_settings_entry(settings_id: CAASANghttp2_SETTINGS_MAX_CONCURRENT_STREAMS, value: Self.maximumConcurrentStreams),
             nghttp2_settings_entry(settings_id: CAASANghttp2_SETTINGS_MAX_HEADER_LIST_SIZE, value: UInt32(Self.maximumHeaderListSize)),
+            // RFC 9218 §2.1: the server ignores RFC 7540 priorities (a few small files need no
+            // scheduling), so nghttp2 keeps no dependency tree and no closed streams for it.
+            nghttp2_settings_entry(settings_id: CAASANghttp2_SETTINGS_NO_RFC7540_PRIORITIES, value: 1),
         ]
         nghttp2_submit_settings(session, 0, &settings, settings.count)
     }
