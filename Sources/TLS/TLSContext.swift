@@ -65,6 +65,11 @@ public final class TLSContext: @unchecked Sendable {
     /// TLS 1.3 suites are OpenSSL's defaults, which are all modern.
     static let tls12Ciphers =
         "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305"
+    /// TLS 1.3 suites in the same order (Mozilla's intermediate configuration): AES-128-GCM
+    /// first, as for TLS 1.2. OpenSSL's default puts AES-256-GCM-SHA384 first; AES-128 is no
+    /// weaker in any way that matters here (RFC 8446 §9.1 makes it the mandatory suite), and a
+    /// resumed handshake and every record cost less with it (SHA-256 key schedule).
+    static let tls13Ciphers = "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256"
     /// Key-exchange groups, in preference order.
     static let groups = "X25519:P-256:P-384"
 
@@ -126,6 +131,7 @@ public final class TLSContext: @unchecked Sendable {
         guard CAASAOpenSSL_SSL_CTX_set_min_proto_version(ctx, minimumVersion == .tls13 ? TLS1_3_VERSION : TLS1_2_VERSION) == 1,
             CAASAOpenSSL_SSL_CTX_set_max_proto_version(ctx, TLS1_3_VERSION) == 1,
             SSL_CTX_set_cipher_list(ctx, tls12Ciphers) == 1,
+            SSL_CTX_set_ciphersuites(ctx, tls13Ciphers) == 1,
             CAASAOpenSSL_SSL_CTX_set1_groups_list(ctx, groups) == 1
         else { throw TLSError("cannot apply the TLS settings: \(TLSError.openSSLReasons())") }
         // The server's order decides the cipher (what testssl.sh and most audits expect: a client

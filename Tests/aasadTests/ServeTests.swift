@@ -238,16 +238,26 @@ final class ServeTests {
         }
     }
 
-    @Test("the server's cipher order decides: a client listing AES-256 first gets AES-128, a ChaCha20-first client keeps it")
+    @Test("TLS 1.2 and 1.3: the server's order gives an AES-256-first client AES-128; a ChaCha20-first client keeps it")
     func cipherOrder() throws {
-        func cipher(_ offer: String) throws -> String {
+        func cipher(_ version: String, _ option: String, _ offer: String) throws -> String {
             let out = try Tool.run(
                 "openssl",
-                ["s_client", "-connect", "127.0.0.1:\(server.httpsPort)", "-servername", "a.test", "-tls1_2", "-cipher", offer], input: [])
+                ["s_client", "-connect", "127.0.0.1:\(server.httpsPort)", "-servername", "a.test", version, option, offer], input: [])
             return out.text.split(separator: "\n").first { $0.contains("Cipher is ") }.map(String.init) ?? out.text
         }
-        #expect(try cipher("ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-ECDSA-AES128-GCM-SHA256").hasSuffix("ECDHE-ECDSA-AES128-GCM-SHA256"))
-        #expect(try cipher("ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-ECDSA-AES128-GCM-SHA256").hasSuffix("ECDHE-ECDSA-CHACHA20-POLY1305"))
+        #expect(
+            try cipher("-tls1_2", "-cipher", "ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-ECDSA-AES128-GCM-SHA256").hasSuffix(
+                "ECDHE-ECDSA-AES128-GCM-SHA256"))
+        #expect(
+            try cipher("-tls1_2", "-cipher", "ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-ECDSA-AES128-GCM-SHA256").hasSuffix(
+                "ECDHE-ECDSA-CHACHA20-POLY1305"))
+        let all = "TLS_AES_256_GCM_SHA384:TLS_AES_128_GCM_SHA256:TLS_CHACHA20_POLY1305_SHA256"
+        #expect(try cipher("-tls1_3", "-ciphersuites", all).hasSuffix("TLS_AES_128_GCM_SHA256"))
+        #expect(
+            try cipher("-tls1_3", "-ciphersuites", "TLS_CHACHA20_POLY1305_SHA256:TLS_AES_128_GCM_SHA256").hasSuffix(
+                "TLS_CHACHA20_POLY1305_SHA256"))
+        #expect(try cipher("-tls1_3", "-ciphersuites", "TLS_AES_256_GCM_SHA384").hasSuffix("TLS_AES_256_GCM_SHA384"))
     }
 
     @Test("ALPN offers http/1.1")
