@@ -98,11 +98,16 @@ extension ServeCommand {
                 return Certificates(defaultSource: files.source, developmentAuthority: issued.authorityPath, development: development)
             }
             // Loud, once per start: no client trusts this certificate unless told to, and Apple's
-            // CDN never will, so a production server must not run on it unnoticed.
+            // CDN never will, so a production server must not run on it unnoticed. With no site
+            // yet, only connections without a served name get it: say that, not "0 hosts".
             let message =
-                "\(hosts.count) host\(hosts.count == 1 ? " is" : "s are") served with the DEVELOPMENT certificate (a leaf per host, issued on first use), which no client trusts "
-                + "unless told to (curl --cacert \(issued.authorityPath)) and Apple's CDN never will: \(Self.named(sortedHosts)). "
-                + "Give each site a real certificate in sites/<host>/tls/cert.pem and key.pem, or a default pair covering them in tls/"
+                hosts.isEmpty
+                ? "no site is configured yet: until one is, connections get the DEVELOPMENT certificate, which no client trusts "
+                    + "unless told to (curl --cacert \(issued.authorityPath)). Add sites/<host>/apple-app-site-association, "
+                    + "and a real certificate in sites/<host>/tls/ or a default pair in tls/"
+                : "\(hosts.count) host\(hosts.count == 1 ? " is" : "s are") served with the DEVELOPMENT certificate (a leaf per host, issued on first use), which no client trusts "
+                    + "unless told to (curl --cacert \(issued.authorityPath)) and Apple's CDN never will: \(Self.named(sortedHosts)). "
+                    + "Give each site a real certificate in sites/<host>/tls/cert.pem and key.pem, or a default pair covering them in tls/"
             logger.warning(
                 "\(message)",
                 metadata: [

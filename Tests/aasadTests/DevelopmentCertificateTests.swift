@@ -81,6 +81,17 @@ final class DevelopmentCertificateTests {
         #expect(warning?.contains("tls/cert.pem") == true, "it says how to give them a real one")
     }
 
+    @Test("with no site yet, the warning says so instead of counting 0 hosts")
+    func noSiteYet() throws {
+        try FileManager.default.removeItem(atPath: config.path("config/sites"))
+        try FileManager.default.createDirectory(atPath: config.path("config/sites"), withIntermediateDirectories: true)
+        let server = try RunningServer(config: config)
+        #expect(server.stop() == 0)
+        let warning = server.log().split(separator: "\n").first { $0.contains("DEVELOPMENT certificate") }
+        #expect(warning?.contains("no site is configured yet") == true, "\(server.log())")
+        #expect(warning?.contains("0 hosts") == false)
+    }
+
     @Test("an older CA without name constraints (ten years) is replaced at start")
     func oldAuthorityReplaced() throws {
         let directory = config.path("state/dev-tls")
