@@ -70,8 +70,9 @@ extension ConfigLoader {
             // Sized by fstat and read straight into the result: at 100,000 sites a zeroed 64 KB
             // chunk per file cost more than the reads. One byte beyond the size tells a file that
             // grew since fstat (read on in chunks) or one over the limit (never read past
-            // `limit + 1`).
-            var wanted = min(limit + 1, Int(clamping: max(0, status.size)) + 1)
+            // `limit + 1`). A size of 0 is also what a kernel file reports (/proc, /sys, whose
+            // sysctl values end at any read past offset 0): those are read in one full chunk.
+            var wanted = min(limit + 1, status.size > 0 ? Int(clamping: status.size) + 1 : readChunkSize)
             var bytes: [UInt8] = []
             while bytes.count <= limit {
                 var failure: SystemError?

@@ -147,6 +147,21 @@ struct ConfigDirectoryTests {
         #expect(bytes.count == 1001)
     }
 
+    @Test("a file whose size fstat gives as 0 is read whole: a kernel value under /proc, an empty file, one larger than a chunk")
+    func sizeZeroRead() throws {
+        // sysctl files report 0 bytes and end at any read past offset 0: read in small pieces,
+        // "500\n" came back as "5" (the watcher's limit warning said limit=5).
+        let path = "/proc/sys/fs/inotify/max_user_watches"
+        let expected = try String(contentsOfFile: path, encoding: .utf8)
+        #expect(try ConfigLoader.readBounded(path: path, limit: 64).get() == Array(expected.utf8))
+        let c = try TempConfig()
+        try c.write("empty", "")
+        #expect(try ConfigLoader.readBounded(path: c.root + "/empty", limit: 64).get().isEmpty)
+        let large = String(repeating: "x", count: 3 * 64 * 1024 + 17)
+        try c.write("large", large)
+        #expect(try ConfigLoader.readBounded(path: c.root + "/large", limit: 1 << 20).get() == Array(large.utf8))
+    }
+
     @Test("dot entries such as Kubernetes' ..data are not sites")
     func skipsDotEntries() throws {
         let c = try TempConfig()
