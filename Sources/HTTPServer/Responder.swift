@@ -78,7 +78,8 @@ enum Responder {
     private static func serve(
         _ file: PreparedFile, ifNoneMatch: UnsafeRawBufferPointer?, ifModifiedSince: UnsafeRawBufferPointer?, acceptsGzip: Bool
     ) -> Response {
-        // The gzip form is made by the first request that accepts it (PreparedFile.gzip).
+        // Until the background queue has made the gzip form (queued by this first ask, see
+        // PreparedContent), a client that accepts gzip gets the file as it is.
         let gzip = acceptsGzip ? file.gzip : nil
         let etag = gzip?.etag ?? file.etag
         if HTTPFields.notModified(etag: etag, lastModified: file.lastModified, ifNoneMatch: ifNoneMatch, ifModifiedSince: ifModifiedSince) {

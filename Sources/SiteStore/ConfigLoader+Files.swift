@@ -72,7 +72,9 @@ extension ConfigLoader {
             // grew since fstat (read on in chunks) or one over the limit (never read past
             // `limit + 1`). A size of 0 is also what a kernel file reports (/proc, /sys, whose
             // sysctl values end at any read past offset 0): those are read in one full chunk.
-            var wanted = min(limit + 1, status.size > 0 ? Int(clamping: status.size) + 1 : readChunkSize)
+            // The size is clamped before the `+ 1`: a sparse file can claim Int64.max bytes.
+            let size = Int(clamping: min(Int64(limit), max(0, status.size)))
+            var wanted = size > 0 ? size + 1 : min(limit + 1, readChunkSize)
             var bytes: [UInt8] = []
             while bytes.count <= limit {
                 var failure: SystemError?
@@ -85,9 +87,13 @@ extension ConfigLoader {
                     }
                 }
                 if let failure { throw failure }
+                if chunk.isEmpty { break }
                 if bytes.isEmpty { bytes = chunk } else { bytes += chunk }
-                // A regular file gives less than asked only at its end.
-                if chunk.count < wanted { break }
+                // Only a read of 0 bytes marks the end, since a network or FUSE filesystem may
+                // give less than asked in the middle of a file. A short read that reaches the
+                // size fstat gave is taken as the end too (it saves a read per file at 100,000
+                // sites); a file that grew meanwhile fills the byte asked beyond it.
+                if chunk.count < wanted && size > 0 && bytes.count >= size { break }
                 wanted = min(readChunkSize, limit + 1 - bytes.count)
             }
             return .success((bytes, max(status.modified, status.changed)))

@@ -1,16 +1,30 @@
 import CAASAZlib
+import Dispatch
 
-/// gzip (RFC 1952) of a whole buffer: compressed once per file at load time, at the best level.
+/// gzip (RFC 1952) of a whole buffer: compressed once per served file, on `background`, after the
+/// first request that accepts it (`PreparedContent.gzipIfMade`).
 public enum Gzip {
+    /// Where files are compressed: one thread of low priority, so that compression never runs on
+    /// a serving thread and a burst of first requests for many files takes at most one core.
+    static let background = DispatchQueue(label: "aasad.gzip", qos: .utility)
+
+    /// zlib's best level, with its search bounded: level 9 follows hash chains up to 4,096 long,
+    /// and a crafted file of 128 KB made of short repeats took over a second. Chains of 128 (level
+    /// 6's) keep the worst case to milliseconds; on AASA files the output stays within a few bytes
+    /// of level 9's (GzipTests).
+    static let tuning = (goodLength: Int32(32), maxLazy: Int32(258), niceLength: Int32(258), maxChain: Int32(128))
+
     /// 15 window bits + 16: a gzip header and trailer instead of zlib's (inflate takes any
     /// window up to 32 KB with it).
     private static let gzipWindowBits: Int32 = 15 + 16
 
     /// The window and hash sizes fit the input: a window as large as the whole file finds every
     /// match a 32 KB one would, and zlib allocates and clears its tables by these sizes. For a
-    /// 2.4 KB AASA file that is 16 KB of tables instead of 640 KB: a fifth of the time, the same
-    /// output (a start at 100,000 sites compresses every file).
-    public static func compress(_ input: [UInt8]) -> [UInt8]? {
+    /// 2.4 KB AASA file that is 16 KB of tables instead of 640 KB and a fifth of the time, for
+    /// output of nearly the same size (the smaller hash table finds slightly different matches;
+    /// zlib also needs 262 bytes of lookahead inside the window, so a file within that of the
+    /// window's size may lose a few matches at its end).
+    public static func compress(_ input: [UInt8], maxChain: Int32? = nil) -> [UInt8]? {
         var stream = z_stream()
         let windowBits = Self.windowBits(for: input.count)
         // memLevel sets the hash table (2^(memLevel+7) entries) and the pending buffer; 9 for the
@@ -21,6 +35,7 @@ public enum Gzip {
             return nil
         }
         defer { deflateEnd(&stream) }
+        guard deflateTune(&stream, tuning.goodLength, tuning.maxLazy, tuning.niceLength, maxChain ?? tuning.maxChain) == Z_OK else { return nil }
         let bound = Int(deflateBound(&stream, UInt(input.count)))
         return run(&stream, input, capacity: bound) { deflate(&$0, Z_FINISH) }
     }

@@ -33,9 +33,12 @@ public struct ServingOptions: Sendable, Equatable {
 /// files have the same bytes share one (issue 4: identical files share one prepared body), and
 /// the compression runs once per distinct file.
 ///
-/// The gzip form is made on first use (the first request that accepts gzip), not at load: a
-/// start at 100,000 sites spent a fifth of its time compressing files most of which no client
-/// asks for before they change, and each kept its compressed copy.
+/// The gzip form is made after the first request that accepts gzip, on a background thread
+/// (`Gzip.background`), never at load and never on a serving thread: a start at 100,000 sites
+/// spent a fifth of its time compressing files most of which no client asks for before they
+/// change, and a crafted file of 128 KB took over a second to compress at the best level. Until
+/// it is made, such clients get the file as it is (its responses carry `Vary: Accept-Encoding`
+/// from the start, so a cache keeps both).
 public final class PreparedContent: Sendable {
     /// The file, byte for byte.
     public let body: [UInt8]
@@ -47,14 +50,16 @@ public final class PreparedContent: Sendable {
     /// SHA-256 of the body, hex: the key under which it is shared.
     public let digest: String
     private let compressed = AtomicLazyReference<Compressed>()
+    /// Set by the first request for the gzip form, so that it is queued once.
+    private let compressionQueued = Atomic<Bool>(false)
 
     /// Files smaller than this are never offered compressed: gzip's header and trailer (18
     /// bytes) and the `Vary` they need eat what it saves.
     public static let minimumCompressedSize = 256
 
     /// The gzip form once made: nil when it is not smaller than the file.
-    final class Compressed: Sendable {
-        let body: [UInt8]?
+    public final class Compressed: Sendable {
+        public let body: [UInt8]?
         init(_ body: [UInt8]?) { self.body = body }
     }
 
@@ -73,9 +78,21 @@ public final class PreparedContent: Sendable {
     /// keeps it), not kept per file.
     public var gzipETag: String? { mayCompress ? etag.dropLast() + "-gz\"" : nil }
 
-    /// The file gzipped, when that is smaller: compressed on the first call (by whichever thread
-    /// asks first; a race compresses twice and keeps one) and kept.
-    public var gzipBody: [UInt8]? {
+    /// The gzip form if it has been made; nil while it has not (or the file is too small).
+    /// Never compresses: the first call queues the compression on `Gzip.background`.
+    public var gzipIfMade: Compressed? {
+        guard mayCompress else { return nil }
+        if let done = compressed.load() { return done }
+        if compressionQueued.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged {
+            Gzip.background.async { _ = self.compressNow() }
+        }
+        return nil
+    }
+
+    /// Compresses now on the calling thread, unless done already (the background worker, and
+    /// tests that need the form at once). Nil when the file is too small or gzip is no smaller.
+    @discardableResult
+    public func compressNow() -> [UInt8]? {
         guard mayCompress else { return nil }
         if let done = compressed.load() { return done.body }
         let made = Compressed(Gzip.compress(body).flatMap { $0.count < body.count ? $0 : nil })
@@ -120,13 +137,15 @@ public final class PreparedFile: Sendable {
     public var body: [UInt8] { content.body }
     public var etag: String { content.etag }
 
-    /// What a client that accepts gzip is sent, or nil when the file is served as it is to
-    /// everyone (too small, or gzip is not smaller). Made on the first call and kept.
+    /// What a client that accepts gzip is sent, or nil when it gets the file as it is: too small,
+    /// gzip is not smaller, or the gzip form is not made yet (asking queues it, see
+    /// `PreparedContent`). Never compresses on the calling thread; the form is built once the
+    /// content's gzip body exists, and kept.
     public var gzip: GzipForm? {
-        guard let gzipETag = content.gzipETag else { return nil }
         if let box = gzipBox.load() { return box.form }
+        guard let made = content.gzipIfMade, let gzipETag = content.gzipETag else { return nil }
         var form: GzipForm?
-        if let compressed = content.gzipBody {
+        if let compressed = made.body {
             let common = Self.commonFields(content, options, lastModified)
             form = GzipForm(
                 body: compressed, etag: gzipETag,
@@ -140,17 +159,20 @@ public final class PreparedFile: Sendable {
         return gzipBox.storeIfNil(GzipBox(form)).form
     }
 
-    public var gzipBody: [UInt8]? { gzip?.body }
-    public var gzipETag: String? { gzip?.etag }
-    public var gzipHeaders: PreparedFields? { gzip?.headers }
-    public var gzipNotModifiedHeaders: PreparedFields? { gzip?.notModifiedHeaders }
+    /// The gzip form, compressing on the calling thread if it is not made yet: for tests and
+    /// tools, never for a serving thread.
+    public func gzipNow() -> GzipForm? {
+        content.compressNow()
+        return gzip
+    }
 
     /// Last-Modified, Cache-Control and Vary: the fields every response of the file carries.
     private static func commonFields(
         _ content: PreparedContent, _ options: ServingOptions, _ lastModified: Int64
     ) -> [(name: String, value: String)] {
-        // Vary only when a gzip variant may exist (or the answer depends on the User-Agent):
-        // otherwise every client gets the same bytes.
+        // Vary by Accept-Encoding for every file large enough to be offered gzipped (decided at
+        // load, before any compression: the identity answer served while the gzip form is made
+        // varies too), and by User-Agent when the answer depends on it.
         let varied = (content.mayCompress ? ["Accept-Encoding"] : []) + (options.varyUserAgent ? ["User-Agent"] : [])
         let vary: [(name: String, value: String)] = varied.isEmpty ? [] : [(name: "Vary", value: varied.joined(separator: ", "))]
         return [(name: "Last-Modified", value: HTTPDate.format(lastModified)), (name: "Cache-Control", value: options.cacheControl)] + vary

@@ -162,6 +162,21 @@ struct ConfigDirectoryTests {
         #expect(try ConfigLoader.readBounded(path: c.root + "/large", limit: 1 << 20).get() == Array(large.utf8))
     }
 
+    @Test("a sparse file claiming Int64.max bytes is read to the limit, not trapped on")
+    func sparseHugeFile() throws {
+        // `truncate -s 9223372036854775807` on tmpfs: fstat's size + 1 overflowed Int.
+        let path = "/dev/shm/aasad-sparse-\(getpid())"
+        let fd = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0o600)
+        try #require(fd >= 0)
+        defer { unlink(path) }
+        let truncated = ftruncate(fd, off_t.max)
+        close(fd)
+        try #require(truncated == 0, "tmpfs refused a sparse file of Int64.max bytes")
+        let bytes = try ConfigLoader.readBounded(path: path, limit: 1024).get()
+        #expect(bytes.count == 1025)
+        #expect(bytes.allSatisfy { $0 == 0 })
+    }
+
     @Test("dot entries such as Kubernetes' ..data are not sites")
     func skipsDotEntries() throws {
         let c = try TempConfig()

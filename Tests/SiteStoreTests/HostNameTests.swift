@@ -103,8 +103,21 @@ struct HostNameTests {
     }
 }
 
-@Suite("gzip prepared at load time")
+@Suite("gzip of served files")
 struct GzipTests {
+    @Test("the bounded search costs AASA files almost nothing against zlib's level 9")
+    func boundedSearch() throws {
+        var text = #"{"applinks":{"details":["#
+        for i in 0..<400 {
+            text += #"{"appIDs":["ABCDE\#(10_000 + i).com.example.app\#(i % 7)"],"components":[{"/":"/p\#(i)/*","comment":"section \#(i * 31)"}]},"#
+        }
+        let input = Array((text.dropLast() + "]}}").utf8)
+        let bounded = try #require(Gzip.compress(input))
+        let full = try #require(Gzip.compress(input, maxChain: 4_096))
+        #expect(Gzip.decompress(bounded, limit: input.count) == input)
+        #expect(Double(bounded.count) <= Double(full.count) * 1.02, "\(bounded.count) bytes against \(full.count)")
+    }
+
     @Test("compressing then decompressing gives the bytes back", arguments: [0, 1, 100, 131_072])
     func roundTrip(_ size: Int) throws {
         let input = (0..<size).map { UInt8(truncatingIfNeeded: $0 * 7 % 13) }
