@@ -76,6 +76,8 @@ public final class ConfigWatcher: @unchecked Sendable {
     private var fixedWatches: [String: Int32] = [:]
     /// The watch on each symlink's directory, by the link's path.
     private var linkWatches: [String: Int32] = [:]
+    /// Whether the watch limit has been reported since every directory was last watched: said
+    /// once per shortage, and again if it comes back after a full pass watched everything.
     private var watchLimitReported = false
     private var thread: Thread?
     private let finished = DispatchSemaphore(value: 0)
@@ -169,12 +171,7 @@ public final class ConfigWatcher: @unchecked Sendable {
     }
 
     private func noteFailure(_ error: SystemError) {
-        if error.isWatchLimit && !watchLimitReported {
-            watchLimitReported = true
-            logger.warning(
-                "inotify watch limit reached; raise fs.inotify.max_user_watches, or changes to some sites are seen only by --rescan-interval or SIGHUP"
-            )
-        }
+        if error.isWatchLimit { noteWatchLimit(unwatchedSites: 0) }
     }
 
     /// Records that `kind` now resolves to `wd` (nil: to nothing); the watch it left loses it, and
@@ -202,7 +199,11 @@ public final class ConfigWatcher: @unchecked Sendable {
         watchFixed("sites", root + "/sites", .sites)
         let listed = ((try? Files.entries(of: root + "/sites")) ?? []).filter { !$0.hasPrefix(".") }
         // Names watched before and gone now let go of their watches too.
-        watchSites(Array(Set(listed).union(siteWatches.keys).union(siteTLSWatches.keys)))
+        let unwatched = watchSites(Array(Set(listed).union(siteWatches.keys).union(siteTLSWatches.keys)))
+        if unwatched == 0 && watchLimitReported && fixedWatches.count == 3 {
+            watchLimitReported = false
+            logger.info("every site directory is watched again", metadata: ["watched": "\(watches.count)"])
+        }
     }
 
     /// Watches what a fixed part of the config directory resolves to now, letting go of what it
@@ -242,7 +243,9 @@ public final class ConfigWatcher: @unchecked Sendable {
     /// 100,000 sites, one path walk each is seconds on one); the bookkeeping follows on this
     /// thread: first every new binding, then the release of the old ones, so that a watch
     /// another name has just resolved to is never removed as unused.
-    private func watchSites(_ names: [String]) {
+    /// Returns how many of the names could not be watched for inotify's watch limit.
+    @discardableResult
+    private func watchSites(_ names: [String]) -> Int {
         let inotify = self.inotify
         let sites = root + "/sites/"
         let resolve: @Sendable (String) -> (site: Result<Int32, SystemError>, tls: Result<Int32, SystemError>?) = { name in
@@ -259,29 +262,42 @@ public final class ConfigWatcher: @unchecked Sendable {
         var unwatched = 0
         for (name, watched) in zip(names, resolved) {
             // Gone, or not a directory: ENOENT and ENOTDIR are no failure.
-            for result in [watched.site, watched.tls].compactMap({ $0 }) {
-                if case .failure(let error) = result, !error.isNoSuchFile {
-                    if error.isWatchLimit { unwatched += 1 } else { noteFailure(error) }
-                }
+            // A site counts once, whether its directory or only its tls/ went unwatched (when
+            // its directory fails, its tls/ is not tried).
+            let failures = [watched.site, watched.tls].compactMap { result -> SystemError? in
+                if case .failure(let error) = result, !error.isNoSuchFile { return error }
+                return nil
             }
+            if failures.contains(where: \.isWatchLimit) { unwatched += 1 }
             bind(&siteWatches, name, to: try? watched.site.get(), .site(name))
             bind(&siteTLSWatches, name, to: watched.tls.flatMap { try? $0.get() }, .siteTLS(name))
         }
-        if unwatched > 0 { noteWatchLimit(unwatched: unwatched) }
+        if unwatched > 0 { noteWatchLimit(unwatchedSites: unwatched) }
+        return unwatched
     }
 
-    /// Says once how many directories went unwatched and what limit would cover them all: past
-    /// `fs.inotify.max_user_watches` (often 8,192 to about 200,000, sized by the machine's memory)
-    /// a change to those sites is seen only by a full rescan.
-    private func noteWatchLimit(unwatched: Int) {
+    /// Says once per shortage how many sites went unwatched and what limit would cover them:
+    /// past `fs.inotify.max_user_watches` (often 8,192 to about 200,000, sized by the machine's
+    /// memory) a change to those sites is seen only by a full rescan. The limit counts every
+    /// watch of this user id in every process (other aasad processes, editors, file indexers),
+    /// so the advice is the limit now plus what this process still needs: two watches a site
+    /// (its directory and its `tls/`) at most, and a tenth more.
+    private func noteWatchLimit(unwatchedSites: Int) {
         guard !watchLimitReported else { return }
         watchLimitReported = true
         let limit = (try? ConfigLoader.readBounded(path: "/proc/sys/fs/inotify/max_user_watches", limit: 64).get())
             .flatMap { Int(String(decoding: $0, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) }
-        let needed = watches.count + unwatched
+        let more = max(2 * unwatchedSites, 16)
+        let advice = limit.map { "to at least \($0 + more + ($0 + more) / 10)" } ?? "by at least \(more + more / 10)"
+        let what =
+            unwatchedSites > 0
+            ? "\(unwatchedSites) sites are not watched (their directory or its tls/)"
+            : "a directory of the config is not watched"
         logger.warning(
-            "inotify watch limit reached: \(unwatched) site directories are not watched, and changes to them are seen only by --rescan-interval or SIGHUP; raise fs.inotify.max_user_watches (sysctl) to at least \(needed + needed / 10)",
-            metadata: ["unwatched": "\(unwatched)", "watched": "\(watches.count)", "limit": "\(limit.map(String.init) ?? "unknown")"])
+            "inotify watch limit reached: \(what), and changes there are seen only by --rescan-interval or SIGHUP; the limit counts every watch of this user in every process; raise fs.inotify.max_user_watches (sysctl) \(advice)",
+            metadata: [
+                "unwatched_sites": "\(unwatchedSites)", "watches": "\(watches.count)", "limit": "\(limit.map(String.init) ?? "unknown")",
+            ])
     }
 
     /// Batches of names larger than this are watched on every core.
