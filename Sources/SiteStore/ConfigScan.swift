@@ -33,8 +33,9 @@ public struct SiteFile<Document: Sendable>: Sendable {
     public var validatedEarlier = false
     /// The file prepared for serving by the read itself (serve's loads, on every core), with the
     /// file's own time and the options its site.yaml asks for: what the registry serves when it
-    /// picks that time and those options, as it does for every file of a first load.
-    public var prepared: PreparedFile? = nil
+    /// picks that time and those options, as it does for every file of a first load. Set only by
+    /// the read; the registry checks it holds these bytes before serving it.
+    public internal(set) var prepared: PreparedFile? = nil
 
     /// True when the file may be served.
     public var isValid: Bool { result.isValid || (validatedEarlier && result.diagnostics.isValid) }

@@ -35,7 +35,8 @@ public enum Gzip {
             return nil
         }
         defer { deflateEnd(&stream) }
-        guard deflateTune(&stream, tuning.goodLength, tuning.maxLazy, tuning.niceLength, maxChain ?? tuning.maxChain) == Z_OK else { return nil }
+        let chain = maxChain ?? tuning.maxChain
+        guard deflateTune(&stream, tuning.goodLength, tuning.maxLazy, tuning.niceLength, chain) == Z_OK else { return nil }
         let bound = Int(deflateBound(&stream, UInt(input.count)))
         return run(&stream, input, capacity: bound) { deflate(&$0, Z_FINISH) }
     }

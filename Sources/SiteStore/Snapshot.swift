@@ -164,7 +164,9 @@ struct ContentCache {
         // What the read prepared (on every core) is used when it was made with this time and these
         // options, with the content already held when another site serves the same bytes; its
         // content (gzip, ETag) is used in any case.
-        let ready = file.prepared
+        // Only a form of these very bytes is taken (the same buffer, shared by the read: the
+        // comparison is then one identity check).
+        let ready = file.prepared.flatMap { $0.content.body == file.bytes ? $0 : nil }
         if let ready, ready.lastModified == modified, ready.options == options {
             let digest = ready.content.digest
             guard let entry = entries[digest] else {

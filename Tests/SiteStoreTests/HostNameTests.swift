@@ -109,7 +109,8 @@ struct GzipTests {
     func boundedSearch() throws {
         var text = #"{"applinks":{"details":["#
         for i in 0..<400 {
-            text += #"{"appIDs":["ABCDE\#(10_000 + i).com.example.app\#(i % 7)"],"components":[{"/":"/p\#(i)/*","comment":"section \#(i * 31)"}]},"#
+            text += #"{"appIDs":["ABCDE\#(10_000 + i).com.example.app\#(i % 7)"],"#
+            text += #""components":[{"/":"/p\#(i)/*","comment":"section \#(i * 31)"}]},"#
         }
         let input = Array((text.dropLast() + "]}}").utf8)
         let bounded = try #require(Gzip.compress(input))

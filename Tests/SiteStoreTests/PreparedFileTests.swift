@@ -1,3 +1,4 @@
+import AASA
 import Foundation
 import Synchronization
 import Testing
@@ -105,5 +106,25 @@ struct PreparedFileTests {
         #expect(first == second)
         #expect(a.gzip?.headers.value(of: "Last-Modified") != b.gzip?.headers.value(of: "Last-Modified"))
         #expect(b.gzip?.headers.value(of: "Cache-Control") == "max-age=60")
+    }
+}
+
+@Suite("Content cache")
+struct ContentCacheTests {
+    @Test("a prepared form that does not hold the file's bytes is not served; the file's own bytes are")
+    func preparedOfOtherBytes() throws {
+        let bytes = PreparedFileTests.json(1_000)
+        var file = SiteFile<Int>(
+            relativePath: "sites/a.test/apple-app-site-association", bytes: bytes, modified: 1_700_000_000,
+            result: ValidationResult(document: 1, diagnostics: []))
+        file.prepared = try PreparedFile(body: Array("{}".utf8), modified: 1_700_000_000, options: ServingOptions())
+        var cache = ContentCache()
+        let served = try #require(try cache.prepare(file, modified: 1_700_000_000, options: ServingOptions()))
+        #expect(served.body == bytes)
+        #expect(served.content.digest == Digest.hex(Digest.sha256(bytes)))
+        // The read's own form is taken as it is.
+        file.prepared = try PreparedFile(body: bytes, modified: 1_700_000_000, options: ServingOptions())
+        let ready = try #require(try cache.prepare(file, modified: 1_700_000_000, options: ServingOptions()))
+        #expect(ready.body == bytes)
     }
 }
