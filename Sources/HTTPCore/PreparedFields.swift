@@ -73,9 +73,11 @@ public final class PreparedFields: Sendable, Equatable {
         http2Spans = spans
     }
 
-    /// Fields HTTP/2 does not carry (RFC 9113 §8.2.2), lower case.
+    /// Fields HTTP/2 does not carry (RFC 9113 §8.2.2 names Connection, Keep-Alive,
+    /// Proxy-Connection, Transfer-Encoding and Upgrade), lower case.
     private static let connectionSpecific: [[UInt8]] = [
-        Array(FieldName.connection.utf8), Array("keep-alive".utf8), Array(FieldName.transferEncoding.utf8),
+        Array(FieldName.connection.utf8), Array("keep-alive".utf8), Array("proxy-connection".utf8),
+        Array(FieldName.transferEncoding.utf8), Array("upgrade".utf8),
     ]
 
     private static func lowercased(_ byte: UInt8) -> UInt8 {

@@ -129,7 +129,12 @@ public enum ConfigLoader {
         // be listed, each file is tried, and tells itself why it cannot be read.
         let listed = try? Files.entries(of: directory)
         let entries = listed ?? []
-        func mayExist(_ name: String) -> Bool { listed == nil || entries.contains(name) }
+        // A name listed in another case may be the file on a case-insensitive filesystem (vfat,
+        // SMB, ext4 with casefold): it is tried, and an open of the exact name says.
+        func mayExist(_ name: String) -> Bool {
+            guard let listed else { return true }
+            return listed.contains { $0 == name || ($0.utf8.count == name.utf8.count && $0.lowercased() == name.lowercased()) }
+        }
         // site.yaml first: it names the page, which is then one of the site's files.
         if mayExist("site.yaml") { readSettings(directory, relative, &site) }
         let prepareWith = options.map { options in
@@ -206,9 +211,9 @@ public enum ConfigLoader {
             read = SiteFile(relativePath: file.path, bytes: file.bytes, modified: file.modified, result: validate(file.bytes), sha256: hash)
         }
         if let options, read.isValid {
-            // The gzip form and the heads, made here on every core rather than by the registry
-            // on its one thread; an option that cannot make a head leaves it to the registry,
-            // which reports it.
+            // The heads, made here on every core rather than by the registry on its one thread
+            // (the gzip form is made later, after a request asks for it); an option that cannot
+            // make a head leaves it to the registry, which reports it.
             read.prepared = try? PreparedFile(
                 content: PreparedContent(body: file.bytes, sha256: hash), modified: file.modified, options: options)
         }

@@ -273,7 +273,7 @@ public final class SiteRegistry {
         let candidates = Array(names)
         let sitesPath = self.sitesPath
         let kinds = Parallel.map(candidates, threshold: Self.parallelThreshold) { name in
-            (try? Files.linkStatus(sitesPath + "/" + name))?.kind == .directory
+            Self.isDirectory(sitesPath, name)
         }
         let directories = Set(zip(candidates, kinds).lazy.filter(\.1).map(\.0))
         let ordered = directories.sorted() + names.subtracting(directories).sorted()
@@ -438,6 +438,11 @@ public final class SiteRegistry {
 
     /// A directory itself, not a symlink to one: one `lstat` (a full load asks for every name).
     func isDirectory(_ name: String) -> Bool {
+        Self.isDirectory(sitesPath, name)
+    }
+
+    /// The same for any thread (the parallel reads of a large batch).
+    static func isDirectory(_ sitesPath: String, _ name: String) -> Bool {
         (try? Files.linkStatus(sitesPath + "/" + name))?.kind == .directory
     }
 
