@@ -67,13 +67,16 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The one outbound HTTPS client (libcurl), shared by ACME, `aasad check` and the CDN watch:
+        // verification always on, no redirect followed, timeouts, bounded responses.
+        .target(name: "Outbound", dependencies: ["CAASACurl", "CAASAOpenSSL", "TLS"], swiftSettings: swiftSettings),
         // The ACME client (RFC 8555): hostile-input parsers for what a CA sends, JWS over the account
         // key, the back-off schedule, the shared storage directory's locks, HTTPS through libcurl;
         // orders to the issued certificate, checked. TLS for its certificate name rules and OpenSSL helpers.
         .target(
             name: "ACME",
             dependencies: [
-                "AASA", "HTTPCore", "Reactor", "TLS", "CAASAOpenSSL", "CAASACurl", .product(name: "Logging", package: "swift-log"),
+                "AASA", "HTTPCore", "Reactor", "TLS", "Outbound", "CAASAOpenSSL", .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings),
         .executableTarget(

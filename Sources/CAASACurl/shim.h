@@ -30,4 +30,9 @@ static inline CURLcode CAASACurl_getinfo_long(CURL *handle, CURLINFO info, long 
     return curl_easy_getinfo(handle, info, value);
 }
 
+// curl_easy_getinfo for CURLINFO_CERTINFO (a struct curl_certinfo * written to *value).
+static inline CURLcode CAASACurl_getinfo_certinfo(CURL *handle, struct curl_certinfo **value) {
+    return curl_easy_getinfo(handle, CURLINFO_CERTINFO, value);
+}
+
 #endif

@@ -1,48 +1,11 @@
+public import Outbound
 import HTTPCore
 
 /// The response header fields ACME reads (RFC 8555 §6.5 Replay-Nonce, §7.4 Location, §7.1.1 Link,
 /// §6.6 Retry-After), parsed as bytes and bounded. Unknown fields are ignored.
-public struct ACMEHeaders: Sendable, Equatable {
-    /// The fields as received: lower-cased names, values without surrounding white space.
-    public private(set) var fields: [(name: String, value: [UInt8])] = []
-    private var totalBytes = 0
+public typealias ACMEHeaders = ResponseHeaders
 
-    public init() {}
-
-    public static func == (a: ACMEHeaders, b: ACMEHeaders) -> Bool {
-        a.fields.count == b.fields.count && zip(a.fields, b.fields).allSatisfy { $0.name == $1.name && $0.value == $1.value }
-    }
-
-    /// Adds one header line as libcurl hands it over (`Name: value\r\n`). The status line, a
-    /// blank line and lines without a colon are skipped; a new status line (a response after
-    /// `100 Continue` or a proxy's) starts over. False once the section is over
-    /// `ACMELimits.maximumHeaderBytes`: the caller stops the transfer.
-    public mutating func add(line: some Collection<UInt8>) -> Bool {
-        totalBytes += line.count
-        guard totalBytes <= ACMELimits.maximumHeaderBytes else { return false }
-        let bytes = Array(line)
-        if bytes.starts(with: Array("HTTP/".utf8)) {
-            fields.removeAll()
-            return true
-        }
-        guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")), colon > 0 else { return true }
-        let name = bytes[..<colon]
-        // RFC 9110 §5.1: a field name is a token; anything else is no field we read.
-        guard name.allSatisfy(Self.isTokenByte) else { return true }
-        var value = bytes[(colon + 1)...]
-        while let c = value.first, c == 0x20 || c == 0x09 { value = value.dropFirst() }
-        while let c = value.last, c == 0x20 || c == 0x09 || c == 0x0D || c == 0x0A { value = value.dropLast() }
-        fields.append((String(decoding: name, as: UTF8.self).lowercased(), Array(value)))
-        return true
-    }
-
-    private static func isTokenByte(_ c: UInt8) -> Bool {
-        (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || Array("!#$%&'*+-.^_`|~".utf8).contains(c)
-    }
-
-    /// The first value of `name` (lower case).
-    public func first(_ name: String) -> [UInt8]? { fields.first { $0.name == name }?.value }
-
+extension ResponseHeaders {
     /// RFC 8555 §6.5.1: a non-empty base64url nonce, bounded; nil when absent or invalid (a bad
     /// nonce is never sent back).
     public var replayNonce: String? {
@@ -158,5 +121,5 @@ public struct ACMEHeaders: Sendable, Equatable {
         return out
     }
 
-    private static func isParamNameByte(_ c: UInt8) -> Bool { isTokenByte(c) }
+    static func isParamNameByte(_ c: UInt8) -> Bool { isTokenByte(c) }
 }

@@ -1,3 +1,5 @@
+import Outbound
+
 /// Every bound on what a CA (or anyone between us and it) can make the client hold. Each says why
 /// it is as large as it is; the parsers refuse input past them instead of growing.
 public enum ACMELimits {
@@ -10,7 +12,7 @@ public enum ACMELimits {
     /// Largest response header section (all lines together). ACME responses carry a handful of
     /// fields (Replay-Nonce, Location, Link, Retry-After); 64 KiB is far above any real CA and
     /// caps a server that streams header lines forever.
-    public static let maximumHeaderBytes = 64 * 1024
+    public static let maximumHeaderBytes = ResponseHeaders.maximumBytes
 
     /// Longest URL accepted from a CA (directory entries, Location, Link, authorization and
     /// challenge URLs). Real ACME URLs are under 200 bytes; 2048 is the common de-facto URL limit.

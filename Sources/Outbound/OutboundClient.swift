@@ -1,0 +1,344 @@
+import CAASACurl
+import CAASAOpenSSL
+import Synchronization
+public import TLS
+
+/// One outbound HTTPS request: ACME's calls to a CA, `aasad check`'s fetches of an origin and of
+/// Apple's CDN, and the CDN watch in `serve`.
+public struct OutboundRequest: Sendable {
+    public enum Method: Sendable { case get, head, post }
+
+    public var method: Method = .get
+    /// An absolute `https://` URL.
+    public var url: String
+    public var body: [UInt8] = []
+    /// Extra request fields, `Name: value` (checked: a token name and a value of visible bytes,
+    /// space and tab, so that no configured text splits the request head).
+    public var fields: [(name: String, value: String)] = []
+    /// curl's `--connect-to` entries, `HOST1:PORT1:HOST2:PORT2`: connect elsewhere than the URL
+    /// says while the TLS name and Host stay the URL's (a staging address, a test server).
+    public var connectTo: [String] = []
+    /// The User-Agent sent; nil sends the client's configured one.
+    public var userAgent: String?
+    /// Collect the server's certificate (`OutboundResponse.certificate`): the request then opens
+    /// a connection of its own, since a reused one has no handshake to look at.
+    public var wantsCertificate = false
+
+    public init(_ method: Method = .get, url: String) {
+        self.method = method
+        self.url = url
+    }
+}
+
+/// A response as read: bounded body and header section, and the leaf certificate when asked.
+public struct OutboundResponse: Sendable {
+    public var status: Int
+    public var headers: ResponseHeaders
+    public var body: [UInt8]
+    /// The server's leaf certificate (validity and DNS names), when the request asked for it.
+    public var certificate: CertificateInfo?
+
+    public var isSuccess: Bool { (200..<300).contains(status) }
+}
+
+/// Why a request got no response, by the layer that failed: each says what an operator checks.
+public struct OutboundError: Error, Sendable, Equatable, CustomStringConvertible {
+    public enum Kind: String, Sendable, Equatable {
+        /// The request could not be made (a bad URL, a refused option): a bug or bad input.
+        case request
+        /// The name did not resolve.
+        case dns
+        /// No TCP connection (refused, unreachable).
+        case connect
+        /// Connect or the whole request took longer than allowed.
+        case timeout
+        /// The TLS handshake failed (protocol, version, alert).
+        case tls
+        /// The server's certificate was not accepted (`certificateProblem` says why).
+        case certificate
+        /// The connection broke or the server's HTTP was not understood.
+        case http
+        /// The response was over the client's bounds (body or header section).
+        case tooLarge = "too-large"
+    }
+
+    /// Why a certificate was refused.
+    public enum CertificateProblem: String, Sendable, Equatable {
+        case expired
+        case notYetValid = "not-yet-valid"
+        case nameMismatch = "name-mismatch"
+        case untrusted
+    }
+
+    public var kind: Kind
+    public var message: String
+    public var certificateProblem: CertificateProblem?
+    /// The refused certificate, when it could be read.
+    public var certificate: CertificateInfo?
+
+    public init(_ kind: Kind, _ message: String, certificateProblem: CertificateProblem? = nil, certificate: CertificateInfo? = nil) {
+        self.kind = kind
+        self.message = message
+        self.certificateProblem = certificateProblem
+        self.certificate = certificate
+    }
+
+    public var description: String { message }
+}
+
+/// The one outbound HTTPS client (DESIGN.md: a maintained library, libcurl; docs/acme.md says
+/// why not URLSession): https only, certificate verification always on (system roots, or the
+/// configured CA file), TLS 1.2 or newer, connect and total timeouts, redirects never followed
+/// (a redirect is the caller's to judge), bodies and header sections bounded. Blocking: it runs
+/// on its user's own thread (the ACME thread, the CDN watch's, a command), never on a serving
+/// loop. One libcurl handle, reused (its connection cache keeps connections alive), used by one
+/// request at a time.
+public final class OutboundClient: Sendable {
+    public struct Configuration: Sendable {
+        /// PEM roots to trust instead of the system's; nil: the system's.
+        public var caFile: String?
+        /// Longest TCP + TLS connect, in milliseconds.
+        public var connectTimeoutMilliseconds = 10_000
+        /// Longest whole request, in milliseconds: stops a server that trickles bytes.
+        public var totalTimeoutMilliseconds = 30_000
+        /// The User-Agent of requests that do not name one.
+        public var userAgent = "aasad"
+        /// Largest response body read; a longer one fails as `tooLarge`.
+        public var maximumBodyBytes = 256 * 1024
+
+        public init(caFile: String? = nil) { self.caFile = caFile }
+    }
+
+    public let configuration: Configuration
+    private let handle: Mutex<Handle>
+
+    /// The libcurl easy handle; only touched under the mutex.
+    private final class Handle: @unchecked Sendable {
+        let curl: UnsafeMutableRawPointer
+        init(_ curl: UnsafeMutableRawPointer) { self.curl = curl }
+        deinit { curl_easy_cleanup(curl) }
+    }
+
+    /// curl_global_init once per process, before the first handle (libcurl asks for it before
+    /// any other call and while no other thread uses libcurl).
+    private static let globalInit: Bool = curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK
+
+    public init(configuration: Configuration = Configuration()) throws(OutboundError) {
+        guard Self.globalInit, let curl = curl_easy_init() else { throw OutboundError(.request, "libcurl did not initialise") }
+        self.configuration = configuration
+        handle = Mutex(Handle(curl))
+    }
+
+    /// One request.
+    public func perform(_ request: OutboundRequest) throws(OutboundError) -> OutboundResponse {
+        try Self.check(request)
+        let result = handle.withLock { handle in
+            Result { () throws(OutboundError) in try perform(handle.curl, request) }
+        }
+        return try result.get()
+    }
+
+    /// Refuses what would reach the request head unchecked: a URL that is not https or holds
+    /// bytes outside visible ASCII, a field name that is no token, a value with CR, LF or other
+    /// controls, a connect-to entry with them.
+    static func check(_ request: OutboundRequest) throws(OutboundError) {
+        guard request.url.utf8.count <= 8_192, request.url.lowercased().hasPrefix("https://"),
+            request.url.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F })
+        else {
+            throw OutboundError(.request, "\(request.url.debugDescription) is no https URL of visible ASCII")
+        }
+        for field in request.fields {
+            guard !field.name.isEmpty, field.name.utf8.allSatisfy(ResponseHeaders.isTokenByte) else {
+                throw OutboundError(.request, "the field name \(field.name.debugDescription) is no token")
+            }
+            guard isFieldValue(field.value) else {
+                throw OutboundError(.request, "the \(field.name) value holds a control byte")
+            }
+        }
+        if let agent = request.userAgent, !isFieldValue(agent) {
+            throw OutboundError(.request, "the User-Agent holds a control byte")
+        }
+        for entry in request.connectTo where !entry.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) || entry.utf8.count > 1_024 {
+            throw OutboundError(.request, "the connect-to entry \(entry.debugDescription) holds a control byte or space")
+        }
+    }
+
+    /// A field value's bytes: visible ASCII, space, tab and bytes above 0x7F (RFC 9110 §5.5).
+    private static func isFieldValue(_ text: String) -> Bool {
+        text.utf8.allSatisfy { $0 == 0x09 || ($0 >= 0x20 && $0 != 0x7F) }
+    }
+
+    private func perform(_ curl: UnsafeMutableRawPointer, _ request: OutboundRequest) throws(OutboundError) -> OutboundResponse {
+        curl_easy_reset(curl)
+        let transfer = Transfer(maximumBodyBytes: configuration.maximumBodyBytes)
+        let context = Unmanaged.passUnretained(transfer).toOpaque()
+        var headerList: UnsafeMutablePointer<curl_slist>? = nil
+        var connectList: UnsafeMutablePointer<curl_slist>? = nil
+        defer {
+            curl_slist_free_all(headerList)
+            curl_slist_free_all(connectList)
+        }
+        var errorBuffer = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
+        var failed: String? = nil
+        func set(_ option: CURLoption, _ value: Int) {
+            if CAASACurl_setopt_long(curl, option, value) != CURLE_OK, failed == nil { failed = "option \(option.rawValue)" }
+        }
+        func set(_ option: CURLoption, _ value: UnsafeRawPointer?) {
+            if CAASACurl_setopt_pointer(curl, option, value) != CURLE_OK, failed == nil { failed = "option \(option.rawValue)" }
+        }
+        for field in request.fields { headerList = curl_slist_append(headerList, "\(field.name): \(field.value)") }
+        for entry in request.connectTo { connectList = curl_slist_append(connectList, entry) }
+        let agent = request.userAgent ?? configuration.userAgent
+        let body = request.body
+        let code: CURLcode = request.url.withCString { urlText in
+            agent.withCString { agent in
+                "https".withCString { https in
+                    withOptionalCString(configuration.caFile) { caFile in
+                        body.withUnsafeBytes { bodyBytes in
+                            errorBuffer.withUnsafeMutableBufferPointer { errors in
+                                set(CURLOPT_URL, urlText)
+                                set(CURLOPT_PROTOCOLS_STR, https)
+                                set(CURLOPT_REDIR_PROTOCOLS_STR, https)
+                                set(CURLOPT_FOLLOWLOCATION, 0)
+                                set(CURLOPT_NOSIGNAL, 1)
+                                set(CURLOPT_SSL_VERIFYPEER, 1)
+                                set(CURLOPT_SSL_VERIFYHOST, 2)
+                                set(CURLOPT_SSLVERSION, Int(CURL_SSLVERSION_TLSv1_2))
+                                if let caFile { set(CURLOPT_CAINFO, caFile) }
+                                set(CURLOPT_CONNECTTIMEOUT_MS, configuration.connectTimeoutMilliseconds)
+                                set(CURLOPT_TIMEOUT_MS, configuration.totalTimeoutMilliseconds)
+                                set(CURLOPT_USERAGENT, agent)
+                                set(CURLOPT_ERRORBUFFER, errors.baseAddress)
+                                if request.wantsCertificate {
+                                    set(CURLOPT_CERTINFO, 1)
+                                    set(CURLOPT_FRESH_CONNECT, 1)
+                                }
+                                if let connectList { set(CURLOPT_CONNECT_TO, UnsafeRawPointer(connectList)) }
+                                if CAASACurl_setopt_data_callback(curl, CURLOPT_WRITEFUNCTION, writeCallback) != CURLE_OK {
+                                    failed = "write callback"
+                                }
+                                if CAASACurl_setopt_data_callback(curl, CURLOPT_HEADERFUNCTION, headerCallback) != CURLE_OK {
+                                    failed = "header callback"
+                                }
+                                set(CURLOPT_WRITEDATA, context)
+                                set(CURLOPT_HEADERDATA, context)
+                                switch request.method {
+                                case .get: set(CURLOPT_HTTPGET, 1)
+                                case .head: set(CURLOPT_NOBODY, 1)
+                                case .post:
+                                    set(CURLOPT_POSTFIELDSIZE, bodyBytes.count)
+                                    set(CURLOPT_POSTFIELDS, bodyBytes.baseAddress ?? UnsafeRawPointer(https))
+                                }
+                                if let headerList { set(CURLOPT_HTTPHEADER, UnsafeRawPointer(headerList)) }
+                                if failed != nil { return CURLE_FAILED_INIT }
+                                return curl_easy_perform(curl)
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        if let failed { throw OutboundError(.request, "libcurl refused \(failed)") }
+        let certificate = request.wantsCertificate ? Self.leafCertificate(curl) : nil
+        if let overflow = transfer.overflow { throw OutboundError(.tooLarge, "\(request.url): \(overflow)") }
+        guard code == CURLE_OK else {
+            let detail = String(decoding: errorBuffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            let reason = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
+            throw Self.classify(code, curl, "\(request.url): \(reason)", certificate: certificate)
+        }
+        var status = 0
+        guard CAASACurl_getinfo_long(curl, CURLINFO_RESPONSE_CODE, &status) == CURLE_OK else {
+            throw OutboundError(.http, "\(request.url): no status")
+        }
+        return OutboundResponse(status: status, headers: transfer.headers, body: transfer.body, certificate: certificate)
+    }
+
+    /// The failed layer of a libcurl error code.
+    private static func classify(_ code: CURLcode, _ curl: UnsafeMutableRawPointer, _ message: String, certificate: CertificateInfo?)
+        -> OutboundError
+    {
+        switch code {
+        case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY: return OutboundError(.dns, message)
+        case CURLE_COULDNT_CONNECT: return OutboundError(.connect, message)
+        case CURLE_OPERATION_TIMEDOUT: return OutboundError(.timeout, message)
+        case CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CACERT_BADFILE, CURLE_SSL_ISSUER_ERROR, CURLE_SSL_INVALIDCERTSTATUS:
+            // OpenSSL's verdict on the chain; 0 when the chain was good and curl's own host
+            // name check refused it.
+            var result = 0
+            _ = CAASACurl_getinfo_long(curl, CURLINFO_SSL_VERIFYRESULT, &result)
+            let problem: OutboundError.CertificateProblem =
+                switch Int32(clamping: result) {
+                case X509_V_OK, X509_V_ERR_HOSTNAME_MISMATCH: .nameMismatch
+                case X509_V_ERR_CERT_HAS_EXPIRED: .expired
+                case X509_V_ERR_CERT_NOT_YET_VALID: .notYetValid
+                default: .untrusted
+                }
+            return OutboundError(.certificate, message, certificateProblem: problem, certificate: certificate)
+        case CURLE_SSL_CONNECT_ERROR, CURLE_SSL_ENGINE_NOTFOUND, CURLE_SSL_ENGINE_SETFAILED, CURLE_SSL_CERTPROBLEM,
+            CURLE_SSL_CIPHER, CURLE_USE_SSL_FAILED, CURLE_SSL_SHUTDOWN_FAILED:
+            return OutboundError(.tls, message)
+        default: return OutboundError(.http, message)
+        }
+    }
+
+    /// The leaf of the chain libcurl collected (CURLOPT_CERTINFO: one list of `Name:value`
+    /// lines per certificate, `Cert:` the PEM), read with OpenSSL; nil when there is none.
+    private static func leafCertificate(_ curl: UnsafeMutableRawPointer) -> CertificateInfo? {
+        var info: UnsafeMutablePointer<curl_certinfo>? = nil
+        guard CAASACurl_getinfo_certinfo(curl, &info) == CURLE_OK, let info, info.pointee.num_of_certs > 0,
+            var line = info.pointee.certinfo?[0]
+        else { return nil }
+        while true {
+            if let data = line.pointee.data {
+                let text = String(cString: data)
+                if text.hasPrefix("Cert:") { return try? CertificateInfo(leafPEM: Array(text.utf8.dropFirst(5))) }
+            }
+            guard let next = line.pointee.next else { return nil }
+            line = next
+        }
+    }
+}
+
+/// Runs `body` with a C string for `text`, or nil.
+private func withOptionalCString<R>(_ text: String?, _ body: (UnsafePointer<CChar>?) -> R) -> R {
+    guard let text else { return body(nil) }
+    return text.withCString { body($0) }
+}
+
+/// What the callbacks fill; handed to libcurl as an unretained pointer for one transfer, which
+/// the caller keeps alive until curl_easy_perform returns.
+private final class Transfer {
+    let maximumBodyBytes: Int
+    var body: [UInt8] = []
+    var headers = ResponseHeaders()
+    /// Why the transfer was stopped by a bound; nil when it was not.
+    var overflow: String?
+
+    init(maximumBodyBytes: Int) { self.maximumBodyBytes = maximumBodyBytes }
+}
+
+/// CURLOPT_WRITEFUNCTION: appends to the transfer's body; returning less than given stops the
+/// transfer (CURLE_WRITE_ERROR) once the body would pass the client's bound.
+private let writeCallback: CAASACurl_data_callback = { data, size, count, context in
+    guard let data, let context else { return 0 }
+    let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
+    let (total, overflow) = size.multipliedReportingOverflow(by: count)
+    guard !overflow, transfer.body.count + total <= transfer.maximumBodyBytes else {
+        transfer.overflow = "the response body is over \(transfer.maximumBodyBytes) bytes"
+        return 0
+    }
+    transfer.body += UnsafeRawBufferPointer(start: data, count: total)
+    return total
+}
+
+/// CURLOPT_HEADERFUNCTION: one header line at a time into `ResponseHeaders`, bounded.
+private let headerCallback: CAASACurl_data_callback = { data, size, count, context in
+    guard let data, let context else { return 0 }
+    let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
+    let (total, overflow) = size.multipliedReportingOverflow(by: count)
+    guard !overflow, transfer.headers.add(line: UnsafeRawBufferPointer(start: data, count: total)) else {
+        transfer.overflow = "the response header section is over \(ResponseHeaders.maximumBytes) bytes"
+        return 0
+    }
+    return total
+}
