@@ -1,5 +1,5 @@
-public import Outbound
 import HTTPCore
+public import Outbound
 
 /// The response header fields ACME reads (RFC 8555 §6.5 Replay-Nonce, §7.4 Location, §7.1.1 Link,
 /// §6.6 Retry-After), parsed as bytes and bounded. Unknown fields are ignored.
