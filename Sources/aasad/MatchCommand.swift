@@ -14,6 +14,10 @@ struct MatchCommand: ParsableCommand {
             each URL's host picks the site (exact host first, then the longest wildcard). Each app \
             named in the file gets one line: matched, blocked (by an exclude component or NOT path) \
             or no match. Exit status 0 when every URL was evaluated, 1 otherwise.
+
+            --expect APPID (or none) turns it into an assertion for an app's CI: exit status 1 \
+            unless every URL opens exactly that app (or, with none, no app), with one line on \
+            standard error per URL that does not.
             """
     )
 
@@ -26,6 +30,12 @@ struct MatchCommand: ParsableCommand {
     @Option(help: "Output format: text for people, json for scripts.")
     var format: OutputFormat = .text
 
+    @Option(
+        help: ArgumentHelp(
+            "Assert that every URL opens this app (TEAMID.bundle.id), or no app with 'none'; exit 1 otherwise.",
+            valueName: "appid|none"))
+    var expect: String?
+
     @Argument(help: "URLs to evaluate.")
     var urls: [String]
 
@@ -35,6 +45,9 @@ struct MatchCommand: ParsableCommand {
         }
         if urls.isEmpty {
             throw ValidationError("Name at least one URL, e.g. 'aasad match --file aasa.json https://example.com/buy/1'.")
+        }
+        if let expect, expect != "none", let problem = AppIdentifier.problem(with: expect) {
+            throw ValidationError("--expect takes an app ID, or none: \(problem)")
         }
     }
 
@@ -64,6 +77,20 @@ struct MatchCommand: ParsableCommand {
             }
         }
         if results.contains(where: { $0.error != nil }) { throw ExitCode(1) }
+        if let expect {
+            let unmet = results.compactMap { Self.unmetExpectation(expect, $0) }
+            for line in unmet { FileHandle.standardError.write(Data((line + "\n").utf8)) }
+            if !unmet.isEmpty { throw ExitCode(1) }
+        }
+    }
+
+    /// Why a URL's answer is not the expected one (`--expect`), or nil when it is.
+    static func unmetExpectation(_ expect: String, _ report: URLReport) -> String? {
+        let wanted = expect == "none" ? nil : expect
+        guard report.appID != wanted else { return nil }
+        let got = report.appID.map { "opens \($0)" } ?? "opens no app"
+        let rule = report.decidedBy.map { " (decided by \($0.text))" } ?? ""
+        return "\(report.url): \(got)\(rule), expected \(wanted.map { "it to open \($0)" } ?? "no app")"
     }
 
     struct LoadProblem: Error {

@@ -152,6 +152,35 @@ struct CLITests {
         try AASAD.expectGolden(out.stdout, "match-two-apps.txt")
     }
 
+    @Test(
+        "match --expect: exit 0 only when every URL opens that app (or none), a line per URL that does not",
+        arguments: [
+            (["ABCDE12345.com.example.shop", "https://shop.example/p/1"], Int32(0), ""),
+            (["FGHIJ67890.com.example.reader", "https://shop.example/checkout/1", "/zzz"], 0, ""),
+            (
+                ["ABCDE12345.com.example.shop", "https://shop.example/p/1", "https://shop.example/checkout/1"], 1,
+                "https://shop.example/checkout/1: opens FGHIJ67890.com.example.reader (decided by applinks.details[1].paths[1] \"*\"), expected it to open ABCDE12345.com.example.shop\n"
+            ),
+            (
+                ["none", "https://shop.example/p/1"], 1,
+                "https://shop.example/p/1: opens ABCDE12345.com.example.shop (decided by applinks.details[0].components[1] {\"/\": \"/p/*\"}), expected no app\n"
+            ),
+        ])
+    func matchExpect(_ arguments: [String], _ status: Int32, _ stderr: String) throws {
+        let out = try AASAD.run(["match", "--file", "Fixtures/two-apps.json", "--expect"] + arguments)
+        #expect(out.status == status, "\(out.stderr)")
+        #expect(out.stderr == stderr)
+    }
+
+    @Test("match --expect none passes for a URL no app opens; a malformed app ID is a usage error")
+    func matchExpectNone() throws {
+        let none = try AASAD.run(["match", "--file", "Fixtures/two-apps.json", "--expect", "none", "/p/secret"])
+        #expect(none.status == 1, "an app opens it")
+        let file = try AASAD.run(["match", "--file", "Fixtures/two-apps.json", "--expect", "com.example.shop", "/p/1"])
+        #expect(file.status == 64)
+        #expect(file.stderr.contains("Team ID"))
+    }
+
     @Test("match --format json: one object for one URL, with null appID when nothing opens it")
     func matchJSONOne() throws {
         let out = try AASAD.run(["match", "--format", "json", "--file", "Fixtures/two-apps.json", "https://shop.example/checkout/1"])
