@@ -97,6 +97,11 @@ public final class OutboundClient: Sendable {
     public struct Configuration: Sendable {
         /// PEM roots to trust instead of the system's; nil: the system's.
         public var caFile: String?
+        /// With `caFile`: trust the system's roots too (`aasad check --cacert`: a staging CA for
+        /// the origin, the public roots for Apple's CDN).
+        public var addsSystemRoots = false
+        /// The system's roots as a hashed directory (Debian's ca-certificates).
+        public static let systemRootsDirectory = "/etc/ssl/certs"
         /// Longest TCP + TLS connect, in milliseconds.
         public var connectTimeoutMilliseconds = 10_000
         /// Longest whole request, in milliseconds: stops a server that trickles bytes.
@@ -204,7 +209,12 @@ public final class OutboundClient: Sendable {
                                 set(CURLOPT_SSL_VERIFYPEER, 1)
                                 set(CURLOPT_SSL_VERIFYHOST, 2)
                                 set(CURLOPT_SSLVERSION, Int(CURL_SSLVERSION_TLSv1_2))
-                                if let caFile { set(CURLOPT_CAINFO, caFile) }
+                                if let caFile {
+                                    set(CURLOPT_CAINFO, caFile)
+                                    if configuration.addsSystemRoots {
+                                        Configuration.systemRootsDirectory.withCString { set(CURLOPT_CAPATH, $0) }
+                                    }
+                                }
                                 set(CURLOPT_CONNECTTIMEOUT_MS, configuration.connectTimeoutMilliseconds)
                                 set(CURLOPT_TIMEOUT_MS, configuration.totalTimeoutMilliseconds)
                                 set(CURLOPT_USERAGENT, agent)
@@ -244,7 +254,7 @@ public final class OutboundClient: Sendable {
         guard code == CURLE_OK else {
             let detail = String(decoding: errorBuffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
             let reason = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
-            throw Self.classify(code, curl, "\(request.url): \(reason)", certificate: certificate)
+            throw Self.classify(code, curl, "\(request.url): \(reason)", host: Self.host(of: request.url), certificate: certificate)
         }
         var status = 0
         guard CAASACurl_getinfo_long(curl, CURLINFO_RESPONSE_CODE, &status) == CURLE_OK else {
@@ -254,24 +264,24 @@ public final class OutboundClient: Sendable {
     }
 
     /// The failed layer of a libcurl error code.
-    private static func classify(_ code: CURLcode, _ curl: UnsafeMutableRawPointer, _ message: String, certificate: CertificateInfo?)
-        -> OutboundError
-    {
+    private static func classify(
+        _ code: CURLcode, _ curl: UnsafeMutableRawPointer, _ message: String, host: String, certificate: CertificateInfo?
+    ) -> OutboundError {
         switch code {
         case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY: return OutboundError(.dns, message)
         case CURLE_COULDNT_CONNECT: return OutboundError(.connect, message)
         case CURLE_OPERATION_TIMEDOUT: return OutboundError(.timeout, message)
         case CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CACERT_BADFILE, CURLE_SSL_ISSUER_ERROR, CURLE_SSL_INVALIDCERTSTATUS:
-            // OpenSSL's verdict on the chain; 0 when the chain was good and curl's own host
-            // name check refused it.
+            // OpenSSL's verdict on the chain says expired or not yet valid; curl's own host name
+            // check leaves no code of its own, so the collected leaf's names say that.
             var result = 0
             _ = CAASACurl_getinfo_long(curl, CURLINFO_SSL_VERIFYRESULT, &result)
             let problem: OutboundError.CertificateProblem =
                 switch Int32(clamping: result) {
-                case X509_V_OK, X509_V_ERR_HOSTNAME_MISMATCH: .nameMismatch
                 case X509_V_ERR_CERT_HAS_EXPIRED: .expired
                 case X509_V_ERR_CERT_NOT_YET_VALID: .notYetValid
-                default: .untrusted
+                case X509_V_ERR_HOSTNAME_MISMATCH: .nameMismatch
+                default: certificate.map { !$0.covers(host) } == true ? .nameMismatch : .untrusted
                 }
             return OutboundError(.certificate, message, certificateProblem: problem, certificate: certificate)
         case CURLE_SSL_CONNECT_ERROR, CURLE_SSL_ENGINE_NOTFOUND, CURLE_SSL_ENGINE_SETFAILED, CURLE_SSL_CERTPROBLEM,
@@ -279,6 +289,15 @@ public final class OutboundClient: Sendable {
             return OutboundError(.tls, message)
         default: return OutboundError(.http, message)
         }
+    }
+
+    /// The host of an https URL (no user info is allowed in ours), lower case, without a port.
+    static func host(of url: String) -> String {
+        var rest = Substring(url.dropFirst("https://".count))
+        if let end = rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) { rest = rest[..<end] }
+        if rest.hasPrefix("[") { return String(rest.prefix { $0 != "]" }.dropFirst()).lowercased() }
+        if let colon = rest.lastIndex(of: ":") { rest = rest[..<colon] }
+        return rest.lowercased()
     }
 
     /// The leaf of the chain libcurl collected (CURLOPT_CERTINFO: one list of `Name:value`

@@ -12,7 +12,7 @@ struct AASACommand: ParsableCommand {
             be evaluated, 64 for bad arguments.
             """,
         version: version,
-        subcommands: [ServeCommand.self, ValidateCommand.self, MatchCommand.self, SitesCommand.self]
+        subcommands: [ServeCommand.self, ValidateCommand.self, MatchCommand.self, SitesCommand.self, CheckCommand.self]
     )
 }
 

@@ -1,0 +1,381 @@
+public import AASA
+import Foundation
+public import Outbound
+
+/// A live check of one deployed host as Apple's fetcher sees it (`aasad check`): the origin's
+/// AASA file over verified TLS without following redirects, its certificate, its assetlinks.json,
+/// and Apple's CDN copy compared with it. Blocking; one request at a time on the given client.
+public struct HostChecker: Sendable {
+    /// Apple's CDN base: the host name is appended (`…/a/v1/example.com`).
+    public static let appleCDN = "https://app-site-association.cdn-apple.com/a/v1/"
+    /// The User-Agent Apple's CDN fetches with; a WAF that blocks it blocks universal links.
+    public static let appleUserAgent = "AASA-Bot/1.0.0"
+    /// A browser's, to tell a block of Apple's fetcher from a file that is not there.
+    public static let browserUserAgent =
+        "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.4 Safari/605.1.15"
+    /// A certificate this close to its end is reported (a warning): renewal has failed somewhere.
+    public static let expiryWarningSeconds: Int64 = 14 * 86_400
+
+    public struct Options: Sendable {
+        /// The CDN base URL; nil skips the CDN (developer and managed modes bypass it).
+        public var cdn: String? = HostChecker.appleCDN
+        /// curl's `HOST1:PORT1:HOST2:PORT2` entries, for the origin and the CDN alike.
+        public var connectTo: [String] = []
+        /// Apps whose entries to report (`--app`, or the entitlements' application identifier).
+        public var apps: [String] = []
+        /// Which services the app must be listed under on this host (from an entitlements file);
+        /// empty: applinks when an app is named.
+        public var services: [String] = []
+        /// Seconds since the epoch, for the certificate's expiry warning.
+        public var now: Int64 = Int64(Date().timeIntervalSince1970)
+
+        public init() {}
+    }
+
+    let client: OutboundClient
+    let options: Options
+
+    public init(client: OutboundClient, options: Options) {
+        self.client = client
+        self.options = options
+    }
+
+    /// Checks `host` (a DNS name, no scheme, path or port).
+    public func check(_ host: String) -> HostReport {
+        var problems: [Problem] = []
+        let (origin, body) = fetchOrigin(host, &problems)
+        let document = body.flatMap { AppSiteAssociation.validate($0).document }
+        let assetLinks = fetchAssetLinks(host, &problems)
+        let cdn = options.cdn.map { checkCDN($0, host, origin: body, &problems) }
+        var apps: [AppReport] = []
+        for app in options.apps {
+            let report = Self.appReport(app, in: document)
+            apps.append(report)
+            guard document != nil else { continue }
+            let wanted = options.services.isEmpty ? ["applinks"] : options.services
+            let missing = wanted.filter { !report.services.contains($0) }
+            if !missing.isEmpty {
+                problems.append(
+                    Problem(
+                        "app-missing", "\(app) is not in the file's \(missing.joined(separator: ", ")) list",
+                        fix:
+                            "add \"\(app)\" to \(missing.map { $0 == "applinks" ? "applinks.details[].appIDs" : "\($0).apps" }.joined(separator: " and ")) in the file this host serves"
+                    ))
+            } else if wanted.contains("applinks") && report.rules.isEmpty {
+                problems.append(
+                    Problem(
+                        "app-no-paths", .warning, "\(app) is listed in applinks with no component or path: no URL opens it",
+                        fix: "give its entry components, e.g. [{\"/\": \"/*\"}]"))
+            }
+        }
+        return HostReport(host: host, origin: origin, assetLinks: assetLinks, cdn: cdn, apps: apps, problems: problems)
+    }
+
+    // MARK: - The origin
+
+    /// The AASA file as Apple's CDN asks for it; the body when one was received with status 200.
+    private func fetchOrigin(_ host: String, _ problems: inout [Problem]) -> (OriginReport, [UInt8]?) {
+        let url = "https://\(host)/.well-known/apple-app-site-association"
+        var file = FileReport(url: url)
+        var request = OutboundRequest(url: url)
+        request.connectTo = options.connectTo
+        request.userAgent = Self.appleUserAgent
+        request.wantsCertificate = true
+        let response: OutboundResponse
+        do {
+            response = try client.perform(request)
+        } catch {
+            file.error = error.message
+            problems.append(Self.transportProblem(error, host: host, what: "the origin"))
+            let certificate = error.certificate.map {
+                CertificateReport(names: $0.dnsNames, notBefore: $0.notBefore, notAfter: $0.notAfter, trusted: false)
+            }
+            return (OriginReport(file: file, certificate: certificate), nil)
+        }
+        let certificate = response.certificate.map {
+            CertificateReport(names: $0.dnsNames, notBefore: $0.notBefore, notAfter: $0.notAfter, trusted: true)
+        }
+        if let certificate, certificate.notAfter - options.now < Self.expiryWarningSeconds {
+            let days = max(0, (certificate.notAfter - options.now) / 86_400)
+            problems.append(
+                Problem(
+                    "certificate-expiring", .warning, "the certificate expires in \(days) day\(days == 1 ? "" : "s")",
+                    fix:
+                        "renew it now: Apple's CDN and devices refuse an expired certificate, and the CDN keeps the failure for an hour or more"
+                ))
+        }
+        describe(response, into: &file)
+        var body: [UInt8]? = nil
+        switch response.status {
+        case 200:
+            body = response.body
+            checkAASA(response, &file, &problems)
+        case 300..<400:
+            problems.append(
+                Problem(
+                    "redirect", "the origin answers \(response.status) to \(file.redirect ?? "nowhere") instead of the file",
+                    fix:
+                        "serve the file itself at this URL with status 200: Apple's fetcher never follows a redirect (not even http to https or to www)"
+                ))
+        default:
+            // A block of Apple's fetcher looks like any refusal: ask again as a browser.
+            var retry = request
+            retry.userAgent = Self.browserUserAgent
+            retry.wantsCertificate = false
+            if let other = try? client.perform(retry), other.status == 200 {
+                problems.append(
+                    Problem(
+                        "blocked-user-agent",
+                        "the origin answers \(response.status) to Apple's fetcher (User-Agent \(Self.appleUserAgent)) but 200 to a browser",
+                        fix:
+                            "let User-Agents starting with AASA-Bot and CFNetwork through the WAF, bot protection or geo-block in front of the origin"
+                    ))
+            } else if response.status == 404 {
+                problems.append(
+                    Problem(
+                        "not-found", "the origin answers 404: there is no file at \(url)",
+                        fix:
+                            "serve the file at /.well-known/apple-app-site-association (with aasad: sites/\(host)/apple-app-site-association)"
+                    ))
+            } else {
+                problems.append(
+                    Problem(
+                        "http-status", "the origin answers \(response.status) instead of 200",
+                        fix: "make the URL answer 200 with the file to every client, from every region"))
+            }
+        }
+        return (OriginReport(file: file, certificate: certificate), body)
+    }
+
+    /// Status, Content-Type, Location and size of a response.
+    private func describe(_ response: OutboundResponse, into file: inout FileReport) {
+        file.status = response.status
+        file.contentType = response.headers.first("content-type").map { String(decoding: $0, as: UTF8.self) }
+        if (300..<400).contains(response.status) {
+            file.redirect = response.headers.first("location").map { String(decoding: $0, as: UTF8.self) }
+        }
+        file.size = response.body.count
+    }
+
+    /// A 200 answer's type, size and content.
+    private func checkAASA(_ response: OutboundResponse, _ file: inout FileReport, _ problems: inout [Problem]) {
+        if !Self.isJSONType(file.contentType) {
+            problems.append(
+                Problem(
+                    "content-type", "the file is served as \(file.contentType ?? "no Content-Type"), not application/json",
+                    fix:
+                        "serve it with Content-Type: application/json (a file without extension often gets application/octet-stream or text/html)"
+                ))
+        }
+        if response.body.count > AppSiteAssociation.maximumFileSize {
+            problems.append(
+                Problem(
+                    "too-large", "the file is \(response.body.count) bytes; Apple ignores files over 128 KB",
+                    fix: "shorten it: use components with wildcards, or substitution variables, instead of one entry per path"))
+        }
+        let result = AppSiteAssociation.validate(response.body)
+        file.valid = result.isValid
+        file.errors = result.diagnostics.errors.map(\.description)
+        if !result.isValid {
+            let code = Self.isJSON(response.body) ? "invalid" : "invalid-json"
+            problems.append(
+                Problem(
+                    code,
+                    "the file is not a valid apple-app-site-association file (\(file.errors.count) error\(file.errors.count == 1 ? "" : "s"))\(file.errors.first.map { ": \($0)" } ?? "")",
+                    fix: "fix it and check it with 'aasad validate FILE' before deploying; devices ignore the whole file"))
+        }
+    }
+
+    /// `application/json`, with any parameters.
+    static func isJSONType(_ value: String?) -> Bool {
+        guard let value else { return false }
+        let type = value.split(separator: ";", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+        return type == "application/json"
+    }
+
+    static func isJSON(_ bytes: [UInt8]) -> Bool { (try? JSONParser.parse(bytes)) != nil }
+
+    /// `/.well-known/assetlinks.json`: nil when the origin has none (404).
+    private func fetchAssetLinks(_ host: String, _ problems: inout [Problem]) -> FileReport? {
+        let url = "https://\(host)/.well-known/assetlinks.json"
+        var file = FileReport(url: url)
+        var request = OutboundRequest(url: url)
+        request.connectTo = options.connectTo
+        let response: OutboundResponse
+        do {
+            response = try client.perform(request)
+        } catch {
+            // The origin's own failure is reported once, for the AASA file.
+            file.error = error.message
+            return file
+        }
+        if response.status == 404 { return nil }
+        describe(response, into: &file)
+        switch response.status {
+        case 200:
+            let result = AssetLinks.validate(response.body)
+            file.valid = result.isValid
+            file.errors = result.diagnostics.errors.map(\.description)
+            if !result.isValid {
+                problems.append(
+                    Problem(
+                        "assetlinks-invalid",
+                        "assetlinks.json is not a valid Digital Asset Links file\(file.errors.first.map { ": \($0)" } ?? "")",
+                        fix: "fix it and check it with 'aasad validate FILE'; Android verifies no link of the app with it"))
+            }
+            if !Self.isJSONType(file.contentType) {
+                problems.append(
+                    Problem(
+                        "assetlinks-content-type",
+                        "assetlinks.json is served as \(file.contentType ?? "no Content-Type"), not application/json",
+                        fix: "serve it with Content-Type: application/json"))
+            }
+        case 300..<400:
+            problems.append(
+                Problem(
+                    "assetlinks-redirect", "assetlinks.json answers \(response.status) to \(file.redirect ?? "nowhere")",
+                    fix: "serve the file itself with status 200: Android's verifier does not follow redirects"))
+        default:
+            problems.append(
+                Problem(
+                    "assetlinks-status", .warning, "assetlinks.json answers \(response.status)",
+                    fix: "serve it with status 200, or 404 when the site has no Android app"))
+        }
+        return file
+    }
+
+    // MARK: - Apple's CDN
+
+    private func checkCDN(_ base: String, _ host: String, origin: [UInt8]?, _ problems: inout [Problem]) -> CDNReport {
+        let url = base + host
+        var request = OutboundRequest(url: url)
+        request.connectTo = options.connectTo
+        let response: OutboundResponse
+        do {
+            response = try client.perform(request)
+        } catch {
+            problems.append(
+                Problem(
+                    "cdn-error", "Apple's CDN could not be asked: \(error.message)",
+                    fix: "check this machine's access to \(base) (a proxy, DNS), then check again"))
+            return CDNReport(url: url, state: .error, error: error.message)
+        }
+        let reason = response.headers.first("apple-failure-reason").map { String(decoding: $0, as: UTF8.self) }
+        let comparison = Self.cdnState(status: response.status, body: response.body, origin: origin)
+        var report = CDNReport(url: url, state: comparison, status: response.status, failureReason: reason)
+        switch comparison {
+        case .current:
+            break
+        case .stale:
+            problems.append(
+                Problem(
+                    "cdn-stale",
+                    origin == nil
+                        ? "Apple's CDN holds a file the origin no longer serves"
+                        : "Apple's CDN holds another version of the file than the origin serves",
+                    fix:
+                        "wait: the CDN fetches again within about a day of a change; devices keep the old rules until then. aasad serve's /sites shows when AASA-Bot last fetched"
+                ))
+        case .missing:
+            problems.append(
+                Problem(
+                    "cdn-missing", "Apple's CDN has no copy\(reason.map { " (\($0))" } ?? "")",
+                    fix: reason == nil
+                        ? "make sure the origin answers Apple's fetcher with the file; the CDN fetches a new domain within about a day"
+                        : "fix what the CDN's failure reason says; it keeps a failure for an hour or more, then fetches again"))
+        case .error:
+            report.error = "the CDN answered \(response.status)"
+            problems.append(
+                Problem(
+                    "cdn-error", "Apple's CDN answered \(response.status)\(reason.map { " (\($0))" } ?? "")",
+                    fix: "check again later; if it persists, the CDN cannot read the origin's file"))
+        }
+        return report
+    }
+
+    /// The CDN's state from its answer and the origin's file (nil when the origin served none).
+    public static func cdnState(status: Int, body: [UInt8], origin: [UInt8]?) -> CDNState {
+        switch status {
+        case 200:
+            guard let origin else { return .stale }
+            return JSONComparison.sameContent(body, origin) ? .current : .stale
+        case 404: return .missing
+        default: return .error
+        }
+    }
+
+    // MARK: - Apps
+
+    /// Where `app` appears in a file, and the applinks rules of its entries.
+    public static func appReport(_ app: String, in document: AppSiteAssociation?) -> AppReport {
+        var services: [String] = []
+        var rules: [String] = []
+        if let document {
+            if let links = document.applinks {
+                let entries = links.details.filter { $0.apps.contains(app) }
+                if !entries.isEmpty || (links.apps ?? []).contains(app) { services.append("applinks") }
+                for entry in entries {
+                    if entry.components != nil {
+                        rules += entry.effectiveComponents.map(\.jsonText)
+                    } else {
+                        rules += (entry.paths ?? []).map(JSONValue.quote)
+                    }
+                }
+            }
+            for (name, list) in [
+                ("webcredentials", document.webcredentials), ("appclips", document.appclips),
+                ("activitycontinuation", document.activitycontinuation),
+            ] where list?.apps.contains(app) == true {
+                services.append(name)
+            }
+        }
+        return AppReport(appID: app, services: services, rules: rules)
+    }
+
+    // MARK: - Failures
+
+    /// A request that got no response, as a problem with what to do.
+    static func transportProblem(_ error: OutboundError, host: String, what: String) -> Problem {
+        switch error.kind {
+        case .dns:
+            return Problem("dns", "\(host) does not resolve: \(error.message)", fix: "publish an A or AAAA record for \(host)")
+        case .connect:
+            return Problem(
+                "connect", "no TCP connection to \(what): \(error.message)",
+                fix: "make port 443 reachable from the internet (firewall, load balancer)")
+        case .timeout:
+            return Problem(
+                "timeout", "\(what) did not answer in time: \(error.message)",
+                fix: "Apple's fetcher gives up after a few seconds: make the file fast to serve from every region")
+        case .tls:
+            return Problem(
+                "tls", "the TLS handshake with \(what) failed: \(error.message)",
+                fix: "offer TLS 1.2 or 1.3 with a modern cipher suite and the right certificate for \(host) (SNI)")
+        case .certificate:
+            switch error.certificateProblem {
+            case .expired:
+                return Problem(
+                    "certificate-expired", "the certificate of \(what) has expired",
+                    fix: "renew it: Apple's fetcher refuses an expired certificate")
+            case .notYetValid:
+                return Problem(
+                    "certificate-not-yet-valid", "the certificate of \(what) is not valid yet",
+                    fix: "check its dates and the server's clock")
+            case .nameMismatch:
+                return Problem(
+                    "certificate-name-mismatch", "the certificate of \(what) does not name \(host)",
+                    fix:
+                        "serve a certificate whose subjectAltName covers \(host) (check SNI: a default certificate for another site is a common cause)"
+                )
+            case .untrusted, nil:
+                return Problem(
+                    "certificate-untrusted", "the certificate of \(what) is not trusted: \(error.message)",
+                    fix: "serve the full chain (leaf and intermediates) from a public CA; Apple's fetcher accepts no private root")
+            }
+        case .tooLarge:
+            return Problem("too-large", "\(what) sent more than a file may hold: \(error.message)", fix: "keep the file under 128 KB")
+        case .http, .request:
+            return Problem("http", "\(what) could not be read: \(error.message)", fix: "check that \(host) serves HTTPS on port 443")
+        }
+    }
+}

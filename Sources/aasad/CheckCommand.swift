@@ -1,0 +1,191 @@
+import AASA
+import ArgumentParser
+import Check
+import Foundation
+import Outbound
+
+/// `aasad check HOST...`: deployed domains as Apple's fetcher sees them.
+struct CheckCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "check",
+        abstract: "Check deployed domains as Apple's fetcher sees them, and what Apple's CDN holds.",
+        discussion: """
+            For each host: the origin's /.well-known/apple-app-site-association over verified TLS \
+            (no redirect followed, asked as AASA-Bot), its status, Content-Type, size, validity and \
+            certificate; /.well-known/assetlinks.json when there is one; and Apple's CDN copy \
+            (current, stale, missing or error), compared with the origin's file as JSON. Each \
+            problem comes with a code and a fix. --entitlements reads the hosts (and the services \
+            each needs) from an app's entitlements; developer- and managed-mode entries skip the \
+            CDN, which those devices bypass. Exit status 0 when every host is ok, 1 otherwise.
+            """
+    )
+
+    @Option(name: .customLong("cacert"), help: "Extra trusted roots (PEM), added to the system's: a staging CA.")
+    var caFile: String?
+
+    @Option(help: "Apple's CDN base URL; the host is appended. 'none' skips the CDN.")
+    var cdn: String = HostChecker.appleCDN
+
+    @Option(
+        name: .customLong("connect-to"),
+        help: ArgumentHelp(
+            "Connect to HOST2:PORT2 for requests to HOST1:PORT1 (curl's syntax), e.g. to check a staging address.",
+            valueName: "host1:port1:host2:port2"))
+    var connectTo: [String] = []
+
+    @Option(help: ArgumentHelp("Also check that this app is in each host's file, and which paths it gets.", valueName: "teamid.bundle.id"))
+    var app: String?
+
+    @Option(help: ArgumentHelp("An app's entitlements plist: check every associated domain in it.", valueName: "file"))
+    var entitlements: String?
+
+    @Option(help: "Seconds a request may take in all.")
+    var timeout: Int = 20
+
+    @Option(help: "Output format: text for people, json for scripts.")
+    var format: OutputFormat = .text
+
+    @Argument(help: "Host names to check (no scheme, path or port).")
+    var hosts: [String] = []
+
+    func validate() throws {
+        if hosts.isEmpty && entitlements == nil {
+            throw ValidationError("Name at least one host, e.g. 'aasad check example.com', or give --entitlements App.entitlements.")
+        }
+        for host in hosts where host.contains("/") || host.contains(":") || host.isEmpty {
+            throw ValidationError(
+                "'\(host)' is not a host name: give the name alone, e.g. example.com (use --connect-to for another port).")
+        }
+        if let app, let problem = AppIdentifier.problem(with: app) {
+            throw ValidationError("--app: \(problem)")
+        }
+        if cdn != "none" && !(cdn.hasPrefix("https://") && cdn.hasSuffix("/")) {
+            throw ValidationError("--cdn takes an https URL ending in '/', e.g. \(HostChecker.appleCDN), or none.")
+        }
+        guard (1...300).contains(timeout) else { throw ValidationError("--timeout takes 1 to 300 seconds.") }
+    }
+
+    /// A host to check, with what its entitlement entries ask of it.
+    struct Target {
+        var host: String
+        var services: [String] = []
+        var usesCDN = true
+    }
+
+    func run() throws {
+        var targets: [Target] = hosts.map { Target(host: $0.lowercased()) }
+        var entitlementProblems: [Problem] = []
+        var apps = app.map { [$0] } ?? []
+        if let entitlements {
+            let read: Entitlements
+            do {
+                read = try Entitlements(plist: try Data(contentsOf: URL(fileURLWithPath: entitlements)))
+            } catch let error as Entitlements.ReadError {
+                throw ValidationError("\(entitlements): \(error.description)")
+            } catch {
+                throw ValidationError("\(entitlements): cannot read the file: \(error.localizedDescription)")
+            }
+            entitlementProblems = read.problems
+            if apps.isEmpty, let identifier = read.applicationIdentifier { apps = [identifier] }
+            for domain in read.domains {
+                if let index = targets.firstIndex(where: { $0.host == domain.host }) {
+                    if !targets[index].services.contains(domain.service) { targets[index].services.append(domain.service) }
+                    // One entry that goes through the CDN is enough for the CDN to matter.
+                    targets[index].usesCDN = targets[index].usesCDN || domain.usesCDN
+                } else {
+                    targets.append(Target(host: domain.host, services: [domain.service], usesCDN: domain.usesCDN))
+                }
+            }
+        }
+        var configuration = OutboundClient.Configuration(caFile: caFile)
+        configuration.addsSystemRoots = caFile != nil
+        configuration.totalTimeoutMilliseconds = timeout * 1000
+        configuration.connectTimeoutMilliseconds = min(10, timeout) * 1000
+        configuration.userAgent = "aasad-check/\(AASACommand.version)"
+        configuration.maximumBodyBytes = AppSiteAssociation.maximumFileSize * 8
+        let client: OutboundClient
+        do {
+            client = try OutboundClient(configuration: configuration)
+        } catch {
+            throw ValidationError("the HTTPS client cannot start: \(error.message)")
+        }
+        var reports: [HostReport] = []
+        for target in targets {
+            var options = HostChecker.Options()
+            options.cdn = cdn == "none" || !target.usesCDN ? nil : cdn
+            options.connectTo = connectTo
+            options.apps = apps
+            options.services = target.services
+            reports.append(HostChecker(client: client, options: options).check(target.host))
+        }
+        switch format {
+        case .json:
+            JSONOutput.print(CheckOutput(hosts: reports, entitlements: entitlements == nil ? nil : entitlementProblems))
+        case .text:
+            for problem in entitlementProblems { print("entitlements: error: \(problem.message)\n  fix: \(problem.fix)") }
+            for (index, report) in reports.enumerated() {
+                if index > 0 || !entitlementProblems.isEmpty { print("") }
+                print(Self.text(report, services: targets[index].services), terminator: "")
+            }
+        }
+        if reports.contains(where: { !$0.ok }) || entitlementProblems.contains(where: { $0.severity == .error }) { throw ExitCode(1) }
+    }
+
+    /// What `--format json` prints: one object, so that more can be added.
+    struct CheckOutput: Encodable {
+        var hosts: [HostReport]
+        /// The entitlements file's own problems (entries that cannot work); absent without one.
+        var entitlements: [Problem]?
+    }
+
+    /// A host's report for people: a verdict line, the facts, then each problem with its fix.
+    static func text(_ report: HostReport, services: [String]) -> String {
+        let origin = report.origin
+        var lines = [
+            "\(report.host): \(report.ok ? "ok" : "PROBLEMS")" + (services.isEmpty ? "" : " (\(services.joined(separator: ", ")))")
+        ]
+        var originLine = "  origin: "
+        if let status = origin.file.status {
+            originLine += "\(status)"
+            if let type = origin.file.contentType { originLine += ", \(type)" }
+            if let size = origin.file.size { originLine += ", \(size) bytes" }
+            if let redirect = origin.file.redirect { originLine += ", Location: \(redirect)" }
+            if status == 200 { originLine += origin.file.valid ? ", valid" : ", INVALID" }
+        } else {
+            originLine += "no response (\(origin.file.error ?? "unknown"))"
+        }
+        lines.append(originLine)
+        if let certificate = origin.certificate {
+            lines.append(
+                "  certificate: \(certificate.names.joined(separator: ", ")), valid until \(Self.date(certificate.notAfter))"
+                    + (certificate.trusted ? "" : " (refused)"))
+        }
+        if let links = report.assetLinks {
+            lines.append("  assetlinks.json: \(links.status.map(String.init) ?? "no response")" + (links.valid ? ", valid" : ""))
+        }
+        if let cdn = report.cdn {
+            lines.append(
+                "  Apple CDN: \(cdn.state.rawValue)" + (cdn.status.map { " (\($0))" } ?? "") + (cdn.failureReason.map { ": \($0)" } ?? ""))
+        }
+        for app in report.apps {
+            if app.services.isEmpty {
+                lines.append("  \(app.appID): not in the file")
+            } else {
+                lines.append("  \(app.appID): \(app.services.joined(separator: ", "))")
+                for rule in app.rules { lines.append("    \(rule)") }
+            }
+        }
+        for problem in report.problems {
+            lines.append("  \(problem.severity.rawValue) [\(problem.code)]: \(problem.message)")
+            lines.append("    fix: \(problem.fix)")
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// Seconds since the epoch as an ISO 8601 date (UTC).
+    static func date(_ seconds: Int64) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime]
+        return formatter.string(from: Date(timeIntervalSince1970: TimeInterval(seconds)))
+    }
+}
