@@ -254,7 +254,13 @@ public final class OutboundClient: Sendable {
         guard code == CURLE_OK else {
             let detail = String(decoding: errorBuffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
             let reason = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
-            throw Self.classify(code, curl, "\(request.url): \(reason)", host: Self.host(of: request.url), certificate: certificate)
+            var error = Self.classify(code, curl, "\(request.url): \(reason)", host: Self.host(of: request.url), certificate: certificate)
+            // A chain OpenSSL refused ends the handshake before libcurl collects it: look again,
+            // without verifying and without sending a request, to say what was presented.
+            if request.wantsCertificate, certificate == nil, error.kind == .certificate {
+                error.certificate = peekCertificate(curl, request)
+            }
+            throw error
         }
         var status = 0
         guard CAASACurl_getinfo_long(curl, CURLINFO_RESPONSE_CODE, &status) == CURLE_OK else {
@@ -289,6 +295,36 @@ public final class OutboundClient: Sendable {
             return OutboundError(.tls, message)
         default: return OutboundError(.http, message)
         }
+    }
+
+    /// The server's leaf certificate, read by a TLS handshake alone (CURLOPT_CONNECT_ONLY: no
+    /// request is sent) without verification, on a connection that is then closed. Only to
+    /// describe a certificate that verification refused; nothing read over it is used.
+    private func peekCertificate(_ curl: UnsafeMutableRawPointer, _ request: OutboundRequest) -> CertificateInfo? {
+        curl_easy_reset(curl)
+        var connectList: UnsafeMutablePointer<curl_slist>? = nil
+        defer { curl_slist_free_all(connectList) }
+        for entry in request.connectTo { connectList = curl_slist_append(connectList, entry) }
+        let code: CURLcode = request.url.withCString { url in
+            "https".withCString { https in
+                _ = CAASACurl_setopt_pointer(curl, CURLOPT_URL, url)
+                _ = CAASACurl_setopt_pointer(curl, CURLOPT_PROTOCOLS_STR, https)
+                for (option, value) in [
+                    (CURLOPT_CONNECT_ONLY, 1), (CURLOPT_SSL_VERIFYPEER, 0), (CURLOPT_SSL_VERIFYHOST, 0), (CURLOPT_CERTINFO, 1),
+                    (CURLOPT_FRESH_CONNECT, 1), (CURLOPT_FORBID_REUSE, 1), (CURLOPT_NOSIGNAL, 1),
+                    (CURLOPT_CONNECTTIMEOUT_MS, configuration.connectTimeoutMilliseconds),
+                    (CURLOPT_TIMEOUT_MS, configuration.totalTimeoutMilliseconds),
+                ] {
+                    guard CAASACurl_setopt_long(curl, option, value) == CURLE_OK else { return CURLE_FAILED_INIT }
+                }
+                if let connectList { _ = CAASACurl_setopt_pointer(curl, CURLOPT_CONNECT_TO, UnsafeRawPointer(connectList)) }
+                return curl_easy_perform(curl)
+            }
+        }
+        let certificate = code == CURLE_OK ? Self.leafCertificate(curl) : nil
+        // The unverified connection must never serve a later request.
+        curl_easy_reset(curl)
+        return certificate
     }
 
     /// The host of an https URL (no user info is allowed in ours), lower case, without a port.

@@ -1,0 +1,74 @@
+import Check
+import Foundation
+import Testing
+
+@Suite("check: JSON comparison, CDN states, entitlement entries")
+struct CheckUnitTests {
+    @Test(
+        "the CDN's copy is the origin's file when the JSON says the same",
+        arguments: [
+            (#"{"a": 1, "b": [1, 2]}"#, #"{"b":[1,2],"a":1}"#, true),
+            (#"{"a": 1.0}"#, #"{"a": 1}"#, true),
+            (#"{"a": 1e2}"#, #"{"a": 100}"#, true),
+            (#"{"a": "x", "a": "y"}"#, #"{"a": "y"}"#, true),
+            (#"{"a": [1, 2]}"#, #"{"a": [2, 1]}"#, false),
+            (#"{"a": 1}"#, #"{"a": 1, "b": null}"#, false),
+            (#"{"a": "1"}"#, #"{"a": 1}"#, false),
+            (#"{"a": true}"#, #"{"a": 1}"#, false),
+            (#"{"a": "é"}"#, #"{"a": "\u00e9"}"#, true),
+            (#"{"a": 1"#, #"{"a": 1}"#, false),
+        ])
+    func sameContent(_ a: String, _ b: String, _ same: Bool) {
+        #expect(JSONComparison.sameContent(Array(a.utf8), Array(b.utf8)) == same)
+        #expect(JSONComparison.sameContent(Array(b.utf8), Array(a.utf8)) == same)
+    }
+
+    @Test("CDN states from the CDN's answer and the origin's file")
+    func cdnStates() {
+        let file = Array(#"{"webcredentials": {"apps": []}}"#.utf8)
+        #expect(HostChecker.cdnState(status: 200, body: file, origin: file) == .current)
+        #expect(HostChecker.cdnState(status: 200, body: file, origin: Array("{}".utf8)) == .stale)
+        #expect(HostChecker.cdnState(status: 200, body: file, origin: nil) == .stale)
+        #expect(HostChecker.cdnState(status: 404, body: [], origin: file) == .missing)
+        #expect(HostChecker.cdnState(status: 503, body: [], origin: file) == .error)
+        #expect(HostChecker.cdnState(status: 301, body: [], origin: file) == .error)
+    }
+
+    static func entitlements(_ entries: [String]) throws -> Entitlements {
+        let plist: [String: Any] = [Entitlements.key: entries]
+        return try Entitlements(plist: try PropertyListSerialization.data(fromPropertyList: plist, format: .xml, options: 0))
+    }
+
+    @Test("entries: services, modes, wildcards read from their base domain")
+    func entries() throws {
+        let read = try Self.entitlements([
+            "applinks:Example.com", "applinks:*.example.com", "webcredentials:login.example.com?mode=developer",
+            "appclips:clip.example.com?mode=developer+managed", "activitycontinuation:example.com",
+        ])
+        #expect(read.problems.isEmpty)
+        #expect(read.domains.map(\.host) == ["example.com", "example.com", "login.example.com", "clip.example.com", "example.com"])
+        #expect(read.domains.map(\.usesCDN) == [true, true, false, false, true])
+        #expect(read.domains[3].modes == ["developer", "managed"])
+        #expect(read.domains[1].domain == "*.example.com")
+    }
+
+    @Test(
+        "entries that cannot work are problems, each with a fix",
+        arguments: [
+            "applinks:example.com:8443", "applinks:https://example.com", "applinks:example.com/path", "weblinks:example.com",
+            "appclips:*.example.com", "applinks:example.com?mode=staging", "applinks:bücher.example", "example.com", "applinks:localhost",
+        ])
+    func badEntries(_ entry: String) throws {
+        let read = try Self.entitlements([entry])
+        #expect(read.domains.isEmpty)
+        #expect(read.problems.count == 1)
+        #expect(read.problems.allSatisfy { !$0.fix.isEmpty })
+    }
+
+    @Test("a file that is not a property list, or has no associated domains, says so")
+    func unreadable() throws {
+        #expect(throws: Entitlements.ReadError.self) { try Entitlements(plist: Data("not a plist".utf8)) }
+        let empty = try PropertyListSerialization.data(fromPropertyList: ["other": 1] as [String: Any], format: .xml, options: 0)
+        #expect(throws: Entitlements.ReadError.self) { try Entitlements(plist: empty) }
+    }
+}

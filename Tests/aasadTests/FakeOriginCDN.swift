@@ -1,0 +1,128 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// A fake origin and a fake Apple CDN on one loopback TLS port (Fixtures/fake_origin_cdn.py),
+/// with a test CA: the hosts `aasad check` and the CDN watch are tested against.
+final class FakeOriginCDN {
+    let directory: TemporaryDirectory
+    let port: Int
+    private let process = Process()
+
+    /// A valid AASA file for the app `ABCDE12345.com.example.app`, with a marker to tell versions.
+    static func aasa(_ version: Int) -> [UInt8] {
+        Array(
+            #"{"applinks": {"details": [{"appIDs": ["ABCDE12345.com.example.app"], "components": [{"/": "/v\#(version)/*"}]}]}}"#.utf8)
+    }
+
+    init() throws {
+        directory = try TemporaryDirectory(prefix: "aasad-fake-cdn")
+        port = Loopback.unusedPort()
+        for folder in ["origin", "cdn", "certs/default", "certs/wrongname.test", "certs/expired.test"] {
+            try FileManager.default.createDirectory(atPath: directory.path(folder), withIntermediateDirectories: true)
+        }
+        try makeCertificates()
+        let script = AASAD.testDirectory.appendingPathComponent("Fixtures/fake_origin_cdn.py").path
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", script, String(port), directory.url.path]
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        let port = port
+        let up = eventually {
+            guard let fd = Loopback.connect(port: port) else { return false }
+            close(fd)
+            return true
+        }
+        #expect(up, "the fake origin did not start")
+    }
+
+    deinit {
+        // SIGKILL: Python does not unblock SIGTERM in a child of a test thread.
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    /// Roots to trust: the test CA and the self-signed expired certificate (trusted, so that its
+    /// dates are what fails).
+    var caFile: String { directory.path("trusted.pem") }
+    /// The fake CDN's base URL (`--cdn`).
+    var cdn: String { "https://cdn.test:\(port)/a/v1/" }
+    /// Every connection goes to the fake server, whatever the host and port.
+    var connectTo: String { "::127.0.0.1:\(port)" }
+
+    /// `aasad check` arguments that aim at this server.
+    func arguments(_ hosts: [String]) -> [String] {
+        ["check", "--cacert", caFile, "--cdn", cdn, "--connect-to", connectTo, "--timeout", "10"] + hosts
+    }
+
+    func origin(_ host: String, _ bytes: [UInt8]?) throws {
+        if let bytes {
+            try directory.write("origin/\(host)", bytes)
+        } else {
+            try? FileManager.default.removeItem(atPath: directory.path("origin/\(host)"))
+        }
+    }
+
+    func cdnCopy(_ host: String, _ bytes: [UInt8]?) throws {
+        if let bytes {
+            try directory.write("cdn/\(host)", bytes)
+        } else {
+            try? FileManager.default.removeItem(atPath: directory.path("cdn/\(host)"))
+        }
+    }
+
+    func cdnStatus(_ host: String, _ status: Int?) throws {
+        let path = "cdn/\(host).status"
+        if let status {
+            try directory.write(path, Array("\(status)".utf8))
+        } else {
+            try? FileManager.default.removeItem(atPath: directory.path(path))
+        }
+    }
+
+    /// The hosts the fake CDN was asked for, in order.
+    var cdnRequests: [String] {
+        (try? String(contentsOfFile: directory.path("cdn-requests"), encoding: .utf8))?.split(separator: "\n").map(String.init) ?? []
+    }
+
+    private func openssl(_ arguments: [String]) throws {
+        let result = try Tool.run("openssl", arguments)
+        #expect(result.status == 0, "openssl \(arguments[0]): \(result.stderr)")
+    }
+
+    private func makeCertificates() throws {
+        let d = directory
+        try openssl([
+            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=aasad check test CA",
+            "-days", "3", "-keyout", d.path("ca.key"), "-out", d.path("ca.pem"),
+        ])
+        let everyHost = [
+            "cdn.test", "good.test", "stale.test", "missing.test", "cdnerror.test", "reformatted.test", "redirect.test", "html.test",
+            "invalid.test", "botblock.test", "notfound.test", "app.test", "expiring.test",
+        ]
+        try leaf("certs/default", everyHost, days: 30)
+        try leaf("certs/wrongname.test", ["other.test"], days: 30)
+        // Five days left: the expiry warning (14 days), not an error.
+        try leaf("certs/expiring.test", ["expiring.test"], days: 5)
+        var certificates = try TestCertificates(root: d.url)
+        try certificates.make(in: d.path("certs/expired.test"), names: ["expired.test"], start: "20200101000000Z", end: "20200201000000Z")
+        let trusted =
+            try Data(contentsOf: URL(fileURLWithPath: d.path("ca.pem")))
+            + Data(contentsOf: URL(fileURLWithPath: d.path("certs/expired.test/cert.pem")))
+        try trusted.write(to: URL(fileURLWithPath: caFile))
+    }
+
+    private func leaf(_ folder: String, _ names: [String], days: Int) throws {
+        let d = directory
+        try FileManager.default.createDirectory(atPath: d.path(folder), withIntermediateDirectories: true)
+        try openssl([
+            "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=\(names[0])", "-keyout",
+            d.path("\(folder)/key.pem"), "-out", d.path("\(folder)/leaf.csr"),
+        ])
+        try d.write("\(folder)/ext.cnf", Array(("subjectAltName=" + names.map { "DNS:\($0)" }.joined(separator: ",") + "\n").utf8))
+        try openssl([
+            "x509", "-req", "-in", d.path("\(folder)/leaf.csr"), "-CA", d.path("ca.pem"), "-CAkey", d.path("ca.key"), "-CAcreateserial",
+            "-days", "\(days)", "-extfile", d.path("\(folder)/ext.cnf"), "-out", d.path("\(folder)/cert.pem"),
+        ])
+    }
+}

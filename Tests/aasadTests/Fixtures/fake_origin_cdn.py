@@ -1,0 +1,96 @@
+"""A fake origin and a fake Apple CDN on one TLS port, for `aasad check` and the CDN watch.
+
+Usage: fake_origin_cdn.py PORT DIR
+  DIR/certs/default/{cert,key}.pem   the certificate for every SNI name without its own
+  DIR/certs/<sni>/{cert,key}.pem     the certificate for that SNI name
+  DIR/origin/<host>                  the host's AASA file (200, application/json); absent: 404
+  DIR/origin/<host>.assetlinks       its assetlinks.json
+  DIR/cdn/<host>                     the CDN's copy (200); absent: 404 with Apple-Failure-Reason
+  DIR/cdn/<host>.status              the CDN answers this status instead
+  DIR/cdn-requests                   one line per CDN request: the host asked for
+Hosts with a fixed misbehaviour: redirect.test (301), html.test (text/html), botblock.test
+(403 to User-Agents starting with AASA-Bot). Files are read on every request, so a test can
+change them while the server runs.
+"""
+import http.server
+import os
+import ssl
+import sys
+
+PORT = int(sys.argv[1])
+DIR = sys.argv[2]
+
+
+def read(*parts):
+    try:
+        with open(os.path.join(DIR, *parts), "rb") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def answer(self, status, body=b"", content_type="application/json", extra=()):
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        for name, value in extra:
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):
+        host = (self.headers.get("Host") or "").split(":")[0].lower()
+        agent = self.headers.get("User-Agent") or ""
+        if self.path.startswith("/a/v1/"):
+            name = self.path[len("/a/v1/"):]
+            with open(os.path.join(DIR, "cdn-requests"), "a") as log:
+                log.write(name + "\n")
+            status = read("cdn", name + ".status")
+            if status is not None:
+                return self.answer(int(status.strip()), b"", extra=[("Apple-Failure-Reason", "SWCERR00301 Timeout")])
+            body = read("cdn", name)
+            if body is None:
+                return self.answer(404, b"", extra=[("Apple-Failure-Reason", "SWCERR00101 Bad HTTP Response: 404 Not Found")])
+            return self.answer(200, body, extra=[("Apple-Origin-Format", "json")])
+        if self.path == "/.well-known/assetlinks.json":
+            body = read("origin", host + ".assetlinks")
+            return self.answer(404, b"not found", "text/plain") if body is None else self.answer(200, body)
+        if self.path != "/.well-known/apple-app-site-association":
+            return self.answer(404, b"not found", "text/plain")
+        body = read("origin", host)
+        if host == "redirect.test":
+            return self.answer(301, b"", "text/html", [("Location", "https://www.redirect.test" + self.path)])
+        if host == "html.test":
+            return self.answer(200, body or b"{}", "text/html; charset=utf-8")
+        if host == "botblock.test" and agent.startswith("AASA-Bot"):
+            return self.answer(403, b"<h1>Access denied</h1>", "text/html")
+        if body is None:
+            return self.answer(404, b"not found", "text/plain")
+        return self.answer(200, body)
+
+
+def context_for(name):
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(os.path.join(DIR, "certs", name, "cert.pem"), os.path.join(DIR, "certs", name, "key.pem"))
+    return context
+
+
+contexts = {name: context_for(name) for name in os.listdir(os.path.join(DIR, "certs"))}
+default = contexts["default"]
+
+
+def choose(sock, server_name, _):
+    if server_name in contexts:
+        sock.context = contexts[server_name]
+
+
+default.sni_callback = choose
+server = http.server.ThreadingHTTPServer(("127.0.0.1", PORT), Handler)
+server.socket = default.wrap_socket(server.socket, server_side=True)
+server.serve_forever()
