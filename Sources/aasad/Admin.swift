@@ -1,5 +1,6 @@
 import AASA
 import ACME
+import Check
 import Foundation
 import HTTPCore
 import HTTPServer
@@ -23,6 +24,8 @@ struct AdminPages: Sendable {
     let metrics: MetricsExporter
     /// The certificate manager, once made (after privileges are dropped); nil while off.
     let acme: @Sendable () -> CertificateManager?
+    /// The CDN watch; nil while off.
+    var cdn: CDNWatch? = nil
 
     func answer(_ path: String) -> AdminEndpoint.Answer? {
         switch path {
@@ -38,7 +41,8 @@ struct AdminPages: Sendable {
             // Fallback answers change the page too: their total is part of its cache key.
             let fallbacks = metrics.traffic.statistics().fallbacks.values.reduce(0, &+)
             return .init(
-                status: .ok, contentType: "application/json", body: sites.sitesPage(fetches: fetches, acme: acme(), fallbacks: fallbacks))
+                status: .ok, contentType: "application/json",
+                body: sites.sitesPage(fetches: fetches, acme: acme(), fallbacks: fallbacks, cdn: cdn))
         default:
             return nil
         }
@@ -140,7 +144,9 @@ final class AdminView: Sendable {
     /// `/sites`: each site's state as `aasad sites` shows it, where its certificate comes from,
     /// and its fetches by Apple's CDN, sorted by directory name. Linear in the sites (plus the
     /// sort), with no lock held but the fetch log's for a dictionary copy.
-    func render(fetches: [String: FetchLog.SiteFetches], acme: [String: CertificateStatus]? = nil) -> [UInt8] {
+    func render(
+        fetches: [String: FetchLog.SiteFetches], acme: [String: CertificateStatus]? = nil, cdn: [String: CDNWatch.HostState]? = nil
+    ) -> [UInt8] {
         var out = Array(#"{"sites":["#.utf8)
         out.reserveCapacity(entries.reduce(64) { $0 + $1.value.open.count + 200 })
         let shared = "\"\(sharedCertificate.rawValue)\""
@@ -161,6 +167,11 @@ final class AdminView: Sendable {
             if let counts = entry.fallbackCounts {
                 let members = ClientPlatform.allCases.map { "\"\($0.label)\":\(counts.value($0))" }
                 out += Array(",\"fallback\":{\(members.joined(separator: ","))}".utf8)
+            }
+            // cdn: Apple's CDN copy against what is served (the watch's worst host for the
+            // site); null until the watch has asked; absent while the watch is off.
+            if let cdn {
+                out += Array(",\"cdn\":".utf8) + (cdn[directory].map(Self.json) ?? Array("null".utf8))
             }
             let f = fetches[directory]
             // lastAppleFetch: seconds since the epoch of the last fetch with User-Agent AASA-Bot,
@@ -185,6 +196,16 @@ final class AdminView: Sendable {
 }
 
 extension AdminView {
+    /// A site's CDN state as `/sites` shows it.
+    static func json(_ state: CDNWatch.HostState) -> [UInt8] {
+        var members = [
+            "\"state\":\"\(state.state.rawValue)\"", "\"host\":\(JSONValue.quote(state.host))", "\"checkedAt\":\(state.checkedAt)",
+            "\"since\":\(state.since)", "\"status\":\(state.status.map(String.init) ?? "null")",
+        ]
+        if let reason = state.failureReason { members.append("\"failureReason\":\(JSONValue.quote(reason))") }
+        return Array(("{" + members.joined(separator: ",") + "}").utf8)
+    }
+
     /// Automatic certificate states as a JSON array (`/sites`' `acme`).
     static func json(_ statuses: [CertificateStatus]) -> [UInt8] {
         var parts: [String] = []
@@ -217,7 +238,7 @@ final class LockedRegistry: @unchecked Sendable {
     private let view: Mutex<AdminView>
     /// The last `/sites` page, with the view generation and fetch log version it was made from:
     /// probes and scrapers that ask again get the same bytes without rendering.
-    private let page = Mutex<(generation: UInt64, fetches: UInt64, acme: UInt64?, fallbacks: Int, bytes: [UInt8])?>(nil)
+    private let page = Mutex<(generation: UInt64, fetches: UInt64, acme: UInt64?, fallbacks: Int, cdn: UInt64?, bytes: [UInt8])?>(nil)
 
     /// Reloads since start, and how the last one went.
     struct ReloadRecord: Sendable {
@@ -270,18 +291,19 @@ final class LockedRegistry: @unchecked Sendable {
     var current: AdminView { view.withLock { $0 } }
 
     /// `/sites` for the current view and fetches; rendered again only when either changed.
-    func sitesPage(fetches: FetchLog, acme: CertificateManager? = nil, fallbacks: Int = 0) -> [UInt8] {
+    func sitesPage(fetches: FetchLog, acme: CertificateManager? = nil, fallbacks: Int = 0, cdn: CDNWatch? = nil) -> [UInt8] {
         let view = current
         let version = fetches.version
         let acmeVersion = acme?.version
+        let cdnVersion = cdn?.version
         if let cached = page.withLock({ $0 }), cached.generation == view.generation, cached.fetches == version,
-            cached.acme == acmeVersion, cached.fallbacks == fallbacks
+            cached.acme == acmeVersion, cached.fallbacks == fallbacks, cached.cdn == cdnVersion
         {
             return cached.bytes
         }
         let statuses = acme?.statusesByName()
-        let bytes = view.render(fetches: fetches.sites(), acme: statuses?.statuses)
-        page.withLock { $0 = (view.generation, version, statuses?.version, fallbacks, bytes) }
+        let bytes = view.render(fetches: fetches.sites(), acme: statuses?.statuses, cdn: cdn?.bySite())
+        page.withLock { $0 = (view.generation, version, statuses?.version, fallbacks, cdnVersion, bytes) }
         return bytes
     }
 

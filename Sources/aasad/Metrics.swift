@@ -1,4 +1,5 @@
 import ACME
+import Check
 import CoreMetrics
 import Foundation
 import Glibc
@@ -37,10 +38,14 @@ final class MetricsExporter: Sendable {
     /// The development CA, when the development certificate is in use.
     private let development: DevelopmentAuthority?
 
+    /// The CDN watch, when on: its gauge appears then.
+    private let cdn: CDNWatch?
+
     init(
         traffic: TrafficCounters, fetches: FetchLog, sites: LockedRegistry, acme: @escaping @Sendable () -> CertificateManager? = { nil },
-        development: DevelopmentAuthority? = nil
+        development: DevelopmentAuthority? = nil, cdn: CDNWatch? = nil
     ) {
+        self.cdn = cdn
         self.acme = acme
         self.development = development
         self.traffic = traffic
@@ -145,6 +150,14 @@ final class MetricsExporter: Sendable {
                 level("aasad_acme_earliest_not_after_timestamp_seconds", [], Double(counters.earliestNotAfter ?? 0))
             }
 
+            if let cdn {
+                var bySite = Dictionary(uniqueKeysWithValues: CDNState.allCases.map { ($0, 0) })
+                for state in cdn.bySite().values { bySite[state.state, default: 0] += 1 }
+                for cdnState in CDNState.allCases {
+                    level("aasad_cdn_sites", [("state", cdnState.rawValue)], Double(bySite[cdnState] ?? 0))
+                }
+            }
+
             let process = ProcessFigures.read()
             level("process_start_time_seconds", [], startTime)
             level("process_resident_memory_bytes", [], Double(process.residentBytes))
@@ -200,6 +213,8 @@ final class MetricsExporter: Sendable {
         "aasad_acme_certificates_picked_up_total": "Certificates loaded from the ACME storage (at start, or stored by another replica).",
         "aasad_acme_names": "Names wanting an automatic certificate, by state.",
         "aasad_acme_queue_length": "Names due for an order and waiting for the order budget (acme.orders-per-hour).",
+        "aasad_cdn_sites":
+            "Sites by the state of Apple's CDN copy against what is served (the site's worst host), once the CDN watch has asked; only with cdn-watch.enabled.",
         "aasad_acme_earliest_not_after_timestamp_seconds":
             "The earliest end of validity among automatic certificates served, in seconds since the epoch (0: none).",
         "process_start_time_seconds": "Start time of the process, in seconds since the epoch.",

@@ -1,7 +1,9 @@
 import ArgumentParser
+import Check
 import Foundation
 import HTTPServer
 import Logging
+import Outbound
 import SiteStore
 
 /// Where serve's settings come from (aasad.yaml, AASAD_* variables, flags), what they make of the
@@ -95,4 +97,29 @@ enum LogLevel: String, ExpressibleByArgument, CaseIterable {
     case trace, debug, info, notice, warning, error, critical
 
     var level: Logger.Level { Logger.Level(rawValue: rawValue)! }
+}
+
+extension ServeCommand {
+    /// The CDN watch when `cdn-watch.enabled`: every exact host of every served site (a wildcard
+    /// has no CDN entry of its own), with the AASA file served there.
+    static func cdnWatch(_ settings: CDNWatchSettings, store: SnapshotStore, logger: Logger) throws(OutboundError) -> CDNWatch? {
+        guard settings.enabled else { return nil }
+        logger.info(
+            "watching Apple's CDN copies",
+            metadata: ["url": "\(settings.url)", "interval": "\(settings.interval)", "rate": "\(settings.rate)"])
+        return try CDNWatch(
+            settings: settings.watchSettings, logger: logger, generation: { store.snapshot().generation },
+            targets: {
+                var targets: [CDNWatch.Target] = []
+                for site in store.snapshot().sites.values {
+                    for host in site.hosts where !host.isWildcard {
+                        targets.append(
+                            CDNWatch.Target(
+                                host: host.name, site: site.directory, origin: site.aasa?.body, etag: site.aasa?.etag,
+                                changedAt: site.aasa?.lastModified ?? site.loadedAt))
+                    }
+                }
+                return targets
+            })
+    }
 }

@@ -1,5 +1,6 @@
 import ACME
 import ArgumentParser
+import Check
 import Foundation
 import HTTPServer
 import Logging
@@ -197,9 +198,18 @@ struct ServeCommand: ParsableCommand {
         let fetches = FetchLog()
         let traffic = TrafficCounters()
         let acme: @Sendable () -> CertificateManager? = { certificateManager }
+        let cdnWatch: CDNWatch?
+        do {
+            cdnWatch = try Self.cdnWatch(settings.cdnWatch, store: store, logger: logger)
+        } catch {
+            logger.critical("the CDN watch cannot start", metadata: ["error": "\(error)"])
+            throw ExitCode(1)
+        }
         let pages = AdminPages(
             sites: sites, ready: ready, fetches: fetches,
-            metrics: MetricsExporter(traffic: traffic, fetches: fetches, sites: sites, acme: acme, development: development), acme: acme)
+            metrics: MetricsExporter(
+                traffic: traffic, fetches: fetches, sites: sites, acme: acme, development: development, cdn: cdnWatch),
+            acme: acme, cdn: cdnWatch)
         let endpoint = AdminEndpoint { path in pages.answer(path) }
         let server = Server(
             configuration: .init(
@@ -234,6 +244,7 @@ struct ServeCommand: ParsableCommand {
             }
         }
         certificateManager?.start()
+        cdnWatch?.start()
         let served = store.snapshot().sites.count
         watcher?.start { change in
             if change.settings || change.full { Self.noticeSettingsChange(config: config, atStart: fileSettings, logger: logger) }
@@ -308,6 +319,7 @@ struct ServeCommand: ParsableCommand {
             watcher?.stop()
             server.stop()
             certificateManager?.stop()
+            cdnWatch?.stop()
             return
         }
     }

@@ -33,6 +33,12 @@ import TLS
 ///   eab: { kid: …, hmac-key: … }      # External Account Binding, when the CA asks for it
 ///   dns-hook: /path/to/hook           # DNS-01 for wildcard sites: `hook add|remove NAME VALUE`
 ///   orders-per-hour: 60
+/// cdn-watch:                  # Apple's CDN copy of every served host (issue 13); off by default
+///   enabled: false
+///   url: https://app-site-association.cdn-apple.com/a/v1/
+///   interval: 6h                      # per host: s, m, h, d or seconds
+///   rate: 2                           # most CDN requests a second, all hosts together
+///   ca-file: path/ca.pem              # extra roots for the CDN's HTTPS
 /// ```
 ///
 /// Every key is checked: an unknown key, a wrong type or a bad value is an error naming the file
@@ -66,6 +72,7 @@ struct ServerSettings: Equatable {
     var watch = true
     var rescanInterval: Int64?
     var acme = ACMESettings()
+    var cdnWatch = CDNWatchSettings()
 
     /// The file's name inside the config directory.
     static let fileName = "aasad.yaml"
@@ -287,6 +294,31 @@ struct ServerSettings: Equatable {
             settings.acme.ordersPerHour = n
             return nil
         },
+        scalar("cdn-watch.enabled") { settings, text in
+            guard let on = flag(text) else { return "must be true or false, not \"\(text)\"" }
+            settings.cdnWatch.enabled = on
+            return nil
+        },
+        scalar("cdn-watch.url") { settings, text in
+            if let problem = CDNWatchSettings.urlProblem(text) { return problem }
+            settings.cdnWatch.url = text
+            return nil
+        },
+        scalar("cdn-watch.interval") { settings, text in
+            guard let seconds = CDNWatchSettings.duration(text) else {
+                return "must be a duration from 1s to 7d (e.g. 6h, 30m, 90s), not \"\(text)\""
+            }
+            settings.cdnWatch.interval = seconds
+            return nil
+        },
+        scalar("cdn-watch.rate") { settings, text in
+            guard let rate = Double(text), rate.isFinite, rate >= 0.01, rate <= 20 else {
+                return "must be requests a second from 0.01 to 20, not \"\(text)\""
+            }
+            settings.cdnWatch.rate = rate
+            return nil
+        },
+        path("cdn-watch.ca-file") { $0.cdnWatch.caFile = $1 },
         scalar("watch.rescan-interval") { settings, text in
             if text == "off" {
                 settings.rescanInterval = nil

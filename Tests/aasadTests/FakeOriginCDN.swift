@@ -47,6 +47,8 @@ final class FakeOriginCDN {
     var caFile: String { directory.path("trusted.pem") }
     /// The fake CDN's base URL (`--cdn`).
     var cdn: String { "https://cdn.test:\(port)/a/v1/" }
+    /// The same by address, for a client that cannot be given `--connect-to` (serve's watch).
+    var cdnByAddress: String { "https://127.0.0.1:\(port)/a/v1/" }
     /// Every connection goes to the fake server, whatever the host and port.
     var connectTo: String { "::127.0.0.1:\(port)" }
 
@@ -98,7 +100,7 @@ final class FakeOriginCDN {
         ])
         let everyHost = [
             "cdn.test", "good.test", "stale.test", "missing.test", "cdnerror.test", "reformatted.test", "redirect.test", "html.test",
-            "invalid.test", "botblock.test", "notfound.test", "app.test", "expiring.test",
+            "invalid.test", "botblock.test", "notfound.test", "app.test", "expiring.test", "127.0.0.1",
         ]
         try leaf("certs/default", everyHost, days: 30)
         try leaf("certs/wrongname.test", ["other.test"], days: 30)
@@ -119,7 +121,8 @@ final class FakeOriginCDN {
             "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=\(names[0])", "-keyout",
             d.path("\(folder)/key.pem"), "-out", d.path("\(folder)/leaf.csr"),
         ])
-        try d.write("\(folder)/ext.cnf", Array(("subjectAltName=" + names.map { "DNS:\($0)" }.joined(separator: ",") + "\n").utf8))
+        let entries = names.map { name in name.allSatisfy { $0.isNumber || $0 == "." } ? "IP:\(name)" : "DNS:\(name)" }
+        try d.write("\(folder)/ext.cnf", Array(("subjectAltName=" + entries.joined(separator: ",") + "\n").utf8))
         try openssl([
             "x509", "-req", "-in", d.path("\(folder)/leaf.csr"), "-CA", d.path("ca.pem"), "-CAkey", d.path("ca.key"), "-CAcreateserial",
             "-days", "\(days)", "-extfile", d.path("\(folder)/ext.cnf"), "-out", d.path("\(folder)/cert.pem"),

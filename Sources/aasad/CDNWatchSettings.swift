@@ -1,0 +1,44 @@
+import Check
+
+/// The `cdn-watch:` section of aasad.yaml (issue 13): Apple's CDN copy of every served host,
+/// compared with what aasad serves. Off unless enabled.
+struct CDNWatchSettings: Equatable {
+    var enabled = false
+    /// The CDN base; the host is appended.
+    var url = HostChecker.appleCDN
+    /// Seconds between two checks of one host (6 hours): Apple's CDN refetches within about a
+    /// day, so four looks a day tell when it did without asking it more than it asks us.
+    var interval: Int64 = 6 * 3_600
+    /// Most CDN requests a second, every host together: at 10,000 hosts and 6 hours, 0.46 a
+    /// second is needed; more hosts than `rate * interval` stretch the interval instead.
+    var rate = 2.0
+    /// Extra roots for the CDN's HTTPS (a test or proxy CDN); the system's are trusted too.
+    var caFile: String?
+
+    /// `6h`, `30m`, `90s`, `1d` or plain seconds, from 1 second to 7 days.
+    static func duration(_ text: String) -> Int64? {
+        let units: [Character: Int64] = ["s": 1, "m": 60, "h": 3_600, "d": 86_400]
+        var digits = Substring(text)
+        var unit: Int64 = 1
+        if let last = text.last, let scale = units[last] {
+            unit = scale
+            digits = digits.dropLast()
+        }
+        guard !digits.isEmpty, digits.count <= 9, digits.allSatisfy(\.isASCII), let n = Int64(digits), n >= 1 else { return nil }
+        let seconds = n * unit
+        return seconds <= 7 * 86_400 ? seconds : nil
+    }
+
+    static func urlProblem(_ text: String) -> String? {
+        guard text.hasPrefix("https://"), text.hasSuffix("/"), text.utf8.count <= 2_048,
+            text.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F })
+        else {
+            return "must be an https URL ending in '/', e.g. \(HostChecker.appleCDN), not \"\(text)\""
+        }
+        return nil
+    }
+
+    var watchSettings: CDNWatch.Settings {
+        CDNWatch.Settings(url: url, interval: interval, rate: rate, caFile: caFile)
+    }
+}
