@@ -72,7 +72,9 @@ let package = Package(
         .target(name: "Outbound", dependencies: ["CAASACurl", "CAASAOpenSSL", "TLS"], swiftSettings: swiftSettings),
         // `aasad check` and the CDN watch: a deployed host as Apple's fetcher sees it (origin file,
         // certificate, Apple's CDN copy compared as JSON), and an app's associated domains.
-        .target(name: "Check", dependencies: ["AASA", "Outbound", "CAASAOpenSSL", .product(name: "Logging", package: "swift-log")], swiftSettings: swiftSettings),
+        .target(
+            name: "Check", dependencies: ["AASA", "Outbound", "CAASAOpenSSL", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: swiftSettings),
         // The ACME client (RFC 8555): hostile-input parsers for what a CA sends, JWS over the account
         // key, the back-off schedule, the shared storage directory's locks, HTTPS through libcurl;
         // orders to the issued certificate, checked. TLS for its certificate name rules and OpenSSL helpers.
