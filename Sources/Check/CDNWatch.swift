@@ -143,7 +143,7 @@ public final class CDNWatch: Sendable {
         return out
     }
 
-    static func rank(_ state: CDNState) -> Int {
+    public static func rank(_ state: CDNState) -> Int {
         switch state {
         case .current: 0
         case .error: 1

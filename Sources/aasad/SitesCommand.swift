@@ -1,7 +1,9 @@
 import ACME
 import ArgumentParser
+import Check
 import Foundation
 import Logging
+import Outbound
 import SiteStore
 import TLS
 
@@ -24,6 +26,18 @@ struct SitesCommand: ParsableCommand {
     @Option(help: "Output format: text for people, json for scripts.")
     var format: OutputFormat = .text
 
+    @Flag(help: "Also ask Apple's CDN for each site's copy now and compare it with the site's file (one request at a time).")
+    var cdn = false
+
+    @Option(name: .customLong("cdn-url"), help: "The CDN base URL with --cdn (default: cdn-watch.url of aasad.yaml, else Apple's).")
+    var cdnURL: String?
+
+    @Option(name: .customLong("cacert"), help: "Extra trusted roots for the CDN's HTTPS, with --cdn.")
+    var caFile: String?
+
+    @Option(name: .customLong("connect-to"), help: ArgumentHelp("With --cdn: curl's HOST1:PORT1:HOST2:PORT2.", valueName: "entry"))
+    var connectTo: [String] = []
+
     func run() throws {
         var logger = Logger(label: "aasad", factory: { _ in SwiftLogNoOpLogHandler() })
         logger.logLevel = .critical
@@ -32,17 +46,19 @@ struct SitesCommand: ParsableCommand {
         let statuses = registry.statuses
         let problems = registry.entryErrors
         let automatic = Self.storedCertificates(config: config, snapshot: registry.snapshot)
+        let copies = cdn ? try cdnStates(registry.snapshot) : [:]
         switch format {
         case .json:
             JSONOutput.print(
                 Listing(
-                    sites: statuses.map { Site(status: $0, acme: automatic?.forSite($0.hosts)) },
+                    sites: statuses.map { Site(status: $0, acme: automatic?.forSite($0.hosts), cdn: cdn ? copies[$0.directory] : nil) },
                     entries: problems.map { "\($0.file): \($0.message)" }))
         case .text:
             for s in statuses {
                 var line = "\(s.directory)\t\(s.state.rawValue)\t\(s.hosts.joined(separator: ","))"
                 if let etag = s.etag { line += "\tetag=\(etag)" }
                 if !s.conflictingHosts.isEmpty { line += "\tconflict=\(s.conflictingHosts.joined(separator: ","))" }
+                if cdn { line += "\tcdn=" + (copies[s.directory].map { "\($0.state.rawValue)(\($0.host))" } ?? "none") }
                 for stored in automatic?.forSite(s.hosts) ?? [] {
                     line +=
                         "\tacme:\(stored.name)="
@@ -62,18 +78,69 @@ struct SitesCommand: ParsableCommand {
         var entries: [String]
     }
 
-    /// A site's status, with its automatic certificates as the storage holds them.
+    /// A site's status, with its automatic certificates as the storage holds them and, with
+    /// `--cdn`, Apple's CDN copy of its worst host.
     struct Site: Encodable {
         var status: SiteStatus
         var acme: [StoredCertificate]?
+        var cdn: CDNCopy?
 
-        enum Key: String, CodingKey { case acme }
+        enum Key: String, CodingKey { case acme, cdn }
 
         func encode(to encoder: any Encoder) throws {
             try status.encode(to: encoder)
             var container = encoder.container(keyedBy: Key.self)
             try container.encodeIfPresent(acme, forKey: .acme)
+            try container.encodeIfPresent(cdn, forKey: .cdn)
         }
+    }
+
+    /// What the CDN holds for a site's worst host (`cdn` in the JSON, with `--cdn`).
+    struct CDNCopy: Encodable {
+        var state: CDNState
+        var host: String
+        var status: Int?
+        var failureReason: String?
+    }
+
+    /// Every served site's exact hosts asked of the CDN once, in turn; by site, its worst host.
+    func cdnStates(_ snapshot: Snapshot) throws -> [String: CDNCopy] {
+        let (settings, _) = ServerSettings.load(configDirectory: config)
+        let base = cdnURL ?? settings.cdnWatch.url
+        if let problem = CDNWatchSettings.urlProblem(base) { throw ValidationError("--cdn-url \(problem)") }
+        var configuration = OutboundClient.Configuration(caFile: caFile ?? settings.cdnWatch.caFile)
+        configuration.addsSystemRoots = configuration.caFile != nil
+        configuration.userAgent = "aasad-sites"
+        configuration.totalTimeoutMilliseconds = 20_000
+        configuration.maximumBodyBytes = 1 << 20
+        let client: OutboundClient
+        do {
+            client = try OutboundClient(configuration: configuration)
+        } catch {
+            throw ValidationError("the HTTPS client cannot start: \(error.message)")
+        }
+        var out: [String: CDNCopy] = [:]
+        for site in snapshot.sites.values.sorted(by: { $0.directory < $1.directory }) {
+            for host in site.hosts where !host.isWildcard {
+                var request = OutboundRequest(url: base + host.name)
+                request.connectTo = connectTo
+                var copy: CDNCopy
+                do {
+                    let response = try client.perform(request)
+                    copy = CDNCopy(
+                        state: HostChecker.cdnState(status: response.status, body: response.body, origin: site.aasa?.body), host: host.name,
+                        status: response.status,
+                        failureReason: response.headers.first("apple-failure-reason").map {
+                            String(decoding: $0.prefix(512), as: UTF8.self)
+                        })
+                } catch {
+                    copy = CDNCopy(state: .error, host: host.name, status: nil, failureReason: error.message)
+                }
+                if let known = out[site.directory], CDNWatch.rank(known.state) >= CDNWatch.rank(copy.state) { continue }
+                out[site.directory] = copy
+            }
+        }
+        return out
     }
 
     /// One name's stored automatic certificate (`acme` in the JSON).

@@ -75,6 +75,32 @@ final class CDNWatchTests {
         #expect(metrics.contains(#"aasad_cdn_sites{state="error"} 1"#))
     }
 
+    @Test("aasad sites --cdn asks the CDN once per exact host and shows each site's worst host")
+    func sitesCommand() throws {
+        let config = try TestConfig()
+        try cdn.cdnCopy("a.test", config.aasa)
+        try cdn.cdnCopy("www.a.test", Array(#"{"applinks": {"apps": [], "details": []}}"#.utf8))
+        try cdn.cdnStatus("own.test", 503)
+        let out = try AASAD.run([
+            "sites", "--config", config.config, "--format", "json", "--cdn", "--cdn-url", cdn.cdn, "--cacert", cdn.caFile, "--connect-to",
+            cdn.connectTo,
+        ])
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(out.stdout.utf8)) as? [String: Any], "\(out.stderr)")
+        let sites = try #require(object["sites"] as? [[String: Any]])
+        func copy(_ directory: String) -> [String: Any]? {
+            sites.first { $0["directory"] as? String == directory }?["cdn"] as? [String: Any]
+        }
+        #expect(copy("a.test")?["state"] as? String == "stale")
+        #expect(copy("a.test")?["host"] as? String == "www.a.test")
+        #expect(copy("own.test")?["state"] as? String == "error")
+        #expect(copy("*.w.test") == nil, "a wildcard site has no CDN entry")
+        #expect(Set(cdn.cdnRequests) == ["a.test", "www.a.test", "own.test"])
+        let text = try AASAD.run([
+            "sites", "--config", config.config, "--cdn", "--cdn-url", cdn.cdn, "--cacert", cdn.caFile, "--connect-to", cdn.connectTo,
+        ])
+        #expect(text.stdout.contains("cdn=stale(www.a.test)"))
+    }
+
     @Test("without cdn-watch there is no cdn member on /sites and no CDN request")
     func offByDefault() throws {
         let config = try TestConfig()
