@@ -7,9 +7,10 @@
 #   config  site.yaml and aasad.yaml values, and Cache-Control as a field value  Fuzz/config-corpus, Fuzz/config-fail-cases
 #   pem     TLSContext's chain and key loading (input: chain, NUL, key)           Fuzz/pem-corpus, Fuzz/pem-fail-cases
 #   acme    what a CA sends: ACME JSON, problems, header lines, PEM chains        Fuzz/acme-corpus, Fuzz/acme-fail-cases
+#   check   CDN and origin bodies as canonical JSON, entitlements entries/plists  Fuzz/check-corpus, Fuzz/check-fail-cases
 # New inputs go to the target's corpus; a crash, timeout or out-of-memory input is copied to its
 # fail-cases folder. The normal test run replays both folders of every target.
-# Usage: scripts/fuzz.sh [seconds per target] [aasa|http1|fields|http2|config|pem|acme|all]   (default 60, all)
+# Usage: scripts/fuzz.sh [seconds per target] [aasa|http1|fields|http2|config|pem|acme|check|all]   (default 60, all)
 # FUZZ_RUNS=N runs N inputs per target instead of a time (the documented campaign: 10,000,000).
 # FUZZ_SMOKE=1 keeps what it finds out of the corpus (CI's check that every target builds and runs).
 # FUZZ_TIMEOUT=S: seconds one input may take before libFuzzer calls it a hang (default 10; the
@@ -18,8 +19,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 which="${2:-all}"
-case "$which" in aasa | http1 | fields | http2 | config | pem | acme | all) ;; *)
-    echo "usage: scripts/fuzz.sh [seconds] [aasa|http1|fields|http2|config|pem|acme|all]" >&2
+case "$which" in aasa | http1 | fields | http2 | config | pem | acme | check | all) ;; *)
+    echo "usage: scripts/fuzz.sh [seconds] [aasa|http1|fields|http2|config|pem|acme|check|all]" >&2
     exit 64
     ;;
 esac
@@ -47,7 +48,7 @@ one_module() {
     rm -rf "$dir"
     mkdir -p "$dir"
     for f in "$@"; do
-        sed -E '/^(public )?import (HTTPCore|HTTP1|AASA|Outbound)$/d' "$f" >"$dir/$(basename "$f")"
+        sed -E '/^(public )?import (HTTPCore|HTTP1|AASA|Outbound|Logging)$/d' "$f" >"$dir/$(basename "$f")"
         echo "$dir/$(basename "$f")"
     done
 }
@@ -135,6 +136,16 @@ if [ "$which" = all ] || [ "$which" = acme ]; then
         $(one_module acme Sources/ACME/Wire/*.swift Sources/Outbound/ResponseHeaders.swift Sources/AASA/*.swift) Sources/HTTPCore/*.swift \
         Fuzz/FuzzACME.swift -o "$out/fuzz-acme"
     run acme Fuzz/acme-corpus Fuzz/acme-fail-cases 65536
+fi
+
+if [ "$which" = all ] || [ "$which" = check ]; then
+    # Sources/Check's parsers of outside bytes with the strict JSON parser (AASA) as one module,
+    # OpenSSL for the digest. The corpus is committed.
+    # shellcheck disable=SC2046 # file names without spaces
+    compile -I Sources/CAASAOpenSSL -lssl -lcrypto \
+        $(one_module check Sources/Check/JSONComparison.swift Sources/Check/Entitlements.swift Sources/Check/CheckReport.swift \
+            Sources/Check/CheckFuzz.swift Sources/AASA/*.swift) Fuzz/FuzzCheck.swift -o "$out/fuzz-check"
+    run check Fuzz/check-corpus Fuzz/check-fail-cases 65536
 fi
 
 if [ "$which" = all ] || [ "$which" = aasa ]; then

@@ -59,7 +59,7 @@ public struct Entitlements: Sendable, Equatable {
     }
 
     /// One entry, or the problem that keeps it from working.
-    static func parse(_ entry: String) -> Result<Domain, Problem> {
+    public static func parse(_ entry: String) -> Result<Domain, Problem> {
         func bad(_ why: String, _ fix: String) -> Result<Domain, Problem> {
             .failure(Problem("entitlement", "\(entry.debugDescription): \(why)", fix: fix))
         }
