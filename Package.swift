@@ -125,7 +125,7 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(
             name: "aasadTests",
-            dependencies: ["aasad", "TestSupport"],
+            dependencies: ["aasad", "Check", "Outbound", "TestSupport"],
             exclude: ["Fixtures", "Golden"],
             swiftSettings: swiftSettings
         ),

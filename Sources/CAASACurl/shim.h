@@ -30,6 +30,13 @@ static inline CURLcode CAASACurl_getinfo_long(CURL *handle, CURLINFO info, long 
     return curl_easy_getinfo(handle, info, value);
 }
 
+// curl_easy_setopt for CURLOPT_XFERINFOFUNCTION: called often during a transfer (connect
+// included); a non-zero return aborts it (CURLE_ABORTED_BY_CALLBACK).
+typedef int (*CAASACurl_progress_callback)(void *context, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow);
+static inline CURLcode CAASACurl_setopt_progress_callback(CURL *handle, CAASACurl_progress_callback callback) {
+    return curl_easy_setopt(handle, CURLOPT_XFERINFOFUNCTION, callback);
+}
+
 // curl_easy_getinfo for CURLINFO_CERTINFO (a struct curl_certinfo * written to *value).
 static inline CURLcode CAASACurl_getinfo_certinfo(CURL *handle, struct curl_certinfo **value) {
     return curl_easy_getinfo(handle, CURLINFO_CERTINFO, value);

@@ -1,3 +1,4 @@
+import AASA
 public import Foundation
 
 /// The associated domains of an app's entitlements (`com.apple.developer.associated-domains`,
@@ -28,6 +29,8 @@ public struct Entitlements: Sendable, Equatable {
     public var problems: [Problem]
 
     public static let key = "com.apple.developer.associated-domains"
+    /// Largest entitlements file read: real ones are a few kilobytes.
+    public static let maximumFileSize = 1 << 20
     public static let services: Set<String> = ["applinks", "webcredentials", "appclips", "activitycontinuation"]
 
     public struct ReadError: Error, CustomStringConvertible {
@@ -46,12 +49,29 @@ public struct Entitlements: Sendable, Equatable {
         guard let entries = dictionary[Self.key] as? [Any] else {
             throw ReadError(description: "no \(Self.key) array: the app has no associated domains")
         }
-        applicationIdentifier =
-            (dictionary["application-identifier"] as? String) ?? (dictionary["com.apple.application-identifier"] as? String)
         domains = []
         problems = []
-        for case let entry as String in entries {
-            switch Self.parse(entry) {
+        applicationIdentifier = nil
+        if let identifier = (dictionary["application-identifier"] as? String) ?? (dictionary["com.apple.application-identifier"] as? String)
+        {
+            if identifier.contains("$(") {
+                problems.append(
+                    Problem(
+                        "entitlement", .warning, "application-identifier \(identifier.debugDescription) is an unexpanded build setting",
+                        fix: "pass the signed app's entitlements (codesign -d --entitlements - App.app), or name the app with --app"))
+            } else if let problem = AppIdentifier.problem(with: identifier) {
+                problems.append(Problem("entitlement", "application-identifier: \(problem)", fix: "pass the signed app's entitlements"))
+            } else {
+                applicationIdentifier = identifier
+            }
+        }
+        for entry in entries {
+            guard let text = entry as? String else {
+                problems.append(
+                    Problem("entitlement", "an entry that is not a string (\(type(of: entry)))", fix: "write each entry as a string"))
+                continue
+            }
+            switch Self.parse(text) {
             case .success(let domain): domains.append(domain)
             case .failure(let problem): problems.append(problem)
             }
@@ -67,6 +87,11 @@ public struct Entitlements: Sendable, Equatable {
             return bad("no service", "write <service>:<domain>, e.g. applinks:example.com")
         }
         let service = String(entry[..<colon])
+        if entry.contains("$(") {
+            return bad(
+                "an unexpanded build setting",
+                "pass the signed app's entitlements (codesign -d --entitlements - App.app), where Xcode has expanded it")
+        }
         guard services.contains(service) else {
             return bad("unknown service \(service.debugDescription)", "use applinks, webcredentials, appclips or activitycontinuation")
         }
@@ -95,11 +120,23 @@ public struct Entitlements: Sendable, Equatable {
             guard service != "appclips" else { return bad("appclips takes no wildcard", "list each App Clip domain") }
             host = String(domain.dropFirst(2))
         }
-        guard !host.isEmpty, host.contains("."), host.utf8.allSatisfy({ Self.isHostByte($0) }) else {
-            return bad(
-                "not a DNS name in A-label form", "write internationalised names in Punycode (xn--…), e.g. applinks:xn--fhqz97e.example")
+        guard host.unicodeScalars.allSatisfy(\.isASCII) else {
+            return bad("not in A-label form", "write internationalised names in Punycode (xn--…), e.g. applinks:xn--fhqz97e.example")
+        }
+        guard isHostName(host) else {
+            return bad("not a fully qualified DNS name", "write the domain's full name, e.g. \(service):www.example.com")
         }
         return .success(Domain(entry: entry, service: service, domain: domain, host: host, modes: modes))
+    }
+
+    /// A fully qualified DNS name in A-label form: letters, digits, `-` and dots, at least two
+    /// labels of 1 to 63 bytes, at most 253 bytes, no label starting or ending with `-`.
+    public static func isHostName(_ host: String) -> Bool {
+        let bytes = Array(host.utf8)
+        guard !bytes.isEmpty, bytes.count <= 253, bytes.allSatisfy(isHostByte) else { return false }
+        let labels = bytes.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
+        return labels.count >= 2
+            && labels.allSatisfy { !$0.isEmpty && $0.count <= 63 && $0.first != UInt8(ascii: "-") && $0.last != UInt8(ascii: "-") }
     }
 
     private static func isHostByte(_ c: UInt8) -> Bool {

@@ -19,8 +19,13 @@ public struct HostChecker: Sendable {
     public struct Options: Sendable {
         /// The CDN base URL; nil skips the CDN (developer and managed modes bypass it).
         public var cdn: String? = HostChecker.appleCDN
-        /// curl's `HOST1:PORT1:HOST2:PORT2` entries, for the origin and the CDN alike.
+        /// curl's `HOST1:PORT1:HOST2:PORT2` entries for the origin's requests (a staging
+        /// address); the CDN is asked where it is (and holds production's copy: `cdn: nil` to
+        /// leave it out of a staging check).
         public var connectTo: [String] = []
+        /// Only devices in developer or managed mode use this host: they read the origin
+        /// directly and accept a certificate no public root signed (spec §2).
+        public var developerModeOnly = false
         /// Apps whose entries to report (`--app`, or the entitlements' application identifier).
         public var apps: [String] = []
         /// Which services the app must be listed under on this host (from an entitlements file);
@@ -34,10 +39,13 @@ public struct HostChecker: Sendable {
 
     let client: OutboundClient
     let options: Options
+    /// The CDN's requests (its own connect-to entries, for a test CDN).
+    let cdnConnectTo: [String]
 
-    public init(client: OutboundClient, options: Options) {
+    public init(client: OutboundClient, options: Options, cdnConnectTo: [String] = []) {
         self.client = client
         self.options = options
+        self.cdnConnectTo = cdnConnectTo
     }
 
     /// Checks `host` (a DNS name, no scheme, path or port).
@@ -45,8 +53,8 @@ public struct HostChecker: Sendable {
         var problems: [Problem] = []
         let (origin, body) = fetchOrigin(host, &problems)
         let document = body.flatMap { AppSiteAssociation.validate($0).document }
-        let assetLinks = fetchAssetLinks(host, &problems)
-        let cdn = options.cdn.map { checkCDN($0, host, origin: body, &problems) }
+        let assetLinks = origin.file.status == nil ? nil : fetchAssetLinks(host, &problems)
+        let cdn = options.cdn.map { checkCDN($0, host, origin: body, originFailed: problems.contains { $0.severity == .error }, &problems) }
         var apps: [AppReport] = []
         for app in options.apps {
             let report = Self.appReport(app, in: document)
@@ -85,15 +93,33 @@ public struct HostChecker: Sendable {
         do {
             response = try client.perform(request)
         } catch {
-            file.error = error.message
-            problems.append(Self.transportProblem(error, host: host, what: "the origin"))
+            file.error = Printable.line(error.message)
             let certificate = error.certificate.map {
-                CertificateReport(names: $0.dnsNames, notBefore: $0.notBefore, notAfter: $0.notAfter, trusted: false)
+                CertificateReport(
+                    names: $0.dnsNames.map(Printable.line), notBefore: $0.notBefore, notAfter: $0.notAfter, trusted: false)
             }
+            // A connection cut for Apple's fetcher alone (a WAF that resets bots) is a block.
+            if error.kind == .http || error.kind == .timeout, answersBrowser(request) {
+                problems.append(
+                    Problem(
+                        "blocked-user-agent",
+                        "the origin cuts Apple's fetcher off (User-Agent \(Self.appleUserAgent): \(file.error ?? "")) but answers a browser",
+                        fix:
+                            "let User-Agents starting with AASA-Bot and CFNetwork through the WAF, bot protection or geo-block in front of the origin"
+                    ))
+                return (OriginReport(file: file, certificate: certificate), nil)
+            }
+            var problem = Self.transportProblem(error, host: host, what: "the origin")
+            if options.developerModeOnly && error.certificateProblem == .untrusted {
+                // Developer mode accepts any valid certificate, even one no public root signed.
+                problem.severity = .warning
+                problem.fix += " (developer-mode devices accept it; no other device will)"
+            }
+            problems.append(problem)
             return (OriginReport(file: file, certificate: certificate), nil)
         }
         let certificate = response.certificate.map {
-            CertificateReport(names: $0.dnsNames, notBefore: $0.notBefore, notAfter: $0.notAfter, trusted: true)
+            CertificateReport(names: $0.dnsNames.map(Printable.line), notBefore: $0.notBefore, notAfter: $0.notAfter, trusted: true)
         }
         if let certificate, certificate.notAfter - options.now < Self.expiryWarningSeconds {
             let days = max(0, (certificate.notAfter - options.now) / 86_400)
@@ -119,10 +145,7 @@ public struct HostChecker: Sendable {
                 ))
         default:
             // A block of Apple's fetcher looks like any refusal: ask again as a browser.
-            var retry = request
-            retry.userAgent = Self.browserUserAgent
-            retry.wantsCertificate = false
-            if let other = try? client.perform(retry), other.status == 200 {
+            if answersBrowser(request) {
                 problems.append(
                     Problem(
                         "blocked-user-agent",
@@ -147,12 +170,21 @@ public struct HostChecker: Sendable {
         return (OriginReport(file: file, certificate: certificate), body)
     }
 
-    /// Status, Content-Type, Location and size of a response.
+    /// Whether the origin answers 200 to the same request from a browser's User-Agent.
+    private func answersBrowser(_ request: OutboundRequest) -> Bool {
+        var retry = request
+        retry.userAgent = Self.browserUserAgent
+        retry.wantsCertificate = false
+        return (try? client.perform(retry))?.status == 200
+    }
+
+    /// Status, Content-Type, Location and size of a response (the header values made printable:
+    /// they reach a terminal).
     private func describe(_ response: OutboundResponse, into file: inout FileReport) {
         file.status = response.status
-        file.contentType = response.headers.first("content-type").map { String(decoding: $0, as: UTF8.self) }
+        file.contentType = response.headers.first("content-type").map { Printable.line($0.prefix(256)) }
         if (300..<400).contains(response.status) {
-            file.redirect = response.headers.first("location").map { String(decoding: $0, as: UTF8.self) }
+            file.redirect = response.headers.first("location").map { Printable.line($0.prefix(2_048)) }
         }
         file.size = response.body.count
     }
@@ -205,8 +237,11 @@ public struct HostChecker: Sendable {
         do {
             response = try client.perform(request)
         } catch {
-            // The origin's own failure is reported once, for the AASA file.
-            file.error = error.message
+            file.error = Printable.line(error.message)
+            problems.append(
+                Problem(
+                    "assetlinks-unreachable", .warning, "assetlinks.json could not be read: \(file.error ?? "")",
+                    fix: "serve /.well-known/assetlinks.json as reliably as the AASA file (or 404 when the site has no Android app)"))
             return file
         }
         if response.status == 404 { return nil }
@@ -246,62 +281,57 @@ public struct HostChecker: Sendable {
 
     // MARK: - Apple's CDN
 
-    private func checkCDN(_ base: String, _ host: String, origin: [UInt8]?, _ problems: inout [Problem]) -> CDNReport {
-        let url = base + host
-        var request = OutboundRequest(url: url)
-        request.connectTo = options.connectTo
-        let response: OutboundResponse
-        do {
-            response = try client.perform(request)
-        } catch {
-            problems.append(
-                Problem(
-                    "cdn-error", "Apple's CDN could not be asked: \(error.message)",
-                    fix: "check this machine's access to \(base) (a proxy, DNS), then check again"))
-            return CDNReport(url: url, state: .error, error: error.message)
-        }
-        let reason = response.headers.first("apple-failure-reason").map { String(decoding: $0, as: UTF8.self) }
-        let comparison = Self.cdnState(status: response.status, body: response.body, origin: origin)
-        var report = CDNReport(url: url, state: comparison, status: response.status, failureReason: reason)
-        switch comparison {
+    private func checkCDN(_ base: String, _ host: String, origin: [UInt8]?, originFailed: Bool, _ problems: inout [Problem]) -> CDNReport {
+        let probe = CDNProbe(client: client, base: base, connectTo: cdnConnectTo)
+        let observation = probe.observe(host)
+        let state = observation.state(against: origin.flatMap(JSONComparison.digest))
+        let report = CDNReport(
+            url: base + host, state: state, status: observation.status, failureReason: observation.failureReason,
+            error: observation.error.map(Printable.line))
+        let reason = observation.failureReason.map { " (\($0))" } ?? ""
+        switch state {
         case .current:
             break
+        case .stale where origin == nil:
+            // Nothing to compare: the origin's own problem says why.
+            if !originFailed {
+                problems.append(
+                    Problem("cdn-stale", "Apple's CDN holds a file, but the origin served none", fix: "see the origin's answer above"))
+            }
         case .stale:
             problems.append(
                 Problem(
-                    "cdn-stale",
-                    origin == nil
-                        ? "Apple's CDN holds a file the origin no longer serves"
-                        : "Apple's CDN holds another version of the file than the origin serves",
+                    "cdn-stale", "Apple's CDN holds another version of the file than the origin serves",
                     fix:
                         "wait: the CDN fetches again within about a day of a change; devices keep the old rules until then. aasad serve's /sites shows when AASA-Bot last fetched"
                 ))
         case .missing:
             problems.append(
                 Problem(
-                    "cdn-missing", "Apple's CDN has no copy\(reason.map { " (\($0))" } ?? "")",
-                    fix: reason == nil
+                    "cdn-missing", "Apple's CDN has no copy\(reason)",
+                    fix: observation.failureReason == nil
                         ? "make sure the origin answers Apple's fetcher with the file; the CDN fetches a new domain within about a day"
                         : "fix what the CDN's failure reason says; it keeps a failure for an hour or more, then fetches again"))
         case .error:
-            report.error = "the CDN answered \(response.status)"
-            problems.append(
-                Problem(
-                    "cdn-error", "Apple's CDN answered \(response.status)\(reason.map { " (\($0))" } ?? "")",
-                    fix: "check again later; if it persists, the CDN cannot read the origin's file"))
+            if observation.status == nil {
+                problems.append(
+                    Problem(
+                        "cdn-error", "Apple's CDN could not be asked: \(report.error ?? "")",
+                        fix: "check this machine's access to \(base) (a proxy, DNS), then check again"))
+            } else {
+                problems.append(
+                    Problem(
+                        "cdn-error", "Apple's CDN answered \(observation.status ?? 0)\(reason)",
+                        fix: "check again later; if it persists, the CDN cannot read the origin's file"))
+            }
         }
         return report
     }
 
     /// The CDN's state from its answer and the origin's file (nil when the origin served none).
     public static func cdnState(status: Int, body: [UInt8], origin: [UInt8]?) -> CDNState {
-        switch status {
-        case 200:
-            guard let origin else { return .stale }
-            return JSONComparison.sameContent(body, origin) ? .current : .stale
-        case 404: return .missing
-        default: return .error
-        }
+        CDNObservation(status: status, digest: status == 200 ? JSONComparison.digest(body) : nil)
+            .state(against: origin.flatMap(JSONComparison.digest))
     }
 
     // MARK: - Apps
@@ -338,18 +368,19 @@ public struct HostChecker: Sendable {
     static func transportProblem(_ error: OutboundError, host: String, what: String) -> Problem {
         switch error.kind {
         case .dns:
-            return Problem("dns", "\(host) does not resolve: \(error.message)", fix: "publish an A or AAAA record for \(host)")
+            return Problem(
+                "dns", "\(host) does not resolve: \(Printable.line(error.message))", fix: "publish an A or AAAA record for \(host)")
         case .connect:
             return Problem(
-                "connect", "no TCP connection to \(what): \(error.message)",
+                "connect", "no TCP connection to \(what): \(Printable.line(error.message))",
                 fix: "make port 443 reachable from the internet (firewall, load balancer)")
         case .timeout:
             return Problem(
-                "timeout", "\(what) did not answer in time: \(error.message)",
+                "timeout", "\(what) did not answer in time: \(Printable.line(error.message))",
                 fix: "Apple's fetcher gives up after a few seconds: make the file fast to serve from every region")
         case .tls:
             return Problem(
-                "tls", "the TLS handshake with \(what) failed: \(error.message)",
+                "tls", "the TLS handshake with \(what) failed: \(Printable.line(error.message))",
                 fix: "offer TLS 1.2 or 1.3 with a modern cipher suite and the right certificate for \(host) (SNI)")
         case .certificate:
             switch error.certificateProblem {
@@ -369,13 +400,16 @@ public struct HostChecker: Sendable {
                 )
             case .untrusted, nil:
                 return Problem(
-                    "certificate-untrusted", "the certificate of \(what) is not trusted: \(error.message)",
+                    "certificate-untrusted", "the certificate of \(what) is not trusted: \(Printable.line(error.message))",
                     fix: "serve the full chain (leaf and intermediates) from a public CA; Apple's fetcher accepts no private root")
             }
         case .tooLarge:
-            return Problem("too-large", "\(what) sent more than a file may hold: \(error.message)", fix: "keep the file under 128 KB")
+            return Problem(
+                "too-large", "\(what) sent more than a file may hold: \(Printable.line(error.message))", fix: "keep the file under 128 KB")
         case .http, .request:
-            return Problem("http", "\(what) could not be read: \(error.message)", fix: "check that \(host) serves HTTPS on port 443")
+            return Problem(
+                "http", "\(what) could not be read: \(Printable.line(error.message))",
+                fix: "check that \(host) serves HTTPS on port 443 and that nothing in front of it (a WAF, a proxy) cuts the connection")
         }
     }
 }

@@ -37,8 +37,6 @@ public struct OutboundResponse: Sendable {
     public var body: [UInt8]
     /// The server's leaf certificate (validity and DNS names), when the request asked for it.
     public var certificate: CertificateInfo?
-
-    public var isSuccess: Bool { (200..<300).contains(status) }
 }
 
 /// Why a request got no response, by the layer that failed: each says what an operator checks.
@@ -110,6 +108,9 @@ public final class OutboundClient: Sendable {
         public var userAgent = "aasad"
         /// Largest response body read; a longer one fails as `tooLarge`.
         public var maximumBodyBytes = 256 * 1024
+        /// Asked often during a request (connect included): true aborts it at once, so that a
+        /// thread stopping (the CDN watch on SIGTERM) does not wait out a timeout.
+        public var isCancelled: (@Sendable () -> Bool)?
 
         public init(caFile: String? = nil) { self.caFile = caFile }
     }
@@ -175,7 +176,7 @@ public final class OutboundClient: Sendable {
 
     private func perform(_ curl: UnsafeMutableRawPointer, _ request: OutboundRequest) throws(OutboundError) -> OutboundResponse {
         curl_easy_reset(curl)
-        let transfer = Transfer(maximumBodyBytes: configuration.maximumBodyBytes)
+        let transfer = Transfer(maximumBodyBytes: configuration.maximumBodyBytes, isCancelled: configuration.isCancelled)
         let context = Unmanaged.passUnretained(transfer).toOpaque()
         var headerList: UnsafeMutablePointer<curl_slist>? = nil
         var connectList: UnsafeMutablePointer<curl_slist>? = nil
@@ -232,6 +233,13 @@ public final class OutboundClient: Sendable {
                                 }
                                 set(CURLOPT_WRITEDATA, context)
                                 set(CURLOPT_HEADERDATA, context)
+                                if configuration.isCancelled != nil {
+                                    if CAASACurl_setopt_progress_callback(curl, progressCallback) != CURLE_OK {
+                                        failed = "progress callback"
+                                    }
+                                    set(CURLOPT_XFERINFODATA, context)
+                                    set(CURLOPT_NOPROGRESS, 0)
+                                }
                                 switch request.method {
                                 case .get: set(CURLOPT_HTTPGET, 1)
                                 case .head: set(CURLOPT_NOBODY, 1)
@@ -248,9 +256,13 @@ public final class OutboundClient: Sendable {
                 }
             }
         }
+        // The handle must not keep pointers to this call's buffers, lists and transfer, freed on
+        // return, until the next reset.
+        defer { curl_easy_reset(curl) }
         if let failed { throw OutboundError(.request, "libcurl refused \(failed)") }
         let certificate = request.wantsCertificate ? Self.leafCertificate(curl) : nil
         if let overflow = transfer.overflow { throw OutboundError(.tooLarge, "\(request.url): \(overflow)") }
+        if code == CURLE_ABORTED_BY_CALLBACK { throw OutboundError(.request, "\(request.url): cancelled") }
         guard code == CURLE_OK else {
             let detail = String(decoding: errorBuffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
             let reason = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
@@ -364,12 +376,23 @@ private func withOptionalCString<R>(_ text: String?, _ body: (UnsafePointer<CCha
 /// the caller keeps alive until curl_easy_perform returns.
 private final class Transfer {
     let maximumBodyBytes: Int
+    let isCancelled: (@Sendable () -> Bool)?
     var body: [UInt8] = []
     var headers = ResponseHeaders()
     /// Why the transfer was stopped by a bound; nil when it was not.
     var overflow: String?
 
-    init(maximumBodyBytes: Int) { self.maximumBodyBytes = maximumBodyBytes }
+    init(maximumBodyBytes: Int, isCancelled: (@Sendable () -> Bool)?) {
+        self.maximumBodyBytes = maximumBodyBytes
+        self.isCancelled = isCancelled
+    }
+}
+
+/// CURLOPT_XFERINFOFUNCTION: aborts the transfer once its client is cancelled.
+private let progressCallback: CAASACurl_progress_callback = { context, _, _, _, _ in
+    guard let context else { return 0 }
+    let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
+    return transfer.isCancelled?() == true ? 1 : 0
 }
 
 /// CURLOPT_WRITEFUNCTION: appends to the transfer's body; returning less than given stops the

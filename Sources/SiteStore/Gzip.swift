@@ -4,8 +4,10 @@ import Dispatch
 /// gzip (RFC 1952) of a whole buffer: compressed once per served file, on `background`, after the
 /// first request that accepts it (`PreparedContent.gzipIfMade`).
 public enum Gzip {
-    /// Where files are compressed: one thread of low priority, so that compression never runs on
-    /// a serving thread and a burst of first requests for many files takes at most one core.
+    /// Where files are compressed: one serial queue (one thread at a time), so that compression
+    /// never runs on a serving thread and a burst of first requests for many files takes at most
+    /// one core. Its utility class runs at a lower priority where libdispatch maps it (nice 2 on
+    /// this Linux build, seen in /proc); the bound that always holds is the single thread.
     static let background = DispatchQueue(label: "aasad.gzip", qos: .utility)
 
     /// zlib's best level, with its search bounded: level 9 follows hash chains up to 4,096 long,

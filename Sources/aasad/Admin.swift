@@ -145,7 +145,8 @@ final class AdminView: Sendable {
     /// and its fetches by Apple's CDN, sorted by directory name. Linear in the sites (plus the
     /// sort), with no lock held but the fetch log's for a dictionary copy.
     func render(
-        fetches: [String: FetchLog.SiteFetches], acme: [String: CertificateStatus]? = nil, cdn: [String: CDNWatch.HostState]? = nil
+        fetches: [String: FetchLog.SiteFetches], acme: [String: CertificateStatus]? = nil,
+        cdn: [String: CDNWatchSchedule.HostState]? = nil
     ) -> [UInt8] {
         var out = Array(#"{"sites":["#.utf8)
         out.reserveCapacity(entries.reduce(64) { $0 + $1.value.open.count + 200 })
@@ -197,12 +198,13 @@ final class AdminView: Sendable {
 
 extension AdminView {
     /// A site's CDN state as `/sites` shows it.
-    static func json(_ state: CDNWatch.HostState) -> [UInt8] {
-        var members = [
+    static func json(_ state: CDNWatchSchedule.HostState) -> [UInt8] {
+        func text(_ value: String?) -> String { value.map(JSONValue.quote) ?? "null" }
+        let members = [
             "\"state\":\"\(state.state.rawValue)\"", "\"host\":\(JSONValue.quote(state.host))", "\"checkedAt\":\(state.checkedAt)",
             "\"since\":\(state.since)", "\"status\":\(state.status.map(String.init) ?? "null")",
+            "\"failureReason\":\(text(state.failureReason))", "\"error\":\(text(state.error))",
         ]
-        if let reason = state.failureReason { members.append("\"failureReason\":\(JSONValue.quote(reason))") }
         return Array(("{" + members.joined(separator: ",") + "}").utf8)
     }
 

@@ -3,6 +3,7 @@ import ArgumentParser
 import Check
 import Foundation
 import Outbound
+import SiteStore
 
 /// `aasad check HOST...`: deployed domains as Apple's fetcher sees them.
 struct CheckCommand: ParsableCommand {
@@ -33,6 +34,9 @@ struct CheckCommand: ParsableCommand {
             valueName: "host1:port1:host2:port2"))
     var connectTo: [String] = []
 
+    @Option(name: .customLong("cdn-connect-to"), help: .hidden)
+    var cdnConnectTo: [String] = []
+
     @Option(help: ArgumentHelp("Also check that this app is in each host's file, and which paths it gets.", valueName: "teamid.bundle.id"))
     var app: String?
 
@@ -52,9 +56,13 @@ struct CheckCommand: ParsableCommand {
         if hosts.isEmpty && entitlements == nil {
             throw ValidationError("Name at least one host, e.g. 'aasad check example.com', or give --entitlements App.entitlements.")
         }
-        for host in hosts where host.contains("/") || host.contains(":") || host.isEmpty {
+        for host in hosts where !Entitlements.isHostName(Self.fetchedHost(host)) {
             throw ValidationError(
-                "'\(host)' is not a host name: give the name alone, e.g. example.com (use --connect-to for another port).")
+                "'\(host)' is not a host name: give the name alone in A-label form, e.g. example.com (use --connect-to for another address or port)."
+            )
+        }
+        if let caFile, !FileManager.default.isReadableFile(atPath: caFile) {
+            throw ValidationError("--cacert: cannot read \(caFile)")
         }
         if let app, let problem = AppIdentifier.problem(with: app) {
             throw ValidationError("--app: \(problem)")
@@ -72,18 +80,41 @@ struct CheckCommand: ParsableCommand {
         var usesCDN = true
     }
 
+    /// The host whose file the system reads for a name: a wildcard's base domain (spec §2).
+    static func fetchedHost(_ name: String) -> String {
+        let lower = name.lowercased()
+        return lower.hasPrefix("*.") ? String(lower.dropFirst(2)) : lower
+    }
+
+    /// Says what is wrong on standard error and exits 1 (a file that cannot be used, as
+    /// `validate` does; 64 is for bad arguments).
+    static func fail(_ message: String) -> ExitCode {
+        FileHandle.standardError.write(Data("error: \(message)\n".utf8))
+        return ExitCode(1)
+    }
+
     func run() throws {
-        var targets: [Target] = hosts.map { Target(host: $0.lowercased()) }
+        var targets: [Target] = []
+        for host in hosts.map(Self.fetchedHost) where !targets.contains(where: { $0.host == host }) {
+            targets.append(Target(host: host))
+        }
         var entitlementProblems: [Problem] = []
         var apps = app.map { [$0] } ?? []
         if let entitlements {
             let read: Entitlements
             do {
-                read = try Entitlements(plist: try Data(contentsOf: URL(fileURLWithPath: entitlements)))
+                // Bounded, and refused unless a regular file (a FIFO would block, /dev/zero fill memory).
+                let bytes = try ConfigLoader.readBounded(path: entitlements, limit: Entitlements.maximumFileSize).get()
+                guard bytes.count <= Entitlements.maximumFileSize else {
+                    throw Self.fail("\(entitlements): larger than \(Entitlements.maximumFileSize / 1024) KB; not an entitlements file")
+                }
+                read = try Entitlements(plist: Data(bytes))
             } catch let error as Entitlements.ReadError {
-                throw ValidationError("\(entitlements): \(error.description)")
+                throw Self.fail("\(entitlements): \(error.description)")
+            } catch let error as ExitCode {
+                throw error
             } catch {
-                throw ValidationError("\(entitlements): cannot read the file: \(error.localizedDescription)")
+                throw Self.fail("\(entitlements): cannot read the file: \(error)")
             }
             entitlementProblems = read.problems
             if apps.isEmpty, let identifier = read.applicationIdentifier { apps = [identifier] }
@@ -97,17 +128,13 @@ struct CheckCommand: ParsableCommand {
                 }
             }
         }
-        var configuration = OutboundClient.Configuration(caFile: caFile)
-        configuration.addsSystemRoots = caFile != nil
-        configuration.totalTimeoutMilliseconds = timeout * 1000
-        configuration.connectTimeoutMilliseconds = min(10, timeout) * 1000
-        configuration.userAgent = "aasad-check/\(AASACommand.version)"
-        configuration.maximumBodyBytes = AppSiteAssociation.maximumFileSize * 8
+        let configuration = CDNProbe.configuration(
+            caFile: caFile, userAgent: "aasad-check/\(AASACommand.version)", timeoutSeconds: timeout)
         let client: OutboundClient
         do {
             client = try OutboundClient(configuration: configuration)
         } catch {
-            throw ValidationError("the HTTPS client cannot start: \(error.message)")
+            throw Self.fail("the HTTPS client cannot start: \(error.message)")
         }
         var reports: [HostReport] = []
         for target in targets {
@@ -116,7 +143,9 @@ struct CheckCommand: ParsableCommand {
             options.connectTo = connectTo
             options.apps = apps
             options.services = target.services
-            reports.append(HostChecker(client: client, options: options).check(target.host))
+            // Only developer- or managed-mode entries name it: those devices read the origin directly.
+            options.developerModeOnly = !target.usesCDN
+            reports.append(HostChecker(client: client, options: options, cdnConnectTo: cdnConnectTo).check(target.host))
         }
         switch format {
         case .json:

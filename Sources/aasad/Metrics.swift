@@ -152,9 +152,14 @@ final class MetricsExporter: Sendable {
 
             if let cdn {
                 var bySite = Dictionary(uniqueKeysWithValues: CDNState.allCases.map { ($0, 0) })
-                for state in cdn.bySite().values { bySite[state.state, default: 0] += 1 }
+                var oldest: [CDNState: Int64] = [:]
+                for state in cdn.bySite().values {
+                    bySite[state.state, default: 0] += 1
+                    oldest[state.state] = min(oldest[state.state] ?? .max, state.since)
+                }
                 for cdnState in CDNState.allCases {
                     level("aasad_cdn_sites", [("state", cdnState.rawValue)], Double(bySite[cdnState] ?? 0))
+                    level("aasad_cdn_oldest_since_timestamp_seconds", [("state", cdnState.rawValue)], Double(oldest[cdnState] ?? 0))
                 }
             }
 
@@ -184,6 +189,9 @@ final class MetricsExporter: Sendable {
         "aasad_acme_orders_total", "aasad_acme_certificates_picked_up_total", "aasad_acme_names", "aasad_acme_queue_length",
         "aasad_acme_earliest_not_after_timestamp_seconds",
     ]
+
+    /// Families that exist only while the CDN watch is on.
+    static let cdnWatchFamilies: Set<String> = ["aasad_cdn_sites", "aasad_cdn_oldest_since_timestamp_seconds"]
 
     /// What each metric means, as its family's `# HELP` line.
     static let helpTexts: [String: String] = [
@@ -215,6 +223,8 @@ final class MetricsExporter: Sendable {
         "aasad_acme_queue_length": "Names due for an order and waiting for the order budget (acme.orders-per-hour).",
         "aasad_cdn_sites":
             "Sites by the state of Apple's CDN copy against what is served (the site's worst host), once the CDN watch has asked; only with cdn-watch.enabled.",
+        "aasad_cdn_oldest_since_timestamp_seconds":
+            "For each CDN state, since when the site longest in it has been (seconds since the epoch; 0: no site in it); only with cdn-watch.enabled.",
         "aasad_acme_earliest_not_after_timestamp_seconds":
             "The earliest end of validity among automatic certificates served, in seconds since the epoch (0: none).",
         "process_start_time_seconds": "Start time of the process, in seconds since the epoch.",

@@ -5,6 +5,7 @@ import HTTPServer
 import Logging
 import Outbound
 import SiteStore
+import Synchronization
 
 /// Where serve's settings come from (aasad.yaml, AASAD_* variables, flags), what they make of the
 /// descriptor limit, and how a changed aasad.yaml is reported.
@@ -107,18 +108,26 @@ extension ServeCommand {
         logger.info(
             "watching Apple's CDN copies",
             metadata: ["url": "\(settings.url)", "interval": "\(settings.interval)", "rate": "\(settings.rate)"])
+        let digests = Mutex<[String: [UInt8]?]>([:])
         return try CDNWatch(
             settings: settings.watchSettings, logger: logger, generation: { store.snapshot().generation },
             targets: {
-                var targets: [CDNWatch.Target] = []
+                // A site without an AASA file has nothing on Apple's CDN to compare. Digests are
+                // kept by content (its ETag): a reload computes only new contents' again, and
+                // sites serving the same file share one.
+                let known = digests.withLock { $0 }
+                var fresh: [String: [UInt8]?] = [:]
+                var targets: [CDNWatchSchedule.Target] = []
                 for site in store.snapshot().sites.values {
+                    guard let file = site.aasa else { continue }
+                    let digest = fresh[file.etag] ?? known[file.etag] ?? JSONComparison.digest(file.body)
+                    fresh[file.etag] = digest
                     for host in site.hosts where !host.isWildcard {
                         targets.append(
-                            CDNWatch.Target(
-                                host: host.name, site: site.directory, origin: site.aasa?.body, etag: site.aasa?.etag,
-                                changedAt: site.aasa?.lastModified ?? site.loadedAt))
+                            CDNWatchSchedule.Target(host: host.name, site: site.directory, digest: digest, changedAt: file.lastModified))
                     }
                 }
+                digests.withLock { $0 = fresh }
                 return targets
             })
     }

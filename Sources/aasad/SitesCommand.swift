@@ -38,6 +38,13 @@ struct SitesCommand: ParsableCommand {
     @Option(name: .customLong("connect-to"), help: ArgumentHelp("With --cdn: curl's HOST1:PORT1:HOST2:PORT2.", valueName: "entry"))
     var connectTo: [String] = []
 
+    func validate() throws {
+        if !cdn && (cdnURL != nil || caFile != nil || !connectTo.isEmpty) {
+            throw ValidationError("--cdn-url, --cacert and --connect-to apply to --cdn; add --cdn.")
+        }
+        if let cdnURL, let problem = CDNWatchSettings.urlProblem(cdnURL) { throw ValidationError("--cdn-url \(problem)") }
+    }
+
     func run() throws {
         var logger = Logger(label: "aasad", factory: { _ in SwiftLogNoOpLogHandler() })
         logger.logLevel = .critical
@@ -99,44 +106,56 @@ struct SitesCommand: ParsableCommand {
     struct CDNCopy: Encodable {
         var state: CDNState
         var host: String
+        var checkedAt: Int64
         var status: Int?
         var failureReason: String?
+        var error: String?
+
+        func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: Keys.self)
+            try c.encode(state, forKey: .state)
+            try c.encode(host, forKey: .host)
+            try c.encode(checkedAt, forKey: .checkedAt)
+            try c.encode(status, forKey: .status)
+            try c.encode(failureReason, forKey: .failureReason)
+            try c.encode(error, forKey: .error)
+        }
+
+        enum Keys: String, CodingKey { case state, host, checkedAt, status, failureReason, error }
     }
 
-    /// Every served site's exact hosts asked of the CDN once, in turn; by site, its worst host.
+    /// Every served site's exact hosts asked of the CDN once, in turn, no faster than
+    /// `cdn-watch.rate` (a listing of 10,000 sites must not look like an attack on Apple's CDN);
+    /// by site, its worst host.
     func cdnStates(_ snapshot: Snapshot) throws -> [String: CDNCopy] {
-        let (settings, _) = ServerSettings.load(configDirectory: config)
+        let (settings, problems) = ServerSettings.load(configDirectory: config)
+        for problem in problems { FileHandle.standardError.write(Data("warning: \(problem); using the default\n".utf8)) }
         let base = cdnURL ?? settings.cdnWatch.url
-        if let problem = CDNWatchSettings.urlProblem(base) { throw ValidationError("--cdn-url \(problem)") }
-        var configuration = OutboundClient.Configuration(caFile: caFile ?? settings.cdnWatch.caFile)
-        configuration.addsSystemRoots = configuration.caFile != nil
-        configuration.userAgent = "aasad-sites"
-        configuration.totalTimeoutMilliseconds = 20_000
-        configuration.maximumBodyBytes = 1 << 20
         let client: OutboundClient
         do {
-            client = try OutboundClient(configuration: configuration)
+            client = try OutboundClient(
+                configuration: CDNProbe.configuration(caFile: caFile ?? settings.cdnWatch.caFile, userAgent: "aasad-sites"))
         } catch {
-            throw ValidationError("the HTTPS client cannot start: \(error.message)")
+            FileHandle.standardError.write(Data("error: the HTTPS client cannot start: \(error.message)\n".utf8))
+            throw ExitCode(1)
         }
+        let probe = CDNProbe(client: client, base: base, connectTo: connectTo)
+        let spacing = 1 / settings.cdnWatch.rate
         var out: [String: CDNCopy] = [:]
+        var last: Date?
         for site in snapshot.sites.values.sorted(by: { $0.directory < $1.directory }) {
+            guard let file = site.aasa else { continue }
+            let digest = JSONComparison.digest(file.body)
             for host in site.hosts where !host.isWildcard {
-                var request = OutboundRequest(url: base + host.name)
-                request.connectTo = connectTo
-                var copy: CDNCopy
-                do {
-                    let response = try client.perform(request)
-                    copy = CDNCopy(
-                        state: HostChecker.cdnState(status: response.status, body: response.body, origin: site.aasa?.body), host: host.name,
-                        status: response.status,
-                        failureReason: response.headers.first("apple-failure-reason").map {
-                            String(decoding: $0.prefix(512), as: UTF8.self)
-                        })
-                } catch {
-                    copy = CDNCopy(state: .error, host: host.name, status: nil, failureReason: error.message)
+                if let last, Date().timeIntervalSince(last) < spacing {
+                    Thread.sleep(forTimeInterval: spacing - Date().timeIntervalSince(last))
                 }
-                if let known = out[site.directory], CDNWatch.rank(known.state) >= CDNWatch.rank(copy.state) { continue }
+                last = Date()
+                let observation = probe.observe(host.name)
+                let copy = CDNCopy(
+                    state: observation.state(against: digest), host: host.name, checkedAt: Int64(Date().timeIntervalSince1970),
+                    status: observation.status, failureReason: observation.failureReason, error: observation.error)
+                if let known = out[site.directory], CDNWatchSchedule.rank(known.state) >= CDNWatchSchedule.rank(copy.state) { continue }
                 out[site.directory] = copy
             }
         }

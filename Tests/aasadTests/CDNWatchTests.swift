@@ -112,11 +112,10 @@ final class CDNWatchTests {
 
     @Test("the rate bound holds with 10,000 hosts: at most rate × seconds requests, the first pass in order of need")
     func rateBound() throws {
-        let targets = (0..<10_000).map {
-            CDNWatch.Target(host: "h\($0).test", site: "h\($0).test", origin: FakeOriginCDN.aasa(1), etag: "\"1\"", changedAt: 0)
-        }
+        let digest = JSONComparison.digest(FakeOriginCDN.aasa(1))
+        let targets = (0..<10_000).map { CDNWatchSchedule.Target(host: "h\($0).test", site: "h\($0).test", digest: digest, changedAt: 0) }
         let watch = try CDNWatch(
-            settings: CDNWatch.Settings(url: cdn.cdn, interval: 3_600, rate: 5, caFile: cdn.caFile), connectTo: [cdn.connectTo],
+            settings: CDNWatch.Settings(url: cdn.cdnByAddress, interval: 3_600, rate: 5, caFile: cdn.caFile),
             logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }), generation: { 1 }, targets: { targets })
         let started = Date()
         watch.start()

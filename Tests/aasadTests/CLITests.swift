@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// Runs the built `aasad` binary as a user would.
@@ -172,10 +173,19 @@ struct CLITests {
         #expect(out.stderr == stderr)
     }
 
-    @Test("match --expect none passes for a URL no app opens; a malformed app ID is a usage error")
+    @Test("match --expect none: 0 for URLs no app opens, 1 for one an app opens; a malformed app ID is a usage error")
     func matchExpectNone() throws {
         let none = try AASAD.run(["match", "--file", "Fixtures/two-apps.json", "--expect", "none", "/p/secret"])
         #expect(none.status == 1, "an app opens it")
+        let directory = try TemporaryDirectory(prefix: "aasad-expect")
+        try directory.write(
+            "aasa.json",
+            Array(
+                #"{"applinks": {"details": [{"appIDs": ["ABCDE12345.com.example.app"], "components": [{"/": "/admin/*", "exclude": true}, {"/": "/buy/*"}]}]}}"#
+                    .utf8))
+        let passes = try AASAD.run(["match", "--file", directory.path("aasa.json"), "--expect", "none", "/admin/users", "/other"])
+        #expect(passes.status == 0, "\(passes.stderr)")
+        #expect(passes.stderr.isEmpty)
         let file = try AASAD.run(["match", "--file", "Fixtures/two-apps.json", "--expect", "com.example.shop", "/p/1"])
         #expect(file.status == 64)
         #expect(file.stderr.contains("Team ID"))

@@ -57,6 +57,7 @@ struct CheckUnitTests {
         arguments: [
             "applinks:example.com:8443", "applinks:https://example.com", "applinks:example.com/path", "weblinks:example.com",
             "appclips:*.example.com", "applinks:example.com?mode=staging", "applinks:bücher.example", "example.com", "applinks:localhost",
+            "applinks:$(ASSOCIATED_DOMAIN)", "applinks:-bad.example.com", "applinks:a..example.com",
         ])
     func badEntries(_ entry: String) throws {
         let read = try Self.entitlements([entry])
@@ -70,5 +71,25 @@ struct CheckUnitTests {
         #expect(throws: Entitlements.ReadError.self) { try Entitlements(plist: Data("not a plist".utf8)) }
         let empty = try PropertyListSerialization.data(fromPropertyList: ["other": 1] as [String: Any], format: .xml, options: 0)
         #expect(throws: Entitlements.ReadError.self) { try Entitlements(plist: empty) }
+    }
+
+    @Test("text from outside is made printable: no control byte, DEL, C1 control or bidi override reaches a terminal")
+    func printable() {
+        let hostile = "https://x/\u{1B}]0;pwned\u{07}\u{1B}[1A\r\nevil.test: ok\u{7F}\u{85}\u{202E}txt"
+        let shown = Printable.line(hostile)
+        #expect(!shown.unicodeScalars.contains { $0.value < 0x20 || (0x7F..<0xA0).contains($0.value) || $0.value == 0x202E })
+        #expect(shown == #"https://x/\x1B]0;pwned\x07\x1B[1A\x0D\x0Aevil.test: ok\x7F\u{85}\u{202E}txt"#)
+        #expect(Printable.line("plain é 日本") == "plain é 日本")
+    }
+
+    @Test("host names for check: A-labels only, two labels or more, no empty or hyphen-edged label")
+    func hostNames() {
+        for good in ["example.com", "a-b.example.co.uk", "xn--fhqz97e.example"] { #expect(Entitlements.isHostName(good), "\(good)") }
+        for bad in [
+            "", "localhost", "example.com.", ".example.com", "a..b", "-a.com", "a-.com", "evil.test#x", "u@evil.test", "evil.test?a=",
+            "Bücher.de",
+        ] {
+            #expect(!Entitlements.isHostName(bad), "\(bad)")
+        }
     }
 }

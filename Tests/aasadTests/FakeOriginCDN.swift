@@ -6,7 +6,7 @@ import Testing
 /// with a test CA: the hosts `aasad check` and the CDN watch are tested against.
 final class FakeOriginCDN {
     let directory: TemporaryDirectory
-    let port: Int
+    private(set) var port = 0
     private let process = Process()
 
     /// A valid AASA file for the app `ABCDE12345.com.example.app`, with a marker to tell versions.
@@ -17,23 +17,33 @@ final class FakeOriginCDN {
 
     init() throws {
         directory = try TemporaryDirectory(prefix: "aasad-fake-cdn")
-        port = Loopback.unusedPort()
         for folder in ["origin", "cdn", "certs/default", "certs/wrongname.test", "certs/expired.test"] {
             try FileManager.default.createDirectory(atPath: directory.path(folder), withIntermediateDirectories: true)
         }
         try makeCertificates()
         let script = AASAD.testDirectory.appendingPathComponent("Fixtures/fake_origin_cdn.py").path
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", script, String(port), directory.url.path]
-        process.standardOutput = FileHandle.nullDevice
+        // Port 0: the server binds a free port itself and prints it (no race with other tests
+        // for a port chosen here and bound later).
+        process.arguments = ["python3", script, "0", directory.url.path]
+        let output = Pipe()
+        process.standardOutput = output
         try process.run()
-        let port = port
-        let up = eventually {
-            guard let fd = Loopback.connect(port: port) else { return false }
-            close(fd)
-            return true
+        var line: [UInt8] = []
+        while !line.contains(UInt8(ascii: "\n")) {
+            let data = output.fileHandleForReading.availableData
+            if data.isEmpty { break }
+            line += data
         }
-        #expect(up, "the fake origin did not start")
+        guard let bound = Int(String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) else {
+            kill(process.processIdentifier, SIGKILL)
+            throw FakeServerError(description: "the fake origin did not start: \(String(decoding: line, as: UTF8.self))")
+        }
+        port = bound
+    }
+
+    struct FakeServerError: Error, CustomStringConvertible {
+        var description: String
     }
 
     deinit {
@@ -54,7 +64,7 @@ final class FakeOriginCDN {
 
     /// `aasad check` arguments that aim at this server.
     func arguments(_ hosts: [String]) -> [String] {
-        ["check", "--cacert", caFile, "--cdn", cdn, "--connect-to", connectTo, "--timeout", "10"] + hosts
+        ["check", "--cacert", caFile, "--cdn", cdn, "--connect-to", connectTo, "--cdn-connect-to", connectTo, "--timeout", "10"] + hosts
     }
 
     func origin(_ host: String, _ bytes: [UInt8]?) throws {

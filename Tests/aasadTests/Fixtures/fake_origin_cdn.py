@@ -1,6 +1,6 @@
 """A fake origin and a fake Apple CDN on one TLS port, for `aasad check` and the CDN watch.
 
-Usage: fake_origin_cdn.py PORT DIR
+Usage: fake_origin_cdn.py PORT DIR   (PORT 0: any free port; the port is printed on a line of its own)
   DIR/certs/default/{cert,key}.pem   the certificate for every SNI name without its own
   DIR/certs/<sni>/{cert,key}.pem     the certificate for that SNI name
   DIR/origin/<host>                  the host's AASA file (200, application/json); absent: 404
@@ -91,6 +91,17 @@ def choose(sock, server_name, _):
 
 
 default.sni_callback = choose
-server = http.server.ThreadingHTTPServer(("127.0.0.1", PORT), Handler)
-server.socket = default.wrap_socket(server.socket, server_side=True)
+class Server(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+
+    def get_request(self):
+        # The handshake in the request's own thread (do_handshake_on_connect=False), so that a
+        # client that stalls it holds no other test's requests.
+        sock, address = self.socket.accept()
+        return sock, address
+
+
+server = Server(("127.0.0.1", PORT), Handler)
+server.socket = default.wrap_socket(server.socket, server_side=True, do_handshake_on_connect=False)
+print(server.server_address[1], flush=True)
 server.serve_forever()

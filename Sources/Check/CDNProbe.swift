@@ -1,0 +1,105 @@
+public import Outbound
+
+/// One look at Apple's CDN copy of a host: what `aasad check`, `aasad sites --cdn` and the CDN
+/// watch each ask, made one way.
+public struct CDNObservation: Sendable, Equatable {
+    /// The CDN's status; nil when it could not be reached.
+    public var status: Int?
+    /// The CDN's `Apple-Failure-Reason` (why it holds no copy), as received, at most 512 bytes.
+    public var failureReason: String?
+    /// Why the CDN could not be asked (DNS, TLS, timeout), or what it answered instead of a file.
+    public var error: String?
+    /// The digest of the copy's canonical JSON (`JSONComparison.digest`), for a 200 that is JSON.
+    public var digest: [UInt8]?
+
+    public init(status: Int?, failureReason: String? = nil, error: String? = nil, digest: [UInt8]? = nil) {
+        self.status = status
+        self.failureReason = failureReason
+        self.error = error
+        self.digest = digest
+    }
+
+    /// The state against the origin's file (its digest; nil when the origin served none).
+    public func state(against origin: [UInt8]?) -> CDNState {
+        switch status {
+        case 200: digest != nil && digest == origin ? .current : .stale
+        case 404: .missing
+        default: .error
+        }
+    }
+}
+
+/// Asks the CDN for hosts' copies through the one outbound client.
+public struct CDNProbe: Sendable {
+    /// Apple's files are at most 128 KB; a CDN copy larger than twice that is no AASA file, and
+    /// is not read further (it would only cost the canonical JSON's work).
+    public static let maximumBodyBytes = 256 * 1024
+
+    let client: OutboundClient
+    /// The CDN base; the host is appended.
+    public let base: String
+    /// curl's connect-to entries for the CDN's requests (a test CDN, a proxy).
+    public let connectTo: [String]
+
+    public init(client: OutboundClient, base: String, connectTo: [String] = []) {
+        self.client = client
+        self.base = base
+        self.connectTo = connectTo
+    }
+
+    /// The client configuration for CDN and origin requests: the system's roots, plus `caFile`.
+    public static func configuration(caFile: String?, userAgent: String, timeoutSeconds: Int = 20) -> OutboundClient.Configuration {
+        var configuration = OutboundClient.Configuration(caFile: caFile)
+        configuration.addsSystemRoots = caFile != nil
+        configuration.userAgent = userAgent
+        configuration.totalTimeoutMilliseconds = timeoutSeconds * 1_000
+        configuration.connectTimeoutMilliseconds = min(10, timeoutSeconds) * 1_000
+        configuration.maximumBodyBytes = maximumBodyBytes
+        return configuration
+    }
+
+    /// One request for `host`'s copy.
+    public func observe(_ host: String) -> CDNObservation {
+        do {
+            var request = OutboundRequest(url: base + host)
+            request.connectTo = connectTo
+            let response = try client.perform(request)
+            var observation = CDNObservation(
+                status: response.status,
+                failureReason: response.headers.first("apple-failure-reason").map { Printable.line($0.prefix(512)) })
+            switch response.status {
+            case 200: observation.digest = JSONComparison.digest(response.body)
+            case 404: break
+            default: observation.error = "the CDN answered \(response.status)"
+            }
+            return observation
+        } catch {
+            return CDNObservation(status: nil, error: error.message)
+        }
+    }
+}
+
+/// Text from outside (a response header, a certificate name) made safe to print on a terminal
+/// or in a log line: control bytes, DEL, C1 controls and bidirectional overrides are shown as
+/// `\xHH` or `\u{…}`, so that a hostile server cannot move the cursor, retitle the window or
+/// rewrite an earlier line of `aasad check`'s report.
+public enum Printable {
+    public static func line(_ bytes: some Collection<UInt8>) -> String {
+        line(String(decoding: bytes, as: UTF8.self))
+    }
+
+    public static func line(_ text: String) -> String {
+        var out = ""
+        for scalar in text.unicodeScalars {
+            switch scalar.value {
+            case 0..<0x20, 0x7F:
+                out += "\\x" + (scalar.value < 0x10 ? "0" : "") + String(scalar.value, radix: 16, uppercase: true)
+            case 0x80..<0xA0, 0x200E, 0x200F, 0x202A...0x202E, 0x2066...0x2069:
+                out += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
+            default:
+                out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
+}

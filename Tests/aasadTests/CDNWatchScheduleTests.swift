@@ -1,0 +1,127 @@
+import Check
+import Testing
+
+/// The CDN watch's schedule and states, driven with a clock of the test's own.
+@Suite("CDN watch schedule: what to ask next, and what is known")
+struct CDNWatchScheduleTests {
+    static let v1 = JSONComparison.digest(Array(#"{"v": 1}"#.utf8))
+    static let v2 = JSONComparison.digest(Array(#"{"v": 2}"#.utf8))
+
+    static func target(_ host: String, _ site: String = "s", digest: [UInt8]? = v1, changedAt: Int64 = 100) -> CDNWatchSchedule.Target {
+        CDNWatchSchedule.Target(host: host, site: site, digest: digest, changedAt: changedAt)
+    }
+
+    static func copy(_ digest: [UInt8]?) -> CDNObservation { CDNObservation(status: 200, digest: digest) }
+    static let notFound = CDNObservation(status: 404, failureReason: "SWCERR00101 Bad HTTP Response: 404 Not Found")
+    static let unreachable = CDNObservation(status: nil, error: "timeout")
+
+    @Test("new hosts are due at once, one at a time; after a first look they spread over half to one and a half intervals")
+    func firstPassThenSpread() {
+        var schedule = CDNWatchSchedule(interval: 3_600)
+        schedule.reconcile((0..<100).map { Self.target("h\($0).test") }, now: 1_000)
+        var asked: [String] = []
+        var now: Int64 = 1_000
+        while let host = schedule.next(now: now).host {
+            asked.append(host)
+            schedule.record(host, Self.copy(Self.v1), now: now)
+            now += 1
+        }
+        #expect(asked.count == 100 && Set(asked).count == 100)
+        // Nothing is due again before half an interval; every host is within one and a half.
+        #expect(schedule.next(now: now).host == nil)
+        var second: [Int64] = []
+        var clock = now
+        while clock < 1_000 + 2 * 3_600 {
+            if let host = schedule.next(now: clock).host {
+                second.append(clock)
+                schedule.record(host, Self.copy(Self.v1), now: clock)
+            } else {
+                clock += 10
+            }
+        }
+        #expect(second.count >= 100)
+        let firstRound = second.prefix(100)
+        #expect(firstRound.min()! >= 1_000 + 1_800 && firstRound.max()! <= 1_100 + 5_400)
+        // Spread: no ten-minute window holds more than a third of them.
+        for start in stride(from: Int64(2_800), to: 6_500, by: 60) {
+            #expect(firstRound.count { $0 >= start && $0 < start + 600 } <= 34)
+        }
+    }
+
+    @Test("states and since: missing, current since the copy arrived, stale since the file changed (at once), current again")
+    func transitions() throws {
+        var schedule = CDNWatchSchedule(interval: 3_600)
+        schedule.reconcile([Self.target("a.test")], now: 1_000)
+        schedule.record("a.test", Self.notFound, now: 1_000)
+        var state = try #require(schedule.states["a.test"])
+        #expect(state.state == .missing && state.since == 1_000 && state.failureReason != nil)
+        // Not current: asked again within a quarter interval.
+        #expect(schedule.next(now: 1_000 + 1_350).host == "a.test")
+        schedule.record("a.test", Self.notFound, now: 1_900)
+        #expect(schedule.states["a.test"]?.since == 1_000, "the same state keeps its since")
+        schedule.record("a.test", Self.copy(Self.v1), now: 2_800)
+        state = try #require(schedule.states["a.test"])
+        #expect(state.state == .current && state.since == 2_800)
+        // The served file changes at 3,000: stale since then, without asking the CDN.
+        let version = schedule.version
+        schedule.reconcile([Self.target("a.test", digest: Self.v2, changedAt: 3_000)], now: 3_005)
+        state = try #require(schedule.states["a.test"])
+        #expect(state.state == .stale && state.since == 3_000 && state.checkedAt == 2_800)
+        #expect(schedule.version != version)
+        #expect(schedule.next(now: 3_005 + 900).host == "a.test", "a stale copy is asked again within a quarter interval")
+        schedule.record("a.test", Self.copy(Self.v2), now: 4_000)
+        state = try #require(schedule.states["a.test"])
+        #expect(state.state == .current && state.since == 4_000)
+        // Changed back to what the CDN holds: current again at once.
+        schedule.reconcile([Self.target("a.test", digest: Self.v1, changedAt: 4_100)], now: 4_100)
+        #expect(schedule.states["a.test"]?.state == .stale)
+        schedule.reconcile([Self.target("a.test", digest: Self.v2, changedAt: 4_200)], now: 4_200)
+        #expect(schedule.states["a.test"]?.state == .current)
+    }
+
+    @Test("an error keeps no copy: a change of the served file leaves it an error until the CDN is asked")
+    func errorKeepsNoCopy() {
+        var schedule = CDNWatchSchedule(interval: 3_600)
+        schedule.reconcile([Self.target("a.test")], now: 0)
+        schedule.record("a.test", Self.copy(Self.v1), now: 0)
+        schedule.record("a.test", Self.unreachable, now: 900)
+        #expect(schedule.states["a.test"]?.state == .error)
+        #expect(schedule.states["a.test"]?.error == "timeout")
+        schedule.reconcile([Self.target("a.test", digest: Self.v2)], now: 1_000)
+        #expect(schedule.states["a.test"]?.state == .error)
+        schedule.record("a.test", CDNObservation(status: 503, error: "the CDN answered 503"), now: 1_100)
+        #expect(schedule.states["a.test"]?.state == .error && schedule.states["a.test"]?.since == 900)
+    }
+
+    @Test("a look that changes nothing but its time does not move the version; gone hosts are forgotten")
+    func versionAndForgetting() {
+        var schedule = CDNWatchSchedule(interval: 60)
+        schedule.reconcile([Self.target("a.test"), Self.target("b.test")], now: 0)
+        schedule.record("a.test", Self.copy(Self.v1), now: 0)
+        let version = schedule.version
+        schedule.record("a.test", Self.copy(Self.v1), now: 60)
+        #expect(schedule.version == version)
+        #expect(schedule.states["a.test"]?.checkedAt == 60)
+        schedule.reconcile([Self.target("b.test")], now: 61)
+        #expect(schedule.states["a.test"] == nil && schedule.count == 1)
+        #expect(schedule.version != version)
+    }
+
+    @Test("a site shows its worst host, the longest in that state among equals; a host that moves follows its site")
+    func bySite() {
+        var schedule = CDNWatchSchedule(interval: 60)
+        schedule.reconcile(
+            ["a.test", "www.a.test", "m.a.test"].map { Self.target($0, "a.test") } + [Self.target("b.test", "b.test")], now: 0)
+        schedule.record("a.test", Self.copy(Self.v1), now: 0)
+        schedule.record("www.a.test", Self.copy(Self.v2), now: 5)
+        schedule.record("m.a.test", Self.copy(Self.v2), now: 3)
+        schedule.record("b.test", Self.notFound, now: 0)
+        let sites = schedule.bySite()
+        #expect(sites["a.test"]?.host == "m.a.test", "stale beats current; the longer stale wins")
+        #expect(sites["b.test"]?.state == .missing)
+        schedule.reconcile(
+            ["a.test", "www.a.test", "m.a.test"].map { Self.target($0, "a.test") } + [Self.target("b.test", "a.test")], now: 10)
+        #expect(schedule.bySite()["a.test"]?.host == "b.test")
+        #expect(schedule.bySite()["b.test"] == nil)
+    }
+}
