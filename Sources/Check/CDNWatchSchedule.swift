@@ -29,8 +29,9 @@ public struct CDNWatchSchedule: Sendable {
         }
     }
 
-    /// What is known of one host.
-    public struct HostState: Sendable, Equatable {
+    /// What is known of one host: `cdn` on `/sites` and in `aasad sites --cdn` (every member
+    /// but `site`, absent values as null).
+    public struct HostState: Sendable, Equatable, Encodable {
         public var host: String
         public var site: String
         public var state: CDNState
@@ -45,6 +46,33 @@ public struct CDNWatchSchedule: Sendable {
         public var failureReason: String?
         /// Why the CDN could not be asked, or what it answered instead of a file.
         public var error: String?
+
+        public init(
+            host: String, site: String, state: CDNState, checkedAt: Int64, since: Int64, status: Int?, failureReason: String?,
+            error: String?
+        ) {
+            self.host = host
+            self.site = site
+            self.state = state
+            self.checkedAt = checkedAt
+            self.since = since
+            self.status = status
+            self.failureReason = failureReason
+            self.error = error
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: Keys.self)
+            try c.encode(state, forKey: .state)
+            try c.encode(host, forKey: .host)
+            try c.encode(checkedAt, forKey: .checkedAt)
+            try c.encode(since, forKey: .since)
+            try c.encode(status, forKey: .status)
+            try c.encode(failureReason, forKey: .failureReason)
+            try c.encode(error, forKey: .error)
+        }
+
+        private enum Keys: String, CodingKey { case state, host, checkedAt, since, status, failureReason, error }
     }
 
     private struct Entry: Sendable {
@@ -174,7 +202,8 @@ public struct CDNWatchSchedule: Sendable {
         return out
     }
 
-    static func worse(_ a: HostState, than b: HostState) -> Bool {
+    /// Whether `a` is to stand for its site rather than `b`.
+    public static func worse(_ a: HostState, than b: HostState) -> Bool {
         let (x, y) = (rank(a.state), rank(b.state))
         if x != y { return x > y }
         if a.since != b.since { return a.since < b.since }

@@ -90,7 +90,7 @@ struct SitesCommand: ParsableCommand {
     struct Site: Encodable {
         var status: SiteStatus
         var acme: [StoredCertificate]?
-        var cdn: CDNCopy?
+        var cdn: CDNWatchSchedule.HostState?
 
         enum Key: String, CodingKey { case acme, cdn }
 
@@ -102,32 +102,10 @@ struct SitesCommand: ParsableCommand {
         }
     }
 
-    /// What the CDN holds for a site's worst host (`cdn` in the JSON, with `--cdn`).
-    struct CDNCopy: Encodable {
-        var state: CDNState
-        var host: String
-        var checkedAt: Int64
-        var status: Int?
-        var failureReason: String?
-        var error: String?
-
-        func encode(to encoder: any Encoder) throws {
-            var c = encoder.container(keyedBy: Keys.self)
-            try c.encode(state, forKey: .state)
-            try c.encode(host, forKey: .host)
-            try c.encode(checkedAt, forKey: .checkedAt)
-            try c.encode(status, forKey: .status)
-            try c.encode(failureReason, forKey: .failureReason)
-            try c.encode(error, forKey: .error)
-        }
-
-        enum Keys: String, CodingKey { case state, host, checkedAt, status, failureReason, error }
-    }
-
     /// Every served site's exact hosts asked of the CDN once, in turn, no faster than
     /// `cdn-watch.rate` (a listing of 10,000 sites must not look like an attack on Apple's CDN);
     /// by site, its worst host.
-    func cdnStates(_ snapshot: Snapshot) throws -> [String: CDNCopy] {
+    func cdnStates(_ snapshot: Snapshot) throws -> [String: CDNWatchSchedule.HostState] {
         let (settings, problems) = ServerSettings.load(configDirectory: config)
         for problem in problems { FileHandle.standardError.write(Data("warning: \(problem); using the default\n".utf8)) }
         let base = cdnURL ?? settings.cdnWatch.url
@@ -141,7 +119,7 @@ struct SitesCommand: ParsableCommand {
         }
         let probe = CDNProbe(client: client, base: base, connectTo: connectTo)
         let spacing = 1 / settings.cdnWatch.rate
-        var out: [String: CDNCopy] = [:]
+        var out: [String: CDNWatchSchedule.HostState] = [:]
         var last: Date?
         for site in snapshot.sites.values.sorted(by: { $0.directory < $1.directory }) {
             guard let file = site.aasa else { continue }
@@ -152,10 +130,14 @@ struct SitesCommand: ParsableCommand {
                 }
                 last = Date()
                 let observation = probe.observe(host.name)
-                let copy = CDNCopy(
-                    state: observation.state(against: digest), host: host.name, checkedAt: Int64(Date().timeIntervalSince1970),
+                let now = Int64(Date().timeIntervalSince1970)
+                let state = observation.state(against: digest)
+                // One look: the state holds since now, but a stale copy since the file changed.
+                let copy = CDNWatchSchedule.HostState(
+                    host: host.name, site: site.directory, state: state, checkedAt: now,
+                    since: state == .stale ? min(file.lastModified, now) : now,
                     status: observation.status, failureReason: observation.failureReason, error: observation.error)
-                if let known = out[site.directory], CDNWatchSchedule.rank(known.state) >= CDNWatchSchedule.rank(copy.state) { continue }
+                if let known = out[site.directory], !CDNWatchSchedule.worse(copy, than: known) { continue }
                 out[site.directory] = copy
             }
         }

@@ -1,3 +1,4 @@
+import Check
 import Foundation
 import Testing
 
@@ -39,6 +40,23 @@ struct AdminEncodingTests {
                 try JSONSerialization.jsonObject(with: Data(hand)) as? NSDictionary, "\(String(decoding: hand, as: UTF8.self))")
             let expected = try #require(try JSONSerialization.jsonObject(with: encoder.encode(status)) as? NSDictionary)
             #expect(parsed == expected, "\(String(decoding: hand, as: UTF8.self))")
+        }
+    }
+
+    @Test("each site's cdn object parses to what JSONEncoder writes for it (aasad sites --cdn prints that)")
+    func cdnSameAsEncoder() throws {
+        let encoder = JSONEncoder()
+        for (index, text) in Self.awkward.enumerated() {
+            for state in CDNState.allCases {
+                let host = CDNWatchSchedule.HostState(
+                    host: "h\(index).example", site: "d" + text, state: state, checkedAt: 1_795_614_906, since: Int64(index),
+                    status: index % 2 == 0 ? nil : 404, failureReason: index % 3 == 0 ? nil : text, error: index % 2 == 0 ? text : nil)
+                let hand = AdminView.json(host)
+                let parsed = try #require(
+                    try JSONSerialization.jsonObject(with: Data(hand)) as? NSDictionary, "\(String(decoding: hand, as: UTF8.self))")
+                let expected = try #require(try JSONSerialization.jsonObject(with: encoder.encode(host)) as? NSDictionary)
+                #expect(parsed == expected)
+            }
         }
     }
 }
