@@ -125,7 +125,7 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(
             name: "aasadTests",
-            dependencies: ["aasad", "Check", "Outbound", "TestSupport"],
+            dependencies: ["aasad", "Check", "Outbound", "Reactor", "TestSupport"],
             exclude: ["Fixtures", "Golden"],
             swiftSettings: swiftSettings
         ),

@@ -29,6 +29,10 @@ public final class Server {
         /// Makes the plain listeners redirect every request (but HTTP-01's) to HTTPS; nil (the
         /// default): they serve the sites as HTTPS does, for local testing.
         public var httpsRedirect: HTTPSRedirect?
+        /// Listening sockets passed by socket activation (`SocketActivation`), named `https`,
+        /// `http` or `admin`: a kind with any replaces the addresses of that kind, and every
+        /// worker accepts on them.
+        public var inherited: [SocketActivation.Listener] = []
 
         public init(
             https: [SocketAddress], http: [SocketAddress], threads: Int, limits: Limits = Limits(), admin: SocketAddress? = nil,
@@ -82,8 +86,19 @@ public final class Server {
         signal(SIGPIPE, SIG_IGN)
         let count = max(1, configuration.threads)
         var perWorker = Array(repeating: [Worker.Listener](), count: count)
+        let inherited = { (name: String) in self.configuration.inherited.filter { $0.name == name } }
         do throws(SystemError) {
-            for (addresses, isTLS) in [(configuration.https, true), (configuration.http, false)] {
+            for (name, isTLS) in [("https", true), ("http", false)] {
+                for passed in inherited(name) {
+                    let address = try Socket.localAddress(passed.fd)
+                    for i in 0..<count {
+                        perWorker[i].append(Worker.Listener(fd: passed.fd, kind: isTLS ? .https : .http, shared: true))
+                    }
+                    if isTLS { boundHTTPS.append(address) } else { boundHTTP.append(address) }
+                }
+            }
+            for (addresses, isTLS) in [(configuration.https, true), (configuration.http, false)]
+            where inherited(isTLS ? "https" : "http").isEmpty {
                 for address in addresses {
                     var resolved = address
                     for i in 0..<count {
@@ -106,16 +121,20 @@ public final class Server {
                         fetchLog: configuration.fetchLog, accessLog: configuration.accessLog, http01: configuration.http01Resolver,
                         httpsRedirect: redirect))
             }
-            if let address = configuration.admin, let endpoint = configuration.adminEndpoint {
+            let passedAdmin = inherited("admin").first
+            if let endpoint = configuration.adminEndpoint, passedAdmin != nil || configuration.admin != nil {
                 // Serving matters more than the admin port: a busy admin address is an error in
                 // the log, not a reason to stop.
                 do throws(SystemError) {
-                    let fd = try Socket.listen(on: address, reusePort: false)
-                    listenerFDs.append(fd)
+                    var fd = passedAdmin?.fd ?? -1
+                    if passedAdmin == nil, let address = configuration.admin {
+                        fd = try Socket.listen(on: address, reusePort: false)
+                        listenerFDs.append(fd)
+                    }
                     boundAdmin = try Socket.localAddress(fd)
                     workers.append(
                         try Worker(
-                            index: count, listeners: [Worker.Listener(fd: fd, kind: .admin)], tls: nil, store: store,
+                            index: count, listeners: [Worker.Listener(fd: fd, kind: .admin, shared: passedAdmin != nil)], tls: nil, store: store,
                             limits: configuration.limits, logger: logger, stopFlag: stopFlag,
                             counters: WorkerCounters(),
                             admin: endpoint))
@@ -141,7 +160,9 @@ public final class Server {
         stopFlag.raise()
         for worker in workers { worker.loop.wake() }
         wait()
-        // The workers closed their listeners while draining.
+        // The workers closed their own listeners while draining; the passed ones close here,
+        // once (the manager that passed them keeps its copy open for the next process).
+        for passed in configuration.inherited { Socket.close(passed.fd) }
         listenerFDs = []
     }
 

@@ -15,6 +15,9 @@ final class Worker {
         enum Kind { case https, http, admin }
         let fd: Int32
         let kind: Kind
+        /// A socket every worker accepts on (one passed by socket activation): the server closes
+        /// it once every worker has stopped, not each worker.
+        var shared = false
         var tls: Bool { kind == .https }
     }
 
@@ -171,7 +174,7 @@ final class Worker {
         for listener in listeners {
             accept(listener, draining: true)
             if listening { loop.remove(listener.fd) }
-            Socket.close(listener.fd)
+            if !listener.shared { Socket.close(listener.fd) }
         }
         listening = false
         for case let c? in connections where c.machine.phase != .lingering {

@@ -3,6 +3,7 @@ import Check
 import Foundation
 import HTTPServer
 import Logging
+import Reactor
 import Outbound
 import SiteStore
 import Synchronization
@@ -130,5 +131,31 @@ extension ServeCommand {
                 digests.withLock { $0 = fresh }
                 return targets
             })
+    }
+}
+
+extension ServeCommand {
+    /// Listening sockets passed by systemd socket activation (deploy/systemd/aasad.socket), named
+    /// by `FileDescriptorName=`: `https`, `http` or `admin`. They replace the addresses of their
+    /// kind, so that `systemctl restart` keeps them open and queued connections wait for the new
+    /// process instead of being refused.
+    static func passedListeners(logger: Logger) throws -> [SocketActivation.Listener] {
+        let passed: [SocketActivation.Listener]
+        do {
+            passed = try SocketActivation.take(environment: ProcessInfo.processInfo.environment)
+        } catch {
+            logger.critical("the passed sockets cannot be used", metadata: ["error": "\(error)"])
+            throw ExitCode(1)
+        }
+        if let unknown = passed.first(where: { !["https", "http", "admin"].contains($0.name) }) {
+            logger.critical(
+                "a passed socket is named \(unknown.name.debugDescription); name each FileDescriptorName= https, http or admin")
+            throw ExitCode(1)
+        }
+        if !passed.isEmpty {
+            logger.info(
+                "listening on passed sockets (socket activation)", metadata: ["names": "\(passed.map(\.name).joined(separator: ","))"])
+        }
+        return passed
     }
 }

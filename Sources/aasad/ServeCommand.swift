@@ -211,15 +211,15 @@ struct ServeCommand: ParsableCommand {
                 traffic: traffic, fetches: fetches, sites: sites, acme: acme, development: development, cdn: cdnWatch),
             acme: acme, cdn: cdnWatch)
         let endpoint = AdminEndpoint { path in pages.answer(path) }
-        let server = Server(
-            configuration: .init(
-                https: httpsAddresses, http: httpAddresses, threads: workerCount, limits: limits, admin: adminAddress,
-                adminEndpoint: endpoint, fetchLog: fetches, traffic: traffic, accessLog: accessLog,
-                http01Resolver: certificateManager.map { manager -> HTTP01Resolver in
-                    { host, token in manager.http01Answer(host: host, token: token) }
-                },
-                httpsRedirect: settings.httpRedirect ? HTTPSRedirect(port: settings.httpsPort) : nil),
-            store: store, tls: tls, logger: logger)
+        var serverConfiguration = Server.Configuration(
+            https: httpsAddresses, http: httpAddresses, threads: workerCount, limits: limits, admin: adminAddress,
+            adminEndpoint: endpoint, fetchLog: fetches, traffic: traffic, accessLog: accessLog,
+            http01Resolver: certificateManager.map { manager -> HTTP01Resolver in
+                { host, token in manager.http01Answer(host: host, token: token) }
+            },
+            httpsRedirect: settings.httpRedirect ? HTTPSRedirect(port: settings.httpsPort) : nil)
+        serverConfiguration.inherited = try Self.passedListeners(logger: logger)
+        let server = Server(configuration: serverConfiguration, store: store, tls: tls, logger: logger)
         do {
             try server.start()
         } catch {

@@ -17,6 +17,23 @@ struct DeployTests {
         let out = try Tool.run("systemd-analyze", ["verify", copy.path])
         #expect(out.status == 0 && out.stderr.isEmpty, "\(out.stderr)")
     }
+
+    @Test("the socket units pass systemd-analyze verify beside the service, and name what serve takes")
+    func socketUnits() throws {
+        let directory = try TemporaryDirectory(prefix: "aasad-units")
+        let source = AASAD.repositoryRoot.appendingPathComponent("deploy/systemd")
+        let service = try String(contentsOf: source.appendingPathComponent("aasad.service"), encoding: .utf8)
+        try directory.write("aasad.service", Array(service.replacingOccurrences(of: "/usr/local/bin/aasad", with: AASAD.binary.path).utf8))
+        for (unit, name) in [("aasad.socket", "https"), ("aasad-http.socket", "http")] {
+            let text = try String(contentsOf: source.appendingPathComponent(unit), encoding: .utf8)
+            #expect(text.contains("FileDescriptorName=\(name)\n") && text.contains("Service=aasad.service"))
+            try directory.write(unit, Array(text.utf8))
+        }
+        let out = try Tool.run(
+            "systemd-analyze",
+            ["verify", directory.path("aasad.socket"), directory.path("aasad-http.socket"), directory.path("aasad.service")])
+        #expect(out.status == 0 && out.stderr.isEmpty, "\(out.stderr)")
+    }
 }
 
 @Suite("Kubernetes and Compose files (issue 6)")

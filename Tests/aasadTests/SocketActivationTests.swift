@@ -1,0 +1,106 @@
+import Foundation
+import Reactor
+import TestSupport
+import Testing
+
+/// Socket activation (issue 15): listeners passed as systemd passes them, kept open across a
+/// restart by the process that passed them (Fixtures/socket_activation.py).
+@Suite("systemd socket activation: passed listeners, restarts that refuse nothing")
+final class SocketActivationTests {
+    let config: TestConfig
+    let launcher = Process()
+    let input = Pipe()
+    let output = Pipe()
+    private var buffered: [UInt8] = []
+    var port = 0
+
+    init() throws {
+        config = try TestConfig()
+        launcher.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        launcher.arguments = [
+            "python3", AASAD.testDirectory.appendingPathComponent("Fixtures/socket_activation.py").path, AASAD.binary.path, "--config",
+            config.config, "--state", config.state, "--threads", "2", "--admin", "off", "--drain-timeout", "5",
+        ]
+        launcher.standardInput = input
+        launcher.standardOutput = output
+        try launcher.run()
+        let first = try line()
+        port = Int(first.dropFirst("port ".count)) ?? 0
+        #expect(first.hasPrefix("port ") && port > 0, "\(first)")
+        #expect(try line() == "ready")
+    }
+
+    deinit {
+        try? input.fileHandleForWriting.close()
+        launcher.waitUntilExit()
+    }
+
+    /// The launcher's next line of output (bounded: 60 s, then the test fails).
+    func line() throws -> String {
+        let deadline = Date().addingTimeInterval(60)
+        while Date() < deadline {
+            if let end = buffered.firstIndex(of: UInt8(ascii: "\n")) {
+                let text = String(decoding: buffered[..<end], as: UTF8.self)
+                buffered.removeSubrange(...end)
+                return text
+            }
+            let data = output.fileHandleForReading.availableData
+            if data.isEmpty { break }
+            buffered += data
+        }
+        throw LauncherError(description: "no line from the launcher")
+    }
+
+    struct LauncherError: Error, CustomStringConvertible { var description: String }
+
+    func send(_ command: String) {
+        input.fileHandleForWriting.write(Data((command + "\n").utf8))
+    }
+
+    @Test("the passed socket serves; two restarts under a stream of new connections refuse none and fail none")
+    func restartsUnderLoad() throws {
+        let served = try RunningServer.curl(
+            [
+                "-k", "--resolve", "a.test:\(port):127.0.0.1", "https://a.test:\(port)/.well-known/apple-app-site-association",
+            ], scratch: config)
+        #expect(served.status == 200 && served.body == config.aasa)
+        send("load 4")
+        usleep(500_000)
+        for _ in 0..<2 {
+            send("restart")
+            #expect(try line() == "ready")
+            usleep(500_000)
+        }
+        send("report")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(try line().utf8)) as? [String: Any])
+        let ok = report["ok"] as? Int ?? 0
+        #expect(ok > 20, "\(report)")
+        #expect(report["failed"] as? Int == 0, "\(report)")
+    }
+}
+
+@Suite("socket activation: the variables read as sd_listen_fds reads them")
+struct SocketActivationParsingTests {
+    @Test("variables for another process, or none, pass nothing")
+    func notOurs() throws {
+        #expect(try SocketActivation.take(environment: [:]).isEmpty)
+        #expect(try SocketActivation.take(environment: ["LISTEN_FDS": "1", "LISTEN_PID": "1"]).isEmpty)
+        #expect(try SocketActivation.take(environment: ["LISTEN_FDS": "1", "LISTEN_PID": "not a pid"]).isEmpty)
+    }
+
+    @Test("a bad count, names that do not match it, or a descriptor that is no listener are errors")
+    func refused() {
+        let pid = "\(getpid())"
+        #expect(throws: SocketActivation.Problem.self) { try SocketActivation.take(environment: ["LISTEN_FDS": "-1", "LISTEN_PID": pid]) }
+        #expect(throws: SocketActivation.Problem.self) {
+            try SocketActivation.take(environment: ["LISTEN_FDS": "99999", "LISTEN_PID": pid])
+        }
+        #expect(throws: SocketActivation.Problem.self) {
+            try SocketActivation.take(environment: ["LISTEN_FDS": "2", "LISTEN_PID": pid, "LISTEN_FDNAMES": "https"])
+        }
+        // Descriptors 3 to 63 of the test process are not all listening sockets.
+        #expect(throws: SocketActivation.Problem.self) {
+            try SocketActivation.take(environment: ["LISTEN_FDS": "61", "LISTEN_PID": pid])
+        }
+    }
+}
