@@ -134,7 +134,8 @@ public final class Server {
                     boundAdmin = try Socket.localAddress(fd)
                     workers.append(
                         try Worker(
-                            index: count, listeners: [Worker.Listener(fd: fd, kind: .admin, shared: passedAdmin != nil)], tls: nil, store: store,
+                            index: count, listeners: [Worker.Listener(fd: fd, kind: .admin, shared: passedAdmin != nil)], tls: nil,
+                            store: store,
                             limits: configuration.limits, logger: logger, stopFlag: stopFlag,
                             counters: WorkerCounters(),
                             admin: endpoint))

@@ -3,8 +3,8 @@ import Check
 import Foundation
 import HTTPServer
 import Logging
-import Reactor
 import Outbound
+import Reactor
 import SiteStore
 import Synchronization
 
