@@ -5,8 +5,9 @@ public import SiteStore
 public import TLS
 
 /// The HTTPS (and optional plain HTTP) server: one worker thread per core by default, each with
-/// its own epoll loop and its own SO_REUSEPORT listener per address; connections never move
-/// between workers (DESIGN.md "Shape of the server").
+/// its own epoll loop and its own SO_REUSEPORT listener per address (or, for sockets passed by
+/// socket activation, one listener every worker waits on with EPOLLEXCLUSIVE); connections never
+/// move between workers (DESIGN.md "Shape of the server").
 public final class Server {
     public struct Configuration: Sendable {
         public var https: [SocketAddress]
@@ -61,6 +62,8 @@ public final class Server {
     private var workers: [Worker] = []
     private var threads: [LoopThread] = []
     private var listenerFDs: [Int32] = []
+    /// The passed listeners are closed once, by the first stop.
+    private var inheritedClosed = false
 
     /// The addresses actually bound (port 0 resolved), HTTPS then HTTP, in configuration order.
     public private(set) var boundHTTPS: [SocketAddress] = []
@@ -147,6 +150,9 @@ public final class Server {
             listenerFDs.forEach(Socket.close)
             listenerFDs = []
             workers = []
+            boundHTTPS = []
+            boundHTTP = []
+            boundAdmin = nil
             throw error
         }
         for worker in workers {
@@ -163,7 +169,8 @@ public final class Server {
         wait()
         // The workers closed their own listeners while draining; the passed ones close here,
         // once (the manager that passed them keeps its copy open for the next process).
-        for passed in configuration.inherited { Socket.close(passed.fd) }
+        for passed in configuration.inherited where !inheritedClosed { Socket.close(passed.fd) }
+        inheritedClosed = true
         listenerFDs = []
     }
 

@@ -18,7 +18,7 @@ extension Worker {
         guard !listening, !context.draining, acceptPausedUntil == nil, !atConnectionLimit else { return }
         listening = true
         for (i, listener) in listeners.enumerated() {
-            try? loop.add(listener.fd, data: Self.listenerTag | UInt64(i), read: true, write: false)
+            try? loop.add(listener.fd, data: Self.listenerTag | UInt64(i), read: true, write: false, exclusive: listener.shared)
         }
     }
 

@@ -109,7 +109,7 @@ final class Worker {
         wheel = TimerWheel(now: milliseconds / 1000)
         readBuffer = .allocate(byteCount: Self.readBufferSize, alignment: 16)
         for (i, listener) in listeners.enumerated() {
-            try loop.add(listener.fd, data: Self.listenerTag | UInt64(i), read: true, write: false)
+            try loop.add(listener.fd, data: Self.listenerTag | UInt64(i), read: true, write: false, exclusive: listener.shared)
         }
     }
 
@@ -172,7 +172,9 @@ final class Worker {
         context.draining = true
         drainDeadline = now + limits.drainTimeout
         for listener in listeners {
-            accept(listener, draining: true)
+            // A passed socket stays open in the manager that passed it: what is queued there
+            // waits for the next process instead of being taken in by this one as it stops.
+            if !listener.shared { accept(listener, draining: true) }
             if listening { loop.remove(listener.fd) }
             if !listener.shared { Socket.close(listener.fd) }
         }

@@ -44,8 +44,15 @@ public final class EventLoop {
         (read ? CAASALinux_EPOLLIN | CAASALinux_EPOLLRDHUP : 0) | (write ? CAASALinux_EPOLLOUT : 0)
     }
 
-    public func add(_ fd: Int32, data: UInt64, read: Bool, write: Bool) throws(SystemError) {
-        var ev = CAASALinux_epoll_event(mask(read: read, write: write), data)
+    /// `exclusive`: EPOLLEXCLUSIVE, for a descriptor several loops wait on (a listening socket
+    /// every worker accepts on): one event wakes one of them, not all. The kernel takes it only
+    /// with EPOLLIN, EPOLLOUT and a few others (not EPOLLRDHUP, which a listener has no use for).
+    public func add(_ fd: Int32, data: UInt64, read: Bool, write: Bool, exclusive: Bool = false) throws(SystemError) {
+        let events =
+            exclusive
+            ? (read ? CAASALinux_EPOLLIN : 0) | (write ? CAASALinux_EPOLLOUT : 0) | CAASALinux_EPOLLEXCLUSIVE
+            : mask(read: read, write: write)
+        var ev = CAASALinux_epoll_event(events, data)
         _ = try syscallOrThrow("epoll_ctl ADD", { epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) })
     }
 

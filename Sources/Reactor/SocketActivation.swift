@@ -25,14 +25,17 @@ public enum SocketActivation {
     /// The passed listeners, or none when the variables are absent or name another process (a
     /// child that inherited them). Each is checked to be a listening stream socket, made
     /// non-blocking and close-on-exec; the variables are removed so that no child takes them.
-    public static func take(environment: [String: String]) throws(Problem) -> [Listener] {
-        guard let count = environment["LISTEN_FDS"], let pid = environment["LISTEN_PID"] else { return [] }
+    public static func take(environment: [String: String], unset: Bool = true) throws(Problem) -> [Listener] {
         defer {
-            unsetenv("LISTEN_FDS")
-            unsetenv("LISTEN_PID")
-            unsetenv("LISTEN_FDNAMES")
+            if unset {
+                unsetenv("LISTEN_FDS")
+                unsetenv("LISTEN_PID")
+                unsetenv("LISTEN_FDNAMES")
+            }
         }
-        guard let owner = Int32(pid), owner == getpid() else { return [] }
+        guard let count = environment["LISTEN_FDS"], let pid = environment["LISTEN_PID"] else { return [] }
+        guard let owner = Int32(pid) else { throw Problem(description: "LISTEN_PID=\(pid.debugDescription) is not a process id") }
+        guard owner == getpid() else { return [] }
         guard let n = Int(count), n >= 0, n <= maximumDescriptors else {
             throw Problem(description: "LISTEN_FDS=\(count.debugDescription) is not a count of descriptors from 0 to \(maximumDescriptors)")
         }
@@ -41,6 +44,7 @@ public enum SocketActivation {
             throw Problem(description: "LISTEN_FDNAMES names \(names.count) descriptors, LISTEN_FDS counts \(n)")
         }
         var listeners: [Listener] = []
+        // Every descriptor is checked before any is changed.
         for i in 0..<n {
             let fd = firstDescriptor + Int32(i)
             let name = names?[i] ?? "unknown"
@@ -52,11 +56,13 @@ public enum SocketActivation {
             else {
                 throw Problem(description: "passed descriptor \(fd) (\(name)) is not a listening stream socket")
             }
-            let flags = fcntl(fd, F_GETFL)
-            guard flags >= 0, fcntl(fd, F_SETFL, flags | O_NONBLOCK) == 0, fcntl(fd, F_SETFD, FD_CLOEXEC) == 0 else {
-                throw Problem(description: "passed descriptor \(fd) (\(name)) cannot be set up: errno \(errno)")
-            }
             listeners.append(Listener(name: name, fd: fd))
+        }
+        for listener in listeners {
+            let flags = fcntl(listener.fd, F_GETFL)
+            guard flags >= 0, fcntl(listener.fd, F_SETFL, flags | O_NONBLOCK) == 0, fcntl(listener.fd, F_SETFD, FD_CLOEXEC) == 0 else {
+                throw Problem(description: "passed descriptor \(listener.fd) (\(listener.name)) cannot be set up: errno \(errno)")
+            }
         }
         return listeners
     }

@@ -139,7 +139,7 @@ extension ServeCommand {
     /// by `FileDescriptorName=`: `https`, `http` or `admin`. They replace the addresses of their
     /// kind, so that `systemctl restart` keeps them open and queued connections wait for the new
     /// process instead of being refused.
-    static func passedListeners(logger: Logger) throws -> [SocketActivation.Listener] {
+    static func passedListeners(adminEnabled: Bool, logger: Logger) throws -> [SocketActivation.Listener] {
         let passed: [SocketActivation.Listener]
         do {
             passed = try SocketActivation.take(environment: ProcessInfo.processInfo.environment)
@@ -151,6 +151,17 @@ extension ServeCommand {
             logger.critical(
                 "a passed socket is named \(unknown.name.debugDescription); name each FileDescriptorName= https, http or admin")
             throw ExitCode(1)
+        }
+        let admins = passed.filter { $0.name == "admin" }.count
+        if admins > 1 || (admins == 1 && !adminEnabled) {
+            logger.critical(
+                admins > 1
+                    ? "\(admins) passed sockets are named admin; pass one"
+                    : "a socket named admin was passed while admin is off; pass none, or turn admin on")
+            throw ExitCode(1)
+        }
+        if passed.isEmpty && ProcessInfo.processInfo.environment["INVOCATION_ID"] != nil {
+            logger.debug("started by systemd without passed sockets: restarts close the listeners (deploy/systemd/aasad.socket keeps them)")
         }
         if !passed.isEmpty {
             logger.info(

@@ -116,6 +116,9 @@ struct ServeCommand: ParsableCommand {
             return handler
         }
         let logger = Logger(label: "aasad")
+        // Passed sockets first (sd_listen_fds(3): early, before other descriptors are opened and
+        // threads started): they are made close-on-exec and the variables removed.
+        let passed = try Self.passedListeners(adminEnabled: settings.admin != nil, logger: logger)
         for name in unknownVariables {
             logger.warning(
                 "\(name) is not a setting; ignored", metadata: ["settings": "\(ServerSettings.environmentNames.joined(separator: " "))"])
@@ -218,7 +221,7 @@ struct ServeCommand: ParsableCommand {
                 { host, token in manager.http01Answer(host: host, token: token) }
             },
             httpsRedirect: settings.httpRedirect ? HTTPSRedirect(port: settings.httpsPort) : nil)
-        serverConfiguration.inherited = try Self.passedListeners(logger: logger)
+        serverConfiguration.inherited = passed
         let server = Server(configuration: serverConfiguration, store: store, tls: tls, logger: logger)
         do {
             try server.start()

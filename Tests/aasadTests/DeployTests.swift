@@ -27,6 +27,9 @@ struct DeployTests {
         for (unit, name) in [("aasad.socket", "https"), ("aasad-http.socket", "http")] {
             let text = try String(contentsOf: source.appendingPathComponent(unit), encoding: .utf8)
             #expect(text.contains("FileDescriptorName=\(name)\n") && text.contains("Service=aasad.service"))
+            // PartOf= would restart the socket with the service: closed and bound again, the
+            // queued connections reset; exactly what the socket is there to prevent.
+            #expect(!text.split(separator: "\n").contains { $0.hasPrefix("PartOf=") })
             try directory.write(unit, Array(text.utf8))
         }
         let out = try Tool.run(

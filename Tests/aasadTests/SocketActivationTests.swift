@@ -57,14 +57,15 @@ final class SocketActivationTests {
         input.fileHandleForWriting.write(Data((command + "\n").utf8))
     }
 
-    @Test("the passed socket serves; two restarts under a stream of new connections refuse none and fail none")
+    @Test("the passed socket serves; two restarts under a stream of new HTTP/1.1 and HTTP/2 connections fail none")
     func restartsUnderLoad() throws {
         let served = try RunningServer.curl(
             [
                 "-k", "--resolve", "a.test:\(port):127.0.0.1", "https://a.test:\(port)/.well-known/apple-app-site-association",
             ], scratch: config)
         #expect(served.status == 200 && served.body == config.aasa)
-        send("load 4")
+        send("load 3")
+        send("load-h2 2")
         usleep(500_000)
         for _ in 0..<2 {
             send("restart")
@@ -81,26 +82,30 @@ final class SocketActivationTests {
 
 @Suite("socket activation: the variables read as sd_listen_fds reads them")
 struct SocketActivationParsingTests {
-    @Test("variables for another process, or none, pass nothing")
+    @Test("variables for another process, or none, pass nothing; a LISTEN_PID that is no pid is an error")
     func notOurs() throws {
-        #expect(try SocketActivation.take(environment: [:]).isEmpty)
-        #expect(try SocketActivation.take(environment: ["LISTEN_FDS": "1", "LISTEN_PID": "1"]).isEmpty)
-        #expect(try SocketActivation.take(environment: ["LISTEN_FDS": "1", "LISTEN_PID": "not a pid"]).isEmpty)
+        #expect(try SocketActivation.take(environment: [:], unset: false).isEmpty)
+        #expect(try SocketActivation.take(environment: ["LISTEN_FDS": "1", "LISTEN_PID": "1"], unset: false).isEmpty)
+        #expect(throws: SocketActivation.Problem.self) {
+            try SocketActivation.take(environment: ["LISTEN_FDS": "1", "LISTEN_PID": "not a pid"], unset: false)
+        }
     }
 
     @Test("a bad count, names that do not match it, or a descriptor that is no listener are errors")
     func refused() {
         let pid = "\(getpid())"
-        #expect(throws: SocketActivation.Problem.self) { try SocketActivation.take(environment: ["LISTEN_FDS": "-1", "LISTEN_PID": pid]) }
         #expect(throws: SocketActivation.Problem.self) {
-            try SocketActivation.take(environment: ["LISTEN_FDS": "99999", "LISTEN_PID": pid])
+            try SocketActivation.take(environment: ["LISTEN_FDS": "-1", "LISTEN_PID": pid], unset: false)
         }
         #expect(throws: SocketActivation.Problem.self) {
-            try SocketActivation.take(environment: ["LISTEN_FDS": "2", "LISTEN_PID": pid, "LISTEN_FDNAMES": "https"])
+            try SocketActivation.take(environment: ["LISTEN_FDS": "99999", "LISTEN_PID": pid], unset: false)
+        }
+        #expect(throws: SocketActivation.Problem.self) {
+            try SocketActivation.take(environment: ["LISTEN_FDS": "2", "LISTEN_PID": pid, "LISTEN_FDNAMES": "https"], unset: false)
         }
         // Descriptors 3 to 63 of the test process are not all listening sockets.
         #expect(throws: SocketActivation.Problem.self) {
-            try SocketActivation.take(environment: ["LISTEN_FDS": "61", "LISTEN_PID": pid])
+            try SocketActivation.take(environment: ["LISTEN_FDS": "61", "LISTEN_PID": pid], unset: false)
         }
     }
 }

@@ -33,6 +33,7 @@ static const uint32_t CAASALinux_EPOLLOUT = EPOLLOUT;
 static const uint32_t CAASALinux_EPOLLERR = EPOLLERR;
 static const uint32_t CAASALinux_EPOLLHUP = EPOLLHUP;
 static const uint32_t CAASALinux_EPOLLRDHUP = EPOLLRDHUP;
+static const uint32_t CAASALinux_EPOLLEXCLUSIVE = EPOLLEXCLUSIVE;
 static const int CAASALinux_SOCK_NONBLOCK = SOCK_NONBLOCK;
 static const int CAASALinux_SOCK_CLOEXEC = SOCK_CLOEXEC;
 static const int CAASALinux_EFD_NONBLOCK = EFD_NONBLOCK;

@@ -5,7 +5,8 @@ command while clients keep connecting, so that a test can count what a restart r
 Usage: socket_activation.py AASAD ARGS...   (the serve arguments, without --https)
 Prints "port N" once bound and "ready" whenever a process is ready. Reads commands on stdin:
   restart   SIGTERM the running process, wait for it, start a new one (systemctl restart)
-  load N    start N client threads making new TLS connections, each one GET, in a loop
+  load N    start N client threads making new TLS connections (HTTP/1.1), each one GET, in a loop
+  load-h2 N the same with curl over HTTP/2
   report    stop the clients and print {"ok": n, "failed": n, "errors": [...]} as one line
 """
 import json
@@ -13,8 +14,12 @@ import os
 import signal
 import socket
 import ssl
+import subprocess
 import sys
 import threading
+
+# A launcher that hangs (aasad never ready) must not hang the test suite: end within 2 minutes.
+signal.alarm(120)
 
 aasad, args = sys.argv[1], sys.argv[2:]
 listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -22,31 +27,28 @@ listener.bind(("127.0.0.1", 0))
 listener.listen(4096)
 port = listener.getsockname()[1]
 print("port", port, flush=True)
-child = None
+child = None  # the running aasad (a Popen)
 
 
 def start():
     global child
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        if listener.fileno() != 3:
-            os.dup2(listener.fileno(), 3)
-        os.set_inheritable(3, True)  # dup2 onto itself would leave Python's close-on-exec
-        os.dup2(write, 1)
-        env = dict(os.environ, LISTEN_FDS="1", LISTEN_FDNAMES="https", LISTEN_PID=str(os.getpid()))
-        os.execve(aasad, [aasad, "serve"] + args, env)
-    os.close(write)
-    out = os.fdopen(read, "r")
-    for line in out:
+    # Descriptor 3 in the child, and LISTEN_PID its own pid: set by the shell that execs aasad
+    # (no Python runs between fork and exec while client threads run).
+    os.dup2(listener.fileno(), 3) if listener.fileno() != 3 else None
+    os.set_inheritable(3, True)
+    env = dict(os.environ, LISTEN_FDS="1", LISTEN_FDNAMES="https")
+    process = subprocess.Popen(
+        ["sh", "-c", 'LISTEN_PID=$$ exec "$0" "$@"', aasad, "serve"] + args,
+        pass_fds=(3,), env=env, stdout=subprocess.PIPE, text=True)
+    for line in process.stdout:
         if line.startswith("aasad ready"):
             break
     else:
         print("exited", flush=True)
         return
     # Keep draining its output so that it never blocks on a full pipe.
-    threading.Thread(target=lambda: [None for _ in out], daemon=True).start()
-    child = pid
+    threading.Thread(target=lambda: [None for _ in process.stdout], daemon=True).start()
+    child = process
     print("ready", flush=True)
 
 
@@ -57,6 +59,29 @@ context = ssl.create_default_context()
 context.check_hostname = False
 context.verify_mode = ssl.CERT_NONE
 request = b"GET /.well-known/apple-app-site-association HTTP/1.1\r\nHost: a.test\r\nConnection: close\r\n\r\n"
+
+
+def record(ok, error):
+    with lock:
+        if ok:
+            counts["ok"] += 1
+        else:
+            counts["failed"] += 1
+            if len(counts["errors"]) < 10:
+                counts["errors"].append(error)
+
+
+def client_h2():
+    url = "https://a.test:%d/.well-known/apple-app-site-association" % port
+    while not stopping.is_set():
+        try:
+            done = subprocess.run(
+                ["curl", "-sk", "--http2", "-o", "/dev/null", "-w", "%{http_code} %{http_version}",
+                 "--resolve", "a.test:%d:127.0.0.1" % port, url],
+                capture_output=True, text=True, timeout=30)
+            record(done.stdout == "200 2", done.stdout + done.stderr)
+        except Exception as e:  # noqa: BLE001 - every failure is counted and named
+            record(False, repr(e))
 
 
 def client():
@@ -75,13 +100,7 @@ def client():
             error = None if ok else data[:40].decode("latin-1")
         except Exception as e:  # noqa: BLE001 - every failure is counted and named
             ok, error = False, repr(e)
-        with lock:
-            if ok:
-                counts["ok"] += 1
-            else:
-                counts["failed"] += 1
-                if len(counts["errors"]) < 10:
-                    counts["errors"].append(error)
+        record(ok, error)
 
 
 threads = []
@@ -91,12 +110,12 @@ for line in sys.stdin:
     if not command:
         continue
     if command[0] == "restart":
-        os.kill(child, signal.SIGTERM)
-        os.waitpid(child, 0)
+        child.send_signal(signal.SIGTERM)
+        child.wait()
         start()
-    elif command[0] == "load":
+    elif command[0] in ("load", "load-h2"):
         for _ in range(int(command[1])):
-            thread = threading.Thread(target=client, daemon=True)
+            thread = threading.Thread(target=client if command[0] == "load" else client_h2, daemon=True)
             thread.start()
             threads.append(thread)
     elif command[0] == "report":
@@ -104,5 +123,6 @@ for line in sys.stdin:
         for thread in threads:
             thread.join()
         print(json.dumps(counts), flush=True)
-os.kill(child, signal.SIGTERM)
-os.waitpid(child, 0)
+if child is not None:
+    child.send_signal(signal.SIGTERM)
+    child.wait()
