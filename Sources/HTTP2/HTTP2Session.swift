@@ -328,8 +328,16 @@ public final class HTTP2Session {
 
     /// Starts a graceful end: GOAWAY with the last stream seen; streams in flight finish.
     public func goAway() {
+        goingAway = true
         nghttp2_submit_goaway(session, 0, nghttp2_session_get_last_proc_stream_id(session), CAASANghttp2_NO_ERROR, nil, 0)
     }
+
+    /// Whether `goAway` was called.
+    public private(set) var goingAway = false
+
+    /// Whether the client has opened a stream yet (a new session's first request may still be
+    /// on its way when the server begins to stop).
+    public var hasProcessedStreams: Bool { nghttp2_session_get_last_proc_stream_id(session) > 0 }
 
     /// Ends the session now with ENHANCE_YOUR_CALM (abuse).
     private func calm(_ reason: String) {

@@ -105,6 +105,14 @@ struct ConnectionMachine {
     private(set) var outputOffset = 0
     /// Close once the pending output is written.
     private var closeAfterWrite = false
+    /// Whether a response has been written: a stop closes an idle keep-alive connection at once,
+    /// but gives a new one the time to send the request it was opened for (a client that
+    /// connected as the server began to stop has one in flight).
+    private var answered = false
+    /// Seconds a new connection is given for its first request once a stop begins.
+    static let firstRequestGrace: Int64 = 1
+    /// Until when that grace runs; set by the first `stop`.
+    private var graceUntil: Int64?
     /// HTTP/1.1: answering stopped at the output high-water mark with input left, so complete
     /// requests may be waiting.
     private var queued = false
@@ -257,14 +265,26 @@ struct ConnectionMachine {
     /// The server is stopping: HTTP/2 sends GOAWAY; an idle HTTP/1.1 connection closes now; a
     /// busy one closes after its current response.
     mutating func stop<A>(_ context: inout ConnectionContext<A>) -> Next {
+        if graceUntil == nil { graceUntil = context.now + Self.firstRequestGrace }
         switch framing {
         case .http2(let session):
+            if !session.hasProcessedStreams && session.activeStreams == 0, let graceUntil, context.now < graceUntil {
+                // A new session: its first request may be on the way; GOAWAY after the grace
+                // (or after that request is answered), see outputDone.
+                deadline = min(deadline, graceUntil)
+                return .wait
+            }
             session.goAway()
             session.produce(into: &context.out, limit: context.limits.outputHighWater)
             // The only event that can produce output while output is pending.
             return hasPendingOutput ? enqueue(&context) : .write
         case .http1:
-            if phase == .readingRequest(started: false) && bufferedInput == 0 && !hasPendingOutput { return .close }
+            if phase == .readingRequest(started: false) && bufferedInput == 0 && !hasPendingOutput {
+                if answered { return .close }
+                // A new connection: its first request may be on the way (it connected as the stop
+                // began); a second to send it, then it closes like an idle one.
+                deadline = min(deadline, context.now + Self.firstRequestGrace)
+            }
             return .wait
         case .undecided:
             return .wait  // it may still send a request; the handshake timeout bounds it
@@ -302,12 +322,26 @@ struct ConnectionMachine {
                 session.produce(into: &context.out, limit: context.limits.outputHighWater)
                 if !context.out.isEmpty { return .write }
             }
-            // A finished session (GOAWAY sent, streams done) closes now rather than wait for
-            // input that may never come.
-            if !session.isAlive || (context.draining && !session.wantsWrite && session.activeStreams == 0) { return .linger }
+            if !session.isAlive { return .linger }
+            if context.draining && session.activeStreams == 0 {
+                // Stopping: a new session gets the grace for its first request (it connected
+                // as the stop began); then GOAWAY, and it ends rather than wait for input that
+                // may never come.
+                if !session.hasProcessedStreams, let graceUntil, context.now < graceUntil {
+                    deadline = min(deadline, graceUntil)
+                    return .wait
+                }
+                if !session.goingAway {
+                    session.goAway()
+                    session.produce(into: &context.out, limit: context.limits.outputHighWater)
+                    if !context.out.isEmpty { return .write }
+                }
+                return .linger
+            }
             if session.activeStreams == 0 { session.releaseIdleStorage() }
             return .wait
         case .http1:
+            answered = true
             guard (queued || flushed) && bufferedInput > 0 else {
                 // Stopping: a connection whose last response is out and that holds no request
                 // ends now instead of idling until the drain timeout. It lingers rather than

@@ -217,7 +217,7 @@ struct ConnectionMachineTests {
         #expect(context.answerer.paths.count == context.limits.answerRoundsPerEvent + 8)
     }
 
-    @Test("a stop while a response is pending lets it finish, then lingers; an idle connection closes at once")
+    @Test("a stop while a response is pending lets it finish, then lingers; an idle connection closes at once, a new one after a second")
     func stopWhileWriting() {
         var context = makeContext(bodySize: 200 * 1024)
         var machine = plainMachine(context)
@@ -235,7 +235,17 @@ struct ConnectionMachineTests {
         #expect(responses(in: written) == 1)
         #expect(written.count == 200 * 1024 + responseHeadSize(makeContext(bodySize: 200 * 1024)))
 
+        // A new connection gets a second for the request it was opened for; one that has been
+        // answered and sits idle closes at once.
+        var fresh = plainMachine(context)
+        #expect(fresh.stop(&context) == .wait)
+        #expect(fresh.deadline <= context.now + ConnectionMachine.firstRequestGrace)
         var idle = plainMachine(context)
+        var idleWritten: [UInt8] = []
+        context.draining = false
+        let answered = request("/small").withUnsafeBytes { idle.received($0, &context) }
+        _ = run(&idle, answered, &context, socketTakes: 1 << 20, written: &idleWritten)
+        context.draining = true
         #expect(idle.stop(&context) == .close)
     }
 
