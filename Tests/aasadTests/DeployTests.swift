@@ -55,6 +55,10 @@ struct ManifestTests {
         assert {p["name"]: p["containerPort"] for p in c["ports"]} == {"https": 8443, "admin": 9190}
         assert spec["securityContext"]["runAsNonRoot"] and c["securityContext"]["readOnlyRootFilesystem"]
         assert spec["terminationGracePeriodSeconds"] > 10
+        # preStop covers the Service's endpoint propagation; the grace covers it and the drain.
+        pre = c["lifecycle"]["preStop"]["exec"]["command"]
+        assert pre[0] == "/bin/sleep" and 3 <= int(pre[1]) <= 15, pre
+        assert spec["terminationGracePeriodSeconds"] >= int(pre[1]) + 10 + 2, spec["terminationGracePeriodSeconds"]
         mounts = {m["name"]: m["mountPath"] for m in c["volumeMounts"]}
         assert mounts["sites"] == "/config/sites" and mounts["tls"] == "/config/tls"
         # The admin port: only what needs it may reach it (kubelet probes are not subject to
