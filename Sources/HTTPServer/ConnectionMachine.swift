@@ -283,7 +283,7 @@ struct ConnectionMachine {
                 if answered { return .close }
                 // A new connection: its first request may be on the way (it connected as the stop
                 // began); a second to send it, then it closes like an idle one.
-                deadline = min(deadline, context.now + Self.firstRequestGrace)
+                if let graceUntil { deadline = min(deadline, graceUntil) }
             }
             return .wait
         case .undecided:
