@@ -115,11 +115,8 @@ public struct Entitlements: Sendable, Equatable {
             return bad("a port: the system never connects to another port than 443", "drop the port; serve the file on 443")
         }
         let domain = rest.lowercased()
-        var host = domain
-        if domain.hasPrefix("*.") {
-            guard service != "appclips" else { return bad("appclips takes no wildcard", "list each App Clip domain") }
-            host = String(domain.dropFirst(2))
-        }
+        if domain.hasPrefix("*.") && service == "appclips" { return bad("appclips takes no wildcard", "list each App Clip domain") }
+        let host = fetchedHost(domain)
         guard host.unicodeScalars.allSatisfy(\.isASCII) else {
             return bad("not in A-label form", "write internationalised names in Punycode (xn--…), e.g. applinks:xn--fhqz97e.example")
         }
@@ -127,6 +124,13 @@ public struct Entitlements: Sendable, Equatable {
             return bad("not a fully qualified DNS name", "write the domain's full name, e.g. \(service):www.example.com")
         }
         return .success(Domain(entry: entry, service: service, domain: domain, host: host, modes: modes))
+    }
+
+    /// The host whose file the system reads for a domain, lower case: a wildcard's base domain
+    /// (`*.example.com` reads `https://example.com/.well-known/…`, spec §2), else the domain.
+    public static func fetchedHost(_ domain: String) -> String {
+        let lower = domain.lowercased()
+        return lower.hasPrefix("*.") ? String(lower.dropFirst(2)) : lower
     }
 
     /// A fully qualified DNS name in A-label form: letters, digits, `-` and dots, at least two

@@ -51,8 +51,7 @@ public struct HostChecker: Sendable {
     /// Checks `host` (a DNS name, no scheme, path or port).
     public func check(_ host: String) -> HostReport {
         var problems: [Problem] = []
-        let (origin, body) = fetchOrigin(host, &problems)
-        let document = body.flatMap { AppSiteAssociation.validate($0).document }
+        let (origin, body, document) = fetchOrigin(host, &problems)
         let assetLinks = origin.file.status == nil ? nil : fetchAssetLinks(host, &problems)
         let cdn = options.cdn.map { checkCDN($0, host, origin: body, originFailed: problems.contains { $0.severity == .error }, &problems) }
         var apps: [AppReport] = []
@@ -81,8 +80,9 @@ public struct HostChecker: Sendable {
 
     // MARK: - The origin
 
-    /// The AASA file as Apple's CDN asks for it; the body when one was received with status 200.
-    private func fetchOrigin(_ host: String, _ problems: inout [Problem]) -> (OriginReport, [UInt8]?) {
+    /// The AASA file as Apple's CDN asks for it; the body when one was received with status 200,
+    /// and the document it holds when valid.
+    private func fetchOrigin(_ host: String, _ problems: inout [Problem]) -> (OriginReport, [UInt8]?, AppSiteAssociation?) {
         let url = "https://\(host)/.well-known/apple-app-site-association"
         var file = FileReport(url: url)
         var request = OutboundRequest(url: url)
@@ -104,10 +104,8 @@ public struct HostChecker: Sendable {
                     Problem(
                         "blocked-user-agent",
                         "the origin cuts Apple's fetcher off (User-Agent \(Self.appleUserAgent): \(file.error ?? "")) but answers a browser",
-                        fix:
-                            "let User-Agents starting with AASA-Bot and CFNetwork through the WAF, bot protection or geo-block in front of the origin"
-                    ))
-                return (OriginReport(file: file, certificate: certificate), nil)
+                        fix: Self.unblockFix))
+                return (OriginReport(file: file, certificate: certificate), nil, nil)
             }
             var problem = Self.transportProblem(error, host: host, what: "the origin")
             if options.developerModeOnly && error.certificateProblem == .untrusted {
@@ -116,7 +114,7 @@ public struct HostChecker: Sendable {
                 problem.fix += " (developer-mode devices accept it; no other device will)"
             }
             problems.append(problem)
-            return (OriginReport(file: file, certificate: certificate), nil)
+            return (OriginReport(file: file, certificate: certificate), nil, nil)
         }
         let certificate = response.certificate.map {
             CertificateReport(names: $0.dnsNames.map(Printable.line), notBefore: $0.notBefore, notAfter: $0.notAfter, trusted: true)
@@ -132,10 +130,11 @@ public struct HostChecker: Sendable {
         }
         describe(response, into: &file)
         var body: [UInt8]? = nil
+        var document: AppSiteAssociation? = nil
         switch response.status {
         case 200:
             body = response.body
-            checkAASA(response, &file, &problems)
+            document = checkAASA(response, &file, &problems)
         case 300..<400:
             problems.append(
                 Problem(
@@ -150,9 +149,7 @@ public struct HostChecker: Sendable {
                     Problem(
                         "blocked-user-agent",
                         "the origin answers \(response.status) to Apple's fetcher (User-Agent \(Self.appleUserAgent)) but 200 to a browser",
-                        fix:
-                            "let User-Agents starting with AASA-Bot and CFNetwork through the WAF, bot protection or geo-block in front of the origin"
-                    ))
+                        fix: Self.unblockFix))
             } else if response.status == 404 {
                 problems.append(
                     Problem(
@@ -167,8 +164,12 @@ public struct HostChecker: Sendable {
                         fix: "make the URL answer 200 with the file to every client, from every region"))
             }
         }
-        return (OriginReport(file: file, certificate: certificate), body)
+        return (OriginReport(file: file, certificate: certificate), body, document)
     }
+
+    /// What `blocked-user-agent` asks of the operator.
+    static let unblockFix =
+        "let User-Agents starting with AASA-Bot and CFNetwork through the WAF, bot protection or geo-block in front of the origin"
 
     /// Whether the origin answers 200 to the same request from a browser's User-Agent.
     private func answersBrowser(_ request: OutboundRequest) -> Bool {
@@ -189,8 +190,8 @@ public struct HostChecker: Sendable {
         file.size = response.body.count
     }
 
-    /// A 200 answer's type, size and content.
-    private func checkAASA(_ response: OutboundResponse, _ file: inout FileReport, _ problems: inout [Problem]) {
+    /// A 200 answer's type, size and content; the document when the file is valid.
+    private func checkAASA(_ response: OutboundResponse, _ file: inout FileReport, _ problems: inout [Problem]) -> AppSiteAssociation? {
         if !Self.isJSONType(file.contentType) {
             problems.append(
                 Problem(
@@ -216,6 +217,7 @@ public struct HostChecker: Sendable {
                     "the file is not a valid apple-app-site-association file (\(file.errors.count) error\(file.errors.count == 1 ? "" : "s"))\(file.errors.first.map { ": \($0)" } ?? "")",
                     fix: "fix it and check it with 'aasad validate FILE' before deploying; devices ignore the whole file"))
         }
+        return result.isValid ? result.document : nil
     }
 
     /// `application/json`, with any parameters.
@@ -326,12 +328,6 @@ public struct HostChecker: Sendable {
             }
         }
         return report
-    }
-
-    /// The CDN's state from its answer and the origin's file (nil when the origin served none).
-    public static func cdnState(status: Int, body: [UInt8], origin: [UInt8]?) -> CDNState {
-        CDNObservation(status: status, digest: status == 200 ? JSONComparison.digest(body) : nil)
-            .state(against: origin.flatMap(JSONComparison.digest))
     }
 
     // MARK: - Apps

@@ -56,7 +56,7 @@ struct CheckCommand: ParsableCommand {
         if hosts.isEmpty && entitlements == nil {
             throw ValidationError("Name at least one host, e.g. 'aasad check example.com', or give --entitlements App.entitlements.")
         }
-        for host in hosts where !Entitlements.isHostName(Self.fetchedHost(host)) {
+        for host in hosts where !Entitlements.isHostName(Entitlements.fetchedHost(host)) {
             throw ValidationError(
                 "'\(host)' is not a host name: give the name alone in A-label form, e.g. example.com (use --connect-to for another address or port)."
             )
@@ -67,8 +67,8 @@ struct CheckCommand: ParsableCommand {
         if let app, let problem = AppIdentifier.problem(with: app) {
             throw ValidationError("--app: \(problem)")
         }
-        if cdn != "none" && !(cdn.hasPrefix("https://") && cdn.hasSuffix("/")) {
-            throw ValidationError("--cdn takes an https URL ending in '/', e.g. \(HostChecker.appleCDN), or none.")
+        if cdn != "none", let problem = CDNWatchSettings.urlProblem(cdn) {
+            throw ValidationError("--cdn \(problem), or none.")
         }
         guard (1...300).contains(timeout) else { throw ValidationError("--timeout takes 1 to 300 seconds.") }
     }
@@ -80,12 +80,6 @@ struct CheckCommand: ParsableCommand {
         var usesCDN = true
     }
 
-    /// The host whose file the system reads for a name: a wildcard's base domain (spec §2).
-    static func fetchedHost(_ name: String) -> String {
-        let lower = name.lowercased()
-        return lower.hasPrefix("*.") ? String(lower.dropFirst(2)) : lower
-    }
-
     /// Says what is wrong on standard error and exits 1 (a file that cannot be used, as
     /// `validate` does; 64 is for bad arguments).
     static func fail(_ message: String) -> ExitCode {
@@ -95,7 +89,7 @@ struct CheckCommand: ParsableCommand {
 
     func run() throws {
         var targets: [Target] = []
-        for host in hosts.map(Self.fetchedHost) where !targets.contains(where: { $0.host == host }) {
+        for host in hosts.map(Entitlements.fetchedHost) where !targets.contains(where: { $0.host == host }) {
             targets.append(Target(host: host))
         }
         var entitlementProblems: [Problem] = []

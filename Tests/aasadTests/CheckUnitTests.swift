@@ -25,13 +25,16 @@ struct CheckUnitTests {
 
     @Test("CDN states from the CDN's answer and the origin's file")
     func cdnStates() {
-        let file = Array(#"{"webcredentials": {"apps": []}}"#.utf8)
-        #expect(HostChecker.cdnState(status: 200, body: file, origin: file) == .current)
-        #expect(HostChecker.cdnState(status: 200, body: file, origin: Array("{}".utf8)) == .stale)
-        #expect(HostChecker.cdnState(status: 200, body: file, origin: nil) == .stale)
-        #expect(HostChecker.cdnState(status: 404, body: [], origin: file) == .missing)
-        #expect(HostChecker.cdnState(status: 503, body: [], origin: file) == .error)
-        #expect(HostChecker.cdnState(status: 301, body: [], origin: file) == .error)
+        let file = JSONComparison.digest(Array(#"{"webcredentials": {"apps": []}}"#.utf8))
+        let copy = CDNObservation(status: 200, digest: file)
+        #expect(copy.state(against: file) == .current)
+        #expect(copy.state(against: JSONComparison.digest(Array("{}".utf8))) == .stale)
+        #expect(copy.state(against: nil) == .stale)
+        #expect(CDNObservation(status: 200, digest: nil).state(against: file) == .stale, "a copy that is not JSON")
+        #expect(CDNObservation(status: 404).state(against: file) == .missing)
+        #expect(CDNObservation(status: 503).state(against: file) == .error)
+        #expect(CDNObservation(status: 301).state(against: file) == .error)
+        #expect(CDNObservation(status: nil, error: "timeout").state(against: file) == .error)
     }
 
     static func entitlements(_ entries: [String]) throws -> Entitlements {
