@@ -34,6 +34,12 @@ public final class Server {
         /// `http` or `admin`: a kind with any replaces the addresses of that kind, and every
         /// worker accepts on them.
         public var inherited: [SocketActivation.Listener] = []
+        /// Listening sockets the process before an in-place upgrade bound from its configuration
+        /// and passed on (named `aasad-https`, `aasad-http`, `aasad-admin`; see
+        /// `passableListeners`). Each configured address takes over the ones bound to it (port 0
+        /// takes any port on its host), with the connections already queued on them; ones no
+        /// configured address takes are closed, and addresses none was bound to are bound anew.
+        public var adopted: [SocketActivation.Listener] = []
 
         public init(
             https: [SocketAddress], http: [SocketAddress], threads: Int, limits: Limits = Limits(), admin: SocketAddress? = nil,
@@ -62,6 +68,10 @@ public final class Server {
     private var workers: [Worker] = []
     private var threads: [LoopThread] = []
     private var listenerFDs: [Int32] = []
+    /// The listeners this process bound or adopted, by kind: what an upgrade passes on.
+    private var ownListeners: [(kind: String, fd: Int32)] = []
+    /// Adopted listeners every worker shares (closed once, by the first stop).
+    private var sharedAdopted: [Int32] = []
     /// The passed listeners are closed once, by the first stop.
     private var inheritedClosed = false
 
@@ -90,6 +100,7 @@ public final class Server {
         let count = max(1, configuration.threads)
         var perWorker = Array(repeating: [Worker.Listener](), count: count)
         let inherited = { (name: String) in self.configuration.inherited.filter { $0.name == name } }
+        var adoptable = try Self.adoptable(configuration.adopted)
         do throws(SystemError) {
             for (name, isTLS) in [("https", true), ("http", false)] {
                 for passed in inherited(name) {
@@ -102,11 +113,31 @@ public final class Server {
             }
             for (addresses, isTLS) in [(configuration.https, true), (configuration.http, false)]
             where inherited(isTLS ? "https" : "http").isEmpty {
+                let kind = isTLS ? "https" : "http"
                 for address in addresses {
+                    if let group = Self.take(address, kind: kind, from: &adoptable) {
+                        // One socket per worker when the counts agree (each worker its own, as
+                        // when bound here); else every worker waits on all of them.
+                        for (j, fd) in group.fds.enumerated() {
+                            ownListeners.append((kind, fd))
+                            if group.fds.count == count {
+                                listenerFDs.append(fd)
+                                perWorker[j].append(Worker.Listener(fd: fd, kind: isTLS ? .https : .http))
+                            } else {
+                                sharedAdopted.append(fd)
+                                for i in 0..<count {
+                                    perWorker[i].append(Worker.Listener(fd: fd, kind: isTLS ? .https : .http, shared: true))
+                                }
+                            }
+                        }
+                        if isTLS { boundHTTPS.append(group.address) } else { boundHTTP.append(group.address) }
+                        continue
+                    }
                     var resolved = address
                     for i in 0..<count {
                         let fd = try Socket.listen(on: resolved, reusePort: true)
                         listenerFDs.append(fd)
+                        ownListeners.append((kind, fd))
                         if i == 0 { resolved = try Socket.localAddress(fd) }
                         perWorker[i].append(Worker.Listener(fd: fd, kind: isTLS ? .https : .http))
                     }
@@ -130,14 +161,24 @@ public final class Server {
                 // the log, not a reason to stop.
                 do throws(SystemError) {
                     var fd = passedAdmin?.fd ?? -1
+                    var shared = passedAdmin != nil
                     if passedAdmin == nil, let address = configuration.admin {
-                        fd = try Socket.listen(on: address, reusePort: false)
-                        listenerFDs.append(fd)
+                        if let group = Self.take(address, kind: "admin", from: &adoptable), let first = group.fds.first {
+                            fd = first
+                            // The admin worker accepts on the first; others (none from aasad) close.
+                            for extra in group.fds.dropFirst() { Socket.close(extra) }
+                            sharedAdopted.append(fd)
+                            shared = true
+                        } else {
+                            fd = try Socket.listen(on: address, reusePort: false)
+                            listenerFDs.append(fd)
+                        }
+                        ownListeners.append(("admin", fd))
                     }
                     boundAdmin = try Socket.localAddress(fd)
                     workers.append(
                         try Worker(
-                            index: count, listeners: [Worker.Listener(fd: fd, kind: .admin, shared: passedAdmin != nil)], tls: nil,
+                            index: count, listeners: [Worker.Listener(fd: fd, kind: .admin, shared: shared)], tls: nil,
                             store: store,
                             limits: configuration.limits, logger: logger, stopFlag: stopFlag,
                             counters: WorkerCounters(),
@@ -149,15 +190,61 @@ public final class Server {
         } catch {
             listenerFDs.forEach(Socket.close)
             listenerFDs = []
+            ownListeners = []
             workers = []
             boundHTTPS = []
             boundHTTP = []
             boundAdmin = nil
             throw error
         }
+        // What the configuration no longer names: closed (their queued connections are reset,
+        // as when a restart drops an address).
+        for group in adoptable {
+            logger.notice("a listener passed by the upgrade is no longer configured; closed", metadata: ["address": "\(group.address)"])
+            group.fds.forEach(Socket.close)
+        }
         for worker in workers {
             threads.append(LoopThread.spawn { worker.run() })
         }
+    }
+
+    /// Every listener this process accepts on, named for `SocketActivation.spawn`: passed
+    /// ones under their own names (the manager's sockets stay what they were), the ones it
+    /// bound or adopted as `aasad-https`, `aasad-http` or `aasad-admin` (for `adopted`).
+    public func passableListeners() -> [SocketActivation.Listener] {
+        configuration.inherited + ownListeners.map { SocketActivation.Listener(name: "aasad-" + $0.kind, fd: $0.fd) }
+    }
+
+    /// Adopted sockets grouped by kind and bound address.
+    private static func adoptable(_ adopted: [SocketActivation.Listener]) throws(SystemError) -> [AdoptedGroup] {
+        var groups: [AdoptedGroup] = []
+        for listener in adopted {
+            guard listener.name.hasPrefix("aasad-") else { continue }
+            let kind = String(listener.name.dropFirst("aasad-".count))
+            let address = try Socket.localAddress(listener.fd)
+            if let i = groups.firstIndex(where: { $0.kind == kind && $0.address == address }) {
+                groups[i].fds.append(listener.fd)
+            } else {
+                groups.append(AdoptedGroup(kind: kind, address: address, fds: [listener.fd]))
+            }
+        }
+        return groups
+    }
+
+    /// The group a configured address takes: the same address, or for port 0 any port on the
+    /// same host.
+    private static func take(_ address: SocketAddress, kind: String, from groups: inout [AdoptedGroup]) -> AdoptedGroup? {
+        let index =
+            groups.firstIndex { $0.kind == kind && $0.address == address }
+            ?? groups.firstIndex { $0.kind == kind && address.port == 0 && $0.address.family == address.family }
+        guard let index else { return nil }
+        return groups.remove(at: index)
+    }
+
+    private struct AdoptedGroup {
+        var kind: String
+        var address: SocketAddress
+        var fds: [Int32]
     }
 
     /// Asks every worker to stop and waits for them.
@@ -169,7 +256,10 @@ public final class Server {
         wait()
         // The workers closed their own listeners while draining; the passed ones close here,
         // once (the manager that passed them keeps its copy open for the next process).
-        for passed in configuration.inherited where !inheritedClosed { Socket.close(passed.fd) }
+        if !inheritedClosed {
+            for passed in configuration.inherited { Socket.close(passed.fd) }
+            sharedAdopted.forEach(Socket.close)
+        }
         inheritedClosed = true
         listenerFDs = []
     }

@@ -16,6 +16,11 @@ public enum SocketActivation {
         /// Its `FileDescriptorName=` (`https`, `http` or `admin` for aasad).
         public var name: String
         public var fd: Int32
+
+        public init(name: String, fd: Int32) {
+            self.name = name
+            self.fd = fd
+        }
     }
 
     public struct Problem: Error, CustomStringConvertible {
@@ -66,4 +71,58 @@ public enum SocketActivation {
         }
         return listeners
     }
+}
+
+extension SocketActivation {
+    /// Starts `path` (as argv[0], then `arguments`) with `listeners` passed the way `take` reads them: descriptors 3, 4, … in
+    /// order, `LISTEN_FDS`, `LISTEN_FDNAMES` and the new process's own `LISTEN_PID`; `extra`
+    /// descriptors follow the listeners (their numbers are `firstDescriptor + listeners.count`,
+    /// …) for whatever the caller tells the new process about them. No other descriptor is
+    /// inherited. `environment` is the rest of the new process's environment (any `LISTEN_*`
+    /// in it is dropped). Returns the new process's id.
+    public static func spawn(
+        path: String, arguments: [String], environment: [String], listeners: [Listener], extra: [Int32] = []
+    ) throws(SystemError) -> Int32 {
+        guard listeners.count + extra.count <= maximumDescriptors,
+            !listeners.contains(where: { $0.name.isEmpty || $0.name.contains(":") || $0.name.utf8.count > 255 })
+        else { throw SystemError(call: "spawn", errno: EINVAL) }
+        var entries = environment.filter {
+            !$0.hasPrefix("LISTEN_FDS=") && !$0.hasPrefix("LISTEN_PID=") && !$0.hasPrefix("LISTEN_FDNAMES=")
+        }
+        entries.append("LISTEN_FDS=\(listeners.count)")
+        entries.append("LISTEN_FDNAMES=" + listeners.map(\.name).joined(separator: ":"))
+        // The slot the new process fills with its own pid.
+        entries.append("LISTEN_PID=0")
+        let pidSlot = Int32(entries.count - 1)
+        let descriptors = listeners.map(\.fd) + extra
+        var limit = rlimit()
+        getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
+        let highest = Int32(clamping: min(limit.rlim_cur, 1 << 22))
+
+        let argv = ([path] + arguments).map { strdup($0) } + [nil]
+        let envp = entries.map { strdup($0) } + [nil]
+        defer {
+            for pointer in argv { free(pointer) }
+            for pointer in envp { free(pointer) }
+        }
+        var argvArray = argv
+        var envpArray = envp
+        let pid = descriptors.withUnsafeBufferPointer { fds in
+            argvArray.withUnsafeMutableBufferPointer { argvBuffer in
+                envpArray.withUnsafeMutableBufferPointer { envpBuffer in
+                    CAASALinux_spawn_passing(
+                        path, argvBuffer.baseAddress, envpBuffer.baseAddress, pidSlot, fds.baseAddress, Int32(fds.count), highest)
+                }
+            }
+        }
+        guard pid > 0 else { throw SystemError(call: "fork \(path)", errno: errno) }
+        return pid
+    }
+}
+
+/// A pipe whose two ends are close-on-exec from the start: (read, write).
+public func closeOnExecPipe() throws(SystemError) -> (read: Int32, write: Int32) {
+    var ends: [Int32] = [-1, -1]
+    guard CAASALinux_pipe_cloexec(&ends) == 0 else { throw SystemError(call: "pipe2", errno: errno) }
+    return (ends[0], ends[1])
 }

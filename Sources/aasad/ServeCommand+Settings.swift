@@ -31,6 +31,7 @@ extension ServeCommand {
         flag("--threads", "threads", threads.map { ["\($0)"] })
         flag("--state", "state", state.map { [$0] })
         flag("--user", "user", user.map { [$0] })
+        flag("--pid-file", "pid-file", pidFile.map { [$0] })
         flag("--cache-control", "cache-control", cacheControl.map { [$0] })
         flag("--handshake-timeout", "timeouts.handshake", handshakeTimeout.map { ["\($0)"] })
         flag("--request-timeout", "timeouts.request", requestTimeout.map { ["\($0)"] })
@@ -139,7 +140,13 @@ extension ServeCommand {
     /// by `FileDescriptorName=`: `https`, `http` or `admin`. They replace the addresses of their
     /// kind, so that `systemctl restart` keeps them open and queued connections wait for the new
     /// process instead of being refused.
-    static func passedListeners(adminEnabled: Bool, logger: Logger) throws -> [SocketActivation.Listener] {
+    ///
+    /// An in-place upgrade passes the same way, and names the sockets the old process bound
+    /// itself `aasad-https`, `aasad-http` and `aasad-admin`: those are adopted by the addresses
+    /// still configured (`Server.Configuration.adopted`) rather than replacing them.
+    static func passedListeners(
+        adminEnabled: Bool, logger: Logger
+    ) throws -> (inherited: [SocketActivation.Listener], adopted: [SocketActivation.Listener]) {
         let passed: [SocketActivation.Listener]
         do {
             passed = try SocketActivation.take(environment: ProcessInfo.processInfo.environment)
@@ -147,7 +154,9 @@ extension ServeCommand {
             logger.critical("the passed sockets cannot be used", metadata: ["error": "\(error)"])
             throw ExitCode(1)
         }
-        if let unknown = passed.first(where: { !["https", "http", "admin"].contains($0.name) }) {
+        let kinds = ["https", "http", "admin"]
+        let known = kinds + kinds.map { "aasad-" + $0 }
+        if let unknown = passed.first(where: { !known.contains($0.name) }) {
             logger.critical(
                 "a passed socket is named \(unknown.name.debugDescription); name each FileDescriptorName= https, http or admin")
             throw ExitCode(1)
@@ -163,10 +172,15 @@ extension ServeCommand {
         if passed.isEmpty && ProcessInfo.processInfo.environment["INVOCATION_ID"] != nil {
             logger.debug("started by systemd without passed sockets: restarts close the listeners (deploy/systemd/aasad.socket keeps them)")
         }
-        if !passed.isEmpty {
+        let adopted = passed.filter { $0.name.hasPrefix("aasad-") }
+        let inherited = passed.filter { !$0.name.hasPrefix("aasad-") }
+        if !inherited.isEmpty {
             logger.info(
-                "listening on passed sockets (socket activation)", metadata: ["names": "\(passed.map(\.name).joined(separator: ","))"])
+                "listening on passed sockets (socket activation)", metadata: ["names": "\(inherited.map(\.name).joined(separator: ","))"])
         }
-        return passed
+        if !adopted.isEmpty {
+            logger.info("taking over the listeners of the process being upgraded", metadata: ["count": "\(adopted.count)"])
+        }
+        return (inherited, adopted)
     }
 }

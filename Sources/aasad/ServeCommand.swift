@@ -18,8 +18,10 @@ struct ServeCommand: ParsableCommand {
             Each site answers /.well-known/apple-app-site-association, /apple-app-site-association \
             and /.well-known/assetlinks.json. Without any certificate in the config directory, a \
             development CA and certificate for the configured hosts are made in the state directory. \
-            SIGHUP reloads the config directory (and reopens the access log); SIGTERM and SIGINT \
-            stop after open connections finish. Settings come from the config directory's \
+            SIGHUP reloads the config directory (and reopens the access log); SIGUSR2 starts the \
+            binary at the same path with the listening sockets, and once it is ready this process \
+            drains and exits (an in-place upgrade); SIGTERM and SIGINT stop after open connections \
+            finish. Settings come from the config directory's \
             aasad.yaml, then AASAD_* environment variables (AASAD_TIMEOUTS_IDLE for timeouts.idle), \
             then these flags, each overriding the one before.
             """
@@ -50,6 +52,9 @@ struct ServeCommand: ParsableCommand {
 
     @Option(help: "After binding, run as this user (and its group): start as root to bind 443.")
     var user: String?
+
+    @Option(help: "Write the serving process's id to this file; an upgrade (SIGUSR2) hands it to the new process (default: none).")
+    var pidFile: String?
 
     @Option(help: "Cache-Control of served files (default: \(ServingOptions.defaultCacheControl)).")
     var cacheControl: String?
@@ -94,6 +99,8 @@ struct ServeCommand: ParsableCommand {
     var accessLog: String?
 
     func run() throws {
+        // Taken before anything can fail: an exit before readiness is the upgrade's failure.
+        let upgradeReadiness = Upgrade.takeReadiness(environment: ProcessInfo.processInfo.environment)
         let (settings, problems, unknownVariables, fileSettings) = settings(environment: ProcessInfo.processInfo.environment)
         if let problem = problems.first(where: { $0.source == "flag" }) {
             throw ValidationError("\(problem.key): \(problem.message).")
@@ -119,6 +126,7 @@ struct ServeCommand: ParsableCommand {
         // Passed sockets first (sd_listen_fds(3): early, before other descriptors are opened and
         // threads started): they are made close-on-exec and the variables removed.
         let passed = try Self.passedListeners(adminEnabled: settings.admin != nil, logger: logger)
+        let upgrade = Upgrade(logger: logger)
         for name in unknownVariables {
             logger.warning(
                 "\(name) is not a setting; ignored", metadata: ["settings": "\(ServerSettings.environmentNames.joined(separator: " "))"])
@@ -137,7 +145,7 @@ struct ServeCommand: ParsableCommand {
         // Signals are taken by sigwait on this thread only; workers inherit the blocked mask.
         var signals = sigset_t()
         sigemptyset(&signals)
-        for s in [SIGTERM, SIGINT, SIGHUP] { sigaddset(&signals, s) }
+        for s in [SIGTERM, SIGINT, SIGHUP, SIGUSR2] { sigaddset(&signals, s) }
         pthread_sigmask(SIG_BLOCK, &signals, nil)
 
         // Verdicts of the contents validated before, so that a restart validates only what changed
@@ -221,7 +229,8 @@ struct ServeCommand: ParsableCommand {
                 { host, token in manager.http01Answer(host: host, token: token) }
             },
             httpsRedirect: settings.httpRedirect ? HTTPSRedirect(port: settings.httpsPort) : nil)
-        serverConfiguration.inherited = passed
+        serverConfiguration.inherited = passed.inherited
+        serverConfiguration.adopted = passed.adopted
         let server = Server(configuration: serverConfiguration, store: store, tls: tls, logger: logger)
         do {
             try server.start()
@@ -289,7 +298,23 @@ struct ServeCommand: ParsableCommand {
         emit(
             "aasad ready: https=\(server.boundHTTPS.map(\.description).joined(separator: ",")) http=\(server.boundHTTP.map(\.description).joined(separator: ",")) admin=\(server.boundAdmin?.description ?? "off")"
         )
-        SystemdNotify.send("READY=1\nSTATUS=serving \(served) sites\nMAINPID=\(getpid())")
+        if let path = settings.pidFile {
+            do {
+                try PIDFile.write(path)
+            } catch {
+                logger.critical("cannot write the PID file", metadata: ["path": "\(path)", "error": "\(error)"])
+                upgrade.abandon()
+                server.stop()
+                throw ExitCode(1)
+            }
+        }
+        if let upgradeReadiness {
+            // The process being upgraded tells systemd (MAINPID) once it has read this: a main
+            // process is the only one whose notifications NotifyAccess=main accepts.
+            Upgrade.announceReady(upgradeReadiness)
+        } else {
+            SystemdNotify.send("READY=1\nSTATUS=serving \(served) sites\nMAINPID=\(getpid())")
+        }
 
         while true {
             var received: Int32 = 0
@@ -316,13 +341,28 @@ struct ServeCommand: ParsableCommand {
                 logger.info("reload requested (SIGHUP)")
                 continue
             }
-            logger.info("stopping", metadata: ["signal": "\(received == SIGTERM ? "SIGTERM" : "SIGINT")"])
+            if received == SIGUSR2 {
+                upgrade.begin(listeners: server.passableListeners()) { pid in
+                    SystemdNotify.send("MAINPID=\(pid)\nREADY=1\nSTATUS=upgraded: serving from pid \(pid)")
+                    // The same stop as SIGTERM's, from the signal loop.
+                    kill(getpid(), SIGTERM)
+                }
+                continue
+            }
+            if let pid = upgrade.handedOverTo {
+                logger.info("stopping: upgraded", metadata: ["newPID": "\(pid)"])
+            } else {
+                logger.info("stopping", metadata: ["signal": "\(received == SIGTERM ? "SIGTERM" : "SIGINT")"])
+                upgrade.abandon()
+            }
             ready.lower()
-            SystemdNotify.send("STOPPING=1")
+            // After a hand-over systemd's service is the new process: this one says nothing more.
+            if upgrade.handedOverTo == nil { SystemdNotify.send("STOPPING=1") }
             watcher?.stop()
             server.stop()
             certificateManager?.stop()
             cdnWatch?.stop()
+            if let path = settings.pidFile { PIDFile.remove(path) }
             return
         }
     }

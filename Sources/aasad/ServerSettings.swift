@@ -18,6 +18,7 @@ import TLS
 /// admin: 127.0.0.1:9190       # or off
 /// state: state                # where the development certificate is kept
 /// user: aasad                 # drop to this user after binding (run as root to bind 443)
+/// pid-file: /run/aasad/aasad.pid   # the serving process's id; follows an upgrade (SIGUSR2)
 /// timeouts: { handshake: 10, request: 10, idle: 60, write: 30, drain: 10 }   # seconds
 /// limits: { max-connections: 0 }   # per worker; 0: the descriptor limit, less a reserve
 /// tls: { min-version: "1.2" }      # or "1.3"
@@ -56,6 +57,8 @@ struct ServerSettings: Equatable {
     var admin: String? = "127.0.0.1:9190"
     var state = "state"
     var user: String?
+    /// Where the serving process's id is written (`PIDFile`); nil: nowhere.
+    var pidFile: String?
     var handshakeTimeout = Limits().handshakeTimeout
     var requestTimeout = Limits().requestTimeout
     var idleTimeout = Limits().idleTimeout
@@ -225,6 +228,7 @@ struct ServerSettings: Equatable {
             settings.user = text
             return nil
         },
+        path("pid-file") { $0.pidFile = $1 },
         seconds("timeouts.handshake", \.handshakeTimeout),
         seconds("timeouts.request", \.requestTimeout),
         seconds("timeouts.idle", \.idleTimeout),
@@ -417,8 +421,9 @@ struct ServerSettings: Equatable {
 
     // MARK: - The environment
 
-    /// Variables that are not settings: the config directory, and ones tests and tools set.
-    static let otherVariables: Set<String> = ["AASAD_CONFIG", "AASAD_UPDATE_GOLDEN"]
+    /// Variables that are not settings: the config directory, the readiness pipe of an upgrade,
+    /// and ones tests and tools set.
+    static let otherVariables: Set<String> = ["AASAD_CONFIG", "AASAD_UPDATE_GOLDEN", Upgrade.readyVariable]
 
     /// Applies `AASAD_*` variables over these settings (lists comma-separated). Returns problems
     /// with the variables' values, and, separately, variables that name no setting (a typo

@@ -11,9 +11,13 @@
 #include <netinet/tcp.h>
 #include <signal.h>
 #include <malloc.h>
+#include <sys/types.h>
 
 // accept4 is a GNU extension the header hides without _GNU_SOURCE; shims.c defines it.
 int CAASALinux_accept4(int sockfd, int flags);
+
+// pipe2 with O_CLOEXEC (also hidden without _GNU_SOURCE): no process started meanwhile inherits it.
+int CAASALinux_pipe_cloexec(int fds[2]);
 
 // epoll_event is packed on x86-64; these keep Swift from depending on its layout.
 static inline struct epoll_event CAASALinux_epoll_event(uint32_t events, uint64_t data) {
@@ -38,5 +42,13 @@ static const int CAASALinux_SOCK_NONBLOCK = SOCK_NONBLOCK;
 static const int CAASALinux_SOCK_CLOEXEC = SOCK_CLOEXEC;
 static const int CAASALinux_EFD_NONBLOCK = EFD_NONBLOCK;
 static const int CAASALinux_EFD_CLOEXEC = EFD_CLOEXEC;
+
+// Starts `path` as a new process whose descriptors 3, 4, … are copies of `fds` (in order), with
+// every other descriptor above 2 closed, no blocked signal, and envp[pid_slot] (when pid_slot is
+// not negative) replaced by "LISTEN_PID=<its own pid>": socket activation as systemd passes
+// listeners (sd_listen_fds(3)). `highest_fd` bounds the closing loop on kernels without
+// close_range. Returns the new process's id, or -1 with errno set.
+pid_t CAASALinux_spawn_passing(const char *path, char *const argv[], char *envp[], int pid_slot, const int *fds, int count,
+                               int highest_fd);
 
 #endif
