@@ -8,53 +8,21 @@ import Testing
 @Suite("systemd socket activation: passed listeners, restarts that refuse nothing")
 final class SocketActivationTests {
     let config: TestConfig
-    let launcher = Process()
-    let input = Pipe()
-    let output = Pipe()
-    private var buffered: [UInt8] = []
+    let launcher: Launcher
     var port = 0
 
     init() throws {
         config = try TestConfig()
-        launcher.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        launcher.arguments = [
-            "python3", AASAD.testDirectory.appendingPathComponent("Fixtures/socket_activation.py").path, AASAD.binary.path, "--config",
-            config.config, "--state", config.state, "--threads", "2", "--admin", "off", "--drain-timeout", "5",
-        ]
-        launcher.standardInput = input
-        launcher.standardOutput = output
-        try launcher.run()
-        let first = try line()
+        launcher = try Launcher(
+            script: "socket_activation.py",
+            arguments: [
+                AASAD.binary.path, "--config", config.config, "--state", config.state, "--threads", "2", "--admin", "off",
+                "--drain-timeout", "5",
+            ])
+        let first = try launcher.line()
         port = Int(first.dropFirst("port ".count)) ?? 0
         #expect(first.hasPrefix("port ") && port > 0, "\(first)")
-        #expect(try line() == "ready")
-    }
-
-    deinit {
-        try? input.fileHandleForWriting.close()
-        launcher.waitUntilExit()
-    }
-
-    /// The launcher's next line of output (bounded: 60 s, then the test fails).
-    func line() throws -> String {
-        let deadline = Date().addingTimeInterval(60)
-        while Date() < deadline {
-            if let end = buffered.firstIndex(of: UInt8(ascii: "\n")) {
-                let text = String(decoding: buffered[..<end], as: UTF8.self)
-                buffered.removeSubrange(...end)
-                return text
-            }
-            let data = output.fileHandleForReading.availableData
-            if data.isEmpty { break }
-            buffered += data
-        }
-        throw LauncherError(description: "no line from the launcher")
-    }
-
-    struct LauncherError: Error, CustomStringConvertible { var description: String }
-
-    func send(_ command: String) {
-        input.fileHandleForWriting.write(Data((command + "\n").utf8))
+        #expect(try launcher.line() == "ready")
     }
 
     @Test("the passed socket serves; two restarts under a stream of new HTTP/1.1 and HTTP/2 connections fail none")
@@ -64,16 +32,16 @@ final class SocketActivationTests {
                 "-k", "--resolve", "a.test:\(port):127.0.0.1", "https://a.test:\(port)/.well-known/apple-app-site-association",
             ], scratch: config)
         #expect(served.status == 200 && served.body == config.aasa)
-        send("load 3")
-        send("load-h2 2")
+        launcher.send("load 3")
+        launcher.send("load-h2 2")
+        launcher.send("load-keepalive 2")
         usleep(500_000)
         for _ in 0..<2 {
-            send("restart")
-            #expect(try line() == "ready")
+            launcher.send("restart")
+            #expect(try launcher.line() == "ready")
             usleep(500_000)
         }
-        send("report")
-        let report = try #require(try JSONSerialization.jsonObject(with: Data(try line().utf8)) as? [String: Any])
+        let report = try launcher.report()
         let ok = report["ok"] as? Int ?? 0
         #expect(ok > 20, "\(report)")
         #expect(report["failed"] as? Int == 0, "\(report)")

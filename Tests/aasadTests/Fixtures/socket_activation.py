@@ -7,16 +7,19 @@ Prints "port N" once bound and "ready" whenever a process is ready. Reads comman
   restart   SIGTERM the running process, wait for it, start a new one (systemctl restart)
   load N    start N client threads making new TLS connections (HTTP/1.1), each one GET, in a loop
   load-h2 N the same with curl over HTTP/2
-  report    stop the clients and print {"ok": n, "failed": n, "errors": [...]} as one line
+  load-keepalive N  N clients each asking again and again on one kept-alive connection
+  report    stop the clients and print {"ok": n, "failed": n, "retried": n, "errors": [...]} as one
+            line (load_clients.py)
 """
 import json
 import os
 import signal
 import socket
-import ssl
 import subprocess
 import sys
 import threading
+
+from load_clients import Load
 
 # A launcher that hangs (aasad never ready) must not hang the test suite: end within 2 minutes.
 signal.alarm(120)
@@ -52,58 +55,7 @@ def start():
     print("ready", flush=True)
 
 
-counts = {"ok": 0, "failed": 0, "errors": []}
-lock = threading.Lock()
-stopping = threading.Event()
-context = ssl.create_default_context()
-context.check_hostname = False
-context.verify_mode = ssl.CERT_NONE
-request = b"GET /.well-known/apple-app-site-association HTTP/1.1\r\nHost: a.test\r\nConnection: close\r\n\r\n"
-
-
-def record(ok, error):
-    with lock:
-        if ok:
-            counts["ok"] += 1
-        else:
-            counts["failed"] += 1
-            if len(counts["errors"]) < 10:
-                counts["errors"].append(error)
-
-
-def client_h2():
-    url = "https://a.test:%d/.well-known/apple-app-site-association" % port
-    while not stopping.is_set():
-        try:
-            done = subprocess.run(
-                ["curl", "-sk", "--http2", "-o", "/dev/null", "-w", "%{http_code} %{http_version}",
-                 "--resolve", "a.test:%d:127.0.0.1" % port, url],
-                capture_output=True, text=True, timeout=30)
-            record(done.stdout == "200 2", done.stdout + done.stderr)
-        except Exception as e:  # noqa: BLE001 - every failure is counted and named
-            record(False, repr(e))
-
-
-def client():
-    while not stopping.is_set():
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
-                with context.wrap_socket(raw, server_hostname="a.test") as tls:
-                    tls.sendall(request)
-                    data = b""
-                    while True:
-                        chunk = tls.recv(65536)
-                        if not chunk:
-                            break
-                        data += chunk
-            ok = data.startswith(b"HTTP/1.1 200")
-            error = None if ok else data[:40].decode("latin-1")
-        except Exception as e:  # noqa: BLE001 - every failure is counted and named
-            ok, error = False, repr(e)
-        record(ok, error)
-
-
-threads = []
+load = Load(port)
 start()
 for line in sys.stdin:
     command = line.split()
@@ -113,16 +65,10 @@ for line in sys.stdin:
         child.send_signal(signal.SIGTERM)
         child.wait()
         start()
-    elif command[0] in ("load", "load-h2"):
-        for _ in range(int(command[1])):
-            thread = threading.Thread(target=client if command[0] == "load" else client_h2, daemon=True)
-            thread.start()
-            threads.append(thread)
+    elif command[0] in ("load", "load-h2", "load-keepalive"):
+        load.start({"load": "new", "load-h2": "h2", "load-keepalive": "keepalive"}[command[0]], int(command[1]))
     elif command[0] == "report":
-        stopping.set()
-        for thread in threads:
-            thread.join()
-        print(json.dumps(counts), flush=True)
+        print(json.dumps(load.report()), flush=True)
 if child is not None:
     child.send_signal(signal.SIGTERM)
     child.wait()

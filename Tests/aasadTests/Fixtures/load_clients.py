@@ -1,0 +1,163 @@
+"""Client load for the restart and upgrade tests (socket_activation.py, upgrade.py): threads that
+keep asking for a site's AASA file while the server behind a port is restarted or replaced, and
+count every answer that is not the expected 200 with the expected body.
+
+Kinds: "new" (a new TLS connection per request, HTTP/1.1), "h2" (curl over HTTP/2, a new
+connection each time), "keepalive" (HTTP/1.1 requests on one kept-alive TLS connection). A
+kept-alive connection the server closes while idle is the race RFC 9112 §9.3.1 lets a client
+retry an idempotent request for (browsers and curl do): a request that got no byte of an answer
+on a reused connection is sent again on a new one and counted under "retried"; anything else
+that is not the expected answer is "failed".
+"""
+import socket
+import ssl
+import subprocess
+import threading
+
+PATH = "/.well-known/apple-app-site-association"
+
+
+class Load:
+    def __init__(self, port, host="a.test"):
+        self.port = port
+        self.host = host
+        self.counts = {"ok": 0, "failed": 0, "retried": 0, "errors": []}
+        self.lock = threading.Lock()
+        self.stopping = threading.Event()
+        self.threads = []
+        self.context = ssl.create_default_context()
+        self.context.check_hostname = False
+        self.context.verify_mode = ssl.CERT_NONE
+        self.expected = None  # the body every answer must carry (the first one seen)
+
+    def record(self, ok, error=None, body=None):
+        with self.lock:
+            if ok and body is not None:
+                if self.expected is None:
+                    self.expected = body
+                elif body != self.expected:
+                    ok, error = False, "another body: %r" % body[:60]
+            if ok:
+                self.counts["ok"] += 1
+            else:
+                self.counts["failed"] += 1
+                if len(self.counts["errors"]) < 10:
+                    self.counts["errors"].append(error)
+
+    def start(self, kind, n):
+        target = {"new": self.new_connections, "h2": self.h2, "keepalive": self.keepalive}[kind]
+        for _ in range(n):
+            thread = threading.Thread(target=target, daemon=True)
+            thread.start()
+            self.threads.append(thread)
+
+    def report(self):
+        self.stopping.set()
+        for thread in self.threads:
+            thread.join()
+        return self.counts
+
+    def connect(self):
+        raw = socket.create_connection(("127.0.0.1", self.port), timeout=10)
+        return self.context.wrap_socket(raw, server_hostname=self.host)
+
+    def request(self, close):
+        return ("GET %s HTTP/1.1\r\nHost: %s\r\n%s\r\n" % (
+            PATH, self.host, "Connection: close\r\n" if close else "")).encode()
+
+    def new_connections(self):
+        while not self.stopping.is_set():
+            try:
+                with self.connect() as tls:
+                    tls.sendall(self.request(close=True))
+                    data = b""
+                    while True:
+                        chunk = tls.recv(65536)
+                        if not chunk:
+                            break
+                        data += chunk
+                head, _, body = data.partition(b"\r\n\r\n")
+                ok = head.startswith(b"HTTP/1.1 200")
+                self.record(ok, None if ok else data[:40].decode("latin-1"), body if ok else None)
+            except Exception as e:  # noqa: BLE001 - every failure is counted and named
+                self.record(False, repr(e))
+
+    def h2(self):
+        url = "https://%s:%d%s" % (self.host, self.port, PATH)
+        while not self.stopping.is_set():
+            try:
+                done = subprocess.run(
+                    ["curl", "-sk", "--http2", "-w", "\n%{http_code} %{http_version}",
+                     "--resolve", "%s:%d:127.0.0.1" % (self.host, self.port), url],
+                    capture_output=True, timeout=30)
+                body, _, status = done.stdout.rpartition(b"\n")
+                ok = status == b"200 2"
+                self.record(ok, None if ok else (status + done.stderr).decode("latin-1"), body if ok else None)
+            except Exception as e:  # noqa: BLE001 - every failure is counted and named
+                self.record(False, repr(e))
+
+    @staticmethod
+    def read_response(tls):
+        """One response (Content-Length framed); None when the connection ended (closed or reset)
+        before any byte of it came; an error when it ended inside it."""
+        data = b""
+        head = None
+        length = 0
+        while True:
+            try:
+                chunk = tls.recv(65536)
+            except (ConnectionResetError, ssl.SSLError):
+                if not data:
+                    return None
+                raise
+            if not chunk:
+                if not data:
+                    return None
+                raise ConnectionError("closed inside a response: %r" % data[:40])
+            data += chunk
+            if head is None and b"\r\n\r\n" in data:
+                head = data.partition(b"\r\n\r\n")[0]
+                length = 0
+                for line in head.split(b"\r\n")[1:]:
+                    name, _, value = line.partition(b":")
+                    if name.strip().lower() == b"content-length":
+                        length = int(value.strip())
+            if head is not None:
+                body = data.partition(b"\r\n\r\n")[2]
+                if len(body) >= length:
+                    return head, body[:length], b"\r\nconnection: close" in head.lower()
+
+    def keepalive(self):
+        tls, used = None, 0
+        while not self.stopping.is_set():
+            try:
+                if tls is None:
+                    tls, used = self.connect(), 0
+                try:
+                    tls.sendall(self.request(close=False))
+                    answer = self.read_response(tls)
+                except (BrokenPipeError, ConnectionResetError):
+                    answer = None
+                if answer is None:
+                    if not used:
+                        raise ConnectionError("a new connection ended without an answer")
+                    # The server closed the kept-alive connection as the request went out.
+                    with self.lock:
+                        self.counts["retried"] += 1
+                    tls.close()
+                    tls = None
+                    continue
+                head, body, closing = answer
+                ok = head.startswith(b"HTTP/1.1 200")
+                self.record(ok, None if ok else head[:40].decode("latin-1"), body if ok else None)
+                used += 1
+                if closing:
+                    tls.close()
+                    tls = None
+            except Exception as e:  # noqa: BLE001 - every failure is counted and named
+                self.record(False, repr(e))
+                if tls is not None:
+                    tls.close()
+                tls = None
+        if tls is not None:
+            tls.close()
