@@ -11,7 +11,7 @@ struct ConnectionContext<Answerer: RequestAnswering> {
     var now: Int64
     /// Monotonic milliseconds, for HTTP/2's rapid-reset window.
     var milliseconds: Int64
-    let limits: Limits
+    var limits: Limits
     /// The server is stopping: every connection closes after its current response.
     var draining = false
     /// Bytes to write. The machine appends; the worker writes them and empties the buffer (one

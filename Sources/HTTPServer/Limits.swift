@@ -1,7 +1,7 @@
 import HTTP1
 
 /// Every bound and timeout of a connection, named, with the reason for its value.
-public struct Limits: Sendable {
+public struct Limits: Sendable, Equatable {
     /// TLS handshake must finish within this many seconds (a client that opens a socket and sends
     /// nothing holds a descriptor for at most this long).
     public var handshakeTimeout: Int64 = 10

@@ -2,6 +2,7 @@ import Glibc
 public import Logging
 public import Reactor
 public import SiteStore
+import Synchronization
 public import TLS
 
 /// The HTTPS (and optional plain HTTP) server: one worker thread per core by default, each with
@@ -61,6 +62,7 @@ public final class Server {
     }
 
     private let configuration: Configuration
+    private let tuning: Tuning
     private let store: SnapshotStore
     private let tls: TLSServer?
     private let logger: Logger
@@ -84,6 +86,7 @@ public final class Server {
 
     public init(configuration: Configuration, store: SnapshotStore, tls: TLSServer?, logger: Logger) {
         self.configuration = configuration
+        tuning = Tuning(limits: configuration.limits, accessLog: configuration.accessLog)
         self.store = store
         self.tls = tls
         self.logger = logger
@@ -151,7 +154,7 @@ public final class Server {
                 workers.append(
                     try Worker(
                         index: i, listeners: perWorker[i], tls: tls, store: store, limits: configuration.limits, logger: logger,
-                        stopFlag: stopFlag, counters: configuration.traffic.makeWorkerCounters(),
+                        stopFlag: stopFlag, tuning: tuning, counters: configuration.traffic.makeWorkerCounters(),
                         fetchLog: configuration.fetchLog, accessLog: configuration.accessLog, http01: configuration.http01Resolver,
                         httpsRedirect: redirect))
             }
@@ -180,7 +183,7 @@ public final class Server {
                         try Worker(
                             index: count, listeners: [Worker.Listener(fd: fd, kind: .admin, shared: shared)], tls: nil,
                             store: store,
-                            limits: configuration.limits, logger: logger, stopFlag: stopFlag,
+                            limits: configuration.limits, logger: logger, stopFlag: stopFlag, tuning: tuning,
                             counters: WorkerCounters(),
                             admin: endpoint))
                 } catch {
@@ -247,6 +250,28 @@ public final class Server {
         var fds: [Int32]
     }
 
+    /// What changes the limits and the access log while serving (`Tuner.tune`), from any thread.
+    public var tuner: Tuner { Tuner(tuning: tuning) }
+
+    /// New limits and access log for a running server (a changed aasad.yaml): each worker
+    /// takes them at its next tick (within a second), for the connections it accepts from then
+    /// on; open connections keep the deadlines they have. The old access log is written out and
+    /// closed once no worker holds it.
+    public struct Tuner: Sendable {
+        let tuning: Tuning
+
+        /// The limits and access log in force.
+        public var current: (limits: Limits, accessLog: AccessLog?) {
+            let (_, limits, accessLog) = tuning.current()
+            return (limits, accessLog)
+        }
+
+        /// Workers look at least once a second (their loops wake that often).
+        public func tune(limits: Limits, accessLog: AccessLog?) {
+            tuning.publish(limits: limits, accessLog: accessLog)
+        }
+    }
+
     /// Asks every worker to stop and waits for them.
     /// Stops gracefully: workers stop accepting, close their listeners, let open connections
     /// finish (at most `Limits.drainTimeout`), then end. Returns when all have ended.
@@ -268,5 +293,29 @@ public final class Server {
     public func wait() {
         for thread in threads { thread.join() }
         threads = []
+    }
+}
+
+/// The limits and access log in force, as `Server.tune` last set them; workers compare the
+/// version once a tick and take the rest only when it moved.
+final class Tuning: Sendable {
+    private let state: Mutex<(limits: Limits, accessLog: AccessLog?)>
+    private let published = Atomic<UInt64>(0)
+
+    init(limits: Limits, accessLog: AccessLog?) {
+        state = Mutex((limits, accessLog))
+    }
+
+    var version: UInt64 { published.load(ordering: .acquiring) }
+
+    func publish(limits: Limits, accessLog: AccessLog?) {
+        state.withLock {
+            $0 = (limits, accessLog)
+            published.add(1, ordering: .releasing)
+        }
+    }
+
+    func current() -> (version: UInt64, limits: Limits, accessLog: AccessLog?) {
+        state.withLock { (published.load(ordering: .acquiring), $0.limits, $0.accessLog) }
     }
 }

@@ -61,8 +61,11 @@ final class Worker {
     let listeners: [Listener]
     let tls: TLSServer?
     let store: SnapshotStore
-    let limits: Limits
+    var limits: Limits
     let logger: Logger
+    /// Where changed limits and access logs come from, and the version this worker took.
+    let tuning: Tuning
+    var tuningVersion: UInt64 = 0
 
     var connections: [Connection?] = []
     var nextGeneration: UInt32 = 1
@@ -87,7 +90,7 @@ final class Worker {
 
     init(
         index: Int, listeners: [Listener], tls: TLSServer?, store: SnapshotStore, limits: Limits, logger: Logger,
-        stopFlag: AtomicFlag, counters: WorkerCounters, admin: AdminEndpoint? = nil, fetchLog: FetchLog? = nil,
+        stopFlag: AtomicFlag, tuning: Tuning, counters: WorkerCounters, admin: AdminEndpoint? = nil, fetchLog: FetchLog? = nil,
         accessLog: AccessLog? = nil, http01: HTTP01Resolver? = nil, httpsRedirect: HTTPSRedirect.Prepared? = nil
     ) throws(SystemError) {
         self.counters = counters
@@ -98,6 +101,8 @@ final class Worker {
         self.limits = limits
         self.logger = logger
         self.stopFlag = stopFlag
+        self.tuning = tuning
+        tuningVersion = tuning.version
         loop = try EventLoop()
         let milliseconds = clock.milliseconds()
         let exchange = Exchange(
@@ -208,6 +213,19 @@ final class Worker {
         }
     }
 
+    /// Takes the limits and access log `Server.tune` published: for connections accepted from
+    /// now on (open ones keep their deadlines). A drain under way keeps its deadline.
+    func retune() {
+        let (version, fresh, log) = tuning.current()
+        tuningVersion = version
+        limits = fresh
+        context.limits = fresh
+        if listeners.first?.kind != .admin && context.answerer.accessLog?.log !== log {
+            context.answerer.flushLog()
+            context.answerer.accessLog = log.map(AccessLogBuffer.init)
+        }
+    }
+
     func refreshSnapshot() {
         if store.generation != context.answerer.snapshot.generation { context.answerer.snapshot = store.snapshot() }
     }
@@ -221,6 +239,7 @@ final class Worker {
 
     func tick() {
         readClock()
+        if tuning.version != tuningVersion { retune() }
         context.answerer.tick(wallSeconds: WallClock.seconds())
         wheel.advance(to: second) { entry in
             let fd = Int(entry.slot)

@@ -103,7 +103,8 @@ public final class SiteRegistry {
     /// Runs after each chunk of a reload is read and before the tree is checked: where a test
     /// swaps the tree in the middle of a reload.
     var chunkRead: (() -> Void)?
-    let options: ServingOptions
+    /// How files are served (Cache-Control); a change applies to every file at the next full reload.
+    public var options: ServingOptions
     let logger: Logger
     let checkCertificate: CertificateCheck
     let clock: () -> Int64

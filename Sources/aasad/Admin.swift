@@ -24,8 +24,8 @@ struct AdminPages: Sendable {
     let metrics: MetricsExporter
     /// The certificate manager, once made (after privileges are dropped); nil while off.
     let acme: @Sendable () -> CertificateManager?
-    /// The CDN watch; nil while off.
-    var cdn: CDNWatch? = nil
+    /// The CDN watch in force; nil while off.
+    var cdn: @Sendable () -> CDNWatch? = { nil }
 
     func answer(_ path: String) -> AdminEndpoint.Answer? {
         switch path {
@@ -42,7 +42,7 @@ struct AdminPages: Sendable {
             let fallbacks = metrics.traffic.statistics().fallbacks.values.reduce(0, &+)
             return .init(
                 status: .ok, contentType: "application/json",
-                body: sites.sitesPage(fetches: fetches, acme: acme(), fallbacks: fallbacks, cdn: cdn))
+                body: sites.sitesPage(fetches: fetches, acme: acme(), fallbacks: fallbacks, cdn: cdn()))
         default:
             return nil
         }
@@ -240,7 +240,13 @@ final class LockedRegistry: @unchecked Sendable {
     private let view: Mutex<AdminView>
     /// The last `/sites` page, with the view generation and fetch log version it was made from:
     /// probes and scrapers that ask again get the same bytes without rendering.
-    private let page = Mutex<(generation: UInt64, fetches: UInt64, acme: UInt64?, fallbacks: Int, cdn: UInt64?, bytes: [UInt8])?>(nil)
+    private let page = Mutex<(generation: UInt64, fetches: UInt64, acme: Source?, fallbacks: Int, cdn: Source?, bytes: [UInt8])?>(nil)
+
+    /// Which manager or watch (a changed aasad.yaml replaces them) and its version.
+    private struct Source: Equatable {
+        var object: ObjectIdentifier
+        var version: UInt64
+    }
 
     /// Reloads since start, and how the last one went.
     struct ReloadRecord: Sendable {
@@ -269,6 +275,12 @@ final class LockedRegistry: @unchecked Sendable {
 
     /// Applies a change to the registry, counts it as a reload and publishes the admin view, in
     /// one hold of `reloading`. Only the sites the reload touched are encoded into the new view.
+    /// Sets how files are served (a changed cache-control); the next full reload prepares every
+    /// file under it.
+    func setOptions(_ options: ServingOptions) {
+        reloading.withLock { _ in registry.options = options }
+    }
+
     func reload(_ body: (SiteRegistry) -> Snapshot) -> Snapshot {
         reloading.withLock { record in
             let snapshot = body(registry)
@@ -296,8 +308,8 @@ final class LockedRegistry: @unchecked Sendable {
     func sitesPage(fetches: FetchLog, acme: CertificateManager? = nil, fallbacks: Int = 0, cdn: CDNWatch? = nil) -> [UInt8] {
         let view = current
         let version = fetches.version
-        let acmeVersion = acme?.version
-        let cdnVersion = cdn?.version
+        let acmeVersion = acme.map { Source(object: ObjectIdentifier($0), version: $0.version) }
+        let cdnVersion = cdn.map { Source(object: ObjectIdentifier($0), version: $0.version) }
         if let cached = page.withLock({ $0 }), cached.generation == view.generation, cached.fetches == version,
             cached.acme == acmeVersion, cached.fallbacks == fallbacks, cached.cdn == cdnVersion
         {
@@ -305,7 +317,8 @@ final class LockedRegistry: @unchecked Sendable {
         }
         let statuses = acme?.statusesByName()
         let bytes = view.render(fetches: fetches.sites(), acme: statuses?.statuses, cdn: cdn?.bySite())
-        page.withLock { $0 = (view.generation, version, statuses?.version, fallbacks, cdnVersion, bytes) }
+        let acmeSource = acme.flatMap { manager in statuses.map { Source(object: ObjectIdentifier(manager), version: $0.version) } }
+        page.withLock { $0 = (view.generation, version, acmeSource, fallbacks, cdnVersion, bytes) }
         return bytes
     }
 

@@ -39,11 +39,11 @@ final class MetricsExporter: Sendable {
     private let development: DevelopmentAuthority?
 
     /// The CDN watch, when on: its gauge appears then.
-    private let cdn: CDNWatch?
+    private let cdn: @Sendable () -> CDNWatch?
 
     init(
         traffic: TrafficCounters, fetches: FetchLog, sites: LockedRegistry, acme: @escaping @Sendable () -> CertificateManager? = { nil },
-        development: DevelopmentAuthority? = nil, cdn: CDNWatch? = nil
+        development: DevelopmentAuthority? = nil, cdn: @escaping @Sendable () -> CDNWatch? = { nil }
     ) {
         self.cdn = cdn
         self.acme = acme
@@ -86,6 +86,13 @@ final class MetricsExporter: Sendable {
                 let gauge = state.gauges[key] ?? registry.makeGauge(descriptor: Self.family(name), labels: labels)
                 state.gauges[key] = gauge
                 gauge.set(value)
+            }
+            /// Takes away the series of a part turned off while serving (the CDN watch).
+            func drop(_ name: String) {
+                for (key, gauge) in state.gauges where key.hasPrefix(name + "|") {
+                    registry.unregisterGauge(gauge)
+                    state.gauges[key] = nil
+                }
             }
 
             // Only combinations that happened: most of the 64 cannot (a 2xx for an unknown host).
@@ -150,7 +157,7 @@ final class MetricsExporter: Sendable {
                 level("aasad_acme_earliest_not_after_timestamp_seconds", [], Double(counters.earliestNotAfter ?? 0))
             }
 
-            if let cdn {
+            if let cdn = cdn() {
                 var bySite = Dictionary(uniqueKeysWithValues: CDNState.allCases.map { ($0, 0) })
                 var oldest: [CDNState: Int64] = [:]
                 for state in cdn.bySite().values {
@@ -161,6 +168,9 @@ final class MetricsExporter: Sendable {
                     level("aasad_cdn_sites", [("state", cdnState.rawValue)], Double(bySite[cdnState] ?? 0))
                     level("aasad_cdn_oldest_since_timestamp_seconds", [("state", cdnState.rawValue)], Double(oldest[cdnState] ?? 0))
                 }
+            } else {
+                drop("aasad_cdn_sites")
+                drop("aasad_cdn_oldest_since_timestamp_seconds")
             }
 
             let process = ProcessFigures.read()

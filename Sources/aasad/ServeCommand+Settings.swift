@@ -9,15 +9,14 @@ import SiteStore
 import Synchronization
 
 /// Where serve's settings come from (aasad.yaml, AASAD_* variables, flags), what they make of the
-/// descriptor limit, and how a changed aasad.yaml is reported.
+/// descriptor limit.
 extension ServeCommand {
-    /// The settings in force: aasad.yaml, then AASAD_* variables, then these flags. Also the file's
-    /// own settings, to tell later whether the file changed.
+    /// The settings: aasad.yaml, then AASAD_* variables, then these flags (at start, and again
+    /// whenever aasad.yaml changes: `SettingsFollower`).
     func settings(
         environment: [String: String]
-    ) -> (ServerSettings, [ServerSettings.Problem], unknown: [String], file: ServerSettings) {
+    ) -> (ServerSettings, [ServerSettings.Problem], unknown: [String]) {
         var (settings, problems) = ServerSettings.load(configDirectory: config)
-        let file = settings
         let fromEnvironment = settings.apply(environment: environment)
         problems += fromEnvironment.problems
         func flag(_ name: String, _ key: String, _ values: [String]?) {
@@ -47,7 +46,7 @@ extension ServeCommand {
         flag("--log-format", "logging.format", logFormat.map { [$0.rawValue] })
         flag("--access-log", "logging.access-log", accessLog.map { [$0] })
         if problems.isEmpty { problems += settings.consistencyProblems(source: "settings") }
-        return (settings, problems, fromEnvironment.unknown, file)
+        return (settings, problems, fromEnvironment.unknown)
     }
 
     /// Raises the descriptor limit and caps connections per worker so that they leave
@@ -80,18 +79,6 @@ extension ServeCommand {
                 "connectionsPerWorker": "\(perWorker)",
             ])
         return limits
-    }
-
-    /// aasad.yaml is read at start: a change on disk is checked and reported, and applies at the
-    /// next start (listeners and threads cannot change under a running server).
-    static func noticeSettingsChange(config: String, atStart: ServerSettings, logger: Logger) {
-        // The file alone, compared with the file alone at start: the environment and flags
-        // apply on top of both the same way.
-        let (onDisk, problems) = ServerSettings.load(configDirectory: config)
-        for problem in problems { logger.error("\(problem); the next start would refuse it") }
-        if problems.isEmpty && onDisk != atStart {
-            logger.warning("\(ServerSettings.fileName) changed; restart aasad to apply it (settings are read at start)")
-        }
     }
 }
 

@@ -101,7 +101,7 @@ struct ServeCommand: ParsableCommand {
     func run() throws {
         // Taken before anything can fail: an exit before readiness is the upgrade's failure.
         let upgradeReadiness = Upgrade.takeReadiness(environment: ProcessInfo.processInfo.environment)
-        let (settings, problems, unknownVariables, fileSettings) = settings(environment: ProcessInfo.processInfo.environment)
+        let (settings, problems, unknownVariables) = settings(environment: ProcessInfo.processInfo.environment)
         if let problem = problems.first(where: { $0.source == "flag" }) {
             throw ValidationError("\(problem.key): \(problem.message).")
         }
@@ -110,18 +110,9 @@ struct ServeCommand: ParsableCommand {
             printError("aasad: the settings are not valid; nothing was started (check them with: aasad validate \(config))")
             throw ExitCode(1)
         }
-        let level = settings.logLevel.level
         let json = settings.logFormat == .json
-        LoggingSystem.bootstrap { label in
-            if json {
-                var handler = JSONLogHandler(label: label)
-                handler.logLevel = level
-                return handler
-            }
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = level
-            return handler
-        }
+        LogControl.shared.set(level: settings.logLevel.level, json: json)
+        LoggingSystem.bootstrap { label in SwitchingLogHandler(label: label) }
         let logger = Logger(label: "aasad")
         // Passed sockets first (sd_listen_fds(3): early, before other descriptors are opened and
         // threads started): they are made close-on-exec and the variables removed.
@@ -176,26 +167,29 @@ struct ServeCommand: ParsableCommand {
         let acmeNames = ACMENames()
         // Stored certificates load before the listeners accept anything: with SO_REUSEPORT a
         // restarting replica gets clients (Apple's CDN among them) from its first accept.
-        let certificateManager: CertificateManager?
+        let firstManager: CertificateManager?
         do {
-            certificateManager = try Self.certificateManager(
+            firstManager = try Self.certificateManager(
                 settings: settings, names: acmeNames.names(in: registry.snapshot), logger: logger)
         } catch {
             logger.critical("automatic certificates cannot start", metadata: ["error": "\(error)"])
             throw ExitCode(1)
         }
+        // The manager in force: a changed acme section replaces it while serving.
+        let certificateManager = Current(firstManager)
+        let automatic = firstManager != nil
         let development = certificates.development
+        let challengeResolver: TLSServer.ChallengeResolver = { name in certificateManager.value?.tlsALPNChallenge(for: name) }
+        let http01Resolver: HTTP01Resolver = { host, token in certificateManager.value?.http01Answer(host: host, token: token) }
         let tls: TLSServer
         do {
             // A site's own pair, else its automatic certificate, else its development leaf, else the default.
             // TLS-ALPN-01 answers (RFC 8737) come from the manager's in-memory challenge book.
             tls = try TLSServer(
                 defaultCertificate: certificates.defaultSource, minimumVersion: settings.tlsMinimumVersion,
-                challengeResolver: certificateManager.map { manager -> TLSServer.ChallengeResolver in
-                    { name in manager.tlsALPNChallenge(for: name) }
-                }
+                challengeResolver: automatic ? challengeResolver : nil
             ) { name in
-                Self.certificate(for: name, snapshot: store.snapshot(), automatic: certificateManager, development: development)
+                Self.certificate(for: name, snapshot: store.snapshot(), automatic: certificateManager.value, development: development)
             }
         } catch {
             logger.critical("the default certificate cannot be used", metadata: ["error": "\(error)"])
@@ -208,10 +202,10 @@ struct ServeCommand: ParsableCommand {
         let adminAddress = try settings.admin.map { try SocketAddress(parsing: $0) }
         let fetches = FetchLog()
         let traffic = TrafficCounters()
-        let acme: @Sendable () -> CertificateManager? = { certificateManager }
-        let cdnWatch: CDNWatch?
+        let acme: @Sendable () -> CertificateManager? = { certificateManager.value }
+        let cdnWatch: Current<CDNWatch>
         do {
-            cdnWatch = try Self.cdnWatch(settings.cdnWatch, store: store, logger: logger)
+            cdnWatch = Current(try Self.cdnWatch(settings.cdnWatch, store: store, logger: logger))
         } catch {
             logger.critical("the CDN watch cannot start", metadata: ["error": "\(error)"])
             throw ExitCode(1)
@@ -219,15 +213,13 @@ struct ServeCommand: ParsableCommand {
         let pages = AdminPages(
             sites: sites, ready: ready, fetches: fetches,
             metrics: MetricsExporter(
-                traffic: traffic, fetches: fetches, sites: sites, acme: acme, development: development, cdn: cdnWatch),
-            acme: acme, cdn: cdnWatch)
+                traffic: traffic, fetches: fetches, sites: sites, acme: acme, development: development, cdn: { cdnWatch.value }),
+            acme: acme, cdn: { cdnWatch.value })
         let endpoint = AdminEndpoint { path in pages.answer(path) }
         var serverConfiguration = Server.Configuration(
             https: httpsAddresses, http: httpAddresses, threads: workerCount, limits: limits, admin: adminAddress,
             adminEndpoint: endpoint, fetchLog: fetches, traffic: traffic, accessLog: accessLog,
-            http01Resolver: certificateManager.map { manager -> HTTP01Resolver in
-                { host, token in manager.http01Answer(host: host, token: token) }
-            },
+            http01Resolver: automatic ? http01Resolver : nil,
             httpsRedirect: settings.httpRedirect ? HTTPSRedirect(port: settings.httpsPort) : nil)
         serverConfiguration.inherited = passed.inherited
         serverConfiguration.adopted = passed.adopted
@@ -241,7 +233,7 @@ struct ServeCommand: ParsableCommand {
         if let user = settings.user {
             do {
                 // The storage the manager made as root must be writable after the drop.
-                if let manager = certificateManager { try Privileges.giveOwnership(of: manager.storage.directories, to: user) }
+                if let manager = certificateManager.value { try Privileges.giveOwnership(of: manager.storage.directories, to: user) }
                 // Full reloads rewrite the verdicts there by rename, which needs the directory's
                 // ownership; without it only the next start is slower (logged by the registry).
                 // Through a descriptor opened without following a symlink: root never changes
@@ -255,14 +247,24 @@ struct ServeCommand: ParsableCommand {
                 throw ExitCode(1)
             }
         }
-        certificateManager?.start()
-        cdnWatch?.start()
+        certificateManager.value?.start()
+        cdnWatch.value?.start()
         let served = store.snapshot().sites.count
+        let follower = SettingsFollower(
+            inForce: settings, logger: logger,
+            read: { self.settings(environment: ProcessInfo.processInfo.environment) },
+            apply: { [tuner = server.tuner] change in
+                try Self.apply(
+                    change, server: tuner, sites: sites, certificateManager: certificateManager, cdnWatch: cdnWatch, store: store,
+                    names: { acmeNames.names(in: store.snapshot()) }, workers: workerCount, logger: logger)
+            })
         watcher?.start { change in
-            if change.settings || change.full { Self.noticeSettingsChange(config: config, atStart: fileSettings, logger: logger) }
-            guard change.full || change.defaultCertificate || !change.sites.isEmpty else { return }
+            // Served files are prepared again when cache-control changed: a full reload.
+            let prepareAgain = (change.settings || change.full) && follower.follow()
+            let full = change.full || prepareAgain
+            guard full || change.defaultCertificate || !change.sites.isEmpty else { return }
             let snapshot = sites.reload { registry in
-                if change.full {
+                if full {
                     registry.reloadAll()
                 } else {
                     if change.defaultCertificate { registry.reloadDefaultCertificate() }
@@ -272,10 +274,10 @@ struct ServeCommand: ParsableCommand {
             }
             Self.followDefaultCertificate(snapshot, tls: tls, fallback: certificates.defaultSource, logger: logger)
             store.publish(snapshot)
-            certificateManager?.want(acmeNames.names(in: snapshot))
-            if let development, certificateManager == nil {
+            certificateManager.value?.want(acmeNames.names(in: snapshot))
+            if let development, !automatic {
                 Self.noteUnpermitted(
-                    snapshot, directories: change.full ? nil : Array(change.sites), development: development, logger: logger)
+                    snapshot, directories: full ? nil : Array(change.sites), development: development, logger: logger)
             }
             if change.full { SystemdNotify.send("READY=1") }
         }
@@ -322,18 +324,19 @@ struct ServeCommand: ParsableCommand {
             if received == SIGHUP {
                 SystemdNotify.send("RELOADING=1")
                 do {
-                    try accessLog?.reopen()
+                    try server.tuner.current.accessLog?.reopen()
                 } catch {
                     logger.error("\(error)")
                 }
                 if let watcher {
                     watcher.requestFullRescan()
                 } else {
+                    _ = follower.follow()
                     let snapshot = sites.reload { $0.reloadAll() }
                     Self.followDefaultCertificate(snapshot, tls: tls, fallback: certificates.defaultSource, logger: logger)
                     store.publish(snapshot)
-                    certificateManager?.want(acmeNames.names(in: snapshot))
-                    if let development, certificateManager == nil {
+                    certificateManager.value?.want(acmeNames.names(in: snapshot))
+                    if let development, !automatic {
                         Self.noteUnpermitted(snapshot, directories: nil, development: development, logger: logger)
                     }
                     SystemdNotify.send("READY=1")
@@ -360,8 +363,8 @@ struct ServeCommand: ParsableCommand {
             if upgrade.handedOverTo == nil { SystemdNotify.send("STOPPING=1") }
             watcher?.stop()
             server.stop()
-            certificateManager?.stop()
-            cdnWatch?.stop()
+            certificateManager.value?.stop()
+            cdnWatch.value?.stop()
             if let path = settings.pidFile { PIDFile.remove(path) }
             return
         }

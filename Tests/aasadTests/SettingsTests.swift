@@ -106,21 +106,6 @@ final class SettingsTests {
         #expect(server.log().contains("AASAD_TIMEOUT_IDLE is not a setting; ignored"))
     }
 
-    @Test("a change to aasad.yaml while serving is checked and reported; it applies at the next start")
-    func changeWhileServing() throws {
-        try config.write("config/aasad.yaml", Array("cache-control: max-age=11\n".utf8))
-        let server = try RunningServer(config: config)
-        try config.write("config/aasad.yaml", Array("cache-control: max-age=12\n".utf8))
-        #expect(server.waitForLog("aasad.yaml changed; restart aasad to apply it"))
-        try config.write("config/aasad.yaml", Array("cache-control: max-age=12\ntimeouts: {idle: never}\n".utf8))
-        #expect(server.waitForLog("the next start would refuse it"))
-        #expect(try server.http("a.test", "/apple-app-site-association").headers["cache-control"] == "max-age=11")
-        #expect(server.stop() == 0)
-        let log = server.log()
-        #expect(log.contains("aasad.yaml changed; restart aasad to apply it"), "\(log)")
-        #expect(log.contains("timeouts.idle: must be whole seconds from 1 to 86400, not \"never\"; the next start would refuse it"))
-    }
-
     @Test("tls.min-version 1.3 refuses TLS 1.2 clients and serves TLS 1.3 ones")
     func tlsMinimumVersion() throws {
         try config.write("config/aasad.yaml", Array("tls:\n  min-version: \"1.3\"\n".utf8))

@@ -1,0 +1,210 @@
+import ACME
+import Check
+import Foundation
+import HTTPServer
+import Logging
+import SiteStore
+import Synchronization
+
+/// A part of the server a changed aasad.yaml may replace while serving: the certificate manager,
+/// the CDN watch. Readers take the one in force at each use.
+final class Current<T: AnyObject & Sendable>: Sendable {
+    private let state: Mutex<T?>
+
+    init(_ value: T?) {
+        state = Mutex(value)
+    }
+
+    var value: T? { state.withLock { $0 } }
+
+    /// Puts `value` in force; returns the one it replaces.
+    func swap(_ value: T?) -> T? {
+        state.withLock { current in
+            let old = current
+            current = value
+            return old
+        }
+    }
+}
+
+/// Follows aasad.yaml while serving (issue 15): on each change the settings are read again (the
+/// file, then AASAD_* variables and flags as at start), and what can change under a running
+/// server changes; an invalid file changes nothing. Keys that need new listeners, threads or a
+/// new user are reported: they apply with an in-place upgrade (SIGUSR2) or a restart.
+final class SettingsFollower: Sendable {
+    /// What changed, for `apply`: the settings before and after.
+    struct Change {
+        var old: ServerSettings
+        var new: ServerSettings
+    }
+
+    private let state: Mutex<ServerSettings>
+    private let logger: Logger
+    private let read: @Sendable () -> (ServerSettings, [ServerSettings.Problem], unknown: [String])
+    /// Applies a change; throws (having changed nothing) when a part cannot be made, e.g. an
+    /// access log that cannot be opened. Returns whether every served file is to be prepared
+    /// again.
+    private let apply: @Sendable (Change) throws -> Bool
+
+    init(
+        inForce: ServerSettings, logger: Logger,
+        read: @escaping @Sendable () -> (ServerSettings, [ServerSettings.Problem], unknown: [String]),
+        apply: @escaping @Sendable (Change) throws -> Bool
+    ) {
+        state = Mutex(inForce)
+        self.logger = logger
+        self.read = read
+        self.apply = apply
+    }
+
+    /// Keys only a new process can apply: listeners, threads, the user, the state directory, TLS
+    /// versions, the watcher, the PID file, and turning automatic certificates on or off.
+    static func restartOnly(_ old: ServerSettings, _ new: ServerSettings) -> [String] {
+        var keys: [String] = []
+        func check<V: Equatable>(_ key: String, _ path: KeyPath<ServerSettings, V>) {
+            if old[keyPath: path] != new[keyPath: path] { keys.append(key) }
+        }
+        check("listen.https", \.https)
+        check("listen.http", \.http)
+        check("listen.http-redirect", \.httpRedirect)
+        check("listen.https-port", \.httpsPort)
+        check("threads", \.threads)
+        check("admin", \.admin)
+        check("state", \.state)
+        check("user", \.user)
+        check("pid-file", \.pidFile)
+        check("tls.min-version", \.tlsMinimumVersion)
+        check("watch.enabled", \.watch)
+        check("watch.rescan-interval", \.rescanInterval)
+        if (old.acme.directory == nil) != (new.acme.directory == nil) { keys.append("acme.directory (on or off)") }
+        return keys
+    }
+
+    /// The settings with the keys only a new process applies kept as they are in force.
+    static func live(_ new: ServerSettings, keeping old: ServerSettings) -> ServerSettings {
+        var applied = new
+        applied.https = old.https
+        applied.http = old.http
+        applied.httpRedirect = old.httpRedirect
+        applied.httpsPort = old.httpsPort
+        applied.threads = old.threads
+        applied.admin = old.admin
+        applied.state = old.state
+        applied.user = old.user
+        applied.pidFile = old.pidFile
+        applied.tlsMinimumVersion = old.tlsMinimumVersion
+        applied.watch = old.watch
+        applied.rescanInterval = old.rescanInterval
+        if (old.acme.directory == nil) != (new.acme.directory == nil) { applied.acme = old.acme }
+        return applied
+    }
+
+    /// Reads the settings again and applies what changed. Returns whether every served file is
+    /// to be prepared again (cache-control changed).
+    @discardableResult
+    func follow() -> Bool {
+        state.withLock { inForce in
+            let (new, problems, _) = read()
+            guard problems.isEmpty else {
+                for problem in problems { logger.error("\(problem)") }
+                logger.error("\(ServerSettings.fileName) changed but is not valid; the settings in force are kept")
+                return false
+            }
+            let pending = Self.restartOnly(inForce, new)
+            let applied = Self.live(new, keeping: inForce)
+            if !pending.isEmpty {
+                logger.warning(
+                    "\(ServerSettings.fileName): these changes need a new process; they apply with an in-place upgrade (kill -USR2 \(getpid())) or a restart",
+                    metadata: ["keys": "\(pending.joined(separator: ", "))"])
+            }
+            guard applied != inForce else { return false }
+            do {
+                let prepareAgain = try apply(Change(old: inForce, new: applied))
+                inForce = applied
+                return prepareAgain
+            } catch {
+                logger.error(
+                    "\(ServerSettings.fileName) changed but cannot be applied; the settings in force are kept",
+                    metadata: ["error": "\(error)"])
+                return false
+            }
+        }
+    }
+}
+
+extension ServeCommand {
+    struct ApplyFailure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// Applies a settings change to the running server. Every part that can fail (the access
+    /// log's file, a new certificate manager, a new CDN watch) is made first; only when all are
+    /// made does anything change.
+    static func apply(
+        _ change: SettingsFollower.Change, server: Server.Tuner, sites: LockedRegistry, certificateManager: Current<CertificateManager>,
+        cdnWatch: Current<CDNWatch>, store: SnapshotStore, names: @Sendable () -> Set<String>, workers: Int, logger: Logger
+    ) throws -> Bool {
+        let (old, new) = (change.old, change.new)
+        var changed: [String] = []
+        let json = new.logFormat == .json
+        // Made first: each may fail, and then nothing changes. The access log follows the log
+        // format; the one in force goes on (never reopened) when neither changed.
+        let logChanged = new.accessLog != old.accessLog || new.logFormat != old.logFormat
+        var accessLog = server.current.accessLog
+        if logChanged {
+            do {
+                accessLog = try new.accessLog.map { try AccessLog(destination: $0, format: json ? .json : .text) }
+            } catch {
+                throw ApplyFailure(description: "\(error)")
+            }
+        }
+        let manager: CertificateManager?
+        if new.acme != old.acme {
+            do {
+                manager = try Self.certificateManager(settings: new, names: names(), logger: logger)
+            } catch {
+                throw ApplyFailure(description: "automatic certificates cannot start with the new acme settings: \(error)")
+            }
+        } else {
+            manager = nil
+        }
+        let watch: CDNWatch?
+        if new.cdnWatch != old.cdnWatch {
+            do {
+                watch = try Self.cdnWatch(new.cdnWatch, store: store, logger: logger)
+            } catch {
+                throw ApplyFailure(description: "the CDN watch cannot start with the new cdn-watch settings: \(error)")
+            }
+        } else {
+            watch = nil
+        }
+
+        if new.logLevel != old.logLevel || new.logFormat != old.logFormat {
+            LogControl.shared.set(level: new.logLevel.level, json: json)
+            changed.append("logging")
+        }
+        if new.limits != old.limits || logChanged {
+            let limits = new.limits != old.limits ? descriptorLimits(new, workers: workers, logger: logger) : server.current.limits
+            server.tune(limits: limits, accessLog: accessLog)
+            changed.append(new.limits != old.limits ? "timeouts and limits" : "access log")
+            if new.limits != old.limits && logChanged { changed.append("access log") }
+        }
+        let prepareAgain = new.cacheControl != old.cacheControl
+        if prepareAgain {
+            sites.setOptions(ServingOptions(cacheControl: new.cacheControl))
+            changed.append("cache-control")
+        }
+        if new.acme != old.acme {
+            certificateManager.swap(manager)?.stop()
+            manager?.start()
+            changed.append("acme")
+        }
+        if new.cdnWatch != old.cdnWatch {
+            cdnWatch.swap(watch)?.stop()
+            watch?.start()
+            changed.append("cdn-watch")
+        }
+        logger.notice("\(ServerSettings.fileName) applied", metadata: ["changed": "\(changed.joined(separator: "; "))"])
+        return prepareAgain
+    }
+}
