@@ -10,11 +10,11 @@ int CAASALinux_accept4(int sockfd, int flags) { return accept4(sockfd, NULL, NUL
 int CAASALinux_pipe_cloexec(int fds[2]) { return pipe2(fds, O_CLOEXEC); }
 
 #include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
-#include <unistd.h>
+#include <sys/wait.h>
 
 // Writes "LISTEN_PID=<pid>" into buffer (at least 32 bytes) with async-signal-safe code only.
 static void listen_pid_entry(char *buffer, pid_t pid) {
@@ -32,41 +32,89 @@ static void listen_pid_entry(char *buffer, pid_t pid) {
     buffer[at] = '\0';
 }
 
+// Closes descriptors from `from` to `to` (-1: all above), async-signal-safe: close_range where
+// the kernel has it, else one by one up to `highest`.
+static void close_between(int from, int to, int highest) {
+    if (syscall(SYS_close_range, (unsigned)from, to < 0 ? ~0U : (unsigned)to, 0) == 0) return;
+    int last = to < 0 || to > highest ? highest : to;
+    for (int fd = from; fd <= last; fd++) close(fd);
+}
+
 pid_t CAASALinux_spawn_passing(const char *path, char *const argv[], char *envp[], int pid_slot, const int *fds, int count,
                                int highest_fd) {
-    if (count < 0 || count > 128) {
+    if (count < 0 || count > CAASALinux_SPAWN_MAX_DESCRIPTORS) {
         errno = EINVAL;
         return -1;
     }
-    pid_t pid = fork();
-    if (pid != 0) return pid;
-
-    // The child: only async-signal-safe calls from here to execve (the parent has threads).
-    char entry[32];
-    listen_pid_entry(entry, getpid());
-    if (pid_slot >= 0) envp[pid_slot] = entry;
-
-    // Every descriptor moves above the target range first, so that moving one into place can
-    // never overwrite another that is still to be moved.
-    int moved[128];
+    // Every descriptor is first copied above the target range (in the parent, where allocating
+    // is allowed), so that moving one into place in the child never overwrites one still to move.
     int base = 3 + count;
-    for (int i = 0; i < count; i++) {
-        moved[i] = fcntl(fds[i], F_DUPFD, base);
-        if (moved[i] < 0) _exit(127);
+    int *moved = malloc(sizeof(int) * (size_t)(count > 0 ? count : 1));
+    if (moved == NULL) return -1;
+    int made = 0;
+    for (; made < count; made++) {
+        moved[made] = fcntl(fds[made], F_DUPFD_CLOEXEC, base);
+        if (moved[made] < 0) break;
     }
-    for (int i = 0; i < count; i++) {
-        // dup2 clears close-on-exec on the copy: these, and only these, survive execve.
-        if (dup2(moved[i], 3 + i) < 0) _exit(127);
+    // execve's failure comes back through this pipe (closed on a successful exec).
+    int report[2] = {-1, -1};
+    pid_t pid = -1;
+    int saved = 0;
+    if (made == count && pipe2(report, O_CLOEXEC) == 0) {
+        pid = fork();
+        if (pid == 0) {
+            // The child: only async-signal-safe calls from here to execve (the parent has threads).
+            char entry[32];
+            listen_pid_entry(entry, getpid());
+            if (pid_slot >= 0) envp[pid_slot] = entry;
+            // The report pipe moves above the target range first, so no listener lands on it.
+            int keep = report[1];
+            if (keep < base) keep = fcntl(report[1], F_DUPFD_CLOEXEC, base);
+            if (keep < 0) _exit(127);
+            int failure = 0;
+            for (int i = 0; i < count && failure == 0; i++) {
+                // dup2 clears close-on-exec on the copy: these, and only these, survive execve.
+                if (dup2(moved[i], 3 + i) < 0) failure = errno;
+            }
+            if (failure == 0) {
+                // Nothing else is inherited: not the parent's connections, not its files (the
+                // report pipe is close-on-exec).
+                if (keep > base) close_between(base, keep - 1, highest_fd);
+                close_between(keep + 1, -1, highest_fd);
+                // The new program starts with no blocked signal and default dispositions.
+                sigset_t none;
+                sigemptyset(&none);
+                sigprocmask(SIG_SETMASK, &none, NULL);
+                signal(SIGPIPE, SIG_DFL);
+                execve(path, argv, envp);
+                failure = errno;
+            }
+            ssize_t ignored = write(keep, &failure, sizeof(failure));
+            (void)ignored;
+            _exit(127);
+        }
+        saved = errno;
+        close(report[1]);
+        if (pid > 0) {
+            int failure = 0;
+            ssize_t n;
+            do {
+                n = read(report[0], &failure, sizeof(failure));
+            } while (n < 0 && errno == EINTR);
+            if (n == (ssize_t)sizeof(failure)) {
+                // It never ran: reap it and say why.
+                int status;
+                while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+                pid = -1;
+                saved = failure;
+            }
+        }
+        close(report[0]);
+    } else {
+        saved = errno;
     }
-    // Nothing else is inherited: not the parent's connections, not its files.
-    if (syscall(SYS_close_range, (unsigned)base, ~0U, 0) != 0) {
-        for (int fd = base; fd <= highest_fd; fd++) close(fd);
-    }
-    // The new program starts with no blocked signal and default dispositions.
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-    signal(SIGPIPE, SIG_DFL);
-    execve(path, argv, envp);
-    _exit(127);
+    for (int i = 0; i < made; i++) close(moved[i]);
+    free(moved);
+    errno = saved;
+    return pid;
 }

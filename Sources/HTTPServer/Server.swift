@@ -254,8 +254,8 @@ public final class Server {
     public var tuner: Tuner { Tuner(tuning: tuning) }
 
     /// New limits and access log for a running server (a changed aasad.yaml): each worker
-    /// takes them at its next tick (within a second), for the connections it accepts from then
-    /// on; open connections keep the deadlines they have. The old access log is written out and
+    /// takes them at its next tick (within a second); every connection's next deadline is set
+    /// from them, a deadline already running is kept. The old access log is written out and
     /// closed once no worker holds it.
     public struct Tuner: Sendable {
         let tuning: Tuning
@@ -296,7 +296,7 @@ public final class Server {
     }
 }
 
-/// The limits and access log in force, as `Server.tune` last set them; workers compare the
+/// The limits and access log in force, as `Server.Tuner.tune` last set them; workers compare the
 /// version once a tick and take the rest only when it moved.
 final class Tuning: Sendable {
     private let state: Mutex<(limits: Limits, accessLog: AccessLog?)>

@@ -213,8 +213,9 @@ final class Worker {
         }
     }
 
-    /// Takes the limits and access log `Server.tune` published: for connections accepted from
-    /// now on (open ones keep their deadlines). A drain under way keeps its deadline.
+    /// Takes the limits and access log `Server.Tuner.tune` published: each connection's next
+    /// deadline is set from them (a deadline already running is kept), and a drain under way
+    /// keeps its own.
     func retune() {
         let (version, fresh, log) = tuning.current()
         tuningVersion = version

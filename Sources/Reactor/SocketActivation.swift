@@ -9,8 +9,9 @@ import Glibc
 public enum SocketActivation {
     /// The first passed descriptor (SD_LISTEN_FDS_START).
     public static let firstDescriptor: Int32 = 3
-    /// More than this many passed descriptors is no socket activation we were set up for.
-    public static let maximumDescriptors = 64
+    /// More than this many passed descriptors is no socket activation we were set up for (an
+    /// upgrade passes one per worker and address: 4096 covers 1,000 cores with four addresses).
+    public static let maximumDescriptors = Int(CAASALinux_SPAWN_MAX_DESCRIPTORS)
 
     public struct Listener: Sendable, Equatable {
         /// Its `FileDescriptorName=` (`https`, `http` or `admin` for aasad).

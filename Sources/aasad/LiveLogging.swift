@@ -7,13 +7,14 @@ import Synchronization
 final class LogControl: Sendable {
     static let shared = LogControl()
 
-    private let state = Mutex<(level: Logger.Level, json: Bool)>((.info, false))
+    /// The level's index in `Logger.Level.allCases`, and 0x80 for JSON: one load per message.
+    private let state = Atomic<UInt8>(UInt8(Logger.Level.allCases.firstIndex(of: .info)!))
 
-    var level: Logger.Level { state.withLock { $0.level } }
-    var json: Bool { state.withLock { $0.json } }
+    var level: Logger.Level { Logger.Level.allCases[Int(state.load(ordering: .relaxed) & 0x7F)] }
+    var json: Bool { state.load(ordering: .relaxed) & 0x80 != 0 }
 
     func set(level: Logger.Level, json: Bool) {
-        state.withLock { $0 = (level, json) }
+        state.store(UInt8(Logger.Level.allCases.firstIndex(of: level)!) | (json ? 0x80 : 0), ordering: .relaxed)
     }
 }
 
@@ -32,8 +33,8 @@ struct SwitchingLogHandler: LogHandler {
         json.logLevel = .trace
     }
 
-    /// The level in force; setting it on one logger would change every logger's, so it is set
-    /// through `LogControl` only.
+    /// The level in force. Setting it here does nothing (it would change every logger's): the
+    /// level is set through `LogControl` only.
     var logLevel: Logger.Level {
         get { control.level }
         set {}
@@ -56,6 +57,7 @@ struct SwitchingLogHandler: LogHandler {
     }
 
     func log(event: LogEvent) {
+        // One load for the format; the level was checked by the Logger through `logLevel`.
         if control.json { json.log(event: event) } else { text.log(event: event) }
     }
 }

@@ -3,6 +3,7 @@ import Check
 import Foundation
 import HTTPServer
 import Logging
+import Reactor
 import SiteStore
 import Synchronization
 
@@ -57,45 +58,42 @@ final class SettingsFollower: Sendable {
         self.apply = apply
     }
 
-    /// Keys only a new process can apply: listeners, threads, the user, the state directory, TLS
-    /// versions, the watcher, the PID file, and turning automatic certificates on or off.
+    /// Keys only a new process can apply (listeners, threads, the user, the state directory, TLS
+    /// versions, the watcher, the PID file, turning automatic certificates on or off), each with
+    /// how the value in force is kept. One table for both uses, so that a key is never reported
+    /// and applied at once.
+    private static let newProcessKeys: [(name: String, keep: @Sendable (inout ServerSettings, ServerSettings) -> Void)] = [
+        ("listen.https", { $0.https = $1.https }),
+        ("listen.http", { $0.http = $1.http }),
+        ("listen.http-redirect", { $0.httpRedirect = $1.httpRedirect }),
+        ("listen.https-port", { $0.httpsPort = $1.httpsPort }),
+        ("threads", { $0.threads = $1.threads }),
+        ("admin", { $0.admin = $1.admin }),
+        ("state", { $0.state = $1.state }),
+        ("user (a restart only: an upgraded process starts as the user already)", { $0.user = $1.user }),
+        ("pid-file", { $0.pidFile = $1.pidFile }),
+        ("tls.min-version", { $0.tlsMinimumVersion = $1.tlsMinimumVersion }),
+        ("watch.enabled", { $0.watch = $1.watch }),
+        ("watch.rescan-interval", { $0.rescanInterval = $1.rescanInterval }),
+        (
+            "acme turned on or off (acme.directory set or removed)",
+            { if ($0.acme.directory == nil) != ($1.acme.directory == nil) { $0.acme = $1.acme } }
+        ),
+    ]
+
+    /// The keys of `newProcessKeys` whose value differs.
     static func restartOnly(_ old: ServerSettings, _ new: ServerSettings) -> [String] {
-        var keys: [String] = []
-        func check<V: Equatable>(_ key: String, _ path: KeyPath<ServerSettings, V>) {
-            if old[keyPath: path] != new[keyPath: path] { keys.append(key) }
-        }
-        check("listen.https", \.https)
-        check("listen.http", \.http)
-        check("listen.http-redirect", \.httpRedirect)
-        check("listen.https-port", \.httpsPort)
-        check("threads", \.threads)
-        check("admin", \.admin)
-        check("state", \.state)
-        check("user", \.user)
-        check("pid-file", \.pidFile)
-        check("tls.min-version", \.tlsMinimumVersion)
-        check("watch.enabled", \.watch)
-        check("watch.rescan-interval", \.rescanInterval)
-        if (old.acme.directory == nil) != (new.acme.directory == nil) { keys.append("acme.directory (on or off)") }
-        return keys
+        newProcessKeys.filter { key in
+            var kept = new
+            key.keep(&kept, old)
+            return kept != new
+        }.map(\.name)
     }
 
     /// The settings with the keys only a new process applies kept as they are in force.
     static func live(_ new: ServerSettings, keeping old: ServerSettings) -> ServerSettings {
         var applied = new
-        applied.https = old.https
-        applied.http = old.http
-        applied.httpRedirect = old.httpRedirect
-        applied.httpsPort = old.httpsPort
-        applied.threads = old.threads
-        applied.admin = old.admin
-        applied.state = old.state
-        applied.user = old.user
-        applied.pidFile = old.pidFile
-        applied.tlsMinimumVersion = old.tlsMinimumVersion
-        applied.watch = old.watch
-        applied.rescanInterval = old.rescanInterval
-        if (old.acme.directory == nil) != (new.acme.directory == nil) { applied.acme = old.acme }
+        for key in newProcessKeys { key.keep(&applied, old) }
         return applied
     }
 
@@ -114,7 +112,7 @@ final class SettingsFollower: Sendable {
             let applied = Self.live(new, keeping: inForce)
             if !pending.isEmpty {
                 logger.warning(
-                    "\(ServerSettings.fileName): these changes need a new process; they apply with an in-place upgrade (kill -USR2 \(getpid())) or a restart",
+                    "\(ServerSettings.fileName): these changes need a new process; they apply with an in-place upgrade (kill -USR2 \(getpid())) or a restart, and are reported again at each change until then",
                     metadata: ["keys": "\(pending.joined(separator: ", "))"])
             }
             guard applied != inForce else { return false }
@@ -142,6 +140,7 @@ extension ServeCommand {
     /// made does anything change.
     static func apply(
         _ change: SettingsFollower.Change, server: Server.Tuner, sites: LockedRegistry, certificateManager: Current<CertificateManager>,
+        retiringManager: Current<CertificateManager>,
         cdnWatch: Current<CDNWatch>, store: SnapshotStore, names: @Sendable () -> Set<String>, workers: Int, logger: Logger
     ) throws -> Bool {
         let (old, new) = (change.old, change.new)
@@ -195,13 +194,21 @@ extension ServeCommand {
             changed.append("cache-control")
         }
         if new.acme != old.acme {
-            certificateManager.swap(manager)?.stop()
+            // The new manager runs before it is in force; the old one stops on its own thread
+            // (an order in flight may take minutes) and answers its own challenges meanwhile.
             manager?.start()
+            let previous = certificateManager.swap(manager)
+            _ = retiringManager.swap(previous)
+            _ = LoopThread.spawn {
+                previous?.stop()
+                _ = retiringManager.swap(nil)
+            }
             changed.append("acme")
         }
         if new.cdnWatch != old.cdnWatch {
-            cdnWatch.swap(watch)?.stop()
             watch?.start()
+            let previous = cdnWatch.swap(watch)
+            _ = LoopThread.spawn { previous?.stop() }
             changed.append("cdn-watch")
         }
         logger.notice("\(ServerSettings.fileName) applied", metadata: ["changed": "\(changed.joined(separator: "; "))"])

@@ -117,7 +117,7 @@ struct ServeCommand: ParsableCommand {
         // Passed sockets first (sd_listen_fds(3): early, before other descriptors are opened and
         // threads started): they are made close-on-exec and the variables removed.
         let passed = try Self.passedListeners(adminEnabled: settings.admin != nil, logger: logger)
-        let upgrade = Upgrade(logger: logger)
+        let upgrade = Upgrade(pidFile: settings.pidFile, logger: logger)
         for name in unknownVariables {
             logger.warning(
                 "\(name) is not a setting; ignored", metadata: ["settings": "\(ServerSettings.environmentNames.joined(separator: " "))"])
@@ -177,10 +177,17 @@ struct ServeCommand: ParsableCommand {
         }
         // The manager in force: a changed acme section replaces it while serving.
         let certificateManager = Current(firstManager)
+        // One replaced by a change, until it has stopped: it still answers its orders' challenges.
+        let retiringManager = Current<CertificateManager>(nil)
         let automatic = firstManager != nil
         let development = certificates.development
-        let challengeResolver: TLSServer.ChallengeResolver = { name in certificateManager.value?.tlsALPNChallenge(for: name) }
-        let http01Resolver: HTTP01Resolver = { host, token in certificateManager.value?.http01Answer(host: host, token: token) }
+        let challengeResolver: TLSServer.ChallengeResolver = { name in
+            certificateManager.value?.tlsALPNChallenge(for: name) ?? retiringManager.value?.tlsALPNChallenge(for: name)
+        }
+        let http01Resolver: HTTP01Resolver = { host, token in
+            certificateManager.value?.http01Answer(host: host, token: token)
+                ?? retiringManager.value?.http01Answer(host: host, token: token)
+        }
         let tls: TLSServer
         do {
             // A site's own pair, else its automatic certificate, else its development leaf, else the default.
@@ -255,7 +262,8 @@ struct ServeCommand: ParsableCommand {
             read: { self.settings(environment: ProcessInfo.processInfo.environment) },
             apply: { [tuner = server.tuner] change in
                 try Self.apply(
-                    change, server: tuner, sites: sites, certificateManager: certificateManager, cdnWatch: cdnWatch, store: store,
+                    change, server: tuner, sites: sites, certificateManager: certificateManager, retiringManager: retiringManager,
+                    cdnWatch: cdnWatch, store: store,
                     names: { acmeNames.names(in: store.snapshot()) }, workers: workerCount, logger: logger)
             })
         watcher?.start { change in
@@ -352,15 +360,17 @@ struct ServeCommand: ParsableCommand {
                 }
                 continue
             }
-            if let pid = upgrade.handedOverTo {
-                logger.info("stopping: upgraded", metadata: ["newPID": "\(pid)"])
+            // Read once: a hand-over that lands after this is refused by `abandon`.
+            upgrade.abandon()
+            let successor = upgrade.handedOverTo
+            if let successor {
+                logger.info("stopping: upgraded", metadata: ["newPID": "\(successor)"])
             } else {
                 logger.info("stopping", metadata: ["signal": "\(received == SIGTERM ? "SIGTERM" : "SIGINT")"])
-                upgrade.abandon()
             }
             ready.lower()
             // After a hand-over systemd's service is the new process: this one says nothing more.
-            if upgrade.handedOverTo == nil { SystemdNotify.send("STOPPING=1") }
+            if successor == nil { SystemdNotify.send("STOPPING=1") }
             watcher?.stop()
             server.stop()
             certificateManager.value?.stop()

@@ -22,16 +22,23 @@ final class Upgrade: Sendable {
     /// symlink a versioned install points the path at.
     let binary: String?
     let arguments: [String]
+    /// The `--pid-file`, written back to this process's id when an upgrade fails after the new
+    /// process wrote its own.
+    private let pidFile: String?
     private let logger: Logger
     private let state = Mutex<State>(.idle)
 
     enum State: Equatable {
         case idle
+        /// Started, not ready yet.
         case starting(pid: Int32)
+        /// Ready: this process hands over and drains.
         case handedOver(pid: Int32)
+        /// Being stopped and reaped (failed, or this process is stopping).
+        case ending(pid: Int32)
     }
 
-    init(logger: Logger) {
+    init(pidFile: String?, logger: Logger) {
         let first = CommandLine.arguments.first ?? ""
         if first.hasPrefix("/") {
             binary = first
@@ -43,6 +50,7 @@ final class Upgrade: Sendable {
                 .first { access($0, X_OK) == 0 }
         }
         arguments = Array(CommandLine.arguments.dropFirst())
+        self.pidFile = pidFile
         self.logger = logger
     }
 
@@ -55,8 +63,21 @@ final class Upgrade: Sendable {
     /// Starts the new process with `listeners`; `handOver` runs (on another thread) once it is
     /// ready and must make this process drain and exit.
     func begin(listeners: [SocketActivation.Listener], handOver: @escaping @Sendable (Int32) -> Void) {
-        guard state.withLock({ $0 }) == .idle else {
+        switch state.withLock({ $0 }) {
+        case .idle:
+            break
+        case .handedOver(let pid):
+            logger.warning("this process already handed over to pid \(pid), which serves now; SIGUSR2 that one")
+            return
+        case .starting, .ending:
             logger.warning("an upgrade is already under way; SIGUSR2 ignored")
+            return
+        }
+        // As PID 1 (a container's init) this process's exit ends the container, the new one with it.
+        guard getpid() != 1 else {
+            logger.error(
+                "upgrade refused: aasad runs as PID 1 (a container), whose exit would end the new process too; roll out a new image instead"
+            )
             return
         }
         guard let binary else {
@@ -81,7 +102,7 @@ final class Upgrade: Sendable {
         } catch {
             close(readEnd)
             close(writeEnd)
-            logger.error("upgrade failed: cannot start \(binary); still serving", metadata: ["error": "\(error)"])
+            logger.error("upgrade failed: cannot run \(binary) (\(describeErrno(error.errno))); still serving")
             return
         }
         // Only the new process holds the write end now: its exit is end-of-file here.
@@ -93,24 +114,41 @@ final class Upgrade: Sendable {
         _ = LoopThread.spawn { [self] in
             let outcome = Self.waitForReadiness(readEnd, pid: pid)
             close(readEnd)
-            switch outcome {
-            case .ready:
-                state.withLock { $0 = .handedOver(pid: pid) }
+            // Ready counts only while still starting: a stop that began meanwhile (`abandon`)
+            // already told the new process to stop, and it must not become the service.
+            let handingOver = state.withLock { state -> Bool in
+                guard state == .starting(pid: pid) else { return false }
+                if case .ready = outcome {
+                    state = .handedOver(pid: pid)
+                    return true
+                }
+                state = .ending(pid: pid)
+                return false
+            }
+            if handingOver {
                 logger.notice("upgrade: the new process is ready; this one drains and exits", metadata: ["pid": "\(pid)"])
                 handOver(pid)
-            case .failed(let why):
-                logger.error("upgrade failed: the new process \(why); still serving", metadata: ["pid": "\(pid)", "binary": "\(binary)"])
-                state.withLock { $0 = .idle }
+                return
             }
+            if case .failed(let why) = outcome {
+                logger.error("upgrade failed: the new process \(why); still serving", metadata: ["pid": "\(pid)", "binary": "\(binary)"])
+            }
+            // Whatever it was doing (it may have accepted connections on the shared sockets),
+            // it stops as on SIGTERM, draining, and is reaped: never a second server left behind.
+            Self.end(pid)
+            if let pidFile { try? PIDFile.write(pidFile) }
+            state.withLock { if $0 == .ending(pid: pid) { $0 = .idle } }
         }
     }
 
-    /// Stops a new process that is not ready yet (this one is stopping: it must not leave a
-    /// second server behind).
+    /// This process is stopping: a new process that is not ready yet is told to stop too (it
+    /// must not be left behind as a second server), and never becomes the service.
     func abandon() {
-        if case .starting(let pid) = state.withLock({ $0 }) {
+        state.withLock { state in
+            guard case .starting(let pid) = state else { return }
             logger.notice("stopping the new process of the unfinished upgrade", metadata: ["pid": "\(pid)"])
             kill(pid, SIGTERM)
+            state = .ending(pid: pid)
         }
     }
 
@@ -125,11 +163,7 @@ final class Upgrade: Sendable {
         let deadline = clock.milliseconds() + Int64(readinessTimeout) * 1000
         while true {
             let left = deadline - clock.milliseconds()
-            guard left > 0 else {
-                kill(pid, SIGKILL)
-                _ = reap(pid, wait: true)
-                return .failed("was not ready within \(readinessTimeout) s and was stopped")
-            }
+            guard left > 0 else { return .failed("was not ready within \(readinessTimeout) s and is stopped") }
             var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             let n = poll(&poller, 1, Int32(min(left, 1000)))
             if n < 0 && errno == EINTR { continue }
@@ -140,29 +174,39 @@ final class Upgrade: Sendable {
             if count > 0 {
                 received += buffer[..<count]
                 if received.starts(with: Array("READY=1".utf8)) { return .ready }
-                if received.count > 64 { break }
+                if received.count > 64 { return .failed("wrote something other than its readiness and is stopped") }
                 continue
             }
             break
         }
         // End of file without readiness: it exited (or closed the pipe, which it never does).
-        return .failed(reap(pid, wait: false) ?? "closed its readiness pipe without being ready")
-    }
-
-    /// How the process ended, once it has (waiting up to 5 s unless `wait`); nil if it has not.
-    private static func reap(_ pid: Int32, wait: Bool) -> String? {
         var status: Int32 = 0
-        for _ in 0..<(wait ? 1 : 50) {
-            let done = waitpid(pid, &status, wait ? 0 : WNOHANG)
-            if done == pid {
-                let low = status & 0x7F
-                if low == 0 { return "exited with status \((status >> 8) & 0xFF) before it was ready" }
-                return "was killed by signal \(low) before it was ready"
+        for _ in 0..<50 {
+            if waitpid(pid, &status, WNOHANG) == pid {
+                let signal = status & 0x7F
+                // Reaped here: `end` finds nothing left to do.
+                return .failed(
+                    signal == 0
+                        ? "exited with status \((status >> 8) & 0xFF) before it was ready"
+                        : "was killed by signal \(signal) before it was ready")
             }
-            if done < 0 { return "ended before it was ready" }
             usleep(100_000)
         }
-        return nil
+        return .failed("closed its readiness pipe without being ready and is stopped")
+    }
+
+    /// Stops a new process that will not serve: SIGTERM (it drains what it accepted), SIGKILL
+    /// after 30 s, then reaped. Nothing is done to a process already reaped.
+    private static func end(_ pid: Int32) {
+        var status: Int32 = 0
+        guard waitpid(pid, &status, WNOHANG) == 0 else { return }
+        kill(pid, SIGTERM)
+        for _ in 0..<300 {
+            if waitpid(pid, &status, WNOHANG) != 0 { return }
+            usleep(100_000)
+        }
+        kill(pid, SIGKILL)
+        _ = waitpid(pid, &status, 0)
     }
 
     /// This process's environment as it is now (the variables socket activation took are gone).
@@ -182,7 +226,12 @@ final class Upgrade: Sendable {
     /// made close-on-exec, and its variable removed.
     static func takeReadiness(environment: [String: String]) -> Int32? {
         defer { unsetenv(readyVariable) }
-        guard let text = environment[readyVariable], let fd = Int32(text), fd > 2 else { return nil }
+        // Only right after the listeners, in a process they were passed to: a stray variable
+        // (an Environment= line, a supervisor's own pipe) names nothing of ours.
+        guard let text = environment[readyVariable], let fd = Int32(text),
+            environment["LISTEN_PID"] == "\(getpid())", let count = environment["LISTEN_FDS"].flatMap({ Int32($0) }),
+            fd == SocketActivation.firstDescriptor + count
+        else { return nil }
         var info = stat()
         guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFIFO else { return nil }
         _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
@@ -200,14 +249,27 @@ final class Upgrade: Sendable {
 /// `--pid-file`: the serving process's id, written when it is ready (by the new process after an
 /// upgrade), removed by the process that wrote it when it stops, unless another took it over.
 enum PIDFile {
-    static func write(_ path: String) throws {
+    struct Failure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// Written to a new file beside it (created exclusively, never through a symlink) and
+    /// renamed over it: a reader sees the old id or the new one, whole.
+    static func write(_ path: String) throws(Failure) {
         let directory = (path as NSString).deletingLastPathComponent
-        let temporary = (directory.isEmpty ? "." : directory) + "/.\((path as NSString).lastPathComponent).\(getpid()).tmp"
-        try Data("\(getpid())\n".utf8).write(to: URL(fileURLWithPath: temporary))
-        guard rename(temporary, path) == 0 else {
+        let temporary =
+            (directory.isEmpty ? "." : directory)
+            + "/.\((path as NSString).lastPathComponent).\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw Failure(description: "create \(temporary): \(describeErrno(errno))") }
+        let bytes = Array("\(getpid())\n".utf8)
+        let written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+        let synced = fsync(fd) == 0
+        close(fd)
+        guard written == bytes.count, synced, rename(temporary, path) == 0 else {
             let error = errno
             unlink(temporary)
-            throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "rename to \(path): \(describeErrno(error))"])
+            throw Failure(description: "write \(path): \(describeErrno(error))")
         }
     }
 

@@ -95,6 +95,14 @@ final class ACMEServeTests {
         #expect(metrics.contains("aasad_acme_names{state=\"needs-dns-hook\"} 1"))
         #expect(!metrics.contains("aasad_acme_challenge_handshakes_total 0"))
         #expect(try presented(server, "a.test").contains("Pebble Intermediate"))
+        // The acme section changed while serving (issue 15): a new manager on the same storage
+        // keeps what was issued and orders the next site over the challenge now configured.
+        try settings(challenges: "http-01")
+        #expect(server.waitForLog("aasad.yaml applied"))
+        #expect(waitValid(server, ["a.test", "www.a.test", "new.test"]), "\(describe(server))")
+        try config.write("config/sites/later.test/apple-app-site-association", config.aasa)
+        #expect(waitValid(server, ["later.test"]), "\(describe(server))")
+        #expect(try server.https("later.test", "/apple-app-site-association", cacert: root).status == 200)
         #expect(server.stop() == 0)
         #expect(server.log().contains("certificate issued"))
         // aasad sites reads the same storage without a server.

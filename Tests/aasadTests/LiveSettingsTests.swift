@@ -39,12 +39,29 @@ final class LiveSettingsTests {
         return try Tool.run("python3", ["-c", script]).text.contains("closed")
     }
 
+    /// Whether the server closes a TCP connection that never starts its TLS handshake within `seconds`.
+    func closesSilent(_ server: RunningServer, within seconds: Int) throws -> Bool {
+        let script = """
+            import socket
+            raw = socket.create_connection(("127.0.0.1", \(server.httpsPort)))
+            raw.settimeout(\(seconds))
+            try:
+                print("closed" if not raw.recv(1) else "data")
+            except (socket.timeout, TimeoutError):
+                print("open")
+            except ConnectionResetError:
+                print("closed")
+            """
+        return try Tool.run("python3", ["-c", script]).text.contains("closed")
+    }
+
     @Test("cache-control, logging, the access log, timeouts and the CDN watch change while serving; an invalid file changes nothing")
     func liveKeys() throws {
         try config.write("config/aasad.yaml", Array("cache-control: max-age=11\n".utf8))
         let server = try RunningServer(config: config)
         #expect(try cacheControl(server) == "max-age=11")
         #expect(try !closesIdle(server, within: 3))
+        #expect(try !closesSilent(server, within: 3))
         #expect(try !metrics(server).contains("aasad_cdn_sites"))
         let accessLog = config.path("access.log")
 
@@ -53,7 +70,7 @@ final class LiveSettingsTests {
             Array(
                 """
                 cache-control: max-age=22
-                timeouts: {idle: 1}
+                timeouts: {idle: 1, handshake: 1}
                 logging: {level: debug, format: json, access-log: \(accessLog)}
                 cdn-watch: {enabled: true, url: "https://127.0.0.1:9/a/v1/", rate: 1}
 
@@ -63,6 +80,7 @@ final class LiveSettingsTests {
         // Workers take the new limits within a second.
         usleep(1_100_000)
         #expect(try closesIdle(server, within: 5))
+        #expect(try closesSilent(server, within: 5))
         #expect(eventually { (try? String(contentsOfFile: accessLog, encoding: .utf8))?.contains("\"status\":200") ?? false })
         #expect(try metrics(server).contains("aasad_cdn_sites"))
         // The log is JSON from the change on, at the debug level.
@@ -84,8 +102,9 @@ final class LiveSettingsTests {
         // Still TLS 1.2 as started: only a new process changes that.
         #expect(try server.https("a.test", "/apple-app-site-association", ["--tls-max", "1.2"]).status == 200)
         #expect(eventually { (try? cacheControl(server)) == "max-age=55" })
-        // Back to the defaults: idle connections are kept again, the CDN watch is gone.
-        try config.write("config/aasad.yaml", Array("cache-control: max-age=11\n".utf8))
+        // Back to the defaults: idle connections are kept again, the CDN watch is gone, and the
+        // log at the error level says nothing about the change it applies.
+        try config.write("config/aasad.yaml", Array("cache-control: max-age=11\nlogging: {level: error}\n".utf8))
         #expect(eventually { (try? cacheControl(server)) == "max-age=11" })
         usleep(1_100_000)
         #expect(try !closesIdle(server, within: 3))
@@ -94,5 +113,6 @@ final class LiveSettingsTests {
         let log = server.log()
         #expect(log.contains("timeouts.idle: must be whole seconds from 1 to 86400, not \\\"never\\\""), "\(log)")
         #expect(log.contains("\"keys\":\"tls.min-version\""), "\(log)")
+        #expect(log.components(separatedBy: "aasad.yaml applied").count == 3, "\(log)")
     }
 }

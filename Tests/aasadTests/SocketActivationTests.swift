@@ -35,6 +35,7 @@ final class SocketActivationTests {
         launcher.send("load 3")
         launcher.send("load-h2 2")
         launcher.send("load-keepalive 2")
+        launcher.send("load-h2-keepalive 1")
         usleep(500_000)
         for _ in 0..<2 {
             launcher.send("restart")

@@ -47,7 +47,9 @@ static const int CAASALinux_EFD_CLOEXEC = EFD_CLOEXEC;
 // every other descriptor above 2 closed, no blocked signal, and envp[pid_slot] (when pid_slot is
 // not negative) replaced by "LISTEN_PID=<its own pid>": socket activation as systemd passes
 // listeners (sd_listen_fds(3)). `highest_fd` bounds the closing loop on kernels without
-// close_range. Returns the new process's id, or -1 with errno set.
+// close_range. Returns the new process's id, or -1 with errno set (execve's own errno when the
+// program could not be run: ENOENT, EACCES, ENOEXEC…).
+#define CAASALinux_SPAWN_MAX_DESCRIPTORS 4096
 pid_t CAASALinux_spawn_passing(const char *path, char *const argv[], char *envp[], int pid_slot, const int *fds, int count,
                                int highest_fd);
 

@@ -3,11 +3,13 @@ keep asking for a site's AASA file while the server behind a port is restarted o
 count every answer that is not the expected 200 with the expected body.
 
 Kinds: "new" (a new TLS connection per request, HTTP/1.1), "h2" (curl over HTTP/2, a new
-connection each time), "keepalive" (HTTP/1.1 requests on one kept-alive TLS connection). A
+connection each time), "keepalive" (HTTP/1.1 requests on one kept-alive TLS connection),
+"h2-keepalive" (HTTP/2 requests one after another on one connection, with the h2 library). A
 kept-alive connection the server closes while idle is the race RFC 9112 §9.3.1 lets a client
 retry an idempotent request for (browsers and curl do): a request that got no byte of an answer
-on a reused connection is sent again on a new one and counted under "retried"; anything else
-that is not the expected answer is "failed".
+on a reused connection is sent again on a new one and counted under "retried". On HTTP/2 a
+stream the server's GOAWAY says it did not process (an id above the last one) is retried the
+same way (RFC 9113 §6.8). Anything else that is not the expected answer is "failed".
 """
 import socket
 import ssl
@@ -45,7 +47,8 @@ class Load:
                     self.counts["errors"].append(error)
 
     def start(self, kind, n):
-        target = {"new": self.new_connections, "h2": self.h2, "keepalive": self.keepalive}[kind]
+        target = {"new": self.new_connections, "h2": self.h2, "keepalive": self.keepalive,
+                  "h2-keepalive": self.h2_keepalive}[kind]
         for _ in range(n):
             thread = threading.Thread(target=target, daemon=True)
             thread.start()
@@ -152,6 +155,83 @@ class Load:
                 self.record(ok, None if ok else head[:40].decode("latin-1"), body if ok else None)
                 used += 1
                 if closing:
+                    tls.close()
+                    tls = None
+            except Exception as e:  # noqa: BLE001 - every failure is counted and named
+                self.record(False, repr(e))
+                if tls is not None:
+                    tls.close()
+                tls = None
+        if tls is not None:
+            tls.close()
+
+    def h2_keepalive(self):
+        import h2.config
+        import h2.connection
+        import h2.events
+
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        context.set_alpn_protocols(["h2"])
+        tls, connection, used = None, None, 0
+        headers = [(":method", "GET"), (":scheme", "https"), (":authority", self.host), (":path", PATH)]
+        while not self.stopping.is_set():
+            try:
+                if tls is None:
+                    raw = socket.create_connection(("127.0.0.1", self.port), timeout=10)
+                    tls = context.wrap_socket(raw, server_hostname=self.host)
+                    if tls.selected_alpn_protocol() != "h2":
+                        raise ConnectionError("no h2 in ALPN")
+                    connection = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+                    connection.initiate_connection()
+                    tls.sendall(connection.data_to_send())
+                    used = 0
+                stream = connection.get_next_available_stream_id()
+                connection.send_headers(stream, headers, end_stream=True)
+                tls.sendall(connection.data_to_send())
+                status, body, done, refused = None, b"", False, False
+                while not done:
+                    try:
+                        data = tls.recv(65536)
+                    except (ConnectionResetError, ssl.SSLError):
+                        data = b""
+                    if not data:
+                        if status is None and used:
+                            refused = True  # closed before any answer: as a GOAWAY above this stream
+                            break
+                        raise ConnectionError("closed inside a stream (status %r)" % status)
+                    for event in connection.receive_data(data):
+                        if isinstance(event, h2.events.ResponseReceived) and event.stream_id == stream:
+                            status = dict(event.headers).get(b":status")
+                        elif isinstance(event, h2.events.DataReceived) and event.stream_id == stream:
+                            body += event.data
+                            connection.acknowledge_received_data(event.flow_controlled_length, stream)
+                        elif isinstance(event, h2.events.StreamEnded) and event.stream_id == stream:
+                            done = True
+                        elif isinstance(event, h2.events.StreamReset) and event.stream_id == stream:
+                            if event.error_code == 7:  # REFUSED_STREAM: never processed
+                                refused = True
+                                done = True
+                            else:
+                                raise ConnectionError("stream reset: %r" % event.error_code)
+                        elif isinstance(event, h2.events.ConnectionTerminated):
+                            if event.last_stream_id is not None and stream > event.last_stream_id:
+                                refused = True
+                                done = True
+                    pending = connection.data_to_send()
+                    if pending:
+                        tls.sendall(pending)
+                if refused:
+                    with self.lock:
+                        self.counts["retried"] += 1
+                    tls.close()
+                    tls = None
+                    continue
+                ok = status == b"200"
+                self.record(ok, None if ok else "h2 status %r" % status, body if ok else None)
+                used += 1
+                if connection.state_machine.state == h2.connection.ConnectionState.CLOSED:
                     tls.close()
                     tls = None
             except Exception as e:  # noqa: BLE001 - every failure is counted and named

@@ -8,6 +8,7 @@ Prints "port N" once bound and "ready" whenever a process is ready. Reads comman
   load N    start N client threads making new TLS connections (HTTP/1.1), each one GET, in a loop
   load-h2 N the same with curl over HTTP/2
   load-keepalive N  N clients each asking again and again on one kept-alive connection
+  load-h2-keepalive N  the same over HTTP/2 (one stream after another on one connection)
   report    stop the clients and print {"ok": n, "failed": n, "retried": n, "errors": [...]} as one
             line (load_clients.py)
 """
@@ -65,8 +66,9 @@ for line in sys.stdin:
         child.send_signal(signal.SIGTERM)
         child.wait()
         start()
-    elif command[0] in ("load", "load-h2", "load-keepalive"):
-        load.start({"load": "new", "load-h2": "h2", "load-keepalive": "keepalive"}[command[0]], int(command[1]))
+    elif command[0] in ("load", "load-h2", "load-keepalive", "load-h2-keepalive"):
+        kinds = {"load": "new", "load-h2": "h2", "load-keepalive": "keepalive", "load-h2-keepalive": "h2-keepalive"}
+        load.start(kinds[command[0]], int(command[1]))
     elif command[0] == "report":
         print(json.dumps(load.report()), flush=True)
 if child is not None:

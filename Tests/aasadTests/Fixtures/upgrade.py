@@ -2,15 +2,17 @@
 path an operator installs new versions at), with --pid-file, and replaces it on command while
 clients keep connecting (load_clients.py), so that a test can count what an upgrade failed.
 
-Usage: upgrade.py SCRATCH AASAD ARGS...   (the serve arguments, with --https 127.0.0.1:0)
+Usage: upgrade.py SCRATCH AASAD ARGS...   (the serve arguments; the HTTPS listener on 127.0.0.1)
 Prints "port N" and "ready PID" once serving. Reads commands on stdin:
   upgrade   SIGUSR2 to the serving process; prints "upgraded OLD NEW" once the new one is ready,
             holds the PID file and the old one has exited ("stuck ..." otherwise)
   break     point the symlink at a program that exits at once (a broken new version)
+  missing   point it at a file that does not exist
   mend      point it back at AASAD
-  failed    SIGUSR2; prints "kept PID" once the process says the upgrade failed and still
-            serves with its PID in the PID file
-  load N / load-h2 N / load-keepalive N / report   as in socket_activation.py
+  failed    SIGUSR2; prints "kept PID | LOG LINE" once the process says the upgrade failed (the
+            line saying so) and still serves with its PID in the PID file
+  load N / load-h2 N / load-keepalive N / load-h2-keepalive N / report   as in
+            socket_activation.py
   pid       prints the PID file's content
 """
 import ctypes
@@ -147,17 +149,22 @@ for line in sys.stdin:
                 said = next((l for l in events[mark:] if "upgrade failed" in l), None)
                 if said is None:
                     events_changed.wait(0.2)
-        print(("kept %d" % old) if said and read_pid() == old and alive(old) else "not-kept " + repr(said), flush=True)
+        kept = said and read_pid() == old and alive(old)
+        print(("kept %d | %s" % (old, said)) if kept else "not-kept " + repr(said), flush=True)
     elif command[0] == "break":
         point(broken)
         print("broken", flush=True)
+    elif command[0] == "missing":
+        point(os.path.join(scratch, "no-such-binary"))
+        print("missing", flush=True)
     elif command[0] == "mend":
         point(aasad)
         print("mended", flush=True)
     elif command[0] == "pid":
         print(read_pid(), flush=True)
-    elif command[0] in ("load", "load-h2", "load-keepalive"):
-        load.start({"load": "new", "load-h2": "h2", "load-keepalive": "keepalive"}[command[0]], int(command[1]))
+    elif command[0] in ("load", "load-h2", "load-keepalive", "load-h2-keepalive"):
+        kinds = {"load": "new", "load-h2": "h2", "load-keepalive": "keepalive", "load-h2-keepalive": "h2-keepalive"}
+        load.start(kinds[command[0]], int(command[1]))
     elif command[0] == "report":
         print(json.dumps(load.report()), flush=True)
     elif command[0] == "log":
