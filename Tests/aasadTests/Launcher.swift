@@ -17,7 +17,11 @@ final class Launcher {
         try process.run()
     }
 
-    deinit {
+    deinit { finish() }
+
+    /// Ends the launcher (end of its input: it stops what it runs) and waits for it; a test calls
+    /// it before removing the directories the launcher's servers use.
+    func finish() {
         try? input.fileHandleForWriting.close()
         process.waitUntilExit()
     }

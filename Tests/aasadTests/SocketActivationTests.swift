@@ -11,6 +11,8 @@ final class SocketActivationTests {
     let launcher: Launcher
     var port = 0
 
+    deinit { launcher.finish() }
+
     init() throws {
         config = try TestConfig()
         launcher = try Launcher(

@@ -13,6 +13,8 @@ final class UpgradeTests {
     var port = 0
     var pid = 0
 
+    deinit { launcher.finish() }
+
     init() throws {
         config = try TestConfig()
         scratch = try TemporaryDirectory()

@@ -28,6 +28,7 @@ import time
 from load_clients import Load
 
 signal.alarm(240)
+serving = []  # every process id seen serving: the last one is stopped at the end, whatever ends us
 
 scratch, aasad, args = sys.argv[1], sys.argv[2], sys.argv[3:]
 # Upgraded processes are children of the process they replace: become their reaper, so that
@@ -84,9 +85,30 @@ def wait_for(predicate, timeout=60):
 def read_pid():
     try:
         with open(pid_file) as f:
-            return int(f.read().strip())
+            pid = int(f.read().strip())
     except (OSError, ValueError):
         return None
+    if pid not in serving:
+        serving.append(pid)
+    return pid
+
+
+def stop_all(*_):
+    """Stops every process seen serving (the launcher's own child included) and waits for them."""
+    for pid in reversed(serving):
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    deadline = time.time() + 20
+    while any(alive(pid) for pid in serving) and time.time() < deadline:
+        time.sleep(0.05)
+    os._exit(0)
+
+
+# An alarm or a SIGTERM from the test harness must not leave a server behind.
+signal.signal(signal.SIGALRM, stop_all)
+signal.signal(signal.SIGTERM, stop_all)
 
 
 def alive(pid):
@@ -171,9 +193,5 @@ for line in sys.stdin:
         with events_changed:
             print(json.dumps(events), flush=True)
 
-pid = read_pid()
-if pid is not None and alive(pid):
-    os.kill(pid, signal.SIGTERM)
-    deadline = time.time() + 20
-    while alive(pid) and time.time() < deadline:
-        time.sleep(0.05)
+read_pid()
+stop_all()
