@@ -97,6 +97,9 @@ final class SettingsFollower: Sendable {
         return applied
     }
 
+    /// The settings in force (as started, with the changes applied since).
+    var inForce: ServerSettings { state.withLock { $0 } }
+
     /// Reads the settings again and applies what changed. Returns whether every served file is
     /// to be prepared again (cache-control changed).
     @discardableResult

@@ -37,6 +37,7 @@ extension ServeCommand {
         flag("--idle-timeout", "timeouts.idle", idleTimeout.map { ["\($0)"] })
         flag("--write-timeout", "timeouts.write", writeTimeout.map { ["\($0)"] })
         flag("--drain-timeout", "timeouts.drain", drainTimeout.map { ["\($0)"] })
+        flag("--shutdown-delay", "timeouts.shutdown-delay", shutdownDelay.map { ["\($0)"] })
         flag("--max-connections", "limits.max-connections", maxConnections.map { ["\($0)"] })
         flag("--tls-min-version", "tls.min-version", tlsMinVersion.map { [$0] })
         flag("--admin", "admin", admin.map { [$0] })

@@ -74,6 +74,12 @@ struct ServeCommand: ParsableCommand {
     @Option(help: "On SIGTERM/SIGINT, seconds open connections get to finish (default: \(Limits().drainTimeout)).")
     var drainTimeout: Int64?
 
+    @Option(
+        help:
+            "On SIGTERM/SIGINT, seconds to go on serving with /readyz answering 503 before accepting stops, for load balancers that follow readiness (default: 0)."
+    )
+    var shutdownDelay: Int64?
+
     @Option(help: "Connections one worker keeps open at most; 0 for no limit (default: 0).")
     var maxConnections: Int?
 
@@ -371,6 +377,20 @@ struct ServeCommand: ParsableCommand {
             ready.lower()
             // After a hand-over systemd's service is the new process: this one says nothing more.
             if successor == nil { SystemdNotify.send("STOPPING=1") }
+            // Unready first, still serving: a load balancer that follows /readyz stops sending
+            // before accepting stops. A second SIGTERM or SIGINT cuts the delay short.
+            let delay = follower.inForce.shutdownDelay
+            if successor == nil && delay > 0 {
+                logger.info("unready; serving \(delay) s more before accepting stops (timeouts.shutdown-delay)")
+                let clock = MonotonicClock()
+                let end = clock.milliseconds() + delay * 1000
+                while clock.milliseconds() < end {
+                    let left = end - clock.milliseconds()
+                    var wait = timespec(tv_sec: Int(left / 1000), tv_nsec: Int(left % 1000) * 1_000_000)
+                    let next = sigtimedwait(&signals, nil, &wait)
+                    if next == SIGTERM || next == SIGINT { break }
+                }
+            }
             watcher?.stop()
             server.stop()
             certificateManager.value?.stop()

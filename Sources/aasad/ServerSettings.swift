@@ -19,7 +19,7 @@ import TLS
 /// state: state                # where the development certificate is kept
 /// user: aasad                 # drop to this user after binding (run as root to bind 443)
 /// pid-file: /run/aasad/aasad.pid   # the serving process's id; follows an upgrade (SIGUSR2)
-/// timeouts: { handshake: 10, request: 10, idle: 60, write: 30, drain: 10 }   # seconds
+/// timeouts: { handshake: 10, request: 10, idle: 60, write: 30, drain: 10, shutdown-delay: 0 }   # seconds
 /// limits: { max-connections: 0 }   # per worker; 0: the descriptor limit, less a reserve
 /// tls: { min-version: "1.2" }      # or "1.3"
 /// cache-control: max-age=300
@@ -64,6 +64,9 @@ struct ServerSettings: Equatable {
     var idleTimeout = Limits().idleTimeout
     var writeTimeout = Limits().writeTimeout
     var drainTimeout = Limits().drainTimeout
+    /// On SIGTERM, seconds to go on serving with `/readyz` answering 503 before accepting stops
+    /// (for load balancers that follow readiness); 0: stop accepting at once.
+    var shutdownDelay: Int64 = 0
     /// Per worker; 0 for none.
     var maxConnections = 0
     var tlsMinimumVersion = TLSVersion.tls12
@@ -234,6 +237,11 @@ struct ServerSettings: Equatable {
         seconds("timeouts.idle", \.idleTimeout),
         seconds("timeouts.write", \.writeTimeout),
         seconds("timeouts.drain", \.drainTimeout),
+        scalar("timeouts.shutdown-delay") { settings, text in
+            guard let n = Int64(text), n >= 0, n <= 300 else { return "must be whole seconds from 0 to 300, not \"\(text)\"" }
+            settings.shutdownDelay = n
+            return nil
+        },
         scalar("limits.max-connections") { settings, text in
             guard let n = Int(text), n >= 0, n <= 10_000_000 else {
                 return "must be a number of connections (0 for no limit), not \"\(text)\""

@@ -116,3 +116,37 @@ final class LiveSettingsTests {
         #expect(log.components(separatedBy: "aasad.yaml applied").count == 3, "\(log)")
     }
 }
+
+/// `timeouts.shutdown-delay` (issue 15, Kubernetes): on SIGTERM the process turns unready
+/// (`/readyz` 503) and goes on serving for the delay, then stops accepting and drains.
+@Suite("stopping: unready before accepting stops")
+final class ShutdownDelayTests {
+    @Test("with a delay set while serving, /readyz is 503 while HTTPS still answers, then the process drains and exits 0")
+    func unreadyFirst() throws {
+        let config = try TestConfig()
+        let server = try RunningServer(config: config)
+        #expect(try server.admin("/readyz").status == 200)
+        try config.write("config/aasad.yaml", Array("timeouts: {shutdown-delay: 3}\n".utf8))
+        #expect(server.waitForLog("aasad.yaml applied"))
+        server.signal(SIGTERM)
+        #expect(eventually { (try? server.admin("/readyz").status) == 503 })
+        // Unready, and still serving new connections.
+        let served = try server.https("a.test", "/.well-known/apple-app-site-association")
+        #expect(served.status == 200 && served.body == config.aasa)
+        server.process.waitUntilExit()
+        #expect(server.process.terminationStatus == 0)
+        #expect(throws: (any Error).self) { try server.https("a.test", "/.well-known/apple-app-site-association") }
+        #expect(server.log().contains("unready; serving 3 s more before accepting stops"))
+    }
+
+    @Test("a second SIGTERM cuts the delay short")
+    func secondSignal() throws {
+        let config = try TestConfig()
+        let server = try RunningServer(config: config, extra: ["--shutdown-delay", "300"])
+        server.signal(SIGTERM)
+        #expect(eventually { (try? server.admin("/readyz").status) == 503 })
+        server.signal(SIGTERM)
+        server.process.waitUntilExit()
+        #expect(server.process.terminationStatus == 0)
+    }
+}
