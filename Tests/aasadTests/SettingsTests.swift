@@ -40,7 +40,7 @@ final class SettingsTests {
         let file = config.path("config/aasad.yaml")
         for expected in [
             "error: \(file): listen.https: cannot listen on \"nowhere\"",
-            "error: \(file): timeouts.idel: unknown key; timeouts knows handshake, request, idle, write, drain [settings, line 4, column 3]",
+            "error: \(file): timeouts.idel: unknown key; timeouts knows handshake, request, idle, write, drain, shutdown-delay [settings, line 4, column 3]",
             "error: \(file): timeouts.write: must be whole seconds from 1 to 86400, not \"0\"",
             "error: \(file): tls.min-version: must be one of \"1.2\", \"1.3\", not \"1.1\"",
             "error: \(file): logging.level: must be one of \"trace\", \"debug\", \"info\", \"notice\", \"warning\", \"error\", \"critical\", not \"loud\"",
