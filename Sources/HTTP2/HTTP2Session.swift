@@ -326,7 +326,19 @@ public final class HTTP2Session {
     /// Whether frames are waiting to be produced.
     public var wantsWrite: Bool { nghttp2_session_want_write(session) != 0 }
 
-    /// Starts a graceful end: GOAWAY with the last stream seen; streams in flight finish.
+    /// The first step of a graceful end (RFC 9113 §6.8): GOAWAY with the largest stream id, so
+    /// that the client opens no new stream but streams it sent before seeing it are still
+    /// served. `goAway` follows once they have had time to arrive.
+    public func shutdownNotice() {
+        guard !noticeSent && !goingAway else { return }
+        noticeSent = true
+        nghttp2_submit_shutdown_notice(session)
+    }
+
+    /// Whether `shutdownNotice` was sent.
+    public private(set) var noticeSent = false
+
+    /// Ends gracefully: GOAWAY with the last stream seen; streams in flight finish.
     public func goAway() {
         goingAway = true
         nghttp2_submit_goaway(session, 0, nghttp2_session_get_last_proc_stream_id(session), CAASANghttp2_NO_ERROR, nil, 0)

@@ -105,10 +105,6 @@ struct ConnectionMachine {
     private(set) var outputOffset = 0
     /// Close once the pending output is written.
     private var closeAfterWrite = false
-    /// Whether a response has been written: a stop closes an idle keep-alive connection at once,
-    /// but gives a new one the time to send the request it was opened for (a client that
-    /// connected as the server began to stop has one in flight).
-    private var answered = false
     /// Seconds a new connection is given for its first request once a stop begins.
     static let firstRequestGrace: Int64 = 1
     /// Until when that grace runs; set by the first `stop`.
@@ -262,27 +258,28 @@ struct ConnectionMachine {
         return outputDone(flushed: true, &context)
     }
 
-    /// The server is stopping: HTTP/2 sends GOAWAY; an idle HTTP/1.1 connection closes now; a
-    /// busy one closes after its current response.
+    /// The server is stopping: HTTP/2 sends the first of its two GOAWAYs; an idle HTTP/1.1
+    /// connection gets a second for a next request, then closes; a busy one closes after its
+    /// current response.
     mutating func stop<A>(_ context: inout ConnectionContext<A>) -> Next {
         if graceUntil == nil { graceUntil = context.now + Self.firstRequestGrace }
         switch framing {
         case .http2(let session):
-            if !session.hasProcessedStreams && session.activeStreams == 0, let graceUntil, context.now < graceUntil {
-                // A new session: its first request may be on the way; GOAWAY after the grace
-                // (or after that request is answered), see outputDone.
-                deadline = min(deadline, graceUntil)
-                return .wait
-            }
-            session.goAway()
+            // RFC 9113 §6.8: a GOAWAY that refuses nothing yet, a second for the streams the
+            // client sent before seeing it (and for a new session's first request), then the
+            // GOAWAY naming the last stream served (`graceEnded`, or `outputDone` once idle).
+            session.shutdownNotice()
+            if let graceUntil { deadline = min(deadline, graceUntil) }
             session.produce(into: &context.out, limit: context.limits.outputHighWater)
+            if context.out.isEmpty { return .wait }
             // The only event that can produce output while output is pending.
             return hasPendingOutput ? enqueue(&context) : .write
         case .http1:
             if phase == .readingRequest(started: false) && bufferedInput == 0 && !hasPendingOutput {
-                if answered { return .close }
-                // A new connection: its first request may be on the way (it connected as the stop
-                // began); a second to send it, then it closes like an idle one.
+                // Its next request may be on the way: a kept-alive client sends without waiting,
+                // and a new connection was made as the stop began. A second to send it, answered
+                // with `Connection: close`, rather than a close it would race (and have to retry
+                // on another connection); then it closes like an idle one.
                 if let graceUntil { deadline = min(deadline, graceUntil) }
             }
             return .wait
@@ -291,6 +288,18 @@ struct ConnectionMachine {
         case .acmeTLS:
             return .wait  // already lingering; the linger timeout bounds it
         }
+    }
+
+    /// The stop's grace is over (its deadline came): an HTTP/2 session sends the GOAWAY naming
+    /// the last stream it served, finishes the streams in flight and ends. nil: nothing to do but
+    /// the timeout (an HTTP/1.1 connection still idle closes).
+    mutating func graceEnded<A>(_ context: inout ConnectionContext<A>) -> Next? {
+        guard context.draining, case .http2(let session) = framing, !session.goingAway, session.isAlive else { return nil }
+        session.goAway()
+        session.produce(into: &context.out, limit: context.limits.outputHighWater)
+        if session.activeStreams > 0 { deadline = context.now + context.limits.writeTimeout }
+        if context.out.isEmpty { return session.activeStreams == 0 ? .linger : .wait }
+        return hasPendingOutput ? enqueue(&context) : .write
     }
 
     /// The worker shut the write side: input is drained, for at most the linger timeout.
@@ -324,10 +333,10 @@ struct ConnectionMachine {
             }
             if !session.isAlive { return .linger }
             if context.draining && session.activeStreams == 0 {
-                // Stopping: a new session gets the grace for its first request (it connected
-                // as the stop began); then GOAWAY, and it ends rather than wait for input that
-                // may never come.
-                if !session.hasProcessedStreams, let graceUntil, context.now < graceUntil {
+                // Stopping: streams sent before the client saw the first GOAWAY may still
+                // come until the grace ends; then the last GOAWAY, and it ends rather than wait
+                // for input that may never come.
+                if let graceUntil, context.now < graceUntil, !session.goingAway {
                     deadline = min(deadline, graceUntil)
                     return .wait
                 }
@@ -341,7 +350,6 @@ struct ConnectionMachine {
             if session.activeStreams == 0 { session.releaseIdleStorage() }
             return .wait
         case .http1:
-            answered = true
             guard (queued || flushed) && bufferedInput > 0 else {
                 // Stopping: a connection whose last response is out and that holds no request
                 // ends now instead of idling until the drain timeout. It lingers rather than

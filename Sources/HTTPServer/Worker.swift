@@ -157,9 +157,10 @@ final class Worker {
         }
         defer { context.answerer.flushLog() }
         for case let c? in connections {
-            // HTTP/2 clients learn the server is going (GOAWAY) rather than seeing a bare close.
+            // HTTP/2 clients learn the server is going (the GOAWAY naming the last stream served)
+            // rather than seeing a bare close.
             if case .http2 = c.machine.framing, !c.machine.hasPendingOutput {
-                _ = c.machine.stop(&context)
+                _ = c.machine.graceEnded(&context)
                 if !context.out.isEmpty { _ = context.out.withUnsafeBytes { write(c, $0) } }
                 context.out.removeAll(keepingCapacity: true)
             }
@@ -242,6 +243,7 @@ final class Worker {
         readClock()
         if tuning.version != tuningVersion { retune() }
         context.answerer.tick(wallSeconds: WallClock.seconds())
+        var graceOver: [(Connection, ConnectionMachine.Next)] = []
         wheel.advance(to: second) { entry in
             let fd = Int(entry.slot)
             guard fd < connections.count, let c = connections[fd], c.generation == entry.generation,
@@ -250,8 +252,19 @@ final class Worker {
                 return nil
             }
             if c.machine.deadline > second { return c.machine.deadline }
+            // A stopping HTTP/2 session's grace: its last GOAWAY, not a close (carried out
+            // below, once the wheel is no longer being advanced).
+            if let next = c.machine.graceEnded(&context) {
+                graceOver.append((c, next))
+                return nil
+            }
             timedOut(c)
             return nil
+        }
+        for (c, next) in graceOver {
+            // Its entry was used up: the next deadline files a new one.
+            c.registration.timerDeadline = .max
+            perform(c, next)
         }
         if let until = acceptPausedUntil, second >= until {
             acceptPausedUntil = nil

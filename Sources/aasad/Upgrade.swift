@@ -116,29 +116,36 @@ final class Upgrade: Sendable {
             close(readEnd)
             // Ready counts only while still starting: a stop that began meanwhile (`abandon`)
             // already told the new process to stop, and it must not become the service.
-            let handingOver = state.withLock { state -> Bool in
-                guard state == .starting(pid: pid) else { return false }
+            let decision = state.withLock { state -> Decision in
+                guard state == .starting(pid: pid) else { return .abandoned }
                 if case .ready = outcome {
                     state = .handedOver(pid: pid)
-                    return true
+                    return .handOver
                 }
                 state = .ending(pid: pid)
-                return false
+                return .failed
             }
-            if handingOver {
+            if decision == .handOver {
                 logger.notice("upgrade: the new process is ready; this one drains and exits", metadata: ["pid": "\(pid)"])
                 handOver(pid)
                 return
             }
-            if case .failed(let why) = outcome {
-                logger.error("upgrade failed: the new process \(why); still serving", metadata: ["pid": "\(pid)", "binary": "\(binary)"])
-            }
             // Whatever it was doing (it may have accepted connections on the shared sockets),
             // it stops as on SIGTERM, draining, and is reaped: never a second server left behind.
             Self.end(pid)
+            // Abandoned: this process is stopping and removes the PID file itself.
+            guard decision == .failed else { return }
             if let pidFile { try? PIDFile.write(pidFile) }
             state.withLock { if $0 == .ending(pid: pid) { $0 = .idle } }
+            // Said last: once it is logged, another SIGUSR2 starts another attempt.
+            if case .failed(let why) = outcome {
+                logger.error("upgrade failed: the new process \(why); still serving", metadata: ["pid": "\(pid)", "binary": "\(binary)"])
+            }
         }
+    }
+
+    private enum Decision {
+        case handOver, failed, abandoned
     }
 
     /// This process is stopping: a new process that is not ready yet is told to stop too (it

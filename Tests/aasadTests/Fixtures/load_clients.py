@@ -23,7 +23,7 @@ class Load:
     def __init__(self, port, host="a.test"):
         self.port = port
         self.host = host
-        self.counts = {"ok": 0, "failed": 0, "retried": 0, "errors": []}
+        self.counts = {"ok": 0, "failed": 0, "retried": 0, "retriedBy": {}, "errors": []}
         self.lock = threading.Lock()
         self.stopping = threading.Event()
         self.threads = []
@@ -45,6 +45,11 @@ class Load:
                 self.counts["failed"] += 1
                 if len(self.counts["errors"]) < 10:
                     self.counts["errors"].append(error)
+
+    def retried(self, kind):
+        with self.lock:
+            self.counts["retried"] += 1
+            self.counts["retriedBy"][kind] = self.counts["retriedBy"].get(kind, 0) + 1
 
     def start(self, kind, n):
         target = {"new": self.new_connections, "h2": self.h2, "keepalive": self.keepalive,
@@ -145,8 +150,7 @@ class Load:
                     if not used:
                         raise ConnectionError("a new connection ended without an answer")
                     # The server closed the kept-alive connection as the request went out.
-                    with self.lock:
-                        self.counts["retried"] += 1
+                    self.retried("keepalive")
                     tls.close()
                     tls = None
                     continue
@@ -187,6 +191,8 @@ class Load:
                     connection.initiate_connection()
                     tls.sendall(connection.data_to_send())
                     used = 0
+                    frames = b""  # bytes read, cut at frame boundaries before h2 sees them
+                    noticed = False
                 stream = connection.get_next_available_stream_id()
                 connection.send_headers(stream, headers, end_stream=True)
                 tls.sendall(connection.data_to_send())
@@ -201,6 +207,23 @@ class Load:
                             refused = True  # closed before any answer: as a GOAWAY above this stream
                             break
                         raise ConnectionError("closed inside a stream (status %r)" % status)
+                    # The shutdown notice (RFC 9113 §6.8: GOAWAY with the largest stream id) refuses
+                    # nothing, but the h2 library closes its state on any GOAWAY and would then
+                    # refuse the answer still coming: take it out, and open no stream after it.
+                    frames += data
+                    data = b""
+                    while len(frames) >= 9:
+                        length = int.from_bytes(frames[:3], "big")
+                        if len(frames) < 9 + length:
+                            break
+                        frame, frames = frames[:9 + length], frames[9 + length:]
+                        last = int.from_bytes(frame[9:13], "big") & 0x7FFFFFFF if length >= 8 else 0
+                        if frame[3] == 7 and last == 0x7FFFFFFF:
+                            noticed = True
+                            continue
+                        data += frame
+                    if not data:
+                        continue
                     for event in connection.receive_data(data):
                         if isinstance(event, h2.events.ResponseReceived) and event.stream_id == stream:
                             status = dict(event.headers).get(b":status")
@@ -223,15 +246,14 @@ class Load:
                     if pending:
                         tls.sendall(pending)
                 if refused:
-                    with self.lock:
-                        self.counts["retried"] += 1
+                    self.retried("h2-keepalive")
                     tls.close()
                     tls = None
                     continue
                 ok = status == b"200"
                 self.record(ok, None if ok else "h2 status %r" % status, body if ok else None)
                 used += 1
-                if connection.state_machine.state == h2.connection.ConnectionState.CLOSED:
+                if noticed or connection.state_machine.state == h2.connection.ConnectionState.CLOSED:
                     tls.close()
                     tls = None
             except Exception as e:  # noqa: BLE001 - every failure is counted and named
