@@ -105,10 +105,23 @@ struct ConnectionMachine {
     private(set) var outputOffset = 0
     /// Close once the pending output is written.
     private var closeAfterWrite = false
-    /// Seconds a new connection is given for its first request once a stop begins.
-    static let firstRequestGrace: Int64 = 1
-    /// Until when that grace runs; set by the first `stop`.
-    private var graceUntil: Int64?
+    /// Milliseconds an idle connection is given, once a stop begins, for a request on its way
+    /// (HTTP/1.1), or for streams sent before the client saw the first GOAWAY (HTTP/2).
+    static let stopGraceMilliseconds: Int64 = 1000
+    /// Until when that grace runs (monotonic milliseconds); set by the first `stop`.
+    private var graceUntilMilliseconds: Int64?
+    /// The second the timer wheel files the grace's end at (never before it).
+    private var graceUntil: Int64? { graceUntilMilliseconds.map { ($0 + 999) / 1000 } }
+
+    /// Whether a stop's grace has run out.
+    private func graceOver<A>(_ context: ConnectionContext<A>) -> Bool {
+        graceUntilMilliseconds.map { context.milliseconds >= $0 } ?? false
+    }
+
+    /// An idle connection whose stop grace ran out: it closes without counting as a timeout.
+    func endsWithStop<A>(_ context: ConnectionContext<A>) -> Bool {
+        context.draining && graceOver(context) && phase == .readingRequest(started: false)
+    }
     /// HTTP/1.1: answering stopped at the output high-water mark with input left, so complete
     /// requests may be waiting.
     private var queued = false
@@ -262,14 +275,15 @@ struct ConnectionMachine {
     /// connection gets a second for a next request, then closes; a busy one closes after its
     /// current response.
     mutating func stop<A>(_ context: inout ConnectionContext<A>) -> Next {
-        if graceUntil == nil { graceUntil = context.now + Self.firstRequestGrace }
+        if graceUntilMilliseconds == nil { graceUntilMilliseconds = context.milliseconds + Self.stopGraceMilliseconds }
         switch framing {
         case .http2(let session):
             // RFC 9113 §6.8: a GOAWAY that refuses nothing yet, a second for the streams the
             // client sent before seeing it (and for a new session's first request), then the
             // GOAWAY naming the last stream served (`graceEnded`, or `outputDone` once idle).
             session.shutdownNotice()
-            if let graceUntil { deadline = min(deadline, graceUntil) }
+            // A response being written keeps its write timeout.
+            if phase != .writing, let graceUntil { deadline = min(deadline, graceUntil) }
             session.produce(into: &context.out, limit: context.limits.outputHighWater)
             if context.out.isEmpty { return .wait }
             // The only event that can produce output while output is pending.
@@ -294,11 +308,15 @@ struct ConnectionMachine {
     /// the last stream it served, finishes the streams in flight and ends. nil: nothing to do but
     /// the timeout (an HTTP/1.1 connection still idle closes).
     mutating func graceEnded<A>(_ context: inout ConnectionContext<A>) -> Next? {
-        guard context.draining, case .http2(let session) = framing, !session.goingAway, session.isAlive else { return nil }
+        guard context.draining, graceOver(context), case .http2(let session) = framing, !session.goingAway, session.isAlive else {
+            return nil
+        }
         session.goAway()
         session.produce(into: &context.out, limit: context.limits.outputHighWater)
-        if session.activeStreams > 0 { deadline = context.now + context.limits.writeTimeout }
-        if context.out.isEmpty { return session.activeStreams == 0 ? .linger : .wait }
+        let busy = session.activeStreams > 0 || hasPendingOutput || !context.out.isEmpty
+        // What is left to send gets the write timeout; the drain timeout bounds it all.
+        if busy { deadline = context.now + context.limits.writeTimeout }
+        if context.out.isEmpty { return busy ? .wait : .linger }
         return hasPendingOutput ? enqueue(&context) : .write
     }
 
@@ -336,7 +354,7 @@ struct ConnectionMachine {
                 // Stopping: streams sent before the client saw the first GOAWAY may still
                 // come until the grace ends; then the last GOAWAY, and it ends rather than wait
                 // for input that may never come.
-                if let graceUntil, context.now < graceUntil, !session.goingAway {
+                if let graceUntil, !graceOver(context), !session.goingAway {
                     deadline = min(deadline, graceUntil)
                     return .wait
                 }
@@ -476,6 +494,11 @@ struct ConnectionMachine {
     /// still-incomplete state began. Every frame resets the idle timeout, so without this a
     /// client could hold 100 streams of header state for ever by sending a PING now and then.
     private mutating func setHTTP2Deadline<A>(_ session: HTTP2Session, _ context: ConnectionContext<A>) {
+        defer {
+            // Stopping: the last GOAWAY comes at the grace's end whatever the streams do (a
+            // client that keeps streams open must not keep the first GOAWAY's door open).
+            if context.draining && !session.goingAway, let graceUntil { deadline = min(deadline, graceUntil) }
+        }
         guard session.hasIncompleteRequests else {
             incompleteSince = nil
             deadline = context.now + context.limits.idleTimeout

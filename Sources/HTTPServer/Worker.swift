@@ -243,7 +243,9 @@ final class Worker {
         readClock()
         if tuning.version != tuningVersion { retune() }
         context.answerer.tick(wallSeconds: WallClock.seconds())
-        var graceOver: [(Connection, ConnectionMachine.Next)] = []
+        // Carried out once the wheel is no longer being advanced: each connection's output is
+        // produced and written by itself (the worker's output buffer is shared).
+        var expired: [Connection] = []
         wheel.advance(to: second) { entry in
             let fd = Int(entry.slot)
             guard fd < connections.count, let c = connections[fd], c.generation == entry.generation,
@@ -252,19 +254,22 @@ final class Worker {
                 return nil
             }
             if c.machine.deadline > second { return c.machine.deadline }
-            // A stopping HTTP/2 session's grace: its last GOAWAY, not a close (carried out
-            // below, once the wheel is no longer being advanced).
-            if let next = c.machine.graceEnded(&context) {
-                graceOver.append((c, next))
-                return nil
-            }
-            timedOut(c)
+            expired.append(c)
             return nil
         }
-        for (c, next) in graceOver {
-            // Its entry was used up: the next deadline files a new one.
-            c.registration.timerDeadline = .max
-            perform(c, next)
+        for c in expired {
+            guard connections[Int(c.fd)] === c else { continue }
+            // A stopping HTTP/2 session's grace: its last GOAWAY, not a close.
+            if let next = c.machine.graceEnded(&context) {
+                // Its entry was used up: the next deadline files a new one.
+                c.registration.timerDeadline = .max
+                perform(c, next)
+            } else if c.machine.endsWithStop(context) {
+                logger.debug("idle connection closed by the stop")
+                close(c)
+            } else {
+                timedOut(c)
+            }
         }
         if let until = acceptPausedUntil, second >= until {
             acceptPausedUntil = nil

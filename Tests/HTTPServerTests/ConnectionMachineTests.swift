@@ -235,18 +235,23 @@ struct ConnectionMachineTests {
         #expect(responses(in: written) == 1)
         #expect(written.count == 200 * 1024 + responseHeadSize(makeContext(bodySize: 200 * 1024)))
 
-        // A new connection gets a second for the request it was opened for; one that has been
-        // answered and sits idle closes at once.
+        // A new connection gets a second for the request it was opened for, and so does one
+        // that has been answered and sits idle (its next request may be on the way).
         var fresh = plainMachine(context)
         #expect(fresh.stop(&context) == .wait)
-        #expect(fresh.deadline <= context.now + ConnectionMachine.firstRequestGrace)
+        #expect(fresh.deadline <= (context.milliseconds + ConnectionMachine.stopGraceMilliseconds + 999) / 1000)
         var idle = plainMachine(context)
         var idleWritten: [UInt8] = []
         context.draining = false
         let answered = request("/small").withUnsafeBytes { idle.received($0, &context) }
         _ = run(&idle, answered, &context, socketTakes: 1 << 20, written: &idleWritten)
         context.draining = true
-        #expect(idle.stop(&context) == .close)
+        #expect(idle.stop(&context) == .wait)
+        #expect(idle.deadline <= (context.milliseconds + ConnectionMachine.stopGraceMilliseconds + 999) / 1000)
+        #expect(!idle.endsWithStop(context))
+        // Once the grace is over it closes as the stop's, not as a timeout.
+        context.milliseconds += ConnectionMachine.stopGraceMilliseconds
+        #expect(idle.endsWithStop(context))
     }
 
     @Test("a request answered while stopping says Connection: close and lingers after it")
