@@ -55,6 +55,43 @@ public final class TicketKeys: Sendable {
         }
     }
 
+    /// The keys as bytes, for the process an in-place upgrade starts (so that clients resume
+    /// across it): per key, newest first, its name (16), AES key (32), HMAC key (32) and
+    /// creation time (8, big-endian).
+    public func exported() -> [UInt8] {
+        _ = current()
+        return keys.withLock { keys in
+            var bytes: [UInt8] = []
+            for key in keys {
+                bytes += key.name + key.aes + key.hmac
+                bytes += withUnsafeBytes(of: UInt64(bitPattern: key.created).bigEndian, Array.init)
+            }
+            return bytes
+        }
+    }
+
+    /// Bytes of one exported key.
+    public static let exportedKeySize = 16 + 32 + 32 + 8
+
+    /// Takes the keys of the process this one replaces (`exported`), in place of its own: a
+    /// ticket issued before the upgrade resumes after it, and rotation goes on from the old
+    /// schedule. Refused (false, nothing changed) unless the bytes are whole keys, at most
+    /// `keysKept` of them.
+    @discardableResult
+    public func adopt(_ bytes: [UInt8]) -> Bool {
+        let size = Self.exportedKeySize
+        guard !bytes.isEmpty, bytes.count % size == 0, bytes.count / size <= Self.keysKept else { return false }
+        var adopted: [Key] = []
+        for start in stride(from: 0, to: bytes.count, by: size) {
+            let key = Array(bytes[start..<(start + size)])
+            let created = key[80..<88].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+            adopted.append(
+                Key(name: Array(key[0..<16]), aes: Array(key[16..<48]), hmac: Array(key[48..<80]), created: Int64(bitPattern: created)))
+        }
+        keys.withLock { $0 = adopted }
+        return true
+    }
+
     /// Key names currently held, newest first (for tests).
     public var names: [[UInt8]] { keys.withLock { $0.map(\.name) } }
 

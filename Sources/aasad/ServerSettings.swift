@@ -431,7 +431,9 @@ struct ServerSettings: Equatable {
 
     /// Variables that are not settings: the config directory, the readiness pipe of an upgrade,
     /// and ones tests and tools set.
-    static let otherVariables: Set<String> = ["AASAD_CONFIG", "AASAD_UPDATE_GOLDEN", Upgrade.readyVariable]
+    static let otherVariables: Set<String> = [
+        "AASAD_CONFIG", "AASAD_UPDATE_GOLDEN", Upgrade.readyVariable, Upgrade.ticketKeysVariable,
+    ]
 
     /// Applies `AASAD_*` variables over these settings (lists comma-separated). Returns problems
     /// with the variables' values, and, separately, variables that name no setting (a typo

@@ -3,6 +3,7 @@ import HTTPServer
 import Logging
 import Reactor
 import Synchronization
+import TLS
 
 /// In-place binary upgrade, as nginx does it with USR2 + QUIT: on SIGUSR2 the serving process
 /// starts the binary at the path it was started from (the new version, once installed there),
@@ -13,6 +14,9 @@ import Synchronization
 final class Upgrade: Sendable {
     /// The variable naming the pipe the new process writes its readiness to.
     static let readyVariable = "AASAD_UPGRADE_READY_FD"
+    /// The variable naming the pipe the session ticket keys come through (the descriptor after
+    /// the readiness pipe), so that clients resume across the upgrade.
+    static let ticketKeysVariable = "AASAD_UPGRADE_TICKET_KEYS_FD"
     /// How long a new process may take to be ready (a first load of a million sites takes
     /// minutes); after that it is stopped and the old process goes on.
     static let readinessTimeout: Int32 = 600
@@ -92,13 +96,37 @@ final class Upgrade: Sendable {
             logger.error("upgrade refused: \(error)")
             return
         }
+        // The ticket keys, written whole before the new process starts (a few hundred bytes: far
+        // below a pipe's capacity, so the write never waits).
+        let keysRead: Int32
+        let keysWrite: Int32
+        do {
+            (keysRead, keysWrite) = try closeOnExecPipe()
+        } catch {
+            close(readEnd)
+            close(writeEnd)
+            logger.error("upgrade refused: \(error)")
+            return
+        }
+        let keys = TicketKeys.shared.exported()
+        let written = keys.withUnsafeBytes { write(keysWrite, $0.baseAddress, $0.count) }
+        close(keysWrite)
+        guard written == keys.count else {
+            for fd in [readEnd, writeEnd, keysRead] { close(fd) }
+            logger.error("upgrade refused: the session ticket keys could not be passed (\(describeErrno(errno)))")
+            return
+        }
         let readyFD = SocketActivation.firstDescriptor + Int32(listeners.count)
-        var environment = Self.environment().filter { !$0.hasPrefix(Self.readyVariable + "=") }
+        var environment = Self.environment().filter {
+            !$0.hasPrefix(Self.readyVariable + "=") && !$0.hasPrefix(Self.ticketKeysVariable + "=")
+        }
         environment.append("\(Self.readyVariable)=\(readyFD)")
+        environment.append("\(Self.ticketKeysVariable)=\(readyFD + 1)")
         let pid: Int32
         do {
+            defer { close(keysRead) }
             pid = try SocketActivation.spawn(
-                path: binary, arguments: arguments, environment: environment, listeners: listeners, extra: [writeEnd])
+                path: binary, arguments: arguments, environment: environment, listeners: listeners, extra: [writeEnd, keysRead])
         } catch {
             close(readEnd)
             close(writeEnd)
@@ -243,6 +271,30 @@ final class Upgrade: Sendable {
         guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFIFO else { return nil }
         _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
         return fd
+    }
+
+    /// Takes the session ticket keys the process being upgraded passed (checked as the readiness
+    /// pipe is: right after it, in a process the listeners were passed to), so that its clients'
+    /// tickets resume here. Returns whether keys were taken.
+    @discardableResult
+    static func takeTicketKeys(environment: [String: String]) -> Bool {
+        defer { unsetenv(ticketKeysVariable) }
+        guard let text = environment[ticketKeysVariable], let fd = Int32(text),
+            environment["LISTEN_PID"] == "\(getpid())", let count = environment["LISTEN_FDS"].flatMap({ Int32($0) }),
+            fd == SocketActivation.firstDescriptor + count + 1
+        else { return false }
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFIFO else { return false }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 512)
+        while bytes.count <= TicketKeys.keysKept * TicketKeys.exportedKeySize {
+            let n = read(fd, &buffer, buffer.count)
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { break }
+            bytes += buffer[..<n]
+        }
+        return TicketKeys.shared.adopt(bytes)
     }
 
     /// Tells the process being upgraded that this one serves.

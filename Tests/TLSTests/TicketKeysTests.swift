@@ -47,4 +47,29 @@ struct TicketKeysTests {
         #expect(keys.names.count == TicketKeys.keysKept)
         #expect(first.withUnsafeBufferPointer { keys.find(name: $0.baseAddress!) } == nil)
     }
+
+    @Test("exported keys are adopted whole by another process's keys, schedule included; malformed bytes change nothing")
+    func exportAndAdopt() {
+        let clock = FakeClock()
+        let old = TicketKeys(clock: { clock.seconds.load(ordering: .relaxed) })
+        _ = old.current()
+        clock.advance(TicketKeys.rotationInterval)
+        let bytes = old.exported()
+        #expect(bytes.count == 2 * TicketKeys.exportedKeySize)
+
+        let new = TicketKeys(clock: { clock.seconds.load(ordering: .relaxed) })
+        #expect(new.adopt(bytes))
+        #expect(new.names == old.names)
+        // The newest key stays in use until its own interval ends, then rotation goes on.
+        #expect(new.current().name == old.names[0])
+        clock.advance(TicketKeys.rotationInterval)
+        #expect(new.current().name != old.names[0])
+
+        let other = TicketKeys(clock: { clock.seconds.load(ordering: .relaxed) })
+        let before = other.names
+        #expect(!other.adopt([]))
+        #expect(!other.adopt(Array(bytes.dropLast())))
+        #expect(!other.adopt(Array(repeating: 1, count: (TicketKeys.keysKept + 1) * TicketKeys.exportedKeySize)))
+        #expect(other.names == before)
+    }
 }

@@ -81,6 +81,31 @@ final class UpgradeTests {
         #expect(served.status == 200 && served.body == config.aasa)
     }
 
+    /// One TLS 1.3 handshake and request with `openssl s_client` to own.test (a site with its own
+    /// certificate: a development leaf is made anew by each process, and a ticket resumes only
+    /// under the certificate it was issued with), saving its session to `save` or offering the
+    /// one in `offer`; whether it resumed.
+    func resumed(save: String? = nil, offer: String? = nil) throws -> Bool {
+        var arguments = ["s_client", "-connect", "127.0.0.1:\(port)", "-servername", "own.test", "-tls1_3", "-ign_eof"]
+        if let save { arguments += ["-sess_out", save] }
+        if let offer { arguments += ["-sess_in", offer] }
+        let request = "GET /.well-known/apple-app-site-association HTTP/1.1\r\nHost: own.test\r\nConnection: close\r\n\r\n"
+        let out = try Tool.run("openssl", arguments, input: Array(request.utf8))
+        #expect(out.text.contains("\nReused, ") || out.text.contains("\nNew, "), "\(out.stderr.suffix(300))")
+        return out.text.contains("\nReused, ")
+    }
+
+    @Test("a session ticket issued before an upgrade resumes after it (the ticket keys are passed on)")
+    func ticketsSurvive() throws {
+        let session = scratch.url.appendingPathComponent("session.pem").path
+        #expect(try !resumed(save: session))
+        #expect(try resumed(offer: session), "resumes before the upgrade")
+        launcher.send("upgrade")
+        let upgraded = try launcher.line()
+        #expect(upgraded.hasPrefix("upgraded \(pid) "), "\(upgraded)")
+        #expect(try resumed(offer: session), "resumes after the upgrade")
+    }
+
     @Test("an upgrade applies a listener added to aasad.yaml, and keeps the HTTPS port the old process bound")
     func upgradeAppliesListeners() throws {
         // A free port for the new plain HTTP listener.
