@@ -75,19 +75,23 @@ public final class TicketKeys: Sendable {
 
     /// Takes the keys of the process this one replaces (`exported`), in place of its own: a
     /// ticket issued before the upgrade resumes after it, and rotation goes on from the old
-    /// schedule. Refused (false, nothing changed) unless the bytes are whole keys, at most
-    /// `keysKept` of them.
+    /// schedule. A creation time in the future counts as now (rotation must not stop), and keys
+    /// too old to be kept are dropped. Refused (false, nothing changed) unless the bytes are
+    /// whole keys, at most `keysKept` of them, and one at least is young enough.
     @discardableResult
     public func adopt(_ bytes: [UInt8]) -> Bool {
         let size = Self.exportedKeySize
         guard !bytes.isEmpty, bytes.count % size == 0, bytes.count / size <= Self.keysKept else { return false }
+        let now = clock()
+        let oldest = now - Int64(Self.keysKept) * Self.rotationInterval
         var adopted: [Key] = []
         for start in stride(from: 0, to: bytes.count, by: size) {
             let key = Array(bytes[start..<(start + size)])
-            let created = key[80..<88].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
-            adopted.append(
-                Key(name: Array(key[0..<16]), aes: Array(key[16..<48]), hmac: Array(key[48..<80]), created: Int64(bitPattern: created)))
+            let created = Int64(bitPattern: key[80..<88].reduce(UInt64(0)) { $0 << 8 | UInt64($1) })
+            guard created > oldest else { continue }
+            adopted.append(Key(name: Array(key[0..<16]), aes: Array(key[16..<48]), hmac: Array(key[48..<80]), created: min(created, now)))
         }
+        guard !adopted.isEmpty else { return false }
         keys.withLock { $0 = adopted }
         return true
     }

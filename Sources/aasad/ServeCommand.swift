@@ -107,8 +107,7 @@ struct ServeCommand: ParsableCommand {
     func run() throws {
         // Taken before anything can fail: an exit before readiness is the upgrade's failure.
         let upgradeReadiness = Upgrade.takeReadiness(environment: ProcessInfo.processInfo.environment)
-        // The replaced process's ticket keys: its clients resume here.
-        let keptTicketKeys = Upgrade.takeTicketKeys(environment: ProcessInfo.processInfo.environment)
+        let environment = ProcessInfo.processInfo.environment
         let (settings, problems, unknownVariables) = settings(environment: ProcessInfo.processInfo.environment)
         if let problem = problems.first(where: { $0.source == "flag" }) {
             throw ValidationError("\(problem.key): \(problem.message).")
@@ -126,7 +125,9 @@ struct ServeCommand: ParsableCommand {
         // threads started): they are made close-on-exec and the variables removed.
         let passed = try Self.passedListeners(adminEnabled: settings.admin != nil, logger: logger)
         let upgrade = Upgrade(pidFile: settings.pidFile, logger: logger)
-        if keptTicketKeys { logger.info("session ticket keys taken over from the process being upgraded") }
+        // The replaced process's ticket keys (only in a process an upgrade started): its
+        // clients resume here.
+        Upgrade.takeTicketKeys(environment: environment, upgrading: upgradeReadiness != nil, logger: logger)
         for name in unknownVariables {
             logger.warning(
                 "\(name) is not a setting; ignored", metadata: ["settings": "\(ServerSettings.environmentNames.joined(separator: " "))"])

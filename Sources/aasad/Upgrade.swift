@@ -97,7 +97,9 @@ final class Upgrade: Sendable {
             return
         }
         // The ticket keys, written whole before the new process starts (a few hundred bytes: far
-        // below a pipe's capacity, so the write never waits).
+        // below a pipe's capacity, so the write never waits). A key this process makes after
+        // this (a rotation while the new one starts) is not passed: tickets issued under it cost
+        // their clients one full handshake.
         let keysRead: Int32
         let keysWrite: Int32
         do {
@@ -112,8 +114,9 @@ final class Upgrade: Sendable {
         let written = keys.withUnsafeBytes { write(keysWrite, $0.baseAddress, $0.count) }
         close(keysWrite)
         guard written == keys.count else {
+            let reason = written < 0 ? describeErrno(errno) : "a short write"
             for fd in [readEnd, writeEnd, keysRead] { close(fd) }
-            logger.error("upgrade refused: the session ticket keys could not be passed (\(describeErrno(errno)))")
+            logger.error("upgrade refused: the session ticket keys could not be passed (\(reason))")
             return
         }
         let readyFD = SocketActivation.firstDescriptor + Int32(listeners.count)
@@ -264,8 +267,8 @@ final class Upgrade: Sendable {
         // Only right after the listeners, in a process they were passed to: a stray variable
         // (an Environment= line, a supervisor's own pipe) names nothing of ours.
         guard let text = environment[readyVariable], let fd = Int32(text),
-            environment["LISTEN_PID"] == "\(getpid())", let count = environment["LISTEN_FDS"].flatMap({ Int32($0) }),
-            fd == SocketActivation.firstDescriptor + count
+            environment["LISTEN_PID"] == "\(getpid())", let count = environment["LISTEN_FDS"].flatMap({ Int($0) }),
+            count >= 0, count <= SocketActivation.maximumDescriptors, Int(fd) == Int(SocketActivation.firstDescriptor) + count
         else { return nil }
         var info = stat()
         guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFIFO else { return nil }
@@ -277,24 +280,39 @@ final class Upgrade: Sendable {
     /// pipe is: right after it, in a process the listeners were passed to), so that its clients'
     /// tickets resume here. Returns whether keys were taken.
     @discardableResult
-    static func takeTicketKeys(environment: [String: String]) -> Bool {
+    static func takeTicketKeys(environment: [String: String], upgrading: Bool, logger: Logger) {
         defer { unsetenv(ticketKeysVariable) }
         guard let text = environment[ticketKeysVariable], let fd = Int32(text),
-            environment["LISTEN_PID"] == "\(getpid())", let count = environment["LISTEN_FDS"].flatMap({ Int32($0) }),
-            fd == SocketActivation.firstDescriptor + count + 1
-        else { return false }
-        var info = stat()
-        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFIFO else { return false }
+            environment["LISTEN_PID"] == "\(getpid())", let count = environment["LISTEN_FDS"].flatMap({ Int($0) }),
+            count >= 0, count <= SocketActivation.maximumDescriptors,
+            Int(fd) == Int(SocketActivation.firstDescriptor) + count + 1
+        else { return }
+        // Ours from here on: closed whatever it holds, never left to a process started later.
         defer { close(fd) }
+        var info = stat()
+        guard upgrading, fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFIFO else { return }
+        // Written whole before this process started; a writer that never closes costs a second.
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
         var bytes: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 512)
         while bytes.count <= TicketKeys.keysKept * TicketKeys.exportedKeySize {
             let n = read(fd, &buffer, buffer.count)
+            if n > 0 {
+                bytes += buffer[..<n]
+                continue
+            }
             if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { break }
-            bytes += buffer[..<n]
+            if n < 0 && errno == EAGAIN {
+                var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                if poll(&poller, 1, 1000) > 0 { continue }
+            }
+            break
         }
-        return TicketKeys.shared.adopt(bytes)
+        if TicketKeys.shared.adopt(bytes) {
+            logger.info("session ticket keys taken over from the process being upgraded")
+        } else {
+            logger.warning("the session ticket keys passed by the process being upgraded are not usable; new ones are made")
+        }
     }
 
     /// Tells the process being upgraded that this one serves.

@@ -59,7 +59,7 @@ struct TicketKeysTests {
 
         let new = TicketKeys(clock: { clock.seconds.load(ordering: .relaxed) })
         #expect(new.adopt(bytes))
-        #expect(new.names == old.names)
+        #expect(new.exported() == bytes, "every byte of every key, in order")
         // The newest key stays in use until its own interval ends, then rotation goes on.
         #expect(new.current().name == old.names[0])
         clock.advance(TicketKeys.rotationInterval)
@@ -71,5 +71,25 @@ struct TicketKeysTests {
         #expect(!other.adopt(Array(bytes.dropLast())))
         #expect(!other.adopt(Array(repeating: 1, count: (TicketKeys.keysKept + 1) * TicketKeys.exportedKeySize)))
         #expect(other.names == before)
+    }
+
+    @Test("adopted keys from the future count as made now; ones too old to be kept are dropped")
+    func adoptedTimes() {
+        let clock = FakeClock()
+        clock.advance(100_000)
+        func key(_ fill: UInt8, created: Int64) -> [UInt8] {
+            Array(repeating: fill, count: 80) + withUnsafeBytes(of: UInt64(bitPattern: created).bigEndian, Array.init)
+        }
+        let now = clock.seconds.load(ordering: .relaxed)
+        let keys = TicketKeys(clock: { clock.seconds.load(ordering: .relaxed) })
+        // One from the future, one current, one far too old (Int64.min: no overflow).
+        #expect(keys.adopt(key(1, created: now + 1_000_000) + key(2, created: now - 10) + key(3, created: .min)))
+        #expect(keys.names == [Array(repeating: 1, count: 16), Array(repeating: 2, count: 16)])
+        // The future key rotates after one interval from now, not from its claimed time.
+        clock.advance(TicketKeys.rotationInterval)
+        #expect(keys.current().name != Array(repeating: 1, count: 16))
+        // Nothing young enough: refused.
+        let other = TicketKeys(clock: { clock.seconds.load(ordering: .relaxed) })
+        #expect(!other.adopt(key(4, created: .min)))
     }
 }
