@@ -336,7 +336,7 @@ public final class HTTP2Session {
     }
 
     /// Whether `shutdownNotice` was sent.
-    public private(set) var noticeSent = false
+    private var noticeSent = false
 
     /// Ends gracefully: GOAWAY with the last stream seen; streams in flight finish.
     public func goAway() {
@@ -346,10 +346,6 @@ public final class HTTP2Session {
 
     /// Whether `goAway` was called.
     public private(set) var goingAway = false
-
-    /// Whether the client has opened a stream yet (a new session's first request may still be
-    /// on its way when the server begins to stop).
-    public var hasProcessedStreams: Bool { nghttp2_session_get_last_proc_stream_id(session) > 0 }
 
     /// Ends the session now with ENHANCE_YOUR_CALM (abuse).
     private func calm(_ reason: String) {

@@ -61,7 +61,8 @@ final class Worker {
     let listeners: [Listener]
     let tls: TLSServer?
     let store: SnapshotStore
-    var limits: Limits
+    /// The limits in force: the ones every connection's machine is given (`retune` changes them).
+    var limits: Limits { context.limits }
     let logger: Logger
     /// Where changed limits and access logs come from, and the version this worker took.
     let tuning: Tuning
@@ -98,7 +99,6 @@ final class Worker {
         self.listeners = listeners
         self.tls = tls
         self.store = store
-        self.limits = limits
         self.logger = logger
         self.stopFlag = stopFlag
         self.tuning = tuning
@@ -220,7 +220,6 @@ final class Worker {
     func retune() {
         let (version, fresh, log) = tuning.current()
         tuningVersion = version
-        limits = fresh
         context.limits = fresh
         if listeners.first?.kind != .admin && context.answerer.accessLog?.log !== log {
             context.answerer.flushLog()

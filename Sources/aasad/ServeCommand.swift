@@ -276,6 +276,16 @@ struct ServeCommand: ParsableCommand {
                     cdnWatch: cdnWatch, store: store,
                     names: { acmeNames.names(in: store.snapshot()) }, workers: workerCount, logger: logger)
             })
+        // What follows every reload, whichever started it (the watcher, or SIGHUP without one):
+        // `directories` are the sites it read, nil for all.
+        let serveReloaded: @Sendable (Snapshot, [String]?) -> Void = { snapshot, directories in
+            Self.followDefaultCertificate(snapshot, tls: tls, fallback: certificates.defaultSource, logger: logger)
+            store.publish(snapshot)
+            certificateManager.value?.want(acmeNames.names(in: snapshot))
+            if let development, !automatic {
+                Self.noteUnpermitted(snapshot, directories: directories, development: development, logger: logger)
+            }
+        }
         watcher?.start { change in
             // Served files are prepared again when cache-control changed: a full reload.
             let prepareAgain = (change.settings || change.full) && follower.follow()
@@ -290,13 +300,7 @@ struct ServeCommand: ParsableCommand {
                 }
                 return registry.snapshot
             }
-            Self.followDefaultCertificate(snapshot, tls: tls, fallback: certificates.defaultSource, logger: logger)
-            store.publish(snapshot)
-            certificateManager.value?.want(acmeNames.names(in: snapshot))
-            if let development, !automatic {
-                Self.noteUnpermitted(
-                    snapshot, directories: full ? nil : Array(change.sites), development: development, logger: logger)
-            }
+            serveReloaded(snapshot, full ? nil : Array(change.sites))
             if change.full { SystemdNotify.send("READY=1") }
         }
         logger.info(
@@ -350,13 +354,7 @@ struct ServeCommand: ParsableCommand {
                     watcher.requestFullRescan()
                 } else {
                     _ = follower.follow()
-                    let snapshot = sites.reload { $0.reloadAll() }
-                    Self.followDefaultCertificate(snapshot, tls: tls, fallback: certificates.defaultSource, logger: logger)
-                    store.publish(snapshot)
-                    certificateManager.value?.want(acmeNames.names(in: snapshot))
-                    if let development, !automatic {
-                        Self.noteUnpermitted(snapshot, directories: nil, development: development, logger: logger)
-                    }
+                    serveReloaded(sites.reload { $0.reloadAll() }, nil)
                     SystemdNotify.send("READY=1")
                 }
                 logger.info("reload requested (SIGHUP)")

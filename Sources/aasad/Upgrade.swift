@@ -1,3 +1,4 @@
+import ACME
 import Foundation
 import HTTPServer
 import Logging
@@ -264,33 +265,37 @@ final class Upgrade: Sendable {
     /// made close-on-exec, and its variable removed.
     static func takeReadiness(environment: [String: String]) -> Int32? {
         defer { unsetenv(readyVariable) }
-        // Only right after the listeners, in a process they were passed to: a stray variable
-        // (an Environment= line, a supervisor's own pipe) names nothing of ours.
-        guard let text = environment[readyVariable], let fd = Int32(text),
-            environment["LISTEN_PID"] == "\(getpid())", let count = environment["LISTEN_FDS"].flatMap({ Int($0) }),
-            count >= 0, count <= SocketActivation.maximumDescriptors, Int(fd) == Int(SocketActivation.firstDescriptor) + count
-        else { return nil }
-        var info = stat()
-        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFIFO else { return nil }
+        guard let fd = passedDescriptor(readyVariable, after: 0, environment: environment), isPipe(fd) else { return nil }
         _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
         return fd
     }
 
-    /// Takes the session ticket keys the process being upgraded passed (checked as the readiness
-    /// pipe is: right after it, in a process the listeners were passed to), so that its clients'
-    /// tickets resume here. Returns whether keys were taken.
-    @discardableResult
-    static func takeTicketKeys(environment: [String: String], upgrading: Bool, logger: Logger) {
-        defer { unsetenv(ticketKeysVariable) }
-        guard let text = environment[ticketKeysVariable], let fd = Int32(text),
+    /// The descriptor `variable` names, when it is where the process being upgraded puts it:
+    /// `position` places after the passed listeners (0: the readiness pipe, 1: the ticket keys),
+    /// in a process the listeners were passed to. A stray variable (an Environment= line, a
+    /// supervisor's own pipe) names nothing of ours.
+    private static func passedDescriptor(_ variable: String, after position: Int, environment: [String: String]) -> Int32? {
+        guard let text = environment[variable], let fd = Int32(text),
             environment["LISTEN_PID"] == "\(getpid())", let count = environment["LISTEN_FDS"].flatMap({ Int($0) }),
             count >= 0, count <= SocketActivation.maximumDescriptors,
-            Int(fd) == Int(SocketActivation.firstDescriptor) + count + 1
-        else { return }
+            Int(fd) == Int(SocketActivation.firstDescriptor) + count + position
+        else { return nil }
+        return fd
+    }
+
+    private static func isPipe(_ fd: Int32) -> Bool {
+        var info = stat()
+        return fstat(fd, &info) == 0 && info.st_mode & S_IFMT == S_IFIFO
+    }
+
+    /// Takes the session ticket keys the process being upgraded passed (checked as the readiness
+    /// pipe is: right after it), so that its clients' tickets resume here; the outcome is logged.
+    static func takeTicketKeys(environment: [String: String], upgrading: Bool, logger: Logger) {
+        defer { unsetenv(ticketKeysVariable) }
+        guard let fd = passedDescriptor(ticketKeysVariable, after: 1, environment: environment) else { return }
         // Ours from here on: closed whatever it holds, never left to a process started later.
         defer { close(fd) }
-        var info = stat()
-        guard upgrading, fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFIFO else { return }
+        guard upgrading, isPipe(fd) else { return }
         // Written whole before this process started; a writer that never closes costs a second.
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
         var bytes: [UInt8] = []
@@ -330,23 +335,15 @@ enum PIDFile {
         var description: String
     }
 
-    /// Written to a new file beside it (created exclusively, never through a symlink) and
-    /// renamed over it: a reader sees the old id or the new one, whole.
+    /// Written as ACME's files are (`AtomicFile`: a new file beside it, created exclusively, so
+    /// never through a symlink, fsynced and renamed over it): a reader sees the old id or the
+    /// new one, whole.
     static func write(_ path: String) throws(Failure) {
-        let directory = (path as NSString).deletingLastPathComponent
-        let temporary =
-            (directory.isEmpty ? "." : directory)
-            + "/.\((path as NSString).lastPathComponent).\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw Failure(description: "create \(temporary): \(describeErrno(errno))") }
-        let bytes = Array("\(getpid())\n".utf8)
-        let written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-        let synced = fsync(fd) == 0
-        close(fd)
-        guard written == bytes.count, synced, rename(temporary, path) == 0 else {
-            let error = errno
-            unlink(temporary)
-            throw Failure(description: "write \(path): \(describeErrno(error))")
+        do {
+            try AtomicFile.write(Array("\(getpid())\n".utf8), to: path, mode: 0o644)
+        } catch {
+            guard case .storage(let reason) = error else { throw Failure(description: "\(error)") }
+            throw Failure(description: reason)
         }
     }
 
