@@ -67,6 +67,26 @@ final class SettingsTests {
         #expect(try Tool.run(AASAD.binary.path, ["validate", config.config]).text.contains("must be a mapping of keys"))
     }
 
+    @Test("the stop and upgrade settings refuse bad values: a delay past 300 s or negative, a PID file path with control bytes")
+    func stopAndUpgradeSettings() throws {
+        try config.write("config/aasad.yaml", Array("timeouts: {shutdown-delay: 301}\npid-file: \"a\\r\\nb\"\n".utf8))
+        let out = try Tool.run(AASAD.binary.path, ["validate", config.config])
+        #expect(out.status == 1)
+        #expect(out.text.contains("timeouts.shutdown-delay: must be whole seconds from 0 to 300, not \"301\""), "\(out.text)")
+        #expect(out.text.contains("pid-file: must be a path"), "\(out.text)")
+        try config.write("config/aasad.yaml", Array("timeouts: {shutdown-delay: -1}\n".utf8))
+        #expect(try Tool.run(AASAD.binary.path, ["validate", config.config]).text.contains("not \"-1\""))
+    }
+
+    @Test("a stray upgrade variable (no passed listeners) names nothing: stdout and stderr stay open, the server serves")
+    func strayUpgradeVariables() throws {
+        let server = try RunningServer(
+            config: config, environment: ["AASAD_UPGRADE_READY_FD": "2", "AASAD_UPGRADE_TICKET_KEYS_FD": "1"])
+        #expect(try server.https("a.test", "/.well-known/apple-app-site-association").status == 200)
+        #expect(server.stop() == 0)
+        #expect(server.log().contains("stopping"), "the log (standard error) was not closed")
+    }
+
     @Test("serve refuses to start on bad settings, naming each problem, and binds nothing")
     func serveRefuses() throws {
         try config.write("config/aasad.yaml", Array("timeouts:\n  idle: forever\n".utf8))
