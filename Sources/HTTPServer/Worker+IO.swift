@@ -95,12 +95,40 @@ extension Worker {
             case .bytes(let n):
                 let fresh = UnsafeRawBufferPointer(rebasing: readBuffer[0..<n])
                 guard perform(c, c.machine.received(fresh, &context)) else { return }
-                // A short read drained the socket; epoll reports the next bytes.
-                if n < Self.readBufferSize {
-                    if notePartialRecord(c) { sync(c) }
-                    return
-                }
+                // A short read drained the socket, and epoll reports the next bytes, unless TLS
+                // read them ahead: then the next read hands them out (or, for part of a record,
+                // finds the socket empty and waits for the rest).
+                if n < Self.readBufferSize && !holdsInput(c) { return }
             }
+        }
+        // Out of reads for this event: input TLS already holds is read after this batch of events
+        // (epoll would not report it); input in the socket is reported again.
+        if holdsInput(c) { postRead(c) }
+    }
+
+    /// Whether TLS holds input read from the socket and not yet handed out.
+    func holdsInput(_ c: Connection) -> Bool {
+        guard case .tls(let t) = c.transport else { return false }
+        return t.hasPendingInput
+    }
+
+    /// Reads `c` again once the current batch of events is dispatched (input TLS holds).
+    func postRead(_ c: Connection) {
+        guard !c.registration.readPosted else { return }
+        c.registration.readPosted = true
+        postedReads.append(c)
+    }
+
+    /// Reads the connections `postRead` named, if still open and reading. Their input was read
+    /// from the socket already, so a pass reads at most `readsPerEvent` records each; one still
+    /// holding more is posted for the next pass.
+    func readPosted() {
+        let posted = postedReads
+        postedReads.removeAll(keepingCapacity: true)
+        for c in posted {
+            c.registration.readPosted = false
+            guard connections[Int(c.fd)] === c, case .readingRequest = c.machine.phase else { continue }
+            readRequests(c)
         }
     }
 
@@ -121,7 +149,9 @@ extension Worker {
             close(c)
             return
         }
-        perform(c, c.machine.flushed(written, &context))
+        // Reading again: records TLS read ahead while the machine was writing are not in the
+        // socket for epoll to report.
+        if perform(c, c.machine.flushed(written, &context)) && holdsInput(c) { postRead(c) }
     }
 
     /// Writes as much as the socket takes; nil when the connection failed.

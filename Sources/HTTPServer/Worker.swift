@@ -51,6 +51,8 @@ final class Worker {
         var watchingWrite = false
         /// A TLS read needed to write: writability is watched too until the next event.
         var tlsWantsWrite = false
+        /// In `postedReads`.
+        var readPosted = false
     }
 
     /// epoll data of a listener: the top bit set, the listener's index below.
@@ -78,6 +80,9 @@ final class Worker {
     var drainDeadline: Int64 = .max
     /// Connections in the table (kept as a count: the drain loop checks it every iteration).
     var openConnections = 0
+    /// Connections to read after the current batch of events: TLS holds their input, so epoll
+    /// will not report it (`postRead`).
+    var postedReads: [Connection] = []
     let readBuffer: UnsafeMutableRawBufferPointer
     let stopFlag: AtomicFlag
     /// This worker's counters, for /metrics.
@@ -141,12 +146,18 @@ final class Worker {
                 // The clock is read once per batch of events, before the first: a deadline set
                 // from a time read before a second-long wait would be up to that much short.
                 var fresh = false
-                try loop.wait(timeoutMilliseconds: context.draining ? 100 : 1000) { event in
+                let timeout: Int32 = postedReads.isEmpty ? (context.draining ? 100 : 1000) : 0
+                try loop.wait(timeoutMilliseconds: timeout) { event in
                     if !fresh {
                         readClock()
                         fresh = true
                     }
                     dispatch(event)
+                }
+                if !postedReads.isEmpty {
+                    if !fresh { readClock() }
+                    refreshSnapshot()
+                    readPosted()
                 }
             } catch {
                 logger.error("event loop failed", metadata: ["error": "\(error)"])

@@ -38,6 +38,10 @@ public final class TLSConnection {
         self.server = server
         startedContext = context
         SSL_set_fd(ssl, fd)
+        // Read whatever the socket holds in one system call rather than a record's 5-byte header
+        // and then its body in two: records OpenSSL holds are then invisible to epoll, so the
+        // worker reads on while `hasPendingInput` says so (see `Worker.readRequests`).
+        SSL_set_read_ahead(ssl, 1)
         SSL_set_accept_state(ssl)
         SSL_set_ex_data(ssl, Self.connectionIndex, Unmanaged.passUnretained(self).toOpaque())
     }
@@ -94,9 +98,9 @@ public final class TLSConnection {
     /// Whether the handshake resumed an earlier session (a ticket) rather than a full one.
     public var resumed: Bool { SSL_session_reused(ssl) == 1 }
 
-    /// Whether OpenSSL holds input it could not hand out yet: part of a record (with
-    /// RELEASE_BUFFERS, the only time it keeps a read buffer, about 16 KB) after a read that
-    /// wanted more.
+    /// Whether OpenSSL holds input it has not handed out: after a read that wanted more, part of
+    /// a record (with RELEASE_BUFFERS, the only time it keeps a read buffer, about 16 KB); after
+    /// a read that returned bytes, possibly whole records read ahead, which epoll will not report.
     public var hasPendingInput: Bool { SSL_has_pending(ssl) == 1 }
 
     public func handshake() -> Progress {

@@ -12,6 +12,12 @@ Usage: tls-split.py PORT SNI MODE
   request  a request and half of the next in one record; a pause; the rest and a third request
            in a second record: pipelined requests split across reads, and a partial request
            left idle in the middle
+  records  ten pipelined requests, each in a TLS record of its own, sent in one write: records
+           the server's TLS reads ahead are not in the socket for epoll to report, and more of
+           them than one readiness event's reads
+  backlog  five records of 40 pipelined requests each (6 KB in all), sent in one write: with a
+           large file, the server answers a record's requests in rounds and waits to write
+           between them, the next records read ahead, and must go back to those once it can
   stall    a keep-alive request, then the first byte of the next record and nothing more; prints
            the status, then "closed" when the server closes within 10 s, else "open"
 """
@@ -72,6 +78,14 @@ elif mode == "request":
     time.sleep(PAUSE_S)
     tls.write(second[20:] + get(path, close=True))
     flush()
+elif mode == "records":
+    for i in range(10):
+        tls.write(get(path, close=i == 9))
+    sock.sendall(outgoing.read())
+elif mode == "backlog":
+    for r in range(5):
+        tls.write(b"".join(get(path, close=r * 40 + i == 199) for i in range(40)))
+    sock.sendall(outgoing.read())
 elif mode == "stall":
     tls.write(get(path))
     flush()
