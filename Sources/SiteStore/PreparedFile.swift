@@ -68,8 +68,7 @@ public final class PreparedContent: Sendable {
         self.body = body
         let hash = sha256 ?? Digest.sha256(body)
         digest = Digest.hex(hash)
-        let short = Digest.hex(hash.prefix(16))
-        etag = "\"\(short)\""
+        etag = "\"\(digest.prefix(32))\""
         mayCompress = body.count >= Self.minimumCompressedSize
     }
 
