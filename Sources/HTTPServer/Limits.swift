@@ -19,14 +19,17 @@ public struct Limits: Sendable, Equatable {
     /// Reads per readiness event: bounds one connection's share of a loop iteration.
     public var readsPerEvent = 4
     /// Rounds of answering already-read pipelined requests per readiness event, each up to
-    /// `outputHighWater` of output: 16 × 64 KB = 1 MB a connection may write before others get
-    /// their turn (h2o bounds a socket's writes per loop round the same way). When the rounds run
-    /// out with requests still queued, the connection waits for writability, not for input.
+    /// `outputHighWater` of output: 16 × 64 KB = 1 MB a connection may write per read of its
+    /// input, at most `readsPerEvent` reads an event, before others get their turn (h2o bounds a
+    /// socket's writes per loop round the same way; the socket's send buffer bounds it further).
+    /// When the rounds run out with requests still queued, the connection waits for writability,
+    /// not for input.
     public var answerRoundsPerEvent = 16
     /// Input read but not yet answered, at most (bytes): reading stops while complete requests
     /// wait for the socket (pipelining back-pressure, as swift-nio's HTTPServerPipelineHandler
     /// stops reading while a response is pending), so a client that sends requests and never
-    /// reads holds one read buffer plus one unfinished head, not everything it sent. Reading
+    /// reads holds one read buffer plus one unfinished head, not everything it sent (and, over
+    /// TLS, what OpenSSL read ahead: at most its own read buffer, about 16 KB). Reading
     /// resumes only when what is buffered is less than one head, so a read can never pass this.
     public var maximumBufferedInput = Worker.readBufferSize + HTTP1Parser.maximumHeadLength
     /// Connections accepted per readiness event of a listener (nginx accepts in batches as well).

@@ -95,9 +95,10 @@ extension Worker {
             case .bytes(let n):
                 let fresh = UnsafeRawBufferPointer(rebasing: readBuffer[0..<n])
                 guard perform(c, c.machine.received(fresh, &context)) else { return }
-                // A short read drained the socket, and epoll reports the next bytes, unless TLS
-                // read them ahead: then the next read hands them out (or, for part of a record,
-                // finds the socket empty and waits for the rest).
+                // What is still in the socket, epoll reports again (level-triggered). What TLS read
+                // ahead (it hands out one record per read) only another read hands out, or, for
+                // part of a record, finds the socket empty and waits for the rest. A plain read
+                // that filled the buffer may have left more: read on.
                 if n < Self.readBufferSize && !holdsInput(c) { return }
             }
         }
@@ -134,12 +135,10 @@ extension Worker {
 
     /// Tells the machine when TLS holds part of a record: the client has begun to send, so the
     /// request timeout applies rather than the idle one. Otherwise one byte of a record would hold
-    /// OpenSSL's read buffer (about 16 KB) for the whole idle timeout. True when it told it.
-    @discardableResult
-    func notePartialRecord(_ c: Connection) -> Bool {
-        guard case .tls(let t) = c.transport, t.hasPendingInput else { return false }
+    /// OpenSSL's read buffer (about 16 KB) for the whole idle timeout.
+    func notePartialRecord(_ c: Connection) {
+        guard case .tls(let t) = c.transport, t.hasPendingInput else { return }
         c.machine.partialInput(&context)
-        return true
     }
 
     /// Writes the pending output (or lets queued requests be answered when none is pending).

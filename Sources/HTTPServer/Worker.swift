@@ -91,7 +91,8 @@ final class Worker {
     /// exchange that answers requests.
     var context: ConnectionContext<Exchange>
 
-    /// The size of the loop's read buffer: several TLS records, or many pipelined requests.
+    /// The size of the loop's read buffer: many pipelined requests (TLS hands out one record, up
+    /// to 16 KB, per read).
     static let readBufferSize = 64 * 1024
 
     init(
@@ -361,7 +362,12 @@ final class Worker {
     // MARK: - Closing
 
     func startLingering(_ c: Connection) {
-        if case .tls(let t) = c.transport { t.shutdown() }
+        if case .tls(let t) = c.transport {
+            t.shutdown()
+            // Lingering reads the socket itself and drops what it reads: the SSL object (about
+            // 12 KB, and any buffer it read ahead) has nothing left to do.
+            c.transport = .plain
+        }
         Socket.shutdownWrite(c.fd)
         // Write interest a TLS read once asked for must not outlive it: a lingering socket is
         // always writable, and a level-triggered epoll would report it in a loop.

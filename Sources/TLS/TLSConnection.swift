@@ -38,9 +38,11 @@ public final class TLSConnection {
         self.server = server
         startedContext = context
         SSL_set_fd(ssl, fd)
-        // Read whatever the socket holds in one system call rather than a record's 5-byte header
-        // and then its body in two: records OpenSSL holds are then invisible to epoll, so the
-        // worker reads on while `hasPendingInput` says so (see `Worker.readRequests`).
+        // Read up to a buffer's worth (about 16 KB) of what the socket holds in one system call,
+        // rather than a record's 5-byte header and then its body in two. Records OpenSSL holds are
+        // invisible to epoll, so the worker reads on while `hasPendingInput` says so (see
+        // `Worker.readRequests`). A buffer read ahead is kept until handed out: a connection
+        // that is writing may hold one; an idle one (RELEASE_BUFFERS) holds none.
         SSL_set_read_ahead(ssl, 1)
         SSL_set_accept_state(ssl)
         SSL_set_ex_data(ssl, Self.connectionIndex, Unmanaged.passUnretained(self).toOpaque())
