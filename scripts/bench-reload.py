@@ -4,7 +4,9 @@
 Generates N sites of about 2 KB each (half of them identical, half unique), starts the release
 build, measures the time from exec to the readiness line and the RSS, then edits random sites one
 at a time and measures the time from the file's close to the new version being served (polled over
-one keep-alive connection). Prints key=value lines. Everything stays on 127.0.0.1.
+one keep-alive connection), then measures HTTP/1.1 keep-alive over TLS at that size (h2load --h1 -c50,
+3 runs of 100,000 requests to one site, pinned to core 1: req/s and the server's CPU microseconds
+per request, medians). Prints key=value lines. Everything stays on 127.0.0.1.
 
 With --certs, every other site carries a certificate of its own (tls/cert.pem and tls/key.pem,
 ECDSA P-256, all signed with one key so that 50,000 of them take seconds) and the rest are served
@@ -60,6 +62,7 @@ def start(label):
         line = server.stdout.readline()
     ready = time.time() - begin
     port = int(re.search(r"http=[^ ]*:(\d+)", line).group(1))
+    server.https_port = int(re.search(r"https=[^ ]*:(\d+)", line).group(1))
     rss = next(int(l.split()[1]) for l in open(f"/proc/{server.pid}/status") if l.startswith("VmRSS"))
     # CPU seconds the server spent getting ready (user + system): steadier than wall time on a busy machine.
     stat = open(f"/proc/{server.pid}/stat").read().rsplit(")", 1)[1].split()
@@ -111,6 +114,28 @@ try:
     latencies.sort()
     p = lambda q: latencies[min(len(latencies) - 1, int(q * len(latencies)))]
     print(f"bench=reload sites={sites} edits={edits} p50_ms={p(0.5) * 1000:.0f} p99_ms={p(0.99) * 1000:.0f} max_ms={latencies[-1] * 1000:.0f}", flush=True)
+
+    # Keep-alive at this size: the host is looked up among all the sites' names on every request.
+    if shutil.which("h2load"):
+        def server_cpu():
+            stat = open(f"/proc/{server.pid}/stat").read().rsplit(")", 1)[1].split()
+            return (int(stat[11]) + int(stat[12])) / os.sysconf("SC_CLK_TCK")
+        host = f"s{sites // 2 + 1}.bench.test" if sites > 1 else "s0.bench.test"
+        rates, costs = [], []
+        for _ in range(3):
+            before = server_cpu()
+            out = subprocess.run(["taskset", "-c", "1", "h2load", "--h1", "-c50", "-n100000",
+                                  "--connect-to", f"127.0.0.1:{server.https_port}",
+                                  f"https://{host}:{server.https_port}/.well-known/apple-app-site-association"],
+                                 capture_output=True, text=True, timeout=300).stdout
+            done = int(re.search(r"(\d+) succeeded", out).group(1))
+            rate = float(re.search(r"finished in [\d.]+s, ([\d.]+) req/s", out).group(1))
+            if done != 100000:
+                raise SystemExit(f"keep-alive run: {done} of 100000 succeeded")
+            rates.append(rate)
+            costs.append((server_cpu() - before) * 1e6 / done)
+        med = lambda v: sorted(v)[len(v) // 2]
+        print(f"bench=reload sites={sites} keepalive_rps={med(rates):.0f} keepalive_us_per_req={med(costs):.1f} runs={len(rates)}", flush=True)
     server.terminate()
     server.wait(timeout=10)
     server, port = start("restart")
