@@ -180,17 +180,18 @@ extension Worker {
         return total
     }
 
-    /// Reads and drops input until the peer closes (or the linger timeout).
+    /// Reads and drops input until the peer closes (or the linger timeout). A client still
+    /// sending after this event's reads is read again at the next event: closing over unread
+    /// input would send a reset that discards the response's unsent tail.
     func drain(_ c: Connection) {
         for _ in 0..<limits.readsPerEvent {
             switch try? Socket.read(c.fd, into: readBuffer) {
             case .done(let n) where n > 0: continue
             case .wouldBlock: return
-            default: break
+            default: close(c)
             }
-            break
+            return
         }
-        close(c)
     }
 }
 

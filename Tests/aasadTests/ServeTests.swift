@@ -200,9 +200,7 @@ final class ServeTests {
         // requests of one record runs out of rounds and waits for the socket, while the next four
         // records are already in TLS's buffer and the socket is empty (epoll reports nothing).
         let config = try TestConfig()
-        let components = (0..<3000).map { #"{"/": "/section/\#($0)/*"}"# }.joined(separator: ",")
-        let big = Array(#"{"applinks": {"details": [{"appIDs": ["ABCDE12345.com.example.big"], "components": [\#(components)]}]}}"#.utf8)
-        try config.write("config/sites/big.test/apple-app-site-association", big)
+        try config.write("config/sites/big.test/apple-app-site-association", Self.largeFile)
         let server = try RunningServer(config: config)
         #expect(try server.http("big.test", "/apple-app-site-association").status == 200)
         let script = AASAD.testDirectory.appendingPathComponent("Fixtures/tls-split.py").path
@@ -210,6 +208,26 @@ final class ServeTests {
         #expect(out.status == 0, "\(out.stderr)")
         #expect(out.text == Array(repeating: "200", count: 200).joined(separator: " ") + "\n")
     }
+
+    @Test("a client that keeps sending after a closing response gets the whole response, not a reset")
+    func lingeringCloseUnderInput() throws {
+        // The server answers, then drains what follows until the client stops or the linger
+        // timeout; a drain that gave up after a few reads closed over unread input, and the reset
+        // dropped the part of the 60 KB response still in the server's send buffer.
+        let config = try TestConfig()
+        try config.write("config/sites/big.test/apple-app-site-association", Self.largeFile)
+        let server = try RunningServer(config: config)
+        let script = AASAD.testDirectory.appendingPathComponent("Fixtures/linger-flood.py").path
+        let out = try Tool.run("python3", [script, "\(server.httpPort)", "big.test"])
+        #expect(out.status == 0, "\(out.stderr)")
+        #expect(out.text == "HTTP/1.1 200 OK\nwhole\neof\n")
+    }
+
+    /// A valid AASA file of about 60 KB: one response fills a round's output bound (64 KB).
+    static let largeFile: [UInt8] = {
+        let components = (0..<3000).map { #"{"/": "/section/\#($0)/*"}"# }.joined(separator: ",")
+        return Array(#"{"applinks": {"details": [{"appIDs": ["ABCDE12345.com.example.big"], "components": [\#(components)]}]}}"#.utf8)
+    }()
 
     @Test("HTTP/1.0 is answered and the connection closed")
     func http10() throws {
