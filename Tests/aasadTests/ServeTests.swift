@@ -196,7 +196,7 @@ final class ServeTests {
 
     @Test("records TLS read ahead while the server waited to write are answered once it reads again")
     func readAheadDuringBackPressure() throws {
-        // A 60 KB file: one response fills a round's output bound, so answering 40 pipelined
+        // A 74 KB file: one response passes a round's output bound, so answering 40 pipelined
         // requests of one record runs out of rounds and waits for the socket, while the next four
         // records are already in TLS's buffer and the socket is empty (epoll reports nothing).
         let config = try TestConfig()
@@ -213,7 +213,7 @@ final class ServeTests {
     func lingeringCloseUnderInput() throws {
         // The server answers, then drains what follows until the client stops or the linger
         // timeout; a drain that gave up after a few reads closed over unread input, and the reset
-        // dropped the part of the 60 KB response still in the server's send buffer.
+        // dropped the part of the 74 KB response still in the server's send buffer.
         let config = try TestConfig()
         try config.write("config/sites/big.test/apple-app-site-association", Self.largeFile)
         let server = try RunningServer(config: config)
@@ -223,7 +223,7 @@ final class ServeTests {
         #expect(out.text == "HTTP/1.1 200 OK\nwhole\neof\n")
     }
 
-    /// A valid AASA file of about 60 KB: one response fills a round's output bound (64 KB).
+    /// A valid AASA file of about 74 KB: one response passes a round's output bound (64 KB).
     static let largeFile: [UInt8] = {
         let components = (0..<3000).map { #"{"/": "/section/\#($0)/*"}"# }.joined(separator: ",")
         return Array(#"{"applinks": {"details": [{"appIDs": ["ABCDE12345.com.example.big"], "components": [\#(components)]}]}}"#.utf8)

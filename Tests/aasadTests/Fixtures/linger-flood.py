@@ -4,7 +4,7 @@ drop unread, as RFC 9112 §9.6's lingering close does), reading the response onl
 A server that closes while input is still arriving sends a reset, and the kernel then drops the
 part of the response it has not sent yet: with a small receive buffer and a large file, most of
 it. Prints the response's status line, whether its body was all there ("whole" or "short") and
-how the connection ended ("eof" or "reset"). Talks only to 127.0.0.1; bounded by 10 s.
+how the connection ended ("eof" or "reset"). Talks only to 127.0.0.1; each connect, send and read is bounded by 10 s.
 
 Usage: linger-flood.py PORT HOST
 """
