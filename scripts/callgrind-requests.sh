@@ -5,7 +5,10 @@
 # keep-alive and over HTTP/2, and prints instructions per request for each.
 # Usage: scripts/callgrind-requests.sh [BINARY] [N]    (default .build/release/aasad, 20000)
 # CALLGRIND_PATH=/buy/42?src=mail counts another path of links.localhost (default the AASA file;
-# that one is the site's fallback redirect, docs/link-domain.md).
+# that one is the site's fallback redirect, docs/link-domain.md). CALLGRIND_CONFIG=DIR and
+# CALLGRIND_HOST=NAME count another config directory and host (e.g. one of scripts/bench-reload.py's
+# generated sites: whether a request costs more among many sites). Instrumentation starts with
+# the measurement, so a large config's start-up runs at valgrind's uninstrumented speed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 binary=$(realpath "${1:-.build/release/aasad}")
@@ -19,15 +22,17 @@ cleanup() {
 }
 trap cleanup EXIT
 url="https://127.0.0.1:$port${CALLGRIND_PATH:-/.well-known/apple-app-site-association}"
+config=${CALLGRIND_CONFIG:-config}
+host=${CALLGRIND_HOST:-links.localhost}
 # Valgrind 3.19 cannot read the DWARF 5 debug information Swift emits: count a copy without it.
 strip --strip-debug -o "$work/aasad" "$binary"
-valgrind --tool=callgrind --callgrind-out-file="$work/callgrind.%p" "$work/aasad" serve --config config \
+valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$work/callgrind.%p" "$work/aasad" serve --config "$config" \
     --https "127.0.0.1:$port" --threads 1 --state "$work/state" --log-level warning >"$work/log" 2>&1 &
 server=$!
-# Valgrind reads the binary's debug information first: allow minutes.
+# Valgrind reads the binary's debug information first, and a large config loads slowly: allow minutes.
 ready=""
-for _ in $(seq 1 300); do
-    if curl -sk -o /dev/null --connect-to "links.localhost:$port:127.0.0.1:$port" "https://links.localhost:$port/"; then
+for _ in $(seq 1 1200); do
+    if curl -sk -o /dev/null --connect-to "$host:$port:127.0.0.1:$port" "https://$host:$port/"; then
         ready=yes
         break
     fi
@@ -42,9 +47,10 @@ done
 measure() {
     local label=$1
     shift
-    h2load -n 500 -c 2 -H ":authority: links.localhost" "$@" "$url" >/dev/null
+    callgrind_control -i on "$server" >/dev/null 2>&1
+    h2load -n 500 -c 2 -H ":authority: $host" "$@" "$url" >/dev/null
     callgrind_control -z "$server" >/dev/null 2>&1
-    h2load -n "$requests" -c 4 -H ":authority: links.localhost" "$@" "$url" | grep -E "^requests:" >&2
+    h2load -n "$requests" -c 4 -H ":authority: $host" "$@" "$url" | grep -E "^requests:" >&2
     callgrind_control -d "$label" "$server" >/dev/null 2>&1
     local file
     file=$(ls -t "$work"/callgrind.* | head -1)
