@@ -137,7 +137,7 @@ extension Worker {
     /// request timeout applies rather than the idle one. Otherwise one byte of a record would hold
     /// OpenSSL's read buffer (about 16 KB) for the whole idle timeout.
     func notePartialRecord(_ c: Connection) {
-        guard case .tls(let t) = c.transport, t.hasPendingInput else { return }
+        guard holdsInput(c) else { return }
         c.machine.partialInput(&context)
     }
 

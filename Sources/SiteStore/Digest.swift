@@ -13,8 +13,6 @@ enum Digest {
         return out
     }
 
-    /// Lower-case hex of a digest (or its prefix), through HTTPCore's one encoder.
+    /// Lower-case hex of a digest, through HTTPCore's one encoder.
     static func hex(_ bytes: [UInt8]) -> String { Hex.string(bytes) }
-
-    static func hex(_ bytes: ArraySlice<UInt8>) -> String { bytes.withUnsafeBytes { Hex.string($0) } }
 }

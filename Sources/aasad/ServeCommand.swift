@@ -106,9 +106,9 @@ struct ServeCommand: ParsableCommand {
 
     func run() throws {
         // Taken before anything can fail: an exit before readiness is the upgrade's failure.
-        let upgradeReadiness = Upgrade.takeReadiness(environment: ProcessInfo.processInfo.environment)
         let environment = ProcessInfo.processInfo.environment
-        let (settings, problems, unknownVariables) = settings(environment: ProcessInfo.processInfo.environment)
+        let upgradeReadiness = Upgrade.takeReadiness(environment: environment)
+        let (settings, problems, unknownVariables) = settings(environment: environment)
         if let problem = problems.first(where: { $0.source == "flag" }) {
             throw ValidationError("\(problem.key): \(problem.message).")
         }
