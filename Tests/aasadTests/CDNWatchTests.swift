@@ -126,7 +126,9 @@ final class CDNWatchTests {
         #expect(asked >= 5, "the watch asked \(asked) times in \(elapsed) s")
         #expect(Double(asked) <= elapsed * 5 + 1, "the watch asked \(asked) times in \(elapsed) s, over 5 a second")
         #expect(Set(cdn.cdnRequests).count == asked, "no host asked twice before every host was asked once")
-        #expect(watch.states.count == asked)
+        // Every answered request leaves a state; stop aborts the one in flight, which the fake
+        // CDN may have counted already.
+        #expect((asked - 1...asked).contains(watch.states.count), "\(watch.states.count) states for \(asked) requests")
         #expect(watch.states.values.allSatisfy { $0.state == .missing })
     }
 }
