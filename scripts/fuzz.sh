@@ -8,11 +8,14 @@
 #   pem     TLSContext's chain and key loading (input: chain, NUL, key)           Fuzz/pem-corpus, Fuzz/pem-fail-cases
 #   acme    what a CA sends: ACME JSON, problems, header lines, PEM chains        Fuzz/acme-corpus, Fuzz/acme-fail-cases
 #   check   CDN and origin bodies as canonical JSON, entitlements entries/plists  Fuzz/check-corpus, Fuzz/check-fail-cases
-# New inputs go to the target's corpus; a crash, timeout or out-of-memory input is copied to its
-# fail-cases folder. The normal test run replays both folders of every target.
+# New inputs that add coverage are merged into the target's corpus; a crash, timeout, leak or
+# out-of-memory input is moved to its fail-cases folder. The normal test run replays both folders of
+# every target. Each run is recorded in Fuzz/ledger.tsv (date, commit, inputs, exec/s, coverage,
+# units added, result); scripts/fuzz-ledger.py sums it into docs/reliability.md's table.
 # Usage: scripts/fuzz.sh [seconds per target] [aasa|http1|fields|http2|config|pem|acme|check|all]   (default 60, all)
 # FUZZ_RUNS=N runs N inputs per target instead of a time (the documented campaign: 10,000,000).
-# FUZZ_SMOKE=1 keeps what it finds out of the corpus (CI's check that every target builds and runs).
+# FUZZ_SMOKE=1 keeps what it finds out of the corpus and the ledger (CI's check that every target
+# builds and runs). FUZZ_NOTE=TEXT is written in the ledger's note column (e.g. "beside builds").
 # FUZZ_TIMEOUT=S: seconds one input may take before libFuzzer calls it a hang (default 10; the
 # campaign uses 60 beside other work, where a starved process is not a hung one).
 set -euo pipefail
@@ -54,33 +57,53 @@ one_module() {
 }
 
 # run NAME CORPUS FAILS MAX_LEN [BINARY]: runs $out/fuzz-NAME (or BINARY) for $seconds (or
-# $FUZZ_RUNS inputs) and keeps what it found.
+# $FUZZ_RUNS inputs), keeps what it found, and records the run in the ledger (Fuzz/ledger.tsv).
 run() {
     local name=$1 corpus=$2 fails=$3 max_len=$4 binary=${5:-$out/fuzz-$1}
     local budget="-max_total_time=$seconds"
     [ -n "${FUZZ_RUNS:-}" ] && budget="-runs=$FUZZ_RUNS"
     mkdir -p "$corpus" "$fails"
+    # New inputs go to a scratch folder (libFuzzer writes to its first corpus); afterwards only
+    # those that add coverage to the committed corpus are merged into it (-merge=1), so the
+    # corpus grows by what a run found, not by every intermediate unit.
+    local scratch="$out/$name-new"
+    rm -rf "$scratch"
+    mkdir -p "$scratch"
+    local started=$SECONDS
     set +e
-    # FUZZ_SMOKE=1: new inputs go to a scratch folder (libFuzzer writes to its first corpus), so a
-    # quick check leaves the committed corpus as it is.
-    local corpora=("$corpus")
-    if [ -n "${FUZZ_SMOKE:-}" ]; then
-        rm -rf "$out/$name-scratch"
-        mkdir -p "$out/$name-scratch"
-        corpora=("$out/$name-scratch" "$corpus")
-    fi
     "$binary" "$budget" -print_final_stats=1 -max_len="$max_len" -timeout="${FUZZ_TIMEOUT:-10}" -rss_limit_mb=2048 \
-        -artifact_prefix="$out/$name-" "${corpora[@]}" 2>&1 | tee "$out/$name.log" | grep -E '^#[0-9]+ +DONE|ERROR|SUMMARY' || true
+        -artifact_prefix="$out/$name-" "$scratch" "$corpus" 2>&1 | tee "$out/$name.log" | grep -E '^#[0-9]+ +DONE|ERROR|SUMMARY' || true
     local code=${PIPESTATUS[0]}
     set -e
     [ "$code" -eq 0 ] || status=1
-    for crash in "$out/$name"-crash-* "$out/$name"-timeout-* "$out/$name"-oom-*; do
+    local result=clean
+    for crash in "$out/$name"-crash-* "$out/$name"-timeout-* "$out/$name"-oom-* "$out/$name"-leak-*; do
         [ -e "$crash" ] || continue
         mv "$crash" "$fails/"
+        result="kept $(basename "$crash")"
         echo "saved $(basename "$crash") to $fails: add a fix and keep the case" >&2
     done
+    [ "$code" -eq 0 ] || [ "$result" != clean ] || result="exit $code"
     # libFuzzer's last status line: executions and executions per second.
     grep -E '^#[0-9]+' "$out/$name.log" | tail -1 | sed "s/^/$name: /"
+    # FUZZ_SMOKE=1 (CI's check that every target builds and runs) keeps nothing and records nothing.
+    [ -z "${FUZZ_SMOKE:-}" ] || return 0
+    local before after
+    before=$(find "$corpus" -maxdepth 1 -type f | wc -l)
+    "$binary" -merge=1 -max_len="$max_len" -timeout="${FUZZ_TIMEOUT:-10}" -rss_limit_mb=2048 "$corpus" "$scratch" \
+        >"$out/$name-merge.log" 2>&1 || echo "$name: merging the new units failed (see $out/$name-merge.log)" >&2
+    after=$(find "$corpus" -maxdepth 1 -type f | wc -l)
+    local inputs rate cov ft commit
+    final_stat() { grep -oE "^stat::$1: *[0-9]+" "$out/$name.log" | grep -oE '[0-9]+$' | tail -1 || true; }
+    inputs=$(final_stat number_of_executed_units)
+    rate=$(final_stat average_exec_per_sec)
+    cov=$(grep -oE '^#[0-9]+.* cov: [0-9]+' "$out/$name.log" | tail -1 | grep -oE '[0-9]+$' || true)
+    ft=$(grep -oE '^#[0-9]+.* ft: [0-9]+' "$out/$name.log" | tail -1 | grep -oE '[0-9]+$' || true)
+    commit=$(git rev-parse --short HEAD 2>/dev/null || echo -)
+    [ -z "$(git status --porcelain -- Sources Fuzz/*.swift 2>/dev/null)" ] || commit="$commit+changes"
+    python3 scripts/fuzz-ledger.py --append "$commit" "$name" "$((SECONDS - started))" "${inputs:--}" "${rate:--}" \
+        "${cov:--}" "${ft:--}" "$after" "$((after - before))" "$result" "${FUZZ_NOTE:--}"
+    echo "$name: $((after - before)) new units merged into $corpus; ledger: Fuzz/ledger.tsv (scripts/fuzz-ledger.py --update docs/reliability.md)"
 }
 
 if [ "$which" = all ] || [ "$which" = http1 ]; then
