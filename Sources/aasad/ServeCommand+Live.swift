@@ -144,7 +144,7 @@ extension ServeCommand {
     static func apply(
         _ change: SettingsFollower.Change, server: Server.Tuner, sites: LockedRegistry, certificateManager: Current<CertificateManager>,
         retiringManager: Current<CertificateManager>,
-        cdnWatch: Current<CDNWatch>, store: SnapshotStore, names: @Sendable () -> Set<String>, workers: Int, logger: Logger
+        cdnWatch: Current<CDNWatch>, store: SnapshotStore, names: @Sendable () -> [String: [String]], workers: Int, logger: Logger
     ) throws -> Bool {
         let (old, new) = (change.old, change.new)
         var changed: [String] = []

@@ -34,6 +34,7 @@ import TLS
 ///   eab: { kid: …, hmac-key: … }      # External Account Binding, when the CA asks for it
 ///   dns-hook: /path/to/hook           # DNS-01 for wildcard sites: `hook add|remove NAME VALUE`
 ///   orders-per-hour: 60
+///   names-per-site: 100               # names ordered per site at most, aliases included
 /// cdn-watch:                  # Apple's CDN copy of every served host (issue 13); off by default
 ///   enabled: false
 ///   url: https://app-site-association.cdn-apple.com/a/v1/
@@ -304,6 +305,14 @@ struct ServerSettings: Equatable {
         scalar("acme.orders-per-hour") { settings, text in
             guard let n = Int(text), n >= 1, n <= 100_000 else { return "must be a number of orders from 1 to 100000, not \"\(text)\"" }
             settings.acme.ordersPerHour = n
+            return nil
+        },
+        scalar("acme.names-per-site") { settings, text in
+            let bounds = CertificateManager.Configuration.namesPerSiteBounds
+            guard let n = Int(text), bounds.contains(n) else {
+                return "must be a number of names from \(bounds.lowerBound) to \(bounds.upperBound), not \"\(text)\""
+            }
+            settings.acme.namesPerSite = n
             return nil
         },
         scalar("cdn-watch.enabled") { settings, text in
