@@ -16,6 +16,7 @@ import TLS
 ///   https-port: 443           # the port in those redirects; default: the first https address's
 /// threads: auto               # or a number of worker threads
 /// admin: 127.0.0.1:9190       # or off
+/// admin-hosts: []             # names the admin listener answers besides localhost and IP literals
 /// state: state                # where the development certificate is kept
 /// user: aasad                 # drop to this user after binding (run as root to bind 443)
 /// pid-file: /run/aasad/aasad.pid   # the serving process's id; follows an upgrade (SIGUSR2)
@@ -56,6 +57,9 @@ struct ServerSettings: Equatable {
     var threads: Int?
     /// nil: no admin listener.
     var admin: String? = "127.0.0.1:9190"
+    /// Host names the admin listener answers besides loopback names and IP literals (a scraper
+    /// that asks by DNS name); lower case, no port. Any other `Host` gets 421 (`AdminHosts`).
+    var adminHosts: [String] = []
     var state = "state"
     var user: String?
     /// Where the serving process's id is written (`PIDFile`); nil: nowhere.
@@ -219,6 +223,21 @@ struct ServerSettings: Equatable {
             }
             if let problem = addressProblem(text) { return problem }
             settings.admin = text
+            return nil
+        },
+        Key(path: "admin-hosts", isList: true) { settings, values in
+            var names: [String] = []
+            for value in values {
+                let name: HostName
+                do {
+                    name = try HostName(parsing: value)
+                } catch {
+                    return "\"\(value)\": \(error)"
+                }
+                guard !name.isWildcard else { return "\"\(value)\": name each host; a wildcard is not taken" }
+                names.append(name.name)
+            }
+            settings.adminHosts = names
             return nil
         },
         scalar("state") { settings, text in
