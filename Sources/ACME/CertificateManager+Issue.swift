@@ -48,6 +48,8 @@ extension CertificateManager {
             // The account first: a CA that cannot be reached costs no order from the budget.
             let client = try acmeClient()
             guard try spendBudget(name: name, now: now) else { return }
+            // The order is placed: the name's site goes behind every other site.
+            state.withLock { $0.queue.ordered(name) }
             setState(name) { $0.state = .ordering }
             let renewing = state.withLock { $0.entries[name]?.served != nil }
             logger.info("ordering a certificate", metadata: ["name": "\(name)", "renewal": "\(renewing)"])

@@ -88,18 +88,21 @@ extension CertificateManager {
         }
     }
 
-    /// The oldest-wanted name that needs an order now, or nil. Also brings every entry's state up
-    /// to date (queued, needs a hook, valid).
+    /// The name to order now (`OrderQueue`: renewals first, sites in turn), or nil. Also brings
+    /// every entry's state up to date (queued, capped, needs a hook, valid).
     func nextDue(now: Int64) -> String? {
         let hasHook = configuration.dnsHook != nil
         return state.withLock { state -> String? in
             let budgetOpen = now >= state.budgetBlockedUntil
-            var best: (name: String, since: UInt64)?
+            let capped = state.queue.capped { state.entries[$0]?.served != nil }
+            var due: [(String, OrderQueue.Class)] = []
             for (name, entry) in state.entries {
                 let next: CertificateStatus.State
-                var due = false
                 if let renewAt = entry.renewAt, now < renewAt {
                     next = .valid
+                } else if capped.contains(name) {
+                    // Never ordered; a certificate it still has is served until it expires.
+                    next = .capped
                 } else if name.hasPrefix("*.") && !hasHook {
                     next = .needsDNSHook
                 } else if !entry.backoff.mayAttempt(now: now) {
@@ -108,13 +111,12 @@ extension CertificateManager {
                     next = .waiting
                 } else {
                     next = .queued
-                    due = budgetOpen
+                    if budgetOpen { due.append((name, entry.served == nil ? .new : .renewal)) }
                 }
                 // Written only when it changed: every write moves the version pages are built on.
                 if next != entry.state { state.entries[name]?.state = next }
-                if due, best == nil || entry.wantedSince < best!.since { best = (name, entry.wantedSince) }
             }
-            return best?.name
+            return state.queue.next(among: due)
         }
     }
 

@@ -11,7 +11,8 @@ public import TLS
 /// - Stored certificates load before the first network call (`loadStored`), so a CA outage
 ///   never stops serving what was issued.
 /// - A name is due when it has no certificate, or a third of its certificate's lifetime is left.
-///   Due names are ordered oldest request first, within the order budget
+///   Due names are ordered fairly across sites (`OrderQueue`: renewals first, then sites in
+///   turn, at most `acme.names-per-site` names per site), within the order budget
 ///   (`acme.orders-per-hour`, shared by every replica through the storage's order log), one
 ///   order at a time, each under the name's storage lock so that one replica orders and the
 ///   others pick the result up from storage (`rescanInterval`).
@@ -32,6 +33,9 @@ public final class CertificateManager: Sendable {
         public var dnsHook: String?
         /// Orders placed per hour at most, by all replicas sharing the storage.
         public var ordersPerHour: Int
+        /// Names ordered per site at most, its aliases included (`acme.names-per-site`); the
+        /// rest are `capped`.
+        public var namesPerSite: Int
         /// Seconds between looks at the storage for certificates other replicas stored.
         public var rescanInterval: Int64
         /// Over how many seconds the first renewal-window questions about certificates are
@@ -41,8 +45,8 @@ public final class CertificateManager: Sendable {
         public init(
             directory: ACMEURL, contact: [String] = [], directoryCA: String? = nil, storage: String,
             challenges: [String] = defaultChallenges, externalAccountBinding: ACMEClient.ExternalAccountBinding? = nil,
-            dnsHook: String? = nil, ordersPerHour: Int = defaultOrdersPerHour, rescanInterval: Int64 = defaultRescanInterval,
-            renewalCheckSpread: Int64 = 3_600
+            dnsHook: String? = nil, ordersPerHour: Int = defaultOrdersPerHour, namesPerSite: Int = defaultNamesPerSite,
+            rescanInterval: Int64 = defaultRescanInterval, renewalCheckSpread: Int64 = 3_600
         ) {
             self.renewalCheckSpread = renewalCheckSpread
             self.directory = directory
@@ -53,6 +57,7 @@ public final class CertificateManager: Sendable {
             self.externalAccountBinding = externalAccountBinding
             self.dnsHook = dnsHook
             self.ordersPerHour = ordersPerHour
+            self.namesPerSite = namesPerSite
             self.rescanInterval = rescanInterval
         }
 
@@ -60,6 +65,13 @@ public final class CertificateManager: Sendable {
         /// Let's Encrypt allows 300 new orders per account per 3 hours (100 an hour); staying
         /// at 60 leaves room for renewals and a second deployment on the same account.
         public static let defaultOrdersPerHour = 60
+        /// A site is one app owner's names: its domain, www, a few regional or campaign
+        /// domains. 100 (the most names Let's Encrypt puts in one certificate) leaves room for a
+        /// large brand, while a tenant's junk aliases cost at most 100 orders.
+        public static let defaultNamesPerSite = 100
+        /// The setting's bounds: at least one name (the site's own), at most the most names
+        /// a config directory is tested with (100,000 sites).
+        public static let namesPerSiteBounds: ClosedRange<Int> = 1...100_000
         /// A replica that lost a name's lock serves the winner's certificate this long after it
         /// is stored, at most; a stat per wanted name per look.
         public static let defaultRescanInterval: Int64 = 10
@@ -93,10 +105,10 @@ public final class CertificateManager: Sendable {
         var renewAt: Int64 { notAfter - (notAfter - notBefore) / 3 }
     }
 
-    /// Per wanted name: what is served, when it was first wanted (queue order), its back-off.
+    /// Per wanted name: what is served, its state, its back-off (its site and queue place are
+    /// the `OrderQueue`'s).
     struct Entry: Sendable {
         var served: Served?
-        var wantedSince: UInt64
         var backoff = Backoff()
         var state: CertificateStatus.State = .queued
         var error: String?
@@ -125,7 +137,8 @@ public final class CertificateManager: Sendable {
         /// Every change bumps `version`, so pages built from the statuses are rebuilt only then.
         var entries: [String: Entry] = [:] { didSet { version &+= 1 } }
         var version: UInt64 = 0
-        var sequence: UInt64 = 0
+        /// Which due name goes next, and each name's site.
+        var queue: OrderQueue
         var counters = CertificateCounters()
         /// The order budget is spent until then (seconds since the epoch).
         var budgetBlockedUntil: Int64 = 0
@@ -139,7 +152,7 @@ public final class CertificateManager: Sendable {
     public let storage: ACMEStorage
     let clock: Clock
     let logger: Logger
-    let state = Mutex(State())
+    let state: Mutex<State>
     /// The names the config directory claims, as the last `want` gave them: read by handshakes.
     let wanted = Mutex<Set<String>>([])
     let wakeup: Wakeup
@@ -158,6 +171,7 @@ public final class CertificateManager: Sendable {
         storage = try ACMEStorage(root: configuration.storage)
         self.clock = clock
         self.logger = logger
+        state = Mutex(State(queue: OrderQueue(namesPerSite: configuration.namesPerSite)))
         locks = try StorageLock(directory: storage.locks, clock: clock.monotonic)
         challenges = try ChallengeBook(storage: storage)
         do {
@@ -228,20 +242,17 @@ public final class CertificateManager: Sendable {
 
     // MARK: - What the config directory says
 
-    /// The names to hold certificates for: exact host names, and wildcards (`*.suffix`), which
-    /// only DNS-01 can prove. Names not in the set are forgotten.
-    public func want(_ names: Set<String>) {
-        wanted.withLock { $0 = names }
+    /// The names to hold certificates for, by site (a site's directory name, each in the
+    /// site's order, its own name first): exact host names, and wildcards (`*.suffix`), which
+    /// only DNS-01 can prove. Names not given are forgotten. The site decides the name's turn and
+    /// its cap (`OrderQueue`).
+    public func want(_ sites: [String: [String]]) {
         state.withLock { state in
-            let gone = state.entries.keys.filter { !names.contains($0) }
+            let gone = state.queue.want(sites)
             for name in gone { state.entries[name] = nil }
             if !gone.isEmpty { servedCertificates.withLock { served in for name in gone { served[name] = nil } } }
-            // Only new names are sorted (for a stable queue order among names wanted together):
-            // a reload of one site at 100,000 names costs a pass, not a sort of them all.
-            for name in names.filter({ state.entries[$0] == nil }).sorted() {
-                state.sequence += 1
-                state.entries[name] = Entry(wantedSince: state.sequence)
-            }
+            for name in state.queue.names where state.entries[name] == nil { state.entries[name] = Entry() }
+            wanted.withLock { $0 = Set(state.queue.names) }
         }
         wakeup.wake()
     }

@@ -13,6 +13,9 @@ public struct CertificateStatus: Sendable, Equatable {
         case failed
         /// A wildcard name: only DNS-01 can prove it, and no `acme.dns-hook` is set.
         case needsDNSHook = "needs-dns-hook"
+        /// Past its site's `acme.names-per-site`: never ordered (a certificate it still has is
+        /// served until it expires).
+        case capped
     }
 
     public var name: String

@@ -15,6 +15,7 @@ struct ACMESettings: Equatable {
     var eabMACKey: String?
     var dnsHook: String?
     var ordersPerHour = CertificateManager.Configuration.defaultOrdersPerHour
+    var namesPerSite = CertificateManager.Configuration.defaultNamesPerSite
 
     /// What aasad can answer: RFC 8737's, RFC 8555 §8.3's and §8.4's.
     static let knownChallenges = ["tls-alpn-01", "http-01", "dns-01"]
@@ -63,6 +64,6 @@ struct ACMESettings: Equatable {
         return CertificateManager.Configuration(
             directory: try ACMEURL(directory), contact: email.map { [$0] } ?? [], directoryCA: directoryCA,
             storage: storage ?? state + "/acme", challenges: challenges, externalAccountBinding: eab, dnsHook: dnsHook,
-            ordersPerHour: ordersPerHour)
+            ordersPerHour: ordersPerHour, namesPerSite: namesPerSite)
     }
 }

@@ -185,11 +185,14 @@ final class AdminView: Sendable {
                     + ",\"lastAppleFetch\":\(last),\"lastAppleFetchFromAppleNetwork\":\(fromApple)}").utf8)
         }
         out += Array("]".utf8)
-        // The order queue: names due and waiting for the order budget (acme.orders-per-hour).
+        // The order queue: names due and waiting for the order budget (acme.orders-per-hour),
+        // and names past their site's acme.names-per-site, never ordered.
         if let acme {
             let queued = acme.values.count { $0.state == .queued }
             let failed = acme.values.count { $0.state == .failed }
-            out += Array(",\"acme\":{\"names\":\(acme.count),\"queued\":\(queued),\"failed\":\(failed)}".utf8)
+            let capped = acme.values.count { $0.state == .capped }
+            out += Array(
+                ",\"acme\":{\"names\":\(acme.count),\"queued\":\(queued),\"failed\":\(failed),\"capped\":\(capped)}".utf8)
         }
         out += Array("}".utf8)
         return out

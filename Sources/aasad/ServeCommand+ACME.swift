@@ -8,7 +8,7 @@ import TLS
 /// the certificate manager that holds them.
 extension ServeCommand {
     /// The manager, started on the stored certificates; nil when `acme.directory` is not set.
-    static func certificateManager(settings: ServerSettings, names: Set<String>, logger: Logger) throws -> CertificateManager? {
+    static func certificateManager(settings: ServerSettings, names: [String: [String]], logger: Logger) throws -> CertificateManager? {
         guard let configuration = try settings.acme.configuration(state: settings.state) else { return nil }
         let manager = try CertificateManager(configuration: configuration, logger: logger)
         manager.want(names)
@@ -26,18 +26,20 @@ extension ServeCommand {
     }
 }
 
-/// The names automatic certificates are for: every host a served site claims (its directory
-/// name, alias symlinks, site.yaml aliases) that neither its own `tls/` pair nor the default
-/// pair in `tls/` covers. The config directory is the allow-list: nothing else is ever ordered.
-/// The default pair's names are read once per pair.
+/// The names automatic certificates are for, by site (directory name): every host a served site
+/// answers for (its directory name, alias symlinks, site.yaml aliases, as the snapshot serves
+/// them) that neither its own `tls/` pair nor the default pair in `tls/` covers. The config
+/// directory is the allow-list: nothing else is ever ordered. The default pair's names are read
+/// once per pair.
 final class ACMENames: Sendable {
     private let defaultInfo = Mutex<(identity: String, info: CertificateInfo?)?>(nil)
 
-    func names(in snapshot: Snapshot) -> Set<String> {
+    func names(in snapshot: Snapshot) -> [String: [String]] {
         let info = defaultCertificateInfo(snapshot)
-        var names = Set<String>()
+        var names: [String: [String]] = [:]
         for site in snapshot.sites.values where site.certificate == nil {
-            for host in site.hosts where !(info?.covers(host.name) ?? false) { names.insert(host.name) }
+            let hosts = site.hosts.map(\.name).filter { !(info?.covers($0) ?? false) }
+            if !hosts.isEmpty { names[site.directory] = hosts }
         }
         return names
     }

@@ -142,9 +142,10 @@ extension ServeCommand {
     /// log's file, a new certificate manager, a new CDN watch) is made first; only when all are
     /// made does anything change.
     static func apply(
-        _ change: SettingsFollower.Change, server: Server.Tuner, sites: LockedRegistry, certificateManager: Current<CertificateManager>,
+        _ change: SettingsFollower.Change, server: Server.Tuner, sites: LockedRegistry, adminHosts: AdminHosts,
+        certificateManager: Current<CertificateManager>,
         retiringManager: Current<CertificateManager>,
-        cdnWatch: Current<CDNWatch>, store: SnapshotStore, names: @Sendable () -> Set<String>, workers: Int, logger: Logger
+        cdnWatch: Current<CDNWatch>, store: SnapshotStore, names: @Sendable () -> [String: [String]], workers: Int, logger: Logger
     ) throws -> Bool {
         let (old, new) = (change.old, change.new)
         var changed: [String] = []
@@ -190,6 +191,10 @@ extension ServeCommand {
             server.tune(limits: limits, accessLog: accessLog)
             changed.append(new.limits != old.limits ? "timeouts and limits" : "access log")
             if new.limits != old.limits && logChanged { changed.append("access log") }
+        }
+        if new.adminHosts != old.adminHosts {
+            adminHosts.set(new.adminHosts)
+            changed.append("admin-hosts")
         }
         let prepareAgain = new.cacheControl != old.cacheControl
         if prepareAgain {

@@ -232,7 +232,8 @@ struct ServeCommand: ParsableCommand {
             metrics: MetricsExporter(
                 traffic: traffic, fetches: fetches, sites: sites, acme: acme, development: development, cdn: { cdnWatch.value }),
             acme: acme, cdn: { cdnWatch.value })
-        let endpoint = AdminEndpoint { path in pages.answer(path) }
+        let adminHosts = AdminHosts(settings.adminHosts)
+        let endpoint = AdminEndpoint(hosts: adminHosts) { path in pages.answer(path) }
         var serverConfiguration = Server.Configuration(
             https: httpsAddresses, http: httpAddresses, threads: workerCount, limits: limits, admin: adminAddress,
             adminEndpoint: endpoint, fetchLog: fetches, traffic: traffic, accessLog: accessLog,
@@ -272,7 +273,8 @@ struct ServeCommand: ParsableCommand {
             read: { self.settings(environment: ProcessInfo.processInfo.environment) },
             apply: { [tuner = server.tuner] change in
                 try Self.apply(
-                    change, server: tuner, sites: sites, certificateManager: certificateManager, retiringManager: retiringManager,
+                    change, server: tuner, sites: sites, adminHosts: adminHosts, certificateManager: certificateManager,
+                    retiringManager: retiringManager,
                     cdnWatch: cdnWatch, store: store,
                     names: { acmeNames.names(in: store.snapshot()) }, workers: workerCount, logger: logger)
             })

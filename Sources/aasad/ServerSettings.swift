@@ -16,6 +16,7 @@ import TLS
 ///   https-port: 443           # the port in those redirects; default: the first https address's
 /// threads: auto               # or a number of worker threads
 /// admin: 127.0.0.1:9190       # or off
+/// admin-hosts: []             # names the admin listener answers besides localhost and IP literals
 /// state: state                # where the development certificate is kept
 /// user: aasad                 # drop to this user after binding (run as root to bind 443)
 /// pid-file: /run/aasad/aasad.pid   # the serving process's id; follows an upgrade (SIGUSR2)
@@ -34,6 +35,7 @@ import TLS
 ///   eab: { kid: …, hmac-key: … }      # External Account Binding, when the CA asks for it
 ///   dns-hook: /path/to/hook           # DNS-01 for wildcard sites: `hook add|remove NAME VALUE`
 ///   orders-per-hour: 60
+///   names-per-site: 100               # names ordered per site at most, aliases included
 /// cdn-watch:                  # Apple's CDN copy of every served host (issue 13); off by default
 ///   enabled: false
 ///   url: https://app-site-association.cdn-apple.com/a/v1/
@@ -55,6 +57,9 @@ struct ServerSettings: Equatable {
     var threads: Int?
     /// nil: no admin listener.
     var admin: String? = "127.0.0.1:9190"
+    /// Host names the admin listener answers besides loopback names and IP literals (a scraper
+    /// that asks by DNS name); lower case, no port. Any other `Host` gets 421 (`AdminHosts`).
+    var adminHosts: [String] = []
     var state = "state"
     var user: String?
     /// Where the serving process's id is written (`PIDFile`); nil: nowhere.
@@ -220,6 +225,21 @@ struct ServerSettings: Equatable {
             settings.admin = text
             return nil
         },
+        Key(path: "admin-hosts", isList: true) { settings, values in
+            var names: [String] = []
+            for value in values {
+                let name: HostName
+                do {
+                    name = try HostName(parsing: value)
+                } catch {
+                    return "\"\(value)\": \(error)"
+                }
+                guard !name.isWildcard else { return "\"\(value)\": name each host; a wildcard is not taken" }
+                names.append(name.name)
+            }
+            settings.adminHosts = names
+            return nil
+        },
         scalar("state") { settings, text in
             guard !text.isEmpty else { return "must be a directory path" }
             settings.state = text
@@ -304,6 +324,14 @@ struct ServerSettings: Equatable {
         scalar("acme.orders-per-hour") { settings, text in
             guard let n = Int(text), n >= 1, n <= 100_000 else { return "must be a number of orders from 1 to 100000, not \"\(text)\"" }
             settings.acme.ordersPerHour = n
+            return nil
+        },
+        scalar("acme.names-per-site") { settings, text in
+            let bounds = CertificateManager.Configuration.namesPerSiteBounds
+            guard let n = Int(text), bounds.contains(n) else {
+                return "must be a number of names from \(bounds.lowerBound) to \(bounds.upperBound), not \"\(text)\""
+            }
+            settings.acme.namesPerSite = n
             return nil
         },
         scalar("cdn-watch.enabled") { settings, text in

@@ -69,6 +69,7 @@ struct SitesCommand: ParsableCommand {
                 for stored in automatic?.forSite(s.hosts) ?? [] {
                     line +=
                         "\tacme:\(stored.name)="
+                        + (stored.capped == true ? "capped " : "")
                         + (stored.notAfter.map { "until " + ConfigLoading.date($0) } ?? stored.problem ?? "none yet")
                 }
                 print(line)
@@ -150,6 +151,8 @@ struct SitesCommand: ParsableCommand {
         /// Its end of validity, seconds since the epoch; nil when none is stored (or usable).
         var notAfter: Int64?
         var problem: String?
+        /// Past its site's `acme.names-per-site`: never ordered (nil when not).
+        var capped: Bool?
     }
 
     /// The names automatic certificates are for, with what the storage holds for each; nil when
@@ -169,7 +172,8 @@ struct SitesCommand: ParsableCommand {
             let storage = try? ACMEStorage(root: settings.acme.storage ?? settings.state + "/acme", create: false)
         else { return nil }
         var byName: [String: StoredCertificate] = [:]
-        for name in ACMENames().names(in: snapshot) {
+        let bySite = ACMENames().names(in: snapshot)
+        for name in bySite.values.joined() {
             var entry = StoredCertificate(name: name)
             do {
                 if let file = try storage.certificate(for: name) {
@@ -181,6 +185,11 @@ struct SitesCommand: ParsableCommand {
             }
             byName[name] = entry
         }
+        // The server's rule (`OrderQueue`): seats go to names with a certificate first, then in
+        // the site's order.
+        var queue = OrderQueue(namesPerSite: settings.acme.namesPerSite)
+        queue.want(bySite)
+        for name in queue.capped(isServed: { byName[$0]?.notAfter != nil }) { byName[name]?.capped = true }
         return StoredCertificates(byName: byName)
     }
 }

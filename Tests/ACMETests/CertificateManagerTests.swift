@@ -238,3 +238,8 @@ final class HTTP01Responder {
         process.waitUntilExit()
     }
 }
+
+extension CertificateManager {
+    /// `want` with each name a site of its own, for the tests that are not about sites.
+    func want(_ names: Set<String>) { want(Dictionary(uniqueKeysWithValues: names.map { ($0, [$0]) })) }
+}

@@ -95,7 +95,9 @@ struct ExchangeTests {
         #expect(get.status == .ok && get.body == Array("ok\n".utf8) && get.sendsBody)
         let head = Self.answer(&exchange, .head, "/healthz", host: nil, version: .http1, peer: peer)
         #expect(head.status == .ok && !head.sendsBody)
-        #expect(Self.answer(&exchange, .get, Self.aasaPath, version: .http1, peer: peer).status == .notFound, "no site on the admin port")
+        let aasa = Self.answer(&exchange, .get, Self.aasaPath, host: "localhost", version: .http1, peer: peer)
+        #expect(aasa.status == .notFound, "no site on the admin port")
+        #expect(Self.answer(&exchange, .get, Self.aasaPath, version: .http1, peer: peer).status == .misdirected, "a site's name")
         #expect(Self.requests(exchange, .http1, .init(.ok)) == 0)
     }
 }

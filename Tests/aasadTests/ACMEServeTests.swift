@@ -20,7 +20,7 @@ final class ACMEServeTests {
         try config.write("pebble-root.pem", try pebble.issuingRoot())
     }
 
-    func settings(challenges: String, storage: String = "acme") throws {
+    func settings(challenges: String, storage: String = "acme", extra: String = "") throws {
         try config.write(
             "config/aasad.yaml",
             Array(
@@ -31,8 +31,21 @@ final class ACMEServeTests {
                   storage: "\(config.path(storage))"
                   challenges: [\(challenges)]
                   email: ops@example.com
+                \(extra)
 
                 """.utf8))
+    }
+
+    /// junk.test: a tenant's site with eight aliases of its own choosing.
+    func junkSite() throws {
+        try config.write("config/sites/junk.test/apple-app-site-association", config.aasa)
+        let aliases = (1...8).map { "alias\($0).junk.test" }.joined(separator: ", ")
+        try config.write("config/sites/junk.test/site.yaml", Array("aliases: [\(aliases)]\n".utf8))
+    }
+
+    /// The names in `state`, from `/sites`.
+    func names(_ server: RunningServer, _ state: String) -> Set<String> {
+        Set(((try? automatic(server)) ?? [:]).filter { $0.value["state"] as? String == state }.keys)
     }
 
     func serve() throws -> RunningServer {
@@ -110,6 +123,56 @@ final class ACMEServeTests {
         #expect(sites.text.contains("acme:a.test=until "), "\(sites.text)")
         #expect(sites.text.contains("acme:new.test=until "), "\(sites.text)")
         #expect(!sites.text.contains("acme:own.test"), "\(sites.text)")
+    }
+
+    @Test("a tenant's eight junk aliases under orders-per-hour 8 leave no new site queued: sites take turns")
+    func fairAcrossSites() throws {
+        try settings(challenges: "tls-alpn-01", extra: "  orders-per-hour: 8")
+        try junkSite()
+        // A new customer's site, whose name sorts after every junk alias (first in, first out by
+        // name ordered the eight aliases and left it queued for the hour).
+        try config.write("config/sites/new.test/apple-app-site-association", config.aasa)
+        let server = try serve()
+        // Twelve names want a certificate (a.test, www.a.test, junk.test and its eight aliases,
+        // new.test); the budget allows eight, then the rest wait for the hour.
+        #expect(eventually(attempts: 900, interval: 0.1) { self.names(server, "valid").count == 8 }, "\(describe(server))")
+        #expect(eventually(attempts: 50, interval: 0.1) { self.names(server, "queued").count == 4 }, "\(describe(server))")
+        let valid = names(server, "valid")
+        #expect(valid.isSuperset(of: ["a.test", "www.a.test", "new.test", "junk.test"]), "\(describe(server))")
+        #expect(names(server, "queued").allSatisfy { $0.hasSuffix(".junk.test") }, "\(describe(server))")
+        #expect(try server.https("new.test", "/apple-app-site-association", cacert: root).status == 200)
+        let log = try String(contentsOfFile: config.path("acme/orders.log"), encoding: .utf8).split(separator: "\n")
+        #expect(log.count == 8, "\(log)")
+        #expect(server.stop() == 0)
+    }
+
+    @Test("acme.names-per-site: a site of N names gets them all, of N+1 and more the rest are capped, never ordered, and shown")
+    func namesPerSite() throws {
+        try settings(challenges: "tls-alpn-01", extra: "  names-per-site: 3")
+        try junkSite()
+        // new.test: exactly three names, the cap.
+        try config.write("config/sites/new.test/apple-app-site-association", config.aasa)
+        try config.write("config/sites/new.test/site.yaml", Array("aliases: [www.new.test, shop.new.test]\n".utf8))
+        let server = try serve()
+        let seated = [
+            "a.test", "www.a.test", "junk.test", "alias1.junk.test", "alias2.junk.test", "new.test", "www.new.test", "shop.new.test",
+        ]
+        #expect(waitValid(server, seated), "\(describe(server))\n\(server.log())")
+        let capped = Set((3...8).map { "alias\($0).junk.test" })
+        #expect(names(server, "capped") == capped, "\(describe(server))")
+        let page = try JSONSerialization.jsonObject(with: Data(try server.admin("/sites").body)) as? [String: Any]
+        let summary = page?["acme"] as? [String: Int]
+        #expect(summary?["capped"] == 6 && summary?["queued"] == 0, "\(String(describing: summary))")
+        let metrics = String(decoding: try server.admin("/metrics").body, as: UTF8.self)
+        #expect(metrics.contains("aasad_acme_names{state=\"capped\"} 6"), "\(metrics)")
+        #expect(metrics.contains("aasad_acme_orders_total{result=\"issued\"} 8"), "\(metrics)")
+        let log = try String(contentsOfFile: config.path("acme/orders.log"), encoding: .utf8)
+        for name in capped { #expect(!log.contains(" \(name)\n"), "\(log)") }
+        #expect(server.stop() == 0)
+        // aasad sites says the same without a server.
+        let sites = try Tool.run(AASAD.binary.path, ["sites", "--config", config.config])
+        #expect(sites.text.contains("acme:alias3.junk.test=capped none yet"), "\(sites.text)")
+        #expect(sites.text.contains("acme:alias2.junk.test=until "), "\(sites.text)")
     }
 
     @Test("two servers on one port sharing storage, over HTTP-01: one order per name, the same certificate from both")

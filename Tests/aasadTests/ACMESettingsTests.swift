@@ -22,6 +22,7 @@ final class ACMESettingsTests {
                   challenges: [tls-alpn-01, tls-sni-01]
                   storage: ""
                   orders-per-hour: 0
+                  names-per-site: 100001
                   eab: {kid: "a b", hmac-key: "not base64url!"}
                   retries: 3
 
@@ -37,7 +38,8 @@ final class ACMESettingsTests {
             "\(file): acme.orders-per-hour: must be a number of orders from 1 to 100000, not \"0\"",
             "\(file): acme.eab.kid: must be the key identifier the CA gave",
             "\(file): acme.eab.hmac-key: must be the base64url MAC key the CA gave",
-            "\(file): acme.retries: unknown key; acme knows directory, email, directory-ca, storage, challenges, eab, dns-hook, orders-per-hour",
+            "\(file): acme.names-per-site: must be a number of names from 1 to 100000, not \"100001\"",
+            "\(file): acme.retries: unknown key; acme knows directory, email, directory-ca, storage, challenges, eab, dns-hook, orders-per-hour, names-per-site",
         ] {
             #expect(out.text.contains(expected), "missing: \(expected)\n\(out.text)")
         }
@@ -66,6 +68,21 @@ final class ACMESettingsTests {
         #expect(try Tool.run(AASAD.binary.path, ["validate", file]).status == 0)
         try config.write("config/aasad.yaml", Array("acme: {challenges: [http-01]}\n".utf8))
         #expect(try Tool.run(AASAD.binary.path, ["validate", file]).status == 0)
+    }
+
+    @Test("acme.names-per-site at its bounds: 1 and 100000 are taken, 0 and 100001 are not")
+    func namesPerSiteBounds() throws {
+        let file = config.path("config/aasad.yaml")
+        for (value, valid) in [
+            ("1", true), ("100000", true), ("0", false), ("100001", false), ("-1", false), ("9999999999999999999999", false),
+        ] {
+            try config.write("config/aasad.yaml", Array("acme: {directory: \"https://ca.test/dir\", names-per-site: \(value)}\n".utf8))
+            let out = try Tool.run(AASAD.binary.path, ["validate", file])
+            #expect((out.status == 0) == valid, "\(value): \(out.text)")
+        }
+        let environment = try Tool.run(
+            "env", ["AASAD_ACME_NAMES_PER_SITE=0", AASAD.binary.path, "serve", "--config", config.config, "--https", "127.0.0.1:0"])
+        #expect(environment.stderr.contains("environment: AASAD_ACME_NAMES_PER_SITE: must be a number of names"), "\(environment.stderr)")
     }
 
     @Test("serve refuses bad acme settings from the environment, and binds nothing")

@@ -28,7 +28,7 @@ final class AdminProbeTests {
             return
         }
         defer { close(stalled) }
-        Loopback.send(stalled, Array("GET /sites HTTP/1.1\r\nHost: admin\r\n\r\n".utf8))
+        Loopback.send(stalled, Array("GET /sites HTTP/1.1\r\nHost: localhost\r\n\r\n".utf8))
         for _ in 0..<5 {
             let sites = try server.admin("/sites")
             #expect(sites.status == 200)
@@ -132,7 +132,7 @@ final class AdminProbeTests {
     }
 
     private static func get(_ path: String) -> [UInt8] {
-        Array("GET \(path) HTTP/1.1\r\nHost: admin\r\nConnection: close\r\n\r\n".utf8)
+        Array("GET \(path) HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n".utf8)
     }
 
     /// The status code of a raw HTTP/1.1 answer, 0 for none.
@@ -178,7 +178,7 @@ struct AdminEndpointTests {
     @Test("an answer's status is the status sent, never a silent 200", arguments: statuses)
     func statusKept(_ status: Status) {
         let endpoint = AdminEndpoint { _ in .init(status: status, body: Array("x\n".utf8)) }
-        let response = endpoint.respond(method: .get, path: "/x")
+        let response = endpoint.respond(method: .get, authority: nil, path: "/x")
         #expect(response.status == status)
         var bytes: [UInt8] = []
         response.serialize(into: &bytes, dateLine: [])

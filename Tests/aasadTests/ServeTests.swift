@@ -487,8 +487,11 @@ final class AdminTests {
         #expect(ready.status == 200 && String(decoding: ready.body, as: UTF8.self) == "ready\n")
         #expect(try server.admin("/nope").status == 404)
         #expect(
+            try server.curl(["http://127.0.0.1:\(server.adminPort)/.well-known/apple-app-site-association"]).status == 404)
+        // A site's name is not the admin listener's (docs/threat-model.md, DNS rebinding).
+        #expect(
             try server.curl(["-H", "Host: a.test", "http://127.0.0.1:\(server.adminPort)/.well-known/apple-app-site-association"]).status
-                == 404)
+                == 421)
         #expect(try server.curl(["-X", "POST", "http://127.0.0.1:\(server.adminPort)/healthz"]).status == 405)
     }
 

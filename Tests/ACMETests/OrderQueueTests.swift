@@ -1,0 +1,138 @@
+import Testing
+
+@testable import ACME
+
+/// The order queue as a value: round robin by site, renewals first, the per-site cap at N and
+/// N+1, and one site's junk names against another's, with orders simulated by plain values.
+@Suite("ACME order queue")
+struct OrderQueueTests {
+    /// A run of the manager's passes: every wanted name not served and not capped is due as new,
+    /// `renewals` are due as renewals; each pick is ordered and then served (no longer due).
+    struct Run {
+        var queue: OrderQueue
+        var served: Set<String> = []
+        var renewals: Set<String> = []
+
+        init(namesPerSite: Int = 100, _ sites: [String: [String]]) {
+            queue = OrderQueue(namesPerSite: namesPerSite)
+            queue.want(sites)
+        }
+
+        var capped: Set<String> { queue.capped { served.contains($0) } }
+
+        /// The next pick, ordered and served; nil when nothing is due.
+        mutating func step() -> String? {
+            let capped = self.capped
+            var due: [(String, OrderQueue.Class)] = []
+            for name in queue.names where !capped.contains(name) {
+                if renewals.contains(name) {
+                    due.append((name, .renewal))
+                } else if !served.contains(name) {
+                    due.append((name, .new))
+                }
+            }
+            guard let next = queue.next(among: due) else { return nil }
+            queue.ordered(next)
+            served.insert(next)
+            renewals.remove(next)
+            return next
+        }
+
+        mutating func steps(_ count: Int) -> [String] { (0..<count).compactMap { _ in step() } }
+    }
+
+    @Test("sites take turns: one name per site per round, a site's own names oldest first (its directory name first)")
+    func roundRobin() {
+        var run = Run([
+            "a.test": ["a.test", "x1.a.test", "x2.a.test", "x3.a.test"], "b.test": ["b.test", "www.b.test"], "c.test": ["c.test"],
+        ])
+        #expect(
+            run.steps(8) == ["a.test", "b.test", "c.test", "x1.a.test", "www.b.test", "x2.a.test", "x3.a.test"])
+    }
+
+    @Test("a site that arrives later goes before every site that has had a turn")
+    func newcomerGoesNext() {
+        var run = Run(["a.test": ["a.test", "x1.a.test", "x2.a.test", "x3.a.test"]])
+        #expect(run.steps(2) == ["a.test", "x1.a.test"])
+        run.queue.want(["a.test": ["a.test", "x1.a.test", "x2.a.test", "x3.a.test"], "new.test": ["new.test"]])
+        #expect(run.steps(3) == ["new.test", "x2.a.test", "x3.a.test"])
+    }
+
+    @Test("due renewals go before new names, whichever site had the last turn")
+    func renewalsFirst() {
+        var run = Run(["a.test": ["a.test", "x1.a.test", "x2.a.test"], "b.test": ["b.test", "www.b.test"]])
+        #expect(run.steps(2) == ["a.test", "b.test"])
+        // b.test's certificate comes due: it goes before a.test's new names, though b.test had
+        // the last turn.
+        run.renewals = ["b.test"]
+        #expect(run.steps(1) == ["b.test"])
+        // Renewals of both sites: in turn, and before any new name.
+        run.renewals = ["a.test", "b.test"]
+        #expect(run.steps(4) == ["a.test", "b.test", "x1.a.test", "www.b.test"])
+    }
+
+    @Test("the cap: N names are all ordered, of N+1 the last wanted is capped and never ordered")
+    func capAtNAndNPlusOne() {
+        let n = 3
+        let atN = Run(namesPerSite: n, ["a.test": ["a.test", "x1.a.test", "x2.a.test"]])
+        #expect(atN.capped.isEmpty)
+        var past = Run(namesPerSite: n, ["a.test": ["a.test", "x1.a.test", "x2.a.test", "x3.a.test"], "b.test": ["b.test"]])
+        #expect(past.capped == ["x3.a.test"])
+        #expect(past.steps(10) == ["a.test", "b.test", "x1.a.test", "x2.a.test"])
+        #expect(past.step() == nil)
+        #expect(past.capped == ["x3.a.test"])
+        // An alias added later (even one that sorts first) never takes a seat.
+        past.queue.want(["a.test": ["0.a.test", "a.test", "x1.a.test", "x2.a.test", "x3.a.test"], "b.test": ["b.test"]])
+        #expect(past.capped == ["0.a.test", "x3.a.test"])
+        // A name leaving frees its seat for the next in order.
+        past.queue.want(["a.test": ["0.a.test", "a.test", "x2.a.test", "x3.a.test"], "b.test": ["b.test"]])
+        #expect(past.capped == ["0.a.test"])
+        #expect(past.steps(10) == ["x3.a.test"])
+    }
+
+    @Test("seats go to names holding a certificate first: a restart with another order keeps the served names seated")
+    func servedNamesKeepTheirSeats() {
+        var run = Run(namesPerSite: 2, ["a.test": ["a.test", "b.a.test", "c.a.test"]])
+        // As after a restart where storage held certificates for a.test and c.a.test.
+        run.served = ["a.test", "c.a.test"]
+        #expect(run.capped == ["b.a.test"])
+        #expect(run.step() == nil)
+        // One of them due for renewal is ordered; the capped name still is not.
+        run.renewals = ["c.a.test"]
+        #expect(run.steps(3) == ["c.a.test"])
+    }
+
+    @Test("a site's junk names never starve another's: eight junk aliases and eight orders leave no other site waiting")
+    func junkNeverStarves() {
+        let junk = ["junk.test"] + (1...8).map { "alias\($0).junk.test" }
+        var run = Run(["junk.test": junk, "new.test": ["new.test"]])
+        let eight = run.steps(8)
+        #expect(eight.contains("new.test"), "\(eight)")
+        #expect(eight.firstIndex(of: "new.test") == 1)
+        // At scale: 10,000 junk names wanted before a customer's site, and a cap of 100.
+        var big = Run(namesPerSite: 100, ["junk.test": ["junk.test"] + (1...10_000).map { "j\($0).junk.test" }])
+        _ = big.steps(5)
+        big.queue.want([
+            "junk.test": ["junk.test"] + (1...10_000).map { "j\($0).junk.test" }, "customer.test": ["customer.test", "www.customer.test"],
+        ])
+        #expect(big.steps(4).filter { $0.hasSuffix("customer.test") }.count == 2)
+        // The junk site had 7 of its 100 seats ordered: 93 are left, then nothing.
+        #expect(big.steps(200).count == 93)
+        #expect(big.capped.count == 10_001 - 100)
+    }
+
+    @Test("names moving, leaving, given twice: each name has one site; a site with no names leaves the round robin")
+    func membership() {
+        var queue = OrderQueue(namesPerSite: 100)
+        queue.want(["a.test": ["a.test", "shared.test"], "b.test": ["b.test", "shared.test"]])
+        #expect(queue.site(of: "shared.test") == "a.test")
+        let gone = queue.want(["b.test": ["b.test", "shared.test"]])
+        #expect(gone == ["a.test"])
+        #expect(queue.site(of: "shared.test") == "b.test")
+        #expect(queue.want([:]).sorted() == ["b.test", "shared.test"])
+        #expect(queue.names.isEmpty)
+        // A hostile bound: a cap of 0 or below still lets a site's first name be ordered.
+        #expect(OrderQueue(namesPerSite: 0).namesPerSite == 1)
+        #expect(OrderQueue(namesPerSite: .min).namesPerSite == 1)
+    }
+}
