@@ -16,6 +16,12 @@
 /// back, and messages quoting JSON (`JSONValue.quote`) keep their own escapes unchanged, so
 /// escaping twice gives the same text as once.
 ///
+/// Line breaks the program writes itself are the printer's: `validate`, `match` and `check`
+/// escape each line they print (`sites` each tab-separated field), so their own layout stays and
+/// a value's CR or LF shows as `\x0D` or `\x0A`; the text log escapes a whole event, so an event
+/// is always one line. Messages escape what they quote where they are made, which keeps them
+/// safe in JSON and in any other printer too.
+///
 /// It lives in AASA, the lowest module: every module that prints text reaches it (`Check` and
 /// `SiteStore` import AASA, not HTTPCore), and AASA's own messages (`AppIdentifier`) need it.
 package enum TerminalText {
