@@ -1,6 +1,6 @@
 // libFuzzer entry point over everything in AASA that reads untrusted bytes: the strict JSON
-// parser, the AASA and assetlinks.json validators, URL parsing and the matcher. Built by
-// scripts/fuzz.sh together with Sources/AASA as one module (hence no import).
+// parser, the AASA and assetlinks.json validators, URL parsing, the matcher, and TerminalText.
+// Built by scripts/fuzz.sh together with Sources/AASA as one module (hence no import).
 
 /// URLs every valid file is matched against: empty path, deep path, query items, fragment,
 /// escapes and non-ASCII, so each matcher branch runs.
@@ -27,5 +27,11 @@ public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         _ = try? LinkURL(parsing: text)
         _ = Pattern(text)
     }
+    // What a terminal is shown of the same bytes: no control or bidi character is left, escaping
+    // again changes nothing, and valid UTF-8 is shown as its String is.
+    let shown = TerminalText.escaped(utf8: bytes)
+    precondition(!shown.unicodeScalars.contains(where: TerminalText.isEscaped), "a control or bidi character shown as it is")
+    precondition(TerminalText.escaped(shown) == shown, "escaping twice differs from once")
+    if let text = String(validating: bytes, as: UTF8.self) { precondition(TerminalText.escaped(text) == shown) }
     return 0
 }

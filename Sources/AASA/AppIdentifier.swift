@@ -7,7 +7,8 @@ public enum AppIdentifier {
     ///
     /// Prefix: exactly 10 of A–Z and 0–9 (Apple issues them upper case; a lower-case prefix can never
     /// equal the signed `application-identifier`). Bundle ID: A–Z, a–z, 0–9, `-` and `.`, with no
-    /// empty parts (CFBundleIdentifier rules; `_` is not allowed).
+    /// empty parts (CFBundleIdentifier rules; `_` is not allowed). What it quotes of the identifier
+    /// is escaped (`TerminalText`): the sentence reaches terminals and log lines.
     public static func problem(with identifier: String) -> String? {
         let example = "write <Team ID>.<bundle ID>, e.g. \"ABCDE12345.com.example.app\""
         guard let dot = identifier.firstIndex(of: ".") else {
@@ -20,15 +21,15 @@ public enum AppIdentifier {
         }
         if let bad = prefix.unicodeScalars.first(where: { !(("A"..."Z").contains($0) || ("0"..."9").contains($0)) }) {
             if ("a"..."z").contains(bad) {
-                return "the team ID prefix must be upper case, as Apple issues it (\"\(prefix.uppercased())\")"
+                return "the team ID prefix must be upper case, as Apple issues it (\"\(TerminalText.escaped(prefix.uppercased()))\")"
             }
-            return "the team ID prefix may contain only A–Z and 0–9 (found '\(bad)')"
+            return "the team ID prefix may contain only A–Z and 0–9 (found '\(TerminalText.escaped(String(bad)))')"
         }
         if bundle.isEmpty {
             return "the bundle ID after the team ID is missing; \(example)"
         }
         if let bad = bundle.unicodeScalars.first(where: { !isBundleScalar($0) }) {
-            return "the bundle ID may contain only A–Z, a–z, 0–9, '-' and '.' (found '\(bad)')"
+            return "the bundle ID may contain only A–Z, a–z, 0–9, '-' and '.' (found '\(TerminalText.escaped(String(bad)))')"
         }
         if bundle.hasPrefix(".") || bundle.hasSuffix(".") || bundle.contains("..") {
             return "the bundle ID has an empty part (a '.' at the start or end, or '..')"

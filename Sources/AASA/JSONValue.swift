@@ -69,8 +69,8 @@ public struct JSONValue: Sendable, Equatable {
 
     /// Quotes a string the way JSON would write it, with every control character escaped (C0,
     /// DEL, C1 such as CSI and NEL, the line and paragraph separators, and the bidirectional
-    /// overrides and isolates): a value from a file reaches log lines and terminals, and must not
-    /// move the cursor, end the line or reorder what is shown.
+    /// marks, overrides and isolates: `TerminalText.isEscaped`): a value from a file reaches log
+    /// lines and terminals, and must not move the cursor, end the line or reorder what is shown.
     public static func quote(_ s: String) -> String {
         var out = "\""
         for scalar in s.unicodeScalars {
@@ -80,9 +80,7 @@ public struct JSONValue: Sendable, Equatable {
             case "\n": out += "\\n"
             case "\r": out += "\\r"
             case "\t": out += "\\t"
-            case _
-            where scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || scalar.value == 0x2028 || scalar.value == 0x2029
-                || (0x202A...0x202E).contains(scalar.value) || (0x2066...0x2069).contains(scalar.value):
+            case _ where TerminalText.isEscaped(scalar):
                 let hex = String(scalar.value, radix: 16, uppercase: true)
                 out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
             default: out.unicodeScalars.append(scalar)

@@ -1,3 +1,4 @@
+import AASA
 public import Outbound
 
 /// One look at Apple's CDN copy of a host: what `aasad check`, `aasad sites --cdn` and the CDN
@@ -66,7 +67,7 @@ public struct CDNProbe: Sendable {
             let response = try client.perform(request)
             var observation = CDNObservation(
                 status: response.status,
-                failureReason: response.headers.first("apple-failure-reason").map { Printable.line($0.prefix(512)) })
+                failureReason: response.headers.first("apple-failure-reason").map { TerminalText.escaped(utf8: Array($0.prefix(512))) })
             switch response.status {
             case 200: observation.digest = JSONComparison.digest(response.body)
             case 404: break
@@ -76,30 +77,5 @@ public struct CDNProbe: Sendable {
         } catch {
             return CDNObservation(status: nil, error: error.message)
         }
-    }
-}
-
-/// Text from outside (a response header, a certificate name) made safe to print on a terminal
-/// or in a log line: control bytes, DEL, C1 controls and bidirectional overrides are shown as
-/// `\xHH` or `\u{…}`, so that a hostile server cannot move the cursor, retitle the window or
-/// rewrite an earlier line of `aasad check`'s report.
-public enum Printable {
-    public static func line(_ bytes: some Collection<UInt8>) -> String {
-        line(String(decoding: bytes, as: UTF8.self))
-    }
-
-    public static func line(_ text: String) -> String {
-        var out = ""
-        for scalar in text.unicodeScalars {
-            switch scalar.value {
-            case 0..<0x20, 0x7F:
-                out += "\\x" + (scalar.value < 0x10 ? "0" : "") + String(scalar.value, radix: 16, uppercase: true)
-            case 0x80..<0xA0, 0x200E, 0x200F, 0x202A...0x202E, 0x2066...0x2069:
-                out += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
-            default:
-                out.unicodeScalars.append(scalar)
-            }
-        }
-        return out
     }
 }

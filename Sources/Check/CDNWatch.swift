@@ -1,3 +1,4 @@
+import AASA
 import Foundation
 public import Logging
 public import Outbound
@@ -112,7 +113,7 @@ public final class CDNWatch: Sendable {
                     level: level, "Apple's CDN copy is \(after.rawValue)",
                     metadata: [
                         "host": "\(host)", "status": "\(observation.status.map(String.init) ?? "none")",
-                        "reason": "\(Printable.line(observation.failureReason ?? observation.error ?? ""))",
+                        "reason": "\(TerminalText.escaped(observation.failureReason ?? observation.error ?? ""))",
                     ])
             }
             _ = wake.wait(timeout: .now() + spacing)

@@ -93,10 +93,10 @@ public struct HostChecker: Sendable {
         do {
             response = try client.perform(request)
         } catch {
-            file.error = Printable.line(error.message)
+            file.error = TerminalText.escaped(error.message)
             let certificate = error.certificate.map {
                 CertificateReport(
-                    names: $0.dnsNames.map(Printable.line), notBefore: $0.notBefore, notAfter: $0.notAfter, trusted: false)
+                    names: $0.dnsNames.map(TerminalText.escaped), notBefore: $0.notBefore, notAfter: $0.notAfter, trusted: false)
             }
             // A connection cut for Apple's fetcher alone (a WAF that resets bots) is a block.
             if error.kind == .http || error.kind == .timeout, answersBrowser(request) {
@@ -117,7 +117,7 @@ public struct HostChecker: Sendable {
             return (OriginReport(file: file, certificate: certificate), nil, nil)
         }
         let certificate = response.certificate.map {
-            CertificateReport(names: $0.dnsNames.map(Printable.line), notBefore: $0.notBefore, notAfter: $0.notAfter, trusted: true)
+            CertificateReport(names: $0.dnsNames.map(TerminalText.escaped), notBefore: $0.notBefore, notAfter: $0.notAfter, trusted: true)
         }
         if let certificate, certificate.notAfter - options.now < Self.expiryWarningSeconds {
             let days = max(0, (certificate.notAfter - options.now) / 86_400)
@@ -183,9 +183,9 @@ public struct HostChecker: Sendable {
     /// they reach a terminal).
     private func describe(_ response: OutboundResponse, into file: inout FileReport) {
         file.status = response.status
-        file.contentType = response.headers.first("content-type").map { Printable.line($0.prefix(256)) }
+        file.contentType = response.headers.first("content-type").map { TerminalText.escaped(utf8: Array($0.prefix(256))) }
         if (300..<400).contains(response.status) {
-            file.redirect = response.headers.first("location").map { Printable.line($0.prefix(2_048)) }
+            file.redirect = response.headers.first("location").map { TerminalText.escaped(utf8: Array($0.prefix(2_048))) }
         }
         file.size = response.body.count
     }
@@ -239,7 +239,7 @@ public struct HostChecker: Sendable {
         do {
             response = try client.perform(request)
         } catch {
-            file.error = Printable.line(error.message)
+            file.error = TerminalText.escaped(error.message)
             problems.append(
                 Problem(
                     "assetlinks-unreachable", .warning, "assetlinks.json could not be read: \(file.error ?? "")",
@@ -289,7 +289,7 @@ public struct HostChecker: Sendable {
         let state = observation.state(against: origin.flatMap(JSONComparison.digest))
         let report = CDNReport(
             url: base + host, state: state, status: observation.status, failureReason: observation.failureReason,
-            error: observation.error.map(Printable.line))
+            error: observation.error.map(TerminalText.escaped))
         let reason = observation.failureReason.map { " (\($0))" } ?? ""
         switch state {
         case .current:
@@ -365,18 +365,18 @@ public struct HostChecker: Sendable {
         switch error.kind {
         case .dns:
             return Problem(
-                "dns", "\(host) does not resolve: \(Printable.line(error.message))", fix: "publish an A or AAAA record for \(host)")
+                "dns", "\(host) does not resolve: \(TerminalText.escaped(error.message))", fix: "publish an A or AAAA record for \(host)")
         case .connect:
             return Problem(
-                "connect", "no TCP connection to \(what): \(Printable.line(error.message))",
+                "connect", "no TCP connection to \(what): \(TerminalText.escaped(error.message))",
                 fix: "make port 443 reachable from the internet (firewall, load balancer)")
         case .timeout:
             return Problem(
-                "timeout", "\(what) did not answer in time: \(Printable.line(error.message))",
+                "timeout", "\(what) did not answer in time: \(TerminalText.escaped(error.message))",
                 fix: "Apple's fetcher gives up after a few seconds: make the file fast to serve from every region")
         case .tls:
             return Problem(
-                "tls", "the TLS handshake with \(what) failed: \(Printable.line(error.message))",
+                "tls", "the TLS handshake with \(what) failed: \(TerminalText.escaped(error.message))",
                 fix: "offer TLS 1.2 or 1.3 with a modern cipher suite and the right certificate for \(host) (SNI)")
         case .certificate:
             switch error.certificateProblem {
@@ -396,15 +396,16 @@ public struct HostChecker: Sendable {
                 )
             case .untrusted, nil:
                 return Problem(
-                    "certificate-untrusted", "the certificate of \(what) is not trusted: \(Printable.line(error.message))",
+                    "certificate-untrusted", "the certificate of \(what) is not trusted: \(TerminalText.escaped(error.message))",
                     fix: "serve the full chain (leaf and intermediates) from a public CA; Apple's fetcher accepts no private root")
             }
         case .tooLarge:
             return Problem(
-                "too-large", "\(what) sent more than a file may hold: \(Printable.line(error.message))", fix: "keep the file under 128 KB")
+                "too-large", "\(what) sent more than a file may hold: \(TerminalText.escaped(error.message))",
+                fix: "keep the file under 128 KB")
         case .http, .request:
             return Problem(
-                "http", "\(what) could not be read: \(Printable.line(error.message))",
+                "http", "\(what) could not be read: \(TerminalText.escaped(error.message))",
                 fix: "check that \(host) serves HTTPS on port 443 and that nothing in front of it (a WAF, a proxy) cuts the connection")
         }
     }

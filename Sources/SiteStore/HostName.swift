@@ -1,3 +1,4 @@
+import AASA
 import Foundation
 
 /// A host name a site answers for: lower case, A-labels only, optionally a wildcard `*.suffix`
@@ -43,7 +44,7 @@ public struct HostName: Sendable, Hashable, Comparable, CustomStringConvertible 
                 }
             case .badLabel(let label, let reason):
                 // Escaped: a label holding CR or LF must not split the log line that reports it.
-                "the label \"\(label.unicodeScalars.map { $0.escaped(asASCII: true) }.joined())\" \(reason)"
+                "the label \"\(TerminalText.escaped(label))\" \(reason)"
             case .misplacedWildcard:
                 "a wildcard must be the whole first label, as in *.example.com"
             case .port:
@@ -87,7 +88,7 @@ public struct HostName: Sendable, Hashable, Comparable, CustomStringConvertible 
             }
             if let bad = label.unicodeScalars.first(where: { !(("a"..."z").contains($0) || ("0"..."9").contains($0) || $0 == "-") }) {
                 throw .badLabel(
-                    String(label), reason: "contains '\(bad.escaped(asASCII: true))'; host names use only letters, digits and '-'")
+                    String(label), reason: "contains '\(TerminalText.escaped(String(bad)))'; host names use only letters, digits and '-'")
             }
             if label.hasPrefix("-") || label.hasSuffix("-") {
                 throw .badLabel(String(label), reason: "starts or ends with '-'")

@@ -1,3 +1,4 @@
+import AASA
 import Foundation
 import HTTPCore
 
@@ -80,7 +81,7 @@ public struct SiteSettings: Sendable, Equatable {
                     do {
                         settings.aliases.append(try HostName(parsing: name))
                     } catch {
-                        problem("\(at): \"\(name.debugDescription.dropFirst().dropLast())\": \(error)")
+                        problem("\(at): \(Self.quoted(name)): \(error)")
                     }
                 }
             case "cache-control", "fallback-cache-control":
@@ -182,6 +183,6 @@ public struct SiteSettings: Sendable, Equatable {
     /// A value as it appears in a message: quoted, control characters escaped (a value carrying
     /// CR or LF must not split the report or the log line).
     static func quoted(_ text: String) -> String {
-        "\"" + text.unicodeScalars.map { $0.escaped(asASCII: true) }.joined() + "\""
+        "\"" + TerminalText.escaped(text) + "\""
     }
 }

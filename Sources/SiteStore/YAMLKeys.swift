@@ -1,3 +1,4 @@
+import AASA
 import Yams
 
 /// One key of a YAML settings file (site.yaml, aasad.yaml), with where it is written.
@@ -46,11 +47,98 @@ public enum YAMLKeys {
             // whole environment dictionary per file, 7% of the config fuzzer's time), and the files are UTF-8.
             node = try Yams.compose(yaml: text, .default, .default, .utf8)
         } catch {
-            fail(.syntax("\(error)"))
+            fail(.syntax(syntaxMessage(error, text: text)))
             return
         }
         guard let node else { return }
         walk(node, prefix: "", isSection: isSection, enter: enter, visit: visit, fail: fail)
+    }
+
+    /// Longest part of the file's bad line a syntax message quotes, in characters: the line
+    /// helps find the mistake, but a file may be one 64 KB line.
+    static let quotedLineLimit = 120
+
+    /// The parser's complaint in one line: where, what, and the line it stopped in, quoted and
+    /// escaped (`TerminalText`). Yams' own text puts the raw line and a caret on lines of their
+    /// own, so a line holding ESC or CR and a forged log line would reach terminals and logs.
+    static func syntaxMessage(_ error: any Error, text: String) -> String {
+        guard let error = error as? YamlError else { return TerminalText.escaped("\(error)") }
+        let (context, problem, mark): (YamlError.Context?, String, Mark)
+        switch error {
+        case .scanner(let c, let p, let m, _), .parser(let c, let p, let m, _), .composer(let c, let p, let m, _):
+            (context, problem, mark) = (c, p, m)
+        case .duplicatedKeysInMapping(let duplicates, let c):
+            let keys = duplicates.sorted().map { "\"\(TerminalText.escaped($0))\"" }.joined(separator: ", ")
+            return "line \(c.mark.line), column \(c.mark.column): a key is written twice in one mapping: \(keys)"
+        case .reader(let problem, let offset, let value, _):
+            // A character YAML refuses (a control character): libyaml gives its byte offset.
+            let character = value >= 0 ? " (U+\(hex4(value)))" : ""
+            guard let offset, let at = position(ofByte: offset, in: text) else { return TerminalText.escaped(problem) + character }
+            return "line \(at.line), column \(at.column): \(TerminalText.escaped(problem))\(character), in \(quotedLine(at.line, of: text))"
+        default:
+            return TerminalText.escaped("\(error)")
+        }
+        var message = "line \(mark.line), column \(mark.column): \(TerminalText.escaped(problem))"
+        if let context {
+            message += " (\(TerminalText.escaped(context.text)) at line \(context.mark.line), column \(context.mark.column))"
+        }
+        return message + ", in \(quotedLine(mark.line, of: text))"
+    }
+
+    /// Line `number` (1-based) of `text` quoted and escaped, cut at `quotedLineLimit` characters.
+    /// Lines end where libyaml's do (its `IS_BREAK`: CR, LF, CR LF, NEL, U+2028, U+2029), so that
+    /// the line is the one its mark counts.
+    static func quotedLine(_ number: Int, of text: String) -> String {
+        var line = 1
+        var shown = String.UnicodeScalarView()
+        var afterCR = false
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\n" where afterCR:
+                afterCR = false
+            case "\r", "\n", "\u{85}", "\u{2028}", "\u{2029}":
+                afterCR = scalar == "\r"
+                if line == number { return quoted(shown, cut: false) }
+                line += 1
+            default:
+                afterCR = false
+                guard line == number else { continue }
+                if shown.count == quotedLineLimit { return quoted(shown, cut: true) }
+                shown.append(scalar)
+            }
+        }
+        return quoted(shown, cut: false)
+    }
+
+    /// The line and column (1-based, columns in characters as libyaml counts them) of the
+    /// character at byte `offset`; nil past the end.
+    static func position(ofByte offset: Int, in text: String) -> (line: Int, column: Int)? {
+        var (line, column, byte) = (1, 1, 0)
+        var afterCR = false
+        for scalar in text.unicodeScalars {
+            if byte >= offset { return (line, column) }
+            byte += UTF8.width(scalar)
+            switch scalar {
+            case "\n" where afterCR:
+                afterCR = false
+            case "\r", "\n", "\u{85}", "\u{2028}", "\u{2029}":
+                afterCR = scalar == "\r"
+                (line, column) = (line + 1, 1)
+            default:
+                afterCR = false
+                column += 1
+            }
+        }
+        return byte >= offset ? (line, column) : nil
+    }
+
+    private static func hex4(_ value: Int32) -> String {
+        let digits = String(value, radix: 16, uppercase: true)
+        return String(repeating: "0", count: max(0, 4 - digits.count)) + digits
+    }
+
+    private static func quoted(_ line: String.UnicodeScalarView, cut: Bool) -> String {
+        "\"" + TerminalText.escaped(String(line)) + (cut ? "…" : "") + "\""
     }
 
     private static func walk(
@@ -63,7 +151,9 @@ public enum YAMLKeys {
         }
         if !prefix.isEmpty { enter(String(prefix.dropLast())) }
         for (keyNode, value) in mapping {
-            let path = prefix + (keyNode.string ?? "\(keyNode)")
+            // Escaped: the path is quoted in messages when the key is unknown (a key holding a
+            // control character is never a known one, so nothing it could match is lost).
+            let path = prefix + TerminalText.escaped(keyNode.string ?? "\(keyNode)")
             if isSection(path) {
                 walk(value, prefix: path + ".", isSection: isSection, enter: enter, visit: visit, fail: fail)
                 continue

@@ -1,3 +1,4 @@
+import AASA
 import Check
 
 /// The `cdn-watch:` section of aasad.yaml (issue 13): Apple's CDN copy of every served host,
@@ -33,7 +34,7 @@ struct CDNWatchSettings: Equatable {
         guard text.hasPrefix("https://"), text.hasSuffix("/"), text.utf8.count <= 2_048,
             text.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F })
         else {
-            return "must be an https URL ending in '/', e.g. \(HostChecker.appleCDN), not \"\(text)\""
+            return "must be an https URL ending in '/', e.g. \(HostChecker.appleCDN), not \"\(TerminalText.escaped(text))\""
         }
         return nil
     }

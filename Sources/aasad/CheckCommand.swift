@@ -58,11 +58,11 @@ struct CheckCommand: ParsableCommand {
         }
         for host in hosts where !Entitlements.isHostName(Entitlements.fetchedHost(host)) {
             throw ValidationError(
-                "'\(host)' is not a host name: give the name alone in A-label form, e.g. example.com (use --connect-to for another address or port)."
+                "'\(TerminalText.escaped(host))' is not a host name: give the name alone in A-label form, e.g. example.com (use --connect-to for another address or port)."
             )
         }
         if let caFile, !FileManager.default.isReadableFile(atPath: caFile) {
-            throw ValidationError("--cacert: cannot read \(caFile)")
+            throw ValidationError("--cacert: cannot read \(TerminalText.escaped(caFile))")
         }
         if let app, let problem = AppIdentifier.problem(with: app) {
             throw ValidationError("--app: \(problem)")
@@ -83,7 +83,7 @@ struct CheckCommand: ParsableCommand {
     /// Says what is wrong on standard error and exits 1 (a file that cannot be used, as
     /// `validate` does; 64 is for bad arguments).
     static func fail(_ message: String) -> ExitCode {
-        FileHandle.standardError.write(Data("error: \(message)\n".utf8))
+        FileHandle.standardError.write(Data("error: \(TerminalText.escaped(message))\n".utf8))
         return ExitCode(1)
     }
 
@@ -145,7 +145,9 @@ struct CheckCommand: ParsableCommand {
         case .json:
             JSONOutput.print(CheckOutput(hosts: reports, entitlements: entitlements == nil ? nil : entitlementProblems))
         case .text:
-            for problem in entitlementProblems { print("entitlements: error: \(problem.message)\n  fix: \(problem.fix)") }
+            for problem in entitlementProblems {
+                print("entitlements: error: \(TerminalText.escaped(problem.message))\n  fix: \(TerminalText.escaped(problem.fix))")
+            }
             for (index, report) in reports.enumerated() {
                 if index > 0 || !entitlementProblems.isEmpty { print("") }
                 print(Self.text(report, services: targets[index].services), terminator: "")
@@ -162,6 +164,8 @@ struct CheckCommand: ParsableCommand {
     }
 
     /// A host's report for people: a verdict line, the facts, then each problem with its fix.
+    /// Each line is escaped whole (`TerminalText`): the remote server chose its headers, its
+    /// body, the names in its certificate and what the CDN says, and the terminal must only show them.
     static func text(_ report: HostReport, services: [String]) -> String {
         let origin = report.origin
         var lines = [
@@ -202,7 +206,7 @@ struct CheckCommand: ParsableCommand {
             lines.append("  \(problem.severity.rawValue) [\(problem.code)]: \(problem.message)")
             lines.append("    fix: \(problem.fix)")
         }
-        return lines.joined(separator: "\n") + "\n"
+        return lines.map(TerminalText.escaped).joined(separator: "\n") + "\n"
     }
 
     /// Seconds since the epoch as an ISO 8601 date (UTC).

@@ -1,3 +1,4 @@
+import AASA
 import HTTPCore
 import SiteStore
 
@@ -25,7 +26,7 @@ enum ConfigFuzz {
         var failures: [String] = []
         let text = String(decoding: bytes, as: UTF8.self)
 
-        let (site, _) = SiteSettings.parse(text, file: "site.yaml")
+        let (site, siteProblems) = SiteSettings.parse(text, file: "site.yaml")
         if let value = site.cacheControl { failures += servable(value, from: "site.yaml") }
         for alias in site.aliases where !alias.name.utf8.allSatisfy(isHostByte) {
             failures.append("site.yaml: an alias outside the host grammar: \(alias.name.debugDescription)")
@@ -42,7 +43,13 @@ enum ConfigFuzz {
         if let target = try? RedirectTemplate(parsing: text) { failures += redirects(target, path: bytes) }
 
         var settings = ServerSettings()
-        _ = settings.apply(yaml: text, file: "aasad.yaml")
+        let settingsProblems = settings.apply(yaml: text, file: "aasad.yaml")
+        // What a file says is quoted escaped where the message is made (`TerminalText`): no
+        // message can carry a control or bidi character to a terminal or a log line.
+        for message in siteProblems.map(\.message) + settingsProblems.map(\.description)
+        where message.unicodeScalars.contains(where: TerminalText.isEscaped) {
+            failures.append("a message with a control or bidi character: \(message.debugDescription)")
+        }
         failures += servable(settings.cacheControl, from: "aasad.yaml")
 
         // The value check itself: accepted exactly when every byte is allowed (all ASCII, so the

@@ -1,4 +1,6 @@
+import AASA
 import Logging
+import Reactor
 import Synchronization
 
 /// The log level and format in force, changed while serving when aasad.yaml's `logging` changes
@@ -18,15 +20,15 @@ final class LogControl: Sendable {
     }
 }
 
-/// A handler that writes text (swift-log's stream handler) or JSON lines (`JSONLogHandler`) as
-/// `LogControl` says, at the level it says.
+/// A handler that writes text (swift-log's stream handler, through `EscapingStandardError`) or
+/// JSON lines (`JSONLogHandler`) as `LogControl` says, at the level it says.
 struct SwitchingLogHandler: LogHandler {
     private var text: StreamLogHandler
     private var json: JSONLogHandler
     private let control: LogControl
 
     init(label: String, control: LogControl = .shared) {
-        text = StreamLogHandler.standardError(label: label)
+        text = StreamLogHandler(label: label, stream: EscapingStandardError())
         json = JSONLogHandler(label: label)
         self.control = control
         text.logLevel = .trace
@@ -59,5 +61,36 @@ struct SwitchingLogHandler: LogHandler {
     func log(event: LogEvent) {
         // One load for the format; the level was checked by the Logger through `logLevel`.
         if control.json { json.log(event: event) } else { text.log(event: event) }
+    }
+}
+
+/// Standard error for the text log, one line per event whatever the event holds: swift-log's
+/// `StreamLogHandler` writes each event as one string, `time level label: metadata [source]
+/// message` and a line feed (Sources/Logging/Handlers/StreamLogHandler.swift), and everything in
+/// it before that line feed is escaped (`TerminalText`). Messages escape what they quote where
+/// they are made; this is the last line of defence, for the message and the metadata alike: a
+/// site.yaml line holding `\n2026-… error aasad: …` or an ESC sequence cannot forge an event or
+/// reach the terminal.
+struct EscapingStandardError: TextOutputStream, Sendable {
+    /// Serialises whole lines, as the JSON handler's lock does.
+    private static let lock = Mutex(())
+
+    /// Best effort, as stdio's was: a reader of standard error that went away (a closed pipe)
+    /// must not stop the server, so no error is raised.
+    mutating func write(_ string: String) {
+        let line = Self.line(string)
+        Self.lock.withLock { _ in line.withUnsafeBytes { _ = Files.writeAll(2, $0) } }
+    }
+
+    /// The event's text escaped, then the line feed that ends it (kept, and the only one). Bytes,
+    /// not characters: a message ending in CR would make "\r\n" one character.
+    static func line(_ text: String) -> [UInt8] {
+        var bytes = Array(text.utf8)
+        let ended = bytes.last == 0x0A
+        if ended { bytes.removeLast() }
+        // Printable ASCII, nearly every event: no second copy.
+        if !bytes.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) { bytes = Array(TerminalText.escaped(utf8: bytes).utf8) }
+        if ended { bytes.append(0x0A) }
+        return bytes
     }
 }

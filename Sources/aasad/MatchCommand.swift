@@ -79,7 +79,7 @@ struct MatchCommand: ParsableCommand {
         if results.contains(where: { $0.error != nil }) { throw ExitCode(1) }
         if let expect {
             let unmet = results.compactMap { Self.unmetExpectation(expect, $0) }
-            for line in unmet { FileHandle.standardError.write(Data((line + "\n").utf8)) }
+            for line in unmet { FileHandle.standardError.write(Data((TerminalText.escaped(line) + "\n").utf8)) }
             if !unmet.isEmpty { throw ExitCode(1) }
         }
     }

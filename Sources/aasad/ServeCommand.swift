@@ -1,3 +1,4 @@
+import AASA
 import ACME
 import ArgumentParser
 import Check
@@ -110,11 +111,12 @@ struct ServeCommand: ParsableCommand {
         let upgradeReadiness = Upgrade.takeReadiness(environment: environment)
         let (settings, problems, unknownVariables) = settings(environment: environment)
         if let problem = problems.first(where: { $0.source == "flag" }) {
-            throw ValidationError("\(problem.key): \(problem.message).")
+            throw ValidationError("\(problem.key): \(problem.escapedMessage).")
         }
         guard problems.isEmpty else {
             for problem in problems { printError("error: \(problem)") }
-            printError("aasad: the settings are not valid; nothing was started (check them with: aasad validate \(config))")
+            printError(
+                "aasad: the settings are not valid; nothing was started (check them with: aasad validate \(TerminalText.escaped(config)))")
             throw ExitCode(1)
         }
         let json = settings.logFormat == .json

@@ -1,3 +1,4 @@
+import AASA
 import ACME
 import Foundation
 import HTTPServer
@@ -102,23 +103,11 @@ struct ServerSettings: Equatable {
         var column: Int? = nil
 
         /// One line, whatever the value held: control bytes a value carried (CR, LF) are shown as
-        /// `\xHH`, so a bad value cannot forge another line of the report or the log.
-        var description: String { Self.escaped("\(source)\(line.map { ":\($0)" } ?? ""): \(key): \(message)") }
+        /// `\xHH` (`TerminalText`), so a bad value cannot forge another line of the report or the log.
+        var description: String { TerminalText.escaped("\(source)\(line.map { ":\($0)" } ?? ""): \(key): \(message)") }
 
         /// The message alone, escaped the same way (for reports that show the key apart).
-        var escapedMessage: String { Self.escaped(message) }
-
-        static func escaped(_ line: String) -> String {
-            var text = ""
-            for scalar in line.unicodeScalars {
-                if scalar.value < 0x20 || scalar.value == 0x7F {
-                    text += "\\x" + (scalar.value < 0x10 ? "0" : "") + String(scalar.value, radix: 16, uppercase: true)
-                } else {
-                    text.unicodeScalars.append(scalar)
-                }
-            }
-            return text
-        }
+        var escapedMessage: String { TerminalText.escaped(message) }
     }
 
     /// One setting: its key path in the file, and how a textual value applies.

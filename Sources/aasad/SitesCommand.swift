@@ -1,3 +1,4 @@
+import AASA
 import ACME
 import ArgumentParser
 import Check
@@ -61,21 +62,23 @@ struct SitesCommand: ParsableCommand {
                     sites: statuses.map { Site(status: $0, acme: automatic?.forSite($0.hosts), cdn: cdn ? copies[$0.directory] : nil) },
                     entries: problems.map { "\($0.file): \($0.message)" }))
         case .text:
+            // Fields apart by tabs, each escaped (`TerminalText`): a directory's name and what
+            // its files say are the tenant's, and must neither move the columns nor start a line.
             for s in statuses {
-                var line = "\(s.directory)\t\(s.state.rawValue)\t\(s.hosts.joined(separator: ","))"
-                if let etag = s.etag { line += "\tetag=\(etag)" }
-                if !s.conflictingHosts.isEmpty { line += "\tconflict=\(s.conflictingHosts.joined(separator: ","))" }
-                if cdn { line += "\tcdn=" + (copies[s.directory].map { "\($0.state.rawValue)(\($0.host))" } ?? "none") }
+                var fields = [s.directory, s.state.rawValue, s.hosts.joined(separator: ",")]
+                if let etag = s.etag { fields.append("etag=\(etag)") }
+                if !s.conflictingHosts.isEmpty { fields.append("conflict=\(s.conflictingHosts.joined(separator: ","))") }
+                if cdn { fields.append("cdn=" + (copies[s.directory].map { "\($0.state.rawValue)(\($0.host))" } ?? "none")) }
                 for stored in automatic?.forSite(s.hosts) ?? [] {
-                    line +=
-                        "\tacme:\(stored.name)="
-                        + (stored.capped == true ? "capped " : "")
-                        + (stored.notAfter.map { "until " + ConfigLoading.date($0) } ?? stored.problem ?? "none yet")
+                    fields.append(
+                        "acme:\(stored.name)="
+                            + (stored.capped == true ? "capped " : "")
+                            + (stored.notAfter.map { "until " + ConfigLoading.date($0) } ?? stored.problem ?? "none yet"))
                 }
-                print(line)
-                for e in s.errors { print("  error: \(e)") }
+                print(fields.map(TerminalText.escaped).joined(separator: "\t"))
+                for e in s.errors { print("  error: \(TerminalText.escaped(e))") }
             }
-            for p in problems { print("error: \(p.file): \(p.message)") }
+            for p in problems { print(TerminalText.escaped("error: \(p.file): \(p.message)")) }
         }
         let clean = statuses.allSatisfy { $0.state == .serving && $0.conflictingHosts.isEmpty } && problems.isEmpty
         if !clean { throw ExitCode(1) }

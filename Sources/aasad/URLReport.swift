@@ -103,38 +103,44 @@ struct URLReport: Encodable {
         try c.encodeIfPresent(browser, forKey: .browser)
     }
 
-    /// The URL, the verdict, then one readable line per app.
+    /// The URL, the verdict, then one readable line per app. Each line is escaped whole
+    /// (`TerminalText`): the URL argument, the file's rules and app IDs, and what a site's files
+    /// say are shown, never obeyed, by the terminal.
     func printText() {
-        print(url)
+        show(url)
         if let error {
-            print("  error: \(error)")
+            show("  error: \(error)")
             for f in findings {
-                print("    \(f.path.map { "\($0): " } ?? "")\(f.value.map { "\($0) — " } ?? "")\(f.message)")
+                show("    \(f.path.map { "\($0): " } ?? "")\(f.value.map { "\($0) — " } ?? "")\(f.message)")
             }
             return
         }
         guard hasAppLinks else {
-            print("  opens no app: the file has no \"applinks\" service")
+            show("  opens no app: the file has no \"applinks\" service")
             return
         }
         if let appID, let decidedBy {
-            print("  opens \(appID) — \(decidedBy.text)")
+            show("  opens \(appID) — \(decidedBy.text)")
         } else if apps.contains(where: { $0.decision == "block" }) {
-            print("  opens no app: excluded (see the blocked apps below)")
+            show("  opens no app: excluded (see the blocked apps below)")
         } else {
-            print("  opens no app: no pattern matched")
+            show("  opens no app: no pattern matched")
         }
         for app in apps {
             switch app.decision {
-            case "match": print("  \(app.appID): matched by \(app.decidedBy?.text ?? "")")
-            case "block": print("  \(app.appID): blocked by \(app.decidedBy?.text ?? "")")
-            default: print("  \(app.appID): no match")
+            case "match": show("  \(app.appID): matched by \(app.decidedBy?.text ?? "")")
+            case "block": show("  \(app.appID): blocked by \(app.decidedBy?.text ?? "")")
+            default: show("  \(app.appID): no match")
             }
         }
         // Without the app (not installed, or no app opens it): what serve answers a browser.
         for answer in browser ?? [] {
             let what = answer.location ?? (answer.page == true ? "the site's page" : "")
-            print("  in a browser on \(answer.platform): \(answer.status)\(what.isEmpty ? "" : " \(what)")")
+            show("  in a browser on \(answer.platform): \(answer.status)\(what.isEmpty ? "" : " \(what)")")
         }
+    }
+
+    private func show(_ line: String) {
+        print(TerminalText.escaped(line))
     }
 }

@@ -91,7 +91,8 @@ struct ValidationReport: Encodable {
                 var tags = [f.rule]
                 if let l = f.line, let c = f.column { tags.append("line \(l), column \(c)") }
                 line += " [\(tags.joined(separator: ", "))]"
-                print(line)
+                // One finding, one line: file names, values and what the parsers quote are escaped.
+                print(TerminalText.escaped(line))
                 if f.severity == .error { errors += 1 } else { warnings += 1 }
             }
         }

@@ -24,6 +24,10 @@ struct FuzzReplayTests {
             _ = try? LinkURL(parsing: text)
             _ = Pattern(text)
         }
+        let shown = TerminalText.escaped(utf8: bytes)
+        #expect(!shown.unicodeScalars.contains(where: TerminalText.isEscaped))
+        #expect(TerminalText.escaped(shown) == shown)
+        if let text = String(validating: bytes, as: UTF8.self) { #expect(TerminalText.escaped(text) == shown) }
     }
 
     @Test("the corpus is present")

@@ -110,7 +110,7 @@ final class FakeOriginCDN {
         ])
         let everyHost = [
             "cdn.test", "good.test", "stale.test", "missing.test", "cdnerror.test", "reformatted.test", "redirect.test", "html.test",
-            "invalid.test", "botblock.test", "notfound.test", "app.test", "expiring.test", "127.0.0.1",
+            "invalid.test", "botblock.test", "notfound.test", "app.test", "expiring.test", "hostile.test", "127.0.0.1",
         ]
         try leaf("certs/default", everyHost, days: 30)
         try leaf("certs/wrongname.test", ["other.test"], days: 30)

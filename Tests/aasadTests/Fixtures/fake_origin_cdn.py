@@ -66,6 +66,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
         body = read("origin", host)
         if host == "redirect.test":
             return self.answer(301, b"", "text/html", [("Location", "https://www.redirect.test" + self.path)])
+        if host == "hostile.test":
+            # What a hostile server may send: an OSC sequence (retitles the window), a bidi
+            # override, a C1 CSI and bytes that are not UTF-8 in a header; its file is the test's.
+            body = body or b"{}"
+            self.wfile.write(
+                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\x1b]0;pwned\x07\xe2\x80\xae\x9b2J\xff\r\n"
+                + b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+            return
         if host == "html.test":
             return self.answer(200, body or b"{}", "text/html; charset=utf-8")
         if host == "botblock.test" and agent.startswith("AASA-Bot"):

@@ -1,0 +1,173 @@
+import Foundation
+import TestSupport
+import Testing
+
+@testable import aasad
+
+/// What a terminal must never receive from text the program did not write: C0 controls (CR and
+/// LF inside a line included), DEL, C1 controls, the line separators and bidi formatting.
+private func isDangerous(_ scalar: Unicode.Scalar) -> Bool {
+    switch scalar.value {
+    case 0..<0x20, 0x7F...0x9F, 0x061C, 0x200E, 0x200F, 0x2028, 0x2029, 0x202A...0x202E, 0x2066...0x2069: true
+    default: false
+    }
+}
+
+/// Output split at LF bytes only (a String splits "\r\n" as one character), each line kept with
+/// any CR it holds.
+private func lines(_ text: String) -> [String] {
+    text.utf8.split(separator: 0x0A, omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
+}
+
+/// Every line of `text` holds only characters a terminal shows as they are (and the tabs that
+/// separate `sites`' fields, with `tabs`).
+private func expectClean(_ text: String, tabs: Bool = false, sourceLocation: SourceLocation = #_sourceLocation) {
+    for line in lines(text) where line.unicodeScalars.contains(where: { isDangerous($0) && !(tabs && $0 == "\t") }) {
+        Issue.record("a control or bidi character reached the output: \(line.debugDescription)", sourceLocation: sourceLocation)
+    }
+}
+
+@Suite("Text output escapes control and bidi characters: validate, match, check, sites and the text log")
+final class EscapingTests {
+    let directory: TemporaryDirectory
+    var config: String { directory.path("config") }
+
+    /// A site directory named with an OSC sequence (retitles a terminal), CR LF and a forged
+    /// report line: Linux file names may hold any byte but '/' and NUL.
+    static let evilDirectory = "evil\u{1B}]0;pwned\u{07}\r\nerror forged.test"
+    static let aasa = Array(
+        #"{"applinks": {"details": [{"appIDs": ["ABCDE12345.com.example.app"], "components": [{"/": "/buy/*"}]}]}}"#.utf8)
+    /// An app ID holding a bidi override (raw, as a file may hold it) and an ESC (JSON-escaped).
+    static let bidiAASA = Array(
+        "{\"applinks\": {\"details\": [{\"appIDs\": [\"ABCDE12345.com.\u{202E}elpmaxe\\u001b[2J\"], \"components\": [{\"/\": \"/*\"}]}]}}"
+            .utf8)
+
+    init() throws {
+        directory = try TemporaryDirectory(prefix: "aasad-escaping")
+        try directory.write("config/sites/a.test/apple-app-site-association", Self.aasa)
+        try directory.write("config/sites/\(Self.evilDirectory)/apple-app-site-association", Self.aasa)
+        // The bad line holds ESC and CR bytes and a forged line.
+        try directory.write("config/sites/esc.test/apple-app-site-association", Self.aasa)
+        try directory.write(
+            "config/sites/esc.test/site.yaml", Array("aliases: [x.test\u{1B}[31m\r\nerror: forged: x\n".utf8))
+        // A key that YAML's escapes make into a forged line.
+        try directory.write("config/sites/key.test/apple-app-site-association", Self.aasa)
+        try directory.write("config/sites/key.test/site.yaml", Array("\"k\\r\\nerror: forged key\\e[2J\": 1\n".utf8))
+        try directory.write("config/sites/bidi.test/apple-app-site-association", Self.bidiAASA)
+    }
+
+    @Test("validate: a site directory's name, a site.yaml line with ESC and CR, a key with CR LF and a bidi app ID come out escaped")
+    func validate() throws {
+        let out = try Tool.run(AASAD.binary.path, ["validate", config])
+        #expect(out.status == 1)
+        expectClean(out.text)
+        #expect(!lines(out.text).contains { $0.hasPrefix("error: forged") }, "\(out.text)")
+        for expected in [
+            #"sites/evil\x1B]0;pwned\x07\x0D\x0Aerror forged.test: not a valid site name: the label "evil\x1B]0;pwned\x07\x0D\x0Aerror forged" contains '\x1B'"#,
+            #"sites/esc.test/site.yaml: not valid YAML: line 1, column 17: control characters are not allowed (U+001B), in "aliases: [x.test\x1B[31m""#,
+            #"unknown key "k\x0D\x0Aerror: forged key\x1B[2J""#,
+            #"(found '\u{202E}')"#,
+        ] {
+            #expect(out.text.contains(expected), "missing: \(expected)\n\(out.text)")
+        }
+        // One line per finding: every line is a finding or the summary.
+        for line in lines(out.text).dropLast() {
+            #expect(line.hasPrefix("error: ") || line.hasPrefix("warning: ") || line.contains(" checked"), "\(line.debugDescription)")
+        }
+    }
+
+    @Test("sites: the tab-separated line of a site with a hostile name keeps its columns; problems stay on their line")
+    func sites() throws {
+        let out = try Tool.run(AASAD.binary.path, ["sites", "--config", config])
+        expectClean(out.text, tabs: true)
+        #expect(out.text.contains(#"evil\x1B]0;pwned\x07\x0D\x0Aerror forged.test"#), "\(out.text)")
+        #expect(!lines(out.text).contains { $0.hasPrefix("error: forged") || $0.hasPrefix("error forged") }, "\(out.text)")
+        for line in lines(out.text) where !line.isEmpty && !line.hasPrefix(" ") && !line.hasPrefix("error: ") {
+            #expect(line.split(separator: "\t", omittingEmptySubsequences: false).count >= 3, "\(line.debugDescription)")
+        }
+    }
+
+    @Test("match: the URL argument, the rule and an invalid file's findings are escaped")
+    func match() throws {
+        let file = directory.path("config/sites/a.test/apple-app-site-association")
+        let url = "https://a.test/buy/\u{1B}[2J\r\n  opens FORGED \u{202E}x"
+        let out = try Tool.run(AASAD.binary.path, ["match", "--file", file, url])
+        expectClean(out.text)
+        #expect(out.text.contains(#"https://a.test/buy/\x1B[2J\x0D\x0A  opens FORGED \u{202E}x"#), "\(out.text)")
+        #expect(!lines(out.text).contains { $0.hasPrefix("  opens FORGED") })
+        // --expect names an app no URL opens: the line on standard error quotes the URL escaped.
+        let unmet = try Tool.run(AASAD.binary.path, ["match", "--file", file, "--expect", "none", url])
+        #expect(unmet.status == 1)
+        expectClean(unmet.stderr)
+        // An invalid file's findings (the bidi app ID) under the URL.
+        let bidi = directory.path("config/sites/bidi.test/apple-app-site-association")
+        let invalid = try Tool.run(AASAD.binary.path, ["match", "--file", bidi, "https://bidi.test/x"])
+        #expect(invalid.status == 1)
+        expectClean(invalid.text)
+        #expect(invalid.text.contains(#"(found '\u{202E}')"#), "\(invalid.text)")
+        // A usage error quotes the argument escaped.
+        let usage = try Tool.run(AASAD.binary.path, ["match", "--file", file, "--expect", "ABCDE12345.com.\u{1B}[2J", url])
+        #expect(usage.status == 64)
+        expectClean(usage.stderr)
+        #expect(usage.stderr.contains(#"(found '\x1B')"#), "\(usage.stderr)")
+    }
+
+    @Test("check: a hostile server's header bytes (OSC, bidi, C1, not UTF-8) and its file's app ID are shown escaped")
+    func check() throws {
+        let server = try FakeOriginCDN()
+        try server.origin("hostile.test", Self.bidiAASA)
+        let out = try AASAD.run(server.arguments(["hostile.test"]) + ["--app", "ABCDE12345.com.example.app"])
+        #expect(out.status == 1)
+        expectClean(out.stdout)
+        #expect(out.stdout.contains(#"application/json\x1B]0;pwned\x07\u{202E}\x9B2J\xFF"#), "\(out.stdout)")
+        #expect(out.stdout.contains(#"(found '\u{202E}')"#), "\(out.stdout)")
+        let host = try Tool.run(AASAD.binary.path, ["check", "evil.test\u{1B}[2J"])
+        #expect(host.status == 64)
+        expectClean(host.stderr)
+    }
+
+    @Test("serve's text log: one line per event, whatever site.yaml and the directory names hold")
+    func serveLog() throws {
+        let forged = "1999-01-01T00:00:00+0000 error aasad: FORGED"
+        let config = try TestConfig()
+        try config.write("config/sites/syntax.test/apple-app-site-association", Self.aasa)
+        try config.write("config/sites/syntax.test/site.yaml", Array("page: x\n\(forged)-SYNTAX: x\n".utf8))
+        try config.write("config/sites/crlf.test/apple-app-site-association", Self.aasa)
+        try config.write("config/sites/crlf.test/site.yaml", Array("\"k\\r\\n\(forged)-KEY\": 1\n".utf8))
+        try config.write("config/sites/esc.test/apple-app-site-association", Self.aasa)
+        try config.write("config/sites/esc.test/site.yaml", Array("aliases: [x.test\u{1B}[31m\r\n\(forged)-ESC: x\n".utf8))
+        try config.write("config/sites/\(Self.evilDirectory)/apple-app-site-association", Self.aasa)
+        let server = try RunningServer(config: config)
+        #expect(server.waitForLog("FORGED-SYNTAX"))
+        #expect(server.waitForLog("FORGED-KEY"))
+        #expect(server.waitForLog("evil"))
+        #expect(server.waitForLog("U+001B"))
+        #expect(server.stop() == 0)
+        let log = server.log()
+        expectClean(log)
+        let event = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d{4} (trace|debug|info|notice|warning|error|critical) \S+:/
+        for line in lines(log).dropLast() {
+            #expect(line.prefixMatch(of: event) != nil, "not an event line: \(line.debugDescription)")
+            #expect(!line.hasPrefix("1999-"), "a forged event: \(line.debugDescription)")
+        }
+        #expect(log.contains(#"k\x0D\x0A1999-01-01T00:00:00+0000 error aasad: FORGED-KEY"#), "\(log)")
+        #expect(log.contains(#"in "1999-01-01T00:00:00+0000 error aasad: FORGED-SYNTAX: x""#), "\(log)")
+        #expect(log.contains(#"control characters are not allowed (U+001B), in "aliases: [x.test\x1B[31m""#), "\(log)")
+        #expect(log.contains(#"sites/evil\x1B]0;pwned\x07\x0D\x0Aerror forged.test"#), "\(log)")
+    }
+
+    @Test(
+        "the text log's stream escapes everything before the event's final line feed, and keeps that one",
+        arguments: [
+            ("2026 info aasad: [SiteStore] plain\n", "2026 info aasad: [SiteStore] plain\n"),
+            ("a\r\nb\n", "a\\x0D\\x0Ab\n"),
+            ("ends in CR\r\n", "ends in CR\\x0D\n"),
+            ("two\n\n", "two\\x0A\n"),
+            ("no line feed", "no line feed"),
+            ("key=\u{1B}[2J \u{202E}\n", "key=\\x1B[2J \\u{202E}\n"),
+            ("bücher 🙂\n", "bücher 🙂\n"),
+        ] as [(String, String)])
+    func logStream(_ written: String, _ shown: String) {
+        #expect(EscapingStandardError.line(written) == Array(shown.utf8))
+    }
+}
