@@ -40,8 +40,9 @@ extension ConfigLoader {
         public var siteDirectory: String?
         /// The config directory, whose `tls/` and whose sites' `tls/` are never read from.
         public var configRoot: String?
-        /// A directory's real path (`Files.realPath`) the file must be in once every symbolic link
-        /// is resolved: a symlink to a key or to `/proc/self/environ` would otherwise publish it.
+        /// A directory the file must be in once every symbolic link is resolved (its real path is
+        /// compared, taken only when the file's path must be looked at): a symlink to a key or
+        /// to `/proc/self/environ` would otherwise publish it.
         public var within: String?
         /// Whether a file with more than one name (`st_nlink > 1`, a hard link) is refused: a
         /// hard link to another site's `tls/key.pem` lies in the site's directory by every path
@@ -186,7 +187,7 @@ extension ConfigLoader {
         guard rules.siteDirectory != nil || rules.within != nil, linked || !rules.plainDirectory else { return nil }
         // Where the descriptor is, as the kernel says now: every symbolic link resolved.
         let opened = try Files.path(of: fd)
-        if let within = rules.within, path(opened, below: within) == nil {
+        if let within = rules.within, path(opened, below: (try? Files.realPath(within)) ?? within) == nil {
             return "leads outside the site's directory (to \(opened)); a page must be a file of the site itself"
         }
         if let site = rules.siteDirectory, lies(opened, inTLSOf: site, root: rules.configRoot) {

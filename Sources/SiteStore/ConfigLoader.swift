@@ -184,7 +184,7 @@ public enum ConfigLoader {
             // itself, not a symlink out of it (to a key, another site's files, /proc), and have
             // one name only (a hard link to another site's key is inside by every path).
             var pageRules = rules
-            pageRules.within = (try? Files.realPath(directory)) ?? directory
+            pageRules.within = directory
             pageRules.singleName = true
             if let file = readSiteFile(directory, relative, name, LandingPage.maximumFileSize, &site, pageRules) {
                 site.page = SiteFile(
