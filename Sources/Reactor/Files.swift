@@ -87,6 +87,8 @@ public enum Files {
 
     /// Opens for reading (close-on-exec, non-blocking) the very file `location` names, through
     /// the kernel's `/proc/self/fd/N` link: the same inode even if its name was replaced since.
+    /// Needs /proc, as `path(of:)` does (and as the process's own arguments do: without /proc,
+    /// Swift's CommandLine reads none).
     public static func reopenForReading(_ location: Int32) throws(SystemError) -> Int32 {
         try syscallOrThrow("open", { open("/proc/self/fd/\(location)", O_RDONLY | O_CLOEXEC | O_NONBLOCK) })
     }
