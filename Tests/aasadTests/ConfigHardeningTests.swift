@@ -160,19 +160,26 @@ final class ConfigHardeningTests {
     }
 
     @Test(
-        "under --user with the development certificate, the state stays the user's (the key 0600) and an upgrade (SIGUSR2) serves",
-        .enabled(if: getuid() == 0))
-    func upgradeAfterDroppingRoot() throws {
+        "under --user with the development certificate, the state stays the user's (the keys 0600) and an upgrade (SIGUSR2) serves; a shared --state keeps its owner",
+        .enabled(if: getuid() == 0), arguments: [0, 0o1777])
+    func upgradeAfterDroppingRoot(sharedMode: Int) throws {
+        // 0: aasad makes the state directory (0700); else one made before, shared like /tmp.
+        if sharedMode != 0 {
+            try FileManager.default.createDirectory(atPath: config.state, withIntermediateDirectories: true)
+            #expect(chmod(config.state, mode_t(sharedMode)) == 0)
+        }
         let server = try RunningServer(config: config, extra: ["--user", "nobody"])
         #expect(try server.https("a.test", Self.path).body == config.aasa)
         let nobody = try #require(getpwnam("nobody")).pointee.pw_uid
-        for (path, mode) in [
-            ("state", 0o700), ("state/dev-tls", 0o700), ("state/dev-tls/ca-key.pem", 0o600), ("state/dev-tls/ca.pem", 0o644),
+        for (path, owner, mode) in [
+            ("state", sharedMode == 0 ? nobody : 0, sharedMode == 0 ? 0o700 : sharedMode), ("state/dev-tls", nobody, 0o700),
+            ("state/dev-tls/ca-key.pem", nobody, 0o600), ("state/dev-tls/ca.pem", nobody, 0o644),
+            ("state/dev-tls/key.pem", nobody, 0o600),
         ] {
             var info = stat()
             #expect(stat(config.path(path), &info) == 0, "\(path)")
-            #expect(info.st_uid == nobody, "\(path) is owned by \(info.st_uid)")
-            #expect(Int(info.st_mode & 0o777) == mode, "\(path): \(String(info.st_mode & 0o777, radix: 8))")
+            #expect(info.st_uid == owner, "\(path) is owned by \(info.st_uid)")
+            #expect(Int(info.st_mode & 0o7777) == mode, "\(path): \(String(info.st_mode & 0o7777, radix: 8))")
         }
         server.signal(SIGUSR2)
         #expect(
