@@ -81,7 +81,8 @@ let package = Package(
         .target(
             name: "ACME",
             dependencies: [
-                "AASA", "HTTPCore", "Reactor", "TLS", "Outbound", "CAASAOpenSSL", .product(name: "Logging", package: "swift-log"),
+                "AASA", "HTTPCore", "Reactor", "TLS", "Outbound", "CAASAOpenSSL", "CAASALinux",
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings),
         .executableTarget(

@@ -1,9 +1,10 @@
+import CAASALinux
 import Glibc
 import Reactor
 
 /// Runs an operator's program (`acme.dns-hook`) with arguments, as certbot's and lego's exec
-/// hooks do: no shell, a clean signal state, a time limit, and a bounded excerpt of what it
-/// printed for the error message.
+/// hooks do: no shell, a clean signal state, descriptors 0–2 only, a time limit, and a bounded
+/// excerpt of what it printed for the error message.
 public enum HookProgram {
     /// How long a hook may run: DNS providers' APIs answer in seconds, but a hook that waits for
     /// its record to propagate may take a minute or two.
@@ -23,9 +24,11 @@ public enum HookProgram {
     /// Runs `path` with `arguments` and waits for it (at most `timeout` milliseconds).
     public static func run(_ path: String, _ arguments: [String], timeout: Int32 = timeoutMilliseconds) throws(ACMEError) -> Result {
         var pipeEnds: [Int32] = [0, 0]
-        guard pipe(&pipeEnds) == 0 else { throw .storage("cannot run \(path): pipe: \(String(cString: strerror(errno)))") }
-        // Close-on-exec: the hook gets the write end as its output only, never a stray copy.
-        for end in pipeEnds { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
+        // Close-on-exec from the start (pipe2): neither the hook nor a program another thread
+        // starts meanwhile gets a stray copy; the hook gets the write end as its output only.
+        guard CAASALinux_pipe_cloexec(&pipeEnds) == 0 else {
+            throw .storage("cannot run \(path): pipe: \(String(cString: strerror(errno)))")
+        }
         let (readEnd, writeEnd) = (pipeEnds[0], pipeEnds[1])
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
@@ -33,6 +36,14 @@ public enum HookProgram {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_adddup2(&actions, writeEnd, 1)
         posix_spawn_file_actions_adddup2(&actions, writeEnd, 2)
+        // Nothing else: every descriptor above 2 is closed in the child, whatever its flags.
+        // libcurl opens its sockets without close-on-exec, so a hook would otherwise hold the
+        // live connection to the CA (and any file another thread has open at that moment).
+        guard CAASALinux_spawn_close_from(&actions, 3) == 0 else {
+            close(readEnd)
+            close(writeEnd)
+            throw .storage("cannot run \(path): posix_spawn_file_actions_addclosefrom_np failed")
+        }
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }

@@ -9,6 +9,14 @@ int CAASALinux_accept4(int sockfd, int flags) { return accept4(sockfd, NULL, NUL
 
 int CAASALinux_pipe_cloexec(int fds[2]) { return pipe2(fds, O_CLOEXEC); }
 
+int CAASALinux_open_location(const char *path) { return open(path, O_PATH | O_CLOEXEC); }
+
+#include <spawn.h>
+
+int CAASALinux_spawn_close_from(posix_spawn_file_actions_t *actions, int from) {
+    return posix_spawn_file_actions_addclosefrom_np(actions, from);
+}
+
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>

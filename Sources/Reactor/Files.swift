@@ -1,3 +1,4 @@
+import CAASALinux
 import Glibc
 
 /// What `stat`, `lstat` or `fstat` says about a file: the fields the config loader reads.
@@ -16,6 +17,10 @@ public struct FileStatus: Sendable, Equatable {
     public var modifiedNanoseconds: Int64
     /// The inode number: a file replaced by rename(2) gets another one, whatever its times say.
     public var inode: UInt64
+    /// The device the file is on (`st_dev`): with `inode`, which file it is.
+    public var device: UInt64
+    /// How many names the file has (`st_nlink`): more than one for a hard link.
+    public var links: UInt64
     public var size: Int64
 
     init(_ info: stat) {
@@ -29,6 +34,8 @@ public struct FileStatus: Sendable, Equatable {
         changed = Int64(info.st_ctim.tv_sec)
         modifiedNanoseconds = Int64(info.st_mtim.tv_sec) &* 1_000_000_000 &+ Int64(info.st_mtim.tv_nsec)
         inode = UInt64(info.st_ino)
+        device = UInt64(info.st_dev)
+        links = UInt64(info.st_nlink)
         size = Int64(info.st_size)
     }
 }
@@ -63,6 +70,27 @@ public enum Files {
     /// `status(of:)` before reading).
     public static func openForReading(_ path: String) throws(SystemError) -> Int32 {
         try syscallOrThrow("open", { open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK) })
+    }
+
+    /// The same, but a symbolic link as the last component is not followed: ELOOP instead.
+    public static func openForReadingNotFollowing(_ path: String) throws(SystemError) -> Int32 {
+        try syscallOrThrow("open", { open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW) })
+    }
+
+    /// A descriptor that names a file without opening it (O_PATH, symbolic links followed):
+    /// `status(of:)` and `path(of:)` work on it, reading does not. What a link leads to is
+    /// looked at before it is opened, since opening some devices acts (a tape rewinds, a
+    /// watchdog arms).
+    public static func openLocation(_ path: String) throws(SystemError) -> Int32 {
+        try syscallOrThrow("open", { CAASALinux_open_location(path) })
+    }
+
+    /// Opens for reading (close-on-exec, non-blocking) the very file `location` names, through
+    /// the kernel's `/proc/self/fd/N` link: the same inode even if its name was replaced since.
+    /// Needs /proc, as `path(of:)` does (and as the process's own arguments do: without /proc,
+    /// Swift's CommandLine reads none).
+    public static func reopenForReading(_ location: Int32) throws(SystemError) -> Int32 {
+        try syscallOrThrow("open", { open("/proc/self/fd/\(location)", O_RDONLY | O_CLOEXEC | O_NONBLOCK) })
     }
 
     /// The absolute path with every symbolic link, `.` and `..` resolved (`realpath`).

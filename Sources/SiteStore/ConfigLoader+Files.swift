@@ -31,6 +31,41 @@ extension ConfigLoader {
         readFile(path: path, limit: limit).map(\.bytes)
     }
 
+    /// What a site's file must be beyond a readable regular file: it is never read from a
+    /// `tls/` directory (where keys are kept), and a page (served whatever it holds) must also
+    /// lie in the site's own directory and have one name only. Checked on the opened descriptor.
+    public struct FileRules: Sendable {
+        /// The site directory as `loadSite` reads it; nil for a file outside any site (aasad.yaml,
+        /// a file given to `validate`), which only has to be a regular file.
+        public var siteDirectory: String?
+        /// The config directory, whose `tls/` and whose sites' `tls/` are never read from.
+        public var configRoot: String?
+        /// A directory the file must be in once every symbolic link is resolved (its real path is
+        /// compared, taken only when the file's path must be looked at): a symlink to a key or
+        /// to `/proc/self/environ` would otherwise publish it.
+        public var within: String?
+        /// Whether a file with more than one name (`st_nlink > 1`, a hard link) is refused: a
+        /// hard link to another site's `tls/key.pem` lies in the site's directory by every path
+        /// check, and its content is what the page would serve.
+        public var singleName = false
+        /// Whether the site directory is a directory entry of `sites/`, not a symbolic link to a
+        /// folder elsewhere (which could be a `tls/`): then a file opened without following a
+        /// link is one of its direct entries, and needs no look at its path (a `readlink` per
+        /// file saved at 100,000 sites).
+        public var plainDirectory = false
+
+        public init(
+            siteDirectory: String? = nil, configRoot: String? = nil, within: String? = nil, singleName: Bool = false,
+            plainDirectory: Bool = false
+        ) {
+            self.siteDirectory = siteDirectory
+            self.configRoot = configRoot
+            self.within = within
+            self.singleName = singleName
+            self.plainDirectory = plainDirectory
+        }
+    }
+
     /// Reads up to `limit + 1` bytes of a regular file, with its time.
     ///
     /// The time is the later of the file's mtime and ctime (whole seconds), so that it moves
@@ -43,30 +78,24 @@ extension ConfigLoader {
     ///
     /// Opened with O_NONBLOCK and checked with fstat on the same descriptor: a FIFO or device put
     /// in the config directory is refused instead of blocking the reloader, and the time and the
-    /// bytes are those of one file even when it is replaced meanwhile.
+    /// bytes are those of one file even when it is replaced meanwhile. A symbolic link is looked
+    /// through without opening its target (`openChecked`): a link to a device is refused unopened.
     ///
-    /// `within`: a directory's real path (`Files.realPath`) the file must be in once every
-    /// symbolic link is resolved, checked on the opened descriptor (no name swapped in between
-    /// can escape it). For files served as they are, whatever they hold (a site's page): a
-    /// symlink to a key or to `/proc/self/environ` would otherwise publish it.
-    public static func readFile(path: String, limit: Int, within: String? = nil) -> Result<(bytes: [UInt8], modified: Int64), ReadError> {
+    /// `rules`: what a site's file must be besides (`FileRules`), checked on the opened
+    /// descriptor, so that no name swapped in between can escape the check.
+    public static func readFile(path: String, limit: Int, rules: FileRules = FileRules()) -> Result<
+        (bytes: [UInt8], modified: Int64), ReadError
+    > {
         do throws(SystemError) {
-            let fd = try Files.openForReading(path)
+            let fd: Int32
+            let status: FileStatus
+            switch try openChecked(path, rules) {
+            case .refused(let reason): return .failure(ReadError(description: reason))
+            case .opened(let opened, let openedStatus):
+                fd = opened
+                status = openedStatus
+            }
             defer { Files.close(fd) }
-            if let within {
-                let opened = try Files.path(of: fd)
-                guard opened.hasPrefix(within.hasSuffix("/") ? within : within + "/") else {
-                    return .failure(
-                        ReadError(
-                            description: "leads outside the site's directory (to \(opened)); a page must be a file of the site itself"))
-                }
-            }
-            let status = try Files.status(of: fd)
-            switch status.kind {
-            case .regular: break
-            case .directory: return .failure(ReadError(description: "a directory, not a file"))
-            case .symbolicLink, .other: return .failure(ReadError(description: "not a regular file"))
-            }
             // Sized by fstat and read straight into the result: at 100,000 sites a zeroed 64 KB
             // chunk per file cost more than the reads. One byte beyond the size tells a file that
             // grew since fstat (read on in chunks) or one over the limit (never read past
@@ -100,6 +129,115 @@ extension ConfigLoader {
         } catch {
             return .failure(ReadError(error))
         }
+    }
+
+    /// What `openChecked` gives: an open regular file, or why the path is refused.
+    enum Checked {
+        case opened(Int32, FileStatus)
+        case refused(String)
+    }
+
+    /// Opens `path` for reading when it is a regular file that `rules` admit. The last component
+    /// is first opened without following a symbolic link (a site's files are nearly always plain
+    /// entries: one open); a link is then resolved without opening (O_PATH), its target's kind
+    /// checked, and only a regular file is opened, through the resolved descriptor itself.
+    static func openChecked(_ path: String, _ rules: FileRules) throws(SystemError) -> Checked {
+        let fd: Int32
+        let linked: Bool
+        do {
+            fd = try Files.openForReadingNotFollowing(path)
+            linked = false
+        } catch  where error.errno == ELOOP {
+            let location = try Files.openLocation(path)
+            defer { Files.close(location) }
+            if let refusal = kindRefusal(try Files.status(of: location).kind) { return .refused(refusal) }
+            fd = try Files.reopenForReading(location)
+            linked = true
+        }
+        do throws(SystemError) {
+            let status = try Files.status(of: fd)
+            // Two steps: `??` takes its right side as an autoclosure, which loses the typed throw.
+            var refused = kindRefusal(status.kind)
+            if refused == nil { refused = try refusal(of: fd, status, rules, linked: linked) }
+            if let refused {
+                Files.close(fd)
+                return .refused(refused)
+            }
+            return .opened(fd, status)
+        } catch {
+            Files.close(fd)
+            throw error
+        }
+    }
+
+    static func kindRefusal(_ kind: FileStatus.Kind) -> String? {
+        switch kind {
+        case .regular: nil
+        case .directory: "a directory, not a file"
+        case .symbolicLink, .other: "not a regular file (a FIFO, socket or device)"
+        }
+    }
+
+    /// Why `rules` refuse the file open at `fd`, or nil; `linked`: it was reached through a
+    /// symbolic link. Nothing here quotes the file's bytes.
+    static func refusal(of fd: Int32, _ status: FileStatus, _ rules: FileRules, linked: Bool) throws(SystemError) -> String? {
+        if rules.singleName && status.links > 1 {
+            return "has \(status.links) names (a hard link); a page must be a file of the site itself, with one name"
+        }
+        guard rules.siteDirectory != nil || rules.within != nil, linked || !rules.plainDirectory else { return nil }
+        // Where the descriptor is, as the kernel says now: every symbolic link resolved.
+        let opened = try Files.path(of: fd)
+        if let within = rules.within, path(opened, below: (try? Files.realPath(within)) ?? within) == nil {
+            return "leads outside the site's directory (to \(opened)); a page must be a file of the site itself"
+        }
+        if let site = rules.siteDirectory, lies(opened, inTLSOf: site, root: rules.configRoot) {
+            return "leads into a tls/ directory, where keys are kept; a site's files are never read from there"
+        }
+        return nil
+    }
+
+    /// Whether the real path `opened` is inside a `tls/` directory: the site's own, the config
+    /// root's, another site's under the root, or any directory named `tls` below the root or the
+    /// site. The `tls/` folders may be symbolic links to directories named otherwise (a
+    /// Kubernetes Secret volume), so their real paths are compared too. A site directory that is
+    /// itself a link into a `tls/` folder (`sites/x.test -> y.test/tls`) is caught the same way.
+    static func lies(_ opened: String, inTLSOf site: String, root: String?) -> Bool {
+        // The common case costs no system call: the file is an entry of the site's directory,
+        // which loadSite reads by its real path (the kernel's path would differ otherwise).
+        if let slash = opened.utf8.lastIndex(of: UInt8(ascii: "/")), opened.utf8[..<slash].elementsEqual(site.utf8) {
+            return false
+        }
+        let siteReal = (try? Files.realPath(site)) ?? site
+        let rootReal = root.flatMap { try? Files.realPath($0) }
+        // A folder named tls (any case: a case-insensitive filesystem opens TLS/ as tls/) between
+        // the config root or the site and the file.
+        for base in [rootReal, siteReal].compactMap({ $0 }) {
+            guard let below = path(opened, below: base) else { continue }
+            if below.split(separator: "/").dropLast().contains(where: { $0.utf8.count == 3 && $0.lowercased() == "tls" }) {
+                return true
+            }
+        }
+        var folders = [site + "/tls"]
+        if let root, let rootReal {
+            folders.append(root + "/tls")
+            // Another site's tls/, which may lead elsewhere: the site directory the file is in.
+            if let below = path(opened, below: rootReal + "/sites"), let other = below.split(separator: "/").first {
+                folders.append(rootReal + "/sites/" + other + "/tls")
+            }
+        }
+        return folders.contains { folder in
+            guard let real = try? Files.realPath(folder) else { return false }
+            return path(opened, below: real) != nil
+        }
+    }
+
+    /// The part of `path` below the directory `directory` (without the `/` between), or nil when
+    /// it is not below it. Compared as bytes: String comparison treats canonically equivalent
+    /// Unicode as equal, and two such names are two different directories.
+    static func path(_ path: String, below directory: String) -> Substring? {
+        let prefix = directory.utf8.last == UInt8(ascii: "/") ? directory : directory + "/"
+        guard path.utf8.starts(with: prefix.utf8) else { return nil }
+        return Substring(path.utf8.dropFirst(prefix.utf8.count))
     }
 
     /// Bytes read per call; a larger file takes several.

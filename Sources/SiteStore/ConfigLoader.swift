@@ -107,7 +107,9 @@ public enum ConfigLoader {
                     severity: .error, file: relative,
                     message: "not a directory; each site is a directory holding its apple-app-site-association"))
         case .directory:
-            var site = loadSite(host: host, directory: full, relative: relative, known: known, options: options)
+            var site = loadSite(
+                host: host, directory: full, relative: relative, known: known, options: options,
+                configRoot: (sitesPath as NSString).deletingLastPathComponent, plainDirectory: entry.kind == .directory)
             if host.name != name && host.name + "." != name {
                 site.problems.append(
                     ConfigProblem(
@@ -118,9 +120,13 @@ public enum ConfigLoader {
         }
     }
 
-    /// Reads and validates one site directory.
+    /// Reads and validates one site directory. `configRoot`: the config directory it is in (nil
+    /// for a lone site directory), whose `tls/` folders no site file is read from.
+    /// `plainDirectory`: the site is a directory under `sites/`, not a symbolic link to one (see
+    /// `FileRules.plainDirectory`).
     public static func loadSite(
-        host: HostName, directory: String, relative: String, known: KnownValid? = nil, options: ServingOptions? = nil
+        host: HostName, directory: String, relative: String, known: KnownValid? = nil, options: ServingOptions? = nil,
+        configRoot: String? = nil, plainDirectory: Bool = false
     ) -> SiteSource {
         var site = SiteSource(host: host, directory: relative, aliases: [], aasa: nil, assetLinks: nil, certificate: nil, problems: [])
         // The listing says which of the site's files exist, so that a missing one costs no failed
@@ -135,8 +141,12 @@ public enum ConfigLoader {
             guard let listed else { return true }
             return listed.contains { $0 == name || ($0.utf8.count == name.utf8.count && $0.lowercased() == name.lowercased()) }
         }
+        // Every file a site names is a regular file outside every tls/ folder, checked on the
+        // descriptor: a symlink or hard link from site.yaml, the association files or the page
+        // to a key must never be read, whatever would then quote or serve it.
+        let rules = FileRules(siteDirectory: directory, configRoot: configRoot, plainDirectory: plainDirectory)
         // site.yaml first: it names the page, which is then one of the site's files.
-        if mayExist("site.yaml") { readSettings(directory, relative, &site) }
+        if mayExist("site.yaml") { readSettings(directory, relative, &site, rules) }
         let prepareWith = options.map { options in
             var options = options
             if let cacheControl = site.settings.cacheControl { options.cacheControl = cacheControl }
@@ -156,19 +166,27 @@ public enum ConfigLoader {
             }
             site.problems.append(ConfigProblem(severity: .warning, file: "\(relative)/\(entry)", message: message))
         }
-        if mayExist(aasaFileName), let file = readSiteFile(directory, relative, aasaFileName, AppSiteAssociation.maximumFileSize, &site) {
+        // The association files may be hard links (`rsync --link-dest` and `cp -al` deploys make
+        // them): only JSON of their shape is ever served, and a key is not JSON (a PEM file
+        // fails at its first byte, and no JSON error quotes more than one byte of it).
+        if mayExist(aasaFileName),
+            let file = readSiteFile(directory, relative, aasaFileName, AppSiteAssociation.maximumFileSize, &site, rules)
+        {
             site.aasa = siteFile(file, .aasa, known, prepareWith, AppSiteAssociation.validate)
         }
         if mayExist(assetLinksFileName),
-            let file = readSiteFile(directory, relative, assetLinksFileName, AssetLinks.maximumFileSize, &site)
+            let file = readSiteFile(directory, relative, assetLinksFileName, AssetLinks.maximumFileSize, &site, rules)
         {
             site.assetLinks = siteFile(file, .assetLinks, known, prepareWith, AssetLinks.validate)
         }
         if let name = site.settings.page {
             // The page is served whatever it holds: it must be a file of the site directory
-            // itself, not a symlink out of it (to a key, another site's files, /proc).
-            let within = try? Files.realPath(directory)
-            if let file = readSiteFile(directory, relative, name, LandingPage.maximumFileSize, &site, within: within ?? directory) {
+            // itself, not a symlink out of it (to a key, another site's files, /proc), and have
+            // one name only (a hard link to another site's key is inside by every path).
+            var pageRules = rules
+            pageRules.within = directory
+            pageRules.singleName = true
+            if let file = readSiteFile(directory, relative, name, LandingPage.maximumFileSize, &site, pageRules) {
                 site.page = SiteFile(
                     relativePath: file.path, bytes: file.bytes, modified: file.modified,
                     result: LandingPage.validate(file.bytes, name: name))
@@ -221,8 +239,8 @@ public enum ConfigLoader {
     }
 
     /// Reads and parses `site.yaml` when there is one.
-    private static func readSettings(_ directory: String, _ relative: String, _ site: inout SiteSource) {
-        switch readBounded(path: directory + "/site.yaml", limit: SiteSettings.maximumFileSize) {
+    private static func readSettings(_ directory: String, _ relative: String, _ site: inout SiteSource, _ rules: FileRules) {
+        switch readFile(path: directory + "/site.yaml", limit: SiteSettings.maximumFileSize, rules: rules).map(\.bytes) {
         case .success(let bytes) where bytes.count > SiteSettings.maximumFileSize:
             site.problems.append(ConfigProblem(severity: .error, file: "\(relative)/site.yaml", message: "larger than 64 KB"))
         case .success(let bytes):
@@ -241,10 +259,10 @@ public enum ConfigLoader {
     /// reported by the validator without being loaded whole. A file that is there but cannot be
     /// read is a problem and is marked unreadable on the site (its last good version stays).
     private static func readSiteFile(
-        _ directory: String, _ relative: String, _ name: String, _ limit: Int, _ site: inout SiteSource, within: String? = nil
+        _ directory: String, _ relative: String, _ name: String, _ limit: Int, _ site: inout SiteSource, _ rules: FileRules
     ) -> (path: String, bytes: [UInt8], modified: Int64)? {
         let relativePath = "\(relative)/\(name)"
-        switch readFile(path: directory + "/" + name, limit: limit, within: within) {
+        switch readFile(path: directory + "/" + name, limit: limit, rules: rules) {
         case .success(let file):
             return (relativePath, file.bytes, file.modified)
         case .failure(let error) where error.isMissing:

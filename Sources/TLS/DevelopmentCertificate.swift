@@ -264,8 +264,32 @@ public enum DevelopmentCertificate {
         return out
     }
 
+    /// Writes `bytes` to `path` by rename from a file created with `mode` (and set to exactly it,
+    /// whatever the umask): the key is 0600 from its first byte, never briefly readable by others
+    /// as a file created first and chmod-ed after would be, and a reader never sees half a file.
     static func write(_ bytes: [UInt8], to path: String, mode: Int) throws(TLSError) {
-        let ok = FileManager.default.createFile(atPath: path, contents: Data(bytes), attributes: [.posixPermissions: mode])
-        if !ok { throw TLSError("cannot write \(path)") }
+        let temporary = path + ".new"
+        unlink(temporary)  // a leftover of an interrupted write; O_EXCL below refuses anything there
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode_t(mode & 0o777))
+        guard fd >= 0 else { throw TLSError("cannot write \(temporary): \(String(cString: strerror(errno)))") }
+        var written = 0
+        var failed = fchmod(fd, mode_t(mode & 0o777)) != 0
+        while !failed && written < bytes.count {
+            let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + written, $0.count - written) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { failed = true } else { written += n }
+        }
+        if !failed { failed = fsync(fd) != 0 }
+        let reason = failed ? String(cString: strerror(errno)) : ""
+        close(fd)
+        guard !failed else {
+            unlink(temporary)
+            throw TLSError("cannot write \(path): \(reason)")
+        }
+        guard rename(temporary, path) == 0 else {
+            let reason = String(cString: strerror(errno))
+            unlink(temporary)
+            throw TLSError("cannot write \(path): \(reason)")
+        }
     }
 }

@@ -259,6 +259,16 @@ struct ServeCommand: ParsableCommand {
                 // Through a descriptor opened without following a symlink: root never changes
                 // the owner of whatever a link planted at that path points to.
                 try? Privileges.giveOwnership(ofDirectory: cacheDirectory, to: user)
+                // The state directory and the development CA: what a process an upgrade starts
+                // (as the user) reads again. Without it this process serves on, but an upgrade
+                // would fail; say so rather than refuse to start.
+                do {
+                    try Privileges.giveOwnership(ofState: settings.state, to: user)
+                } catch {
+                    logger.warning(
+                        "the state directory is not handed to \(user); an upgrade (SIGUSR2) may not be able to read it",
+                        metadata: ["error": "\(error)"])
+                }
                 try Privileges.drop(to: user)
                 logger.info("running as \(user)")
             } catch {

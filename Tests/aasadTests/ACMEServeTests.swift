@@ -212,4 +212,53 @@ final class ACMEServeTests {
         #expect(next - Int(Date().timeIntervalSince1970) > 40, "\(failed)")
         #expect(try automatic(again)["a.test"]?["state"] as? String == "valid")
     }
+
+    @Test("the DNS hook starts with descriptors 0-2 only, while aasad holds listeners and a live connection to the CA")
+    func hookDescriptors() throws {
+        // Each run lists its descriptors (ls inherits the shell's; the shell's own script
+        // descriptor is close-on-exec), then sets the record through pebble-challtestsrv.
+        try config.write(
+            "hook",
+            Array(
+                """
+                #!/bin/sh
+                ls -l /proc/self/fd/ > "\(config.path("fds"))-$1-$$" 2>&1
+                case "$1" in
+                  add) curl -sS --fail -d "{\\"host\\":\\"$2.\\",\\"value\\":\\"$3\\"}" http://127.0.0.1:\(pebble.challengeManagementPort)/set-txt ;;
+                  remove) curl -sS --fail -d "{\\"host\\":\\"$2.\\"}" http://127.0.0.1:\(pebble.challengeManagementPort)/clear-txt ;;
+                esac
+
+                """.utf8))
+        chmod(config.path("hook"), 0o755)
+        try config.write(
+            "config/aasad.yaml",
+            Array(
+                """
+                acme:
+                  directory: "\(pebble.directory)"
+                  directory-ca: "\(pebble.caFile)"
+                  storage: "\(config.path("acme"))"
+                  challenges: [tls-alpn-01, dns-01]
+                  dns-hook: "\(config.path("hook"))"
+                  email: ops@example.com
+
+                """.utf8))
+        let server = try serve()
+        #expect(waitValid(server, ["*.w.test"]), "\(describe(server))\n\(server.log())")
+        let listings = try FileManager.default.contentsOfDirectory(atPath: config.root.path).filter { $0.hasPrefix("fds-") }
+        #expect(listings.contains { $0.hasPrefix("fds-add-") }, "\(listings)")
+        for name in listings {
+            let text = try String(contentsOfFile: config.path(name), encoding: .utf8)
+            var extra: [String] = []
+            for line in text.split(separator: "\n") {
+                guard let arrow = line.range(of: " -> "),
+                    let fd = line[..<arrow.lowerBound].split(separator: " ").last.flatMap({ Int($0) })
+                else { continue }
+                // 1 is the listing's file; ls's own open of /proc/self/fd is the one other.
+                if fd > 2 && !line.hasSuffix("/fd") { extra.append(String(line)) }
+            }
+            #expect(extra.isEmpty, "\(name) inherited: \(extra)")
+        }
+        #expect(server.stop() == 0)
+    }
 }

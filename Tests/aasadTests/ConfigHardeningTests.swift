@@ -159,6 +159,61 @@ final class ConfigHardeningTests {
         #expect(server.log().contains("serving the last good version: a.test"))
     }
 
+    @Test(
+        "under --user with the development certificate, the state stays the user's (the keys 0600) and an upgrade (SIGUSR2) serves; a shared --state keeps its owner",
+        .enabled(if: getuid() == 0), arguments: [0, 0o1777])
+    func upgradeAfterDroppingRoot(sharedMode: Int) throws {
+        // 0: aasad makes the state directory (0700); else one made before, shared like /tmp.
+        if sharedMode != 0 {
+            try FileManager.default.createDirectory(atPath: config.state, withIntermediateDirectories: true)
+            #expect(chmod(config.state, mode_t(sharedMode)) == 0)
+        }
+        let server = try RunningServer(config: config, extra: ["--user", "nobody"])
+        #expect(try server.https("a.test", Self.path).body == config.aasa)
+        let nobody = try #require(getpwnam("nobody")).pointee.pw_uid
+        for (path, owner, mode) in [
+            ("state", sharedMode == 0 ? nobody : 0, sharedMode == 0 ? 0o700 : sharedMode), ("state/dev-tls", nobody, 0o700),
+            ("state/dev-tls/ca-key.pem", nobody, 0o600), ("state/dev-tls/ca.pem", nobody, 0o644),
+            ("state/dev-tls/key.pem", nobody, 0o600),
+        ] {
+            var info = stat()
+            #expect(stat(config.path(path), &info) == 0, "\(path)")
+            #expect(info.st_uid == owner, "\(path) is owned by \(info.st_uid)")
+            #expect(Int(info.st_mode & 0o7777) == mode, "\(path): \(String(info.st_mode & 0o7777, radix: 8))")
+        }
+        server.signal(SIGUSR2)
+        #expect(
+            eventually(attempts: 300) {
+                let log = server.logSoFar()
+                return log.contains("the new process is ready") || log.contains("upgrade failed")
+            }, "\(server.logSoFar())")
+        let log = server.logSoFar()
+        #expect(log.contains("the new process is ready"), "\(log)")
+        // The new process's id, from the line that names it; it is stopped at the end.
+        let line = log.split(separator: "\n").first { $0.contains("the new process is ready") } ?? ""
+        let newPID = line.range(of: "pid=").map { line[$0.upperBound...].prefix { $0.isNumber } }.flatMap { Int32($0) }
+        defer {
+            if let newPID {
+                kill(newPID, SIGTERM)
+                // Gone, or a zombie its new parent has not reaped yet.
+                _ = eventually(attempts: 150) {
+                    guard let stat = try? String(contentsOfFile: "/proc/\(newPID)/stat", encoding: .utf8) else { return true }
+                    return stat.contains(") Z ")
+                }
+            }
+        }
+        #expect(newPID != nil, "\(line)")
+        server.process.waitUntilExit()
+        // The old process is gone: what answers now is the new one, on the same port, over the
+        // same development CA, as nobody.
+        #expect(try server.https("a.test", Self.path).body == config.aasa)
+        if let newPID {
+            let status = (try? String(contentsOfFile: "/proc/\(newPID)/status", encoding: .utf8)) ?? ""
+            let uid = status.split(separator: "\n").first { $0.hasPrefix("Uid:") } ?? ""
+            #expect(uid.split(whereSeparator: { $0 == "\t" || $0 == " " }).dropFirst().allSatisfy { $0 == "\(nobody)" }, "\(uid)")
+        }
+    }
+
     @Test("serve raises its soft descriptor limit to the hard limit")
     func descriptorLimitRaised() throws {
         let server = try RunningServer(config: config, softFileLimit: 256)

@@ -240,4 +240,85 @@ final class FallbackServeTests {
         #expect(metrics.contains(#"path="fallback""#))
         #expect(!metrics.contains("secret-path"))
     }
+
+    @Test(
+        "a page planted by a tenant (a link to its tls/key.pem, a hard link to another site's key, a FIFO, a directory, /dev/zero) is refused with the reason; the last good page stays"
+    )
+    func plantedPages() throws {
+        // page.test and other.test with their own pairs: the keys a tenant would publish.
+        for site in ["page.test", "other.test"] {
+            let tls = config.path("config/sites/\(site)/tls")
+            try FileManager.default.createDirectory(atPath: tls, withIntermediateDirectories: true)
+            let made = try Tool.run(
+                "openssl",
+                [
+                    "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2", "-subj",
+                    "/CN=\(site)", "-addext", "subjectAltName=DNS:\(site)", "-keyout", tls + "/key.pem", "-out", tls + "/cert.pem",
+                ])
+            #expect(made.status == 0)
+        }
+        try config.write("config/sites/other.test/apple-app-site-association", config.aasa)
+        let cacert = config.path("config/sites/page.test/tls/cert.pem")
+        let server = try RunningServer(config: config)
+        let good = try server.https("page.test", "/promo", ["-A", Self.desktopChrome], cacert: cacert)
+        #expect(good.status == 200 && good.body == Self.page)
+        let page = config.path("config/sites/page.test/landing.html")
+        let pipe = config.path("config/sites/page.test/pipe")
+        #expect(mkfifo(pipe, 0o644) == 0)
+        let cases: [(name: String, plant: () throws -> Void, reason: String)] = [
+            (
+                "a link to tls/key.pem", { try FileManager.default.createSymbolicLink(atPath: page, withDestinationPath: "tls/key.pem") },
+                "tls/ directory"
+            ),
+            (
+                "a hard link to another site's key", { #expect(link(self.config.path("config/sites/other.test/tls/key.pem"), page) == 0) },
+                "hard link"
+            ),
+            ("a FIFO", { #expect(mkfifo(page, 0o644) == 0) }, "not a regular file"),
+            (
+                "a link to a FIFO", { try FileManager.default.createSymbolicLink(atPath: page, withDestinationPath: "pipe") },
+                "not a regular file"
+            ),
+            ("a directory", { try FileManager.default.createDirectory(atPath: page, withIntermediateDirectories: false) }, "a directory"),
+            (
+                "a link to /dev/zero", { try FileManager.default.createSymbolicLink(atPath: page, withDestinationPath: "/dev/zero") },
+                "not a regular file"
+            ),
+        ]
+        for planted in cases {
+            // Replaced by rename, as a deploy does: the watcher sees one change.
+            try FileManager.default.removeItem(atPath: page)
+            try planted.plant()
+            #expect(
+                eventually(attempts: 100) {
+                    (try? self.siteErrors(server, "page.test"))?.contains { $0.contains("landing.html") && $0.contains(planted.reason) }
+                        == true
+                }, "\(planted.name): \((try? self.siteErrors(server, "page.test")) ?? [])")
+            for version in ["--http1.1", "--http2"] {
+                let r = try server.https("page.test", "/promo", [version, "-A", Self.desktopChrome], cacert: cacert)
+                #expect(r.status == 200 && r.body == Self.page, "\(planted.name): the last good page")
+                #expect(!String(decoding: r.body, as: UTF8.self).contains("PRIVATE KEY"), "\(planted.name) served the key")
+            }
+            // validate reads the same way and names the reason, never the key's bytes.
+            let out = try Tool.run(AASAD.binary.path, ["validate", config.config])
+            #expect(out.status == 1, "\(planted.name)")
+            #expect(out.text.contains("landing.html") && out.text.contains(planted.reason), "\(planted.name): \(out.text)")
+            #expect(!out.text.contains("PRIVATE KEY"), "\(planted.name): \(out.text)")
+        }
+        // A good page again: served.
+        try FileManager.default.removeItem(atPath: page)
+        try config.write("config/sites/page.test/landing.html", Array("<p>new</p>".utf8))
+        #expect(
+            eventually(attempts: 100) {
+                (try? server.https("page.test", "/promo", ["-A", Self.desktopChrome], cacert: cacert).body)
+                    == Array("<p>new</p>".utf8)
+            })
+    }
+
+    /// The errors `/sites` lists for one site directory.
+    func siteErrors(_ server: RunningServer, _ directory: String) throws -> [String] {
+        let object = try JSONSerialization.jsonObject(with: Data(try server.admin("/sites").body)) as? [String: Any]
+        let sites = object?["sites"] as? [[String: Any]] ?? []
+        return sites.first { $0["directory"] as? String == directory }?["errors"] as? [String] ?? []
+    }
 }

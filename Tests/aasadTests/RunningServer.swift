@@ -154,6 +154,9 @@ final class RunningServer {
     /// for something the server does in the background and only logs (a refused change).
     func waitForLog(_ text: String) -> Bool { eventually { logDrain?.current().contains(text) ?? false } }
 
+    /// What the server has logged so far, without waiting for it to exit.
+    func logSoFar() -> String { logDrain?.current() ?? "" }
+
     struct ServerError: Error, CustomStringConvertible {
         var description: String
         init(_ d: String) { description = d }

@@ -19,6 +19,17 @@ int CAASALinux_accept4(int sockfd, int flags);
 // pipe2 with O_CLOEXEC (also hidden without _GNU_SOURCE): no process started meanwhile inherits it.
 int CAASALinux_pipe_cloexec(int fds[2]);
 
+// open(path, O_PATH | O_CLOEXEC): a descriptor naming the file (symbolic links followed) without
+// opening it, so that fstat can tell a device or FIFO from a regular file before anything opens
+// it (opening some devices acts: a tape rewinds, a watchdog arms). O_PATH needs _GNU_SOURCE.
+int CAASALinux_open_location(const char *path);
+
+#include <spawn.h>
+// posix_spawn_file_actions_addclosefrom_np (glibc 2.34, GNU only): the new program starts with
+// every descriptor from `from` up closed, whatever the parent forgot to mark close-on-exec
+// (libcurl's sockets among them).
+int CAASALinux_spawn_close_from(posix_spawn_file_actions_t *actions, int from);
+
 // epoll_event is packed on x86-64; these keep Swift from depending on its layout.
 static inline struct epoll_event CAASALinux_epoll_event(uint32_t events, uint64_t data) {
     struct epoll_event ev;
