@@ -13,8 +13,8 @@ struct SitesCommand: ParsableCommand {
         commandName: "sites",
         abstract: "List the sites of a config directory: hosts, state, ETag and problems.",
         discussion: """
-            States: serving (every file valid), refused (nothing valid to serve), and hosts in \
-            conflict (claimed by two sites: served by neither). A running server also has \
+            States: serving (every file valid), refused (nothing valid to serve), and names refused \
+            to a site (another site holds them: who and why). A running server also has \
             serving-last-good, for a site whose new file is invalid. Exit status 0 when every site \
             is served without problems, 1 otherwise.
             """
@@ -48,7 +48,10 @@ struct SitesCommand: ParsableCommand {
     func run() throws {
         var logger = Logger(label: "aasad", factory: { _ in SwiftLogNoOpLogHandler() })
         logger.logLevel = .critical
-        let registry = SiteRegistry(root: config, logger: logger, checkCertificate: ConfigLoading.check)
+        let state = ServerSettings.load(configDirectory: config).0.state
+        let registry = SiteRegistry(
+            root: config, logger: logger, checkCertificate: ConfigLoading.check,
+            servedFirstFile: ConfigLoading.servedFirstFile(state: state), storesServedFirst: false)
         registry.reloadAll()
         let statuses = registry.statuses
         let problems = registry.entryErrors
@@ -64,7 +67,7 @@ struct SitesCommand: ParsableCommand {
             for s in statuses {
                 var line = "\(s.directory)\t\(s.state.rawValue)\t\(s.hosts.joined(separator: ","))"
                 if let etag = s.etag { line += "\tetag=\(etag)" }
-                if !s.conflictingHosts.isEmpty { line += "\tconflict=\(s.conflictingHosts.joined(separator: ","))" }
+                if !s.refusedHosts.isEmpty { line += "\trefused=\(s.refusedHosts.map(\.host).joined(separator: ","))" }
                 if cdn { line += "\tcdn=" + (copies[s.directory].map { "\($0.state.rawValue)(\($0.host))" } ?? "none") }
                 for stored in automatic?.forSite(s.hosts) ?? [] {
                     line +=
@@ -73,10 +76,11 @@ struct SitesCommand: ParsableCommand {
                 }
                 print(line)
                 for e in s.errors { print("  error: \(e)") }
+                for r in s.refusedHosts { print("  refused: \(r.host): held by \(r.heldBy): \(r.reason)") }
             }
             for p in problems { print("error: \(p.file): \(p.message)") }
         }
-        let clean = statuses.allSatisfy { $0.state == .serving && $0.conflictingHosts.isEmpty } && problems.isEmpty
+        let clean = statuses.allSatisfy { $0.state == .serving && $0.refusedHosts.isEmpty } && problems.isEmpty
         if !clean { throw ExitCode(1) }
     }
 
