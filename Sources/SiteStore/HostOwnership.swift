@@ -63,6 +63,8 @@ public struct HostOwnership: Sendable {
         case underWildcard(HostName, Holder)
         /// Another site's site.yaml alias held it first (rule 3).
         case heldFirst(Holder)
+        /// The operator's `aliases-allowed` does not allow this site this alias (`AliasPolicy`).
+        case notAllowed
     }
 
     /// A name a site claims and does not hold.
@@ -72,10 +74,11 @@ public struct HostOwnership: Sendable {
         public var source: Source
         public var reason: Reason
 
-        /// Who holds the name (or the wildcard it lies under).
-        public var holder: Holder {
+        /// Who holds the name (or the wildcard it lies under); nil when no site does.
+        public var holder: Holder? {
             switch reason {
             case .named(let h), .underWildcard(_, let h), .heldFirst(let h): h
+            case .notAllowed: nil
             }
         }
 
@@ -96,6 +99,8 @@ public struct HostOwnership: Sendable {
                 }
             case .heldFirst(let holder):
                 "\(holder.file) names it too and held it first"
+            case .notAllowed:
+                "\(AliasPolicy.fileName) does not allow it to this site"
             }
         }
     }
@@ -150,6 +155,8 @@ public struct HostOwnership: Sendable {
     private var pending: Set<HostName> = []
     /// Who held which alias before the process started, for its first `resolve` only.
     private var prior: [HostName: String]
+    /// The operator's bound on aliases; nil: none.
+    private var policy: AliasPolicy?
 
     /// `prior`: the alias names held when the last process stopped (`remembered`), trusted only
     /// to order contests: a name in it is decided for that site first, if the site still names it.
@@ -179,6 +186,13 @@ public struct HostOwnership: Sendable {
             for domain in Self.domains(above: host) { aliasesUnder[domain, default: []].insert(host) }
             pending.insert(host)
         }
+    }
+
+    /// Sets the operator's bound on aliases (nil: none); every alias is decided again.
+    public mutating func setPolicy(_ policy: AliasPolicy?) {
+        guard policy != self.policy else { return }
+        self.policy = policy
+        pending.formUnion(aliasClaims.keys)
     }
 
     /// Forgets a site (its directory is gone).
@@ -292,6 +306,7 @@ public struct HostOwnership: Sendable {
     /// Why an alias claim is refused, given what is held so far; nil: it is held (or is an
     /// alias of the site's own entry's name).
     private func reasonToRefuse(_ claim: Claim, deciding: Set<HostName>) -> Reason? {
+        if let policy, !policy.allows(claim.host, site: claim.site), named[claim.host]?.site != claim.site { return .notAllowed }
         if let entry = named[claim.host] {
             return entry.site == claim.site ? nil : .named(entry.holder)
         }

@@ -188,9 +188,10 @@ public enum HostOwnershipFuzz {
                 switch refusal.reason {
                 case .underWildcard(let wildcard, _): name = wildcard
                 case .named, .heldFirst: name = refusal.host
+                case .notAllowed: continue
                 }
-                guard let holder = ownership.holder(of: name), holder.site == refusal.holder.site, holder.site != site else {
-                    return fail("\(site) is refused \(refusal.host) for \(refusal.holder.site), which does not hold \(name)")
+                guard let holder = ownership.holder(of: name), holder.site == refusal.holder?.site, holder.site != site else {
+                    return fail("\(site) is refused \(refusal.host) for \(refusal.holder?.site ?? "nobody"), which does not hold \(name)")
                 }
                 if !refusal.host.isWildcard && ownership.holder(serving: refusal.host.name) == nil {
                     return fail("\(refusal.host) is refused to \(site) and served by nobody")

@@ -145,6 +145,8 @@ public final class SiteRegistry {
     var defaultCertificateProblem = false
     /// Why `sites/` itself could not be listed at the last full reload, if it could not.
     var sitesDirectoryProblem: ConfigProblem?
+    /// What the last read of `aliases-allowed` found wrong (the policy before it stays in force).
+    public internal(set) var aliasPolicyProblem: ConfigProblem?
     /// What the last read of the default certificate (`tls/`) found wrong.
     public internal(set) var defaultCertificateProblems: [ConfigProblem] = []
     /// Sites whose status may have changed since `takeTouched` last ran (those a reload read,
@@ -270,8 +272,10 @@ public final class SiteRegistry {
         }
         let names = Set(listed).union(records.keys).union(aliases.keys).union(entryProblems.keys)
         readDefaultCertificate()
+        readAliasPolicy()
         guard apply(names) else { return false }
         if defaultCertificateProblem { lastReloadProblems += 1 }
+        if aliasPolicyProblem != nil { lastReloadProblems += 1 }
         loadedTree = pinnedTree
         return true
     }
@@ -515,6 +519,34 @@ public final class SiteRegistry {
     public func reloadDefaultCertificate() {
         guard pinTree() == .same else { return }
         readDefaultCertificate()
+    }
+
+    /// Reads the config root's `aliases-allowed` (`AliasPolicy`): none, no bound; a file that
+    /// cannot be read or parsed keeps the policy in force, as any other file keeps its last good
+    /// version. Applied when the reload resolves ownership.
+    func readAliasPolicy() {
+        let relative = AliasPolicy.fileName
+        switch ConfigLoader.readBounded(path: readRoot + "/" + relative, limit: AliasPolicy.maximumFileSize) {
+        case .failure(let error) where error.isMissing:
+            aliasPolicyProblem = nil
+            ownership.setPolicy(nil)
+        case .failure(let error):
+            aliasPolicyProblem = ConfigProblem(
+                severity: .error, file: relative, message: "cannot be read: \(error); the aliases allowed before stay")
+        case .success(let bytes) where bytes.count > AliasPolicy.maximumFileSize:
+            aliasPolicyProblem = ConfigProblem(
+                severity: .error, file: relative,
+                message: "larger than \(AliasPolicy.maximumFileSize) bytes; the aliases allowed before stay")
+        case .success(let bytes):
+            switch AliasPolicy.parse(String(decoding: bytes, as: UTF8.self)) {
+            case .success(let policy):
+                aliasPolicyProblem = nil
+                ownership.setPolicy(policy)
+            case .failure(let problem):
+                aliasPolicyProblem = problem
+            }
+        }
+        if let problem = aliasPolicyProblem { logger.error("\(problem.file): \(problem.message)") }
     }
 
     func readDefaultCertificate() {

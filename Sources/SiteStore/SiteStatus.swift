@@ -11,12 +11,13 @@ public enum SiteState: String, Sendable, Codable {
 /// A name a site claims and another site holds.
 public struct RefusedHost: Sendable, Codable, Equatable {
     public var host: String
-    /// The site that holds it (or the wildcard it lies under), as `sites/<directory>`.
-    public var heldBy: String
+    /// The site that holds it (or the wildcard it lies under), as `sites/<directory>`; nil when
+    /// the operator's `aliases-allowed` refuses it.
+    public var heldBy: String?
     /// Why, naming the holder: "sites/victim.test is named for it".
     public var reason: String
 
-    public init(host: String, heldBy: String, reason: String) {
+    public init(host: String, heldBy: String?, reason: String) {
         self.host = host
         self.heldBy = heldBy
         self.reason = reason
@@ -50,7 +51,7 @@ extension SiteRegistry {
     public func status(of name: String) -> SiteStatus? {
         guard let r = records[name] else { return nil }
         let refused = ownership.refusals(of: name).map {
-            RefusedHost(host: $0.host.name, heldBy: "sites/\($0.holder.site)", reason: $0.description)
+            RefusedHost(host: $0.host.name, heldBy: $0.holder.map { "sites/\($0.site)" }, reason: $0.description)
         }
         return SiteStatus(
             directory: name, hosts: ownership.held(by: name).map(\.name), refusedHosts: refused, state: Self.state(of: r),
@@ -69,7 +70,7 @@ extension SiteRegistry {
     /// Names under `sites/` that are not sites, and aliases of a directory that is not one, with
     /// why (by name); first, `sites/` itself when it could not be listed.
     public var entryErrors: [ConfigProblem] {
-        let entries = (Array(entryProblems.values) + aliasesOfNoSite).sorted { $0.file < $1.file }
+        let entries = (Array(entryProblems.values) + aliasesOfNoSite + (aliasPolicyProblem.map { [$0] } ?? [])).sorted { $0.file < $1.file }
         return (sitesDirectoryProblem.map { [$0] } ?? []) + entries
     }
 

@@ -138,8 +138,8 @@ final class AdminView: Sendable {
         text += ",\"hosts\":" + list(status.hosts)
         if let loadedAt = status.loadedAt { text += ",\"loadedAt\":\(loadedAt)" }
         let refused = status.refusedHosts.map {
-            "{\"heldBy\":" + JSONValue.quote($0.heldBy) + ",\"host\":" + JSONValue.quote($0.host) + ",\"reason\":"
-                + JSONValue.quote($0.reason) + "}"
+            "{" + ($0.heldBy.map { "\"heldBy\":" + JSONValue.quote($0) + "," } ?? "") + "\"host\":" + JSONValue.quote($0.host)
+                + ",\"reason\":" + JSONValue.quote($0.reason) + "}"
         }
         text += ",\"refusedHosts\":[" + refused.joined(separator: ",") + "]"
         text += ",\"state\":" + JSONValue.quote(status.state.rawValue)

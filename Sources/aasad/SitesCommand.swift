@@ -76,7 +76,7 @@ struct SitesCommand: ParsableCommand {
                 }
                 print(line)
                 for e in s.errors { print("  error: \(e)") }
-                for r in s.refusedHosts { print("  refused: \(r.host): held by \(r.heldBy): \(r.reason)") }
+                for r in s.refusedHosts { print("  refused: \(r.host): " + (r.heldBy.map { "held by \($0): " } ?? "") + r.reason) }
             }
             for p in problems { print("error: \(p.file): \(p.message)") }
         }

@@ -388,3 +388,96 @@ struct RegistryOwnershipTests {
         #expect(r.answer(forHost: "shop.test") == .served("b.test"))
     }
 }
+
+@Suite("aliases-allowed: the operator's bound on what a tenant may alias")
+struct AliasPolicyTests {
+    static let text = """
+        # the operator's
+        shop.test   shop.example  *.shop.example   # exactly, or anything under it
+        none.test   -
+        *           *.tenants.example
+
+        """
+
+    @Test(
+        "patterns, case by case",
+        arguments: [
+            ("shop.test", "shop.example", true), ("shop.test", "www.shop.example", true), ("shop.test", "*.x.shop.example", true),
+            ("shop.test", "*.shop.example", true), ("shop.test", "evilshop.example", false), ("shop.test", "example", false),
+            ("shop.test", "a.tenants.example", false), ("none.test", "shop.example", false), ("other.test", "a.tenants.example", true),
+            ("other.test", "tenants.example", false), ("other.test", "shop.example", false),
+        ])
+    func allows(_ site: String, _ alias: String, _ allowed: Bool) throws {
+        let policy = try AliasPolicy.parse(Self.text).get()
+        #expect(policy.allows(host(alias), site: site) == allowed)
+    }
+
+    @Test(
+        "a bad line is refused with its number, and escaped",
+        arguments: [
+            ("shop.test\n", "line 1: a site and its patterns"), ("shop.test a..b\n", "line 1: \"a..b\" is not a host name"),
+            ("a.test x.test\na.test y.test\n", "line 2: a second line for a.test"), ("* -\n* x.test\n", "line 2: a second line for *"),
+            ("bad_site x.test\n", "line 1: \"bad_site\" is not a site"), ("a.test x\u{1B}[2J.test\n", "\\u{1B}[2J"),
+        ])
+    func refused(_ text: String, _ message: String) {
+        guard case .failure(let problem) = AliasPolicy.parse(text) else {
+            Issue.record("accepted \(text.debugDescription)")
+            return
+        }
+        #expect(problem.file == "aliases-allowed" && problem.message.contains(message), "\(problem)")
+        #expect(!problem.message.contains("\u{1B}"))
+    }
+
+    @Test("an alias outside the bound is refused and says so; the policy's removal gives it back")
+    func ownership() {
+        var ownership = HostOwnership()
+        ownership.setPolicy(try? AliasPolicy.parse("a.test shop.example\n").get())
+        ownership.set("a.test", Site(dir: "a.test", aliases: ["shop.example", "other.example"]).names)
+        _ = ownership.resolve()
+        #expect(ownership.held(by: "a.test") == [host("a.test"), host("shop.example")])
+        #expect(ownership.refusals(of: "a.test").map(\.description) == ["aliases-allowed does not allow it to this site"])
+        #expect(ownership.refusals(of: "a.test").first?.holder == nil)
+        ownership.setPolicy(nil)
+        _ = ownership.resolve()
+        #expect(ownership.held(by: "a.test").count == 3)
+    }
+
+    @Test("the registry reads it at a full reload; a broken one keeps the bound in force and is reported")
+    func registry() throws {
+        let c = try TempConfig()
+        try c.write("sites/a.test/apple-app-site-association", TempConfig.aasa)
+        try c.write("sites/a.test/site.yaml", "aliases: [shop.example, other.example]\n")
+        try c.write("aliases-allowed", "a.test shop.example\n")
+        let r = SiteRegistry(root: c.root, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+        r.reloadAll()
+        #expect(r.answer(forHost: "other.example") == .unclaimed)
+        #expect(
+            r.status(of: "a.test")?.refusedHosts == [
+                RefusedHost(host: "other.example", heldBy: nil, reason: "aliases-allowed does not allow it to this site")
+            ])
+        try c.write("aliases-allowed", "a.test shop.example\na.test other.example\n")
+        r.reloadAll()
+        #expect(r.answer(forHost: "other.example") == .unclaimed, "a broken file dropped the bound")
+        #expect(r.entryErrors.contains { $0.file == "aliases-allowed" && $0.message.contains("line 2") })
+        #expect(r.lastReloadProblems > 0)
+        try c.remove("aliases-allowed")
+        r.reloadAll()
+        #expect(r.answer(forHost: "other.example") == .served("a.test"))
+        #expect(r.entryErrors.isEmpty)
+        let scan = ConfigLoader.scan(directory: c.root)
+        #expect(scan.isValid)
+    }
+
+    @Test("a file one byte over the limit is refused unread")
+    func sizeBound() throws {
+        let c = try TempConfig()
+        try c.write("sites/a.test/apple-app-site-association", TempConfig.aasa)
+        try c.write("aliases-allowed", "#" + String(repeating: "x", count: AliasPolicy.maximumFileSize - 2) + "\n")
+        let r = SiteRegistry(root: c.root, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+        r.reloadAll()
+        #expect(r.aliasPolicyProblem == nil)
+        try c.write("aliases-allowed", "#" + String(repeating: "x", count: AliasPolicy.maximumFileSize - 1) + "\n")
+        r.reloadAll()
+        #expect(r.aliasPolicyProblem?.message.contains("larger than") == true)
+    }
+}

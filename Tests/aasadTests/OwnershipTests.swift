@@ -129,6 +129,26 @@ final class OwnershipTests {
         #expect(server.stop() == 0)
         #expect(!server.log().contains("\u{1B}[2J"))
     }
+
+    @Test("the operator's aliases-allowed bounds what a tenant may alias; a change to it applies while serving")
+    func allowList() throws {
+        try config.write("config/sites/t.test/apple-app-site-association", config.ownAASA)
+        try config.write("config/sites/t.test/site.yaml", Array("aliases: [t.tenants.example, bank.example]\n".utf8))
+        try config.write("config/aliases-allowed", Array("* *.tenants.example\n".utf8))
+        let server = try RunningServer(config: config)
+        #expect(try server.http("t.tenants.example", Self.path).body == config.ownAASA)
+        #expect(try server.http("bank.example", Self.path).status == 404)
+        #expect(try refused(server, "t.test") == [["host": "bank.example", "reason": "aliases-allowed does not allow it to this site"]])
+        let validate = try aasad(["validate", config.config])
+        #expect(
+            validate.text.contains(
+                "sites/t.test/site.yaml: the alias bank.example is not served by sites/t.test: aliases-allowed does not allow it to this site"
+            ),
+            "\(validate.text)")
+        // The operator allows it: served without a restart.
+        try config.write("config/aliases-allowed", Array("* *.tenants.example\nt.test t.tenants.example bank.example\n".utf8))
+        #expect(eventually { (try? server.http("bank.example", Self.path).status) == 200 })
+    }
 }
 
 /// Only names a site holds are ordered from the CA: an alias refused to a tenant gets no order,
