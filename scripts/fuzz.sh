@@ -152,8 +152,8 @@ fi
 if [ "$which" = all ] || [ "$which" = ownership ]; then
     # HostOwnership and its checks with the host names they use, as one module (no I/O). The
     # corpus is committed.
-    compile Sources/SiteStore/HostOwnership.swift Sources/SiteStore/HostOwnershipFuzz.swift Sources/SiteStore/HostName.swift \
-        Sources/SiteStore/Punycode.swift Fuzz/FuzzOwnership.swift -o "$out/fuzz-ownership"
+    compile Sources/SiteStore/HostOwnership.swift Sources/SiteStore/HostOwnershipFuzz.swift Sources/SiteStore/AliasPolicy.swift \
+        Sources/SiteStore/HostName.swift Sources/SiteStore/Punycode.swift Fuzz/FuzzOwnership.swift -o "$out/fuzz-ownership"
     run ownership Fuzz/ownership-corpus Fuzz/ownership-fail-cases 512
 fi
 

@@ -34,13 +34,20 @@ public struct AliasPolicy: Sendable, Equatable {
         }
     }
 
-    /// Parses the file's text; a problem names the line (then the file is not used).
-    public static func parse(_ text: String) -> Result<AliasPolicy, ConfigProblem> {
+    /// What is wrong with the file: its line, and why (then none of it is used).
+    public struct ParseError: Error, Sendable, Equatable, CustomStringConvertible {
+        public var line: Int
+        public var reason: String
+        public var description: String { "line \(line): \(reason)" }
+    }
+
+    /// Parses the file's text (pure: no I/O, for HostOwnership's fuzz target too).
+    public static func parse(_ text: String) -> Result<AliasPolicy, ParseError> {
         var policy = AliasPolicy()
         var sawOthers = false
         for (index, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            func problem(_ message: String) -> Result<AliasPolicy, ConfigProblem> {
-                .failure(ConfigProblem(severity: .error, file: fileName, message: "line \(index + 1): \(message)"))
+            func problem(_ message: String) -> Result<AliasPolicy, ParseError> {
+                .failure(ParseError(line: index + 1, reason: message))
             }
             let line = raw.prefix { $0 != "#" }
             let fields = line.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
@@ -76,6 +83,3 @@ public struct AliasPolicy: Sendable, Equatable {
         text.unicodeScalars.map { $0.escaped(asASCII: true) }.joined()
     }
 }
-
-/// A problem found in a file is the error of its parse.
-extension ConfigProblem: Error {}

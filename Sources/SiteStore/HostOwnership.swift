@@ -138,17 +138,15 @@ public struct HostOwnership: Sendable {
 
     private var sites: [String: Names] = [:]
     /// Entries of sites/ by the host they stand for.
-    private var entries: [HostName: [Entry]] = [:]
-    /// The entry that holds each host (rule 1).
-    private var named: [HostName: Entry] = [:]
+    private var entries = Multimap<HostName, Entry>()
+    /// The entry that holds each host that several entries stand for (rule 1); a host with one
+    /// entry is that entry's (`named`).
+    private var contested: [HostName: Entry] = [:]
     /// Sites whose site.yaml names each host.
-    private var aliasClaims: [HostName: Set<String>] = [:]
+    private var aliasClaims = Multimap<HostName, String>()
     /// The site.yaml alias that holds each host (rules 2 and 3). An alias of a name the same site
     /// has an entry for is that entry's, and not here.
     private var aliasHeld: [HostName: String] = [:]
-    /// Alias names by every domain they lie under (`www.a.b.test` and `*.a.b.test` under `b.test`
-    /// and `a.b.test`... down to the last two labels): what a changed wildcard must decide again.
-    private var aliasesUnder: [String: Set<HostName>] = [:]
     /// Refused claims by site, then host.
     private var refusals: [String: [HostName: Refusal]] = [:]
     /// Hosts whose claims changed since the last `resolve`.
@@ -178,12 +176,11 @@ public struct HostOwnership: Sendable {
         if let old { unregister(site, old) }
         sites[site] = names
         for (entry, host) in names.entries {
-            entries[host, default: []].append(Entry(site: site, entry: entry))
+            entries.insert(Entry(site: site, entry: entry), for: host)
             pending.insert(host)
         }
         for host in names.aliases {
-            aliasClaims[host, default: []].insert(site)
-            for domain in Self.domains(above: host) { aliasesUnder[domain, default: []].insert(host) }
+            aliasClaims.insert(site, for: host)
             pending.insert(host)
         }
     }
@@ -204,19 +201,11 @@ public struct HostOwnership: Sendable {
 
     private mutating func unregister(_ site: String, _ names: Names) {
         for (entry, host) in names.entries {
-            entries[host]?.removeAll { $0 == Entry(site: site, entry: entry) }
-            if entries[host]?.isEmpty == true { entries[host] = nil }
+            entries.remove(Entry(site: site, entry: entry), for: host)
             pending.insert(host)
         }
         for host in names.aliases {
-            aliasClaims[host]?.remove(site)
-            if aliasClaims[host]?.isEmpty == true {
-                aliasClaims[host] = nil
-                for domain in Self.domains(above: host) {
-                    aliasesUnder[domain]?.remove(host)
-                    if aliasesUnder[domain]?.isEmpty == true { aliasesUnder[domain] = nil }
-                }
-            }
+            aliasClaims.remove(site, for: host)
             pending.insert(host)
         }
         refusals[site] = nil
@@ -250,29 +239,33 @@ public struct HostOwnership: Sendable {
         }
         // The names to decide: those changed, and for a changed wildcard every alias under it
         // (an entry or alias `*.t` taken or let go changes what may lie under `t`).
+        // Found by one pass over the alias names when a wildcard changed (rare: a wildcard
+        // directory or alias made or removed), rather than an index of every alias under every
+        // domain, which cost 30 MB at 100,000 sites.
         var hosts = pending
-        for host in pending {
-            if let suffix = host.wildcardSuffix, let under = aliasesUnder[suffix] { hosts.formUnion(under) }
+        let wildcards = Set(pending.compactMap(\.wildcardSuffix))
+        if !wildcards.isEmpty {
+            for host in aliasClaims.keys where Self.domains(above: host).contains(where: wildcards.contains) { hosts.insert(host) }
         }
         pending = []
         // Rule 1, per host.
         for host in hosts {
-            for entry in entries[host] ?? [] {
+            for entry in entries[host] {
                 touched.insert(entry.site)
                 refusals[entry.site]?[host] = nil
             }
-            let before = named[host]
-            named[host] = entries[host].flatMap { candidates in
-                candidates.min { a, b in
+            let candidates = entries[host]
+            contested[host] =
+                candidates.count < 2
+                ? nil
+                : candidates.min { a, b in
                     let (exactA, exactB) = (a.name == host.name, b.name == host.name)
                     if exactA != exactB { return exactA }
                     return a.name.utf8.lexicographicallyPrecedes(b.name.utf8)
                 }
-            }
-            if let before { touched.insert(before.site) }
-            if let holder = named[host] {
+            if let holder = named(host) {
                 // Another spelling of a name the same site holds is no contest.
-                for entry in entries[host] ?? [] where entry.site != holder.site {
+                for entry in entries[host] where entry.site != holder.site {
                     let source: Source = entry.entry.isEmpty ? .directory : .symlink(entry.entry)
                     refusals[entry.site, default: [:]][host] = Refusal(host: host, source: source, reason: .named(holder.holder))
                 }
@@ -283,7 +276,7 @@ public struct HostOwnership: Sendable {
         for host in hosts {
             let before = aliasHeld.removeValue(forKey: host)
             if let before { touched.insert(before) }
-            for site in aliasClaims[host] ?? [] {
+            for site in aliasClaims[host] {
                 touched.insert(site)
                 refusals[site]?[host] = nil
                 let heldBefore = before == site || prior[host] == site
@@ -294,7 +287,7 @@ public struct HostOwnership: Sendable {
         for claim in claims {
             if let reason = reasonToRefuse(claim, deciding: hosts) {
                 refusals[claim.site, default: [:]][claim.host] = Refusal(host: claim.host, source: .alias, reason: reason)
-            } else if named[claim.host] == nil {
+            } else if named(claim.host) == nil {
                 aliasHeld[claim.host] = claim.site
             }
         }
@@ -306,8 +299,8 @@ public struct HostOwnership: Sendable {
     /// Why an alias claim is refused, given what is held so far; nil: it is held (or is an
     /// alias of the site's own entry's name).
     private func reasonToRefuse(_ claim: Claim, deciding: Set<HostName>) -> Reason? {
-        if let policy, !policy.allows(claim.host, site: claim.site), named[claim.host]?.site != claim.site { return .notAllowed }
-        if let entry = named[claim.host] {
+        if let policy, !policy.allows(claim.host, site: claim.site), named(claim.host)?.site != claim.site { return .notAllowed }
+        if let entry = named(claim.host) {
             return entry.site == claim.site ? nil : .named(entry.holder)
         }
         if let site = aliasHeld[claim.host], site != claim.site {
@@ -319,7 +312,7 @@ public struct HostOwnership: Sendable {
         // before it while this claim was not.
         for domain in Self.domains(above: claim.host) {
             let wildcard = HostName(wildcardOver: domain)
-            if let entry = named[wildcard] {
+            if let entry = named(wildcard) {
                 return entry.site == claim.site ? nil : .underWildcard(wildcard, entry.holder)
             }
             guard let site = aliasHeld[wildcard] else { continue }
@@ -346,11 +339,16 @@ public struct HostOwnership: Sendable {
 
     // MARK: - Answers
 
+    /// The entry that holds a host (rule 1), if an entry stands for it.
+    private func named(_ host: HostName) -> Entry? {
+        contested[host] ?? entries.first(host)
+    }
+
     /// The names a site holds, in the order it names them (its directory's first).
     public func held(by site: String) -> [HostName] {
         guard let names = sites[site] else { return [] }
         var out: [HostName] = []
-        for (entry, host) in names.entries where named[host] == Entry(site: site, entry: entry) { out.append(host) }
+        for (entry, host) in names.entries where named(host) == Entry(site: site, entry: entry) { out.append(host) }
         for host in names.aliases where aliasHeld[host] == site { out.append(host) }
         return out
     }
@@ -365,7 +363,7 @@ public struct HostOwnership: Sendable {
 
     /// Who holds exactly this name (a wildcard is a name of its own here).
     public func holder(of host: HostName) -> Holder? {
-        named[host]?.holder ?? aliasHeld[host].map { Holder(site: $0, source: .alias) }
+        named(host)?.holder ?? aliasHeld[host].map { Holder(site: $0, source: .alias) }
     }
 
     /// Who serves a request's host (lower case, no port): the holder of the name itself, else of
@@ -383,4 +381,42 @@ public struct HostOwnership: Sendable {
 
     /// The alias names held now, with their sites: what a restart gives back as `prior`.
     public var remembered: [HostName: String] { aliasHeld }
+}
+
+/// Values by key where nearly every key has one: the first value in one map, the others in a
+/// second, so that the common key costs no array of its own (an array or set per host cost tens
+/// of megabytes at 100,000 sites).
+struct Multimap<Key: Hashable & Sendable, Value: Equatable & Sendable>: Sendable {
+    private var first: [Key: Value] = [:]
+    private var rest: [Key: [Value]] = [:]
+
+    mutating func insert(_ value: Value, for key: Key) {
+        if first[key] == nil { first[key] = value } else { rest[key, default: []].append(value) }
+    }
+
+    mutating func remove(_ value: Value, for key: Key) {
+        if first[key] == value {
+            if var more = rest.removeValue(forKey: key), !more.isEmpty {
+                first[key] = more.removeFirst()
+                if !more.isEmpty { rest[key] = more }
+            } else {
+                first[key] = nil
+            }
+        } else if var more = rest[key], let index = more.firstIndex(of: value) {
+            more.remove(at: index)
+            rest[key] = more.isEmpty ? nil : more
+        }
+    }
+
+    /// The first value inserted for a key (of those still there).
+    func first(_ key: Key) -> Value? { first[key] }
+
+    /// The values for a key, the first inserted first.
+    subscript(key: Key) -> [Value] {
+        guard let value = first[key] else { return [] }
+        return [value] + (rest[key] ?? [])
+    }
+
+    /// The keys with a value.
+    var keys: Dictionary<Key, Value>.Keys { first.keys }
 }

@@ -542,8 +542,9 @@ public final class SiteRegistry {
             case .success(let policy):
                 aliasPolicyProblem = nil
                 ownership.setPolicy(policy)
-            case .failure(let problem):
-                aliasPolicyProblem = problem
+            case .failure(let error):
+                aliasPolicyProblem = ConfigProblem(
+                    severity: .error, file: relative, message: "\(error); the aliases allowed before stay")
             }
         }
         if let problem = aliasPolicyProblem { logger.error("\(problem.file): \(problem.message)") }
