@@ -8,11 +8,12 @@
 #   pem     TLSContext's chain and key loading (input: chain, NUL, key)           Fuzz/pem-corpus, Fuzz/pem-fail-cases
 #   acme    what a CA sends: ACME JSON, problems, header lines, PEM chains        Fuzz/acme-corpus, Fuzz/acme-fail-cases
 #   check   CDN and origin bodies as canonical JSON, entitlements entries/plists  Fuzz/check-corpus, Fuzz/check-fail-cases
+#   ownership  which site holds which host: programs of directory, symlink and alias changes  Fuzz/ownership-corpus, Fuzz/ownership-fail-cases
 # New inputs that add coverage are merged into the target's corpus; a crash, timeout, leak or
 # out-of-memory input is moved to its fail-cases folder. The normal test run replays both folders of
 # every target. Each run is recorded in Fuzz/ledger.tsv (date, commit, inputs, exec/s, coverage,
 # units added, result); scripts/fuzz-ledger.py sums it into docs/reliability.md's table.
-# Usage: scripts/fuzz.sh [seconds per target] [aasa|http1|fields|http2|config|pem|acme|check|all]   (default 60, all)
+# Usage: scripts/fuzz.sh [seconds per target] [aasa|http1|fields|http2|config|pem|acme|check|ownership|all]   (default 60, all)
 # FUZZ_RUNS=N runs N inputs per target instead of a time (the documented campaign: 10,000,000).
 # FUZZ_SMOKE=1 keeps what it finds out of the corpus and the ledger (CI's check that every target
 # builds and runs). FUZZ_NOTE=TEXT is written in the ledger's note column (e.g. "beside builds").
@@ -22,8 +23,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 which="${2:-all}"
-case "$which" in aasa | http1 | fields | http2 | config | pem | acme | check | all) ;; *)
-    echo "usage: scripts/fuzz.sh [seconds] [aasa|http1|fields|http2|config|pem|acme|check|all]" >&2
+case "$which" in aasa | http1 | fields | http2 | config | pem | acme | check | ownership | all) ;; *)
+    echo "usage: scripts/fuzz.sh [seconds] [aasa|http1|fields|http2|config|pem|acme|check|ownership|all]" >&2
     exit 64
     ;;
 esac
@@ -169,6 +170,14 @@ if [ "$which" = all ] || [ "$which" = check ]; then
         $(one_module check Sources/Check/JSONComparison.swift Sources/Check/Entitlements.swift Sources/Check/CheckReport.swift \
             Sources/Check/CheckFuzz.swift Sources/AASA/*.swift) Fuzz/FuzzCheck.swift -o "$out/fuzz-check"
     run check Fuzz/check-corpus Fuzz/check-fail-cases 65536
+fi
+
+if [ "$which" = all ] || [ "$which" = ownership ]; then
+    # HostOwnership and its checks with the host names they use, as one module (no I/O). The
+    # corpus is committed.
+    compile Sources/SiteStore/HostOwnership.swift Sources/SiteStore/HostOwnershipFuzz.swift Sources/SiteStore/AliasPolicy.swift \
+        Sources/SiteStore/HostName.swift Sources/SiteStore/Punycode.swift Fuzz/FuzzOwnership.swift -o "$out/fuzz-ownership"
+    run ownership Fuzz/ownership-corpus Fuzz/ownership-fail-cases 512
 fi
 
 if [ "$which" = all ] || [ "$which" = aasa ]; then

@@ -11,8 +11,9 @@ public enum ConfigLoader {
 
     /// Scans `root/sites/` through the registry `serve` loads it with (one load path: the
     /// same aliases, conflicts and refusals), keeping every site's files and findings.
-    public static func scan(directory root: String) -> ConfigScan {
-        let registry = SiteRegistry.inspecting(root: root)
+    /// `servedFirstFile`: serve's record of which site held each alias first, read if it can be.
+    public static func scan(directory root: String, servedFirstFile: String? = nil) -> ConfigScan {
+        let registry = SiteRegistry.inspecting(root: root, servedFirstFile: servedFirstFile)
         registry.reloadAll()
         return registry.scan()
     }

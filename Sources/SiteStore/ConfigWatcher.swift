@@ -393,6 +393,9 @@ public final class ConfigWatcher: @unchecked Sendable {
                 note(now) { $0.defaultCertificate = true }
             } else if name == "aasad.yaml" {
                 note(now) { $0.settings = true }
+            } else if name == AliasPolicy.fileName {
+                // Read by a full reload, which decides every alias again.
+                note(now) { $0.full = true }
             }
         case .sites:
             if !mask.isDisjoint(with: [.deletedSelf, .movedSelf]) || name.hasPrefix("..") {

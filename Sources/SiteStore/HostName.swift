@@ -59,6 +59,14 @@ public struct HostName: Sendable, Hashable, Comparable, CustomStringConvertible 
         name = Self.isPlain(raw.utf8) ? raw : try Self.normalise(raw)
     }
 
+    /// `*.domain`, for a domain taken from a name in normal form (two labels or more).
+    init(wildcardOver domain: String) {
+        name = "*." + domain
+    }
+
+    /// How many labels the name has (`*` counts as one).
+    var labelCount: Int { name.utf8.count { $0 == UInt8(ascii: ".") } + 1 }
+
     /// The full parse: the normal form of any name, or what is wrong with it.
     static func normalise(_ raw: String) throws(Problem) -> String {
         var text = raw

@@ -1,26 +1,9 @@
 import Foundation
 
-/// Who answers for which host: claims, conflicts, aliases (DESIGN.md "What it serves"). The one
-/// place that decides it, for `serve` and for the commands that report what serve would do.
+/// Who answers for which host: the names each site holds (`HostOwnership`, the one rule), put
+/// into the snapshot, and said to the commands that report what serve would do.
 extension SiteRegistry {
-    /// Adds a site's claim on a host; returns the sites that claimed it before.
-    func claim(_ host: HostName, for name: String) -> Set<String> {
-        let others = claims[host] ?? []
-        claims[host, default: []].insert(name)
-        if others.count == 1 && !others.contains(name) { conflictingHosts += 1 }
-        return others
-    }
-
-    /// Removes a site's claim on a host; returns the sites still claiming it.
-    func release(_ host: HostName, from name: String) -> Set<String> {
-        guard var holders = claims[host], holders.remove(name) != nil else { return claims[host] ?? [] }
-        if holders.count == 1 { conflictingHosts -= 1 }
-        claims[host] = holders.isEmpty ? nil : holders
-        return holders
-    }
-
-    /// Puts a site's current served version into the snapshot, answering for its hosts that no
-    /// other site claims.
+    /// Puts a site's current served version into the snapshot, answering for the names it holds.
     func publish(_ name: String) {
         bump()
         touchedSinceTaken.insert(name)
@@ -28,13 +11,43 @@ extension SiteRegistry {
             replaceServed(name, with: nil)
             return
         }
-        let hosts = record.claims.filter { (claims[$0]?.count ?? 0) <= 1 }
-        let conflicted = record.claims.filter { (claims[$0]?.count ?? 0) > 1 }
-        for host in conflicted {
-            let others = (claims[host] ?? []).subtracting([name]).sorted().joined(separator: ", ")
-            logger.error("sites/\(name): the host \(host) is also claimed by \(others); neither serves it until one lets go")
+        let hosts = ownership.held(by: name)
+        for refusal in ownership.refusals(of: name) {
+            let problem = Self.problem(refusal, site: name)
+            logger.error("\(problem.file): \(problem.message)")
         }
         replaceServed(name, with: served.hosts == hosts ? served : served.with(hosts: hosts))
+    }
+
+    /// A refused claim as `validate` reports it: on the file that names the host.
+    static func problem(_ refusal: HostOwnership.Refusal, site: String) -> ConfigProblem {
+        let refused = HostOwnership.Holder(site: site, source: refusal.source)
+        let what =
+            switch refusal.source {
+            case .alias: "the alias \(refusal.host)"
+            case .directory, .symlink: "the host \(refusal.host)"
+            }
+        return ConfigProblem(
+            severity: .error, file: refused.file, message: "\(what) is not served by sites/\(site): \(refusal)")
+    }
+
+    /// After a reload: the alias names held, written to `servedFirstFile` when they changed.
+    func rememberServedFirst() {
+        guard let path = servedFirstFile else { return }
+        let held = ownership.remembered
+        guard held != servedFirstStored else { return }
+        do throws(ServedFirst.StoreError) {
+            try ServedFirst.store(held, path: path)
+            servedFirstStored = held
+            servedFirstWriteFailed = false
+        } catch {
+            // Serving goes on; a restart then decides contests without it. Said once.
+            if !servedFirstWriteFailed {
+                logger.warning(
+                    "cannot keep which site held each alias first for the next start", metadata: ["path": "\(path)", "error": "\(error)"])
+            }
+            servedFirstWriteFailed = true
+        }
     }
 
     /// Serves `site` for `name` in the registry's snapshot: changed in place while the registry
@@ -67,16 +80,14 @@ extension SiteRegistry {
     }
 
     /// Why a host is answered as it is: the snapshot's own lookup first (exactly what `serve`
-    /// does), then, for a host it does not serve, the first name in the same order (the host,
-    /// then each wildcard above it) that some site claims.
+    /// does), then, for a host it does not serve, the site that holds the name (or the most
+    /// specific wildcard above it).
     public enum HostAnswer: Sendable, Equatable {
         /// Served by this site (its directory name).
         case served(String)
-        /// Claimed by these sites (directory names, sorted): served by none of them.
-        case conflict(HostName, [String])
-        /// Claimed by this site alone, which serves nothing (it never had a valid file).
+        /// Held by this site, which serves nothing (it never had a valid file).
         case refused(String)
-        /// No site claims it.
+        /// No site holds it.
         case unclaimed
     }
 
@@ -84,27 +95,12 @@ extension SiteRegistry {
     public func answer(forHost host: String) -> HostAnswer {
         let host = host.lowercased()
         if let site = snapshot.site(forHost: host) { return .served(site.directory) }
-        var candidates = [host]
-        var rest = Substring(host)
-        while let dot = rest.firstIndex(of: ".") {
-            rest = rest[rest.index(after: dot)...]
-            candidates.append("*." + rest)
-        }
-        for candidate in candidates {
-            guard let name = try? HostName(parsing: candidate), let holders = claims[name], let first = holders.first else { continue }
-            return holders.count > 1 ? .conflict(name, holders.sorted()) : .refused(first)
-        }
+        if let holder = ownership.holder(serving: host) { return .refused(holder.site) }
         return .unclaimed
     }
 
-    /// A site's hosts that another site claims too, each with every claimant (sorted).
-    func conflicts(of name: String) -> [(host: HostName, sites: [String])] {
-        guard let record = records[name] else { return [] }
-        return record.claims.compactMap { host in
-            guard let holders = claims[host], holders.count > 1 else { return nil }
-            return (host, holders.sorted())
-        }
-    }
+    /// The names a site claims and does not hold, with who holds each and why.
+    public func refusals(of name: String) -> [HostOwnership.Refusal] { ownership.refusals(of: name) }
 
     /// Alias symlinks whose target directory is not a site (a name that cannot be a host, a
     /// hidden directory): they give no site a name, and say so.

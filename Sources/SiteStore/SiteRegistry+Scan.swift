@@ -7,10 +7,14 @@ import Logging
 extension SiteRegistry {
     /// A registry for reporting: nothing logged, every site's files kept with their findings.
     /// `reloadAll()` loads it.
-    public static func inspecting(root: String, checkCertificate: @escaping CertificateCheck = { _ in nil }) -> SiteRegistry {
+    /// `servedFirstFile`: serve's record of which site held each alias first (read, never
+    /// written), so that contests are reported as the running server decided them.
+    public static func inspecting(
+        root: String, checkCertificate: @escaping CertificateCheck = { _ in nil }, servedFirstFile: String? = nil
+    ) -> SiteRegistry {
         SiteRegistry(
             root: root, logger: Logger(label: "aasad.inspect", factory: { _ in SwiftLogNoOpLogHandler() }),
-            checkCertificate: checkCertificate, keepsSources: true)
+            checkCertificate: checkCertificate, keepsSources: true, servedFirstFile: servedFirstFile)
     }
 
     /// A site as last read from disk, with the names the registry gave it: its alias symlinks
@@ -25,22 +29,30 @@ extension SiteRegistry {
     }
 
     /// Everything the last load found, as `aasad validate` reports it: every site with its
-    /// files and problems (a host it shares with another site is an error on both), and the
-    /// problems of the directory itself (the default certificate, `sites/`, names that cannot be
-    /// sites, aliases of no site).
+    /// files and problems (a name it claims and another site holds is an error on it, naming the
+    /// holder and why), and the problems of the directory itself (the default certificate,
+    /// `sites/`, names that cannot be sites, aliases of no site). When a contest between aliases
+    /// was decided without serve's record of who held them first, a warning says so.
     public func scan() -> ConfigScan {
         var scan = ConfigScan(
             root: root, sites: [], problems: defaultCertificateProblems + entryErrors, defaultCertificate: snapshot.defaultCertificate)
+        var contested = false
         for name in records.keys.sorted() {
             guard var site = source(of: name) else { continue }
-            for (host, sites) in conflicts(of: name) {
-                let directories = sites.map { "sites/\($0)" }.joined(separator: " and ")
-                site.problems.append(
-                    ConfigProblem(
-                        severity: .error, file: site.directory,
-                        message: "the host \(host) is claimed by \(directories), so neither serves it; keep it in one site"))
+            for refusal in ownership.refusals(of: name) {
+                site.problems.append(Self.problem(refusal, site: name))
+                if case .heldFirst = refusal.reason { contested = true }
+                if case .underWildcard(_, let holder) = refusal.reason, holder.source == .alias { contested = true }
             }
             scan.sites.append(site)
+        }
+        if contested, let problem = servedFirstProblem {
+            scan.problems.append(
+                ConfigProblem(
+                    severity: .warning, file: "sites",
+                    message:
+                        "aliases contest a name and serve's record of which site held it first cannot be read (\(problem)); "
+                        + "reported as a first start decides: the site whose directory name sorts first"))
         }
         return scan
     }

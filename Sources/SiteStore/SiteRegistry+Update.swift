@@ -3,7 +3,8 @@ import AASA
 /// Applying what was read: per file, the new version or the last good one (issue 4), with the
 /// Last-Modified rule (issue 10).
 extension SiteRegistry {
-    /// Returns the sites whose served hosts may have changed (conflicts appearing or clearing).
+    /// Returns the sites to publish (this one); the names it claims are decided at the end of
+    /// the reload (`HostOwnership.resolve`).
     func update(_ name: String) -> Set<String> {
         guard var record = records[name] else { return [] }
         touchedSinceTaken.insert(name)
@@ -43,16 +44,11 @@ extension SiteRegistry {
         if record.served?.assetLinks !== assetLinks { contents.release(record.served?.assetLinks) }
         if record.served?.page !== page { contents.release(record.served?.page) }
 
-        // Claimed hosts: the directory's own, its alias symlinks'.
-        let hosts = [source.host] + settings.aliases + (aliasesByTarget[name] ?? []).compactMap { aliases[$0]?.host }.sorted()
-        var affected = Set<String>()
-        for host in Set(record.claims).subtracting(hosts) {
-            affected.formUnion(release(host, from: name))
-        }
-        for host in Set(hosts).subtracting(record.claims) {
-            affected.formUnion(claim(host, for: name))
-        }
-        record.claims = hosts
+        // Claimed hosts: the directory's own, its alias symlinks', its site.yaml aliases (those
+        // only while it serves: a site counts as holding a name from when it serves it).
+        var symlinks: [String: HostName] = [:]
+        for entry in aliasesByTarget[name] ?? [] { symlinks[entry] = aliases[entry]?.host }
+        let hosts = [source.host] + settings.aliases + symlinks.values.sorted()
 
         let unchanged =
             record.served.map {
@@ -81,10 +77,11 @@ extension SiteRegistry {
         // sites), unless a reporting command asked for them.
         if !keepsSources { record.dropSource() }
         records[name] = record
+        ownership.set(
+            name, HostOwnership.Names(host: source.host, symlinks: symlinks, aliases: record.served == nil ? [] : settings.aliases))
         stateCounts[before, default: 0] -= 1
         stateCounts[Self.state(of: record), default: 0] += 1
-        affected.insert(name)
-        return affected
+        return [name]
     }
 
     static func state(of record: Record) -> SiteState {

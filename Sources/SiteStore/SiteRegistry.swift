@@ -9,8 +9,8 @@ import Reactor
 ///
 /// Rules (DESIGN.md, issue 4): a file whose new version is invalid keeps its last good version in
 /// service; a deleted file or site stops being served; a site that never had a good version is
-/// not served; a host claimed by two sites is served by neither and reported on both; each
-/// problem is logged once per change. Not thread-safe: one reloader owns it.
+/// not served; which site holds which host is `HostOwnership`'s rule; each problem is logged once
+/// per change. Not thread-safe: one reloader owns it.
 public final class SiteRegistry {
     /// Says whether certificate files load and match; nil when they do, else why not. (The TLS
     /// layer answers; SiteStore does not link it.)
@@ -35,8 +35,6 @@ public final class SiteRegistry {
         var served: ServedSite?
         /// Problems of the version on disk.
         var errors: [String] = []
-        /// Hosts it claims, for conflict bookkeeping.
-        var claims: [HostName] = []
         /// The site.yaml settings in force (the last that parsed).
         var settings: SiteSettings {
             get { boxedSettings.value }
@@ -125,13 +123,21 @@ public final class SiteRegistry {
     var danglingAliases: [String: Set<String>] = [:]
     /// The same, by symlink name.
     var danglingTargets: [String: String] = [:]
-    /// Host → the sites claiming it.
-    var claims: [HostName: Set<String>] = [:]
+    /// Which site holds which host (the names every site claims, and the decisions).
+    var ownership: HostOwnership
+    /// Where `ownership.remembered` is kept between runs (`ServedFirst`); nil: memory only.
+    let servedFirstFile: String?
+    /// What was last written there.
+    var servedFirstStored: [HostName: String] = [:]
+    /// Whether a failed write was logged already.
+    var servedFirstWriteFailed = false
+    /// Why the file could not be read at start, if it could not (`validate` says so).
+    public internal(set) var servedFirstProblem: String?
     var contents = ContentCache()
     /// Sites by state, kept as they change (a metrics scrape must not walk 100,000 records).
     public internal(set) var stateCounts: [SiteState: Int] = [:]
-    /// Hosts claimed by more than one site (served by none).
-    public internal(set) var conflictingHosts = 0
+    /// Names refused to a site because another site holds them (`HostOwnership`).
+    public var conflictingHosts: Int { ownership.refusedCount }
     /// Problems the last reload found: sites it read that have errors, names under `sites/` that
     /// cannot be sites, and (for a full reload) an unusable default certificate. Zero when every
     /// change it read was applied.
@@ -139,6 +145,8 @@ public final class SiteRegistry {
     var defaultCertificateProblem = false
     /// Why `sites/` itself could not be listed at the last full reload, if it could not.
     var sitesDirectoryProblem: ConfigProblem?
+    /// What the last read of `aliases-allowed` found wrong (the policy before it stays in force).
+    public internal(set) var aliasPolicyProblem: ConfigProblem?
     /// What the last read of the default certificate (`tls/`) found wrong.
     public internal(set) var defaultCertificateProblems: [ConfigProblem] = []
     /// Sites whose status may have changed since `takeTouched` last ran (those a reload read,
@@ -159,11 +167,31 @@ public final class SiteRegistry {
 
     /// `knownValidFile`: where verdicts of valid contents are kept between runs (`KnownValid`),
     /// with the running binary's identity; serve passes one under its state directory.
+    /// `servedFirstFile`: where the alias names held are kept between runs (`ServedFirst`), read
+    /// at start; written after each reload that changed them, unless `keepsSources` or not
+    /// `storesServedFirst` (the reporting commands read it and never write it).
     public init(
         root: String, options: ServingOptions = ServingOptions(), logger: Logger, generation: UInt64 = 0,
         checkCertificate: @escaping CertificateCheck = { _ in nil }, clock: (() -> Int64)? = nil, keepsSources: Bool = false,
-        knownValidFile: (path: String, identity: String)? = nil
+        knownValidFile: (path: String, identity: String)? = nil, servedFirstFile: String? = nil, storesServedFirst: Bool = true
     ) {
+        var prior: [HostName: String] = [:]
+        if let servedFirstFile {
+            switch ServedFirst.load(path: servedFirstFile) {
+            case .success(let held):
+                prior = held
+            case .failure(let problem):
+                servedFirstProblem = problem.description
+                if !problem.isMissing {
+                    logger.warning(
+                        "ignoring the record of which site held each alias first; contests are decided as on a first start",
+                        metadata: ["path": "\(servedFirstFile)", "error": "\(problem)"])
+                }
+            }
+        }
+        ownership = HostOwnership(prior: prior)
+        servedFirstStored = prior
+        self.servedFirstFile = keepsSources || !storesServedFirst ? nil : servedFirstFile
         self.root = root
         readRoot = root
         self.keepsSources = keepsSources
@@ -244,8 +272,10 @@ public final class SiteRegistry {
         }
         let names = Set(listed).union(records.keys).union(aliases.keys).union(entryProblems.keys)
         readDefaultCertificate()
+        readAliasPolicy()
         guard apply(names) else { return false }
         if defaultCertificateProblem { lastReloadProblems += 1 }
+        if aliasPolicyProblem != nil { lastReloadProblems += 1 }
         loadedTree = pinnedTree
         return true
     }
@@ -354,7 +384,9 @@ public final class SiteRegistry {
         for name in touched.sorted() where records[name] != nil {
             republish.formUnion(update(name))
         }
+        republish.formUnion(ownership.resolve())
         for name in republish { publish(name) }
+        rememberServedFirst()
         lastReloadProblems =
             touched.count { records[$0].map { !$0.errors.isEmpty } ?? false } + names.count { entryProblems[$0] != nil }
         return true
@@ -470,17 +502,14 @@ public final class SiteRegistry {
         guard let record = records.removeValue(forKey: name) else { return }
         touchedSinceTaken.insert(name)
         stateCounts[Self.state(of: record), default: 0] -= 1
-        var republish = Set<String>()
-        for host in record.claims {
-            republish.formUnion(release(host, from: name))
-        }
+        // The sites its names go to are published when the reload resolves them.
+        ownership.remove(name)
         contents.release(record.served?.aasa)
         contents.release(record.served?.assetLinks)
         contents.release(record.served?.page)
         bump()
         replaceServed(name, with: nil)
         logger.info("site removed", metadata: ["site": "\(name)"])
-        for other in republish { publish(other) }
     }
 
     /// Applies a site's new source: per file, the new version if valid, else the last good one.
@@ -490,6 +519,35 @@ public final class SiteRegistry {
     public func reloadDefaultCertificate() {
         guard pinTree() == .same else { return }
         readDefaultCertificate()
+    }
+
+    /// Reads the config root's `aliases-allowed` (`AliasPolicy`): none, no bound; a file that
+    /// cannot be read or parsed keeps the policy in force, as any other file keeps its last good
+    /// version. Applied when the reload resolves ownership.
+    func readAliasPolicy() {
+        let relative = AliasPolicy.fileName
+        switch ConfigLoader.readBounded(path: readRoot + "/" + relative, limit: AliasPolicy.maximumFileSize) {
+        case .failure(let error) where error.isMissing:
+            aliasPolicyProblem = nil
+            ownership.setPolicy(nil)
+        case .failure(let error):
+            aliasPolicyProblem = ConfigProblem(
+                severity: .error, file: relative, message: "cannot be read: \(error); the aliases allowed before stay")
+        case .success(let bytes) where bytes.count > AliasPolicy.maximumFileSize:
+            aliasPolicyProblem = ConfigProblem(
+                severity: .error, file: relative,
+                message: "larger than \(AliasPolicy.maximumFileSize) bytes; the aliases allowed before stay")
+        case .success(let bytes):
+            switch AliasPolicy.parse(String(decoding: bytes, as: UTF8.self)) {
+            case .success(let policy):
+                aliasPolicyProblem = nil
+                ownership.setPolicy(policy)
+            case .failure(let error):
+                aliasPolicyProblem = ConfigProblem(
+                    severity: .error, file: relative, message: "\(error); the aliases allowed before stay")
+            }
+        }
+        if let problem = aliasPolicyProblem { logger.error("\(problem.file): \(problem.message)") }
     }
 
     func readDefaultCertificate() {

@@ -8,13 +8,29 @@ public enum SiteState: String, Sendable, Codable {
     case refused
 }
 
+/// A name a site claims and another site holds.
+public struct RefusedHost: Sendable, Codable, Equatable {
+    public var host: String
+    /// The site that holds it (or the wildcard it lies under), as `sites/<directory>`; nil when
+    /// the operator's `aliases-allowed` refuses it.
+    public var heldBy: String?
+    /// Why, naming the holder: "sites/victim.test is named for it".
+    public var reason: String
+
+    public init(host: String, heldBy: String?, reason: String) {
+        self.host = host
+        self.heldBy = heldBy
+        self.reason = reason
+    }
+}
+
 /// One site's state, as listed for operators.
 public struct SiteStatus: Sendable, Codable {
     public var directory: String
     /// Names it answers for.
     public var hosts: [String]
-    /// Names it claims that another site claims too: served by neither.
-    public var conflictingHosts: [String]
+    /// Names it claims that another site holds, with who and why (`HostOwnership`).
+    public var refusedHosts: [RefusedHost]
     public var state: SiteState
     /// ETag of the AASA file served, if any.
     public var etag: String?
@@ -34,9 +50,11 @@ extension SiteRegistry {
     /// One site's state; nil if no site has that directory name.
     public func status(of name: String) -> SiteStatus? {
         guard let r = records[name] else { return nil }
-        let conflicted = r.claims.filter { (claims[$0]?.count ?? 0) > 1 }.map(\.name)
+        let refused = ownership.refusals(of: name).map {
+            RefusedHost(host: $0.host.name, heldBy: $0.holder.map { "sites/\($0.site)" }, reason: $0.description)
+        }
         return SiteStatus(
-            directory: name, hosts: r.claims.map(\.name), conflictingHosts: conflicted, state: Self.state(of: r),
+            directory: name, hosts: ownership.held(by: name).map(\.name), refusedHosts: refused, state: Self.state(of: r),
             etag: r.served?.aasa?.etag,
             loadedAt: r.served?.loadedAt, errors: r.errors)
     }
@@ -52,7 +70,7 @@ extension SiteRegistry {
     /// Names under `sites/` that are not sites, and aliases of a directory that is not one, with
     /// why (by name); first, `sites/` itself when it could not be listed.
     public var entryErrors: [ConfigProblem] {
-        let entries = (Array(entryProblems.values) + aliasesOfNoSite).sorted { $0.file < $1.file }
+        let entries = (Array(entryProblems.values) + aliasesOfNoSite + (aliasPolicyProblem.map { [$0] } ?? [])).sorted { $0.file < $1.file }
         return (sitesDirectoryProblem.map { [$0] } ?? []) + entries
     }
 

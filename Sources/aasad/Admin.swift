@@ -132,11 +132,16 @@ final class AdminView: Sendable {
     /// its cost: a start encodes every site).
     static func open(_ status: SiteStatus) -> [UInt8] {
         func list(_ items: [String]) -> String { "[" + items.map(JSONValue.quote).joined(separator: ",") + "]" }
-        var text = "{\"conflictingHosts\":" + list(status.conflictingHosts) + ",\"directory\":" + JSONValue.quote(status.directory)
+        var text = "{\"directory\":" + JSONValue.quote(status.directory)
         text += ",\"errors\":" + list(status.errors)
         if let etag = status.etag { text += ",\"etag\":" + JSONValue.quote(etag) }
         text += ",\"hosts\":" + list(status.hosts)
         if let loadedAt = status.loadedAt { text += ",\"loadedAt\":\(loadedAt)" }
+        let refused = status.refusedHosts.map {
+            "{" + ($0.heldBy.map { "\"heldBy\":" + JSONValue.quote($0) + "," } ?? "") + "\"host\":" + JSONValue.quote($0.host)
+                + ",\"reason\":" + JSONValue.quote($0.reason) + "}"
+        }
+        text += ",\"refusedHosts\":[" + refused.joined(separator: ",") + "]"
         text += ",\"state\":" + JSONValue.quote(status.state.rawValue)
         return Array(text.utf8)
     }

@@ -17,9 +17,12 @@ enum ConfigLoading {
 
     /// `automatic`: aasad.yaml turns ACME on, so hosts the default pair does not cover get
     /// automatic certificates rather than a refused handshake.
+    /// Contests between aliases are reported as serve decided them, from the state directory
+    /// aasad.yaml names (`servedFirstFile`), when it can be read.
     static func load(_ directory: String) -> ConfigScan {
-        var scan = ConfigLoader.scan(directory: directory)
-        let automatic = ServerSettings.load(configDirectory: directory).0.acme.directory != nil
+        let settings = ServerSettings.load(configDirectory: directory).0
+        var scan = ConfigLoader.scan(directory: directory, servedFirstFile: servedFirstFile(state: settings.state))
+        let automatic = settings.acme.directory != nil
         var checked: [String: TLSError?] = [:]
         func check(_ files: CertificateFiles) -> TLSError? {
             if let known = checked[files.identity] { return known }
@@ -73,6 +76,9 @@ enum ConfigLoading {
         }
         return scan
     }
+
+    /// Where serve keeps which site held each alias first (`ServedFirst`), under its state directory.
+    static func servedFirstFile(state: String) -> String { state + "/served-first" }
 
     /// Days before its end from which a certificate is reported as expiring: ACME clients renew
     /// 30 days ahead, so a certificate this close to its end has missed its renewal.

@@ -134,11 +134,6 @@ struct MatchCommand: ParsableCommand {
         switch registry.answer(forHost: host) {
         case .unclaimed:
             return URLReport(url: text, error: "no site in \(root) serves \(host)")
-        case .conflict(let claimed, let sites):
-            let directories = sites.map { "sites/\($0)" }.joined(separator: " and ")
-            return URLReport(
-                url: text,
-                error: "the host \(claimed) is claimed by \(directories), so serve answers \(host) with neither; keep it in one site")
         case .served(let site), .refused(let site):
             name = site
         }

@@ -214,7 +214,7 @@ final class MetricsExporter: Sendable {
         "aasad_apple_fetches_total":
             "Requests for an AASA path with User-Agent AASA-Bot, by status class and whether the client was in Apple's 17.0.0.0/8.",
         "aasad_sites": "Sites in the config directory, by state.",
-        "aasad_conflicting_hosts": "Hosts claimed by more than one site, served by none.",
+        "aasad_conflicting_hosts": "Names a site claims that another site holds (refused to it).",
         "aasad_config_reloads_total": "Reloads of the config directory (watched changes, SIGHUP, rescans).",
         "aasad_config_reload_failures_total":
             "Reloads that refused something: an invalid file kept its last good version, or a name or certificate was unusable.",

@@ -159,7 +159,8 @@ struct ServeCommand: ParsableCommand {
         let knownValidFile = KnownValid.binaryIdentity().map { (path: cacheDirectory + "/validated-contents", identity: $0) }
         let registry = SiteRegistry(
             root: config, options: ServingOptions(cacheControl: settings.cacheControl), logger: logger,
-            checkCertificate: ConfigLoading.check, knownValidFile: knownValidFile)
+            checkCertificate: ConfigLoading.check, knownValidFile: knownValidFile,
+            servedFirstFile: ConfigLoading.servedFirstFile(state: settings.state))
         // Watched before it is read: what changes while the first load runs (seconds at 100,000
         // sites) is in the watcher's first batch.
         var watcher: ConfigWatcher?

@@ -14,8 +14,8 @@ struct SitesCommand: ParsableCommand {
         commandName: "sites",
         abstract: "List the sites of a config directory: hosts, state, ETag and problems.",
         discussion: """
-            States: serving (every file valid), refused (nothing valid to serve), and hosts in \
-            conflict (claimed by two sites: served by neither). A running server also has \
+            States: serving (every file valid), refused (nothing valid to serve), and names refused \
+            to a site (another site holds them: who and why). A running server also has \
             serving-last-good, for a site whose new file is invalid. Exit status 0 when every site \
             is served without problems, 1 otherwise.
             """
@@ -49,7 +49,10 @@ struct SitesCommand: ParsableCommand {
     func run() throws {
         var logger = Logger(label: "aasad", factory: { _ in SwiftLogNoOpLogHandler() })
         logger.logLevel = .critical
-        let registry = SiteRegistry(root: config, logger: logger, checkCertificate: ConfigLoading.check)
+        let state = ServerSettings.load(configDirectory: config).0.state
+        let registry = SiteRegistry(
+            root: config, logger: logger, checkCertificate: ConfigLoading.check,
+            servedFirstFile: ConfigLoading.servedFirstFile(state: state), storesServedFirst: false)
         registry.reloadAll()
         let statuses = registry.statuses
         let problems = registry.entryErrors
@@ -67,7 +70,7 @@ struct SitesCommand: ParsableCommand {
             for s in statuses {
                 var fields = [s.directory, s.state.rawValue, s.hosts.joined(separator: ",")]
                 if let etag = s.etag { fields.append("etag=\(etag)") }
-                if !s.conflictingHosts.isEmpty { fields.append("conflict=\(s.conflictingHosts.joined(separator: ","))") }
+                if !s.refusedHosts.isEmpty { fields.append("refused=\(s.refusedHosts.map(\.host).joined(separator: ","))") }
                 if cdn { fields.append("cdn=" + (copies[s.directory].map { "\($0.state.rawValue)(\($0.host))" } ?? "none")) }
                 for stored in automatic?.forSite(s.hosts) ?? [] {
                     fields.append(
@@ -77,10 +80,13 @@ struct SitesCommand: ParsableCommand {
                 }
                 print(fields.map(TerminalText.escaped).joined(separator: "\t"))
                 for e in s.errors { print("  error: \(TerminalText.escaped(e))") }
+                for r in s.refusedHosts {
+                    print(TerminalText.escaped("  refused: \(r.host): " + (r.heldBy.map { "held by \($0): " } ?? "") + r.reason))
+                }
             }
             for p in problems { print(TerminalText.escaped("error: \(p.file): \(p.message)")) }
         }
-        let clean = statuses.allSatisfy { $0.state == .serving && $0.conflictingHosts.isEmpty } && problems.isEmpty
+        let clean = statuses.allSatisfy { $0.state == .serving && $0.refusedHosts.isEmpty } && problems.isEmpty
         if !clean { throw ExitCode(1) }
     }
 

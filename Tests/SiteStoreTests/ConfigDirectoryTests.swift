@@ -72,18 +72,24 @@ struct ConfigDirectoryTests {
         #expect(registry.answer(forHost: "example.com") == .unclaimed)
     }
 
-    @Test("a host claimed by two sites is a conflict on both, not a silent pick")
-    func conflict() throws {
+    @Test("two directories for one host: the one spelled as the host holds it; the other is an error that names it")
+    func twoDirectoriesOneHost() throws {
         let c = try TempConfig()
         try c.write("sites/a.example/apple-app-site-association", TempConfig.aasa)
         try c.write("sites/A.example/apple-app-site-association", TempConfig.aasa)
         let scan = ConfigLoader.scan(directory: c.root)
         #expect(scan.sites.count == 2)
-        #expect(scan.sites.allSatisfy { $0.problems.contains { $0.message.contains("claimed by sites/A.example and sites/a.example") } })
+        let loser = try #require(scan.sites.first { $0.directory == "sites/A.example" })
+        #expect(
+            loser.problems.contains {
+                $0.severity == .error
+                    && $0.message == "the host a.example is not served by sites/A.example: sites/a.example is named for it"
+            })
+        #expect(scan.sites.first { $0.directory == "sites/a.example" }?.isValid == true)
         #expect(!scan.isValid)
         let registry = SiteRegistry.inspecting(root: c.root)
         registry.reloadAll()
-        #expect(registry.answer(forHost: "a.example") == .conflict(try HostName(parsing: "a.example"), ["A.example", "a.example"]))
+        #expect(registry.answer(forHost: "a.example") == .served("a.example"))
     }
 
     @Test("a host whose only site never had a valid file is refused, unless a wildcard answers it as serve does")

@@ -140,22 +140,28 @@ struct SiteRegistryTests {
         #expect(r.reload(["www.a.test"]).site(forHost: "www.a.test") == nil)
     }
 
-    @Test("a host claimed by two sites is served by neither and reported on both; it clears when one lets go")
-    func conflict() throws {
+    @Test("two entries of sites/ for one host: the one spelled as the host holds it, the other is refused and says why")
+    func twoEntriesOneHost() throws {
         let c = try TempConfig()
         try c.write("sites/a.test/apple-app-site-association", good)
-        try c.write("sites/b.test/apple-app-site-association", good2)
         let r = c.registry()
         r.reloadAll()
-        // b.test claims www.a.test too... through a directory of that name vs an alias of a.test
+        // A symlink www.a.test (an alias of a.test) and a directory WWW.A.test stand for one host.
         try c.link("sites/www.a.test", to: "a.test")
         try c.write("sites/WWW.A.test/apple-app-site-association", good2)
         let s = r.reload(["www.a.test", "WWW.A.test"])
-        #expect(s.site(forHost: "www.a.test") == nil)
+        #expect(body(s, "www.a.test") == good, "the name is served by nobody, or by the wrong spelling")
         #expect(body(s, "a.test") == good)
-        #expect(r.statuses.filter { !$0.conflictingHosts.isEmpty }.count == 2)
-        try c.remove("sites/WWW.A.test")
-        #expect(body(r.reload(["WWW.A.test"]), "www.a.test") == good)
+        let refused = try #require(r.status(of: "WWW.A.test")?.refusedHosts.first)
+        #expect(
+            refused
+                == RefusedHost(
+                    host: "www.a.test", heldBy: "sites/a.test", reason: "sites/www.a.test, a symlink to sites/a.test, is named for it"))
+        #expect(r.status(of: "a.test")?.refusedHosts == [])
+        // The symlink gone, the directory holds its name.
+        try c.remove("sites/www.a.test")
+        #expect(body(r.reload(["www.a.test"]), "www.a.test") == good2)
+        #expect(r.status(of: "WWW.A.test")?.refusedHosts == [])
     }
 
     @Test("identical files share one prepared content; unused contents are dropped")
@@ -234,16 +240,30 @@ struct SiteSettingsTests {
         #expect(status.errors.contains { $0.contains("site.yaml") && $0.contains(message) }, "\(status.errors)")
     }
 
-    @Test("an alias in site.yaml that another site claims is a conflict")
-    func conflict() throws {
+    @Test("an alias in site.yaml on another site's directory name is refused: the directory's site serves it")
+    func aliasOnDirectoryName() throws {
         let c = try TempConfig()
         try c.write("sites/a.test/apple-app-site-association", good)
         try c.write("sites/b.test/apple-app-site-association", good2)
-        try c.write("sites/b.test/site.yaml", "aliases: [a.test]\n")
+        try c.write("sites/b.test/site.yaml", "aliases: [a.test, www.b.test]\n")
         let r = c.registry()
         let s = r.reloadAll()
-        #expect(s.site(forHost: "a.test") == nil)
+        #expect(body(s, "a.test") == good)
         #expect(body(s, "b.test") == good2)
+        #expect(body(s, "www.b.test") == good2)
+        #expect(r.status(of: "b.test")?.hosts == ["b.test", "www.b.test"])
+        #expect(
+            r.status(of: "b.test")?.refusedHosts == [
+                RefusedHost(host: "a.test", heldBy: "sites/a.test", reason: "sites/a.test is named for it")
+            ])
+        #expect(r.conflictingHosts == 1)
+        let scan = ConfigLoader.scan(directory: c.root)
+        #expect(
+            scan.sites.first { $0.directory == "sites/b.test" }?.problems.contains {
+                $0.file == "sites/b.test/site.yaml"
+                    && $0.message == "the alias a.test is not served by sites/b.test: sites/a.test is named for it"
+            } == true)
+        #expect(scan.sites.first { $0.directory == "sites/a.test" }?.problems == [])
     }
 
     @Test("validate reports site.yaml problems like any other file")

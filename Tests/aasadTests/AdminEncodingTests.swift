@@ -21,7 +21,8 @@ struct AdminEncodingTests {
                 all.append(
                     SiteStatus(
                         directory: "d\(index)" + text, hosts: index % 2 == 0 ? [] : [text, "a.example"],
-                        conflictingHosts: index % 3 == 0 ? [text] : [],
+                        refusedHosts: index % 3 == 0
+                            ? [RefusedHost(host: text, heldBy: index % 2 == 0 ? nil : "sites/" + text, reason: text)] : [],
                         state: state, etag: index % 2 == 0 ? nil : "\"\(text)\"",
                         loadedAt: index % 3 == 1 ? nil : Int64(index) * 1_700_000_001,
                         errors: [text, "sites/x: " + text]))

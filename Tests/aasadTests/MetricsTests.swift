@@ -263,7 +263,7 @@ final class MetricsTests {
         #expect(fixed["aasad_sites", ["state": "serving"]] == 3)
         #expect(fixed["aasad_config_last_reload_success_timestamp_seconds"] >= broken["aasad_config_last_reload_success_timestamp_seconds"])
 
-        // A second site claiming a.test's host: that host is served by neither.
+        // A second site's alias on a.test's symlink name: refused to it, and counted.
         try FileManager.default.createDirectory(atPath: config.path("config/sites/other.test"), withIntermediateDirectories: true)
         try config.write("config/sites/other.test/site.yaml", Array("aliases: [www.a.test]\n".utf8))
         try config.write("config/sites/other.test/apple-app-site-association", config.ownAASA)

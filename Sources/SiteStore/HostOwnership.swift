@@ -1,0 +1,422 @@
+/// Which site holds which host name: the one rule `serve` (the snapshot, and so the certificates
+/// ordered for it), `validate`, `sites`, `match --config` and `/sites` all answer from. Pure: no
+/// I/O; the registry feeds it what it read and publishes what it decides.
+///
+/// A site's names are the names of sites/ that lead to it (its directory, and the symlinks to it
+/// beside it, which the operator places) and its site.yaml aliases (which its tenant writes):
+///
+/// 1. A name of sites/ always holds its host, whatever any site.yaml says. Two entries can stand
+///    for one host only by spelling (`A.example` and `a.example`, `a.example.`): the entry
+///    spelled exactly as the host holds it, else the first in byte order; the others are refused.
+/// 2. A site.yaml alias never changes which site serves a name another site serves: an alias that
+///    another site's entry is named for, or that lies under another site's wildcard (an entry's,
+///    or an alias held before it), is refused. A wildcard alias is a name too: `*.x.wild.test`
+///    under `*.wild.test` is refused like `www.wild.test`, since it would take every name below
+///    `x.wild.test` from the wildcard's site. A wildcard alias above another site's exact names
+///    (`*.shop.test` beside an exact `www.shop.test`) takes none of them (an exact name beats a
+///    wildcard in `Snapshot.site(forHost:)`) and is held.
+/// 3. When site.yaml aliases contest a name, the site that held it first keeps it: claims held
+///    before are decided first (across restarts, `remembered` is what the registry stores in
+///    the state directory and gives back as `prior`), then new claims, exact names before
+///    wildcards, more specific wildcards first, then by name and by site (for a tie that nothing
+///    remembers, such as a first start, the lower directory name in byte order).
+///
+/// So a name is held by at most one site, served by the site that holds it, and no name is lost
+/// to a contest: the loser's alias is refused with who holds the name and why.
+///
+/// Decisions are incremental: `set` and `remove` note what changed, `resolve` decides again only
+/// the claims on the changed names and the alias names under a changed wildcard, so that one
+/// site's change costs the same among 10 or 100,000 sites. Fuzz/FuzzOwnership.swift checks that
+/// the result is the one a fresh decision of everything gives.
+public struct HostOwnership: Sendable {
+    /// How a site names a host.
+    public enum Source: Sendable, Hashable {
+        /// Its directory under sites/.
+        case directory
+        /// A symlink under sites/ (this entry) to its directory.
+        case symlink(String)
+        /// An alias in its site.yaml.
+        case alias
+    }
+
+    /// Who holds a name.
+    public struct Holder: Sendable, Hashable {
+        /// The site (its directory's name under sites/).
+        public var site: String
+        public var source: Source
+
+        /// The entry of sites/ or the file that gives the site the name, e.g. `sites/a.test/site.yaml`.
+        public var file: String {
+            switch source {
+            case .directory: "sites/\(site)"
+            case .symlink(let entry): "sites/\(entry)"
+            case .alias: "sites/\(site)/site.yaml"
+            }
+        }
+    }
+
+    /// Why a site does not hold a name it claims.
+    public enum Reason: Sendable, Hashable {
+        /// Another name of sites/ stands for it (rule 1 or 2).
+        case named(Holder)
+        /// It lies under this wildcard, which another site holds (rule 2).
+        case underWildcard(HostName, Holder)
+        /// Another site's site.yaml alias held it first (rule 3).
+        case heldFirst(Holder)
+        /// The operator's `aliases-allowed` does not allow this site this alias (`AliasPolicy`).
+        case notAllowed
+    }
+
+    /// A name a site claims and does not hold.
+    public struct Refusal: Sendable, Hashable, CustomStringConvertible {
+        public var host: HostName
+        /// How the refused site names it.
+        public var source: Source
+        public var reason: Reason
+
+        /// Who holds the name (or the wildcard it lies under); nil when no site does.
+        public var holder: Holder? {
+            switch reason {
+            case .named(let h), .underWildcard(_, let h), .heldFirst(let h): h
+            case .notAllowed: nil
+            }
+        }
+
+        /// Why, in one sentence that names the holder, e.g. "sites/victim.test is named for it".
+        public var description: String {
+            switch reason {
+            case .named(let holder):
+                switch holder.source {
+                case .directory: "\(holder.file) is named for it"
+                case .symlink: "\(holder.file), a symlink to sites/\(holder.site), is named for it"
+                case .alias: "sites/\(holder.site) holds it"
+                }
+            case .underWildcard(let wildcard, let holder):
+                switch holder.source {
+                case .directory: "it lies under \(wildcard), which \(holder.file) is named for"
+                case .symlink: "it lies under \(wildcard), which \(holder.file) (a symlink to sites/\(holder.site)) is named for"
+                case .alias: "it lies under \(wildcard), an alias of sites/\(holder.site) that held it first"
+                }
+            case .heldFirst(let holder):
+                "\(holder.file) names it too and held it first"
+            case .notAllowed:
+                "\(AliasPolicy.fileName) does not allow it to this site"
+            }
+        }
+    }
+
+    /// What one site names.
+    public struct Names: Sendable, Equatable {
+        /// The host its directory stands for.
+        public var host: HostName
+        /// Its alias symlinks under sites/: entry name → the host it stands for.
+        public var symlinks: [String: HostName]
+        /// Its site.yaml aliases.
+        public var aliases: [HostName]
+
+        public init(host: HostName, symlinks: [String: HostName] = [:], aliases: [HostName] = []) {
+            self.host = host
+            self.symlinks = symlinks
+            self.aliases = aliases
+        }
+
+        /// The names of sites/ that lead to the site: its directory, then its symlinks by entry.
+        var entries: [(entry: String, host: HostName)] {
+            [(entry: "", host: host)] + symlinks.sorted { $0.key < $1.key }.map { (entry: $0.key, host: $0.value) }
+        }
+    }
+
+    /// One entry of sites/ standing for a host: the site and the entry ("" for its directory).
+    struct Entry: Hashable {
+        var site: String
+        var entry: String
+
+        var holder: Holder { Holder(site: site, source: entry.isEmpty ? .directory : .symlink(entry)) }
+        /// The entry's own name under sites/.
+        var name: String { entry.isEmpty ? site : entry }
+    }
+
+    private var sites: [String: Names] = [:]
+    /// Entries of sites/ by the host they stand for.
+    private var entries = Multimap<HostName, Entry>()
+    /// The entry that holds each host that several entries stand for (rule 1); a host with one
+    /// entry is that entry's (`named`).
+    private var contested: [HostName: Entry] = [:]
+    /// Sites whose site.yaml names each host.
+    private var aliasClaims = Multimap<HostName, String>()
+    /// The site.yaml alias that holds each host (rules 2 and 3). An alias of a name the same site
+    /// has an entry for is that entry's, and not here.
+    private var aliasHeld: [HostName: String] = [:]
+    /// Refused claims by site, then host.
+    private var refusals: [String: [HostName: Refusal]] = [:]
+    /// Hosts whose claims changed since the last `resolve`.
+    private var pending: Set<HostName> = []
+    /// Who held which alias before the process started, for its first `resolve` only.
+    private var prior: [HostName: String]
+    /// The operator's bound on aliases; nil: none.
+    private var policy: AliasPolicy?
+
+    /// `prior`: the alias names held when the last process stopped (`remembered`), trusted only
+    /// to order contests: a name in it is decided for that site first, if the site still names it.
+    public init(prior: [HostName: String] = [:]) {
+        self.prior = prior
+    }
+
+    // MARK: - Input
+
+    /// Sets what a site names (a new site, or a change). Decided at the next `resolve`.
+    public mutating func set(_ site: String, _ names: Names) {
+        var names = names
+        // Each name once; an alias of one of the site's own entries adds nothing.
+        let own = Set(names.entries.map(\.host))
+        var seen = Set<HostName>()
+        names.aliases = names.aliases.filter { !own.contains($0) && seen.insert($0).inserted }
+        let old = sites[site]
+        guard old != names else { return }
+        if let old { unregister(site, old) }
+        sites[site] = names
+        for (entry, host) in names.entries {
+            entries.insert(Entry(site: site, entry: entry), for: host)
+            pending.insert(host)
+        }
+        for host in names.aliases {
+            aliasClaims.insert(site, for: host)
+            pending.insert(host)
+        }
+    }
+
+    /// Sets the operator's bound on aliases (nil: none); every alias is decided again.
+    public mutating func setPolicy(_ policy: AliasPolicy?) {
+        guard policy != self.policy else { return }
+        self.policy = policy
+        pending.formUnion(aliasClaims.keys)
+    }
+
+    /// Forgets a site (its directory is gone).
+    public mutating func remove(_ site: String) {
+        guard let old = sites.removeValue(forKey: site) else { return }
+        unregister(site, old)
+        refusals[site] = nil
+    }
+
+    private mutating func unregister(_ site: String, _ names: Names) {
+        for (entry, host) in names.entries {
+            entries.remove(Entry(site: site, entry: entry), for: host)
+            pending.insert(host)
+        }
+        for host in names.aliases {
+            aliasClaims.remove(site, for: host)
+            pending.insert(host)
+        }
+        refusals[site] = nil
+    }
+
+    // MARK: - Deciding
+
+    /// One alias claim in the order contests are decided in (rule 3).
+    private struct Claim: Comparable {
+        var heldBefore: Bool
+        var host: HostName
+        var site: String
+        var labels: Int
+
+        static func < (a: Claim, b: Claim) -> Bool {
+            if a.heldBefore != b.heldBefore { return a.heldBefore }
+            if a.host.isWildcard != b.host.isWildcard { return !a.host.isWildcard }
+            if a.labels != b.labels { return a.labels > b.labels }
+            if a.host != b.host { return a.host < b.host }
+            return a.site.utf8.lexicographicallyPrecedes(b.site.utf8)
+        }
+    }
+
+    /// Decides the claims on every name changed since the last call; returns the sites whose held
+    /// names or refusals may have changed.
+    public mutating func resolve() -> Set<String> {
+        var touched = Set<String>()
+        guard !pending.isEmpty else {
+            prior = [:]
+            return touched
+        }
+        // The names to decide: those changed, and for a changed wildcard every alias under it
+        // (an entry or alias `*.t` taken or let go changes what may lie under `t`).
+        // Found by one pass over the alias names when a wildcard changed (rare: a wildcard
+        // directory or alias made or removed), rather than an index of every alias under every
+        // domain, which cost 30 MB at 100,000 sites.
+        var hosts = pending
+        let wildcards = Set(pending.compactMap(\.wildcardSuffix))
+        if !wildcards.isEmpty {
+            for host in aliasClaims.keys where Self.domains(above: host).contains(where: wildcards.contains) { hosts.insert(host) }
+        }
+        pending = []
+        // Rule 1, per host.
+        for host in hosts {
+            for entry in entries[host] {
+                touched.insert(entry.site)
+                refusals[entry.site]?[host] = nil
+            }
+            let candidates = entries[host]
+            contested[host] =
+                candidates.count < 2
+                ? nil
+                : candidates.min { a, b in
+                    let (exactA, exactB) = (a.name == host.name, b.name == host.name)
+                    if exactA != exactB { return exactA }
+                    return a.name.utf8.lexicographicallyPrecedes(b.name.utf8)
+                }
+            if let holder = named(host) {
+                // Another spelling of a name the same site holds is no contest.
+                for entry in entries[host] where entry.site != holder.site {
+                    let source: Source = entry.entry.isEmpty ? .directory : .symlink(entry.entry)
+                    refusals[entry.site, default: [:]][host] = Refusal(host: host, source: source, reason: .named(holder.holder))
+                }
+            }
+        }
+        // Rules 2 and 3: the alias claims on those names, held ones first.
+        var claims: [Claim] = []
+        for host in hosts {
+            let before = aliasHeld.removeValue(forKey: host)
+            if let before { touched.insert(before) }
+            for site in aliasClaims[host] {
+                touched.insert(site)
+                refusals[site]?[host] = nil
+                let heldBefore = before == site || prior[host] == site
+                claims.append(Claim(heldBefore: heldBefore, host: host, site: site, labels: host.labelCount))
+            }
+        }
+        claims.sort()
+        for claim in claims {
+            if let reason = reasonToRefuse(claim, deciding: hosts) {
+                refusals[claim.site, default: [:]][claim.host] = Refusal(host: claim.host, source: .alias, reason: reason)
+            } else if named(claim.host) == nil {
+                aliasHeld[claim.host] = claim.site
+            }
+        }
+        for site in touched where refusals[site]?.isEmpty == true { refusals[site] = nil }
+        prior = [:]
+        return touched
+    }
+
+    /// Why an alias claim is refused, given what is held so far; nil: it is held (or is an
+    /// alias of the site's own entry's name).
+    private func reasonToRefuse(_ claim: Claim, deciding: Set<HostName>) -> Reason? {
+        if let policy, !policy.allows(claim.host, site: claim.site), named(claim.host)?.site != claim.site { return .notAllowed }
+        if let entry = named(claim.host) {
+            return entry.site == claim.site ? nil : .named(entry.holder)
+        }
+        if let site = aliasHeld[claim.host], site != claim.site {
+            // Every claim on this host is decided in this pass, in order: this one came first.
+            return .heldFirst(Holder(site: site, source: .alias))
+        }
+        // The most specific wildcard above the name that is held by the time this claim is
+        // decided: an entry's always; an alias's if it was decided before in this pass, or held
+        // before it while this claim was not.
+        for domain in Self.domains(above: claim.host) {
+            let wildcard = HostName(wildcardOver: domain)
+            if let entry = named(wildcard) {
+                return entry.site == claim.site ? nil : .underWildcard(wildcard, entry.holder)
+            }
+            guard let site = aliasHeld[wildcard] else { continue }
+            guard deciding.contains(wildcard) || !claim.heldBefore else { continue }
+            return site == claim.site ? nil : .underWildcard(wildcard, Holder(site: site, source: .alias))
+        }
+        return nil
+    }
+
+    /// The domains a name lies under, most specific first, down to the last two labels (a
+    /// wildcard needs two labels after `*.`): `www.a.b.test` and `*.a.b.test` lie under `a.b.test`
+    /// and `b.test`.
+    static func domains(above host: HostName) -> [String] {
+        let base = Substring(host.wildcardSuffix ?? host.name)
+        guard let first = base.firstIndex(of: ".") else { return [] }
+        var rest = base[base.index(after: first)...]
+        var out: [String] = []
+        while let dot = rest.firstIndex(of: ".") {
+            out.append(String(rest))
+            rest = rest[rest.index(after: dot)...]
+        }
+        return out
+    }
+
+    // MARK: - Answers
+
+    /// The entry that holds a host (rule 1), if an entry stands for it.
+    private func named(_ host: HostName) -> Entry? {
+        contested[host] ?? entries.first(host)
+    }
+
+    /// The names a site holds, in the order it names them (its directory's first).
+    public func held(by site: String) -> [HostName] {
+        guard let names = sites[site] else { return [] }
+        var out: [HostName] = []
+        for (entry, host) in names.entries where named(host) == Entry(site: site, entry: entry) { out.append(host) }
+        for host in names.aliases where aliasHeld[host] == site { out.append(host) }
+        return out
+    }
+
+    /// The names a site claims and does not hold, by name.
+    public func refusals(of site: String) -> [Refusal] {
+        (refusals[site] ?? [:]).values.sorted { $0.host < $1.host }
+    }
+
+    /// Claims refused, over all sites.
+    public var refusedCount: Int { refusals.values.reduce(0) { $0 + $1.count } }
+
+    /// Who holds exactly this name (a wildcard is a name of its own here).
+    public func holder(of host: HostName) -> Holder? {
+        named(host)?.holder ?? aliasHeld[host].map { Holder(site: $0, source: .alias) }
+    }
+
+    /// Who serves a request's host (lower case, no port): the holder of the name itself, else of
+    /// the most specific wildcard above it, as `Snapshot.site(forHost:)` finds it.
+    public func holder(serving host: String) -> Holder? {
+        if let name = try? HostName(parsing: host), !name.isWildcard, let holder = holder(of: name) { return holder }
+        var rest = Substring(host)
+        while let dot = rest.firstIndex(of: ".") {
+            rest = rest[rest.index(after: dot)...]
+            guard rest.contains(".") else { break }
+            if let holder = holder(of: HostName(wildcardOver: String(rest))) { return holder }
+        }
+        return nil
+    }
+
+    /// The alias names held now, with their sites: what a restart gives back as `prior`.
+    public var remembered: [HostName: String] { aliasHeld }
+}
+
+/// Values by key where nearly every key has one: the first value in one map, the others in a
+/// second, so that the common key costs no array of its own (an array or set per host cost tens
+/// of megabytes at 100,000 sites).
+struct Multimap<Key: Hashable & Sendable, Value: Equatable & Sendable>: Sendable {
+    private var first: [Key: Value] = [:]
+    private var rest: [Key: [Value]] = [:]
+
+    mutating func insert(_ value: Value, for key: Key) {
+        if first[key] == nil { first[key] = value } else { rest[key, default: []].append(value) }
+    }
+
+    mutating func remove(_ value: Value, for key: Key) {
+        if first[key] == value {
+            if var more = rest.removeValue(forKey: key), !more.isEmpty {
+                first[key] = more.removeFirst()
+                if !more.isEmpty { rest[key] = more }
+            } else {
+                first[key] = nil
+            }
+        } else if var more = rest[key], let index = more.firstIndex(of: value) {
+            more.remove(at: index)
+            rest[key] = more.isEmpty ? nil : more
+        }
+    }
+
+    /// The first value inserted for a key (of those still there).
+    func first(_ key: Key) -> Value? { first[key] }
+
+    /// The values for a key, the first inserted first.
+    subscript(key: Key) -> [Value] {
+        guard let value = first[key] else { return [] }
+        return [value] + (rest[key] ?? [])
+    }
+
+    /// The keys with a value.
+    var keys: Dictionary<Key, Value>.Keys { first.keys }
+}

@@ -1,0 +1,483 @@
+import Foundation
+import Logging
+import Testing
+
+@testable import SiteStore
+
+private func host(_ text: String) -> HostName {
+    // Test names are valid by construction.
+    (try? HostName(parsing: text)) ?? HostName(wildcardOver: "invalid.test")
+}
+
+/// A site as the table writes it: `dir` its directory (its entry under sites/), `links` symlink
+/// entries to it, `aliases` its site.yaml.
+private struct Site {
+    var dir: String
+    var links: [String] = []
+    var aliases: [String] = []
+
+    var names: HostOwnership.Names {
+        var symlinks: [String: HostName] = [:]
+        for link in links { symlinks[link] = host(link) }
+        return HostOwnership.Names(host: host(dir), symlinks: symlinks, aliases: aliases.map(host))
+    }
+}
+
+private func decide(_ sites: [Site], prior: [HostName: String] = [:]) -> HostOwnership {
+    var ownership = HostOwnership(prior: prior)
+    for site in sites { ownership.set(site.dir, site.names) }
+    _ = ownership.resolve()
+    return ownership
+}
+
+/// One line per case: the sites, a request host, who serves it, and the refusal said to the
+/// loser (nil: none).
+@Suite("Host ownership: the rule of which site holds which name")
+struct HostOwnershipTests {
+    struct Case: Sendable, CustomTestStringConvertible {
+        var what: String
+        var sites: [SiteSpec]
+        var request: String
+        var servedBy: String?
+        var refused: (site: String, host: String, reason: String)?
+        var testDescription: String { what }
+    }
+
+    struct SiteSpec: Sendable {
+        var dir: String
+        var links: [String] = []
+        var aliases: [String] = []
+    }
+
+    static let cases: [Case] = [
+        Case(
+            what: "an alias under another site's wildcard directory is refused",
+            sites: [SiteSpec(dir: "*.wild.test"), SiteSpec(dir: "evil.test", aliases: ["www.wild.test"])],
+            request: "www.wild.test", servedBy: "*.wild.test",
+            refused: ("evil.test", "www.wild.test", "it lies under *.wild.test, which sites/*.wild.test is named for")),
+        Case(
+            what: "an alias on another site's directory name is refused",
+            sites: [SiteSpec(dir: "victim.test"), SiteSpec(dir: "evil.test", aliases: ["victim.test"])],
+            request: "victim.test", servedBy: "victim.test",
+            refused: ("evil.test", "victim.test", "sites/victim.test is named for it")),
+        Case(
+            what: "an alias on another site's alias symlink is refused",
+            sites: [SiteSpec(dir: "a.test", links: ["www.a.test"]), SiteSpec(dir: "evil.test", aliases: ["www.a.test"])],
+            request: "www.a.test", servedBy: "a.test",
+            refused: ("evil.test", "www.a.test", "sites/www.a.test, a symlink to sites/a.test, is named for it")),
+        Case(
+            what: "a wildcard alias under another site's wildcard directory is refused",
+            sites: [SiteSpec(dir: "*.wild.test"), SiteSpec(dir: "evil.test", aliases: ["*.x.wild.test"])],
+            request: "y.x.wild.test", servedBy: "*.wild.test",
+            refused: ("evil.test", "*.x.wild.test", "it lies under *.wild.test, which sites/*.wild.test is named for")),
+        Case(
+            what: "a wildcard alias equal to another site's wildcard directory is refused",
+            sites: [SiteSpec(dir: "*.wild.test"), SiteSpec(dir: "evil.test", aliases: ["*.wild.test"])],
+            request: "y.wild.test", servedBy: "*.wild.test",
+            refused: ("evil.test", "*.wild.test", "sites/*.wild.test is named for it")),
+        Case(
+            what: "an alias deeper under a wildcard is refused too",
+            sites: [SiteSpec(dir: "*.wild.test"), SiteSpec(dir: "evil.test", aliases: ["a.b.c.wild.test"])],
+            request: "a.b.c.wild.test", servedBy: "*.wild.test",
+            refused: ("evil.test", "a.b.c.wild.test", "it lies under *.wild.test, which sites/*.wild.test is named for")),
+        Case(
+            what: "the wildcard's own name is not under it: an alias of it is held",
+            sites: [SiteSpec(dir: "*.wild.test"), SiteSpec(dir: "b.test", aliases: ["wild.test"])],
+            request: "wild.test", servedBy: "b.test", refused: nil),
+        Case(
+            what: "an operator's directory beside a wildcard directory holds its name (an exact name beats a wildcard)",
+            sites: [SiteSpec(dir: "*.wild.test"), SiteSpec(dir: "www.wild.test")],
+            request: "www.wild.test", servedBy: "www.wild.test", refused: nil),
+        Case(
+            what: "an operator's symlink beside a wildcard directory holds its name",
+            sites: [SiteSpec(dir: "*.wild.test"), SiteSpec(dir: "b.test", links: ["www.wild.test"])],
+            request: "www.wild.test", servedBy: "b.test", refused: nil),
+        Case(
+            what: "an alias under the site's own wildcard is held, under a wider wildcard of another",
+            sites: [SiteSpec(dir: "*.test.example"), SiteSpec(dir: "*.a.test.example", aliases: ["www.a.test.example"])],
+            request: "www.a.test.example", servedBy: "*.a.test.example", refused: nil),
+        Case(
+            what: "a wildcard alias above another site's exact name takes none of it",
+            sites: [SiteSpec(dir: "www.shop.test"), SiteSpec(dir: "b.test", aliases: ["*.shop.test"])],
+            request: "www.shop.test", servedBy: "www.shop.test", refused: nil),
+        Case(
+            what: "... and serves the other names below it",
+            sites: [SiteSpec(dir: "www.shop.test"), SiteSpec(dir: "b.test", aliases: ["*.shop.test"])],
+            request: "api.shop.test", servedBy: "b.test", refused: nil),
+        Case(
+            what: "two aliases on one name with no record: the directory name that sorts first holds it",
+            sites: [SiteSpec(dir: "b.test", aliases: ["x.test"]), SiteSpec(dir: "a.test", aliases: ["x.test"])],
+            request: "x.test", servedBy: "a.test",
+            refused: ("b.test", "x.test", "sites/a.test/site.yaml names it too and held it first")),
+        Case(
+            what: "an exact alias and a wildcard alias above it, new together: both are held",
+            sites: [SiteSpec(dir: "a.test", aliases: ["*.shop.test"]), SiteSpec(dir: "b.test", aliases: ["www.shop.test"])],
+            request: "www.shop.test", servedBy: "b.test", refused: nil),
+        Case(
+            what: "two directories for one host: the one spelled as the host holds it",
+            sites: [SiteSpec(dir: "A.test"), SiteSpec(dir: "a.test")],
+            request: "a.test", servedBy: "a.test", refused: ("A.test", "a.test", "sites/a.test is named for it")),
+        Case(
+            what: "two spellings, neither exact: the first in byte order holds it",
+            sites: [SiteSpec(dir: "a.test."), SiteSpec(dir: "A.test")],
+            request: "a.test", servedBy: "A.test", refused: ("a.test.", "a.test", "sites/A.test is named for it")),
+        Case(
+            what: "an alias of the site's own name is no contest",
+            sites: [SiteSpec(dir: "a.test", aliases: ["a.test"])],
+            request: "a.test", servedBy: "a.test", refused: nil),
+    ]
+
+    @Test("the rule, case by case", arguments: cases)
+    func rule(_ c: Case) {
+        let ownership = decide(c.sites.map { Site(dir: $0.dir, links: $0.links, aliases: $0.aliases) })
+        #expect(ownership.holder(serving: c.request)?.site == c.servedBy)
+        let refusals = c.sites.flatMap { spec in ownership.refusals(of: spec.dir).map { (spec.dir, $0) } }
+        if let expected = c.refused {
+            #expect(refusals.count == 1)
+            #expect(refusals.first?.0 == expected.site)
+            #expect(refusals.first?.1.host.name == expected.host)
+            #expect(refusals.first?.1.description == expected.reason)
+        } else {
+            #expect(refusals.isEmpty, "\(refusals)")
+        }
+    }
+
+    @Test("a contest: the site that held the name first keeps it, whatever the names' order, and across a restart")
+    func heldFirst() {
+        var ownership = HostOwnership()
+        ownership.set("z.test", Site(dir: "z.test", aliases: ["shop.test"]).names)
+        _ = ownership.resolve()
+        ownership.set("a.test", Site(dir: "a.test", aliases: ["shop.test"]).names)
+        let touched = ownership.resolve()
+        #expect(touched.contains("a.test"))
+        #expect(ownership.holder(serving: "shop.test")?.site == "z.test")
+        #expect(ownership.refusals(of: "a.test").map(\.description) == ["sites/z.test/site.yaml names it too and held it first"])
+        // A restart from what it remembers decides the same, though a.test sorts first.
+        #expect(ownership.remembered == [host("shop.test"): "z.test"])
+        let restarted = decide(
+            [Site(dir: "a.test", aliases: ["shop.test"]), Site(dir: "z.test", aliases: ["shop.test"])], prior: ownership.remembered)
+        #expect(restarted.holder(serving: "shop.test")?.site == "z.test")
+        // Without the record, the first start's order: a.test.
+        #expect(
+            decide([Site(dir: "z.test", aliases: ["shop.test"]), Site(dir: "a.test", aliases: ["shop.test"])]).holder(serving: "shop.test")?
+                .site == "a.test")
+        // The holder lets go: the other gets it.
+        ownership.set("z.test", Site(dir: "z.test").names)
+        _ = ownership.resolve()
+        #expect(ownership.holder(serving: "shop.test")?.site == "a.test")
+        #expect(ownership.refusals(of: "a.test").isEmpty)
+    }
+
+    @Test("a wildcard alias held first keeps the exact names below it from a later alias of another site")
+    func wildcardHeldFirst() {
+        var ownership = HostOwnership()
+        ownership.set("a.test", Site(dir: "a.test", aliases: ["*.shop.test"]).names)
+        _ = ownership.resolve()
+        ownership.set("b.test", Site(dir: "b.test", aliases: ["www.shop.test", "*.x.shop.test"]).names)
+        _ = ownership.resolve()
+        #expect(ownership.holder(serving: "www.shop.test")?.site == "a.test")
+        #expect(ownership.holder(serving: "y.x.shop.test")?.site == "a.test")
+        #expect(
+            ownership.refusals(of: "b.test").map(\.description) == [
+                "it lies under *.shop.test, an alias of sites/a.test that held it first",
+                "it lies under *.shop.test, an alias of sites/a.test that held it first",
+            ])
+        // The other way round: b.test's exact name held first stays b.test's.
+        var other = HostOwnership()
+        other.set("b.test", Site(dir: "b.test", aliases: ["www.shop.test"]).names)
+        _ = other.resolve()
+        other.set("a.test", Site(dir: "a.test", aliases: ["*.shop.test"]).names)
+        _ = other.resolve()
+        #expect(other.holder(serving: "www.shop.test")?.site == "b.test")
+        #expect(other.holder(serving: "api.shop.test")?.site == "a.test")
+        let restarted = decide(
+            [Site(dir: "a.test", aliases: ["*.shop.test"]), Site(dir: "b.test", aliases: ["www.shop.test"])], prior: other.remembered)
+        #expect(restarted.holder(serving: "www.shop.test")?.site == "b.test")
+    }
+
+    @Test("a directory made later for a name an alias holds takes it: the operator's names come first")
+    func directoryOverridesAlias() {
+        var ownership = HostOwnership()
+        ownership.set("b.test", Site(dir: "b.test", aliases: ["shop.test", "www.wild.test"]).names)
+        _ = ownership.resolve()
+        ownership.set("shop.test", Site(dir: "shop.test").names)
+        ownership.set("*.wild.test", Site(dir: "*.wild.test").names)
+        _ = ownership.resolve()
+        #expect(ownership.holder(serving: "shop.test")?.site == "shop.test")
+        #expect(ownership.holder(serving: "www.wild.test")?.site == "*.wild.test")
+        #expect(ownership.held(by: "b.test") == [host("b.test")])
+        #expect(ownership.refusedCount == 2)
+        ownership.remove("*.wild.test")
+        _ = ownership.resolve()
+        #expect(ownership.holder(serving: "www.wild.test")?.site == "b.test")
+    }
+
+    @Test("a prior record naming a site that no longer claims the name, or naming two sites, decides nothing wrong")
+    func hostilePrior() {
+        let ownership = decide(
+            [Site(dir: "a.test", aliases: ["x.test"]), Site(dir: "b.test")], prior: [host("x.test"): "b.test", host("b.test"): "a.test"])
+        #expect(ownership.holder(serving: "x.test")?.site == "a.test")
+        #expect(ownership.holder(serving: "b.test")?.site == "b.test")
+        #expect(ownership.remembered == [host("x.test"): "a.test"])
+    }
+
+    @Test("one site's change decides only the names it touches: 10,000 other sites' aliases are not looked at")
+    func incremental() {
+        var ownership = HostOwnership()
+        for i in 0..<10_000 { ownership.set("s\(i).test", Site(dir: "s\(i).test", aliases: ["www.s\(i).test"]).names) }
+        _ = ownership.resolve()
+        ownership.set("s5.test", Site(dir: "s5.test", aliases: ["www.s5.test", "shop.test"]).names)
+        #expect(ownership.resolve() == ["s5.test"])
+    }
+
+    @Test("the fuzz target's seeds pass its checks")
+    func fuzzSeeds() {
+        for seed in [[0, 0x80, 0, 0, 0x21, 0, 2, 1, 1, 0x20], [0, 0x20, 1, 0, 0x20, 0, 1, 1, 0, 0x20, 1]] as [[UInt8]] {
+            #expect(HostOwnershipFuzz.check(seed) == nil)
+        }
+    }
+}
+
+@Suite("served-first: the record of who held each alias first")
+struct ServedFirstTests {
+    static func temporary() -> String { NSTemporaryDirectory() + "aasad-served-first-" + UUID().uuidString }
+
+    @Test("what store writes, load reads back")
+    func roundTrip() throws {
+        let path = Self.temporary()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let held = [host("shop.test"): "b.test", host("*.x.test"): "A.test"]
+        try ServedFirst.store(held, path: path)
+        #expect(try ServedFirst.load(path: path).get() == held)
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        #expect(text == "aasad served-first 1\n*.x.test A.test\nshop.test b.test\n")
+        let mode = try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+    }
+
+    @Test(
+        "a damaged or hostile file is ignored whole, with why",
+        arguments: [
+            ("", "not a served-first file"),
+            ("aasad served-first 2\nshop.test b.test\n", "not a served-first file"),
+            ("aasad served-first 1\nshop.test b.test", "cut short"),
+            ("aasad served-first 1\nshop.test\n", "line 2: not a host and a site"),
+            ("aasad served-first 1\nshop.test b.test extra\n", "line 2: not a host and a site"),
+            ("aasad served-first 1\nSHOP.test b.test\n", "line 2: not a host and a site directory name"),
+            ("aasad served-first 1\nshop.test ../etc\n", "line 2: not a host and a site directory name"),
+            ("aasad served-first 1\nshop.test b.test\u{1B}[31m\n", "line 2: not a host and a site directory name"),
+            ("aasad served-first 1\nshop.test b.test\r\n", "line 2: not a host and a site directory name"),
+            ("aasad served-first 1\n\n", "line 2: not a host and a site"),
+            ("aasad served-first 1\nshop.test a.test\nshop.test b.test\n", "line 3: shop.test appears twice"),
+            (
+                "aasad served-first 1\nshop.test " + String(repeating: "a", count: 256) + "\n",
+                "line 2: not a host and a site directory name"
+            ),
+        ])
+    func hostile(_ text: String, _ why: String) {
+        guard case .failure(let problem) = ServedFirst.parse(Array(text.utf8)) else {
+            Issue.record("accepted \(text.debugDescription)")
+            return
+        }
+        #expect(problem.description.contains(why), "\(problem)")
+        #expect(!problem.isMissing)
+    }
+
+    @Test("a file of exactly the limit is read; one byte more is refused unread, and not written")
+    func sizeBound() throws {
+        let path = Self.temporary()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let held = [host("shop.test"): "b.test"]
+        let size = ServedFirst.render(held).count
+        try ServedFirst.store(held, path: path, limit: size)
+        #expect(try ServedFirst.load(path: path, limit: size).get() == held)
+        guard case .failure(let problem) = ServedFirst.load(path: path, limit: size - 1) else {
+            Issue.record("a file over the limit was read")
+            return
+        }
+        #expect(problem.description.contains("larger than"))
+        #expect(throws: ServedFirst.StoreError.self) { try ServedFirst.store(held, path: path, limit: size - 1) }
+    }
+
+    @Test("a missing file is a first start; a directory or a FIFO in its place is refused, never waited on")
+    func notAFile() throws {
+        let path = Self.temporary()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        guard case .failure(let missing) = ServedFirst.load(path: path) else {
+            Issue.record("loaded nothing")
+            return
+        }
+        #expect(missing.isMissing)
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
+        guard case .failure(let directory) = ServedFirst.load(path: path) else {
+            Issue.record("loaded a directory")
+            return
+        }
+        #expect(!directory.isMissing)
+        try FileManager.default.removeItem(atPath: path)
+        #expect(mkfifo(path, 0o600) == 0)
+        guard case .failure(let fifo) = ServedFirst.load(path: path) else {
+            Issue.record("loaded a FIFO")
+            return
+        }
+        #expect(fifo.description.contains("not a regular file"))
+    }
+}
+
+@Suite("Site registry: host ownership with the served-first record")
+struct RegistryOwnershipTests {
+    static let aasa = TempConfig.aasa
+
+    func registry(_ c: TempConfig, state: String) -> SiteRegistry {
+        SiteRegistry(root: c.root, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }), servedFirstFile: state)
+    }
+
+    @Test("the site that served an alias first keeps it across a restart, though the newcomer's name sorts first")
+    func restart() throws {
+        let c = try TempConfig()
+        let state = c.root + "/served-first"
+        try c.write("sites/z.test/apple-app-site-association", Self.aasa)
+        try c.write("sites/z.test/site.yaml", "aliases: [shop.test]\n")
+        try c.write("sites/a.test/apple-app-site-association", Self.aasa)
+        var r = registry(c, state: state)
+        r.reloadAll()
+        #expect(r.answer(forHost: "shop.test") == .served("z.test"))
+        // a.test adds the same alias: refused, and says who holds it.
+        try c.write("sites/a.test/site.yaml", "aliases: [shop.test]\n")
+        r.reload(["a.test"])
+        #expect(r.answer(forHost: "shop.test") == .served("z.test"))
+        #expect(
+            r.status(of: "a.test")?.refusedHosts == [
+                RefusedHost(host: "shop.test", heldBy: "sites/z.test", reason: "sites/z.test/site.yaml names it too and held it first")
+            ])
+        #expect(try String(contentsOfFile: state, encoding: .utf8) == "aasad served-first 1\nshop.test z.test\n")
+        // A new process: the record decides, not the names' order.
+        r = registry(c, state: state)
+        r.reloadAll()
+        #expect(r.answer(forHost: "shop.test") == .served("z.test"))
+        // The reporting registry reads the record too, and says the same.
+        let inspecting = SiteRegistry.inspecting(root: c.root, servedFirstFile: state)
+        inspecting.reloadAll()
+        let problems = inspecting.scan().sites.first { $0.directory == "sites/a.test" }?.problems ?? []
+        #expect(
+            problems.contains {
+                $0.file == "sites/a.test/site.yaml" && $0.message.contains("sites/z.test/site.yaml names it too and held it first")
+            })
+        #expect(!inspecting.scan().problems.contains { $0.message.contains("cannot be read") })
+        // Without the record (a corrupt file), the first start's order, said as a warning.
+        try c.write("served-first", "garbage")
+        let blind = SiteRegistry.inspecting(root: c.root, servedFirstFile: state)
+        blind.reloadAll()
+        #expect(blind.answer(forHost: "shop.test") == .served("a.test"))
+        #expect(blind.scan().problems.contains { $0.severity == .warning && $0.message.contains("cannot be read") })
+        // serve with a corrupt record: served, not crashed, and the record written anew.
+        r = registry(c, state: state)
+        r.reloadAll()
+        #expect(try String(contentsOfFile: state, encoding: .utf8) == "aasad served-first 1\nshop.test a.test\n")
+    }
+
+    @Test("a site that serves nothing holds no alias: an alias counts from when its site serves")
+    func refusedSiteHoldsNoAlias() throws {
+        let c = try TempConfig()
+        try c.write("sites/a.test/apple-app-site-association", "{")
+        try c.write("sites/a.test/site.yaml", "aliases: [shop.test]\n")
+        try c.write("sites/b.test/apple-app-site-association", Self.aasa)
+        try c.write("sites/b.test/site.yaml", "aliases: [shop.test]\n")
+        let r = registry(c, state: c.root + "/served-first")
+        r.reloadAll()
+        #expect(r.answer(forHost: "shop.test") == .served("b.test"))
+    }
+}
+
+@Suite("aliases-allowed: the operator's bound on what a tenant may alias")
+struct AliasPolicyTests {
+    static let text = """
+        # the operator's
+        shop.test   shop.example  *.shop.example   # exactly, or anything under it
+        none.test   -
+        *           *.tenants.example
+
+        """
+
+    @Test(
+        "patterns, case by case",
+        arguments: [
+            ("shop.test", "shop.example", true), ("shop.test", "www.shop.example", true), ("shop.test", "*.x.shop.example", true),
+            ("shop.test", "*.shop.example", true), ("shop.test", "evilshop.example", false), ("shop.test", "example", false),
+            ("shop.test", "a.tenants.example", false), ("none.test", "shop.example", false), ("other.test", "a.tenants.example", true),
+            ("other.test", "tenants.example", false), ("other.test", "shop.example", false),
+        ])
+    func allows(_ site: String, _ alias: String, _ allowed: Bool) throws {
+        let policy = try AliasPolicy.parse(Self.text).get()
+        #expect(policy.allows(host(alias), site: site) == allowed)
+    }
+
+    @Test(
+        "a bad line is refused with its number, and escaped",
+        arguments: [
+            ("shop.test\n", "line 1: a site and its patterns"), ("shop.test a..b\n", "line 1: \"a..b\" is not a host name"),
+            ("a.test x.test\na.test y.test\n", "line 2: a second line for a.test"), ("* -\n* x.test\n", "line 2: a second line for *"),
+            ("bad_site x.test\n", "line 1: \"bad_site\" is not a site"), ("a.test x\u{1B}[2J.test\n", "\\u{1B}[2J"),
+        ])
+    func refused(_ text: String, _ message: String) {
+        guard case .failure(let problem) = AliasPolicy.parse(text) else {
+            Issue.record("accepted \(text.debugDescription)")
+            return
+        }
+        #expect(problem.description.contains(message), "\(problem)")
+        #expect(!problem.description.contains("\u{1B}"))
+    }
+
+    @Test("an alias outside the bound is refused and says so; the policy's removal gives it back")
+    func ownership() {
+        var ownership = HostOwnership()
+        ownership.setPolicy(try? AliasPolicy.parse("a.test shop.example\n").get())
+        ownership.set("a.test", Site(dir: "a.test", aliases: ["shop.example", "other.example"]).names)
+        _ = ownership.resolve()
+        #expect(ownership.held(by: "a.test") == [host("a.test"), host("shop.example")])
+        #expect(ownership.refusals(of: "a.test").map(\.description) == ["aliases-allowed does not allow it to this site"])
+        #expect(ownership.refusals(of: "a.test").first?.holder == nil)
+        ownership.setPolicy(nil)
+        _ = ownership.resolve()
+        #expect(ownership.held(by: "a.test").count == 3)
+    }
+
+    @Test("the registry reads it at a full reload; a broken one keeps the bound in force and is reported")
+    func registry() throws {
+        let c = try TempConfig()
+        try c.write("sites/a.test/apple-app-site-association", TempConfig.aasa)
+        try c.write("sites/a.test/site.yaml", "aliases: [shop.example, other.example]\n")
+        try c.write("aliases-allowed", "a.test shop.example\n")
+        let r = SiteRegistry(root: c.root, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+        r.reloadAll()
+        #expect(r.answer(forHost: "other.example") == .unclaimed)
+        #expect(
+            r.status(of: "a.test")?.refusedHosts == [
+                RefusedHost(host: "other.example", heldBy: nil, reason: "aliases-allowed does not allow it to this site")
+            ])
+        try c.write("aliases-allowed", "a.test shop.example\na.test other.example\n")
+        r.reloadAll()
+        #expect(r.answer(forHost: "other.example") == .unclaimed, "a broken file dropped the bound")
+        #expect(r.entryErrors.contains { $0.file == "aliases-allowed" && $0.message.contains("line 2") })
+        #expect(r.lastReloadProblems > 0)
+        try c.remove("aliases-allowed")
+        r.reloadAll()
+        #expect(r.answer(forHost: "other.example") == .served("a.test"))
+        #expect(r.entryErrors.isEmpty)
+        let scan = ConfigLoader.scan(directory: c.root)
+        #expect(scan.isValid)
+    }
+
+    @Test("a file one byte over the limit is refused unread")
+    func sizeBound() throws {
+        let c = try TempConfig()
+        try c.write("sites/a.test/apple-app-site-association", TempConfig.aasa)
+        try c.write("aliases-allowed", "#" + String(repeating: "x", count: AliasPolicy.maximumFileSize - 2) + "\n")
+        let r = SiteRegistry(root: c.root, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+        r.reloadAll()
+        #expect(r.aliasPolicyProblem == nil)
+        try c.write("aliases-allowed", "#" + String(repeating: "x", count: AliasPolicy.maximumFileSize - 1) + "\n")
+        r.reloadAll()
+        #expect(r.aliasPolicyProblem?.message.contains("larger than") == true)
+    }
+}
