@@ -252,7 +252,9 @@ public final class CertificateManager: Sendable {
             for name in gone { state.entries[name] = nil }
             if !gone.isEmpty { servedCertificates.withLock { served in for name in gone { served[name] = nil } } }
             for name in state.queue.names where state.entries[name] == nil { state.entries[name] = Entry() }
-            wanted.withLock { $0 = Set(state.queue.names) }
+            // Built before the lock that handshakes' challenge look-ups take.
+            let names = Set(state.queue.names)
+            wanted.withLock { $0 = names }
         }
         wakeup.wake()
     }

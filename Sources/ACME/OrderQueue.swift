@@ -8,14 +8,18 @@
 /// 1. its class: every due renewal before any new name (a served site losing its certificate is
 ///    an outage; a new name waiting is not);
 /// 2. its site's last turn: the site that placed an order longest ago (or never) goes first, so
-///    sites take turns (round robin by site, not first in, first out by name);
+///    sites take turns (round robin by site, not first in, first out by name). A site that
+///    leaves the queue (no name wanted) and comes back keeps its last turn
+///    (`maximumDepartedTurns`): a tenant can take its site out and back in (a `tls/` pair of its
+///    own added and removed), and must not go first again each time;
 /// 3. when it was first wanted, oldest first (within a site, and among sites never served);
 /// 4. its name, so that equal ranks always give the same answer.
 ///
 /// A site's names past `namesPerSite` are capped: never ordered. Seats go first to names that
-/// hold a certificate (so a new alias never takes the seat of a served name, and a restart, which
-/// loads stored certificates before its first pass, keeps the same seats), then by when they were
-/// first wanted, then in the order the site gave them (its directory name first).
+/// hold a certificate (so a new alias never takes the seat of a served name), then in the
+/// site's own order (its directory name first, then its aliases): the same seats after a
+/// restart, which loads stored certificates before its first pass, and in `aasad sites`, which
+/// asks this type without a server (`SitesCommand.swift`).
 ///
 /// A priority class (say, certificates asked for on demand by a handshake) is one more case of
 /// `Class` with a lower raw value than `renewal`: its names then go before every renewal, taking
@@ -41,13 +45,23 @@ package struct OrderQueue: Sendable {
     package let namesPerSite: Int
     /// Every wanted name.
     private(set) var members: [String: Member] = [:]
-    /// Each site's names, in seat order less the served-first rule (by `since`).
+    /// Each site's names as the last `want` gave them (its directory name first): the seat
+    /// order after the names that hold a certificate.
     private(set) var sites: [String: [String]] = [:]
     /// Increases with every `want`'s new name: the `since` of names.
     private var sequence: UInt64 = 0
-    /// Orders placed (`ordered`), and the count at each site's last one: the round robin.
+    /// Orders placed (`ordered`), and the count at each site's last one: the round robin. Kept
+    /// for a site that leaves, up to `maximumDepartedTurns` such sites.
     private var turns: UInt64 = 0
-    private var lastTurn: [String: UInt64] = [:]
+    private(set) var lastTurn: [String: UInt64] = [:]
+
+    /// Sites no longer in the queue whose last turn is kept, at most. A site's turn outlives
+    /// its names so that leaving and coming back (a tenant adding a `tls/` pair of its own,
+    /// which takes the site out of the queue, then removing it) does not put it first again.
+    /// Only a site that placed an order has a turn, and the oldest turns are forgotten first: a
+    /// site that just had its turn is treated as new again only after this many sites that
+    /// ordered after it have left too, which no tenant controls. 10,000 turns take about 1 MB.
+    package static let maximumDepartedTurns = 10_000
 
     package init(namesPerSite: Int) {
         self.namesPerSite = max(1, namesPerSite)
@@ -69,18 +83,9 @@ package struct OrderQueue: Sendable {
         }
         var gone: [String] = []
         for (name, member) in members where given[name] != member.site { gone.append(name) }
-        var leaving: [String: Set<String>] = [:]
-        for name in gone {
-            guard let member = members.removeValue(forKey: name) else { continue }
-            leaving[member.site, default: []].insert(name)
-        }
-        for (site, names) in leaving {
-            let kept = sites[site]?.filter { !names.contains($0) } ?? []
-            sites[site] = kept.isEmpty ? nil : kept
-            if kept.isEmpty { lastTurn[site] = nil }
-        }
+        for name in gone { members[name] = nil }
         // A name that moved to another site is wanted still, and new there (counted again
-        // against that site's cap).
+        // against that site's cap, and first wanted now).
         gone.removeAll { given[$0] != nil }
         var added: [(site: String, position: Int, name: String)] = []
         for (site, names) in bySite {
@@ -89,14 +94,26 @@ package struct OrderQueue: Sendable {
             }
         }
         // Numbered by site, then in the site's order: sites wanted together take their first
-        // turns in name order, and a site's seats go to its directory name first.
+        // turns in name order, and a site's directory name is its first name ordered.
         added.sort { ($0.site, $0.position) < ($1.site, $1.position) }
         for (site, _, name) in added where members[name] == nil {
             sequence += 1
             members[name] = Member(site: site, since: sequence)
-            sites[site, default: []].append(name)
         }
+        // The caller's arrays, shared rather than copied.
+        sites = bySite
+        forgetDepartedTurns()
         return gone
+    }
+
+    /// Forgets the oldest turns of sites no longer in the queue, past `maximumDepartedTurns`.
+    private mutating func forgetDepartedTurns() {
+        guard lastTurn.count > Self.maximumDepartedTurns else { return }
+        let departed = lastTurn.filter { sites[$0.key] == nil }
+        guard departed.count > Self.maximumDepartedTurns else { return }
+        for (site, _) in departed.sorted(by: { $0.value < $1.value }).prefix(departed.count - Self.maximumDepartedTurns) {
+            lastTurn[site] = nil
+        }
     }
 
     /// Every wanted name.
@@ -106,12 +123,16 @@ package struct OrderQueue: Sendable {
     package func site(of name: String) -> String? { members[name]?.site }
 
     /// The names past their site's cap: seats go first to names `isServed` says hold a
-    /// certificate, then by when they were first wanted. Only sites over the cap are looked at.
+    /// certificate, then in the site's order. Only sites given more names than the cap are
+    /// looked at.
     package func capped(isServed: (String) -> Bool) -> Set<String> {
         var capped = Set<String>()
-        for names in sites.values where names.count > namesPerSite {
-            var seated = names.filter(isServed)
-            seated += names.filter { !isServed($0) }
+        for (site, names) in sites where names.count > namesPerSite {
+            // The site's own names: one given twice counts once, one another site holds not at all.
+            var seen = Set<String>()
+            let own = names.filter { members[$0]?.site == site && seen.insert($0).inserted }
+            guard own.count > namesPerSite else { continue }
+            let seated = own.filter(isServed) + own.filter { !isServed($0) }
             capped.formUnion(seated[namesPerSite...])
         }
         return capped
@@ -128,7 +149,7 @@ package struct OrderQueue: Sendable {
         var best: Rank?
         for (name, dueClass) in due {
             guard let rank = rank(of: name, dueClass) else { continue }
-            if best == nil || rank < best! { best = rank }
+            if best.map({ rank < $0 }) ?? true { best = rank }
         }
         return best?.name
     }

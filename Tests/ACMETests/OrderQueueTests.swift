@@ -81,13 +81,55 @@ struct OrderQueueTests {
         #expect(past.steps(10) == ["a.test", "b.test", "x1.a.test", "x2.a.test"])
         #expect(past.step() == nil)
         #expect(past.capped == ["x3.a.test"])
-        // An alias added later (even one that sorts first) never takes a seat.
+        // An alias added later, even first in the site's list, never takes a served name's seat.
         past.queue.want(["a.test": ["0.a.test", "a.test", "x1.a.test", "x2.a.test", "x3.a.test"], "b.test": ["b.test"]])
         #expect(past.capped == ["0.a.test", "x3.a.test"])
-        // A name leaving frees its seat for the next in order.
+        // A name leaving frees its seat for the next in the site's order.
         past.queue.want(["a.test": ["0.a.test", "a.test", "x2.a.test", "x3.a.test"], "b.test": ["b.test"]])
-        #expect(past.capped == ["0.a.test"])
-        #expect(past.steps(10) == ["x3.a.test"])
+        #expect(past.capped == ["x3.a.test"])
+        #expect(past.steps(10) == ["0.a.test"])
+    }
+
+    @Test("seats without a certificate follow the site's order, as a restart and aasad sites see it, not when a name came")
+    func seatsFollowTheSiteOrder() {
+        var live = Run(namesPerSite: 2, ["a.test": ["x1.a.test", "x2.a.test", "x3.a.test"]])
+        #expect(live.capped == ["x3.a.test"])
+        // The directory name arrives last (its own tls/ pair removed, or no longer covered by the
+        // default pair): it is first in the site's order, so it takes a seat from an alias.
+        let sites = ["a.test": ["a.test", "x1.a.test", "x2.a.test", "x3.a.test"]]
+        live.queue.want(sites)
+        #expect(live.capped == ["x2.a.test", "x3.a.test"])
+        // A fresh queue (a restart, or `aasad sites`) given the same names seats the same ones.
+        #expect(Run(namesPerSite: 2, sites).capped == live.capped)
+    }
+
+    @Test("a site that leaves the queue and comes back keeps its last turn: it does not go first again")
+    func departedSiteKeepsItsTurn() {
+        let a = ["a.test": ["a.test", "x1.a.test", "x2.a.test"]]
+        let b = ["b.test": ["b.test", "www.b.test", "shop.b.test"]]
+        var run = Run(a.merging(b) { $1 })
+        #expect(run.steps(3) == ["a.test", "b.test", "x1.a.test"])
+        // a.test's tenant adds a tls/ pair of its own (the site leaves the queue), then removes it.
+        run.queue.want(b)
+        run.queue.want(a.merging(b) { $1 })
+        #expect(run.steps(4) == ["www.b.test", "x2.a.test", "shop.b.test"])
+    }
+
+    @Test("departed sites' turns: maximumDepartedTurns are kept, past it the oldest is forgotten (N and N+1); present sites' never")
+    func departedTurnsBound() {
+        let n = OrderQueue.maximumDepartedTurns
+        for departing in [n, n + 1] {
+            var queue = OrderQueue(namesPerSite: 1)
+            let sites = ["keep.test"] + (0..<departing).map { "s\($0).test" }
+            queue.want(Dictionary(uniqueKeysWithValues: sites.map { ($0, [$0]) }))
+            for site in sites { queue.ordered(site) }  // keep.test has turn 1, s0.test turn 2, …
+            queue.want(["keep.test": ["keep.test"]])
+            #expect(queue.lastTurn.count == 1 + n)
+            queue.want(["keep.test": ["keep.test"], "s0.test": ["s0.test"], "s1.test": ["s1.test"]])
+            #expect(queue.rank(of: "keep.test", .new)?.lastTurn == 1)
+            #expect(queue.rank(of: "s0.test", .new)?.lastTurn == (departing == n ? 2 : 0), "\(departing) departed")
+            #expect(queue.rank(of: "s1.test", .new)?.lastTurn == 3)
+        }
     }
 
     @Test("seats go to names holding a certificate first: a restart with another order keeps the served names seated")
@@ -121,7 +163,7 @@ struct OrderQueueTests {
         #expect(big.capped.count == 10_001 - 100)
     }
 
-    @Test("names moving, leaving, given twice: each name has one site; a site with no names leaves the round robin")
+    @Test("names moving, leaving, given twice: each name has one site, and counts once against the cap")
     func membership() {
         var queue = OrderQueue(namesPerSite: 100)
         queue.want(["a.test": ["a.test", "shared.test"], "b.test": ["b.test", "shared.test"]])
@@ -130,6 +172,12 @@ struct OrderQueueTests {
         #expect(gone == ["a.test"])
         #expect(queue.site(of: "shared.test") == "b.test")
         #expect(queue.want([:]).sorted() == ["b.test", "shared.test"])
+        // A name listed twice counts once against the cap; one another site holds, not at all.
+        var two = OrderQueue(namesPerSite: 2)
+        two.want(["a.test": ["a.test", "a.test", "shared.test", "www.a.test"], "0.test": ["0.test", "shared.test"]])
+        #expect(two.capped { _ in false }.isEmpty)
+        two.want(["a.test": ["a.test", "a.test", "shared.test", "www.a.test", "x.a.test"], "0.test": ["0.test", "shared.test"]])
+        #expect(two.capped { _ in false } == ["x.a.test"])
         #expect(queue.names.isEmpty)
         // A hostile bound: a cap of 0 or below still lets a site's first name be ordered.
         #expect(OrderQueue(namesPerSite: 0).namesPerSite == 1)

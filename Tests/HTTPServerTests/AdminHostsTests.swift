@@ -25,6 +25,8 @@ struct AdminHostsTests {
         ("[::1", false), ("::1", false), ("[]", false), ("[::1]x", false), ("[::1]:", false), ("[::1]:65536", false),
         ("[::1%25lo]", false), ("[::1\u{0}]", false), ("[127.0.0.1]", false), ("[::1]]", false), ("[[::1]]", false),
         ("[v1.x]", false), ("[::1]:80:80", false),
+        ("localhost:+80", false), ("[::1]:+80", false), ("127.0.0.1:+80", false), ("localhost: 80", false), ("localhost:8\t0", false),
+        ("127.0.0.1.nip.io", false), ("0x7f.1", false), ("0x7f000001", false), ("017700000001", false), ("[0:0:0:0:0:0:0:1%lo]", false),
         ("x.metrics.example.net", false), ("metrics.example.net.evil.example", false), ("metrics.example", false),
         (String(repeating: "a", count: 63) + "." + String(repeating: "b", count: 300) + ".localhost", false),
     ]
