@@ -84,8 +84,14 @@ struct EscapingStandardError: TextOutputStream, Sendable {
     /// Best effort, as stdio's was: a reader of standard error that went away (a closed pipe, a
     /// closed descriptor) must not stop the server, so no error is raised.
     mutating func write(_ string: String) {
-        let line = Self.line(string)
-        Self.lock.withLock { cut in cut = Self.writeLine(line, to: 2, afterCut: cut, waitMilliseconds: Self.stalledWriteMilliseconds) }
+        Self.write(safeLine: Self.line(string))
+    }
+
+    /// Writes a line with nothing left to escape (the JSON log's: `JSONOutput` escapes every
+    /// control character) the way the text log's are: whole, one at a time, never stopping the
+    /// process (FileHandle's `write(_:)` traps on EPIPE and EBADF).
+    static func write(safeLine line: [UInt8]) {
+        lock.withLock { cut in cut = writeLine(line, to: 2, afterCut: cut, waitMilliseconds: stalledWriteMilliseconds) }
     }
 
     /// Writes `line` whole to `fd`, through short writes, EINTR and EAGAIN (waiting for room at

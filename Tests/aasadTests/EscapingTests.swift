@@ -235,6 +235,30 @@ final class EscapingTests {
         #expect(!EscapingStandardError.writeLine(Array("lost\n".utf8), to: ends[1], afterCut: false, waitMilliseconds: 20))
         close(ends[1])
     }
+
+    @Test(
+        "serve: a reader of standard error that went away never stops the server, in either log format",
+        arguments: ["text", "json"])
+    func logReaderGone(format: String) throws {
+        signal(SIGPIPE, SIG_IGN)
+        var ends: [Int32] = [0, 0]
+        try #require(pipe(&ends) == 0)
+        // Not inherited by another test's child: the server's copy alone holds the write end.
+        for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
+        let config = try TestConfig()
+        try config.write("config/sites/a.test/apple-app-site-association", Self.aasa)
+        let server = try RunningServer(
+            config: config, extra: ["--log-format", format], standardError: FileHandle(fileDescriptor: ends[1], closeOnDealloc: true))
+        // No reader left: each log line now fails with EPIPE.
+        close(ends[0])
+        // A site with a broken site.yaml (an error logged), then one that is served after it.
+        try config.write("config/sites/broken.test/apple-app-site-association", Self.aasa)
+        try config.write("config/sites/broken.test/site.yaml", Array("aliases: [\n".utf8))
+        try config.write("config/sites/after.test/apple-app-site-association", Self.aasa)
+        #expect(eventually { (try? server.https("after.test", "/.well-known/apple-app-site-association"))?.status == 200 })
+        #expect(server.process.isRunning)
+        #expect(server.stop() == 0)
+    }
 }
 
 /// What a thread returned, read once it has ended.
