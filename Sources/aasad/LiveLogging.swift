@@ -4,8 +4,8 @@ import Logging
 import Synchronization
 
 /// The log level and format in force, changed while serving when aasad.yaml's `logging` changes
-/// (issue 15). Every handler reads them at each message, so a change applies to every logger at
-/// once, those made before it included.
+/// (`ServeCommand+Live.swift`). Every handler reads them at each message, so a change applies to
+/// every logger at once, those made before it included.
 final class LogControl: Sendable {
     static let shared = LogControl()
 
