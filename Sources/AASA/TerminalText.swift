@@ -9,12 +9,17 @@
 ///   U+2066–U+2069) as `\u{HHHH}`: an ESC or CSI sequence would move the cursor or retitle the
 ///   window, a line break would forge a log line or a line of a report, and a bidi override
 ///   would show text in another order than it has (CVE-2021-42574, "Trojan Source");
+/// - the invisible format characters that no name needs (soft hyphen U+00AD, U+180E, zero-width
+///   space U+200B, U+2060–U+2064, the byte order mark U+FEFF, U+FFF9–U+FFFB) as `\u{HHHH}`:
+///   `a.test` and `a.test` with a U+200B would print alike, and a message quoting the one bad
+///   character would show `''`. The joiners U+200C and U+200D stay (scripts and emoji need them);
 /// - bytes that are not UTF-8 as `\xHH`.
 ///
 /// Everything else is kept as it is, letters of every script and emoji included (`bücher.de`
 /// reads as written). `\` and `"` are not escaped: the result is for reading, not for parsing
 /// back, and messages quoting JSON (`JSONValue.quote`) keep their own escapes unchanged, so
-/// escaping twice gives the same text as once.
+/// escaping twice gives the same text as once. Hence a `\x1B` written as four characters shows
+/// as an escaped ESC does: the terminal is safe either way, and JSON output tells them apart.
 ///
 /// Line breaks the program writes itself are the printer's: `validate`, `match` and `check`
 /// escape each line they print (`sites` each tab-separated field), so their own layout stays and
@@ -25,15 +30,17 @@
 /// It lives in AASA, the lowest module: every module that prints text reaches it (`Check` and
 /// `SiteStore` import AASA, not HTTPCore), and AASA's own messages (`AppIdentifier`) need it.
 package enum TerminalText {
-    /// Whether a scalar is shown as an escape: C0, DEL, C1, the line and paragraph separators, and
-    /// the bidirectional marks, embeddings, overrides and isolates (Unicode UAX #9 §2). Shared
-    /// with `JSONValue.quote`, so that both say the same about what is dangerous.
+    /// Whether a scalar is shown as an escape: C0, DEL, C1, the line and paragraph separators,
+    /// the bidirectional marks, embeddings, overrides and isolates (Unicode UAX #9 §2), and the
+    /// invisible format characters listed above. Shared with `JSONValue.quote`, `JSONOutput` and
+    /// `ACMEProblem.clean`, so that all say the same about what is dangerous.
     package static func isEscaped(_ scalar: Unicode.Scalar) -> Bool {
         switch scalar.value {
         case 0..<0x20, 0x7F...0x9F: true
         case 0x061C, 0x200E, 0x200F: true
         case 0x2028, 0x2029: true
         case 0x202A...0x202E, 0x2066...0x2069: true
+        case 0x00AD, 0x180E, 0x200B, 0x2060...0x2064, 0xFEFF, 0xFFF9...0xFFFB: true
         default: false
         }
     }

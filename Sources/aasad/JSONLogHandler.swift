@@ -8,8 +8,8 @@ struct JSONLogHandler: LogHandler {
     var logLevel: Logger.Level = .info
     var metadata: Logger.Metadata = [:]
     let label: String
-    /// The one formatter every line uses (not thread-safe), behind a lock that also serialises
-    /// whole lines.
+    /// The one formatter every line uses (not thread-safe), behind a lock; whole lines are
+    /// serialised by `EscapingStandardError`, which writes them.
     private static let output = Mutex(ISO8601DateFormatter())
 
     init(label: String) {
@@ -37,6 +37,6 @@ struct JSONLogHandler: LogHandler {
         var line = JSONOutput.compact(fields)
         guard !line.isEmpty else { return }
         line.append(10)
-        Self.output.withLock { _ in FileHandle.standardError.write(Data(line)) }
+        EscapingStandardError.write(safeLine: line)
     }
 }

@@ -1,3 +1,4 @@
+import AASA
 import Foundation
 
 /// Writes a Codable report as JSON on standard output: sorted keys, so the output is stable for
@@ -7,14 +8,34 @@ enum JSONOutput {
     static func compact<T: Encodable>(_ value: T) -> [UInt8] {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return [UInt8]((try? encoder.encode(value)) ?? Data())
+        return escapingFormatCharacters([UInt8]((try? encoder.encode(value)) ?? Data()))
     }
 
     static func print<T: Encodable>(_ value: T) {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         let data = (try? encoder.encode(value)) ?? Data("null".utf8)
-        FileHandle.standardOutput.write(data)
-        FileHandle.standardOutput.write(Data("\n".utf8))
+        FileHandle.standardOutput.write(Data(escapingFormatCharacters([UInt8](data)) + [0x0A]))
+    }
+
+    /// JSON text with each character `TerminalText` escapes that JSONEncoder leaves raw (C1
+    /// controls, U+2028/2029, bidi formatting: it escapes only C0) written as `\uHHHH`, as
+    /// `JSONValue.quote` writes them for the admin endpoints: the same values once parsed, but a
+    /// file name holding U+202E or CSI cannot reorder or drive the terminal that shows the JSON
+    /// log or `--format json`. Outside strings JSON is ASCII, so every such character is inside one.
+    static func escapingFormatCharacters(_ json: [UInt8]) -> [UInt8] {
+        // ASCII, nearly every line: nothing to do.
+        guard json.contains(where: { $0 >= 0x80 }) else { return json }
+        var out = String.UnicodeScalarView()
+        for scalar in String(decoding: json, as: UTF8.self).unicodeScalars {
+            guard scalar.value >= 0x80, TerminalText.isEscaped(scalar) else {
+                out.append(scalar)
+                continue
+            }
+            // All of them lie in the Basic Multilingual Plane: four digits each.
+            let hex = String(scalar.value, radix: 16, uppercase: true)
+            out.append(contentsOf: ("\\u" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex).unicodeScalars)
+        }
+        return Array(String(out).utf8)
     }
 }

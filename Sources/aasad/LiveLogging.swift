@@ -1,11 +1,11 @@
 import AASA
+import Glibc
 import Logging
-import Reactor
 import Synchronization
 
 /// The log level and format in force, changed while serving when aasad.yaml's `logging` changes
-/// (issue 15). Every handler reads them at each message, so a change applies to every logger at
-/// once, those made before it included.
+/// (`ServeCommand+Live.swift`). Every handler reads them at each message, so a change applies to
+/// every logger at once, those made before it included.
 final class LogControl: Sendable {
     static let shared = LogControl()
 
@@ -72,14 +72,58 @@ struct SwitchingLogHandler: LogHandler {
 /// site.yaml line holding `\n2026-… error aasad: …` or an ESC sequence cannot forge an event or
 /// reach the terminal.
 struct EscapingStandardError: TextOutputStream, Sendable {
-    /// Serialises whole lines, as the JSON handler's lock does.
-    private static let lock = Mutex(())
+    /// Serialises whole lines, as the JSON handler's lock does; true while the last line written
+    /// was cut short (see `writeLine`).
+    private static let lock = Mutex(false)
 
-    /// Best effort, as stdio's was: a reader of standard error that went away (a closed pipe)
-    /// must not stop the server, so no error is raised.
+    /// How long one line waits for a standard error that is full and non-blocking (a pipe whose
+    /// reader lags, set O_NONBLOCK by a process sharing it) before the rest of it is dropped: a
+    /// blocking one would wait for ever, and the workers that log must not.
+    static let stalledWriteMilliseconds: Int32 = 1000
+
+    /// Best effort, as stdio's was: a reader of standard error that went away (a closed pipe, a
+    /// closed descriptor) must not stop the server, so no error is raised.
     mutating func write(_ string: String) {
-        let line = Self.line(string)
-        Self.lock.withLock { _ in line.withUnsafeBytes { _ = Files.writeAll(2, $0) } }
+        Self.write(safeLine: Self.line(string))
+    }
+
+    /// Writes a line with nothing left to escape (the JSON log's: `JSONOutput` escapes every
+    /// control character) the way the text log's are: whole, one at a time, never stopping the
+    /// process (FileHandle's `write(_:)` traps on EPIPE and EBADF).
+    static func write(safeLine line: [UInt8]) {
+        lock.withLock { cut in cut = writeLine(line, to: 2, afterCut: cut, waitMilliseconds: stalledWriteMilliseconds) }
+    }
+
+    /// Writes `line` whole to `fd`, through short writes, EINTR and EAGAIN (waiting for room at
+    /// most `waitMilliseconds` in all), and says whether it was cut short. After a cut the
+    /// next line starts with a line feed, so that it is never glued to the end of the cut one.
+    static func writeLine(_ line: [UInt8], to fd: Int32, afterCut: Bool, waitMilliseconds: Int32) -> Bool {
+        let bytes = afterCut ? [0x0A] + line : line
+        let start = afterCut ? 1 : 0
+        var offset = 0
+        let clock = ContinuousClock()
+        let deadline = clock.now.advanced(by: .milliseconds(waitMilliseconds))
+        // Given up: cut if part of the line went out, or if the line feed owed is still owed.
+        var cut: Bool { offset == 0 ? afterCut : offset > start }
+        return bytes.withUnsafeBytes { raw in
+            while offset < raw.count {
+                let n = Glibc.write(fd, raw.baseAddress! + offset, raw.count - offset)
+                if n > 0 {
+                    offset += n
+                    continue
+                }
+                let e = errno
+                if n < 0 && e == EINTR { continue }
+                guard n < 0 && (e == EAGAIN || e == EWOULDBLOCK) else { return cut }
+                var room = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+                let left = clock.now.duration(to: deadline).components
+                let wait = max(0, min(Int64(waitMilliseconds), left.seconds * 1000 + left.attoseconds / 1_000_000_000_000_000))
+                let ready = Glibc.poll(&room, 1, Int32(wait))
+                // Room, or an error the next write reports (POLLERR, POLLNVAL); EINTR waits again.
+                guard ready > 0 || (ready < 0 && errno == EINTR) else { return cut }
+            }
+            return false
+        }
     }
 
     /// The event's text escaped, then the line feed that ends it (kept, and the only one). Bytes,

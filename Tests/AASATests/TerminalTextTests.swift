@@ -34,6 +34,15 @@ struct TerminalTextTests {
             ("abc\u{202E}txt.exe", #"abc\u{202E}txt.exe"#),
             ("\u{202E}\u{202F}", "\\u{202E}\u{202F}"),
             ("\u{2065}\u{2066}\u{2069}\u{206A}", "\u{2065}\\u{2066}\\u{2069}\u{206A}"),
+            // Invisible format characters, at their bounds; the joiners that scripts and emoji need stay.
+            ("\u{AC}\u{AD}\u{AE}", "\u{AC}\\u{AD}\u{AE}"),
+            ("\u{180D}\u{180E}\u{180F}", "\u{180D}\\u{180E}\u{180F}"),
+            ("a.test\u{200B}", #"a.test\u{200B}"#),
+            ("\u{200A}\u{200B}\u{200C}", "\u{200A}\\u{200B}\u{200C}"),
+            ("\u{205F}\u{2060}\u{2064}\u{2065}", "\u{205F}\\u{2060}\\u{2064}\u{2065}"),
+            ("\u{FEFF}{}", #"\u{FEFF}{}"#),
+            ("\u{FEFE}\u{FF00}", "\u{FEFE}\u{FF00}"),
+            ("\u{FFF8}\u{FFF9}\u{FFFB}\u{FFFC}", "\u{FFF8}\\u{FFF9}\\u{FFFB}\u{FFFC}"),
             // Valid text of every script is kept as written.
             ("bücher.de", "bücher.de"),
             ("日本語 🙂 👩‍💻", "日本語 🙂 👩‍💻"),

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import TestSupport
 import Testing
 
@@ -170,4 +171,110 @@ final class EscapingTests {
     func logStream(_ written: String, _ shown: String) {
         #expect(EscapingStandardError.line(written) == Array(shown.utf8))
     }
+
+    /// A pipe of one page (F_SETPIPE_SZ, fcntl(2)) whose write end is non-blocking, as a standard
+    /// error a lagging reader shares may be.
+    private static func smallNonBlockingPipe() throws -> (read: Int32, write: Int32) {
+        var ends: [Int32] = [0, 0]
+        try #require(pipe(&ends) == 0)
+        let setPipeSize: Int32 = 1031  // F_SETPIPE_SZ, not exported by Glibc's Swift overlay
+        try #require(fcntl(ends[1], setPipeSize, 4096) == 4096)
+        try #require(fcntl(ends[1], F_SETFL, fcntl(ends[1], F_GETFL) | O_NONBLOCK) == 0)
+        return (ends[0], ends[1])
+    }
+
+    /// Reads `fd` until end of file.
+    private static func readAll(_ fd: Int32) -> [UInt8] {
+        var out: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = read(fd, &buffer, buffer.count)
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return out }
+            out += buffer[0..<n]
+        }
+    }
+
+    @Test("the text log's stream: a line larger than a full non-blocking pipe arrives whole once the reader reads")
+    func logStreamWaitsForRoom() throws {
+        let (readEnd, writeEnd) = try Self.smallNonBlockingPipe()
+        defer { close(readEnd) }
+        let line = Array(repeating: UInt8(ascii: "x"), count: 3 * 4096 + 17) + [0x0A]
+        let cut = Outcome()
+        let writer = Thread {
+            cut.value.withLock { $0 = EscapingStandardError.writeLine(line, to: writeEnd, afterCut: false, waitMilliseconds: 60_000) }
+            close(writeEnd)
+        }
+        writer.start()
+        let got = Self.readAll(readEnd)
+        let whole = got == line
+        #expect(whole, "\(got.count) bytes of \(line.count) arrived")
+        #expect(cut.value.withLock { $0 } == false)
+    }
+
+    @Test("the text log's stream: a line nobody reads is cut after the wait, and the next one starts on its own line")
+    func logStreamCutsAfterWait() throws {
+        let (readEnd, writeEnd) = try Self.smallNonBlockingPipe()
+        defer { close(readEnd) }
+        let line = Array(repeating: UInt8(ascii: "x"), count: 2 * 4096) + [0x0A]
+        #expect(EscapingStandardError.writeLine(line, to: writeEnd, afterCut: false, waitMilliseconds: 20))
+        var page = [UInt8](repeating: 0, count: 4096)
+        #expect(read(readEnd, &page, page.count) == 4096)
+        #expect(!EscapingStandardError.writeLine(Array("next\n".utf8), to: writeEnd, afterCut: true, waitMilliseconds: 20))
+        close(writeEnd)
+        #expect(Self.readAll(readEnd) == Array("\nnext\n".utf8))
+    }
+
+    @Test("the text log's stream: a closed descriptor loses the line and never stops the process")
+    func logStreamClosedDescriptor() throws {
+        signal(SIGPIPE, SIG_IGN)
+        var ends: [Int32] = [0, 0]
+        try #require(pipe(&ends) == 0)
+        close(ends[0])
+        // The reader went away: EPIPE (SIGPIPE is ignored, as the server ignores it).
+        #expect(!EscapingStandardError.writeLine(Array("lost\n".utf8), to: ends[1], afterCut: false, waitMilliseconds: 20))
+        close(ends[1])
+    }
+
+    @Test(
+        "serve: a reader of standard error that went away never stops the server, in either log format",
+        arguments: ["text", "json"])
+    func logReaderGone(format: String) throws {
+        signal(SIGPIPE, SIG_IGN)
+        var ends: [Int32] = [0, 0]
+        try #require(pipe(&ends) == 0)
+        // Not inherited by another test's child: the server's copy alone holds the write end.
+        for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
+        let config = try TestConfig()
+        try config.write("config/sites/a.test/apple-app-site-association", Self.aasa)
+        let server = try RunningServer(
+            config: config, extra: ["--log-format", format], standardError: FileHandle(fileDescriptor: ends[1], closeOnDealloc: true))
+        // No reader left: each log line now fails with EPIPE.
+        close(ends[0])
+        // A site with a broken site.yaml (an error logged), then one that is served after it.
+        try config.write("config/sites/broken.test/apple-app-site-association", Self.aasa)
+        try config.write("config/sites/broken.test/site.yaml", Array("aliases: [\n".utf8))
+        try config.write("config/sites/after.test/apple-app-site-association", Self.aasa)
+        #expect(eventually { (try? server.https("after.test", "/.well-known/apple-app-site-association"))?.status == 200 })
+        #expect(server.process.isRunning)
+        #expect(server.stop() == 0)
+    }
+
+    @Test("JSON output: C1 controls, line separators and bidi characters as \\u escapes, the same values once parsed")
+    func jsonOutput() throws {
+        let compact = JSONOutput.compact(["k": "a\u{202E}b\u{85}c\u{2028}d\u{1B}é🙂"])
+        #expect(String(decoding: compact, as: UTF8.self) == #"{"k":"a\u202Eb\u0085c\u2028d\u001bé🙂"}"#)
+        let parsed = try JSONSerialization.jsonObject(with: Data(compact)) as? [String: String]
+        #expect(parsed == ["k": "a\u{202E}b\u{85}c\u{2028}d\u{1B}é🙂"])
+        // A site directory whose name holds a bidi override and NEL, through validate --format json.
+        try directory.write("config/sites/rtl\u{202E}\u{85}.test/apple-app-site-association", Self.aasa)
+        let out = try Tool.run(AASAD.binary.path, ["validate", "--format", "json", config])
+        expectClean(out.text)
+        #expect(out.text.contains(#"rtl\u202E\u0085.test"#), "\(out.text)")
+    }
+}
+
+/// What a thread returned, read once it has ended.
+private final class Outcome: Sendable {
+    let value = Mutex<Bool?>(nil)
 }

@@ -68,8 +68,11 @@ final class RunningServer {
 
     /// `fileLimit` starts the server under `ulimit -n`, to test what happens when descriptors run out;
     /// `softFileLimit` lowers only the soft limit (`ulimit -S -n`), which serve raises again.
+    /// `standardError` replaces the pipe the log is read from (a test that closes it); `log()` is
+    /// then empty.
     init(
-        config: TestConfig, extra: [String] = [], fileLimit: Int? = nil, softFileLimit: Int? = nil, environment: [String: String] = [:]
+        config: TestConfig, extra: [String] = [], fileLimit: Int? = nil, softFileLimit: Int? = nil, environment: [String: String] = [:],
+        standardError: FileHandle? = nil
     ) throws {
         self.config = config
         if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
@@ -88,10 +91,10 @@ final class RunningServer {
             process.arguments = arguments
         }
         process.standardOutput = stdout
-        process.standardError = stderr
+        process.standardError = standardError ?? stderr
         try process.run()
         try waitUntilReady()
-        logDrain = PipeDrain(stderr.fileHandleForReading)
+        if standardError == nil { logDrain = PipeDrain(stderr.fileHandleForReading) }
     }
 
     deinit {

@@ -58,11 +58,12 @@ public struct ACMEProblem: Sendable, Equatable, CustomStringConvertible {
         return text
     }
 
-    /// At most `maximumProblemText` characters, control characters as U+FFFD.
+    /// At most `maximumProblemText` characters, each character `TerminalText` escapes (controls,
+    /// line separators, bidi formatting) as U+FFFD: one character each, so the bound holds.
     static func clean(_ text: String) -> String {
         var out = String.UnicodeScalarView()
         for scalar in text.unicodeScalars.prefix(ACMELimits.maximumProblemText) {
-            out.append(scalar.value < 0x20 || (scalar.value >= 0x7F && scalar.value < 0xA0) ? "\u{FFFD}" : scalar)
+            out.append(TerminalText.isEscaped(scalar) ? "\u{FFFD}" : scalar)
         }
         return String(out)
     }
