@@ -19,6 +19,10 @@ struct ConnectionContext<Answerer: RequestAnswering> {
     /// copied a second time).
     var out: [UInt8] = []
     var answerer: Answerer
+    /// What every worker's incomplete requests hold together (nil: only each session's bound).
+    var budget: RequestBudget?
+    /// HTTP/2 streams refused since the worker last counted them.
+    var streamsRefused = 0
 }
 
 /// One connection's protocol state, apart from its socket (hummingbird's connection state
@@ -176,7 +180,7 @@ struct ConnectionMachine {
             framing = .http1
             return .wait
         case .http2:
-            let session = HTTP2Session()
+            let session = HTTP2Session(budget: context.budget)
             framing = .http2(session)
             session.produce(into: &context.out, limit: context.limits.outputHighWater)
             return .write
@@ -197,7 +201,9 @@ struct ConnectionMachine {
             return .close  // never parsed: acme-tls/1 has no application data (RFC 8737 §4)
         case .http2(let session):
             // A session that ended (GOAWAY sent for a protocol error) closes once its last frames are out.
+            let refused = session.refusedStreams
             if !session.receive(bytes, now: context.milliseconds) { closeAfterWrite = true }
+            context.streamsRefused += session.refusedStreams - refused
             answerHTTP2(session, &context)
             setHTTP2Deadline(session, context)
             return .write
