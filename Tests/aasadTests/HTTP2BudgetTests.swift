@@ -1,6 +1,9 @@
 import Foundation
+import HTTPServer
 import TestSupport
 import Testing
+
+@testable import aasad
 
 /// Many HTTP/2 connections that make the server hold request fields (Fixtures/h2hold.py, Python's
 /// h2 over real TLS), held open while the test reads the result; `close` ends them.
@@ -110,6 +113,17 @@ final class HTTP2BudgetServeTests {
         #expect(try server.https("a.test", Self.path, ["--http2"]).status == 200, "a normal client was not served")
         clients.close()
         #expect(try Metrics.wait(server) { $0["aasad_incomplete_request_bytes"] == 0 }["aasad_incomplete_request_bytes"] == 0)
+    }
+
+    @Test("limits.incomplete-request-kb: 64 and 1073741824 are taken, 63 and 1073741825 refused; the budget is the value in bytes")
+    func setting() {
+        for (text, ok) in [("64", true), ("63", false), ("1073741824", true), ("1073741825", false), ("-1", false), ("1e3", false)] {
+            var settings = ServerSettings()
+            let problems = settings.apply(yaml: "limits: { incomplete-request-kb: \(text) }\n", file: "aasad.yaml")
+            #expect(problems.isEmpty == ok, "\(text): \(problems)")
+            if ok { #expect(settings.limits.incompleteRequestBytes == (Int(text) ?? 0) * 1024) }
+        }
+        #expect(ServerSettings().limits.incompleteRequestBytes == 32 * 1024 * 1024)
     }
 
     @Test("the process-wide budget: once spent, new connections are refused before the handshake; served again once the holders leave")
