@@ -305,9 +305,10 @@ final class Worker {
 
     // MARK: - Memory after a burst
 
-    /// Connections this worker's count must fall by since its peak before freed memory is given
-    /// back: each held TLS and HTTP/2 state of about 15 to 35 KB ("Idle connections" in
-    /// docs/benchmarks.md), so 32 of them leave about 1 MB in the allocator's free lists.
+    /// Connections this worker's count must fall by since its peak, and at least half the peak,
+    /// before freed memory is given back: each held TLS and HTTP/2 state of about 15 to 35 KB
+    /// ("Idle connections" in docs/benchmarks.md), so 32 of them leave about 1 MB in the
+    /// allocator's free lists. Half the peak: a server with steady churn never trims for it.
     static let trimConnectionDrop = 32
     /// Bytes of incomplete requests (all workers) a burst must have reached, and then fallen to
     /// half of, before freed memory is given back.
@@ -316,12 +317,14 @@ final class Worker {
     /// Gives memory freed after a burst back to the system (`Memory.trim`, glibc's
     /// `malloc_trim`): without it the allocator keeps its peak, and a burst of connections or of
     /// held requests leaves the process at that size after they close. At most once a second
-    /// per worker, and only after a drop of `trimConnectionDrop` connections or of held bytes
-    /// from `trimHeldBytes`: a trim walks the allocator's free lists, which a steady server has
-    /// no reason to pay for.
+    /// per worker, and only after the connections fell to half their peak (by at least
+    /// `trimConnectionDrop`) or held bytes to half of at least `trimHeldBytes`: a trim walks the
+    /// allocator's free lists and holds each arena's lock meanwhile, which a steady server has no
+    /// reason to pay for.
     func trimAfterBurst() {
         peakConnections = max(peakConnections, openConnections)
-        var burst = peakConnections - openConnections >= Self.trimConnectionDrop
+        let drop = peakConnections - openConnections
+        var burst = drop >= Self.trimConnectionDrop && drop >= peakConnections / 2
         if let budget = context.budget {
             let high = budget.takeHighWater()
             if high >= Self.trimHeldBytes && budget.inUse <= high / 2 { burst = true }

@@ -115,6 +115,19 @@ final class HTTP2BudgetServeTests {
         #expect(try Metrics.wait(server) { $0["aasad_incomplete_request_bytes"] == 0 }["aasad_incomplete_request_bytes"] == 0)
     }
 
+    @Test("memory a burst of held streams took goes back to the system once its connections close")
+    func returnedAfterBurst() throws {
+        let server = try RunningServer(config: config)
+        let before = server.residentKilobytes
+        let clients = try HoldingClients(port: server.httpsPort, connections: 40, copies: 1)
+        let held = server.residentKilobytes
+        #expect(held - before > 2_048, "the burst grew RSS by only \(held - before) KB")
+        clients.close()
+        // Within a quarter of the burst's growth of where it started (the allocator keeps some).
+        let back = try eventually { server.residentKilobytes - before < (held - before) / 4 }
+        #expect(back, "RSS \(server.residentKilobytes) KB after close, \(before) KB before, \(held) KB held")
+    }
+
     @Test("limits.incomplete-request-kb: 64 and 1073741824 are taken, 63 and 1073741825 refused; the budget is the value in bytes")
     func setting() {
         for (text, ok) in [("64", true), ("63", false), ("1073741824", true), ("1073741825", false), ("-1", false), ("1e3", false)] {
