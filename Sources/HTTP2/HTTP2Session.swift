@@ -554,6 +554,10 @@ public final class HTTP2Session {
         nghttp2_submit_rst_stream(session, 0, stream, code)
     }
 
+    /// Requests whose stream ended (END_STREAM), since the session began: the connection's
+    /// request timeout starts again only when this moves.
+    public private(set) var completedRequests = 0
+
     /// Streams refused by the budgets or as malformed, since the session began (for tests).
     public private(set) var refusedStreams = 0
 
@@ -569,9 +573,11 @@ public final class HTTP2Session {
             current = nil
             held -= request.heldBytes
             ready.append(request)
+            completedRequests &+= 1
         } else if let request = streams.removeValue(forKey: stream) {
             held -= request.heldBytes
             ready.append(request)
+            completedRequests &+= 1
         }
     }
 

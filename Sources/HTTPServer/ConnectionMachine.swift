@@ -132,8 +132,13 @@ struct ConnectionMachine {
     /// HTTP/1.1: rounds of answering already-read requests left in this readiness event
     /// (`Limits.answerRoundsPerEvent`).
     private var rounds = 0
-    /// HTTP/2: the second since which the session has held an incomplete request.
+    /// HTTP/2: the second since which the session has held incomplete requests without
+    /// completing one.
     private var incompleteSince: Int64?
+    /// HTTP/2: the session's count of completed requests when the deadline was last set.
+    private var completedSeen = 0
+    /// HTTP/2: since when the session has held no incomplete request, `incompleteSince` kept.
+    private var settledSince: Int64?
 
     init(peer: Peer, tls: Bool, now: Int64, limits: Limits) {
         self.peer = peer
@@ -505,10 +510,23 @@ struct ConnectionMachine {
             // client that keeps streams open must not keep the first GOAWAY's door open).
             if context.draining && !session.goingAway, let graceUntil { deadline = min(deadline, graceUntil) }
         }
-        guard session.hasIncompleteRequests else {
+        // A completed request starts the count again; streams that end by a reset do not: a
+        // client that resets its incomplete streams before the timeout and opens new ones would
+        // otherwise hold their fields for ever. Only a request timeout without any incomplete
+        // request forgets it.
+        if session.completedRequests != completedSeen {
+            completedSeen = session.completedRequests
             incompleteSince = nil
+            settledSince = nil
+        }
+        guard session.hasIncompleteRequests else {
+            if incompleteSince != nil && settledSince == nil { settledSince = context.now }
             deadline = context.now + context.limits.idleTimeout
             return
+        }
+        if let settled = settledSince {
+            if context.now - settled >= context.limits.requestTimeout { incompleteSince = nil }
+            settledSince = nil
         }
         let since = incompleteSince ?? context.now
         incompleteSince = since
