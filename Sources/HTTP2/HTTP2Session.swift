@@ -82,38 +82,38 @@ public struct HTTP2Request: Sendable {
     }
 
     /// Takes one field of the request's header block. nil when taken; otherwise why the stream
-    /// must be refused. `room`: the bytes the request's buffer may still grow by.
-    mutating func take(_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>, limit: Int, room: Int) -> Refusal? {
+    /// must be refused. `room`: the bytes the request's buffer may still grow by, less what it grew.
+    mutating func take(_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>, limit: Int, room: inout Int) -> Refusal? {
         fieldBytes += name.count + value.count + 32  // RFC 9113 §6.5.2 counts 32 per field
         guard fieldBytes <= limit else { return .tooLarge }
         // Matched as bytes, by length first: no String and no generic comparison per field.
         switch name.count {
         case 4 where UnsafeRawBufferPointer(name).equals("host"):
             // nghttp2 refuses a second `host` itself; `:authority` wins over it (RFC 9113 §8.3.1).
-            if authorityRange == nil { return keep(value, as: .authority, room: room) }
+            if authorityRange == nil { return keep(value, as: .authority, room: &room) }
         case 5 where UnsafeRawBufferPointer(name).equals(":path"):
             // A request target never holds a fragment (RFC 9110 §7.1): malformed, the stream is
             // refused, as HTTP/1.1 answers it 400 (RFC 9113 §8.1.1). nghttp2 refuses a second
             // `:path` itself (RFC 9113 §8.3).
             guard !value.contains(35) else { return .malformed }
-            guard let range = store(value, replacing: targetRange.isEmpty ? nil : targetRange, room: room) else { return .overBudget }
+            guard let range = store(value, replacing: targetRange.isEmpty ? nil : targetRange, room: &room) else { return .overBudget }
             targetRange = range
             pathEnd = value.firstIndex(of: 63) ?? value.count
         case 7 where UnsafeRawBufferPointer(name).equals(":method"):
             method = Method(UnsafeRawBufferPointer(value))
         case 10 where UnsafeRawBufferPointer(name).equals(":authority"):
-            return keep(value, as: .authority, room: room)
+            return keep(value, as: .authority, room: &room)
         case 10 where UnsafeRawBufferPointer(name).equals("user-agent"):
             guard userAgentRange == nil else { return .malformed }
-            return keep(value, as: .userAgent, room: room)
+            return keep(value, as: .userAgent, room: &room)
         case 13 where UnsafeRawBufferPointer(name).equals("if-none-match"):
             // A list (RFC 9110 §13.1.2): lines are joined into one value, within the budget.
-            return keep(value, as: .ifNoneMatch, joining: ifNoneMatchRange != nil, room: room)
+            return keep(value, as: .ifNoneMatch, joining: ifNoneMatchRange != nil, room: &room)
         case 15 where UnsafeRawBufferPointer(name).equals("accept-encoding"):
             acceptsGzip = HTTPFields.acceptsGzip(UnsafeRawBufferPointer(value))
         case 17 where UnsafeRawBufferPointer(name).equals("if-modified-since"):
             guard ifModifiedSinceRange == nil else { return .malformed }
-            return keep(value, as: .ifModifiedSince, room: room)
+            return keep(value, as: .ifModifiedSince, room: &room)
         default: break
         }
         return nil
@@ -124,7 +124,7 @@ public struct HTTP2Request: Sendable {
 
     /// `store` for `field` (a switch rather than a key path: this runs for most fields of every
     /// request).
-    private mutating func keep(_ value: UnsafeBufferPointer<UInt8>, as field: Field, joining: Bool = false, room: Int) -> Refusal? {
+    private mutating func keep(_ value: UnsafeBufferPointer<UInt8>, as field: Field, joining: Bool = false, room: inout Int) -> Refusal? {
         let old: Range<Int>?
         switch field {
         case .authority: old = authorityRange
@@ -132,7 +132,7 @@ public struct HTTP2Request: Sendable {
         case .ifNoneMatch: old = ifNoneMatchRange
         case .ifModifiedSince: old = ifModifiedSinceRange
         }
-        guard let range = store(value, replacing: old, joining: joining, room: room) else { return .overBudget }
+        guard let range = store(value, replacing: old, joining: joining, room: &room) else { return .overBudget }
         switch field {
         case .authority: authorityRange = range
         case .userAgent: userAgentRange = range
@@ -144,8 +144,8 @@ public struct HTTP2Request: Sendable {
 
     /// Keeps `value` in place of the field at `range` (nil: a new field), or after it with ", "
     /// when `joining`; returns where the field now is, or nil when the buffer would have to grow
-    /// by more than `room` (nothing is changed then).
-    private mutating func store(_ value: UnsafeBufferPointer<UInt8>, replacing range: Range<Int>?, joining: Bool = false, room: Int)
+    /// by more than `room` (nothing is changed then); what it grew by is taken from `room`.
+    private mutating func store(_ value: UnsafeBufferPointer<UInt8>, replacing range: Range<Int>?, joining: Bool = false, room: inout Int)
         -> Range<Int>?
     {
         let old = range ?? kept.endIndex..<kept.endIndex
@@ -157,8 +157,10 @@ public struct HTTP2Request: Sendable {
             // Sized exactly (rounded to the allocator's 16 bytes), not doubled: the room is what
             // the budget allows, and a doubled buffer would hold up to twice what it needs.
             let capacity = (max(needed, Self.initialCapacity) + 15) & ~15
-            guard capacity + Self.storageHeader + Self.allocationSlack - heldBytes <= room else { return nil }
+            let before = heldBytes
+            guard capacity + Self.storageHeader + Self.allocationSlack - before <= room else { return nil }
             kept.reserveCapacity(capacity)
+            room -= heldBytes - before
         }
         if range == nil {
             kept.append(contentsOf: value)  // the usual case: a field's first value
@@ -516,9 +518,12 @@ public final class HTTP2Session {
     /// request held at once.
     fileprivate func header(_ stream: Int32, _ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>) {
         if current?.stream == stream {
-            let before = current!.heldBytes
-            let refusal = current!.take(name, value, limit: Self.maximumHeaderListSize, room: room(completes: currentCompletes))
-            held += current!.heldBytes - before
+            // `take` spends from the room what its buffer grew by (rarely: 256 bytes hold a
+            // usual request), so held bytes are counted without reading capacities per field.
+            let room = room(completes: currentCompletes)
+            var left = room
+            let refusal = current!.take(name, value, limit: Self.maximumHeaderListSize, room: &left)
+            held += room - left
             guard let refusal else { return }
             held -= current!.heldBytes
             current = nil
@@ -526,9 +531,10 @@ public final class HTTP2Session {
             return
         }
         guard streams[stream] != nil else { return }  // refused, or not a request
-        let before = streams[stream]!.heldBytes
-        let refusal = streams[stream]!.take(name, value, limit: Self.maximumHeaderListSize, room: room(completes: false))
-        held += streams[stream]!.heldBytes - before
+        let room = room(completes: false)
+        var left = room
+        let refusal = streams[stream]!.take(name, value, limit: Self.maximumHeaderListSize, room: &left)
+        held += room - left
         guard let refusal else { return }
         held -= streams[stream]!.heldBytes
         streams[stream] = nil
