@@ -18,10 +18,21 @@ public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     return 0
 }
 
+/// A process-wide budget below one session's own (48 KB against 64 KB), so that inputs reach
+/// both bounds.
+let fuzzBudgetLimit = 48 * 1024
+
 /// Feeds `bytes` in two reads (split where the input says), answers every request, produces
-/// output; after each step the session holds state only for streams nghttp2 has open.
+/// output; after each step the session holds state only for streams nghttp2 has open, and the
+/// fields it holds are counted and within both budgets. Once it ends, the budget is whole again.
 func exerciseHTTP2(_ bytes: [UInt8]) {
-    let session = HTTP2Session()
+    let budget = RequestBudget(limit: fuzzBudgetLimit)
+    exerciseHTTP2(bytes, budget: budget)
+    precondition(budget.inUse == 0, "an ended session left \(budget.inUse) bytes counted in the process budget")
+}
+
+func exerciseHTTP2(_ bytes: [UInt8], budget: RequestBudget) {
+    let session = HTTP2Session(budget: budget)
     var output: [UInt8] = []
     session.produce(into: &output, limit: 1 << 16)
     let split =
@@ -29,6 +40,9 @@ func exerciseHTTP2(_ bytes: [UInt8]) {
         ? clientPreface.count + Int(bytes[clientPreface.count]) % (bytes.count - clientPreface.count + 1) : bytes.count
     for piece in [bytes[..<split], bytes[split...]] where !piece.isEmpty {
         let alive = piece.withUnsafeBytes { session.receive($0, now: 0) }
+        precondition(session.heldBytesAreCounted, "held bytes miscounted or over HTTP2Session.maximumHeldBytes")
+        precondition(session.heldBytes <= fuzzBudgetLimit + HTTP2Session.maximumHeldBytes, "held bytes past the process budget")
+        precondition(budget.inUse == session.heldBytes, "the process budget does not match what the session holds")
         session.answer { request in
             precondition(request.stream > 0 && request.stream % 2 == 1, "a request on a stream the client cannot open")
             // The server's own field handling, on the request's values, through the same view
@@ -51,6 +65,7 @@ func exerciseHTTP2(_ bytes: [UInt8]) {
         }
         precondition(session.heldStreamsAreOpen, "state kept for a stream nghttp2 closed")
         precondition(session.activeStreams <= 2 * Int(HTTP2Session.maximumConcurrentStreams) + 2, "streams beyond the concurrency bound")
+        precondition(session.heldBytesAreCounted && budget.inUse == session.heldBytes, "held bytes miscounted after output")
         if !alive { break }
     }
 }

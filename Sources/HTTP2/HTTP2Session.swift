@@ -7,10 +7,11 @@ public struct HTTP2Request: Sendable {
     public var stream: Int32
     public var method: Method = .other
     /// The kept field values, back to back; the ranges below index into it. One allocation per
-    /// request instead of one per field.
+    /// request instead of one per field, and it holds each kept field once: a value that
+    /// replaces or extends another is written over it, never beside it.
     private var kept: [UInt8] = []
     /// Where `:path` (query included), `:authority` (else `host`), `if-none-match`,
-    /// `if-modified-since` and `user-agent` are in `kept`. A field sent twice keeps its last value.
+    /// `if-modified-since` and `user-agent` are in `kept`.
     private var targetRange: Range<Int> = 0..<0
     private var authorityRange: Range<Int>?
     private var ifNoneMatchRange: Range<Int>?
@@ -32,6 +33,7 @@ public struct HTTP2Request: Sendable {
     public var path: ArraySlice<UInt8> { kept[targetRange.lowerBound..<targetRange.lowerBound + pathEnd] }
     /// `:authority`, else `host`.
     public var authority: ArraySlice<UInt8>? { authorityRange.map { kept[$0] } }
+    /// Every `if-none-match` field of the request, joined with ", " (RFC 9110 §5.3).
     public var ifNoneMatch: ArraySlice<UInt8>? { ifNoneMatchRange.map { kept[$0] } }
     public var ifModifiedSince: ArraySlice<UInt8>? { ifModifiedSinceRange.map { kept[$0] } }
     public var userAgent: ArraySlice<UInt8>? { userAgentRange.map { kept[$0] } }
@@ -53,46 +55,136 @@ public struct HTTP2Request: Sendable {
         }
     }
 
-    private mutating func keep(_ value: UnsafeBufferPointer<UInt8>) -> Range<Int> {
-        if kept.capacity == 0 { kept.reserveCapacity(Self.initialCapacity) }
-        let start = kept.count
-        kept.append(contentsOf: value)
-        return start..<kept.count
+    /// Bytes this request holds: its kept buffer's allocation (the elements and the array's
+    /// header), or nothing before the first value is kept.
+    var heldBytes: Int { kept.capacity == 0 ? 0 : kept.capacity + Self.storageHeader }
+
+    /// Bytes in front of an array's elements (its count and capacity, and the object header, on
+    /// a 64-bit platform).
+    static let storageHeader = 32
+    /// What the allocator may add to a block beyond the size asked for: glibc rounds a chunk up
+    /// to 16 bytes, and Swift takes the rounding as capacity. Counted before an allocation, so
+    /// that what the block turns out to hold never passes the budget.
+    static let allocationSlack = 16
+    /// Room for a usual request's kept values (a path, a host, a User-Agent) in one allocation.
+    static let initialCapacity = 256
+
+    /// Why a field ends its stream.
+    enum Refusal: Equatable {
+        /// The header list passed `limit` (SETTINGS_MAX_HEADER_LIST_SIZE).
+        case tooLarge
+        /// Keeping the value would pass the bytes the session may still hold (`room`).
+        case overBudget
+        /// A second `user-agent` or `if-modified-since`: a field defined as one value, which a
+        /// sender must not repeat (RFC 9110 §5.3; nginx answers 400 to the same), or a malformed
+        /// `:path`.
+        case malformed
     }
 
-    /// Room for a usual request's kept values (a path, a host, a User-Agent) in one allocation.
-    private static let initialCapacity = 256
-
-    /// Takes one field of the request's header block. False when the stream must be refused: its
-    /// header list is over `limit`, or its `:path` is malformed.
-    mutating func take(_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>, limit: Int) -> Bool {
+    /// Takes one field of the request's header block. nil when taken; otherwise why the stream
+    /// must be refused. `room`: the bytes the request's buffer may still grow by, less what it grew.
+    mutating func take(_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>, limit: Int, room: inout Int) -> Refusal? {
         fieldBytes += name.count + value.count + 32  // RFC 9113 §6.5.2 counts 32 per field
-        guard fieldBytes <= limit else { return false }
+        guard fieldBytes <= limit else { return .tooLarge }
         // Matched as bytes, by length first: no String and no generic comparison per field.
         switch name.count {
         case 4 where UnsafeRawBufferPointer(name).equals("host"):
-            if authorityRange == nil { authorityRange = keep(value) }
+            // nghttp2 refuses a second `host` itself; `:authority` wins over it (RFC 9113 §8.3.1).
+            if authorityRange == nil { return keep(value, as: .authority, room: &room) }
         case 5 where UnsafeRawBufferPointer(name).equals(":path"):
             // A request target never holds a fragment (RFC 9110 §7.1): malformed, the stream is
-            // refused, as HTTP/1.1 answers it 400 (RFC 9113 §8.1.1).
-            guard !value.contains(35) else { return false }
-            targetRange = keep(value)
+            // refused, as HTTP/1.1 answers it 400 (RFC 9113 §8.1.1). nghttp2 refuses a second
+            // `:path` itself (RFC 9113 §8.3).
+            guard !value.contains(35) else { return .malformed }
+            guard let range = store(value, replacing: targetRange.isEmpty ? nil : targetRange, room: &room) else { return .overBudget }
+            targetRange = range
             pathEnd = value.firstIndex(of: 63) ?? value.count
         case 7 where UnsafeRawBufferPointer(name).equals(":method"):
             method = Method(UnsafeRawBufferPointer(value))
         case 10 where UnsafeRawBufferPointer(name).equals(":authority"):
-            authorityRange = keep(value)
+            return keep(value, as: .authority, room: &room)
         case 10 where UnsafeRawBufferPointer(name).equals("user-agent"):
-            userAgentRange = keep(value)
+            guard userAgentRange == nil else { return .malformed }
+            return keep(value, as: .userAgent, room: &room)
         case 13 where UnsafeRawBufferPointer(name).equals("if-none-match"):
-            ifNoneMatchRange = keep(value)
+            // A list (RFC 9110 §13.1.2): lines are joined into one value, within the budget.
+            return keep(value, as: .ifNoneMatch, joining: ifNoneMatchRange != nil, room: &room)
         case 15 where UnsafeRawBufferPointer(name).equals("accept-encoding"):
             acceptsGzip = HTTPFields.acceptsGzip(UnsafeRawBufferPointer(value))
         case 17 where UnsafeRawBufferPointer(name).equals("if-modified-since"):
-            ifModifiedSinceRange = keep(value)
+            guard ifModifiedSinceRange == nil else { return .malformed }
+            return keep(value, as: .ifModifiedSince, room: &room)
         default: break
         }
-        return true
+        return nil
+    }
+
+    /// The kept fields other than the target.
+    private enum Field { case authority, userAgent, ifNoneMatch, ifModifiedSince }
+
+    /// `store` for `field` (a switch rather than a key path: this runs for most fields of every
+    /// request).
+    private mutating func keep(_ value: UnsafeBufferPointer<UInt8>, as field: Field, joining: Bool = false, room: inout Int) -> Refusal? {
+        let old: Range<Int>?
+        switch field {
+        case .authority: old = authorityRange
+        case .userAgent: old = userAgentRange
+        case .ifNoneMatch: old = ifNoneMatchRange
+        case .ifModifiedSince: old = ifModifiedSinceRange
+        }
+        guard let range = store(value, replacing: old, joining: joining, room: &room) else { return .overBudget }
+        switch field {
+        case .authority: authorityRange = range
+        case .userAgent: userAgentRange = range
+        case .ifNoneMatch: ifNoneMatchRange = range
+        case .ifModifiedSince: ifModifiedSinceRange = range
+        }
+        return nil
+    }
+
+    /// Keeps `value` in place of the field at `range` (nil: a new field), or after it with ", "
+    /// when `joining`; returns where the field now is, or nil when the buffer would have to grow
+    /// by more than `room` (nothing is changed then); what it grew by is taken from `room`.
+    private mutating func store(_ value: UnsafeBufferPointer<UInt8>, replacing range: Range<Int>?, joining: Bool = false, room: inout Int)
+        -> Range<Int>?
+    {
+        let old = range ?? kept.endIndex..<kept.endIndex
+        let added = joining ? value.count + 2 : value.count
+        let length = joining ? old.count + added : value.count
+        let (needed, overflow) = (kept.count - old.count).addingReportingOverflow(length)
+        guard !overflow else { return nil }
+        if needed > kept.capacity {
+            // Sized exactly (rounded to the allocator's 16 bytes), not doubled: the room is what
+            // the budget allows, and a doubled buffer would hold up to twice what it needs.
+            let capacity = (max(needed, Self.initialCapacity) + 15) & ~15
+            let before = heldBytes
+            guard capacity + Self.storageHeader + Self.allocationSlack - before <= room else { return nil }
+            kept.reserveCapacity(capacity)
+            room -= heldBytes - before
+        }
+        if range == nil {
+            kept.append(contentsOf: value)  // the usual case: a field's first value
+        } else if joining {
+            kept.insert(contentsOf: [44, 32] + Array(value), at: old.upperBound)
+        } else {
+            kept.replaceSubrange(old, with: value)
+        }
+        // Values after the one rewritten move by the change in its length (an appended one has
+        // none after it).
+        let shift = length - old.count
+        if range != nil && shift != 0 {
+            func move(_ r: inout Range<Int>?) {
+                if let s = r, s.lowerBound >= old.upperBound, s != old { r = s.lowerBound + shift..<s.upperBound + shift }
+            }
+            var target: Range<Int>? = targetRange
+            move(&target)
+            targetRange = target ?? 0..<0
+            move(&authorityRange)
+            move(&ifNoneMatchRange)
+            move(&ifModifiedSinceRange)
+            move(&userAgentRange)
+        }
+        return old.lowerBound..<old.lowerBound + length
     }
 }
 
@@ -116,6 +208,13 @@ public final class HTTP2Session {
     /// milliseconds before the connection is closed with ENHANCE_YOUR_CALM.
     public static let maximumResetsPerWindow = 200
     public static let resetWindow: Int64 = 1_000
+    /// Bytes the fields of all of a session's incomplete requests may hold together (each
+    /// request's kept buffer, as allocated). Without it, 100 streams of 16 KB header lists, each
+    /// a few bytes on the wire with HPACK's indexing, held 1.6 MB per connection. 64 KB is four
+    /// full 16 KB header lists, or over 200 usual requests (a path, a host and a User-Agent in
+    /// 256 bytes) waiting for their END_STREAM. A stream whose field would pass it is refused
+    /// (REFUSED_STREAM) and what it held is freed.
+    public static let maximumHeldBytes = 65_536
 
     private var session: OpaquePointer?
     // The state below is touched by every nghttp2 callback (ten or more per request). A session
@@ -139,10 +238,21 @@ public final class HTTP2Session {
     @exclusivity(unchecked) private var nva: [nghttp2_nv] = []
     @exclusivity(unchecked) private var resets: [Int64] = []
     @exclusivity(unchecked) private var now: Int64 = 0
+    /// Bytes the incomplete requests (`current` and `streams`) hold, at most `maximumHeldBytes`.
+    @exclusivity(unchecked) private var held = 0
+    /// The part of `held` counted in `budget` (settled after each read and write).
+    @exclusivity(unchecked) private var reported = 0
+    /// Whether `current` is a request whose header block and stream both end in the frame that
+    /// began it: it is answered within this read, so only the session's own bound applies to it.
+    @exclusivity(unchecked) private var currentCompletes = false
+    /// The process-wide budget for incomplete requests, shared with every other session.
+    private let budget: RequestBudget?
     /// Why the session ended, for debug logs.
     public private(set) var failure: String?
 
-    public init() {
+    /// A session whose incomplete requests count against `budget` (none: only its own bound).
+    public init(budget: RequestBudget? = nil) {
+        self.budget = budget
         var callbacks: OpaquePointer?
         nghttp2_session_callbacks_new(&callbacks)
         nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks, onBeginHeaders)
@@ -173,6 +283,7 @@ public final class HTTP2Session {
 
     deinit {
         nghttp2_session_del(session)
+        budget?.add(-reported)
     }
 
     /// Feeds bytes read from the connection. False when the session must end (a protocol error
@@ -180,11 +291,31 @@ public final class HTTP2Session {
     public func receive(_ bytes: UnsafeRawBufferPointer, now: Int64) -> Bool {
         self.now = now
         let n = nghttp2_session_mem_recv(session, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count)
+        settle()
         if n < 0 {
             failure = "nghttp2: \(String(validatingCString: nghttp2_strerror(Int32(n))) ?? "\(n)")"
             return false
         }
         return failure == nil
+    }
+
+    /// Brings the process-wide budget in line with what this session holds: once per read or
+    /// write, so that a request answered within the read that brought it costs no atomic
+    /// operation.
+    private func settle() {
+        guard let budget, held != reported else { return }
+        budget.add(held - reported)
+        reported = held
+    }
+
+    /// Bytes the fields of this session's incomplete requests hold (at most `maximumHeldBytes`).
+    public var heldBytes: Int { held }
+
+    /// Whether `heldBytes` is what the incomplete requests hold, and within the bound. Checked by
+    /// the HTTP/2 fuzz target and its replay tests.
+    var heldBytesAreCounted: Bool {
+        let sum = (current?.heldBytes ?? 0) + streams.values.reduce(0) { $0 + $1.heldBytes }
+        return sum == held && held <= Self.maximumHeldBytes
     }
 
     /// Calls `body` with each request complete since the last call, in the order they completed.
@@ -290,6 +421,8 @@ public final class HTTP2Session {
 
     /// Appends frames to send to `out`, up to about `limit` bytes (the rest waits for the socket).
     public func produce(into out: inout [UInt8], limit: Int) {
+        // Sending a RST_STREAM closes its stream, which may release what it held.
+        defer { settle() }
         while out.count < limit {
             var data: UnsafePointer<UInt8>?
             let n = nghttp2_session_mem_send(session, &data)
@@ -359,23 +492,80 @@ public final class HTTP2Session {
     private static let dateName: StaticString = "date"
     private static let locationName: StaticString = "location"
 
-    fileprivate func beginHeaders(_ stream: Int32) {
+    /// A request's header block begins. `completes`: its END_STREAM and END_HEADERS are on this
+    /// frame. With the process-wide budget spent, a stream that would wait for more is refused
+    /// here, before anything is kept for it.
+    fileprivate func beginHeaders(_ stream: Int32, completes: Bool) {
         if let previous = current { streams[previous.stream] = previous }
+        current = nil
+        if !completes, let budget, budget.inUse + (held - reported) >= budget.limit {
+            refuse(stream, CAASANghttp2_REFUSED_STREAM)
+            return
+        }
         current = HTTP2Request(stream: stream)
+        currentCompletes = completes
     }
 
-    /// Returns false to refuse the stream (its header list is over the bound, or malformed).
-    fileprivate func header(_ stream: Int32, _ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>) -> Bool {
-        if current?.stream == stream {
-            if current!.take(name, value, limit: Self.maximumHeaderListSize) { return true }
-            current = nil
-            return false
-        }
-        guard streams[stream] != nil else { return true }
-        if streams[stream]!.take(name, value, limit: Self.maximumHeaderListSize) { return true }
-        streams[stream] = nil
-        return false
+    /// Bytes a request of the session may still grow by: the session's bound, and for a request
+    /// that waits for more, the process-wide budget less what this session has not reported yet.
+    private func room(completes: Bool) -> Int {
+        var room = Self.maximumHeldBytes - held
+        if !completes, let budget { room = min(room, budget.limit - budget.inUse - (held - reported)) }
+        return room
     }
+
+    /// Takes a field of a request's header block; a field that ends the stream frees what the
+    /// request held at once.
+    fileprivate func header(_ stream: Int32, _ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>) {
+        if current?.stream == stream {
+            // `take` spends from the room what its buffer grew by (rarely: 256 bytes hold a
+            // usual request), so held bytes are counted without reading capacities per field.
+            let room = room(completes: currentCompletes)
+            var left = room
+            let refusal = current!.take(name, value, limit: Self.maximumHeaderListSize, room: &left)
+            held += room - left
+            guard let refusal else { return }
+            held -= current!.heldBytes
+            current = nil
+            refuse(stream, refusal)
+            return
+        }
+        guard streams[stream] != nil else { return }  // refused, or not a request
+        let room = room(completes: false)
+        var left = room
+        let refusal = streams[stream]!.take(name, value, limit: Self.maximumHeaderListSize, room: &left)
+        held += room - left
+        guard let refusal else { return }
+        held -= streams[stream]!.heldBytes
+        streams[stream] = nil
+        refuse(stream, refusal)
+    }
+
+    /// Resets a stream whose field was refused: REFUSED_STREAM when the budget ran out (RFC 9113
+    /// §8.7: nothing was processed, the client may retry it, later or elsewhere), PROTOCOL_ERROR
+    /// for a malformed request (§8.1.1), INTERNAL_ERROR for a header list over the advertised
+    /// SETTINGS_MAX_HEADER_LIST_SIZE (what nghttp2 sends for a refused header block).
+    private func refuse(_ stream: Int32, _ refusal: HTTP2Request.Refusal) {
+        switch refusal {
+        case .overBudget: refuse(stream, CAASANghttp2_REFUSED_STREAM)
+        case .malformed: refuse(stream, CAASANghttp2_PROTOCOL_ERROR)
+        case .tooLarge: refuse(stream, CAASANghttp2_INTERNAL_ERROR)
+        }
+    }
+
+    /// Queues RST_STREAM with `code`. The rest of the header block is still decoded (HPACK's
+    /// table depends on it) but kept nowhere: no request is left for the stream.
+    private func refuse(_ stream: Int32, _ code: UInt32) {
+        refusedStreams += 1
+        nghttp2_submit_rst_stream(session, 0, stream, code)
+    }
+
+    /// Requests whose stream ended (END_STREAM), since the session began: the connection's
+    /// request timeout starts again only when this moves.
+    public private(set) var completedRequests = 0
+
+    /// Streams refused by the budgets or as malformed, since the session began (for tests).
+    public private(set) var refusedStreams = 0
 
     fileprivate func frameReceived(type: UInt8, flags: UInt8, stream: Int32) {
         if type == CAASANghttp2_RST_STREAM {
@@ -387,9 +577,13 @@ public final class HTTP2Session {
         guard flags & CAASANghttp2_FLAG_END_STREAM != 0, type == CAASANghttp2_HEADERS || type == CAASANghttp2_DATA else { return }
         if let request = current, request.stream == stream {
             current = nil
+            held -= request.heldBytes
             ready.append(request)
+            completedRequests &+= 1
         } else if let request = streams.removeValue(forKey: stream) {
+            held -= request.heldBytes
             ready.append(request)
+            completedRequests &+= 1
         }
     }
 
@@ -398,8 +592,11 @@ public final class HTTP2Session {
     }
 
     fileprivate func streamClosed(_ stream: Int32) {
-        if current?.stream == stream { current = nil }
-        if !streams.isEmpty { streams[stream] = nil }
+        if let request = current, request.stream == stream {
+            held -= request.heldBytes
+            current = nil
+        }
+        if !streams.isEmpty, let request = streams.removeValue(forKey: stream) { held -= request.heldBytes }
         if !bodies.isEmpty { dropBody(stream) }
     }
 
@@ -433,17 +630,20 @@ private let onBeginHeaders: nghttp2_on_begin_headers_callback = { _, frame, user
     guard let frame, CAASANghttp2_frame_type(frame) == CAASANghttp2_HEADERS,
         CAASANghttp2_frame_headers_category(frame) == CAASANghttp2_HCAT_REQUEST
     else { return 0 }
-    HTTP2Session.of(user).beginHeaders(CAASANghttp2_frame_stream_id(frame))
+    // END_HEADERS | END_STREAM: the request is whole within this frame.
+    let completes = CAASANghttp2_frame_flags(frame) & 0x5 == 0x5
+    HTTP2Session.of(user).beginHeaders(CAASANghttp2_frame_stream_id(frame), completes: completes)
     return 0
 }
 
 private let onHeader: nghttp2_on_header_callback = { _, frame, name, nameLength, value, valueLength, _, user in
     guard let frame, let name, let value else { return 0 }
-    let ok = HTTP2Session.of(user).header(
+    // A refused field resets just its stream (RST_STREAM, queued by the session), not the
+    // connection.
+    HTTP2Session.of(user).header(
         CAASANghttp2_frame_stream_id(frame), UnsafeBufferPointer(start: name, count: nameLength),
         UnsafeBufferPointer(start: value, count: valueLength))
-    // A temporal failure resets just this stream (RST_STREAM), not the connection.
-    return ok ? 0 : CAASANghttp2_ERR_TEMPORAL_CALLBACK_FAILURE
+    return 0
 }
 
 private let onFrameReceived: nghttp2_on_frame_recv_callback = { _, frame, user in

@@ -19,6 +19,10 @@ struct ConnectionContext<Answerer: RequestAnswering> {
     /// copied a second time).
     var out: [UInt8] = []
     var answerer: Answerer
+    /// What every worker's incomplete requests hold together (nil: only each session's bound).
+    var budget: RequestBudget?
+    /// HTTP/2 streams refused since the worker last counted them.
+    var streamsRefused = 0
 }
 
 /// One connection's protocol state, apart from its socket (hummingbird's connection state
@@ -128,8 +132,13 @@ struct ConnectionMachine {
     /// HTTP/1.1: rounds of answering already-read requests left in this readiness event
     /// (`Limits.answerRoundsPerEvent`).
     private var rounds = 0
-    /// HTTP/2: the second since which the session has held an incomplete request.
+    /// HTTP/2: the second since which the session has held incomplete requests without
+    /// completing one.
     private var incompleteSince: Int64?
+    /// HTTP/2: the session's count of completed requests when the deadline was last set.
+    private var completedSeen = 0
+    /// HTTP/2: since when the session has held no incomplete request, `incompleteSince` kept.
+    private var settledSince: Int64?
 
     init(peer: Peer, tls: Bool, now: Int64, limits: Limits) {
         self.peer = peer
@@ -176,7 +185,7 @@ struct ConnectionMachine {
             framing = .http1
             return .wait
         case .http2:
-            let session = HTTP2Session()
+            let session = HTTP2Session(budget: context.budget)
             framing = .http2(session)
             session.produce(into: &context.out, limit: context.limits.outputHighWater)
             return .write
@@ -197,7 +206,9 @@ struct ConnectionMachine {
             return .close  // never parsed: acme-tls/1 has no application data (RFC 8737 §4)
         case .http2(let session):
             // A session that ended (GOAWAY sent for a protocol error) closes once its last frames are out.
+            let refused = session.refusedStreams
             if !session.receive(bytes, now: context.milliseconds) { closeAfterWrite = true }
+            context.streamsRefused += session.refusedStreams - refused
             answerHTTP2(session, &context)
             setHTTP2Deadline(session, context)
             return .write
@@ -499,10 +510,23 @@ struct ConnectionMachine {
             // client that keeps streams open must not keep the first GOAWAY's door open).
             if context.draining && !session.goingAway, let graceUntil { deadline = min(deadline, graceUntil) }
         }
-        guard session.hasIncompleteRequests else {
+        // A completed request starts the count again; streams that end by a reset do not: a
+        // client that resets its incomplete streams before the timeout and opens new ones would
+        // otherwise hold their fields for ever. Only a request timeout without any incomplete
+        // request forgets it.
+        if session.completedRequests != completedSeen {
+            completedSeen = session.completedRequests
             incompleteSince = nil
+            settledSince = nil
+        }
+        guard session.hasIncompleteRequests else {
+            if incompleteSince != nil && settledSince == nil { settledSince = context.now }
             deadline = context.now + context.limits.idleTimeout
             return
+        }
+        if let settled = settledSince {
+            if context.now - settled >= context.limits.requestTimeout { incompleteSince = nil }
+            settledSince = nil
         }
         let since = incompleteSince ?? context.now
         incompleteSince = since

@@ -1,4 +1,5 @@
 import HTTP1
+import HTTPCore
 
 /// Every bound and timeout of a connection, named, with the reason for its value.
 public struct Limits: Sendable, Equatable {
@@ -41,6 +42,11 @@ public struct Limits: Sendable, Equatable {
     /// Connections one worker keeps open at most; at the limit it stops accepting until one
     /// closes (new clients wait in the listen backlog). 0: bounded only by the descriptor limit.
     public var maxConnections = 0
+    /// Bytes the fields of all incomplete HTTP/2 requests may hold together, every worker's
+    /// sessions counted (`RequestBudget`, default 32 MB); past it, streams that would wait for
+    /// more and new connections are refused. Set when the server starts (a reload keeps the
+    /// first value).
+    public var incompleteRequestBytes = RequestBudget.defaultLimit
 
     public init() {}
 }

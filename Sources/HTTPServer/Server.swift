@@ -1,4 +1,5 @@
 import Glibc
+import HTTPCore
 public import Logging
 public import Reactor
 public import SiteStore
@@ -67,6 +68,8 @@ public final class Server {
     private let tls: TLSServer?
     private let logger: Logger
     private let stopFlag = AtomicFlag()
+    /// What the serving workers' incomplete requests hold together (`Limits.incompleteRequestBytes`).
+    private let requestBudget: RequestBudget
     private var workers: [Worker] = []
     private var threads: [LoopThread] = []
     private var listenerFDs: [Int32] = []
@@ -87,6 +90,8 @@ public final class Server {
     public init(configuration: Configuration, store: SnapshotStore, tls: TLSServer?, logger: Logger) {
         self.configuration = configuration
         tuning = Tuning(limits: configuration.limits, accessLog: configuration.accessLog)
+        requestBudget = RequestBudget(limit: configuration.limits.incompleteRequestBytes)
+        configuration.traffic.watch(requestBudget)
         self.store = store
         self.tls = tls
         self.logger = logger
@@ -156,7 +161,7 @@ public final class Server {
                         index: i, listeners: perWorker[i], tls: tls, store: store, limits: configuration.limits, logger: logger,
                         stopFlag: stopFlag, tuning: tuning, counters: configuration.traffic.makeWorkerCounters(),
                         fetchLog: configuration.fetchLog, accessLog: configuration.accessLog, http01: configuration.http01Resolver,
-                        httpsRedirect: redirect))
+                        httpsRedirect: redirect, budget: requestBudget))
             }
             let passedAdmin = inherited("admin").first
             if let endpoint = configuration.adminEndpoint, passedAdmin != nil || configuration.admin != nil {

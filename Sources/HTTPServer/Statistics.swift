@@ -111,7 +111,9 @@ final class WorkerCounters: @unchecked Sendable {
     private static let openBase = acceptedBase + Traffic.ListenerClass.allCases.count
     private static let timeoutBase = openBase + Traffic.ListenerClass.allCases.count
     private static let acmeChallengeIndex = timeoutBase + Traffic.TimeoutPhase.allCases.count
-    private static let fallbackBase = acmeChallengeIndex + 1
+    private static let refusedForMemoryIndex = acmeChallengeIndex + 1
+    private static let streamsRefusedIndex = refusedForMemoryIndex + 1
+    private static let fallbackBase = streamsRefusedIndex + 1
     private static let count = fallbackBase + ClientPlatform.allCases.count * Traffic.StatusClass.allCases.count
 
     private let slots: UnsafeMutablePointer<Atomic<Int>>
@@ -168,6 +170,12 @@ final class WorkerCounters: @unchecked Sendable {
 
     func acmeChallengeHandshake() { add(Self.acmeChallengeIndex, 1) }
 
+    /// A connection closed as accepted: the process-wide budget for incomplete requests was spent.
+    func refusedForMemory() { add(Self.refusedForMemoryIndex, 1) }
+
+    /// HTTP/2 streams reset for a budget, a header list over the bound or a malformed request.
+    func streamsRefused(_ n: Int) { add(Self.streamsRefusedIndex, n) }
+
     private static func fallbackIndex(_ k: Traffic.FallbackKey) -> Int {
         fallbackBase + k.platform.rawValue * Traffic.StatusClass.allCases.count + k.status.rawValue
     }
@@ -207,6 +215,8 @@ final class WorkerCounters: @unchecked Sendable {
             total.timeouts[phase, default: 0] += value(Self.timeoutBase + phase.rawValue)
         }
         total.acmeChallengeHandshakes += value(Self.acmeChallengeIndex)
+        total.connectionsRefusedForMemory += value(Self.refusedForMemoryIndex)
+        total.http2StreamsRefused += value(Self.streamsRefusedIndex)
         for platform in ClientPlatform.allCases {
             for status in Traffic.StatusClass.allCases {
                 let key = Traffic.FallbackKey(platform: platform, status: status)
@@ -233,6 +243,13 @@ public struct ServerStatistics: Sendable {
     public var acmeChallengeHandshakes = 0
     /// Sites' fallback answers (redirects and pages), by the platform they were chosen for.
     public var fallbacks: [Traffic.FallbackKey: Int] = [:]
+    /// Connections closed as accepted because incomplete requests held the whole process budget.
+    public var connectionsRefusedForMemory = 0
+    /// HTTP/2 streams reset before being answered: a budget spent, a header list too large, a
+    /// malformed request.
+    public var http2StreamsRefused = 0
+    /// Bytes the fields of incomplete HTTP/2 requests hold now, all workers (a level).
+    public var incompleteRequestBytes = 0
 
     public init() {}
 }
@@ -241,8 +258,12 @@ public struct ServerStatistics: Sendable {
 /// at start and by each scrape, never on the serving path.
 public final class TrafficCounters: Sendable {
     private let workers = Mutex<[WorkerCounters]>([])
+    /// The serving workers' budget, once a server has started with these counters.
+    private let budget = Mutex<RequestBudget?>(nil)
 
     public init() {}
+
+    func watch(_ budget: RequestBudget) { self.budget.withLock { $0 = budget } }
 
     func makeWorkerCounters() -> WorkerCounters {
         let counters = WorkerCounters()
@@ -254,6 +275,7 @@ public final class TrafficCounters: Sendable {
     public func statistics() -> ServerStatistics {
         var total = ServerStatistics()
         for worker in workers.withLock({ $0 }) { worker.add(to: &total) }
+        total.incompleteRequestBytes = budget.withLock { $0?.inUse ?? 0 }
         return total
     }
 }

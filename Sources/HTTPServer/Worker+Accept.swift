@@ -50,6 +50,15 @@ extension Worker {
                 }
                 continue  // ECONNABORTED and the like: that client is gone
             }
+            // The incomplete requests of every worker hold all the process allows: a new
+            // connection would add its TLS and HTTP/2 state to that, so it is closed before any
+            // is made (the client may retry; the streams holding the budget end within the
+            // request timeout). Admin connections never count.
+            if listener.kind != .admin, context.budget?.isExhausted == true {
+                Socket.close(fd)
+                counters.refusedForMemory()
+                continue
+            }
             Socket.setNoDelay(fd)
             let transport: Transport
             if listener.tls {

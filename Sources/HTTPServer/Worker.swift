@@ -1,4 +1,5 @@
 import HTTP2
+import HTTPCore
 import Logging
 import Reactor
 import SiteStore
@@ -80,6 +81,10 @@ final class Worker {
     var drainDeadline: Int64 = .max
     /// Connections in the table (kept as a count: the drain loop checks it every iteration).
     var openConnections = 0
+    /// The most connections open since memory was last given back (`trimAfterBurst`).
+    var peakConnections = 0
+    /// The second of the next `trimAfterBurst` check.
+    var nextTrimCheck: Int64 = 0
     /// Connections to read after the current batch of events: TLS holds their input, so epoll
     /// will not report it (`postRead`).
     var postedReads: [Connection] = []
@@ -98,7 +103,8 @@ final class Worker {
     init(
         index: Int, listeners: [Listener], tls: TLSServer?, store: SnapshotStore, limits: Limits, logger: Logger,
         stopFlag: AtomicFlag, tuning: Tuning, counters: WorkerCounters, admin: AdminEndpoint? = nil, fetchLog: FetchLog? = nil,
-        accessLog: AccessLog? = nil, http01: HTTP01Resolver? = nil, httpsRedirect: HTTPSRedirect.Prepared? = nil
+        accessLog: AccessLog? = nil, http01: HTTP01Resolver? = nil, httpsRedirect: HTTPSRedirect.Prepared? = nil,
+        budget: RequestBudget? = nil
     ) throws(SystemError) {
         self.counters = counters
         self.index = index
@@ -114,7 +120,8 @@ final class Worker {
         let exchange = Exchange(
             snapshot: store.snapshot(), counters: counters, fetchLog: fetchLog, accessLog: accessLog.map(AccessLogBuffer.init),
             admin: admin, http01: http01, httpsRedirect: httpsRedirect)
-        context = ConnectionContext(now: (milliseconds + 999) / 1000, milliseconds: milliseconds, limits: limits, answerer: exchange)
+        context = ConnectionContext(
+            now: (milliseconds + 999) / 1000, milliseconds: milliseconds, limits: limits, answerer: exchange, budget: budget)
         second = milliseconds / 1000
         context.out.reserveCapacity(limits.outputHighWater + Self.readBufferSize)
         wheel = TimerWheel(now: milliseconds / 1000)
@@ -286,6 +293,45 @@ final class Worker {
             acceptPausedUntil = nil
             resumeAccepting()
         }
+        if context.streamsRefused > 0 {
+            counters.streamsRefused(context.streamsRefused)
+            context.streamsRefused = 0
+        }
+        if second >= nextTrimCheck {
+            nextTrimCheck = second + 1
+            trimAfterBurst()
+        }
+    }
+
+    // MARK: - Memory after a burst
+
+    /// Connections this worker's count must fall by since its peak, and at least half the peak,
+    /// before freed memory is given back: each held TLS and HTTP/2 state of about 15 to 35 KB
+    /// ("Idle connections" in docs/benchmarks.md), so 32 of them leave about 1 MB in the
+    /// allocator's free lists. Half the peak: a server with steady churn never trims for it.
+    static let trimConnectionDrop = 32
+    /// Bytes of incomplete requests (all workers) a burst must have reached, and then fallen to
+    /// half of, before freed memory is given back.
+    static let trimHeldBytes = 1024 * 1024
+
+    /// Gives memory freed after a burst back to the system (`Memory.trim`, glibc's
+    /// `malloc_trim`): without it the allocator keeps its peak, and a burst of connections or of
+    /// held requests leaves the process at that size after they close. At most once a second
+    /// per worker, and only after the connections fell to half their peak (by at least
+    /// `trimConnectionDrop`) or held bytes to half of at least `trimHeldBytes`: a trim walks the
+    /// allocator's free lists and holds each arena's lock meanwhile, which a steady server has no
+    /// reason to pay for.
+    func trimAfterBurst() {
+        peakConnections = max(peakConnections, openConnections)
+        let drop = peakConnections - openConnections
+        var burst = drop >= Self.trimConnectionDrop && drop >= peakConnections / 2
+        if let budget = context.budget {
+            let high = budget.takeHighWater()
+            if high >= Self.trimHeldBytes && budget.inUse <= high / 2 { burst = true }
+        }
+        guard burst else { return }
+        peakConnections = openConnections
+        Memory.trim()
     }
 
     // MARK: - Carrying out the machine's decisions

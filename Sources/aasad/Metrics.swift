@@ -116,6 +116,9 @@ final class MetricsExporter: Sendable {
                 level("aasad_connections_open", [("listener", listener.label)], Double(statistics.open[listener] ?? 0))
             }
             count("aasad_acme_challenge_handshakes_total", [], statistics.acmeChallengeHandshakes)
+            count("aasad_connections_refused_for_memory_total", [], statistics.connectionsRefusedForMemory)
+            count("aasad_http2_streams_refused_total", [], statistics.http2StreamsRefused)
+            level("aasad_incomplete_request_bytes", [], Double(statistics.incompleteRequestBytes))
             count("aasad_development_leaves_issued_total", [], development?.leavesIssued ?? 0)
             // Every combination (12), so that a rate is defined before the first answer.
             for platform in ClientPlatform.allCases {
@@ -211,6 +214,11 @@ final class MetricsExporter: Sendable {
         "aasad_connections_accepted_total": "Connections accepted, by listener.",
         "aasad_connections_open": "Connections open now, by listener.",
         "aasad_connection_timeouts_total": "Connections closed by a timeout, by the phase they were in.",
+        "aasad_connections_refused_for_memory_total":
+            "Connections closed as accepted because incomplete requests held the whole limits.incomplete-request-kb.",
+        "aasad_http2_streams_refused_total":
+            "HTTP/2 streams reset unanswered: a memory budget spent, a header list over 16 KB, or a malformed request.",
+        "aasad_incomplete_request_bytes": "Bytes the fields of incomplete HTTP/2 requests hold now, all workers together.",
         "aasad_apple_fetches_total":
             "Requests for an AASA path with User-Agent AASA-Bot, by status class and whether the client was in Apple's 17.0.0.0/8.",
         "aasad_sites": "Sites in the config directory, by state.",

@@ -73,6 +73,8 @@ final class SettingsFollower: Sendable {
         ("user (a restart only: an upgraded process starts as the user already)", { $0.user = $1.user }),
         ("pid-file", { $0.pidFile = $1.pidFile }),
         ("tls.min-version", { $0.tlsMinimumVersion = $1.tlsMinimumVersion }),
+        // One budget shared by the workers, made at start (`RequestBudget`).
+        ("limits.incomplete-request-kb", { $0.incompleteRequestKB = $1.incompleteRequestKB }),
         ("watch.enabled", { $0.watch = $1.watch }),
         ("watch.rescan-interval", { $0.rescanInterval = $1.rescanInterval }),
         (

@@ -1,6 +1,7 @@
 import AASA
 import ACME
 import Foundation
+import HTTPCore
 import HTTPServer
 import Reactor
 import SiteStore
@@ -22,7 +23,7 @@ import TLS
 /// user: aasad                 # drop to this user after binding (run as root to bind 443)
 /// pid-file: /run/aasad/aasad.pid   # the serving process's id; follows an upgrade (SIGUSR2)
 /// timeouts: { handshake: 10, request: 10, idle: 60, write: 30, drain: 10, shutdown-delay: 0 }   # seconds
-/// limits: { max-connections: 0 }   # per worker; 0: the descriptor limit, less a reserve
+/// limits: { max-connections: 0, incomplete-request-kb: 32768 }   # max-connections per worker
 /// tls: { min-version: "1.2" }      # or "1.3"
 /// cache-control: max-age=300
 /// logging: { level: info, format: text, access-log: off }   # access-log: off, stdout, stderr or a path
@@ -75,6 +76,8 @@ struct ServerSettings: Equatable {
     var shutdownDelay: Int64 = 0
     /// Per worker; 0 for none.
     var maxConnections = 0
+    /// KB the fields of all incomplete HTTP/2 requests may hold, the whole process (`RequestBudget`).
+    var incompleteRequestKB = RequestBudget.defaultLimit / 1024
     var tlsMinimumVersion = TLSVersion.tls12
     var cacheControl = ServingOptions.defaultCacheControl
     var logLevel = LogLevel.info
@@ -256,6 +259,15 @@ struct ServerSettings: Equatable {
                 return "must be a number of connections (0 for no limit), not \"\(text)\""
             }
             settings.maxConnections = n
+            return nil
+        },
+        scalar("limits.incomplete-request-kb") { settings, text in
+            // From one session's budget (64 KB: below it a single client would be refused its
+            // own streams) to 1 TB.
+            guard let n = Int(text), n >= 64, n <= 1 << 30 else {
+                return "must be a number of kilobytes from 64 to 1073741824, not \"\(text)\""
+            }
+            settings.incompleteRequestKB = n
             return nil
         },
         choice("tls.min-version", \.tlsMinimumVersion),
@@ -502,6 +514,7 @@ struct ServerSettings: Equatable {
         limits.writeTimeout = writeTimeout
         limits.drainTimeout = drainTimeout
         limits.maxConnections = maxConnections
+        limits.incompleteRequestBytes = incompleteRequestKB * 1024
         return limits
     }
 }

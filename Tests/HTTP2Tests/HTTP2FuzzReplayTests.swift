@@ -7,7 +7,8 @@ import Testing
 
 /// Replays the HTTP/2 fuzzing corpus and saved failures (scripts/fuzz.sh http2) with the fuzz
 /// target's steps and checks (Fuzz/FuzzHTTP2.swift): feed in two reads, answer every request,
-/// produce the output, and never keep state for a stream nghttp2 closed.
+/// produce the output, never keep state for a stream nghttp2 closed, and count what the fields
+/// hold within the session's budget and the process-wide one (48 KB here, as in the target).
 @Suite("HTTP/2 fuzz corpus replay")
 struct HTTP2FuzzReplayTests {
     static let body = [UInt8](repeating: 0x41, count: 70_000)
@@ -16,8 +17,15 @@ struct HTTP2FuzzReplayTests {
     /// The fuzz target's steps; returns how many requests were answered.
     @discardableResult
     static func exercise(_ input: [UInt8]) -> Int {
+        let budget = RequestBudget(limit: 48 * 1024)
+        let answered = exercise(input, budget: budget)
+        #expect(budget.inUse == 0, "an ended session left bytes counted in the process budget")
+        return answered
+    }
+
+    private static func exercise(_ input: [UInt8], budget: RequestBudget) -> Int {
         let bytes = input.starts(with: ClientFrames.preface) ? input : ClientFrames.preface + input
-        let session = HTTP2Session()
+        let session = HTTP2Session(budget: budget)
         var output: [UInt8] = []
         session.produce(into: &output, limit: 1 << 16)
         let prefix = ClientFrames.preface.count
@@ -25,6 +33,7 @@ struct HTTP2FuzzReplayTests {
         var answered = 0
         for piece in [bytes[..<split], bytes[split...]] where !piece.isEmpty {
             let alive = piece.withUnsafeBytes { session.receive($0, now: 0) }
+            #expect(session.heldBytesAreCounted && budget.inUse == session.heldBytes)
             session.answer { request in
                 #expect(request.stream > 0 && request.stream % 2 == 1)
                 session.respond(
@@ -41,6 +50,7 @@ struct HTTP2FuzzReplayTests {
             }
             #expect(session.heldStreamsAreOpen, "state kept for a stream nghttp2 closed")
             #expect(session.activeStreams <= 2 * Int(HTTP2Session.maximumConcurrentStreams) + 2)
+            #expect(session.heldBytesAreCounted && budget.inUse == session.heldBytes)
             if !alive { break }
         }
         return answered

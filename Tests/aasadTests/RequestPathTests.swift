@@ -123,6 +123,16 @@ final class RequestPathTests {
         #expect(try server.https("a.test", Self.path, ["--http2"]).status == 200)
     }
 
+    @Test("HTTP/2 streams reset before the request timeout and opened again are still cut off at it")
+    func resetAndReopenedStreams() throws {
+        let server = try RunningServer(config: config, extra: ["--request-timeout", "2"])
+        let script = AASAD.testDirectory.appendingPathComponent("Fixtures/h2abuse.py").path
+        // A functional bound: the client gives up after 8 s; the server must close at about 2 s.
+        let out = try Tool.run("python3", [script, "\(server.httpsPort)", "a.test", "reset-reopen-8"])
+        #expect(out.text.hasPrefix("ok"), "\(out.text) \(out.stderr.suffix(300))")
+        #expect(try server.https("a.test", Self.path, ["--http2"]).status == 200)
+    }
+
     @Test("issue 10: on a graceful stop, GOAWAY follows the frames a slow HTTP/2 reader has pending, never cuts into them")
     func goAwayAfterPendingFrames() throws {
         let server = try RunningServer(config: config, extra: ["--drain-timeout", "20"])

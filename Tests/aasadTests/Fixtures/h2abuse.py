@@ -5,7 +5,7 @@ connection, refused the stream, or sent GOAWAY), `fail <why>` otherwise. Bounded
 talks only to 127.0.0.1.
 
 Usage: h2abuse.py PORT HOST MODE   (MODE: rapid-reset, continuation, settings, ping, big-headers, window, concurrency-N,
-                                   held-streams[-SECONDS])
+                                   held-streams[-SECONDS], reset-reopen[-SECONDS])
 """
 import socket, ssl, sys, time
 import h2.config, h2.connection, h2.events, h2.exceptions, h2.settings
@@ -147,6 +147,40 @@ elif mode.startswith("held-streams"):
         except (ConnectionError, ssl.SSLError, h2.exceptions.ProtocolError):
             state = "closed"
     print("ok " + state if state != "open" else "fail held streams kept the connection open for %.0f s" % wait)
+elif mode.startswith("reset-reopen"):
+    # 20 incomplete streams (no END_STREAM) reset every second and opened again in a later
+    # write, so that between the two the server holds no incomplete request: the state they
+    # hold must still not outlive the request timeout.
+    wait = float(mode.split("-")[2]) if mode.count("-") == 2 else 15
+    end, state, stream = time.time() + wait, "open", 1
+    sock.settimeout(0.2)
+    try:
+        while time.time() < end and state == "open":
+            opened = list(range(stream, stream + 40, 2))
+            stream += 40
+            for s in opened:
+                conn.send_headers(s, request_headers([("x-pad", "v" * 200)]), end_stream=False)
+            sock.sendall(conn.data_to_send())
+            second = time.time() + 1
+            while time.time() < second and state == "open":
+                try:
+                    data = sock.recv(65536)
+                    if not data:
+                        state = "closed"
+                    elif any(isinstance(e, h2.events.ConnectionTerminated) for e in conn.receive_data(data)):
+                        state = "goaway"
+                    else:
+                        sock.sendall(conn.data_to_send())
+                except socket.timeout:
+                    pass
+            if state == "open":
+                for s in opened:
+                    conn.reset_stream(s)
+                sock.sendall(conn.data_to_send())
+                time.sleep(0.2)
+    except (ConnectionError, ssl.SSLError, h2.exceptions.ProtocolError, h2.exceptions.StreamClosedError):
+        state = "closed"
+    print("ok " + state if state != "open" else "fail streams reset and reopened kept the connection for %.0f s" % wait)
 elif mode.startswith("concurrency-"):
     # N streams held open at once (a zero window: no response can finish), ignoring the server's
     # SETTINGS_MAX_CONCURRENT_STREAMS (100). Up to the limit all get their response headers; one

@@ -1,0 +1,157 @@
+import Foundation
+import HTTPServer
+import TestSupport
+import Testing
+
+@testable import aasad
+
+/// Many HTTP/2 connections that make the server hold request fields (Fixtures/h2hold.py, Python's
+/// h2 over real TLS), held open while the test reads the result; `close` ends them.
+final class HoldingClients {
+    private let process = Process()
+    private let input = Pipe()
+    private let output = Pipe()
+    private var buffered: [UInt8] = []
+    /// What the script saw: connections refused, streams reset by error code, streams left open.
+    private(set) var report: [String: Any] = [:]
+
+    init(port: Int, connections: Int, copies: Int, streams: Int = 100) throws {
+        Tool.ignoreBrokenPipes()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = [
+            "python3", AASAD.testDirectory.appendingPathComponent("Fixtures/h2hold.py").path, "\(port)", "a.test", "\(connections)",
+            "\(copies)", "\(streams)",
+        ]
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        guard let line = readLine(), line.hasPrefix("held ") else { throw RunningServer.ServerError("h2hold.py did not hold") }
+        report = try JSONSerialization.jsonObject(with: Data(line.dropFirst(5).utf8)) as? [String: Any] ?? [:]
+    }
+
+    deinit { close() }
+
+    var connections: Int { report["connections"] as? Int ?? 0 }
+    var refusedConnections: Int { report["refused_connections"] as? Int ?? 0 }
+    var openStreams: Int { report["open_streams"] as? Int ?? 0 }
+    /// Streams reset with `code` (RFC 9113 §7: 1 PROTOCOL_ERROR, 7 REFUSED_STREAM).
+    func resets(_ code: Int) -> Int { (report["resets"] as? [String: Int])?["\(code)"] ?? 0 }
+
+    /// Closes every connection and waits for the script to end.
+    func close() {
+        guard process.isRunning else { return }
+        input.fileHandleForWriting.write(Data("\n".utf8))
+        _ = readLine()
+        try? input.fileHandleForWriting.close()
+        process.waitUntilExit()
+    }
+
+    private func readLine() -> String? {
+        while true {
+            if let newline = buffered.firstIndex(of: 10) {
+                let line = String(decoding: buffered[..<newline], as: UTF8.self)
+                buffered.removeFirst(newline + 1)
+                return line
+            }
+            let data = output.fileHandleForReading.availableData
+            if data.isEmpty { return nil }
+            buffered += data
+        }
+    }
+}
+
+/// What an HTTP/2 client can make the server hold: the fields of incomplete requests, within 64 KB
+/// a session and a budget for the whole process; repeated single-valued fields never kept twice.
+@Suite("aasad serve: HTTP/2 memory budgets")
+final class HTTP2BudgetServeTests {
+    let config: TestConfig
+    static let path = "/.well-known/apple-app-site-association"
+    /// Connections each test opens: enough that the 1.6 MB each held before (33 MB in all) could
+    /// not hide in RSS noise.
+    static let connections = 20
+    /// RSS growth allowed per attacking connection: generous for TLS state and allocator slack
+    /// (about 35 KB measured, docs/benchmarks.md), far below the 1,659 KB each cost before.
+    static let growthPerConnection = 256
+
+    init() throws {
+        config = try TestConfig()
+    }
+
+    @Test(
+        "the reported attack (100 streams, four indexed 3,950-byte User-Agents each) from 20 connections: every stream refused, memory bounded, a normal client served"
+    )
+    func reportedAttack() throws {
+        let server = try RunningServer(config: config)
+        let before = server.residentKilobytes
+        let clients = try HoldingClients(port: server.httpsPort, connections: Self.connections, copies: 4)
+        #expect(clients.connections == Self.connections && clients.refusedConnections == 0)
+        #expect(clients.resets(1) == 100 * Self.connections && clients.openStreams == 0, "\(clients.report)")
+        let grown = server.residentKilobytes - before
+        #expect(grown < Self.connections * Self.growthPerConnection, "RSS grew \(grown) KB for \(Self.connections) connections")
+        #expect(try server.https("a.test", Self.path, ["--http2"]).status == 200, "a normal client was not served")
+        let metrics = try Metrics.wait(server) { $0["aasad_http2_streams_refused_total"] >= Double(100 * Self.connections) }
+        #expect(metrics["aasad_http2_streams_refused_total"] == Double(100 * Self.connections))
+        #expect(metrics["aasad_incomplete_request_bytes"] == 0)
+        clients.close()
+    }
+
+    @Test("one 3,950-byte User-Agent per stream: each connection holds at most 64 KB, the streams past it are refused with REFUSED_STREAM")
+    func sessionBudget() throws {
+        let server = try RunningServer(config: config)
+        let before = server.residentKilobytes
+        let clients = try HoldingClients(port: server.httpsPort, connections: Self.connections, copies: 1)
+        // About 4 KB a stream: 16 kept per connection (64 KB), the other 84 refused.
+        let kept = clients.openStreams
+        #expect(kept >= 10 * Self.connections && kept <= 16 * Self.connections, "\(clients.report)")
+        #expect(clients.resets(7) == 100 * Self.connections - kept, "\(clients.report)")
+        let metrics = try Metrics.wait(server) { $0["aasad_incomplete_request_bytes"] > 0 }
+        let held = metrics["aasad_incomplete_request_bytes"]
+        #expect(held > 0 && held <= Double(Self.connections * 65_536), "\(held) bytes held")
+        let grown = server.residentKilobytes - before
+        #expect(grown < Self.connections * Self.growthPerConnection, "RSS grew \(grown) KB for \(Self.connections) connections")
+        #expect(try server.https("a.test", Self.path, ["--http2"]).status == 200, "a normal client was not served")
+        clients.close()
+        #expect(try Metrics.wait(server) { $0["aasad_incomplete_request_bytes"] == 0 }["aasad_incomplete_request_bytes"] == 0)
+    }
+
+    @Test("memory a burst of held streams took goes back to the system once its connections close")
+    func returnedAfterBurst() throws {
+        let server = try RunningServer(config: config)
+        let before = server.residentKilobytes
+        let clients = try HoldingClients(port: server.httpsPort, connections: 40, copies: 1)
+        let held = server.residentKilobytes
+        #expect(held - before > 2_048, "the burst grew RSS by only \(held - before) KB")
+        clients.close()
+        // Within a quarter of the burst's growth of where it started (the allocator keeps some).
+        let back = try eventually { server.residentKilobytes - before < (held - before) / 4 }
+        #expect(back, "RSS \(server.residentKilobytes) KB after close, \(before) KB before, \(held) KB held")
+    }
+
+    @Test("limits.incomplete-request-kb: 64 and 1073741824 are taken, 63 and 1073741825 refused; the budget is the value in bytes")
+    func setting() {
+        for (text, ok) in [("64", true), ("63", false), ("1073741824", true), ("1073741825", false), ("-1", false), ("1e3", false)] {
+            var settings = ServerSettings()
+            let problems = settings.apply(yaml: "limits: { incomplete-request-kb: \(text) }\n", file: "aasad.yaml")
+            #expect(problems.isEmpty == ok, "\(text): \(problems)")
+            if ok { #expect(settings.limits.incompleteRequestBytes == (Int(text) ?? 0) * 1024) }
+        }
+        #expect(ServerSettings().limits.incompleteRequestBytes == 32 * 1024 * 1024)
+    }
+
+    @Test("the process-wide budget: once spent, new connections are refused before the handshake; served again once the holders leave")
+    func processBudget() throws {
+        // 256 KB: four connections' 64 KB, all workers together.
+        try config.write("config/aasad.yaml", Array("limits: { incomplete-request-kb: 256 }\n".utf8))
+        let server = try RunningServer(config: config)
+        let clients = try HoldingClients(port: server.httpsPort, connections: 8, copies: 1)
+        #expect(clients.refusedConnections >= 1, "no connection refused: \(clients.report)")
+        let metrics = try Metrics.wait(server) { $0["aasad_connections_refused_for_memory_total"] >= 1 }
+        #expect(metrics["aasad_connections_refused_for_memory_total"] >= Double(clients.refusedConnections))
+        // Within the limit, but for what two workers decide at the same instant (a session each).
+        #expect(metrics["aasad_incomplete_request_bytes"] <= Double(256 * 1024 + 2 * 65_536))
+        #expect((try? server.https("a.test", Self.path, ["--http2"]).status) != 200, "a new connection was served past the budget")
+        clients.close()
+        #expect(try eventually { (try? server.https("a.test", Self.path, ["--http2"]).status) == 200 }, "not served after the holders left")
+    }
+}
