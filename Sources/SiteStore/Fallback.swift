@@ -305,6 +305,37 @@ public struct LandingPage: Sendable {
         if String(validating: bytes, as: UTF8.self) == nil {
             return refused(.encoding, "the page is not UTF-8, and it is served as text/html; charset=utf-8")
         }
+        // The last line of defence for keys kept outside any tls/ folder or reached in a way the
+        // file rules cannot see (ConfigLoader.openChecked in ConfigLoader+Files.swift): a hard
+        // link to another site's key whose other name a renewal then replaced by rename has one
+        // name left and lies in the page's directory. Every PEM private key (PKCS #8, encrypted,
+        // RSA, EC, OpenSSH) has this line (RFC 7468 §10, §11); a DER key is not UTF-8 (above).
+        // The message does not quote the label: a key's bytes are never echoed.
+        if holdsPrivateKey(bytes) {
+            return refused(.pagePrivateKey, "the page holds a private key (PEM); it is never served")
+        }
         return ValidationResult(document: LandingPage(name: name), diagnostics: [])
+    }
+
+    /// Whether `bytes` hold a PEM private key's first line: `-----BEGIN ` and, on the same line,
+    /// `PRIVATE KEY-----` (RFC 7468 §2: the label sits between the two). One pass.
+    static func holdsPrivateKey(_ bytes: [UInt8]) -> Bool {
+        let begin = Array("-----BEGIN ".utf8)
+        let end = Array("PRIVATE KEY-----".utf8)
+        var i = 0
+        while i + begin.count <= bytes.count {
+            guard bytes[i] == begin[0], bytes[i..<(i + begin.count)].elementsEqual(begin) else {
+                i += 1
+                continue
+            }
+            // The label, up to the end of the line.
+            var j = i + begin.count
+            while j < bytes.count && bytes[j] != 0x0A && bytes[j] != 0x0D {
+                if bytes[j] == end[0] && bytes[j...].starts(with: end) { return true }
+                j += 1
+            }
+            i = j
+        }
+        return false
     }
 }

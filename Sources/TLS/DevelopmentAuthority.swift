@@ -76,11 +76,19 @@ public final class DevelopmentAuthority: @unchecked Sendable {
         } catch {
             throw TLSError("cannot create \(directory): \(error.localizedDescription)")
         }
+        // Opened once without following a final symbolic link, and every file read and written
+        // relative to it: under --user the state directory above it belongs to that user
+        // (giveOwnership(ofState:) in Sources/aasad/Privileges.swift), who could otherwise put a
+        // link there and have the next start, as root, write cert.pem and key.pem where it leads.
+        let folder = open(directory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard folder >= 0 else {
+            throw TLSError("cannot open \(directory): \(String(cString: strerror(errno))) (a symbolic link is not followed)")
+        }
+        defer { close(folder) }
         let caPath = directory + "/ca.pem"
-        let caKeyPath = directory + "/ca-key.pem"
         let constraints = DevelopmentCertificate.constraints(for: hosts)
         var authority: (OpaquePointer, OpaquePointer)?
-        if let existing = try DevelopmentCertificate.loadAuthority(caPath, caKeyPath) {
+        if let existing = try DevelopmentCertificate.loadAuthority(in: folder) {
             // Kept while it permits every name wanted now (a subtree permits the names under it).
             let permits = Set(DevelopmentCertificate.permittedDNSNames(of: existing.0))
             if DevelopmentCertificate.isCurrent(existing.0),
@@ -97,7 +105,7 @@ public final class DevelopmentAuthority: @unchecked Sendable {
         if let authority {
             made = authority
         } else {
-            made = try DevelopmentCertificate.makeAuthority(caPath, caKeyPath, permitted: constraints.permitted)
+            made = try DevelopmentCertificate.makeAuthority(in: folder, directory, permitted: constraints.permitted)
         }
         guard let leafKey = CAASAOpenSSL_EVP_EC_gen("P-256") else {
             X509_free(made.0)
@@ -117,8 +125,8 @@ public final class DevelopmentAuthority: @unchecked Sendable {
         // leaf would make every handshake fail.
         try DevelopmentCertificate.verify(leaf, authority: keys.authorityCertificate)
         let chain = try DevelopmentCertificate.pem { PEM_write_bio_X509($0, leaf) }
-        try DevelopmentCertificate.write(chain, to: directory + "/cert.pem", mode: 0o644)
-        try DevelopmentCertificate.write(keyPEM, to: directory + "/key.pem", mode: 0o600)
+        try DevelopmentCertificate.write(chain, in: folder, directory, "cert.pem", mode: 0o644)
+        try DevelopmentCertificate.write(keyPEM, in: folder, directory, "key.pem", mode: 0o600)
         let authorityInfo = try CertificateInfo(x509: keys.authorityCertificate)
         let leafInfo = try CertificateInfo(x509: leaf)
         self.keys = keys

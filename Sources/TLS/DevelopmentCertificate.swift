@@ -150,15 +150,21 @@ public enum DevelopmentCertificate {
         }
     }
 
-    static func loadAuthority(_ certPath: String, _ keyPath: String) throws(TLSError) -> (OpaquePointer, OpaquePointer)? {
-        guard let certBytes = FileManager.default.contents(atPath: certPath), let keyBytes = FileManager.default.contents(atPath: keyPath)
-        else { return nil }
-        let cert = [UInt8](certBytes).withUnsafeBytes { buf -> OpaquePointer? in
+    /// Largest `ca.pem` or `ca-key.pem` read back: a CA permitting `maximumPermittedPublicNames`
+    /// names is near 25 KB of DER, about 34 KB as PEM, and its key under 1 KB. A larger file is
+    /// not this CA's, and a new one is made.
+    public static let maximumStoredFileSize = 256 * 1024
+
+    /// The CA in the directory open at `folder` (`ca.pem`, `ca-key.pem`), or nil when it is not
+    /// there or unusable (then a new one is made).
+    static func loadAuthority(in folder: Int32) throws(TLSError) -> (OpaquePointer, OpaquePointer)? {
+        guard let certBytes = readStored(folder, "ca.pem"), let keyBytes = readStored(folder, "ca-key.pem") else { return nil }
+        let cert = certBytes.withUnsafeBytes { buf -> OpaquePointer? in
             let bio = BIO_new_mem_buf(buf.baseAddress, Int32(buf.count))
             defer { BIO_free(bio) }
             return PEM_read_bio_X509(bio, nil, nil, nil)
         }
-        let key = [UInt8](keyBytes).withUnsafeBytes { buf -> OpaquePointer? in
+        let key = keyBytes.withUnsafeBytes { buf -> OpaquePointer? in
             let bio = BIO_new_mem_buf(buf.baseAddress, Int32(buf.count))
             defer { BIO_free(bio) }
             return PEM_read_bio_PrivateKey(bio, nil, nil, nil)
@@ -172,8 +178,30 @@ public enum DevelopmentCertificate {
         return (cert, key)
     }
 
+    /// A regular file of the directory open at `folder`, read when it has at most
+    /// `maximumStoredFileSize` bytes; nil otherwise. A symbolic link is not followed and a FIFO
+    /// or device is not read (O_NONBLOCK, then fstat): what the state directory's owner put
+    /// there is never what root reads at start.
+    static func readStored(_ folder: Int32, _ name: String) -> [UInt8]? {
+        let fd = openat(folder, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_size <= maximumStoredFileSize else { return nil }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        while bytes.count <= maximumStoredFileSize {
+            let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress!, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            if n < 0 { return nil }
+            if n == 0 { break }
+            bytes += chunk[..<n]
+        }
+        return bytes.count <= maximumStoredFileSize ? bytes : nil
+    }
+
     static func makeAuthority(
-        _ certPath: String, _ keyPath: String, permitted: [String]
+        in folder: Int32, _ directory: String, permitted: [String]
     ) throws(TLSError) -> (OpaquePointer, OpaquePointer) {
         guard let key = CAASAOpenSSL_EVP_EC_gen("P-256") else { throw TLSError("cannot make a key: \(TLSError.openSSLReasons())") }
         // Permitted DNS subtrees, and loopback only for IP addresses (the leaf names 127.0.0.1 and
@@ -188,8 +216,8 @@ public enum DevelopmentCertificate {
                 (NID_basic_constraints, "critical,CA:TRUE,pathlen:0"), (NID_key_usage, "critical,keyCertSign,cRLSign"),
                 (NID_subject_key_identifier, "hash"), (NID_name_constraints, constraints),
             ])
-        try write(try pem { PEM_write_bio_X509($0, cert) }, to: certPath, mode: 0o644)
-        try write(try pem { PEM_write_bio_PrivateKey($0, key, nil, nil, 0, nil, nil) }, to: keyPath, mode: 0o600)
+        try write(try pem { PEM_write_bio_X509($0, cert) }, in: folder, directory, "ca.pem", mode: 0o644)
+        try write(try pem { PEM_write_bio_PrivateKey($0, key, nil, nil, 0, nil, nil) }, in: folder, directory, "ca-key.pem", mode: 0o600)
         return (cert, key)
     }
 
@@ -264,14 +292,17 @@ public enum DevelopmentCertificate {
         return out
     }
 
-    /// Writes `bytes` to `path` by rename from a file created with `mode` (and set to exactly it,
-    /// whatever the umask): the key is 0600 from its first byte, never briefly readable by others
-    /// as a file created first and chmod-ed after would be, and a reader never sees half a file.
-    static func write(_ bytes: [UInt8], to path: String, mode: Int) throws(TLSError) {
-        let temporary = path + ".new"
-        unlink(temporary)  // a leftover of an interrupted write; O_EXCL below refuses anything there
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode_t(mode & 0o777))
-        guard fd >= 0 else { throw TLSError("cannot write \(temporary): \(String(cString: strerror(errno)))") }
+    /// Writes `bytes` as `name` in the directory open at `folder` (`directory` names it in
+    /// errors) by rename from a file created with `mode` (and set to exactly it, whatever the
+    /// umask): the key is 0600 from its first byte, never briefly readable by others as a file
+    /// created first and chmod-ed after would be, and a reader never sees half a file. Relative
+    /// to the descriptor, and the rename replaces a link rather than following it, so nothing
+    /// is written outside that directory.
+    static func write(_ bytes: [UInt8], in folder: Int32, _ directory: String, _ name: String, mode: Int) throws(TLSError) {
+        let temporary = name + ".new"
+        unlinkat(folder, temporary, 0)  // a leftover of an interrupted write; O_EXCL below refuses anything there
+        let fd = openat(folder, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode_t(mode & 0o777))
+        guard fd >= 0 else { throw TLSError("cannot write \(directory)/\(temporary): \(String(cString: strerror(errno)))") }
         var written = 0
         var failed = fchmod(fd, mode_t(mode & 0o777)) != 0
         while !failed && written < bytes.count {
@@ -283,13 +314,13 @@ public enum DevelopmentCertificate {
         let reason = failed ? String(cString: strerror(errno)) : ""
         close(fd)
         guard !failed else {
-            unlink(temporary)
-            throw TLSError("cannot write \(path): \(reason)")
+            unlinkat(folder, temporary, 0)
+            throw TLSError("cannot write \(directory)/\(name): \(reason)")
         }
-        guard rename(temporary, path) == 0 else {
+        guard renameat(folder, temporary, folder, name) == 0 else {
             let reason = String(cString: strerror(errno))
-            unlink(temporary)
-            throw TLSError("cannot write \(path): \(reason)")
+            unlinkat(folder, temporary, 0)
+            throw TLSError("cannot write \(directory)/\(name): \(reason)")
         }
     }
 }

@@ -92,6 +92,28 @@ enum Privileges {
         if let unenterable { throw unenterable }
     }
 
+    /// Refuses, under root, a symbolic link among the entries a start reads and writes in a state
+    /// directory that another user owns: `giveOwnership(ofState:to:)` handed it to the `--user`
+    /// at an earlier start, and that user could otherwise have root write the verdict cache, the
+    /// ACME storage or the development CA wherever a link leads (`/etc/sudoers.d`). `entries`:
+    /// the names used (`cache`, `dev-tls`, and `acme` when the ACME storage is the default one).
+    /// A state directory that root owns, or one not made yet, is the operator's and is not looked at.
+    static func refuseLinks(inState path: String, _ entries: [String]) throws(Failure) {
+        guard geteuid() == 0 else { return }
+        let state = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard state >= 0 else { return }
+        defer { close(state) }
+        var info = stat()
+        guard fstat(state, &info) == 0, info.st_uid != 0 else { return }
+        for name in entries {
+            var entry = stat()
+            guard fstatat(state, name, &entry, AT_SYMLINK_NOFOLLOW) == 0, entry.st_mode & S_IFMT == S_IFLNK else { continue }
+            throw Failure(
+                description: "\(path)/\(name) is a symbolic link in a state directory owned by uid \(info.st_uid); aasad, as root, "
+                    + "does not follow it: remove it (a storage elsewhere is set with acme.storage)")
+        }
+    }
+
     static func drop(to name: String) throws(Failure) {
         guard let entry = getpwnam(name) else { throw Failure(description: "no such user \"\(name)\"") }
         let uid = entry.pointee.pw_uid

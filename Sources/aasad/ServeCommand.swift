@@ -154,6 +154,12 @@ struct ServeCommand: ParsableCommand {
         // Verdicts of the contents validated before, so that a restart validates only what changed
         // (issue 14); without a directory for them, every start validates everything.
         let cacheDirectory = settings.state + "/cache"
+        do {
+            try Privileges.refuseLinks(inState: settings.state, ["cache", "dev-tls"] + (settings.acme.storage == nil ? ["acme"] : []))
+        } catch {
+            logger.critical("cannot use the state directory", metadata: ["error": "\(error)"])
+            throw ExitCode(1)
+        }
         try? FileManager.default.createDirectory(
             atPath: cacheDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let knownValidFile = KnownValid.binaryIdentity().map { (path: cacheDirectory + "/validated-contents", identity: $0) }

@@ -171,4 +171,37 @@ struct SiteFileRulesTests {
         #expect(!problems.isEmpty)
         #expect(!problems.joined().contains("SECRET"), "\(problems)")
     }
+
+    @Test("a hard link to another site's key whose other name a renewal replaced (one name left) is refused by its content")
+    func pageKeyAfterRenewal() throws {
+        let c = try config()
+        try c.write("sites/a.test/landing.html", "<p>good</p>")
+        let r = c.registry()
+        #expect(r.reloadAll().site(forHost: "a.test")?.page?.body == Array("<p>good</p>".utf8))
+        let page = c.root + "/sites/a.test/landing.html"
+        try FileManager.default.removeItem(atPath: page)
+        #expect(link(c.root + "/sites/b.test/tls/key.pem", page) == 0)
+        // b.test's key renewed as every tool does it: a new file renamed over the old name.
+        try c.write("sites/b.test/tls/key.new", key)
+        #expect(rename(c.root + "/sites/b.test/tls/key.new", c.root + "/sites/b.test/tls/key.pem") == 0)
+        let site = try #require(r.reload(["a.test"]).site(forHost: "a.test"))
+        #expect(site.page?.body == Array("<p>good</p>".utf8), "the old key was served")
+        #expect(errors(r).contains { $0.contains("private key") }, "\(errors(r))")
+        #expect(!errors(r).joined().contains("SECRET"), "a message quoted the key")
+    }
+
+    @Test("a page holding a PEM private key of any label is refused; a certificate or the words alone are not")
+    func pagePrivateKeyContent() {
+        for label in ["PRIVATE KEY", "ENCRYPTED PRIVATE KEY", "RSA PRIVATE KEY", "EC PRIVATE KEY", "OPENSSH PRIVATE KEY"] {
+            let page = "<pre>\n-----BEGIN \(label)-----\r\nMIGH\n-----END \(label)-----\n</pre>"
+            let result = LandingPage.validate(Array(page.utf8), name: "landing.html")
+            #expect(result.document == nil && result.diagnostics.first?.rule == .pagePrivateKey, "\(label)")
+        }
+        for harmless in [
+            "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n", "<p>-----BEGIN </p>\n<p>PRIVATE KEY-----</p>",
+            "PRIVATE KEY----- -----BEGIN ", "-----BEGIN ",
+        ] {
+            #expect(LandingPage.validate(Array(harmless.utf8), name: "landing.html").document != nil, "\(harmless)")
+        }
+    }
 }

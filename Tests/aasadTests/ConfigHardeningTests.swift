@@ -214,6 +214,28 @@ final class ConfigHardeningTests {
         }
     }
 
+    @Test(
+        "as root, a link planted in a state directory the --user owns (cache, dev-tls) is refused at start: nothing is written where it leads",
+        .enabled(if: getuid() == 0), arguments: ["cache", "dev-tls"])
+    func linkInHandedState(entry: String) throws {
+        let nobody = try #require(getpwnam("nobody")).pointee
+        try FileManager.default.createDirectory(atPath: config.state, withIntermediateDirectories: true)
+        #expect(chmod(config.state, 0o700) == 0 && chown(config.state, nobody.pw_uid, nobody.pw_gid) == 0)
+        let elsewhere = config.path("elsewhere")
+        try FileManager.default.createDirectory(atPath: elsewhere, withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: config.state + "/" + entry, withDestinationPath: elsewhere)
+        // A time limit: a server that follows the link starts and serves.
+        let out = try Tool.run(
+            "timeout",
+            [
+                "20", AASAD.binary.path, "serve", "--config", config.config, "--state", config.state, "--https", "127.0.0.1:0", "--user",
+                "nobody",
+            ])
+        #expect(out.status == 1, "\(out.stderr)")
+        #expect(out.stderr.contains("\(entry) is a symbolic link"), "\(out.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: elsewhere).isEmpty)
+    }
+
     @Test("serve raises its soft descriptor limit to the hard limit")
     func descriptorLimitRaised() throws {
         let server = try RunningServer(config: config, softFileLimit: 256)

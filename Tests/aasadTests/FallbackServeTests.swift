@@ -242,7 +242,7 @@ final class FallbackServeTests {
     }
 
     @Test(
-        "a page planted by a tenant (a link to its tls/key.pem, a hard link to another site's key, a FIFO, a directory, /dev/zero) is refused with the reason; the last good page stays"
+        "a page planted by a tenant (a link to its tls/key.pem, a hard link to another site's key, before or after its renewal, a FIFO, a directory, /dev/zero) is refused with the reason; the last good page stays"
     )
     func plantedPages() throws {
         // page.test and other.test with their own pairs: the keys a tenant would publish.
@@ -283,6 +283,17 @@ final class FallbackServeTests {
             (
                 "a link to /dev/zero", { try FileManager.default.createSymbolicLink(atPath: page, withDestinationPath: "/dev/zero") },
                 "not a regular file"
+            ),
+            (
+                // One name left once other.test's key is renewed by rename, as every tool does.
+                "a hard link to another site's key after its renewal",
+                {
+                    let key = self.config.path("config/sites/other.test/tls/key.pem")
+                    #expect(link(key, page) == 0)
+                    try FileManager.default.copyItem(atPath: key, toPath: key + ".new")
+                    #expect(rename(key + ".new", key) == 0)
+                },
+                "private key"
             ),
         ]
         for planted in cases {
