@@ -316,22 +316,23 @@ final class Worker {
 
     /// Gives memory freed after a burst back to the system (`Memory.trim`, glibc's
     /// `malloc_trim`): without it the allocator keeps its peak, and a burst of connections or of
-    /// held requests leaves the process at that size after they close. At most once a second
-    /// per worker, and only after the connections fell to half their peak (by at least
-    /// `trimConnectionDrop`) or held bytes to half of at least `trimHeldBytes`: a trim walks the
-    /// allocator's free lists and holds each arena's lock meanwhile, which a steady server has no
-    /// reason to pay for.
+    /// held requests leaves the process at that size after they close. Only after the
+    /// connections fell to half their peak (by at least `trimConnectionDrop`) or held bytes to
+    /// half of at least `trimHeldBytes`, and at most once in `Memory.servingTrimInterval` for all
+    /// workers together: a trim walks the allocator's free lists and holds each arena's lock
+    /// meanwhile, which a steady server has no reason to pay for. While a trim is not due, the
+    /// peaks keep growing, so that a burst in between is seen when it is.
     func trimAfterBurst() {
         peakConnections = max(peakConnections, openConnections)
+        guard Memory.serving.isDue(now: second) else { return }
         let drop = peakConnections - openConnections
         var burst = drop >= Self.trimConnectionDrop && drop >= peakConnections / 2
         if let budget = context.budget {
             let high = budget.takeHighWater()
             if high >= Self.trimHeldBytes && budget.inUse <= high / 2 { burst = true }
         }
-        guard burst else { return }
+        guard burst, Memory.serving.trim(now: second) else { return }
         peakConnections = openConnections
-        Memory.trim()
     }
 
     // MARK: - Carrying out the machine's decisions
