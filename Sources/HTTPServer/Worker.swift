@@ -325,14 +325,23 @@ final class Worker {
     func trimAfterBurst() {
         peakConnections = max(peakConnections, openConnections)
         guard Memory.serving.isDue(now: second) else { return }
-        let drop = peakConnections - openConnections
-        var burst = drop >= Self.trimConnectionDrop && drop >= peakConnections / 2
-        if let budget = context.budget {
-            let high = budget.takeHighWater()
-            if high >= Self.trimHeldBytes && budget.inUse <= high / 2 { burst = true }
-        }
-        guard burst, Memory.serving.trim(now: second) else { return }
+        let high = context.budget?.takeHighWater() ?? 0
+        guard
+            Self.burstIsOver(
+                peakConnections: peakConnections, openConnections: openConnections, heldHighWater: high,
+                held: context.budget?.inUse ?? 0),
+            Memory.serving.trim(now: second)
+        else { return }
         peakConnections = openConnections
+    }
+
+    /// Whether a burst is over: the connections fell from their peak by `trimConnectionDrop` and
+    /// by half the peak at least, or the held bytes fell to half a high-water mark of
+    /// `trimHeldBytes` or more.
+    static func burstIsOver(peakConnections: Int, openConnections: Int, heldHighWater: Int, held: Int) -> Bool {
+        let drop = peakConnections - openConnections
+        if drop >= trimConnectionDrop && drop >= peakConnections / 2 { return true }
+        return heldHighWater >= trimHeldBytes && held <= heldHighWater / 2
     }
 
     // MARK: - Carrying out the machine's decisions
