@@ -291,6 +291,7 @@ public final class HTTP2Session {
     public func receive(_ bytes: UnsafeRawBufferPointer, now: Int64) -> Bool {
         self.now = now
         let n = nghttp2_session_mem_recv(session, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count)
+        if currentCompletes && current != nil { waitsAcrossReads() }
         settle()
         if n < 0 {
             failure = "nghttp2: \(String(validatingCString: nghttp2_strerror(Int32(n))) ?? "\(n)")"
@@ -504,6 +505,20 @@ public final class HTTP2Session {
         }
         current = HTTP2Request(stream: stream)
         currentCompletes = completes
+    }
+
+    /// `current` began in a frame that ends its stream, but the frame did not all arrive in this
+    /// read (nghttp2 decodes a header block as its bytes come, and a client may send a frame a
+    /// few bytes at a time): it waits for the client like any other incomplete request, so the
+    /// process-wide budget applies to it from now on, and it is refused if that is already
+    /// spent. Without this, every open connection could hold one such request (up to a full
+    /// header list) whatever the budget, renewed before each request timeout.
+    private func waitsAcrossReads() {
+        currentCompletes = false
+        guard let budget, let request = current, budget.inUse + (held - reported) > budget.limit else { return }
+        held -= request.heldBytes
+        current = nil
+        refuse(request.stream, CAASANghttp2_REFUSED_STREAM)
     }
 
     /// Bytes a request of the session may still grow by: the session's bound, and for a request

@@ -52,9 +52,12 @@ extension Worker {
             }
             // The incomplete requests of every worker hold all the process allows: a new
             // connection would add its TLS and HTTP/2 state to that, so it is closed before any
-            // is made (the client may retry; the streams holding the budget end within the
-            // request timeout). Admin connections never count.
-            if listener.kind != .admin, context.budget?.isExhausted == true {
+            // is made (the client may retry once holders leave: a holder that completes no
+            // request is closed at the request timeout). Only the HTTPS listeners: HTTP/2 is
+            // negotiated by ALPN alone, so a plain HTTP connection never holds what the budget
+            // counts, and refusing it would only let whoever holds the budget also stop ACME's
+            // HTTP-01 checks and the redirects to HTTPS. Admin connections never count.
+            if listener.kind == .https, context.budget?.isExhausted == true {
                 Socket.close(fd)
                 counters.refusedForMemory()
                 continue

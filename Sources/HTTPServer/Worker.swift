@@ -316,22 +316,32 @@ final class Worker {
 
     /// Gives memory freed after a burst back to the system (`Memory.trim`, glibc's
     /// `malloc_trim`): without it the allocator keeps its peak, and a burst of connections or of
-    /// held requests leaves the process at that size after they close. At most once a second
-    /// per worker, and only after the connections fell to half their peak (by at least
-    /// `trimConnectionDrop`) or held bytes to half of at least `trimHeldBytes`: a trim walks the
-    /// allocator's free lists and holds each arena's lock meanwhile, which a steady server has no
-    /// reason to pay for.
+    /// held requests leaves the process at that size after they close. Only after the
+    /// connections fell to half their peak (by at least `trimConnectionDrop`) or held bytes to
+    /// half of at least `trimHeldBytes`, and at most once in `Memory.servingTrimInterval` for all
+    /// workers together: a trim walks the allocator's free lists and holds each arena's lock
+    /// meanwhile, which a steady server has no reason to pay for. While a trim is not due, the
+    /// peaks keep growing, so that a burst in between is seen when it is.
     func trimAfterBurst() {
         peakConnections = max(peakConnections, openConnections)
-        let drop = peakConnections - openConnections
-        var burst = drop >= Self.trimConnectionDrop && drop >= peakConnections / 2
-        if let budget = context.budget {
-            let high = budget.takeHighWater()
-            if high >= Self.trimHeldBytes && budget.inUse <= high / 2 { burst = true }
-        }
-        guard burst else { return }
+        guard Memory.serving.isDue(now: second) else { return }
+        let high = context.budget?.takeHighWater() ?? 0
+        guard
+            Self.burstIsOver(
+                peakConnections: peakConnections, openConnections: openConnections, heldHighWater: high,
+                held: context.budget?.inUse ?? 0),
+            Memory.serving.trim(now: second)
+        else { return }
         peakConnections = openConnections
-        Memory.trim()
+    }
+
+    /// Whether a burst is over: the connections fell from their peak by `trimConnectionDrop` and
+    /// by half the peak at least, or the held bytes fell to half a high-water mark of
+    /// `trimHeldBytes` or more.
+    static func burstIsOver(peakConnections: Int, openConnections: Int, heldHighWater: Int, held: Int) -> Bool {
+        let drop = peakConnections - openConnections
+        if drop >= trimConnectionDrop && drop >= peakConnections / 2 { return true }
+        return heldHighWater >= trimHeldBytes && held <= heldHighWater / 2
     }
 
     // MARK: - Carrying out the machine's decisions

@@ -152,6 +152,33 @@ struct HTTP2BudgetTests {
         #expect(budget.inUse == 0)
     }
 
+    @Test(
+        "a frame that ends its stream but arrives over two reads waits like any other request: refused if what it holds passes the process budget by a byte, kept and answered if it fits exactly"
+    )
+    func completingFrameAcrossReads() {
+        // END_HEADERS | END_STREAM, the User-Agent whole in the first read, the frame's last two
+        // bytes in the second: nghttp2 hands over the fields as their bytes arrive.
+        let block =
+            ClientFrames.indexed(2) + ClientFrames.indexed(7) + ClientFrames.indexed(4) + ClientFrames.literal(":authority", "a.test")
+            + ClientFrames.indexing(nameIndex: 58, Self.userAgent) + ClientFrames.literal("accept", "*/*")
+        let frame = ClientFrames.frame(type: 1, flags: 0x5, stream: 1, block)
+        let first = ClientFrames.preface + ClientFrames.settings + frame.dropLast(2)
+        let probe = HTTP2Session()
+        #expect(Self.receive(probe, first))
+        let each = probe.heldBytes
+        #expect(each >= Self.userAgent.count, "the first read keeps the User-Agent")
+        for (limit, kept) in [(each, true), (each - 1, false)] {
+            let budget = RequestBudget(limit: limit)
+            let session = HTTP2Session(budget: budget)
+            #expect(Self.receive(session, first))
+            #expect(budget.inUse == (kept ? each : 0) && session.heldBytes == budget.inUse, "limit \(limit)")
+            #expect(Self.resets(Self.output(session)).map(\.code) == (kept ? [] : [Self.refusedStream]), "limit \(limit)")
+            #expect(Self.receive(session, Array(frame.suffix(2))))
+            #expect(session.takeRequests().map(\.stream) == (kept ? [1] : []), "limit \(limit)")
+            #expect(budget.inUse == 0 && session.heldBytes == 0 && session.isAlive, "limit \(limit)")
+        }
+    }
+
     @Test("repeated single-valued fields end the stream (PROTOCOL_ERROR); a repeated if-none-match is joined within the budget")
     func duplicates() {
         for name in ["user-agent", "if-modified-since"] {

@@ -151,6 +151,9 @@ final class HTTP2BudgetServeTests {
         // Within the limit, but for what two workers decide at the same instant (a session each).
         #expect(metrics["aasad_incomplete_request_bytes"] <= Double(256 * 1024 + 2 * 65_536))
         #expect((try? server.https("a.test", Self.path, ["--http2"]).status) != 200, "a new connection was served past the budget")
+        // Plain HTTP never speaks HTTP/2 (ALPN only): it holds nothing the budget counts and
+        // stays open (ACME's HTTP-01 checks, the redirects to HTTPS).
+        #expect(((try? server.http("a.test", Self.path).status) ?? 0) != 0, "plain HTTP was refused with the budget spent")
         clients.close()
         #expect(try eventually { (try? server.https("a.test", Self.path, ["--http2"]).status) == 200 }, "not served after the holders left")
     }
