@@ -113,7 +113,8 @@ final class WorkerCounters: @unchecked Sendable {
     private static let acmeChallengeIndex = timeoutBase + Traffic.TimeoutPhase.allCases.count
     private static let refusedForMemoryIndex = acmeChallengeIndex + 1
     private static let streamsRefusedIndex = refusedForMemoryIndex + 1
-    private static let fallbackBase = streamsRefusedIndex + 1
+    private static let evictedForMemoryIndex = streamsRefusedIndex + 1
+    private static let fallbackBase = evictedForMemoryIndex + 1
     private static let count = fallbackBase + ClientPlatform.allCases.count * Traffic.StatusClass.allCases.count
 
     private let slots: UnsafeMutablePointer<Atomic<Int>>
@@ -173,6 +174,9 @@ final class WorkerCounters: @unchecked Sendable {
     /// A connection closed as accepted: the process-wide budget for incomplete requests was spent.
     func refusedForMemory() { add(Self.refusedForMemoryIndex, 1) }
 
+    /// An HTTP/2 connection closed, holding the most incomplete requests, to let a new one in.
+    func evictedForMemory() { add(Self.evictedForMemoryIndex, 1) }
+
     /// HTTP/2 streams reset for a budget, a header list over the bound or a malformed request.
     func streamsRefused(_ n: Int) { add(Self.streamsRefusedIndex, n) }
 
@@ -216,6 +220,7 @@ final class WorkerCounters: @unchecked Sendable {
         }
         total.acmeChallengeHandshakes += value(Self.acmeChallengeIndex)
         total.connectionsRefusedForMemory += value(Self.refusedForMemoryIndex)
+        total.connectionsEvictedForMemory += value(Self.evictedForMemoryIndex)
         total.http2StreamsRefused += value(Self.streamsRefusedIndex)
         for platform in ClientPlatform.allCases {
             for status in Traffic.StatusClass.allCases {
@@ -245,6 +250,9 @@ public struct ServerStatistics: Sendable {
     public var fallbacks: [Traffic.FallbackKey: Int] = [:]
     /// Connections closed as accepted because incomplete requests held the whole process budget.
     public var connectionsRefusedForMemory = 0
+    /// HTTP/2 connections closed because they held the most incomplete requests when the process
+    /// budget was spent and a new connection arrived (`Worker.evictHeaviestHolder`).
+    public var connectionsEvictedForMemory = 0
     /// HTTP/2 streams reset before being answered: a budget spent, a header list too large, a
     /// malformed request.
     public var http2StreamsRefused = 0

@@ -50,14 +50,17 @@ extension Worker {
                 }
                 continue  // ECONNABORTED and the like: that client is gone
             }
-            // The incomplete requests of every worker hold all the process allows: a new
-            // connection would add its TLS and HTTP/2 state to that, so it is closed before any
-            // is made (the client may retry once holders leave: a holder that completes no
-            // request is closed at the request timeout). Only the HTTPS listeners: HTTP/2 is
-            // negotiated by ALPN alone, so a plain HTTP connection never holds what the budget
-            // counts, and refusing it would only let whoever holds the budget also stop ACME's
-            // HTTP-01 checks and the redirects to HTTPS. Admin connections never count.
-            if listener.kind == .https, context.budget?.isExhausted == true {
+            // The incomplete requests of every worker hold all the process allows. Clients that
+            // hold it (a few KB on the wire each, a request completed now and then to restart
+            // the request timeout) must not keep every newcomer out, Apple's fetcher included:
+            // this worker's heaviest holder is closed to let the new connection in, whose
+            // request, arriving whole, holds nothing. Only when no connection here holds enough
+            // to be worth closing is the new one closed before any TLS or HTTP/2 state is made.
+            // Only the HTTPS listeners: HTTP/2 is negotiated by ALPN alone, so a plain HTTP
+            // connection never holds what the budget counts, and refusing it would only let
+            // whoever holds the budget also stop ACME's HTTP-01 checks and the redirects to
+            // HTTPS. Admin connections never count.
+            if listener.kind == .https, context.budget?.isExhausted == true, !evictHeaviestHolder() {
                 Socket.close(fd)
                 counters.refusedForMemory()
                 continue
@@ -99,4 +102,34 @@ extension Worker {
     }
 
     func data(_ c: Connection) -> UInt64 { UInt64(c.generation) << 32 | UInt64(UInt32(c.fd)) }
+
+    /// Least a connection's HTTP/2 session must hold in incomplete requests to be closed for a
+    /// newcomer: a quarter of a session's budget (`HTTP2Session.maximumHeldBytes`, 64 KB), so a
+    /// client waiting on one ordinary request (well under 16 KB of fields) is never the one
+    /// closed, while the budget's holders (16 to 64 KB each) are.
+    static let evictableHolding = 16 * 1024
+
+    /// With the process budget spent and a new HTTPS connection waiting: closes this worker's
+    /// connection whose HTTP/2 session holds the most incomplete requests, at least
+    /// `evictableHolding`, much as nginx closes kept-alive connections when it runs out of
+    /// worker connections (`ngx_drain_connections`). True when one was closed (its held bytes go back to the budget as it
+    /// is freed). A look that finds none is not repeated for a second, so a flood of new
+    /// connections costs one pass over the table a second, not one per connection.
+    func evictHeaviestHolder() -> Bool {
+        guard now >= evictionPausedUntil else { return false }
+        var heaviest: Connection?
+        var most = Self.evictableHolding - 1
+        for case let c? in connections {
+            guard case .http2(let session) = c.machine.framing, session.heldBytes > most else { continue }
+            heaviest = c
+            most = session.heldBytes
+        }
+        guard let heaviest else {
+            evictionPausedUntil = now + 1
+            return false
+        }
+        close(heaviest)
+        counters.evictedForMemory()
+        return true
+    }
 }

@@ -117,6 +117,7 @@ final class MetricsExporter: Sendable {
             }
             count("aasad_acme_challenge_handshakes_total", [], statistics.acmeChallengeHandshakes)
             count("aasad_connections_refused_for_memory_total", [], statistics.connectionsRefusedForMemory)
+            count("aasad_connections_evicted_for_memory_total", [], statistics.connectionsEvictedForMemory)
             count("aasad_http2_streams_refused_total", [], statistics.http2StreamsRefused)
             level("aasad_incomplete_request_bytes", [], Double(statistics.incompleteRequestBytes))
             count("aasad_development_leaves_issued_total", [], development?.leavesIssued ?? 0)
@@ -215,7 +216,9 @@ final class MetricsExporter: Sendable {
         "aasad_connections_open": "Connections open now, by listener.",
         "aasad_connection_timeouts_total": "Connections closed by a timeout, by the phase they were in.",
         "aasad_connections_refused_for_memory_total":
-            "Connections closed as accepted because incomplete requests held the whole limits.incomplete-request-kb.",
+            "Connections closed as accepted because incomplete requests held the whole limits.incomplete-request-kb and no connection held enough to be closed for them.",
+        "aasad_connections_evicted_for_memory_total":
+            "HTTP/2 connections closed, holding the most incomplete requests, to let a new connection in while limits.incomplete-request-kb was spent.",
         "aasad_http2_streams_refused_total":
             "HTTP/2 streams reset unanswered: a memory budget spent, a header list over 16 KB, or a malformed request.",
         "aasad_incomplete_request_bytes": "Bytes the fields of incomplete HTTP/2 requests hold now, all workers together.",

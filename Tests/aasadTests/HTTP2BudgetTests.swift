@@ -139,21 +139,42 @@ final class HTTP2BudgetServeTests {
         #expect(ServerSettings().limits.incompleteRequestBytes == 32 * 1024 * 1024)
     }
 
-    @Test("the process-wide budget: once spent, new connections are refused before the handshake; served again once the holders leave")
+    @Test("the process budget spent: a new connection closes the worker's heaviest holder and is served")
     func processBudget() throws {
-        // 256 KB: four connections' 64 KB, all workers together.
-        try config.write("config/aasad.yaml", Array("limits: { incomplete-request-kb: 256 }\n".utf8))
+        // 256 KB: four connections' 64 KB. One worker, so the holders and the newcomers meet in
+        // one connection table (each worker closes its own holders).
+        try config.write("config/aasad.yaml", Array("threads: 1\nlimits: { incomplete-request-kb: 256 }\n".utf8))
         let server = try RunningServer(config: config)
         let clients = try HoldingClients(port: server.httpsPort, connections: 8, copies: 1)
-        #expect(clients.refusedConnections >= 1, "no connection refused: \(clients.report)")
-        let metrics = try Metrics.wait(server) { $0["aasad_connections_refused_for_memory_total"] >= 1 }
-        #expect(metrics["aasad_connections_refused_for_memory_total"] >= Double(clients.refusedConnections))
-        // Within the limit, but for what two workers decide at the same instant (a session each).
-        #expect(metrics["aasad_incomplete_request_bytes"] <= Double(256 * 1024 + 2 * 65_536))
-        #expect((try? server.https("a.test", Self.path, ["--http2"]).status) != 200, "a new connection was served past the budget")
+        // Each connection past the fourth found the budget spent and closed a holder to get in.
+        #expect(clients.refusedConnections == 0, "a connection was refused: \(clients.report)")
+        var metrics = try Metrics.wait(server) { $0["aasad_connections_evicted_for_memory_total"] >= 1 }
+        #expect(metrics["aasad_connections_refused_for_memory_total"] == 0)
+        // Within the limit, but for the session that spent its last room (64 KB).
+        #expect(metrics["aasad_incomplete_request_bytes"] <= Double(256 * 1024 + 65_536))
+        // A client whose request arrives whole gets in while the holders hold, and is served.
+        #expect(try server.https("a.test", Self.path, ["--http2"]).status == 200, "a new connection was not served with the budget held")
+        metrics = try Metrics.wait(server) { $0["aasad_connections_evicted_for_memory_total"] >= 2 }
         // Plain HTTP never speaks HTTP/2 (ALPN only): it holds nothing the budget counts and
         // stays open (ACME's HTTP-01 checks, the redirects to HTTPS).
         #expect(((try? server.http("a.test", Self.path).status) ?? 0) != 0, "plain HTTP was refused with the budget spent")
+        clients.close()
+        #expect(try Metrics.wait(server) { $0["aasad_incomplete_request_bytes"] == 0 }["aasad_incomplete_request_bytes"] == 0)
+    }
+
+    @Test("the process budget spent by holders of under 16 KB each: new connections are refused, served once they leave")
+    func processBudgetWithoutHeavyHolder() throws {
+        // 64 KB, spent past its last 16 KB by connections of three 4 KB streams each (12 KB:
+        // none worth closing, `Worker.evictableHolding`).
+        try config.write("config/aasad.yaml", Array("threads: 1\nlimits: { incomplete-request-kb: 64 }\n".utf8))
+        let server = try RunningServer(config: config)
+        let clients = try HoldingClients(port: server.httpsPort, connections: 8, copies: 1, streams: 3)
+        #expect(clients.refusedConnections >= 1, "no connection refused: \(clients.report)")
+        let metrics = try Metrics.wait(server) { $0["aasad_connections_refused_for_memory_total"] >= 1 }
+        #expect(metrics["aasad_connections_refused_for_memory_total"] >= Double(clients.refusedConnections))
+        #expect(metrics["aasad_connections_evicted_for_memory_total"] == 0)
+        #expect(metrics["aasad_incomplete_request_bytes"] <= Double(64 * 1024))
+        #expect((try? server.https("a.test", Self.path, ["--http2"]).status) != 200, "a new connection was served past the budget")
         clients.close()
         #expect(try eventually { (try? server.https("a.test", Self.path, ["--http2"]).status) == 200 }, "not served after the holders left")
     }
