@@ -127,8 +127,8 @@ public final class SiteRegistry {
     var ownership: HostOwnership
     /// Where `ownership.remembered` is kept between runs (`ServedFirst`); nil: memory only.
     let servedFirstFile: String?
-    /// What was last written there.
-    var servedFirstStored: [HostName: String] = [:]
+    /// `ownership.rememberedVersion` when it was last written there (or read, at start).
+    var servedFirstStored = 0
     /// Whether a failed write was logged already.
     var servedFirstWriteFailed = false
     /// Why the file could not be read at start, if it could not (`validate` says so).
@@ -190,7 +190,9 @@ public final class SiteRegistry {
             }
         }
         ownership = HostOwnership(prior: prior)
-        servedFirstStored = prior
+        // A record read is written again after the first reload (the names may have moved while
+        // the server was down); none read and none held: nothing to write.
+        servedFirstStored = prior.isEmpty ? ownership.rememberedVersion : -1
         self.servedFirstFile = keepsSources || !storesServedFirst ? nil : servedFirstFile
         self.root = root
         readRoot = root

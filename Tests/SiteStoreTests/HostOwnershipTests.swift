@@ -230,6 +230,45 @@ struct HostOwnershipTests {
         #expect(ownership.resolve() == ["s5.test"])
     }
 
+    @Test("a wildcard's change decides again the aliases under it, found without a String per domain, and no others")
+    func wildcardChangeFindsAliasesUnder() {
+        var ownership = HostOwnership()
+        for i in 0..<1_000 { ownership.set("s\(i).test", Site(dir: "s\(i).test", aliases: ["www.s\(i).shop.test"]).names) }
+        ownership.set("deep.test", Site(dir: "deep.test", aliases: ["a.b.s7.shop.test", "*.x.s7.shop.test"]).names)
+        _ = ownership.resolve()
+        ownership.set("w.test", Site(dir: "w.test", aliases: ["*.s7.shop.test"]).names)
+        #expect(ownership.resolve() == ["w.test", "s7.test", "deep.test"])
+        for (name, domains) in [
+            ("www.a.b.test", ["a.b.test", "b.test"]), ("*.x.a.b.test", ["a.b.test", "b.test"]), ("*.a.b.test", ["b.test"]), ("a.test", []),
+            ("*.a.test", []),
+        ] {
+            #expect(HostOwnership.domains(above: host(name)) == domains)
+            #expect(HostOwnership.liesUnder(host(name), anyOf: Set(domains.map { Substring($0) })) == !domains.isEmpty)
+            let others = Set(["test", name, "c.test", "www.a.b.test"].map { Substring($0) })
+            #expect(!HostOwnership.liesUnder(host(name), anyOf: others))
+        }
+    }
+
+    @Test("rememberedVersion moves when the held aliases do, and only then")
+    func rememberedVersion() {
+        var ownership = HostOwnership()
+        ownership.set("a.test", Site(dir: "a.test", aliases: ["shop.test"]).names)
+        _ = ownership.resolve()
+        let first = ownership.rememberedVersion
+        #expect(first != 0)
+        // Another claim that loses, a symlink, an alias on its own name: nothing held changes.
+        ownership.set("b.test", Site(dir: "b.test", links: ["www.b.test"], aliases: ["shop.test", "b.test"]).names)
+        _ = ownership.resolve()
+        ownership.set("a.test", Site(dir: "a.test", aliases: ["shop.test", "a.test"]).names)
+        _ = ownership.resolve()
+        #expect(ownership.rememberedVersion == first)
+        // The holder lets go: b.test holds it now.
+        ownership.set("a.test", Site(dir: "a.test").names)
+        _ = ownership.resolve()
+        #expect(ownership.rememberedVersion != first)
+        #expect(ownership.remembered == [host("shop.test"): "b.test"])
+    }
+
     @Test("the fuzz target's seeds pass its checks")
     func fuzzSeeds() {
         for seed in [[0, 0x80, 0, 0, 0x21, 0, 2, 1, 1, 0x20], [0, 0x20, 1, 0, 0x20, 0, 1, 1, 0, 0x20, 1]] as [[UInt8]] {
@@ -373,6 +412,25 @@ struct RegistryOwnershipTests {
         // serve with a corrupt record: served, not crashed, and the record written anew.
         r = registry(c, state: state)
         r.reloadAll()
+        #expect(try String(contentsOfFile: state, encoding: .utf8) == "aasad served-first 1\nshop.test a.test\n")
+    }
+
+    @Test("the record is written after a reload only when the held aliases changed; a stale one is rewritten at start")
+    func writtenWhenChanged() throws {
+        let c = try TempConfig()
+        let state = c.root + "/served-first"
+        try c.write("served-first", "aasad served-first 1\ngone.test a.test\n")
+        try c.write("sites/a.test/apple-app-site-association", Self.aasa)
+        let r = registry(c, state: state)
+        r.reloadAll()
+        #expect(try String(contentsOfFile: state, encoding: .utf8) == "aasad served-first 1\n")
+        // A change that holds nothing new does not write (a removed file would stay removed).
+        try FileManager.default.removeItem(atPath: state)
+        try c.write("sites/a.test/site.yaml", "cache-control: max-age=5\n")
+        r.reload(["a.test"])
+        #expect(!FileManager.default.fileExists(atPath: state))
+        try c.write("sites/a.test/site.yaml", "aliases: [shop.test]\n")
+        r.reload(["a.test"])
         #expect(try String(contentsOfFile: state, encoding: .utf8) == "aasad served-first 1\nshop.test a.test\n")
     }
 
