@@ -26,9 +26,10 @@ extension ServeCommand {
     }
 }
 
-/// The names automatic certificates are for: every host a served site claims (its directory
-/// name, alias symlinks, site.yaml aliases) that neither its own `tls/` pair nor the default
-/// pair in `tls/` covers. The config directory is the allow-list: nothing else is ever ordered.
+/// The names automatic certificates are for: every host a served site holds (its directory
+/// name, alias symlinks, site.yaml aliases that `HostOwnership` did not refuse: the snapshot
+/// has no other) that neither its own `tls/` pair nor the default pair in `tls/` covers. The
+/// config directory is the allow-list: nothing else is ever ordered.
 /// The default pair's names are read once per pair.
 final class ACMENames: Sendable {
     private let defaultInfo = Mutex<(identity: String, info: CertificateInfo?)?>(nil)
