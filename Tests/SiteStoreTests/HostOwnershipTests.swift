@@ -470,6 +470,17 @@ struct AliasPolicyTests {
         #expect(policy.allows(host(alias), site: site) == allowed)
     }
 
+    @Test("a file saved with CRLF line ends reads as with LF")
+    func crlf() throws {
+        let policy = try AliasPolicy.parse(Self.text.replacingOccurrences(of: "\n", with: "\r\n")).get()
+        #expect(policy == (try AliasPolicy.parse(Self.text).get()))
+        guard case .failure(let problem) = AliasPolicy.parse("a.test x.test\r\nb.test\r\nc.test y.test\r\n") else {
+            Issue.record("accepted a line without patterns")
+            return
+        }
+        #expect(problem.line == 2)
+    }
+
     @Test(
         "a bad line is refused with its number, and escaped",
         arguments: [
