@@ -537,6 +537,30 @@ struct AliasPolicyTests {
         #expect(scan.isValid)
     }
 
+    @Test("a broken file at start allows no alias (the bound never lapses into none); fixed, it applies")
+    func brokenAtStart() throws {
+        let c = try TempConfig()
+        try c.write("sites/a.test/apple-app-site-association", TempConfig.aasa)
+        try c.write("sites/a.test/site.yaml", "aliases: [shop.example, other.example]\n")
+        try c.write("aliases-allowed", "a.test shop.example\na.test other.example\n")
+        let r = SiteRegistry(root: c.root, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+        r.reloadAll()
+        #expect(r.answer(forHost: "a.test") == .served("a.test"))
+        #expect(r.answer(forHost: "shop.example") == .unclaimed)
+        #expect(r.answer(forHost: "other.example") == .unclaimed)
+        #expect(r.entryErrors.contains { $0.message.contains("line 2") && $0.message.contains("no site.yaml alias is served") })
+        let scan = ConfigLoader.scan(directory: c.root)
+        #expect(scan.sites.first?.problems.contains { $0.message.contains("aliases-allowed does not allow it") } == true)
+        try c.write("aliases-allowed", "a.test shop.example\n")
+        r.reloadAll()
+        #expect(r.answer(forHost: "shop.example") == .served("a.test"))
+        // Broken again: the bound read last stays (not none, not nothing).
+        try c.write("aliases-allowed", "a.test\n")
+        r.reloadAll()
+        #expect(r.answer(forHost: "shop.example") == .served("a.test"))
+        #expect(r.answer(forHost: "other.example") == .unclaimed)
+    }
+
     @Test("a file one byte over the limit is refused unread")
     func sizeBound() throws {
         let c = try TempConfig()
