@@ -43,8 +43,8 @@ public enum ServedFirst {
         }
     }
 
-    /// The file's contents as held aliases, or what is wrong with them (pure: the fuzz target and
-    /// the tests call it on any bytes).
+    /// The file's contents as held aliases, or what is wrong with them (pure: the tests call it on
+    /// hostile bytes; the file is the server's own, never a tenant's).
     public static func parse(_ bytes: [UInt8]) -> Result<[HostName: String], Problem> {
         func failure(_ text: String) -> Result<[HostName: String], Problem> { .failure(Problem(description: text, isMissing: false)) }
         let head = Array(header.utf8)

@@ -274,6 +274,10 @@ struct HostOwnershipTests {
         for seed in [[0, 0x80, 0, 0, 0x21, 0, 2, 1, 1, 0x20], [0, 0x20, 1, 0, 0x20, 0, 1, 1, 0, 0x20, 1]] as [[UInt8]] {
             #expect(HostOwnershipFuzz.check(seed) == nil)
         }
+        // The same bytes as an aliases-allowed file: a quoted control byte is escaped.
+        for text in ["a.test x\u{1B}[2J.test\n", "* -\r\n\u{7F}.test x.test", "a.test a.example\n\n*\n"] {
+            #expect(HostOwnershipFuzz.checkPolicy(Array(text.utf8)) == nil, "\(text.debugDescription)")
+        }
     }
 }
 
