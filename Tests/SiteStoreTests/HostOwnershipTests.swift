@@ -230,14 +230,30 @@ struct HostOwnershipTests {
         #expect(ownership.resolve() == ["s5.test"])
     }
 
-    @Test("a wildcard's change decides again the aliases under it, found without a String per domain, and no others")
+    @Test("a wildcard's change decides again what it may change: under an entry every alias, under an alias the refused ones")
     func wildcardChangeFindsAliasesUnder() {
         var ownership = HostOwnership()
         for i in 0..<1_000 { ownership.set("s\(i).test", Site(dir: "s\(i).test", aliases: ["www.s\(i).shop.test"]).names) }
         ownership.set("deep.test", Site(dir: "deep.test", aliases: ["a.b.s7.shop.test", "*.x.s7.shop.test"]).names)
         _ = ownership.resolve()
+        // A tenant's wildcard alias over names others hold: it takes none of them, and touches none.
         ownership.set("w.test", Site(dir: "w.test", aliases: ["*.s7.shop.test"]).names)
-        #expect(ownership.resolve() == ["w.test", "s7.test", "deep.test"])
+        #expect(ownership.resolve() == ["w.test"])
+        #expect(ownership.holder(serving: "www.s7.shop.test")?.site == "s7.test")
+        // A later alias under it is refused; when the wildcard goes, that one is decided again.
+        ownership.set("late.test", Site(dir: "late.test", aliases: ["new.s7.shop.test"]).names)
+        #expect(ownership.resolve() == ["late.test"])
+        #expect(ownership.held(by: "late.test") == [host("late.test")])
+        ownership.set("w.test", Site(dir: "w.test").names)
+        #expect(ownership.resolve() == ["w.test", "late.test"])
+        #expect(ownership.holder(serving: "new.s7.shop.test")?.site == "late.test")
+        // The operator's wildcard directory: every alias under it is decided again, and refused.
+        ownership.set("*.s7.shop.test", Site(dir: "*.s7.shop.test").names)
+        #expect(ownership.resolve() == ["*.s7.shop.test", "s7.test", "deep.test", "late.test"])
+        #expect(ownership.holder(serving: "www.s7.shop.test")?.site == "*.s7.shop.test")
+        // A change to a wildcard site's aliases alone leaves its directory's name undecided.
+        ownership.set("*.s7.shop.test", Site(dir: "*.s7.shop.test", aliases: ["other.test"]).names)
+        #expect(ownership.resolve() == ["*.s7.shop.test"])
         for (name, domains) in [
             ("www.a.b.test", ["a.b.test", "b.test"]), ("*.x.a.b.test", ["a.b.test", "b.test"]), ("*.a.b.test", ["b.test"]), ("a.test", []),
             ("*.a.test", []),
