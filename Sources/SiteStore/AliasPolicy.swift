@@ -45,7 +45,10 @@ public struct AliasPolicy: Sendable, Equatable {
     public static func parse(_ text: String) -> Result<AliasPolicy, ParseError> {
         var policy = AliasPolicy()
         var sawOthers = false
-        for (index, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+        // A line ends at LF or CRLF (one Character in Swift, which a split at "\n" would not see:
+        // a file saved with CRLF would be one long line, refused whole).
+        let lines = text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" })
+        for (index, raw) in lines.enumerated() {
             func problem(_ message: String) -> Result<AliasPolicy, ParseError> {
                 .failure(ParseError(line: index + 1, reason: message))
             }

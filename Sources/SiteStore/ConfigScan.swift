@@ -89,8 +89,12 @@ public struct SiteSource: Sendable {
     /// only ENOENT means gone (issue 10).
     public var unreadable: Set<String> = []
 
-    /// Every host name the site answers for: its directory's, its alias symlinks', site.yaml's.
+    /// Every host name the site claims: its directory's, its alias symlinks', site.yaml's.
     public var hosts: [HostName] { [host] + aliases + settings.aliases }
+    /// Those of `hosts` that another site holds (`HostOwnership`, as the registry's scan decided).
+    public var refusedHosts: Set<HostName> = []
+    /// Those of `hosts` it would answer for: the others (what its certificate must cover).
+    public var unrefusedHosts: [HostName] { hosts.filter { !refusedHosts.contains($0) } }
 
     /// The directory's own name, e.g. `links.example.com` for `sites/links.example.com`.
     public var name: String { String(directory.split(separator: "/").last ?? Substring(directory)) }

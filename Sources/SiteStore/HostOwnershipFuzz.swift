@@ -39,6 +39,24 @@ public enum HostOwnershipFuzz {
         return host.name.replacingCharacters(in: first...first, with: host.name[first].uppercased())
     }
 
+    /// The same bytes as an operator's `aliases-allowed` (`AliasPolicy.parse`): parsed, or refused
+    /// with a line of the text and a message of printable ASCII (what it quotes is escaped); a
+    /// parsed policy answers for any alias.
+    static func checkPolicy(_ input: [UInt8]) -> String? {
+        let text = String(decoding: input, as: UTF8.self)
+        switch AliasPolicy.parse(text) {
+        case .failure(let error):
+            let lines = text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" }).count
+            guard error.line >= 1, error.line <= lines else { return "aliases-allowed: line \(error.line) of \(lines)" }
+            if let bad = error.description.unicodeScalars.first(where: { $0.value < 0x20 || $0.value > 0x7E }) {
+                return "aliases-allowed: \(bad.escaped(asASCII: true)) unescaped in the message"
+            }
+        case .success(let policy):
+            for byte in input.prefix(8) { _ = policy.allows(name(byte), site: name(byte).name) }
+        }
+        return nil
+    }
+
     /// Hosts to ask about: every exact name the inputs can make, and a fresh label under each
     /// domain (answered by wildcards only).
     static let probes: [String] = {
@@ -53,6 +71,7 @@ public enum HostOwnershipFuzz {
 
     /// Runs one input; nil when every check held, else what failed.
     public static func check(_ input: [UInt8]) -> String? {
+        if let problem = checkPolicy(input) { return problem }
         var bytes = input[...]
         func next() -> UInt8? { bytes.popFirst() }
         var ownership = HostOwnership()

@@ -17,9 +17,10 @@ public import Reactor
 public enum ServedFirst {
     static let header = "aasad served-first 1\n"
 
-    /// A file larger than this is not read, nor written: a line is at most 510 bytes (a 253-byte
-    /// name, a 255-byte directory name, a space and a newline), and 100,000 sites with ten
-    /// 40-byte aliases each write 40 MB; a larger file is not one serve wrote.
+    /// A file larger than this is not read, nor written: a line is about 510 bytes at most (a
+    /// 253-byte name, a directory name that parses as a host name, a space and a newline), and
+    /// 100,000 sites with ten 40-byte aliases each write 40 MB; a larger file is not one serve
+    /// wrote.
     public static let maximumFileSize = 64 << 20
 
     /// Why the file was not used.
@@ -43,8 +44,8 @@ public enum ServedFirst {
         }
     }
 
-    /// The file's contents as held aliases, or what is wrong with them (pure: the fuzz target and
-    /// the tests call it on any bytes).
+    /// The file's contents as held aliases, or what is wrong with them (pure: the tests call it on
+    /// hostile bytes; the file is the server's own, never a tenant's).
     public static func parse(_ bytes: [UInt8]) -> Result<[HostName: String], Problem> {
         func failure(_ text: String) -> Result<[HostName: String], Problem> { .failure(Problem(description: text, isMissing: false)) }
         let head = Array(header.utf8)
@@ -61,16 +62,13 @@ public enum ServedFirst {
             let hostText = String(decoding: fields[0], as: UTF8.self)
             let site = String(decoding: fields[1], as: UTF8.self)
             guard let host = try? HostName(parsing: hostText), host.name == hostText,
-                Array(host.name.utf8) == Array(fields[0]), site.utf8.count <= maximumSiteLength,
+                Array(host.name.utf8) == Array(fields[0]),
                 (try? HostName(parsing: site)) != nil, Array(site.utf8) == Array(fields[1])
             else { return failure("line \(number): not a host and a site directory name") }
             guard held.updateValue(site, forKey: host) == nil else { return failure("line \(number): \(host) appears twice") }
         }
         return .success(held)
     }
-
-    /// Longest site directory name (NAME_MAX).
-    static let maximumSiteLength = 255
 
     /// The file's contents for `held`.
     static func render(_ held: [HostName: String]) -> [UInt8] {

@@ -33,12 +33,10 @@ extension SiteRegistry {
 
     /// After a reload: the alias names held, written to `servedFirstFile` when they changed.
     func rememberServedFirst() {
-        guard let path = servedFirstFile else { return }
-        let held = ownership.remembered
-        guard held != servedFirstStored else { return }
+        guard let path = servedFirstFile, ownership.rememberedVersion != servedFirstStored else { return }
         do throws(ServedFirst.StoreError) {
-            try ServedFirst.store(held, path: path)
-            servedFirstStored = held
+            try ServedFirst.store(ownership.remembered, path: path)
+            servedFirstStored = ownership.rememberedVersion
             servedFirstWriteFailed = false
         } catch {
             // Serving goes on; a restart then decides contests without it. Said once.

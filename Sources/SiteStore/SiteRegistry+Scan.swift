@@ -40,6 +40,7 @@ extension SiteRegistry {
         for name in records.keys.sorted() {
             guard var site = source(of: name) else { continue }
             for refusal in ownership.refusals(of: name) {
+                site.refusedHosts.insert(refusal.host)
                 site.problems.append(Self.problem(refusal, site: name))
                 if case .heldFirst = refusal.reason { contested = true }
                 if case .underWildcard(_, let holder) = refusal.reason, holder.source == .alias { contested = true }

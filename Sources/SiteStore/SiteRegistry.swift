@@ -127,8 +127,8 @@ public final class SiteRegistry {
     var ownership: HostOwnership
     /// Where `ownership.remembered` is kept between runs (`ServedFirst`); nil: memory only.
     let servedFirstFile: String?
-    /// What was last written there.
-    var servedFirstStored: [HostName: String] = [:]
+    /// `ownership.rememberedVersion` when it was last written there (or read, at start).
+    var servedFirstStored = 0
     /// Whether a failed write was logged already.
     var servedFirstWriteFailed = false
     /// Why the file could not be read at start, if it could not (`validate` says so).
@@ -147,6 +147,9 @@ public final class SiteRegistry {
     var sitesDirectoryProblem: ConfigProblem?
     /// What the last read of `aliases-allowed` found wrong (the policy before it stays in force).
     public internal(set) var aliasPolicyProblem: ConfigProblem?
+    /// Whether a read of `aliases-allowed` ever succeeded (a missing file is one): until then, a
+    /// broken file allows no alias.
+    var aliasPolicyRead = false
     /// What the last read of the default certificate (`tls/`) found wrong.
     public internal(set) var defaultCertificateProblems: [ConfigProblem] = []
     /// Sites whose status may have changed since `takeTouched` last ran (those a reload read,
@@ -190,7 +193,9 @@ public final class SiteRegistry {
             }
         }
         ownership = HostOwnership(prior: prior)
-        servedFirstStored = prior
+        // A record read is written again after the first reload (the names may have moved while
+        // the server was down); none read and none held: nothing to write.
+        servedFirstStored = prior.isEmpty ? ownership.rememberedVersion : -1
         self.servedFirstFile = keepsSources || !storesServedFirst ? nil : servedFirstFile
         self.root = root
         readRoot = root
@@ -523,20 +528,30 @@ public final class SiteRegistry {
 
     /// Reads the config root's `aliases-allowed` (`AliasPolicy`): none, no bound; a file that
     /// cannot be read or parsed keeps the policy in force, as any other file keeps its last good
-    /// version. Applied when the reload resolves ownership.
+    /// version, and at start, when none was ever read, allows no alias at all (as a site that
+    /// never had a good version is not served): an operator's bound never lapses into none
+    /// because its file broke. Applied when the reload resolves ownership.
     func readAliasPolicy() {
+        defer {
+            if aliasPolicyProblem == nil {
+                aliasPolicyRead = true
+            } else if !aliasPolicyRead {
+                ownership.setPolicy(AliasPolicy())
+            }
+        }
         let relative = AliasPolicy.fileName
+        let keeps = aliasPolicyRead ? "the aliases allowed before stay" : "no site.yaml alias is served until it is fixed"
         switch ConfigLoader.readBounded(path: readRoot + "/" + relative, limit: AliasPolicy.maximumFileSize) {
         case .failure(let error) where error.isMissing:
             aliasPolicyProblem = nil
             ownership.setPolicy(nil)
         case .failure(let error):
             aliasPolicyProblem = ConfigProblem(
-                severity: .error, file: relative, message: "cannot be read: \(error); the aliases allowed before stay")
+                severity: .error, file: relative, message: "cannot be read: \(error); \(keeps)")
         case .success(let bytes) where bytes.count > AliasPolicy.maximumFileSize:
             aliasPolicyProblem = ConfigProblem(
                 severity: .error, file: relative,
-                message: "larger than \(AliasPolicy.maximumFileSize) bytes; the aliases allowed before stay")
+                message: "larger than \(AliasPolicy.maximumFileSize) bytes; \(keeps)")
         case .success(let bytes):
             switch AliasPolicy.parse(String(decoding: bytes, as: UTF8.self)) {
             case .success(let policy):
@@ -544,7 +559,7 @@ public final class SiteRegistry {
                 ownership.setPolicy(policy)
             case .failure(let error):
                 aliasPolicyProblem = ConfigProblem(
-                    severity: .error, file: relative, message: "\(error); the aliases allowed before stay")
+                    severity: .error, file: relative, message: "\(error); \(keeps)")
             }
         }
         if let problem = aliasPolicyProblem { logger.error("\(problem.file): \(problem.message)") }

@@ -48,7 +48,8 @@ enum ConfigLoading {
             }
         }
         for i in scan.sites.indices {
-            let hosts = scan.sites[i].hosts.map(\.name)
+            // A name refused to the site is another's: its certificate need not cover it.
+            let hosts = scan.sites[i].unrefusedHosts.map(\.name)
             if let files = scan.sites[i].certificate {
                 if let error = check(files) {
                     scan.sites[i].problems.append(

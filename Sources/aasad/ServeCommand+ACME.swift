@@ -27,10 +27,10 @@ extension ServeCommand {
 }
 
 /// The names automatic certificates are for, by site (directory name): every host a served site
-/// answers for (its directory name, alias symlinks, site.yaml aliases, as the snapshot serves
-/// them) that neither its own `tls/` pair nor the default pair in `tls/` covers. The config
-/// directory is the allow-list: nothing else is ever ordered. The default pair's names are read
-/// once per pair.
+/// holds (its directory name, alias symlinks, site.yaml aliases that `HostOwnership` did not
+/// refuse: the snapshot has no other) that neither its own `tls/` pair nor the default pair in
+/// `tls/` covers. The config directory is the allow-list: nothing else is ever ordered. The
+/// default pair's names are read once per pair.
 final class ACMENames: Sendable {
     private let defaultInfo = Mutex<(identity: String, info: CertificateInfo?)?>(nil)
 

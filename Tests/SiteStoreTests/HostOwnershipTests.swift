@@ -230,10 +230,69 @@ struct HostOwnershipTests {
         #expect(ownership.resolve() == ["s5.test"])
     }
 
+    @Test("a wildcard's change decides again what it may change: under an entry every alias, under an alias the refused ones")
+    func wildcardChangeFindsAliasesUnder() {
+        var ownership = HostOwnership()
+        for i in 0..<1_000 { ownership.set("s\(i).test", Site(dir: "s\(i).test", aliases: ["www.s\(i).shop.test"]).names) }
+        ownership.set("deep.test", Site(dir: "deep.test", aliases: ["a.b.s7.shop.test", "*.x.s7.shop.test"]).names)
+        _ = ownership.resolve()
+        // A tenant's wildcard alias over names others hold: it takes none of them, and touches none.
+        ownership.set("w.test", Site(dir: "w.test", aliases: ["*.s7.shop.test"]).names)
+        #expect(ownership.resolve() == ["w.test"])
+        #expect(ownership.holder(serving: "www.s7.shop.test")?.site == "s7.test")
+        // A later alias under it is refused; when the wildcard goes, that one is decided again.
+        ownership.set("late.test", Site(dir: "late.test", aliases: ["new.s7.shop.test"]).names)
+        #expect(ownership.resolve() == ["late.test"])
+        #expect(ownership.held(by: "late.test") == [host("late.test")])
+        ownership.set("w.test", Site(dir: "w.test").names)
+        #expect(ownership.resolve() == ["w.test", "late.test"])
+        #expect(ownership.holder(serving: "new.s7.shop.test")?.site == "late.test")
+        // The operator's wildcard directory: every alias under it is decided again, and refused.
+        ownership.set("*.s7.shop.test", Site(dir: "*.s7.shop.test").names)
+        #expect(ownership.resolve() == ["*.s7.shop.test", "s7.test", "deep.test", "late.test"])
+        #expect(ownership.holder(serving: "www.s7.shop.test")?.site == "*.s7.shop.test")
+        // A change to a wildcard site's aliases alone leaves its directory's name undecided.
+        ownership.set("*.s7.shop.test", Site(dir: "*.s7.shop.test", aliases: ["other.test"]).names)
+        #expect(ownership.resolve() == ["*.s7.shop.test"])
+        for (name, domains) in [
+            ("www.a.b.test", ["a.b.test", "b.test"]), ("*.x.a.b.test", ["a.b.test", "b.test"]), ("*.a.b.test", ["b.test"]), ("a.test", []),
+            ("*.a.test", []),
+        ] {
+            #expect(HostOwnership.domains(above: host(name)) == domains)
+            #expect(HostOwnership.liesUnder(host(name), anyOf: Set(domains.map { Substring($0) })) == !domains.isEmpty)
+            let others = Set(["test", name, "c.test", "www.a.b.test"].map { Substring($0) })
+            #expect(!HostOwnership.liesUnder(host(name), anyOf: others))
+        }
+    }
+
+    @Test("rememberedVersion moves when the held aliases do, and only then")
+    func rememberedVersion() {
+        var ownership = HostOwnership()
+        ownership.set("a.test", Site(dir: "a.test", aliases: ["shop.test"]).names)
+        _ = ownership.resolve()
+        let first = ownership.rememberedVersion
+        #expect(first != 0)
+        // Another claim that loses, a symlink, an alias on its own name: nothing held changes.
+        ownership.set("b.test", Site(dir: "b.test", links: ["www.b.test"], aliases: ["shop.test", "b.test"]).names)
+        _ = ownership.resolve()
+        ownership.set("a.test", Site(dir: "a.test", aliases: ["shop.test", "a.test"]).names)
+        _ = ownership.resolve()
+        #expect(ownership.rememberedVersion == first)
+        // The holder lets go: b.test holds it now.
+        ownership.set("a.test", Site(dir: "a.test").names)
+        _ = ownership.resolve()
+        #expect(ownership.rememberedVersion != first)
+        #expect(ownership.remembered == [host("shop.test"): "b.test"])
+    }
+
     @Test("the fuzz target's seeds pass its checks")
     func fuzzSeeds() {
         for seed in [[0, 0x80, 0, 0, 0x21, 0, 2, 1, 1, 0x20], [0, 0x20, 1, 0, 0x20, 0, 1, 1, 0, 0x20, 1]] as [[UInt8]] {
             #expect(HostOwnershipFuzz.check(seed) == nil)
+        }
+        // The same bytes as an aliases-allowed file: a quoted control byte is escaped.
+        for text in ["a.test x\u{1B}[2J.test\n", "* -\r\n\u{7F}.test x.test", "a.test a.example\n\n*\n"] {
+            #expect(HostOwnershipFuzz.checkPolicy(Array(text.utf8)) == nil, "\(text.debugDescription)")
         }
     }
 }
@@ -376,6 +435,25 @@ struct RegistryOwnershipTests {
         #expect(try String(contentsOfFile: state, encoding: .utf8) == "aasad served-first 1\nshop.test a.test\n")
     }
 
+    @Test("the record is written after a reload only when the held aliases changed; a stale one is rewritten at start")
+    func writtenWhenChanged() throws {
+        let c = try TempConfig()
+        let state = c.root + "/served-first"
+        try c.write("served-first", "aasad served-first 1\ngone.test a.test\n")
+        try c.write("sites/a.test/apple-app-site-association", Self.aasa)
+        let r = registry(c, state: state)
+        r.reloadAll()
+        #expect(try String(contentsOfFile: state, encoding: .utf8) == "aasad served-first 1\n")
+        // A change that holds nothing new does not write (a removed file would stay removed).
+        try FileManager.default.removeItem(atPath: state)
+        try c.write("sites/a.test/site.yaml", "cache-control: max-age=5\n")
+        r.reload(["a.test"])
+        #expect(!FileManager.default.fileExists(atPath: state))
+        try c.write("sites/a.test/site.yaml", "aliases: [shop.test]\n")
+        r.reload(["a.test"])
+        #expect(try String(contentsOfFile: state, encoding: .utf8) == "aasad served-first 1\nshop.test a.test\n")
+    }
+
     @Test("a site that serves nothing holds no alias: an alias counts from when its site serves")
     func refusedSiteHoldsNoAlias() throws {
         let c = try TempConfig()
@@ -410,6 +488,17 @@ struct AliasPolicyTests {
     func allows(_ site: String, _ alias: String, _ allowed: Bool) throws {
         let policy = try AliasPolicy.parse(Self.text).get()
         #expect(policy.allows(host(alias), site: site) == allowed)
+    }
+
+    @Test("a file saved with CRLF line ends reads as with LF")
+    func crlf() throws {
+        let policy = try AliasPolicy.parse(Self.text.replacingOccurrences(of: "\n", with: "\r\n")).get()
+        #expect(policy == (try AliasPolicy.parse(Self.text).get()))
+        guard case .failure(let problem) = AliasPolicy.parse("a.test x.test\r\nb.test\r\nc.test y.test\r\n") else {
+            Issue.record("accepted a line without patterns")
+            return
+        }
+        #expect(problem.line == 2)
     }
 
     @Test(
@@ -466,6 +555,30 @@ struct AliasPolicyTests {
         #expect(r.entryErrors.isEmpty)
         let scan = ConfigLoader.scan(directory: c.root)
         #expect(scan.isValid)
+    }
+
+    @Test("a broken file at start allows no alias (the bound never lapses into none); fixed, it applies")
+    func brokenAtStart() throws {
+        let c = try TempConfig()
+        try c.write("sites/a.test/apple-app-site-association", TempConfig.aasa)
+        try c.write("sites/a.test/site.yaml", "aliases: [shop.example, other.example]\n")
+        try c.write("aliases-allowed", "a.test shop.example\na.test other.example\n")
+        let r = SiteRegistry(root: c.root, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+        r.reloadAll()
+        #expect(r.answer(forHost: "a.test") == .served("a.test"))
+        #expect(r.answer(forHost: "shop.example") == .unclaimed)
+        #expect(r.answer(forHost: "other.example") == .unclaimed)
+        #expect(r.entryErrors.contains { $0.message.contains("line 2") && $0.message.contains("no site.yaml alias is served") })
+        let scan = ConfigLoader.scan(directory: c.root)
+        #expect(scan.sites.first?.problems.contains { $0.message.contains("aliases-allowed does not allow it") } == true)
+        try c.write("aliases-allowed", "a.test shop.example\n")
+        r.reloadAll()
+        #expect(r.answer(forHost: "shop.example") == .served("a.test"))
+        // Broken again: the bound read last stays (not none, not nothing).
+        try c.write("aliases-allowed", "a.test\n")
+        r.reloadAll()
+        #expect(r.answer(forHost: "shop.example") == .served("a.test"))
+        #expect(r.answer(forHost: "other.example") == .unclaimed)
     }
 
     @Test("a file one byte over the limit is refused unread")

@@ -153,3 +153,34 @@ final class ValidateCertificateTests {
         #expect(try AASAD.run(["validate", "--strict", "config"], in: root).status == 1)
     }
 }
+
+@Suite("aasad validate: a certificate need not cover names refused to its site")
+final class ValidateRefusedCoverageTests {
+    let root = FileManager.default.temporaryDirectory.appendingPathComponent("aasad-validate-refused-\(UUID().uuidString)")
+    let aasa = Array(#"{"webcredentials": {"apps": ["ABCDE12345.com.example.app"]}}"#.utf8)
+
+    deinit { try? FileManager.default.removeItem(at: root) }
+
+    func site(_ name: String) throws -> String {
+        let directory = root.appendingPathComponent("config/sites/\(name)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        try Data(aasa).write(to: directory.appendingPathComponent("apple-app-site-association"))
+        return directory.path
+    }
+
+    @Test("an alias another site holds is reported refused, not as a name the certificate misses; a held one still counts")
+    func refusedAliasNotCounted() throws {
+        var certificates = try TestCertificates(root: root)
+        _ = try site("victim.test")
+        let tenant = try site("tenant.test")
+        try Data("aliases: [victim.test, extra.test]\n".utf8).write(to: URL(fileURLWithPath: tenant + "/site.yaml"))
+        try certificates.make(in: tenant + "/tls", names: ["tenant.test"], start: "20200101000000Z", end: "20991231000000Z")
+
+        let out = try AASAD.run(["validate", "config"], in: root)
+        #expect(out.status == 1)
+        #expect(out.stdout.contains("the alias victim.test is not served by sites/tenant.test"), "\(out.stdout)")
+        #expect(out.stdout.contains("does not cover extra.test;"), "\(out.stdout)")
+        #expect(!out.stdout.contains("victim.test, extra.test"), "\(out.stdout)")
+        #expect(!out.stdout.contains("does not cover victim.test"), "\(out.stdout)")
+    }
+}
