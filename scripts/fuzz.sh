@@ -173,10 +173,12 @@ if [ "$which" = all ] || [ "$which" = check ]; then
 fi
 
 if [ "$which" = all ] || [ "$which" = ownership ]; then
-    # HostOwnership and its checks with the host names they use, as one module (no I/O). The
-    # corpus is committed.
-    compile Sources/SiteStore/HostOwnership.swift Sources/SiteStore/HostOwnershipFuzz.swift Sources/SiteStore/AliasPolicy.swift \
-        Sources/SiteStore/HostName.swift Sources/SiteStore/Punycode.swift Fuzz/FuzzOwnership.swift -o "$out/fuzz-ownership"
+    # HostOwnership and its checks with the host names they use and the escaper their messages
+    # quote through (AASA's TerminalText), as one module (no I/O). The corpus is committed.
+    # shellcheck disable=SC2046 # file names without spaces
+    compile $(one_module ownership Sources/SiteStore/HostOwnership.swift Sources/SiteStore/HostOwnershipFuzz.swift \
+        Sources/SiteStore/AliasPolicy.swift Sources/SiteStore/HostName.swift Sources/SiteStore/Punycode.swift \
+        Sources/AASA/TerminalText.swift Sources/AASA/UTF8Validation.swift) Fuzz/FuzzOwnership.swift -o "$out/fuzz-ownership"
     run ownership Fuzz/ownership-corpus Fuzz/ownership-fail-cases 512
 fi
 

@@ -1,3 +1,5 @@
+import AASA
+
 /// The operator's bound on what tenants may alias: the config root's `aliases-allowed` file
 /// (never inside a site directory, so no tenant writes it). Without the file, any alias is
 /// subject to `HostOwnership`'s rule alone; with it, a site.yaml alias outside the site's
@@ -62,7 +64,7 @@ public struct AliasPolicy: Sendable, Equatable {
             } else {
                 for field in fields.dropFirst() {
                     guard let pattern = try? HostName(parsing: field) else {
-                        return problem("\"\(Self.escaped(field))\" is not a host name or *.domain")
+                        return problem("\"\(TerminalText.escaped(field))\" is not a host name or *.domain")
                     }
                     patterns.append(pattern)
                 }
@@ -73,16 +75,11 @@ public struct AliasPolicy: Sendable, Equatable {
                 policy.others = patterns
             } else {
                 guard (try? HostName(parsing: site)) != nil else {
-                    return problem("\"\(Self.escaped(site))\" is not a site directory name")
+                    return problem("\"\(TerminalText.escaped(site))\" is not a site directory name")
                 }
                 guard policy.bySite.updateValue(patterns, forKey: site) == nil else { return problem("a second line for \(site)") }
             }
         }
         return .success(policy)
-    }
-
-    /// A field as it may be quoted in a message: control and non-ASCII characters escaped.
-    static func escaped(_ text: String) -> String {
-        text.unicodeScalars.map { $0.escaped(asASCII: true) }.joined()
     }
 }

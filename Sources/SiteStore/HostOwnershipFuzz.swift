@@ -1,3 +1,5 @@
+import AASA
+
 /// The checks of the `ownership` fuzz target (Fuzz/FuzzOwnership.swift, scripts/fuzz.sh), here so
 /// that the normal test run replays its corpus through the same code (OwnershipFuzzReplayTests).
 ///
@@ -40,7 +42,7 @@ public enum HostOwnershipFuzz {
     }
 
     /// The same bytes as an operator's `aliases-allowed` (`AliasPolicy.parse`): parsed, or refused
-    /// with a line of the text and a message of printable ASCII (what it quotes is escaped); a
+    /// with a line of the text and a message with nothing `TerminalText` would escape; a
     /// parsed policy answers for any alias.
     static func checkPolicy(_ input: [UInt8]) -> String? {
         let text = String(decoding: input, as: UTF8.self)
@@ -48,7 +50,7 @@ public enum HostOwnershipFuzz {
         case .failure(let error):
             let lines = text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" }).count
             guard error.line >= 1, error.line <= lines else { return "aliases-allowed: line \(error.line) of \(lines)" }
-            if let bad = error.description.unicodeScalars.first(where: { $0.value < 0x20 || $0.value > 0x7E }) {
+            if let bad = error.description.unicodeScalars.first(where: TerminalText.isEscaped) {
                 return "aliases-allowed: \(bad.escaped(asASCII: true)) unescaped in the message"
             }
         case .success(let policy):

@@ -506,7 +506,7 @@ struct AliasPolicyTests {
         arguments: [
             ("shop.test\n", "line 1: a site and its patterns"), ("shop.test a..b\n", "line 1: \"a..b\" is not a host name"),
             ("a.test x.test\na.test y.test\n", "line 2: a second line for a.test"), ("* -\n* x.test\n", "line 2: a second line for *"),
-            ("bad_site x.test\n", "line 1: \"bad_site\" is not a site"), ("a.test x\u{1B}[2J.test\n", "\\u{1B}[2J"),
+            ("bad_site x.test\n", "line 1: \"bad_site\" is not a site"), ("a.test x\u{1B}[2J.test\n", "\\x1B[2J"),
         ])
     func refused(_ text: String, _ message: String) {
         guard case .failure(let problem) = AliasPolicy.parse(text) else {
