@@ -9,6 +9,30 @@ extension Files {
         try syscallOrThrow("open", { open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode) })
     }
 
+    /// Replaces the file at `path` with `bytes`: written to `path.new` (created exclusively, so a
+    /// link planted there is never followed, with `mode` from its first byte), synced, then
+    /// renamed over the old one, so that a crash leaves one version or the other whole. The
+    /// server's own state files (`state/cache`, `state/served-first`) are written this way.
+    public static func replaceAtomically(_ path: String, with bytes: [UInt8], mode: UInt32) throws(SystemError) {
+        let temporary = path + ".new"
+        try? remove(temporary)
+        let fd = try createExclusive(temporary, mode: mode)
+        do throws(SystemError) {
+            defer { close(fd) }
+            try writeAll(fd, bytes, at: 0)
+            try sync(fd)
+        } catch {
+            try? remove(temporary)
+            throw error
+        }
+        do throws(SystemError) {
+            try rename(temporary, to: path)
+        } catch {
+            try? remove(temporary)
+            throw error
+        }
+    }
+
     /// Opens an existing regular file for reading and writing in place, close-on-exec.
     public static func openForUpdating(_ path: String) throws(SystemError) -> Int32 {
         try syscallOrThrow("open", { open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW) })

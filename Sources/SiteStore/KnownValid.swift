@@ -80,23 +80,7 @@ public struct KnownValid: Sendable {
             text += key
             text += "\n"
         }
-        let temporary = path + ".new"
-        try? Files.remove(temporary)
-        let fd = try Files.createExclusive(temporary, mode: 0o600)
-        do throws(SystemError) {
-            defer { Files.close(fd) }
-            try Files.writeAll(fd, Array(text.utf8), at: 0)
-            try Files.sync(fd)
-        } catch {
-            try? Files.remove(temporary)
-            throw error
-        }
-        do throws(SystemError) {
-            try Files.rename(temporary, to: path)
-        } catch {
-            try? Files.remove(temporary)
-            throw error
-        }
+        try Files.replaceAtomically(path, with: Array(text.utf8), mode: 0o600)
     }
 
     /// The running binary's identity: its size, modification time and inode, so that a rebuilt

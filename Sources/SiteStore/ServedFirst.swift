@@ -97,24 +97,8 @@ public enum ServedFirst {
     public static func store(_ held: [HostName: String], path: String, limit: Int = maximumFileSize) throws(StoreError) {
         let bytes = render(held)
         guard bytes.count <= limit else { throw .tooLarge(bytes.count) }
-        let temporary = path + ".new"
-        try? Files.remove(temporary)
         do throws(SystemError) {
-            let fd = try Files.createExclusive(temporary, mode: 0o600)
-            do throws(SystemError) {
-                defer { Files.close(fd) }
-                try Files.writeAll(fd, bytes, at: 0)
-                try Files.sync(fd)
-            } catch {
-                try? Files.remove(temporary)
-                throw error
-            }
-            do throws(SystemError) {
-                try Files.rename(temporary, to: path)
-            } catch {
-                try? Files.remove(temporary)
-                throw error
-            }
+            try Files.replaceAtomically(path, with: bytes, mode: 0o600)
         } catch {
             throw .system(error)
         }
