@@ -21,19 +21,7 @@ final class ACMEServeTests {
     }
 
     func settings(challenges: String, storage: String = "acme", extra: String = "") throws {
-        try config.write(
-            "config/aasad.yaml",
-            Array(
-                """
-                acme:
-                  directory: "\(pebble.directory)"
-                  directory-ca: "\(pebble.caFile)"
-                  storage: "\(config.path(storage))"
-                  challenges: [\(challenges)]
-                  email: ops@example.com
-                \(extra)
-
-                """.utf8))
+        try config.writeACMESettings(pebble, challenges: challenges, storage: storage, extra: extra)
     }
 
     /// junk.test: a tenant's site with eight aliases of its own choosing.
@@ -230,19 +218,7 @@ final class ACMEServeTests {
 
                 """.utf8))
         chmod(config.path("hook"), 0o755)
-        try config.write(
-            "config/aasad.yaml",
-            Array(
-                """
-                acme:
-                  directory: "\(pebble.directory)"
-                  directory-ca: "\(pebble.caFile)"
-                  storage: "\(config.path("acme"))"
-                  challenges: [tls-alpn-01, dns-01]
-                  dns-hook: "\(config.path("hook"))"
-                  email: ops@example.com
-
-                """.utf8))
+        try settings(challenges: "tls-alpn-01, dns-01", extra: "  dns-hook: \"\(config.path("hook"))\"")
         let server = try serve()
         #expect(waitValid(server, ["*.w.test"]), "\(describe(server))\n\(server.log())")
         let listings = try FileManager.default.contentsOfDirectory(atPath: config.root.path).filter { $0.hasPrefix("fds-") }
@@ -260,5 +236,26 @@ final class ACMEServeTests {
             #expect(extra.isEmpty, "\(name) inherited: \(extra)")
         }
         #expect(server.stop() == 0)
+    }
+}
+
+extension TestConfig {
+    /// Writes config/aasad.yaml with an `acme` section aimed at `pebble` (its directory and CA,
+    /// storage under this config's folder), `challenges` as YAML list items and `extra` lines of
+    /// that section (two spaces in).
+    func writeACMESettings(_ pebble: Pebble, challenges: String, storage: String = "acme", extra: String = "") throws {
+        try write(
+            "config/aasad.yaml",
+            Array(
+                """
+                acme:
+                  directory: "\(pebble.directory)"
+                  directory-ca: "\(pebble.caFile)"
+                  storage: "\(path(storage))"
+                  challenges: [\(challenges)]
+                  email: ops@example.com
+                \(extra)
+
+                """.utf8))
     }
 }

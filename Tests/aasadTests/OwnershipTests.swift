@@ -164,18 +164,7 @@ final class OwnershipACMETests {
         pebble = try Pebble(resolveEverythingToLoopback: true)
         root = config.path("pebble-root.pem")
         try config.write("pebble-root.pem", try pebble.issuingRoot())
-        try config.write(
-            "config/aasad.yaml",
-            Array(
-                """
-                acme:
-                  directory: "\(pebble.directory)"
-                  directory-ca: "\(pebble.caFile)"
-                  storage: "\(config.path("acme"))"
-                  challenges: [tls-alpn-01]
-                  email: ops@example.com
-
-                """.utf8))
+        try config.writeACMESettings(pebble, challenges: "tls-alpn-01")
     }
 
     func automatic(_ server: RunningServer) throws -> [String: [String: Any]] {
