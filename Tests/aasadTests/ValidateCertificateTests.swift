@@ -154,20 +154,8 @@ final class ValidateCertificateTests {
     }
 }
 
-@Suite("aasad validate: a certificate need not cover names refused to its site")
-final class ValidateRefusedCoverageTests {
-    let root = FileManager.default.temporaryDirectory.appendingPathComponent("aasad-validate-refused-\(UUID().uuidString)")
-    let aasa = Array(#"{"webcredentials": {"apps": ["ABCDE12345.com.example.app"]}}"#.utf8)
-
-    deinit { try? FileManager.default.removeItem(at: root) }
-
-    func site(_ name: String) throws -> String {
-        let directory = root.appendingPathComponent("config/sites/\(name)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        try Data(aasa).write(to: directory.appendingPathComponent("apple-app-site-association"))
-        return directory.path
-    }
-
+/// A certificate need not cover names refused to its site.
+extension ValidateCertificateTests {
     @Test("an alias another site holds is reported refused, not as a name the certificate misses; a held one still counts")
     func refusedAliasNotCounted() throws {
         var certificates = try TestCertificates(root: root)
