@@ -104,19 +104,22 @@ extension Worker {
     func data(_ c: Connection) -> UInt64 { UInt64(c.generation) << 32 | UInt64(UInt32(c.fd)) }
 
     /// Least a connection's HTTP/2 session must hold in incomplete requests to be closed for a
-    /// newcomer: a quarter of a session's budget (`HTTP2Session.maximumHeldBytes`, 64 KB), so a
-    /// client waiting on one ordinary request (well under 16 KB of fields) is never the one
-    /// closed, while the budget's holders (16 to 64 KB each) are.
-    static let evictableHolding = 16 * 1024
+    /// newcomer: 1 KB. An ordinary request holds a few hundred bytes, and only while its header
+    /// block is split across reads, so it is never the one closed; a floor any higher would let
+    /// holders of just under it (three 4 KB streams, a few hundred bytes on the wire) fill the
+    /// budget and stay unevictable. Below it, filling the default 32 MB takes over 32,000
+    /// connections, whose TLS state alone is a `limits.max-connections` matter.
+    static let evictableHolding = 1024
 
     /// With the process budget spent and a new HTTPS connection waiting: closes this worker's
     /// connection whose HTTP/2 session holds the most incomplete requests, at least
     /// `evictableHolding`, much as nginx closes kept-alive connections when it runs out of
     /// worker connections (`ngx_drain_connections`). True when one was closed (its held bytes go back to the budget as it
-    /// is freed). A look that finds none is not repeated for a second, so a flood of new
-    /// connections costs one pass over the table a second, not one per connection.
+    /// is freed). Each pass over the table either closes a holder, which its client paid a TLS
+    /// handshake for, or finds none, and then is not repeated for a second: a flood of new
+    /// connections with nothing to close costs one pass a second, not one per connection.
     func evictHeaviestHolder() -> Bool {
-        guard now >= evictionPausedUntil else { return false }
+        guard context.milliseconds >= evictionPausedUntil else { return false }
         var heaviest: Connection?
         var most = Self.evictableHolding - 1
         for case let c? in connections {
@@ -125,7 +128,7 @@ extension Worker {
             most = session.heldBytes
         }
         guard let heaviest else {
-            evictionPausedUntil = now + 1
+            evictionPausedUntil = context.milliseconds + 1000
             return false
         }
         close(heaviest)

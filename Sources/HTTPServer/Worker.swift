@@ -76,8 +76,8 @@ final class Worker {
     var wheel: TimerWheel
     let clock = MonotonicClock()
     var acceptPausedUntil: Int64?
-    /// Until when a spent process budget refuses new HTTPS connections without looking for a
-    /// holder to close: set when a look found none (`evictHeaviestHolder`).
+    /// Until when (monotonic milliseconds) a spent process budget refuses new HTTPS connections
+    /// without looking for a holder to close: set when a look found none (`evictHeaviestHolder`).
     var evictionPausedUntil: Int64 = 0
     /// Whether the listeners are in the epoll set (they leave it while accepting is paused).
     var listening = true

@@ -216,7 +216,7 @@ final class MetricsExporter: Sendable {
         "aasad_connections_open": "Connections open now, by listener.",
         "aasad_connection_timeouts_total": "Connections closed by a timeout, by the phase they were in.",
         "aasad_connections_refused_for_memory_total":
-            "Connections closed as accepted because incomplete requests held the whole limits.incomplete-request-kb and no connection held enough to be closed for them.",
+            "Connections closed as accepted because incomplete requests held the whole limits.incomplete-request-kb and no connection held 1 KB to be closed for them.",
         "aasad_connections_evicted_for_memory_total":
             "HTTP/2 connections closed, holding the most incomplete requests, to let a new connection in while limits.incomplete-request-kb was spent.",
         "aasad_http2_streams_refused_total":

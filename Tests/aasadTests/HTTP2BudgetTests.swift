@@ -15,12 +15,13 @@ final class HoldingClients {
     /// What the script saw: connections refused, streams reset by error code, streams left open.
     private(set) var report: [String: Any] = [:]
 
-    init(port: Int, connections: Int, copies: Int, streams: Int = 100) throws {
+    /// `agent`: the user-agent's length in bytes (3,950 in the reported attack).
+    init(port: Int, connections: Int, copies: Int, streams: Int = 100, agent: Int = 3950) throws {
         Tool.ignoreBrokenPipes()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = [
             "python3", AASAD.testDirectory.appendingPathComponent("Fixtures/h2hold.py").path, "\(port)", "a.test", "\(connections)",
-            "\(copies)", "\(streams)",
+            "\(copies)", "\(streams)", "\(agent)",
         ]
         process.standardInput = input
         process.standardOutput = output
@@ -35,6 +36,8 @@ final class HoldingClients {
     var connections: Int { report["connections"] as? Int ?? 0 }
     var refusedConnections: Int { report["refused_connections"] as? Int ?? 0 }
     var openStreams: Int { report["open_streams"] as? Int ?? 0 }
+    /// Connections the server closed after accepting them (holders closed for a newcomer).
+    var closedByServer: Int { report["closed_by_server"] as? Int ?? 0 }
     /// Streams reset with `code` (RFC 9113 §7: 1 PROTOCOL_ERROR, 7 REFUSED_STREAM).
     func resets(_ code: Int) -> Int { (report["resets"] as? [String: Int])?["\(code)"] ?? 0 }
 
@@ -148,6 +151,7 @@ final class HTTP2BudgetServeTests {
         let clients = try HoldingClients(port: server.httpsPort, connections: 8, copies: 1)
         // Each connection past the fourth found the budget spent and closed a holder to get in.
         #expect(clients.refusedConnections == 0, "a connection was refused: \(clients.report)")
+        #expect(clients.closedByServer >= 1, "no holder was closed: \(clients.report)")
         var metrics = try Metrics.wait(server) { $0["aasad_connections_evicted_for_memory_total"] >= 1 }
         #expect(metrics["aasad_connections_refused_for_memory_total"] == 0)
         // Within the limit, but for the session that spent its last room (64 KB).
@@ -162,14 +166,15 @@ final class HTTP2BudgetServeTests {
         #expect(try Metrics.wait(server) { $0["aasad_incomplete_request_bytes"] == 0 }["aasad_incomplete_request_bytes"] == 0)
     }
 
-    @Test("the process budget spent by holders of under 16 KB each: new connections are refused, served once they leave")
+    @Test("the process budget spent by holders of under 1 KB each: new connections are refused, served once they leave")
     func processBudgetWithoutHeavyHolder() throws {
-        // 64 KB, spent past its last 16 KB by connections of three 4 KB streams each (12 KB:
-        // none worth closing, `Worker.evictableHolding`).
+        // 64 KB, spent past its last 16 KB by connections of one stream with a 500-byte
+        // user-agent each (well under 1 KB: none worth closing, `Worker.evictableHolding`).
         try config.write("config/aasad.yaml", Array("threads: 1\nlimits: { incomplete-request-kb: 64 }\n".utf8))
         let server = try RunningServer(config: config)
-        let clients = try HoldingClients(port: server.httpsPort, connections: 8, copies: 1, streams: 3)
+        let clients = try HoldingClients(port: server.httpsPort, connections: 120, copies: 1, streams: 1, agent: 500)
         #expect(clients.refusedConnections >= 1, "no connection refused: \(clients.report)")
+        #expect(clients.closedByServer == 0, "a holder of under 1 KB was closed: \(clients.report)")
         let metrics = try Metrics.wait(server) { $0["aasad_connections_refused_for_memory_total"] >= 1 }
         #expect(metrics["aasad_connections_refused_for_memory_total"] >= Double(clients.refusedConnections))
         #expect(metrics["aasad_connections_evicted_for_memory_total"] == 0)
@@ -177,5 +182,18 @@ final class HTTP2BudgetServeTests {
         #expect((try? server.https("a.test", Self.path, ["--http2"]).status) != 200, "a new connection was served past the budget")
         clients.close()
         #expect(try eventually { (try? server.https("a.test", Self.path, ["--http2"]).status) == 200 }, "not served after the holders left")
+    }
+
+    @Test("the process budget spent by holders of three 4 KB streams each (12 KB): the newcomer closes one and is served")
+    func processBudgetSmallHolders() throws {
+        try config.write("config/aasad.yaml", Array("threads: 1\nlimits: { incomplete-request-kb: 64 }\n".utf8))
+        let server = try RunningServer(config: config)
+        let clients = try HoldingClients(port: server.httpsPort, connections: 8, copies: 1, streams: 3)
+        #expect(clients.refusedConnections == 0, "a connection was refused: \(clients.report)")
+        #expect(clients.closedByServer >= 1, "no holder was closed: \(clients.report)")
+        #expect(try server.https("a.test", Self.path, ["--http2"]).status == 200, "a new connection was not served with the budget held")
+        let metrics = try Metrics.wait(server) { $0["aasad_connections_evicted_for_memory_total"] >= 2 }
+        #expect(metrics["aasad_connections_refused_for_memory_total"] == 0)
+        clients.close()
     }
 }

@@ -24,7 +24,7 @@ ctx.check_hostname = False
 ctx.verify_mode = ssl.CERT_NONE  # what is measured is memory, not the chain
 ctx.set_alpn_protocols(["h2"])
 
-held, refused, resets, ended = [], 0, {}, 0
+held, refused, resets, ended, closed = [], 0, {}, 0, []
 for _ in range(count):
     try:
         sock = ctx.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=10), server_hostname=host)
@@ -44,7 +44,7 @@ for _ in range(count):
 # Read until nothing arrives for a second (at most 10 s): SETTINGS, their ACKs, RST_STREAMs.
 quiet_since, deadline = time.time(), time.time() + 10
 while held and time.time() - quiet_since < 1 and time.time() < deadline:
-    readable, _, _ = select.select([s for s, _, _ in held], [], [], 0.2)
+    readable, _, _ = select.select([s for s, _, _ in held if s not in closed], [], [], 0.2)
     for sock, conn, reset in held:
         if sock not in readable:
             continue
@@ -54,6 +54,7 @@ while held and time.time() - quiet_since < 1 and time.time() < deadline:
         except (OSError, ssl.SSLError):
             data = b""
         if not data:
+            closed.append(sock)  # closed by the server (a holder closed for a newcomer)
             continue
         try:
             for event in conn.receive_data(data):
@@ -66,9 +67,10 @@ while held and time.time() - quiet_since < 1 and time.time() < deadline:
         except (OSError, ssl.SSLError, h2.exceptions.ProtocolError):
             pass
 
-open_streams = sum(streams - len(reset) for _, _, reset in held)
+open_streams = sum(streams - len(reset) for s, _, reset in held if s not in closed)
 print("held " + json.dumps({"connections": len(held), "refused_connections": refused, "resets": resets,
-                            "open_streams": open_streams, "goaway": ended}), flush=True)
+                            "open_streams": open_streams, "goaway": ended,
+                            "closed_by_server": len(closed)}), flush=True)
 sys.stdin.readline()
 for sock, _, _ in held:
     try:
