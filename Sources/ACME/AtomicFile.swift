@@ -8,33 +8,12 @@ import Reactor
 /// over the target, and the directory fsynced so the rename survives a crash (the pattern of
 /// rename(2)'s atomicity guarantee; the same as certificates written by certbot and Caddy).
 public enum AtomicFile {
+    /// `Files.replaceAtomically`, its error said as storage's.
     public static func write(_ bytes: [UInt8], to path: String, mode: UInt32) throws(ACMEError) {
-        let directory = parentDirectory(of: path)
-        let temporary = directory + "/." + baseName(of: path) + ".tmp-" + randomHex(8)
-        let fd: Int32
         do {
-            fd = try Files.createExclusive(temporary, mode: mode)
+            try Files.replaceAtomically(path, with: bytes, mode: mode)
         } catch {
-            throw .storage("cannot create \(temporary): \(error.reason)")
-        }
-        do {
-            defer { Files.close(fd) }
-            try Files.writeAll(fd, bytes, at: 0)
-            try Files.sync(fd)
-        } catch {
-            try? Files.remove(temporary)
-            throw .storage("cannot write \(temporary): \(error.reason)")
-        }
-        do {
-            try Files.rename(temporary, to: path)
-        } catch {
-            try? Files.remove(temporary)
-            throw .storage("cannot rename \(temporary) to \(path): \(error.reason)")
-        }
-        do {
-            try Files.syncDirectory(directory)
-        } catch {
-            throw .storage("cannot sync \(directory): \(error.reason)")
+            throw .storage("cannot write \(path): \(error.reason)")
         }
     }
 

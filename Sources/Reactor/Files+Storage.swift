@@ -9,13 +9,18 @@ extension Files {
         try syscallOrThrow("open", { open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode) })
     }
 
-    /// Replaces the file at `path` with `bytes`: written to `path.new` (created exclusively, so a
-    /// link planted there is never followed, with `mode` from its first byte), synced, then
-    /// renamed over the old one, so that a crash leaves one version or the other whole. The
-    /// server's own state files (`state/cache`, `state/served-first`) are written this way.
+    /// Replaces the file at `path` with `bytes` so that a reader (another replica, the watcher)
+    /// sees the old bytes or the new ones, never a part: written to a temporary file beside it
+    /// (a random name, created exclusively, so neither a link planted there nor a second process
+    /// writing the same file at once, as during an upgrade, is ever written through, with `mode`
+    /// from its first byte), synced, renamed over the old one, and the directory synced so that
+    /// the rename survives a crash (as certbot and Caddy write certificates). ACME's storage
+    /// (`AtomicFile`), `state/cache/validated-contents` and `state/served-first` are written so.
     public static func replaceAtomically(_ path: String, with bytes: [UInt8], mode: UInt32) throws(SystemError) {
-        let temporary = path + ".new"
-        try? remove(temporary)
+        let slash = path.lastIndex(of: "/")
+        let directory = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
+        let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
+        let temporary = directory + "/." + name + ".tmp-" + String(UInt64.random(in: .min ... .max), radix: 16)
         let fd = try createExclusive(temporary, mode: mode)
         do throws(SystemError) {
             defer { close(fd) }
@@ -31,6 +36,7 @@ extension Files {
             try? remove(temporary)
             throw error
         }
+        try syncDirectory(directory)
     }
 
     /// Opens an existing regular file for reading and writing in place, close-on-exec.
