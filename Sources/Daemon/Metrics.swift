@@ -1,14 +1,14 @@
-import ACME
-import Check
-import CoreMetrics
-import Foundation
-import Glibc
-import HTTPCore
-import HTTPServer
-import Prometheus
-import SiteStore
-import Synchronization
-import TLS
+package import ACME
+package import Check
+package import CoreMetrics
+package import Foundation
+package import Glibc
+package import HTTPCore
+package import HTTPServer
+package import Prometheus
+package import SiteStore
+package import Synchronization
+package import TLS
 
 /// `/metrics`: the server's counters as swift-prometheus counters and gauges, each family with
 /// its `# HELP` text, rendered by swift-prometheus in Prometheus' text format. The workers count
@@ -55,7 +55,7 @@ final class MetricsExporter: Sendable {
         let registry = self.registry
         state = Mutex(State(cpu: (registry.makeCounter(descriptor: Self.family("process_cpu_seconds_total")), 0)))
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
-        registry.makeGauge(descriptor: Self.family("aasad_build_info"), labels: [("version", AASACommand.version)]).set(to: 1)
+        registry.makeGauge(descriptor: Self.family("aasad_build_info"), labels: [("version", Daemon.version)]).set(to: 1)
         // Every series exists from the start, at zero, so that rate() and alerts see them.
         _ = scrape()
     }
