@@ -32,15 +32,18 @@ package final class Daemon: @unchecked Sendable {
 
     package let configDirectory: String
     private let initial: ServerSettings
-    private let logger: Logger
+    let logger: Logger
     private let upgradeReadiness: Int32?
+    /// The environment as the process started (before `Upgrade.takeReadiness` removed its
+    /// variable, which the ticket keys' descriptor is found after).
+    private let environment: [String: String]
     private let output: @Sendable (String) -> Void
     private let reread: @Sendable () -> (ServerSettings, [ServerSettings.Problem], unknown: [String])
     private let reloads = ReloadCount()
-    private var running: Running?
+    var running: Running?
 
     /// The parts made by `start`.
-    private struct Running {
+    struct Running {
         let server: Server
         let store: SnapshotStore
         let sites: LockedRegistry
@@ -57,11 +60,13 @@ package final class Daemon: @unchecked Sendable {
     /// - Parameters:
     ///   - settings: the settings to start with, already checked (`ServerSettings.Problem`s none).
     ///   - upgradeReadiness: the pipe a process being upgraded waits on (`Upgrade.takeReadiness`).
+    ///   - environment: the environment that pipe was taken from.
     ///   - output: where the lines a supervisor or a test waits for go ("aasad ready: …").
     ///   - reread: the settings read again when aasad.yaml changes or on `reload`; by default the
     ///     config directory's aasad.yaml alone (a command adds its variables and flags).
     package init(
         configDirectory: String, settings: ServerSettings, logger: Logger, upgradeReadiness: Int32? = nil,
+        environment: [String: String] = ProcessInfo.processInfo.environment,
         output: @escaping @Sendable (String) -> Void = Daemon.standardOutput,
         reread: (@Sendable () -> (ServerSettings, [ServerSettings.Problem], unknown: [String]))? = nil
     ) {
@@ -69,6 +74,7 @@ package final class Daemon: @unchecked Sendable {
         initial = settings
         self.logger = logger
         self.upgradeReadiness = upgradeReadiness
+        self.environment = environment
         self.output = output
         self.reread =
             reread ?? {
@@ -125,7 +131,7 @@ package final class Daemon: @unchecked Sendable {
         let upgrade = Upgrade(pidFile: settings.pidFile, logger: logger)
         // The replaced process's ticket keys (only in a process an upgrade started): its
         // clients resume here.
-        Upgrade.takeTicketKeys(environment: ProcessInfo.processInfo.environment, upgrading: upgradeReadiness != nil, logger: logger)
+        Upgrade.takeTicketKeys(environment: environment, upgrading: upgradeReadiness != nil, logger: logger)
         let workerCount = settings.threads ?? max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
         let limits = Self.descriptorLimits(settings, workers: workerCount, logger: logger)
         let accessLog: AccessLog?
@@ -366,118 +372,5 @@ package final class Daemon: @unchecked Sendable {
         }
         try Privileges.drop(to: user)
         logger.info("running as \(user)")
-    }
-
-    // MARK: - While serving
-
-    /// The SIGHUP path: reopens the access log, reads the config directory again (through the
-    /// watcher's full rescan when there is one, else here) and aasad.yaml with it.
-    package func reload() {
-        guard let running else { return }
-        SystemdNotify.send("RELOADING=1")
-        do {
-            try running.server.tuner.current.accessLog?.reopen()
-        } catch {
-            logger.error("\(error)")
-        }
-        if let watcher = running.watcher {
-            watcher.requestFullRescan()
-        } else {
-            _ = running.follower.follow()
-            running.serveReloaded(running.sites.reload { $0.reloadAll() }, nil)
-            SystemdNotify.send("READY=1")
-        }
-        logger.info("reload requested (SIGHUP)")
-    }
-
-    /// Applies `settings` as a changed aasad.yaml would: what can change while serving changes,
-    /// keys that need a new process are reported (`SettingsSchema`), an invalid value changes
-    /// nothing. Returns whether anything was applied.
-    @discardableResult
-    package func apply(settings new: ServerSettings) -> Bool {
-        guard let running else { return false }
-        let before = running.follower.inForce
-        let prepareAgain = running.follower.follow(new, problems: new.consistencyProblems(source: "settings"))
-        if prepareAgain { running.serveReloaded(running.sites.reload { $0.reloadAll() }, nil) }
-        return running.follower.inForce != before
-    }
-
-    /// The SIGUSR2 path: starts the binary this process was started from with the listening
-    /// sockets; once it is ready, `handOver` runs (by default: SIGTERM to this process, so that
-    /// its signal loop drains and exits).
-    package func upgrade(handOver: (@Sendable (Int32) -> Void)? = nil) {
-        guard let running else { return }
-        running.upgrade.begin(listeners: running.server.passableListeners()) { pid in
-            SystemdNotify.send("MAINPID=\(pid)\nREADY=1\nSTATUS=upgraded: serving from pid \(pid)")
-            if let handOver { handOver(pid) } else { kill(getpid(), SIGTERM) }
-        }
-    }
-
-    // MARK: - Stop
-
-    /// Stops: unready first, then (after `timeouts.shutdown-delay` when `drain`, waited by
-    /// `waitDelay`) stops accepting; open connections get `timeouts.drain` to finish when
-    /// `drain`, none otherwise. Returns once every worker has ended.
-    package func stop(drain: Bool = true, reason: String = "requested", waitDelay: ((Int64) -> Void)? = nil) {
-        guard let running else { return }
-        // Read once: a hand-over that lands after this is refused by `abandon`.
-        running.upgrade.abandon()
-        let successor = running.upgrade.handedOverTo
-        if let successor {
-            logger.info("stopping: upgraded", metadata: ["newPID": "\(successor)"])
-        } else {
-            logger.info("stopping", metadata: ["signal": "\(reason)"])
-        }
-        running.ready.lower()
-        // After a hand-over systemd's service is the new process: this one says nothing more.
-        if successor == nil { SystemdNotify.send("STOPPING=1") }
-        // Unready first, still serving: a load balancer that follows /readyz stops sending
-        // before accepting stops.
-        let delay = running.follower.inForce.shutdownDelay
-        if drain && successor == nil && delay > 0, let waitDelay {
-            logger.info("unready; serving \(delay) s more before accepting stops (timeouts.shutdown-delay)")
-            waitDelay(delay)
-        }
-        running.watcher?.stop()
-        if !drain {
-            var limits = running.server.tuner.current.limits
-            limits.drainTimeout = 0
-            running.server.tuner.tune(limits: limits, accessLog: running.server.tuner.current.accessLog)
-        }
-        running.server.stop()
-        running.certificateManager.value?.stop()
-        running.cdnWatch.value?.stop()
-        if let path = running.follower.inForce.pidFile { PIDFile.remove(path) }
-        self.running = nil
-    }
-
-    /// Serves until SIGTERM or SIGINT (then stops, draining), reloading on SIGHUP and upgrading
-    /// on SIGUSR2. `signals`: the set `blockSignals` blocked before `start`.
-    package func runUntilSignalled(_ signals: sigset_t) {
-        var signals = signals
-        while true {
-            var received: Int32 = 0
-            sigwait(&signals, &received)
-            if received == SIGHUP {
-                reload()
-                continue
-            }
-            if received == SIGUSR2 {
-                upgrade()
-                continue
-            }
-            // A second SIGTERM or SIGINT cuts the shutdown delay short.
-            stop(drain: true, reason: received == SIGTERM ? "SIGTERM" : "SIGINT") { delay in
-                let clock = MonotonicClock()
-                let end = clock.milliseconds() + delay * 1000
-                while clock.milliseconds() < end {
-                    let left = end - clock.milliseconds()
-                    var wait = timespec(tv_sec: Int(left / 1000), tv_nsec: Int(left % 1000) * 1_000_000)
-                    let next = sigtimedwait(&signals, nil, &wait)
-                    if next == SIGTERM || next == SIGINT { break }
-                }
-            }
-            return
-        }
     }
 }

@@ -69,7 +69,7 @@ struct ServeCommand: ParsableCommand {
         let signals = Daemon.blockSignals()
         let config = config
         let daemon = Daemon(
-            configDirectory: config, settings: settings, logger: logger, upgradeReadiness: upgradeReadiness,
+            configDirectory: config, settings: settings, logger: logger, upgradeReadiness: upgradeReadiness, environment: environment,
             reread: { Self.settings(config: config, flags: flags, environment: ProcessInfo.processInfo.environment) })
         do {
             try daemon.start()

@@ -41,7 +41,7 @@ struct DaemonTests {
         }
         let first = try fetch()
         #expect(first.status == 0, "\(first.stderr)")
-        #expect(first.stdout == Self.aasa)
+        #expect(String(decoding: first.stdout, as: UTF8.self) == Self.aasa)
 
         // A changed file is served after `reload`, whose generation the test waits on.
         let changed = Self.aasa.replacingOccurrences(of: "/a/*", with: "/b/*")
@@ -49,7 +49,7 @@ struct DaemonTests {
         let before = daemon.reloadGeneration
         daemon.reload()
         #expect(eventually { daemon.reloadGeneration > before })
-        #expect(try fetch().stdout == changed)
+        #expect(String(decoding: try fetch().stdout, as: UTF8.self) == changed)
 
         // A live setting applies; one that needs a new process is kept as in force.
         var next = daemon.settings
@@ -57,5 +57,25 @@ struct DaemonTests {
         next.threads = 4
         #expect(daemon.apply(settings: next))
         #expect(daemon.settings.idleTimeout == 7 && daemon.settings.threads == 1)
+    }
+
+    @Test("two daemons run in one process, each on its own port")
+    func twoInOneProcess() throws {
+        let folder = try TemporaryDirectory(prefix: "daemon-test")
+        try folder.write("config/sites/a.test/apple-app-site-association", Array(Self.aasa.utf8))
+        var settings = ServerSettings()
+        settings.https = ["127.0.0.1:0"]
+        settings.admin = "127.0.0.1:0"
+        settings.threads = 1
+        settings.watch = false
+        settings.state = folder.path("state")
+        let daemons = (0..<2).map { _ in
+            Daemon(configDirectory: folder.path("config"), settings: settings, logger: Logger(label: "daemon-test"), output: { _ in })
+        }
+        for daemon in daemons { try daemon.start() }
+        defer { for daemon in daemons { daemon.stop(drain: false) } }
+        let ports = daemons.compactMap { $0.boundHTTPS.first?.port }
+        #expect(ports.count == 2 && ports[0] != ports[1])
+        #expect(daemons.allSatisfy { $0.boundAdmin != nil })
     }
 }

@@ -115,7 +115,15 @@ struct SettingsSchemaTests {
 
     @Test("the documented-keys reader sees commented keys, sections and flow mappings")
     func documentedReader() {
-        let text = "# prose: here\nlisten:\n  https: []\n  # https-port: 443\n# acme:\n#   eab: {kid: \"k\", hmac-key: \"m\"}\nstate: s\n"
+        let text = """
+            # Prose, with a colon: here
+            listen:
+              https: []
+              # https-port: 443
+            # acme:
+            #   eab: {kid: "k", hmac-key: "m"}
+            state: s
+            """
         #expect(DocumentedKeys.paths(in: text) == ["listen.https", "listen.https-port", "acme.eab.kid", "acme.eab.hmac-key", "state"])
     }
 }
