@@ -20,7 +20,7 @@ struct ServeCommand: ParsableCommand {
             aasad.yaml, then AASAD_* environment variables (AASAD_TIMEOUTS_IDLE for timeouts.idle), \
             then these flags, each overriding the one before.
             """,
-        // The settings' flags come from the schema (`ServeFlags`), which prints this help too.
+        // The settings' flags come from the schema (`SettingsFlags`); `ServeFlags` prints the help.
         helpNames: []
     )
 
@@ -30,7 +30,7 @@ struct ServeCommand: ParsableCommand {
     @Option(help: ArgumentHelp(configHelp))
     var config: String = ProcessInfo.processInfo.environment["AASAD_CONFIG"] ?? "config"
 
-    /// Every other argument: the settings' flags (`SettingsSchema`), read by `ServeFlags`.
+    /// Every other argument: the settings' flags (`SettingsSchema`), read by `SettingsFlags`.
     @Argument(parsing: .allUnrecognized, help: .hidden)
     var settingFlags: [String] = []
 
@@ -39,9 +39,9 @@ struct ServeCommand: ParsableCommand {
             FileHandle.standardOutput.write(Data(ServeFlags.help(discussion: Self.configuration.discussion).utf8))
             return
         }
-        let flags: [ServeFlags.Value]
+        let flags: [SettingsFlags.Value]
         do {
-            flags = try ServeFlags.parse(settingFlags)
+            flags = try SettingsFlags.parse(settingFlags)
         } catch {
             throw ValidationError(error.message)
         }
@@ -82,7 +82,7 @@ struct ServeCommand: ParsableCommand {
     /// The settings: aasad.yaml, then AASAD_* variables, then these flags (at start, and again
     /// whenever aasad.yaml changes: `SettingsFollower`).
     static func settings(
-        config: String, flags: [ServeFlags.Value], environment: [String: String]
+        config: String, flags: [SettingsFlags.Value], environment: [String: String]
     ) -> (ServerSettings, [ServerSettings.Problem], unknown: [String]) {
         var (settings, problems) = ServerSettings.load(configDirectory: config)
         let fromEnvironment = settings.apply(environment: environment)

@@ -164,3 +164,44 @@ enum DocumentedKeys {
         return paths
     }
 }
+
+@Suite("serve's settings flags, read from the schema")
+struct SettingsFlagsTests {
+    /// The settings after `arguments`, or the first problem's text.
+    private func apply(_ arguments: [String]) -> (ServerSettings, String?) {
+        var settings = ServerSettings()
+        do {
+            for flag in try SettingsFlags.parse(arguments) {
+                if let problem = settings.apply(flag: "--" + flag.name, setting: flag.setting, flag.values) {
+                    return (settings, "\(problem.key): \(problem.message)")
+                }
+            }
+        } catch {
+            return (settings, error.message)
+        }
+        return (settings, nil)
+    }
+
+    @Test("values, repeats, switches and their negations")
+    func values() {
+        let (settings, problem) = apply([
+            "--https", "127.0.0.1:1", "--https=127.0.0.1:2", "--idle-timeout", "5", "--idle-timeout", "6", "--no-watch", "--http-redirect",
+        ])
+        #expect(problem == nil)
+        #expect(settings.https == ["127.0.0.1:1", "127.0.0.1:2"])
+        #expect(settings.idleTimeout == 6 && !settings.watch && settings.httpRedirect)
+    }
+
+    @Test("malformed flags get ArgumentParser's messages; values the setting's")
+    func refusals() {
+        #expect(apply(["--bogus"]).1 == "Unknown option '--bogus'")
+        #expect(apply(["--https"]).1 == "Missing value for '--https <https>'")
+        #expect(apply(["--https", "--http", "x"]).1 == "Missing value for '--https <https>'")
+        #expect(apply(["stray"]).1 == "Unexpected argument 'stray'")
+        #expect(apply(["--watch=yes"]).1 == "The option '--watch' does not take a value")
+        #expect(apply(["--no-threads"]).1 == "Unknown option '--no-threads'")
+        #expect(apply(["--idle-timeout", "86400"]).1 == nil)
+        #expect(apply(["--idle-timeout", "86401"]).1 == "--idle-timeout: must be whole seconds from 1 to 86400, not \"86401\"")
+        #expect(apply(["--idle-timeout", "5\r\nX: y"]).1?.hasPrefix("--idle-timeout: must be whole seconds") == true)
+    }
+}
