@@ -214,6 +214,7 @@ package enum SettingsSchema {
         // One budget shared by the workers, made at start (`RequestBudget`).
         Setting(
             "limits.incomplete-request-kb", \.incompleteRequestKB, .count(SettingsBounds.incompleteRequestKB, "kilobytes"),
+            flag: "incomplete-request-kb",
             help: "Kilobytes the fields of all incomplete HTTP/2 requests may hold, the whole process", applies: .newProcess),
         Setting(
             "tls.min-version", \.tlsMinimumVersion, .choice(), flag: "tls-min-version",

@@ -70,7 +70,7 @@ struct SettingsSchemaTests {
         for flag in [
             "https", "http", "http-redirect", "https-port", "threads", "state", "user", "pid-file", "cache-control", "handshake-timeout",
             "request-timeout", "idle-timeout", "write-timeout", "drain-timeout", "shutdown-delay", "max-connections", "tls-min-version",
-            "admin", "rescan-interval", "watch", "log-level", "log-format", "access-log",
+            "admin", "rescan-interval", "watch", "log-level", "log-format", "access-log", "incomplete-request-kb",
         ] {
             #expect(flags.contains(flag), "--\(flag)")
         }
@@ -203,5 +203,9 @@ struct SettingsFlagsTests {
         #expect(apply(["--idle-timeout", "86400"]).1 == nil)
         #expect(apply(["--idle-timeout", "86401"]).1 == "--idle-timeout: must be whole seconds from 1 to 86400, not \"86401\"")
         #expect(apply(["--idle-timeout", "5\r\nX: y"]).1?.hasPrefix("--idle-timeout: must be whole seconds") == true)
+        #expect(apply(["--incomplete-request-kb", "64"]).0.incompleteRequestKB == 64)
+        #expect(
+            apply(["--incomplete-request-kb", "63"]).1
+                == "--incomplete-request-kb: must be a number of kilobytes from 64 to 1073741824, not \"63\"")
     }
 }
