@@ -85,10 +85,25 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings),
+        // The daemon as a library: the settings schema (file, AASAD_* variables, serve's flags),
+        // the composition of server, registry, watcher, certificates, CDN watch, admin and metrics,
+        // live settings, in-place upgrade, privileges and systemd notification.
+        .target(
+            name: "Daemon",
+            dependencies: [
+                .product(name: "HashTreeCollections", package: "swift-collections"),
+                "AASA", "HTTPCore", "SiteStore", "TLS", "HTTPServer", "Reactor", "ACME", "Check", "Outbound",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The commands: serve (the daemon's flags and signals), validate, match, sites, check.
         .executableTarget(
             name: "aasad",
             dependencies: [
-                .product(name: "HashTreeCollections", package: "swift-collections"),
+                "Daemon",
                 "AASA",
                 "HTTPCore",
                 "SiteStore",
@@ -100,8 +115,6 @@ let package = Package(
                 "Outbound",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "CoreMetrics", package: "swift-metrics"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -125,8 +138,11 @@ let package = Package(
             name: "SiteStoreTests", dependencies: ["SiteStore", "AASA", "HTTPCore", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings),
         .testTarget(
+            name: "DaemonTests", dependencies: ["Daemon", "SiteStore", "TestSupport", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: swiftSettings),
+        .testTarget(
             name: "aasadTests",
-            dependencies: ["aasad", "Check", "Outbound", "Reactor", "TestSupport"],
+            dependencies: ["aasad", "Daemon", "Check", "Outbound", "Reactor", "TestSupport"],
             exclude: ["Fixtures", "Golden"],
             swiftSettings: swiftSettings
         ),

@@ -135,8 +135,8 @@ if [ "$which" = all ] || [ "$which" = http2 ]; then
 fi
 
 if [ "$which" = all ] || [ "$which" = config ]; then
-    # ServerSettings lives in the aasad executable with everything it needs, so this target is
-    # aasad itself, built by SwiftPM in its own scratch path with -D FUZZ_CONFIG: AASACommand then
+    # ServerSettings lives in the Daemon library with everything it needs, so this target is
+    # aasad itself (which links it), built by SwiftPM in its own scratch path with -D FUZZ_CONFIG: AASACommand then
     # has no @main, and Sources/aasad/ConfigFuzz.swift hands aasad_main to libFuzzer, which calls
     # ConfigFuzz.check on each input (the checks ConfigFuzzReplayTests runs in every test run).
     swift build -c release --scratch-path .build-fuzz-config --product aasad \

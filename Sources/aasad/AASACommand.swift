@@ -1,8 +1,9 @@
 import ArgumentParser
+import Daemon
 
 /// The `aasad` binary: serves, validates and explains apple-app-site-association files.
 struct AASACommand: ParsableCommand {
-    static let version = "0.1.0"
+    static let version = Daemon.version
 
     static let configuration = CommandConfiguration(
         commandName: "aasad",
@@ -25,8 +26,4 @@ struct AASACommand: ParsableCommand {
     }
 #endif
 
-/// How a subcommand prints its result: for people, or as JSON for scripts (a stable interface).
-enum OutputFormat: String, ExpressibleByArgument, CaseIterable {
-    case text
-    case json
-}
+extension OutputFormat: ExpressibleByArgument {}

@@ -1,6 +1,7 @@
 import AASA
 import ArgumentParser
 import Check
+import Daemon
 import Foundation
 import Outbound
 import SiteStore

@@ -1,4 +1,5 @@
 import AASA
+import Daemon
 import HTTPCore
 import SiteStore
 

@@ -2,6 +2,7 @@ import AASA
 import ACME
 import ArgumentParser
 import Check
+import Daemon
 import Foundation
 import Logging
 import Outbound

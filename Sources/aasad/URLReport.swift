@@ -1,4 +1,5 @@
 import AASA
+import Daemon
 
 /// The answer for one URL in the shape `match --format json` prints. A stable interface for
 /// scripts: `url`, `appID` (null when no app opens it), `decidedBy` (null likewise) and `apps` are

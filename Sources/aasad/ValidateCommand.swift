@@ -1,5 +1,6 @@
 import AASA
 import ArgumentParser
+import Daemon
 import Foundation
 import SiteStore
 

@@ -1,4 +1,5 @@
 import AASA
+import Daemon
 import Foundation
 import SiteStore
 

@@ -2,6 +2,7 @@ import Check
 import Foundation
 import Testing
 
+@testable import Daemon
 @testable import SiteStore
 @testable import aasad
 

@@ -3,6 +3,7 @@ import SiteStore
 import TestSupport
 import Testing
 
+@testable import Daemon
 @testable import aasad
 
 /// Replays the config fuzzing corpus and saved failures (scripts/fuzz.sh `config`) through the

@@ -1,5 +1,6 @@
 import Testing
 
+@testable import Daemon
 @testable import aasad
 
 /// The descriptor budget's bounds at N and N+1 (issue 10): connections per worker leave the reserve

@@ -3,6 +3,7 @@ import Synchronization
 import TestSupport
 import Testing
 
+@testable import Daemon
 @testable import aasad
 
 /// What a terminal must never receive from text the program did not write: C0 controls (CR and

@@ -3,6 +3,7 @@ import HTTPServer
 import TestSupport
 import Testing
 
+@testable import Daemon
 @testable import aasad
 
 /// Many HTTP/2 connections that make the server hold request fields (Fixtures/h2hold.py, Python's

@@ -2,6 +2,7 @@ import Foundation
 import TestSupport
 import Testing
 
+@testable import Daemon
 @testable import aasad
 
 /// `/metrics` read as Prometheus reads it: the page goes through prometheus_client's text parser

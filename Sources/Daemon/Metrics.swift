@@ -1,14 +1,14 @@
-import ACME
-import Check
-import CoreMetrics
-import Foundation
-import Glibc
-import HTTPCore
-import HTTPServer
-import Prometheus
-import SiteStore
-import Synchronization
-import TLS
+package import ACME
+package import Check
+package import CoreMetrics
+package import Foundation
+package import Glibc
+package import HTTPCore
+package import HTTPServer
+package import Prometheus
+package import SiteStore
+package import Synchronization
+package import TLS
 
 /// `/metrics`: the server's counters as swift-prometheus counters and gauges, each family with
 /// its `# HELP` text, rendered by swift-prometheus in Prometheus' text format. The workers count
@@ -16,6 +16,9 @@ import TLS
 /// registry's metrics to them, so the serving path never touches a metric. Every label comes from
 /// a fixed set. Metrics other libraries emit through swift-metrics land on the same page.
 final class MetricsExporter: Sendable {
+    /// Whether swift-metrics' global factory was set (once per process).
+    private static let bootstrapped = Mutex(false)
+
     static let contentType = "text/plain; version=0.0.4; charset=utf-8"
 
     private let registry = PrometheusCollectorRegistry()
@@ -54,8 +57,14 @@ final class MetricsExporter: Sendable {
         startTime = Date().timeIntervalSince1970
         let registry = self.registry
         state = Mutex(State(cpu: (registry.makeCounter(descriptor: Self.family("process_cpu_seconds_total")), 0)))
-        MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
-        registry.makeGauge(descriptor: Self.family("aasad_build_info"), labels: [("version", AASACommand.version)]).set(to: 1)
+        // swift-metrics' global factory can be set once per process: a second daemon in one
+        // process (tests run several) keeps the first's. Nothing records through the global API;
+        // every series below is made on this exporter's own registry.
+        Self.bootstrapped.withLock { done in
+            if !done { MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry)) }
+            done = true
+        }
+        registry.makeGauge(descriptor: Self.family("aasad_build_info"), labels: [("version", Daemon.version)]).set(to: 1)
         // Every series exists from the start, at zero, so that rate() and alerts see them.
         _ = scrape()
     }

@@ -1,12 +1,12 @@
-import Glibc
-import SiteStore
-import TLS
+package import Glibc
+package import SiteStore
+package import TLS
 
 /// The loading code `serve` and `validate` share (nginx's `-t` runs the same code as the server):
 /// scan the directory, then check that every certificate pair loads and matches.
-enum ConfigLoading {
+package enum ConfigLoading {
     /// Whether certificate files load and match: nil when they do, else why not.
-    static func check(_ files: CertificateFiles) -> String? {
+    package static func check(_ files: CertificateFiles) -> String? {
         do {
             try TLSContext.check(chainPEM: files.chainPEM, keyPEM: files.keyPEM, source: files.directory)
             return nil
@@ -19,7 +19,7 @@ enum ConfigLoading {
     /// automatic certificates rather than a refused handshake.
     /// Contests between aliases are reported as serve decided them, from the state directory
     /// aasad.yaml names (`servedFirstFile`), when it can be read.
-    static func load(_ directory: String) -> ConfigScan {
+    package static func load(_ directory: String) -> ConfigScan {
         let settings = ServerSettings.load(configDirectory: directory).0
         var scan = ConfigLoader.scan(directory: directory, servedFirstFile: servedFirstFile(state: settings.state))
         let automatic = settings.acme.directory != nil
@@ -79,14 +79,14 @@ enum ConfigLoading {
     }
 
     /// Where serve keeps which site held each alias first (`ServedFirst`), under its state directory.
-    static func servedFirstFile(state: String) -> String { state + "/served-first" }
+    package static func servedFirstFile(state: String) -> String { state + "/served-first" }
 
     /// Days before its end from which a certificate is reported as expiring: ACME clients renew
     /// 30 days ahead, so a certificate this close to its end has missed its renewal.
-    static let expiryWarningDays: Int64 = 14
+    package static let expiryWarningDays: Int64 = 14
 
     /// A loadable pair's leaf: its validity period against `now`.
-    static func inspect(_ files: CertificateFiles, now: Int64) -> (CertificateInfo?, [ConfigProblem]) {
+    package static func inspect(_ files: CertificateFiles, now: Int64) -> (CertificateInfo?, [ConfigProblem]) {
         let file = files.directory + "/cert.pem"
         let info: CertificateInfo
         do {
@@ -122,14 +122,14 @@ enum ConfigLoading {
         return (info, [])
     }
 
-    static func notCovered(_ info: CertificateInfo, hosts: [String], what: String) -> String {
+    package static func notCovered(_ info: CertificateInfo, hosts: [String], what: String) -> String {
         let missing = hosts.filter { !info.covers($0) }
         let names = info.dnsNames.isEmpty ? "no DNS names (subjectAltName)" : info.dnsNames.joined(separator: ", ")
         return "\(what) does not cover \(missing.joined(separator: ", ")); it is for \(names)"
     }
 
     /// A time as `2026-11-23 09:00:00 UTC`.
-    static func date(_ seconds: Int64) -> String {
+    package static func date(_ seconds: Int64) -> String {
         var t = time_t(seconds)
         var parts = tm()
         gmtime_r(&t, &parts)
@@ -141,5 +141,5 @@ enum ConfigLoading {
 
 extension CertificateInfo {
     /// Whether every name is covered.
-    func covers(_ hosts: [String]) -> Bool { hosts.allSatisfy(covers) }
+    package func covers(_ hosts: [String]) -> Bool { hosts.allSatisfy(covers) }
 }

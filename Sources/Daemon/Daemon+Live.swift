@@ -1,15 +1,15 @@
-import ACME
-import Check
-import Foundation
-import HTTPServer
-import Logging
-import Reactor
-import SiteStore
-import Synchronization
+package import ACME
+package import Check
+package import Foundation
+package import HTTPServer
+package import Logging
+package import Reactor
+package import SiteStore
+package import Synchronization
 
 /// A part of the server a changed aasad.yaml may replace while serving: the certificate manager,
 /// the CDN watch. Readers take the one in force at each use.
-final class Current<T: AnyObject & Sendable>: Sendable {
+package final class Current<T: AnyObject & Sendable>: Sendable {
     private let state: Mutex<T?>
 
     init(_ value: T?) {
@@ -28,11 +28,11 @@ final class Current<T: AnyObject & Sendable>: Sendable {
     }
 }
 
-/// Follows aasad.yaml while serving (issue 15): on each change the settings are read again (the
+/// Follows aasad.yaml while serving: on each change the settings are read again (the
 /// file, then AASAD_* variables and flags as at start), and what can change under a running
 /// server changes; an invalid file changes nothing. Keys that need new listeners, threads or a
 /// new user are reported: they apply with an in-place upgrade (SIGUSR2) or a restart.
-final class SettingsFollower: Sendable {
+package final class SettingsFollower: Sendable {
     /// What changed, for `apply`: the settings before and after.
     struct Change {
         var old: ServerSettings
@@ -59,29 +59,9 @@ final class SettingsFollower: Sendable {
     }
 
     /// Keys only a new process can apply (listeners, threads, the user, the state directory, TLS
-    /// versions, the watcher, the PID file, turning automatic certificates on or off), each with
-    /// how the value in force is kept. One table for both uses, so that a key is never reported
-    /// and applied at once.
-    private static let newProcessKeys: [(name: String, keep: @Sendable (inout ServerSettings, ServerSettings) -> Void)] = [
-        ("listen.https", { $0.https = $1.https }),
-        ("listen.http", { $0.http = $1.http }),
-        ("listen.http-redirect", { $0.httpRedirect = $1.httpRedirect }),
-        ("listen.https-port", { $0.httpsPort = $1.httpsPort }),
-        ("threads", { $0.threads = $1.threads }),
-        ("admin", { $0.admin = $1.admin }),
-        ("state", { $0.state = $1.state }),
-        ("user (a restart only: an upgraded process starts as the user already)", { $0.user = $1.user }),
-        ("pid-file", { $0.pidFile = $1.pidFile }),
-        ("tls.min-version", { $0.tlsMinimumVersion = $1.tlsMinimumVersion }),
-        // One budget shared by the workers, made at start (`RequestBudget`).
-        ("limits.incomplete-request-kb", { $0.incompleteRequestKB = $1.incompleteRequestKB }),
-        ("watch.enabled", { $0.watch = $1.watch }),
-        ("watch.rescan-interval", { $0.rescanInterval = $1.rescanInterval }),
-        (
-            "acme turned on or off (acme.directory set or removed)",
-            { if ($0.acme.directory == nil) != ($1.acme.directory == nil) { $0.acme = $1.acme } }
-        ),
-    ]
+    /// versions, the watcher, the PID file, turning automatic certificates on or off): the
+    /// schema's, so that a key is never reported and applied at once.
+    private static var newProcessKeys: [Setting] { SettingsSchema.all.filter { $0.applies == .newProcess } }
 
     /// The keys of `newProcessKeys` whose value differs.
     static func restartOnly(_ old: ServerSettings, _ new: ServerSettings) -> [String] {
@@ -89,7 +69,7 @@ final class SettingsFollower: Sendable {
             var kept = new
             key.keep(&kept, old)
             return kept != new
-        }.map(\.name)
+        }.map(\.reported)
     }
 
     /// The settings with the keys only a new process applies kept as they are in force.
@@ -106,8 +86,21 @@ final class SettingsFollower: Sendable {
     /// to be prepared again (cache-control changed).
     @discardableResult
     func follow() -> Bool {
+        // Read under the lock: two changes in a row apply in the order they were read.
         state.withLock { inForce in
             let (new, problems, _) = read()
+            return follow(&inForce, new, problems: problems)
+        }
+    }
+
+    /// Applies `new` (read with `problems`) as a changed file would. Returns whether every
+    /// served file is to be prepared again.
+    func follow(_ new: ServerSettings, problems: [ServerSettings.Problem]) -> Bool {
+        state.withLock { inForce in follow(&inForce, new, problems: problems) }
+    }
+
+    private func follow(_ inForce: inout ServerSettings, _ new: ServerSettings, problems: [ServerSettings.Problem]) -> Bool {
+        do {
             guard problems.isEmpty else {
                 for problem in problems { logger.error("\(problem)") }
                 logger.error("\(ServerSettings.fileName) changed but is not valid; the settings in force are kept")
@@ -135,7 +128,7 @@ final class SettingsFollower: Sendable {
     }
 }
 
-extension ServeCommand {
+extension Daemon {
     struct ApplyFailure: Error, CustomStringConvertible {
         var description: String
     }

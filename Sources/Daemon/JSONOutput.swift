@@ -1,17 +1,17 @@
-import AASA
-import Foundation
+package import AASA
+package import Foundation
 
 /// Writes a Codable report as JSON on standard output: sorted keys, so the output is stable for
 /// scripts and golden files.
-enum JSONOutput {
+package enum JSONOutput {
     /// One line of JSON, keys sorted: for the admin endpoint and JSON logs.
-    static func compact<T: Encodable>(_ value: T) -> [UInt8] {
+    package static func compact<T: Encodable>(_ value: T) -> [UInt8] {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return escapingFormatCharacters([UInt8]((try? encoder.encode(value)) ?? Data()))
     }
 
-    static func print<T: Encodable>(_ value: T) {
+    package static func print<T: Encodable>(_ value: T) {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         let data = (try? encoder.encode(value)) ?? Data("null".utf8)
@@ -23,7 +23,7 @@ enum JSONOutput {
     /// `JSONValue.quote` writes them for the admin endpoints: the same values once parsed, but a
     /// file name holding U+202E or CSI cannot reorder or drive the terminal that shows the JSON
     /// log or `--format json`. Outside strings JSON is ASCII, so every such character is inside one.
-    static func escapingFormatCharacters(_ json: [UInt8]) -> [UInt8] {
+    package static func escapingFormatCharacters(_ json: [UInt8]) -> [UInt8] {
         // ASCII, nearly every line: nothing to do.
         guard json.contains(where: { $0 >= 0x80 }) else { return json }
         var out = String.UnicodeScalarView()

@@ -1,12 +1,12 @@
-import ACME
-import Logging
-import SiteStore
-import Synchronization
-import TLS
+package import ACME
+package import Logging
+package import SiteStore
+package import Synchronization
+package import TLS
 
-/// serve's automatic certificates (issue 11): which names the config directory asks for, and
+/// The daemon's automatic certificates (RFC 8555, docs/acme.md): which names the config directory asks for, and
 /// the certificate manager that holds them.
-extension ServeCommand {
+extension Daemon {
     /// The manager, started on the stored certificates; nil when `acme.directory` is not set.
     static func certificateManager(settings: ServerSettings, names: [String: [String]], logger: Logger) throws -> CertificateManager? {
         guard let configuration = try settings.acme.configuration(state: settings.state) else { return nil }
@@ -31,10 +31,12 @@ extension ServeCommand {
 /// refuse: the snapshot has no other) that neither its own `tls/` pair nor the default pair in
 /// `tls/` covers. The config directory is the allow-list: nothing else is ever ordered. The
 /// default pair's names are read once per pair.
-final class ACMENames: Sendable {
+package final class ACMENames: Sendable {
     private let defaultInfo = Mutex<(identity: String, info: CertificateInfo?)?>(nil)
 
-    func names(in snapshot: Snapshot) -> [String: [String]] {
+    package init() {}
+
+    package func names(in snapshot: Snapshot) -> [String: [String]] {
         let info = defaultCertificateInfo(snapshot)
         var names: [String: [String]] = [:]
         for site in snapshot.sites.values where site.certificate == nil {

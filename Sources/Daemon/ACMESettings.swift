@@ -1,26 +1,26 @@
-import ACME
+package import ACME
 
-/// The `acme:` section of aasad.yaml (issue 11): automatic certificates, off unless a directory
+/// The `acme:` section of aasad.yaml (docs/acme.md): automatic certificates, off unless a directory
 /// is set. Each value is checked as it is applied (ServerSettings' keys); `consistencyProblems`
 /// checks the values together once every source has applied.
-struct ACMESettings: Equatable {
+package struct ACMESettings: Equatable {
     /// The CA's directory URL; nil: automatic certificates are off.
-    var directory: String?
-    var email: String?
-    var directoryCA: String?
+    package var directory: String?
+    package var email: String?
+    package var directoryCA: String?
     /// nil: `<state>/acme`.
-    var storage: String?
-    var challenges = CertificateManager.Configuration.defaultChallenges
-    var eabKeyID: String?
-    var eabMACKey: String?
-    var dnsHook: String?
-    var ordersPerHour = CertificateManager.Configuration.defaultOrdersPerHour
-    var namesPerSite = CertificateManager.Configuration.defaultNamesPerSite
+    package var storage: String?
+    package var challenges = CertificateManager.Configuration.defaultChallenges
+    package var eabKeyID: String?
+    package var eabMACKey: String?
+    package var dnsHook: String?
+    package var ordersPerHour = CertificateManager.Configuration.defaultOrdersPerHour
+    package var namesPerSite = CertificateManager.Configuration.defaultNamesPerSite
 
     /// What aasad can answer: RFC 8737's, RFC 8555 §8.3's and §8.4's.
-    static let knownChallenges = ["tls-alpn-01", "http-01", "dns-01"]
+    package static let knownChallenges = ["tls-alpn-01", "http-01", "dns-01"]
 
-    static func challengesProblem(_ values: [String]) -> String? {
+    package static func challengesProblem(_ values: [String]) -> String? {
         guard !values.isEmpty else { return "must name at least one of \(knownChallenges.joined(separator: ", "))" }
         if let unknown = values.first(where: { !knownChallenges.contains($0) }) {
             return "\"\(unknown)\" is not a challenge aasad answers (\(knownChallenges.joined(separator: ", ")))"
@@ -31,7 +31,7 @@ struct ACMESettings: Equatable {
 
     /// An account contact (RFC 8555 §7.3: a mailto URL the CA may reject): one address, no
     /// spaces or control bytes, which would otherwise reach the JSON sent to the CA.
-    static func emailProblem(_ text: String) -> String? {
+    package static func emailProblem(_ text: String) -> String? {
         let bytes = Array(text.utf8)
         guard bytes.count <= 254, let at = bytes.firstIndex(of: UInt8(ascii: "@")), at > 0, at < bytes.count - 1,
             bytes.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: ",") }), bytes.count(where: { $0 == UInt8(ascii: "@") }) == 1
@@ -40,7 +40,7 @@ struct ACMESettings: Equatable {
     }
 
     /// Problems of the values together: each named `acme.<key>`.
-    func consistencyProblems(httpListeners: [String]) -> [(key: String, message: String)] {
+    package func consistencyProblems(httpListeners: [String]) -> [(key: String, message: String)] {
         guard directory != nil else { return [] }
         var problems: [(String, String)] = []
         if (eabKeyID == nil) != (eabMACKey == nil) {
@@ -56,7 +56,7 @@ struct ACMESettings: Equatable {
     }
 
     /// The manager's configuration; nil when automatic certificates are off.
-    func configuration(state: String) throws(ACMEError) -> CertificateManager.Configuration? {
+    package func configuration(state: String) throws(ACMEError) -> CertificateManager.Configuration? {
         guard let directory else { return nil }
         let eab = try eabKeyID.flatMap { kid throws(ACMEError) in
             try eabMACKey.map { key throws(ACMEError) in try ACMEClient.ExternalAccountBinding(keyID: kid, macKeyBase64URL: key) }

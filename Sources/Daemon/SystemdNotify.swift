@@ -1,8 +1,8 @@
-import Glibc
+package import Glibc
 
 /// systemd's readiness protocol (sd_notify): one datagram to `$NOTIFY_SOCKET`, no library
 /// (Caddy's notify_linux.go does the same). Silent when not run by systemd.
-enum SystemdNotify {
+package enum SystemdNotify {
     static func send(_ state: String) {
         guard let path = getenv("NOTIFY_SOCKET").flatMap({ String(validatingCString: $0) }), !path.isEmpty else { return }
         let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)

@@ -1,9 +1,9 @@
-import Glibc
+package import Glibc
 
 /// Dropping root after binding (`--user`): the process keeps its listening sockets and open files
 /// and gives up everything else, as nginx's master does for its workers. glibc applies setuid and
 /// setgid to every thread of the process.
-enum Privileges {
+package enum Privileges {
     struct Failure: Error, CustomStringConvertible {
         var description: String
     }

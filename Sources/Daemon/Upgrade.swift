@@ -1,10 +1,10 @@
-import ACME
-import Foundation
-import HTTPServer
-import Logging
-import Reactor
-import Synchronization
-import TLS
+package import ACME
+package import Foundation
+package import HTTPServer
+package import Logging
+package import Reactor
+package import Synchronization
+package import TLS
 
 /// In-place binary upgrade, as nginx does it with USR2 + QUIT: on SIGUSR2 the serving process
 /// starts the binary at the path it was started from (the new version, once installed there),
@@ -12,7 +12,7 @@ import TLS
 /// waits for it to say it is ready through a pipe. Then it hands over (systemd's MAINPID, the PID
 /// file) and drains. A new process that exits, or is not ready in time, is reported and the old
 /// one goes on serving; nothing was closed.
-final class Upgrade: Sendable {
+package final class Upgrade: Sendable {
     /// The variable naming the pipe the new process writes its readiness to.
     static let readyVariable = "AASAD_UPGRADE_READY_FD"
     /// The variable naming the pipe the session ticket keys come through (the descriptor after
@@ -263,7 +263,7 @@ final class Upgrade: Sendable {
 
     /// The readiness pipe passed by the process being upgraded, if any: checked to be a pipe,
     /// made close-on-exec, and its variable removed.
-    static func takeReadiness(environment: [String: String]) -> Int32? {
+    package static func takeReadiness(environment: [String: String]) -> Int32? {
         defer { unsetenv(readyVariable) }
         guard let fd = passedDescriptor(readyVariable, after: 0, environment: environment), isPipe(fd) else { return nil }
         _ = fcntl(fd, F_SETFD, FD_CLOEXEC)

@@ -1,13 +1,12 @@
-import ACME
-import ArgumentParser
-import Foundation
-import Logging
-import SiteStore
-import TLS
+package import ACME
+package import Foundation
+package import Logging
+package import SiteStore
+package import TLS
 
 /// serve's default certificate: the configured pair, the first site's, or the development one,
 /// and keeping the TLS layer's default in step with the config directory.
-extension ServeCommand {
+extension Daemon {
     /// Keeps the TLS default in step with the config directory's `tls/`: a new pair becomes the
     /// default for new connections; without one, the start-up default (development or first site).
     static func followDefaultCertificate(_ snapshot: Snapshot, tls: TLSServer, fallback: TLSServer.CertificateSource, logger: Logger) {
@@ -135,12 +134,12 @@ extension ServeCommand {
             return Certificates(defaultSource: files.source, developmentAuthority: issued.authorityPath, development: development)
         } catch {
             logger.critical("cannot make a development certificate", metadata: ["error": "\(error)"])
-            throw ExitCode(1)
+            throw StartFailure()
         }
     }
 }
 
-extension ServeCommand {
+extension Daemon {
     /// Says, once at start, which public names the development CA leaves out (past its bound).
     static func noteOmitted(_ issued: DevelopmentCertificate.Issued, logger: Logger) {
         guard !issued.omittedNames.isEmpty else { return }

@@ -1,57 +1,18 @@
-import ArgumentParser
-import Check
-import Foundation
-import HTTPServer
-import Logging
-import Outbound
-import Reactor
-import SiteStore
-import Synchronization
+package import Check
+package import Foundation
+package import HTTPServer
+package import Logging
+package import Outbound
+package import Reactor
+package import SiteStore
+package import Synchronization
 
-/// Where serve's settings come from (aasad.yaml, AASAD_* variables, flags), what they make of the
-/// descriptor limit.
-extension ServeCommand {
-    /// The settings: aasad.yaml, then AASAD_* variables, then these flags (at start, and again
-    /// whenever aasad.yaml changes: `SettingsFollower`).
-    func settings(
-        environment: [String: String]
-    ) -> (ServerSettings, [ServerSettings.Problem], unknown: [String]) {
-        var (settings, problems) = ServerSettings.load(configDirectory: config)
-        let fromEnvironment = settings.apply(environment: environment)
-        problems += fromEnvironment.problems
-        func flag(_ name: String, _ key: String, _ values: [String]?) {
-            guard let values, !values.isEmpty else { return }
-            if let problem = settings.apply(flag: name, key: key, values) { problems.append(problem) }
-        }
-        flag("--https", "listen.https", https)
-        flag("--http", "listen.http", http)
-        flag("--http-redirect", "listen.http-redirect", httpRedirect.map { ["\($0)"] })
-        flag("--https-port", "listen.https-port", httpsPort.map { ["\($0)"] })
-        flag("--threads", "threads", threads.map { ["\($0)"] })
-        flag("--state", "state", state.map { [$0] })
-        flag("--user", "user", user.map { [$0] })
-        flag("--pid-file", "pid-file", pidFile.map { [$0] })
-        flag("--cache-control", "cache-control", cacheControl.map { [$0] })
-        flag("--handshake-timeout", "timeouts.handshake", handshakeTimeout.map { ["\($0)"] })
-        flag("--request-timeout", "timeouts.request", requestTimeout.map { ["\($0)"] })
-        flag("--idle-timeout", "timeouts.idle", idleTimeout.map { ["\($0)"] })
-        flag("--write-timeout", "timeouts.write", writeTimeout.map { ["\($0)"] })
-        flag("--drain-timeout", "timeouts.drain", drainTimeout.map { ["\($0)"] })
-        flag("--shutdown-delay", "timeouts.shutdown-delay", shutdownDelay.map { ["\($0)"] })
-        flag("--max-connections", "limits.max-connections", maxConnections.map { ["\($0)"] })
-        flag("--tls-min-version", "tls.min-version", tlsMinVersion.map { [$0] })
-        flag("--admin", "admin", admin.map { [$0] })
-        flag("--rescan-interval", "watch.rescan-interval", rescanInterval.map { ["\($0)"] })
-        flag("--watch", "watch.enabled", watch.map { ["\($0)"] })
-        flag("--log-level", "logging.level", logLevel.map { [$0.rawValue] })
-        flag("--log-format", "logging.format", logFormat.map { [$0.rawValue] })
-        flag("--access-log", "logging.access-log", accessLog.map { [$0] })
-        if problems.isEmpty { problems += settings.consistencyProblems(source: "settings") }
-        return (settings, problems, fromEnvironment.unknown)
-    }
-
+/// Parts of the daemon's start: what the settings make of the descriptor limit, the CDN watch,
+/// and the listening sockets another process passed.
+extension Daemon {
     /// Raises the descriptor limit and caps connections per worker so that they leave
-    /// `DescriptorBudget.reserve` free for the reloader and the process (issue 10).
+    /// `DescriptorBudget.reserve` free for the reloader and the process: a server at its
+    /// descriptor limit must still be able to open the files a reload reads.
     static func descriptorLimits(_ settings: ServerSettings, workers: Int, logger: Logger) -> Limits {
         var limits = settings.limits
         let descriptors = DescriptorBudget.raise()
@@ -83,14 +44,21 @@ extension ServeCommand {
     }
 }
 
-/// `--log-level` values.
-enum LogLevel: String, ExpressibleByArgument, CaseIterable {
+/// `logging.level` values.
+package enum LogLevel: String, CaseIterable, Sendable {
     case trace, debug, info, notice, warning, error, critical
 
-    var level: Logger.Level { Logger.Level(rawValue: rawValue)! }
+    package var level: Logger.Level { Logger.Level(rawValue: rawValue)! }
 }
 
-extension ServeCommand {
+/// `logging.format` values, and how a command prints its result: for people, or as JSON for
+/// scripts (a stable interface).
+package enum OutputFormat: String, CaseIterable, Sendable {
+    case text
+    case json
+}
+
+extension Daemon {
     /// The CDN watch when `cdn-watch.enabled`: every exact host of every served site (a wildcard
     /// has no CDN entry of its own), with the AASA file served there.
     static func cdnWatch(_ settings: CDNWatchSettings, store: SnapshotStore, logger: Logger) throws(OutboundError) -> CDNWatch? {
@@ -123,7 +91,7 @@ extension ServeCommand {
     }
 }
 
-extension ServeCommand {
+extension Daemon {
     /// Listening sockets passed by systemd socket activation (deploy/systemd/aasad.socket), named
     /// by `FileDescriptorName=`: `https`, `http` or `admin`. They replace the addresses of their
     /// kind, so that `systemctl restart` keeps them open and queued connections wait for the new
@@ -140,14 +108,14 @@ extension ServeCommand {
             passed = try SocketActivation.take(environment: ProcessInfo.processInfo.environment)
         } catch {
             logger.critical("the passed sockets cannot be used", metadata: ["error": "\(error)"])
-            throw ExitCode(1)
+            throw StartFailure()
         }
         let kinds = ["https", "http", "admin"]
         let known = kinds + kinds.map { "aasad-" + $0 }
         if let unknown = passed.first(where: { !known.contains($0.name) }) {
             logger.critical(
                 "a passed socket is named \(unknown.name.debugDescription); name each FileDescriptorName= https, http or admin")
-            throw ExitCode(1)
+            throw StartFailure()
         }
         let admins = passed.filter { $0.name == "admin" }.count
         if admins > 1 || (admins == 1 && !adminEnabled) {
@@ -155,7 +123,7 @@ extension ServeCommand {
                 admins > 1
                     ? "\(admins) passed sockets are named admin; pass one"
                     : "a socket named admin was passed while admin is off; pass none, or turn admin on")
-            throw ExitCode(1)
+            throw StartFailure()
         }
         if passed.isEmpty && ProcessInfo.processInfo.environment["INVOCATION_ID"] != nil {
             logger.debug("started by systemd without passed sockets: restarts close the listeners (deploy/systemd/aasad.socket keeps them)")

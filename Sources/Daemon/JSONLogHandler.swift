@@ -1,6 +1,6 @@
-import Foundation
-import Logging
-import Synchronization
+package import Foundation
+package import Logging
+package import Synchronization
 
 /// One JSON object per line on standard error (`--log-format json`), for log collectors:
 /// `{"time": …, "level": …, "label": …, "message": …, "source": …, <metadata>…}`.

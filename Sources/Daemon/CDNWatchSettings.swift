@@ -1,23 +1,26 @@
-import AASA
-import Check
+package import AASA
+package import Check
 
-/// The `cdn-watch:` section of aasad.yaml (issue 13): Apple's CDN copy of every served host,
+/// The `cdn-watch:` section of aasad.yaml (`Sources/Check/CDNWatch.swift`): Apple's CDN copy of every served host,
 /// compared with what aasad serves. Off unless enabled.
-struct CDNWatchSettings: Equatable {
-    var enabled = false
+package struct CDNWatchSettings: Equatable {
+    package var enabled = false
     /// The CDN base; the host is appended.
-    var url = HostChecker.appleCDN
+    package var url = HostChecker.appleCDN
     /// Seconds between two checks of one host (6 hours): Apple's CDN refetches within about a
     /// day, so four looks a day tell when it did without asking it more than it asks us.
-    var interval: Int64 = 6 * 3_600
+    package var interval: Int64 = 6 * 3_600
     /// Most CDN requests a second, every host together: at 10,000 hosts and 6 hours, 0.46 a
     /// second is needed; more hosts than `rate * interval` stretch the interval instead.
-    var rate = 2.0
+    package var rate = 2.0
+    /// Requests a second: at least one every 100 s (a watch that still moves), at most 20 (far
+    /// below what a CDN notices, with 100,000 hosts checked in under two hours).
+    package static let rateBounds = 0.01...20.0
     /// Extra roots for the CDN's HTTPS (a test or proxy CDN); the system's are trusted too.
-    var caFile: String?
+    package var caFile: String?
 
     /// `6h`, `30m`, `90s`, `1d` or plain seconds, from 1 second to 7 days.
-    static func duration(_ text: String) -> Int64? {
+    package static func duration(_ text: String) -> Int64? {
         let units: [Character: Int64] = ["s": 1, "m": 60, "h": 3_600, "d": 86_400]
         var digits = Substring(text)
         var unit: Int64 = 1
@@ -30,7 +33,7 @@ struct CDNWatchSettings: Equatable {
         return seconds <= 7 * 86_400 ? seconds : nil
     }
 
-    static func urlProblem(_ text: String) -> String? {
+    package static func urlProblem(_ text: String) -> String? {
         guard text.hasPrefix("https://"), text.hasSuffix("/"), text.utf8.count <= 2_048,
             text.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F })
         else {
@@ -39,7 +42,7 @@ struct CDNWatchSettings: Equatable {
         return nil
     }
 
-    var watchSettings: CDNWatch.Settings {
+    package var watchSettings: CDNWatch.Settings {
         CDNWatch.Settings(url: url, interval: interval, rate: rate, caFile: caFile)
     }
 }

@@ -1,11 +1,11 @@
-import Foundation
-import Glibc
+package import Foundation
+package import Glibc
 
-/// The process's file descriptors (issue 10): raised to what the system allows at start, and
+/// The process's file descriptors: raised to what the system allows at start, and
 /// shared so that client connections can never take the last ones the reloader needs. A reload
 /// that fails with EMFILE keeps the last good files (SiteRegistry), but a reload that can never
 /// run would leave a changed site stale for as long as the connections stay.
-enum DescriptorBudget {
+package enum DescriptorBudget {
     /// Descriptors outside any worker: standard streams, the log and access log files, the admin
     /// listener and a few admin connections, inotify, the systemd notify socket, what OpenSSL and
     /// the C library open (/dev/urandom, /etc files at start).

@@ -1,15 +1,15 @@
-import AASA
-import ACME
-import Check
-import Foundation
-import HTTPCore
-import HTTPServer
-import HashTreeCollections
-import Reactor
-import SiteStore
-import Synchronization
+package import AASA
+package import ACME
+package import Check
+package import Foundation
+package import HTTPCore
+package import HTTPServer
+package import HashTreeCollections
+package import Reactor
+package import SiteStore
+package import Synchronization
 
-/// The admin listener's pages (DESIGN.md "Operations"): liveness, readiness, metrics and every
+/// The admin listener's pages: liveness, readiness, metrics and every
 /// site's state. Answered on the admin worker's thread, never on a serving one.
 ///
 /// Probes must answer whatever else the admin port is doing: `/healthz` is a constant and
@@ -66,8 +66,8 @@ enum CertificateKind: String, Sendable {
 ///
 /// Incremental: each site's status is encoded once and kept in a persistent dictionary that
 /// shares structure between views, so publishing the view after a reload costs O(sites it
-/// touched), not O(sites) (issue 14: a one-site reload at 100,000 sites within 200 ms).
-final class AdminView: Sendable {
+/// touched), not O(sites) (a one-site reload at 100,000 sites must publish within 200 ms).
+package final class AdminView: Sendable {
     /// One site: its status as JSON without the closing brace (the certificate and fetch fields,
     /// which may change without the site changing, are appended per answer), and where its
     /// certificate comes from: true for its own pair, false for the shared default or fallback,

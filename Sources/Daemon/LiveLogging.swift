@@ -1,13 +1,13 @@
-import AASA
-import Glibc
-import Logging
-import Synchronization
+package import AASA
+package import Glibc
+package import Logging
+package import Synchronization
 
 /// The log level and format in force, changed while serving when aasad.yaml's `logging` changes
-/// (`ServeCommand+Live.swift`). Every handler reads them at each message, so a change applies to
+/// (`Daemon+Live.swift`). Every handler reads them at each message, so a change applies to
 /// every logger at once, those made before it included.
-final class LogControl: Sendable {
-    static let shared = LogControl()
+package final class LogControl: Sendable {
+    package static let shared = LogControl()
 
     /// The level's index in `Logger.Level.allCases`, and 0x80 for JSON: one load per message.
     private let state = Atomic<UInt8>(UInt8(Logger.Level.allCases.firstIndex(of: .info)!))
@@ -15,19 +15,19 @@ final class LogControl: Sendable {
     var level: Logger.Level { Logger.Level.allCases[Int(state.load(ordering: .relaxed) & 0x7F)] }
     var json: Bool { state.load(ordering: .relaxed) & 0x80 != 0 }
 
-    func set(level: Logger.Level, json: Bool) {
+    package func set(level: Logger.Level, json: Bool) {
         state.store(UInt8(Logger.Level.allCases.firstIndex(of: level)!) | (json ? 0x80 : 0), ordering: .relaxed)
     }
 }
 
 /// A handler that writes text (swift-log's stream handler, through `EscapingStandardError`) or
 /// JSON lines (`JSONLogHandler`) as `LogControl` says, at the level it says.
-struct SwitchingLogHandler: LogHandler {
+package struct SwitchingLogHandler: LogHandler {
     private var text: StreamLogHandler
     private var json: JSONLogHandler
     private let control: LogControl
 
-    init(label: String, control: LogControl = .shared) {
+    package init(label: String, control: LogControl = .shared) {
         text = StreamLogHandler(label: label, stream: EscapingStandardError())
         json = JSONLogHandler(label: label)
         self.control = control
@@ -37,12 +37,12 @@ struct SwitchingLogHandler: LogHandler {
 
     /// The level in force. Setting it here does nothing (it would change every logger's): the
     /// level is set through `LogControl` only.
-    var logLevel: Logger.Level {
+    package var logLevel: Logger.Level {
         get { control.level }
         set {}
     }
 
-    var metadata: Logger.Metadata {
+    package var metadata: Logger.Metadata {
         get { json.metadata }
         set {
             json.metadata = newValue
@@ -50,7 +50,7 @@ struct SwitchingLogHandler: LogHandler {
         }
     }
 
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+    package subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { json[metadataKey: key] }
         set {
             json[metadataKey: key] = newValue
@@ -58,7 +58,7 @@ struct SwitchingLogHandler: LogHandler {
         }
     }
 
-    func log(event: LogEvent) {
+    package func log(event: LogEvent) {
         // One load for the format; the level was checked by the Logger through `logLevel`.
         if control.json { json.log(event: event) } else { text.log(event: event) }
     }

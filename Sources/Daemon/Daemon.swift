@@ -1,0 +1,376 @@
+package import ACME
+package import Check
+package import Foundation
+package import HTTPServer
+package import Logging
+package import Reactor
+package import SiteStore
+package import Synchronization
+package import TLS
+
+/// Reloads served since start, shared with the closures that serve them.
+private final class ReloadCount: Sendable {
+    let value = Atomic<Int>(0)
+}
+
+/// A start that failed. Its reason was logged (critical) where it was found; the owner exits.
+package struct StartFailure: Error {}
+
+/// The daemon: the server, the site registry and its watcher, certificates (the configured pairs,
+/// automatic ones, the development CA), the CDN watch, the admin pages and metrics, composed from
+/// one `ServerSettings`, and the settings followed while serving (`SettingsFollower`).
+///
+/// `aasad serve` makes one, starts it and waits for signals (`runUntilSignalled`); a test makes
+/// one on loopback port 0 and calls the same methods. `start` and `stop` are called by the owner
+/// from one thread; `reload`, `apply(settings:)` and the read accessors from any.
+package final class Daemon: @unchecked Sendable {
+    // @unchecked: `running` is written once by `start` before any other method reads it (the
+    // owner's thread), and only read afterwards; every part it holds is itself Sendable or
+    // touched only from the owner's thread (`server`'s start and stop).
+    /// The version `--version` and `aasad_build_info` report.
+    package static let version = "0.1.0"
+
+    package let configDirectory: String
+    private let initial: ServerSettings
+    let logger: Logger
+    private let upgradeReadiness: Int32?
+    /// The environment as the process started (before `Upgrade.takeReadiness` removed its
+    /// variable, which the ticket keys' descriptor is found after).
+    private let environment: [String: String]
+    private let output: @Sendable (String) -> Void
+    private let reread: @Sendable () -> (ServerSettings, [ServerSettings.Problem], unknown: [String])
+    private let reloads = ReloadCount()
+    var running: Running?
+
+    /// The parts made by `start`.
+    struct Running {
+        let server: Server
+        let store: SnapshotStore
+        let sites: LockedRegistry
+        let watcher: ConfigWatcher?
+        let follower: SettingsFollower
+        let upgrade: Upgrade
+        let ready: AtomicFlag
+        let certificateManager: Current<CertificateManager>
+        let cdnWatch: Current<CDNWatch>
+        let serveReloaded: @Sendable (Snapshot, [String]?) -> Void
+        let workers: Int
+    }
+
+    /// - Parameters:
+    ///   - settings: the settings to start with, already checked (`ServerSettings.Problem`s none).
+    ///   - upgradeReadiness: the pipe a process being upgraded waits on (`Upgrade.takeReadiness`).
+    ///   - environment: the environment that pipe was taken from.
+    ///   - output: where the lines a supervisor or a test waits for go ("aasad ready: …").
+    ///   - reread: the settings read again when aasad.yaml changes or on `reload`; by default the
+    ///     config directory's aasad.yaml alone (a command adds its variables and flags).
+    package init(
+        configDirectory: String, settings: ServerSettings, logger: Logger, upgradeReadiness: Int32? = nil,
+        environment: [String: String] = ProcessInfo.processInfo.environment,
+        output: @escaping @Sendable (String) -> Void = Daemon.standardOutput,
+        reread: (@Sendable () -> (ServerSettings, [ServerSettings.Problem], unknown: [String]))? = nil
+    ) {
+        self.configDirectory = configDirectory
+        initial = settings
+        self.logger = logger
+        self.upgradeReadiness = upgradeReadiness
+        self.environment = environment
+        self.output = output
+        self.reread =
+            reread ?? {
+                var (settings, problems) = ServerSettings.load(configDirectory: configDirectory)
+                if problems.isEmpty { problems += settings.consistencyProblems(source: "settings") }
+                return (settings, problems, [])
+            }
+    }
+
+    /// Writes a line to standard output at once (not through stdio's buffer), for whoever waits for it.
+    package static let standardOutput: @Sendable (String) -> Void = { line in
+        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+    }
+
+    // MARK: - State
+
+    /// The HTTPS addresses as bound (port 0 resolved); empty before `start`.
+    package var boundHTTPS: [SocketAddress] { running?.server.boundHTTPS ?? [] }
+    package var boundHTTP: [SocketAddress] { running?.server.boundHTTP ?? [] }
+    package var boundAdmin: SocketAddress? { running?.server.boundAdmin }
+    /// What is served now.
+    package var snapshot: Snapshot? { running?.store.snapshot() }
+    /// The settings in force: as started, with the changes applied live since.
+    package var settings: ServerSettings { running?.follower.inForce ?? initial }
+    /// Reloads served since start (each site change, SIGHUP or settings change that published a
+    /// snapshot): a test waits for it to move rather than sleeping.
+    package var reloadGeneration: Int { reloads.value.load(ordering: .acquiring) }
+    /// What the admin pages show, as of the last reload.
+    package var adminView: AdminView? { running?.sites.current }
+
+    // MARK: - Start
+
+    /// Blocks the signals `runUntilSignalled` takes on the calling thread; threads started after
+    /// (the workers) inherit the mask, so only `sigwait` sees them. Call before `start`.
+    package static func blockSignals() -> sigset_t {
+        var signals = sigset_t()
+        sigemptyset(&signals)
+        for s in [SIGTERM, SIGINT, SIGHUP, SIGUSR2] { sigaddset(&signals, s) }
+        pthread_sigmask(SIG_BLOCK, &signals, nil)
+        return signals
+    }
+
+    /// Binds, loads every site, starts serving, and returns once ready (the "aasad ready" line
+    /// written). Throws `StartFailure` (the reason logged) when any part cannot be made.
+    package func start() throws {
+        precondition(running == nil, "a daemon starts once")
+        let settings = initial
+        let config = configDirectory
+        let logger = logger
+        let json = settings.logFormat == .json
+        // Passed sockets first (sd_listen_fds(3): early, before other descriptors are opened and
+        // threads started): they are made close-on-exec and the variables removed.
+        let passed = try Self.passedListeners(adminEnabled: settings.admin != nil, logger: logger)
+        let upgrade = Upgrade(pidFile: settings.pidFile, logger: logger)
+        // The replaced process's ticket keys (only in a process an upgrade started): its
+        // clients resume here.
+        Upgrade.takeTicketKeys(environment: environment, upgrading: upgradeReadiness != nil, logger: logger)
+        let workerCount = settings.threads ?? max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+        let limits = Self.descriptorLimits(settings, workers: workerCount, logger: logger)
+        let accessLog: AccessLog?
+        do {
+            accessLog = try settings.accessLog.map { try AccessLog(destination: $0, format: json ? .json : .text) }
+        } catch {
+            logger.critical("\(error)")
+            throw StartFailure()
+        }
+        // OpenSSL writes to sockets itself: a peer that went away must not kill the process.
+        signal(SIGPIPE, SIG_IGN)
+
+        // Verdicts of the contents validated before, so that a restart validates only what
+        // changed (a start at 100,000 sites would otherwise parse every file again); without a
+        // directory for them, every start validates everything.
+        let cacheDirectory = settings.state + "/cache"
+        do {
+            try Privileges.refuseLinks(inState: settings.state, ["cache", "dev-tls"] + (settings.acme.storage == nil ? ["acme"] : []))
+        } catch {
+            logger.critical("cannot use the state directory", metadata: ["error": "\(error)"])
+            throw StartFailure()
+        }
+        try? FileManager.default.createDirectory(
+            atPath: cacheDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let knownValidFile = KnownValid.binaryIdentity().map { (path: cacheDirectory + "/validated-contents", identity: $0) }
+        let registry = SiteRegistry(
+            root: config, options: ServingOptions(cacheControl: settings.cacheControl), logger: logger,
+            checkCertificate: ConfigLoading.check, knownValidFile: knownValidFile,
+            servedFirstFile: ConfigLoading.servedFirstFile(state: settings.state))
+        // Watched before it is read: what changes while the first load runs (seconds at 100,000
+        // sites) is in the watcher's first batch.
+        var watcher: ConfigWatcher?
+        if settings.watch {
+            do {
+                watcher = try ConfigWatcher(root: config, rescanInterval: settings.rescanInterval, logger: logger)
+            } catch {
+                logger.warning("cannot watch the config directory; changes apply on SIGHUP only", metadata: ["error": "\(error)"])
+            }
+        }
+        registry.reloadAll()
+        let store = SnapshotStore(registry.snapshot)
+        let certificates = try Self.certificates(
+            snapshot: registry.snapshot, state: settings.state, automatic: settings.acme.directory != nil, logger: logger)
+        let sites = LockedRegistry(registry, fallback: certificates.developmentAuthority != nil ? .development : .otherSite)
+        let ready = AtomicFlag()
+        let acmeNames = ACMENames()
+        // Stored certificates load before the listeners accept anything: with SO_REUSEPORT a
+        // restarting replica gets clients (Apple's CDN among them) from its first accept.
+        let firstManager: CertificateManager?
+        do {
+            firstManager = try Self.certificateManager(settings: settings, names: acmeNames.names(in: registry.snapshot), logger: logger)
+        } catch {
+            logger.critical("automatic certificates cannot start", metadata: ["error": "\(error)"])
+            throw StartFailure()
+        }
+        // The manager in force: a changed acme section replaces it while serving.
+        let certificateManager = Current(firstManager)
+        // One replaced by a change, until it has stopped: it still answers its orders' challenges.
+        let retiringManager = Current<CertificateManager>(nil)
+        let automatic = firstManager != nil
+        let development = certificates.development
+        let challengeResolver: TLSServer.ChallengeResolver = { name in
+            certificateManager.value?.tlsALPNChallenge(for: name) ?? retiringManager.value?.tlsALPNChallenge(for: name)
+        }
+        let http01Resolver: HTTP01Resolver = { host, token in
+            certificateManager.value?.http01Answer(host: host, token: token)
+                ?? retiringManager.value?.http01Answer(host: host, token: token)
+        }
+        let tls: TLSServer
+        do {
+            // A site's own pair, else its automatic certificate, else its development leaf, else the default.
+            // TLS-ALPN-01 answers (RFC 8737) come from the manager's in-memory challenge book.
+            tls = try TLSServer(
+                defaultCertificate: certificates.defaultSource, minimumVersion: settings.tlsMinimumVersion,
+                challengeResolver: automatic ? challengeResolver : nil
+            ) { name in
+                Self.certificate(for: name, snapshot: store.snapshot(), automatic: certificateManager.value, development: development)
+            }
+        } catch {
+            logger.critical("the default certificate cannot be used", metadata: ["error": "\(error)"])
+            throw StartFailure()
+        }
+
+        // Addresses were checked with the settings; a caller that skipped the check is told.
+        let httpsAddresses: [SocketAddress]
+        let httpAddresses: [SocketAddress]
+        let adminAddress: SocketAddress?
+        do {
+            httpsAddresses = try settings.https.map { try SocketAddress(parsing: $0) }
+            httpAddresses = try settings.http.map { try SocketAddress(parsing: $0) }
+            adminAddress = try settings.admin.map { try SocketAddress(parsing: $0) }
+        } catch {
+            logger.critical("cannot listen", metadata: ["error": "\(error)"])
+            throw StartFailure()
+        }
+        let fetches = FetchLog()
+        let traffic = TrafficCounters()
+        let acme: @Sendable () -> CertificateManager? = { certificateManager.value }
+        let cdnWatch: Current<CDNWatch>
+        do {
+            cdnWatch = Current(try Self.cdnWatch(settings.cdnWatch, store: store, logger: logger))
+        } catch {
+            logger.critical("the CDN watch cannot start", metadata: ["error": "\(error)"])
+            throw StartFailure()
+        }
+        let pages = AdminPages(
+            sites: sites, ready: ready, fetches: fetches,
+            metrics: MetricsExporter(
+                traffic: traffic, fetches: fetches, sites: sites, acme: acme, development: development, cdn: { cdnWatch.value }),
+            acme: acme, cdn: { cdnWatch.value })
+        let adminHosts = AdminHosts(settings.adminHosts)
+        let endpoint = AdminEndpoint(hosts: adminHosts) { path in pages.answer(path) }
+        var serverConfiguration = Server.Configuration(
+            https: httpsAddresses, http: httpAddresses, threads: workerCount, limits: limits, admin: adminAddress,
+            adminEndpoint: endpoint, fetchLog: fetches, traffic: traffic, accessLog: accessLog,
+            http01Resolver: automatic ? http01Resolver : nil,
+            httpsRedirect: settings.httpRedirect ? HTTPSRedirect(port: settings.httpsPort) : nil)
+        serverConfiguration.inherited = passed.inherited
+        serverConfiguration.adopted = passed.adopted
+        let server = Server(configuration: serverConfiguration, store: store, tls: tls, logger: logger)
+        do {
+            try server.start()
+        } catch {
+            logger.critical("cannot listen", metadata: ["error": "\(error)"])
+            throw StartFailure()
+        }
+        if let user = settings.user {
+            do {
+                try Self.dropPrivileges(
+                    to: user, state: settings.state, cacheDirectory: cacheDirectory, manager: certificateManager.value, logger: logger)
+            } catch {
+                logger.critical("cannot run as \(user)", metadata: ["error": "\(error)"])
+                server.stop()
+                throw StartFailure()
+            }
+        }
+        certificateManager.value?.start()
+        cdnWatch.value?.start()
+        let served = store.snapshot().sites.count
+        let follower = SettingsFollower(
+            inForce: settings, logger: logger, read: reread,
+            apply: { [tuner = server.tuner] change in
+                try Self.apply(
+                    change, server: tuner, sites: sites, adminHosts: adminHosts, certificateManager: certificateManager,
+                    retiringManager: retiringManager,
+                    cdnWatch: cdnWatch, store: store,
+                    names: { acmeNames.names(in: store.snapshot()) }, workers: workerCount, logger: logger)
+            })
+        // What follows every reload, whichever started it (the watcher, SIGHUP without one, a
+        // settings change): `directories` are the sites it read, nil for all.
+        let serveReloaded: @Sendable (Snapshot, [String]?) -> Void = { [reloads] snapshot, directories in
+            Self.followDefaultCertificate(snapshot, tls: tls, fallback: certificates.defaultSource, logger: logger)
+            store.publish(snapshot)
+            certificateManager.value?.want(acmeNames.names(in: snapshot))
+            if let development, !automatic {
+                Self.noteUnpermitted(snapshot, directories: directories, development: development, logger: logger)
+            }
+            reloads.value.add(1, ordering: .releasing)
+        }
+        watcher?.start { change in
+            // Served files are prepared again when cache-control changed: a full reload.
+            let prepareAgain = (change.settings || change.full) && follower.follow()
+            let full = change.full || prepareAgain
+            guard full || change.defaultCertificate || !change.sites.isEmpty else { return }
+            let snapshot = sites.reload { registry in
+                if full {
+                    registry.reloadAll()
+                } else {
+                    if change.defaultCertificate { registry.reloadDefaultCertificate() }
+                    registry.reload(change.sites)
+                }
+                return registry.snapshot
+            }
+            serveReloaded(snapshot, full ? nil : Array(change.sites))
+            if change.full { SystemdNotify.send("READY=1") }
+        }
+        running = Running(
+            server: server, store: store, sites: sites, watcher: watcher, follower: follower, upgrade: upgrade, ready: ready,
+            certificateManager: certificateManager, cdnWatch: cdnWatch, serveReloaded: serveReloaded, workers: workerCount)
+        logger.info(
+            "serving",
+            metadata: [
+                "sites": "\(served)", "https": "\(server.boundHTTPS.map(\.description).joined(separator: ","))",
+                "http": "\(server.boundHTTP.map(\.description).joined(separator: ","))", "threads": "\(workerCount)",
+                "httpRedirect": "\(server.httpsRedirectPort.map { "https port \($0)" } ?? "off")",
+            ])
+        if let authority = certificates.developmentAuthority,
+            let host = store.snapshot().sites.values.lazy.flatMap(\.hosts).first(where: { !$0.isWildcard }),
+            let address = server.boundHTTPS.first
+        {
+            output("Development certificate in use. Try:")
+            output("  curl --cacert \(authority) https://\(host.name):\(address.port)/.well-known/apple-app-site-association")
+        }
+        // One line a supervisor or a test can wait for (never a sleep).
+        ready.raise()
+        output(
+            "aasad ready: https=\(server.boundHTTPS.map(\.description).joined(separator: ",")) http=\(server.boundHTTP.map(\.description).joined(separator: ",")) admin=\(server.boundAdmin?.description ?? "off")"
+        )
+        if let path = settings.pidFile {
+            do {
+                try PIDFile.write(path)
+            } catch {
+                logger.critical("cannot write the PID file", metadata: ["path": "\(path)", "error": "\(error)"])
+                upgrade.abandon()
+                server.stop()
+                throw StartFailure()
+            }
+        }
+        if let upgradeReadiness {
+            // The process being upgraded tells systemd (MAINPID) once it has read this: a main
+            // process is the only one whose notifications NotifyAccess=main accepts.
+            Upgrade.announceReady(upgradeReadiness)
+        } else {
+            SystemdNotify.send("READY=1\nSTATUS=serving \(served) sites\nMAINPID=\(getpid())")
+        }
+    }
+
+    /// Hands what the process made as root to `user` and becomes it.
+    private static func dropPrivileges(
+        to user: String, state: String, cacheDirectory: String, manager: CertificateManager?, logger: Logger
+    ) throws {
+        // The storage the manager made as root must be writable after the drop.
+        if let manager { try Privileges.giveOwnership(of: manager.storage.directories, to: user) }
+        // Full reloads rewrite the verdicts there by rename, which needs the directory's
+        // ownership; without it only the next start is slower (logged by the registry).
+        // Through a descriptor opened without following a symlink: root never changes
+        // the owner of whatever a link planted at that path points to.
+        try? Privileges.giveOwnership(ofDirectory: cacheDirectory, to: user)
+        // The state directory and the development CA: what a process an upgrade starts
+        // (as the user) reads again. Without it this process serves on, but an upgrade
+        // would fail; say so rather than refuse to start.
+        do {
+            try Privileges.giveOwnership(ofState: state, to: user)
+        } catch {
+            logger.warning(
+                "the state directory is not handed to \(user); an upgrade (SIGUSR2) may not be able to read it",
+                metadata: ["error": "\(error)"])
+        }
+        try Privileges.drop(to: user)
+        logger.info("running as \(user)")
+    }
+}

@@ -1,0 +1,81 @@
+import Foundation
+import Logging
+import Synchronization
+import TestSupport
+import Testing
+
+@testable import Daemon
+
+@Suite("The daemon in-process: start on port 0, serve over TLS, reload, stop")
+struct DaemonTests {
+    static let aasa = #"{"applinks":{"details":[{"appIDs":["ABCDE12345.com.example.app"],"components":[{"/":"/a/*"}]}]}}"#
+
+    @Test("a Daemon started in this process serves the AASA file over TLS, reloads on request and stops")
+    func servesInProcess() throws {
+        let folder = try TemporaryDirectory(prefix: "daemon-test")
+        try folder.write("config/sites/a.test/apple-app-site-association", Array(Self.aasa.utf8))
+        var settings = ServerSettings()
+        settings.https = ["127.0.0.1:0"]
+        settings.admin = nil
+        settings.threads = 1
+        settings.watch = false
+        settings.state = folder.path("state")
+        let lines = Mutex<[String]>([])
+        let daemon = Daemon(
+            configDirectory: folder.path("config"), settings: settings, logger: Logger(label: "daemon-test"),
+            output: { line in lines.withLock { $0.append(line) } })
+        try daemon.start()
+        defer { daemon.stop(drain: true) }
+        #expect(lines.withLock { $0 }.contains { $0.hasPrefix("aasad ready: https=127.0.0.1:") })
+        let port = try #require(daemon.boundHTTPS.first?.port)
+        #expect(port != 0)
+        #expect(daemon.snapshot?.sites.count == 1)
+
+        func fetch() throws -> Tool.Output {
+            try Tool.run(
+                "curl",
+                [
+                    "-sS", "--max-time", "10", "--cacert", folder.path("state/dev-tls/ca.pem"), "--resolve", "a.test:\(port):127.0.0.1",
+                    "https://a.test:\(port)/.well-known/apple-app-site-association",
+                ])
+        }
+        let first = try fetch()
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(String(decoding: first.stdout, as: UTF8.self) == Self.aasa)
+
+        // A changed file is served after `reload`, whose generation the test waits on.
+        let changed = Self.aasa.replacingOccurrences(of: "/a/*", with: "/b/*")
+        try folder.write("config/sites/a.test/apple-app-site-association", Array(changed.utf8))
+        let before = daemon.reloadGeneration
+        daemon.reload()
+        #expect(eventually { daemon.reloadGeneration > before })
+        #expect(String(decoding: try fetch().stdout, as: UTF8.self) == changed)
+
+        // A live setting applies; one that needs a new process is kept as in force.
+        var next = daemon.settings
+        next.idleTimeout = 7
+        next.threads = 4
+        #expect(daemon.apply(settings: next))
+        #expect(daemon.settings.idleTimeout == 7 && daemon.settings.threads == 1)
+    }
+
+    @Test("two daemons run in one process, each on its own port")
+    func twoInOneProcess() throws {
+        let folder = try TemporaryDirectory(prefix: "daemon-test")
+        try folder.write("config/sites/a.test/apple-app-site-association", Array(Self.aasa.utf8))
+        var settings = ServerSettings()
+        settings.https = ["127.0.0.1:0"]
+        settings.admin = "127.0.0.1:0"
+        settings.threads = 1
+        settings.watch = false
+        settings.state = folder.path("state")
+        let daemons = (0..<2).map { _ in
+            Daemon(configDirectory: folder.path("config"), settings: settings, logger: Logger(label: "daemon-test"), output: { _ in })
+        }
+        for daemon in daemons { try daemon.start() }
+        defer { for daemon in daemons { daemon.stop(drain: false) } }
+        let ports = daemons.compactMap { $0.boundHTTPS.first?.port }
+        #expect(ports.count == 2 && ports[0] != ports[1])
+        #expect(daemons.allSatisfy { $0.boundAdmin != nil })
+    }
+}

@@ -1,0 +1,211 @@
+import Foundation
+import Testing
+
+@testable import Daemon
+
+@Suite("The settings schema: one table for the file, variables, flags and the live split")
+struct SettingsSchemaTests {
+    /// Applies `text` to the key at `path` as the file would; the message when refused.
+    private func refusal(_ path: String, _ text: String) -> String? {
+        var settings = ServerSettings()
+        let problems = settings.apply(
+            yaml:
+                "\(path.split(separator: ".").enumerated().map { String(repeating: "  ", count: $0.offset) + $0.element + ":" }.joined(separator: "\n")) \(text)\n",
+            file: "aasad.yaml")
+        return problems.first?.message
+    }
+
+    @Test("bounds hold at N and refuse N+1")
+    func bounds() {
+        #expect(refusal("timeouts.idle", "86400") == nil)
+        #expect(refusal("timeouts.idle", "86401") == "must be whole seconds from 1 to 86400, not \"86401\"")
+        #expect(refusal("timeouts.idle", "1") == nil)
+        #expect(refusal("timeouts.idle", "0") != nil)
+        #expect(refusal("timeouts.shutdown-delay", "300") == nil)
+        #expect(refusal("timeouts.shutdown-delay", "301") == "must be whole seconds from 0 to 300, not \"301\"")
+        #expect(refusal("threads", "1024") == nil)
+        #expect(refusal("threads", "1025") == "must be auto or a number from 1 to 1024, not \"1025\"")
+        #expect(refusal("limits.incomplete-request-kb", "64") == nil)
+        #expect(refusal("limits.incomplete-request-kb", "63") == "must be a number of kilobytes from 64 to 1073741824, not \"63\"")
+        #expect(refusal("limits.incomplete-request-kb", "1073741824") == nil)
+        #expect(refusal("limits.incomplete-request-kb", "1073741825") != nil)
+        #expect(refusal("listen.https-port", "65535") == nil)
+        #expect(refusal("listen.https-port", "65536") == "must be a port from 1 to 65535, not \"65536\"")
+        #expect(refusal("limits.max-connections", "10000000") == nil)
+        #expect(refusal("limits.max-connections", "10000001") != nil)
+        #expect(refusal("acme.orders-per-hour", "100000") == nil)
+        #expect(refusal("acme.orders-per-hour", "100001") != nil)
+        #expect(refusal("cdn-watch.rate", "20") == nil)
+        #expect(refusal("cdn-watch.rate", "20.01") != nil)
+        // A number far past every bound, and one past Int64, never trap.
+        #expect(refusal("timeouts.idle", "99999999999999999999999") != nil)
+        #expect(refusal("threads", "-1") != nil)
+    }
+
+    @Test("a parsed value lands in its field")
+    func parses() {
+        var settings = ServerSettings()
+        #expect(
+            settings.apply(yaml: "timeouts: {idle: 5}\nlimits: {incomplete-request-kb: 64}\nwatch: {rescan-interval: 9}\n", file: "f")
+                .isEmpty)
+        #expect(settings.idleTimeout == 5)
+        #expect(settings.limits.incompleteRequestBytes == 64 * 1024)
+        #expect(settings.rescanInterval == 9)
+    }
+
+    @Test("every key has help, a unique variable and, when it has one, a unique flag")
+    func names() {
+        let all = SettingsSchema.all
+        #expect(Set(all.map(\.path)).count == all.count)
+        #expect(Set(all.map(\.environmentName)).count == all.count)
+        let flags = all.compactMap(\.flag)
+        #expect(Set(flags).count == flags.count)
+        for setting in all {
+            #expect(!setting.help.isEmpty && !setting.help.hasSuffix("."), "\(setting.path): help \(setting.help.debugDescription)")
+            #expect(setting.environmentName.allSatisfy { $0.isUppercase || $0.isNumber || $0 == "_" }, "\(setting.environmentName)")
+        }
+        #expect(SettingsSchema.setting("timeouts.idle")?.environmentName == "AASAD_TIMEOUTS_IDLE")
+        #expect(SettingsSchema.setting("limits.incomplete-request-kb")?.environmentName == "AASAD_LIMITS_INCOMPLETE_REQUEST_KB")
+        // Each flag the CLI has always had keeps its spelling.
+        for flag in [
+            "https", "http", "http-redirect", "https-port", "threads", "state", "user", "pid-file", "cache-control", "handshake-timeout",
+            "request-timeout", "idle-timeout", "write-timeout", "drain-timeout", "shutdown-delay", "max-connections", "tls-min-version",
+            "admin", "rescan-interval", "watch", "log-level", "log-format", "access-log", "incomplete-request-kb",
+        ] {
+            #expect(flags.contains(flag), "--\(flag)")
+        }
+    }
+
+    @Test("the live and new-process split comes from the table")
+    func liveSplit() {
+        let old = ServerSettings()
+        var new = old
+        new.https = ["127.0.0.1:1"]
+        new.idleTimeout = 5
+        new.incompleteRequestKB = 64
+        new.acme.directory = "https://ca.test/dir"
+        #expect(
+            SettingsFollower.restartOnly(old, new) == [
+                "listen.https", "limits.incomplete-request-kb", "acme turned on or off (acme.directory set or removed)",
+            ])
+        let applied = SettingsFollower.live(new, keeping: old)
+        #expect(applied.https == old.https && applied.incompleteRequestKB == old.incompleteRequestKB && applied.acme == old.acme)
+        #expect(applied.idleTimeout == 5)
+        for path in ["listen.https", "threads", "user", "state", "tls.min-version", "watch.enabled"] {
+            #expect(SettingsSchema.setting(path)?.applies == .newProcess, "\(path)")
+        }
+        for path in ["timeouts.idle", "cache-control", "logging.level", "admin-hosts", "cdn-watch.enabled"] {
+            #expect(SettingsSchema.setting(path)?.applies == .live, "\(path)")
+        }
+    }
+
+    @Test("the shipped config/aasad.yaml documents every key of the schema, and no other")
+    func documented() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let text = try String(contentsOf: root.appendingPathComponent("config/aasad.yaml"), encoding: .utf8)
+        let documented = Set(DocumentedKeys.paths(in: text))
+        let declared = Set(SettingsSchema.all.map(\.path))
+        #expect(
+            declared.subtracting(documented).isEmpty,
+            "in the schema, not in config/aasad.yaml: \(declared.subtracting(documented).sorted())")
+        #expect(
+            documented.subtracting(declared).isEmpty,
+            "in config/aasad.yaml, not in the schema: \(documented.subtracting(declared).sorted())")
+    }
+
+    @Test("the documented-keys reader sees commented keys, sections and flow mappings")
+    func documentedReader() {
+        let text = """
+            # Prose, with a colon: here
+            listen:
+              https: []
+              # https-port: 443
+            # acme:
+            #   eab: {kid: "k", hmac-key: "m"}
+            state: s
+            """
+        #expect(DocumentedKeys.paths(in: text) == ["listen.https", "listen.https-port", "acme.eab.kid", "acme.eab.hmac-key", "state"])
+    }
+}
+
+/// The key paths a commented YAML file documents: keys set or commented out (`# key: value`),
+/// nested by indentation, and the keys of a one-line `{a: …, b: …}` mapping.
+enum DocumentedKeys {
+    static func paths(in text: String) -> [String] {
+        var paths: [String] = []
+        var stack: [(indent: Int, key: String)] = []
+        for raw in text.split(separator: "\n", omittingEmptySubsequences: true) {
+            var line = Substring(raw)
+            let leading = line.prefix { $0 == " " }.count
+            line = line.dropFirst(leading)
+            if line.hasPrefix("# ") { line = line.dropFirst(2) } else if line.hasPrefix("#") { continue }
+            let inner = line.prefix { $0 == " " }.count
+            let indent = leading + inner
+            line = line.dropFirst(inner)
+            guard let colon = line.firstIndex(of: ":"),
+                line[..<colon].allSatisfy({ ($0 >= "a" && $0 <= "z") || ($0 >= "0" && $0 <= "9") || $0 == "-" }),
+                !line[..<colon].isEmpty
+            else { continue }
+            let key = String(line[..<colon])
+            let rest = line[line.index(after: colon)...].drop { $0 == " " }
+            while let last = stack.last, last.indent >= indent { stack.removeLast() }
+            let path = (stack.map(\.key) + [key]).joined(separator: ".")
+            if rest.isEmpty || rest.hasPrefix("#") {
+                stack.append((indent, key))
+            } else if rest.hasPrefix("{"), let close = rest.firstIndex(of: "}") {
+                for part in rest[rest.index(after: rest.startIndex)..<close].split(separator: ",") {
+                    let name = part.split(separator: ":").first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+                    if !name.isEmpty { paths.append(path + "." + name) }
+                }
+            } else {
+                paths.append(path)
+            }
+        }
+        return paths
+    }
+}
+
+@Suite("serve's settings flags, read from the schema")
+struct SettingsFlagsTests {
+    /// The settings after `arguments`, or the first problem's text.
+    private func apply(_ arguments: [String]) -> (ServerSettings, String?) {
+        var settings = ServerSettings()
+        do {
+            for flag in try SettingsFlags.parse(arguments) {
+                if let problem = settings.apply(flag: "--" + flag.name, setting: flag.setting, flag.values) {
+                    return (settings, "\(problem.key): \(problem.message)")
+                }
+            }
+        } catch {
+            return (settings, error.message)
+        }
+        return (settings, nil)
+    }
+
+    @Test("values, repeats, switches and their negations")
+    func values() {
+        let (settings, problem) = apply([
+            "--https", "127.0.0.1:1", "--https=127.0.0.1:2", "--idle-timeout", "5", "--idle-timeout", "6", "--no-watch", "--http-redirect",
+        ])
+        #expect(problem == nil)
+        #expect(settings.https == ["127.0.0.1:1", "127.0.0.1:2"])
+        #expect(settings.idleTimeout == 6 && !settings.watch && settings.httpRedirect)
+    }
+
+    @Test("malformed flags get ArgumentParser's messages; values the setting's")
+    func refusals() {
+        #expect(apply(["--bogus"]).1 == "Unknown option '--bogus'")
+        #expect(apply(["--https"]).1 == "Missing value for '--https <https>'")
+        #expect(apply(["--https", "--http", "x"]).1 == "Missing value for '--https <https>'")
+        #expect(apply(["stray"]).1 == "Unexpected argument 'stray'")
+        #expect(apply(["--watch=yes"]).1 == "The option '--watch' does not take a value")
+        #expect(apply(["--no-threads"]).1 == "Unknown option '--no-threads'")
+        #expect(apply(["--idle-timeout", "86400"]).1 == nil)
+        #expect(apply(["--idle-timeout", "86401"]).1 == "--idle-timeout: must be whole seconds from 1 to 86400, not \"86401\"")
+        #expect(apply(["--idle-timeout", "5\r\nX: y"]).1?.hasPrefix("--idle-timeout: must be whole seconds") == true)
+        #expect(apply(["--incomplete-request-kb", "64"]).0.incompleteRequestKB == 64)
+        #expect(
+            apply(["--incomplete-request-kb", "63"]).1
+                == "--incomplete-request-kb: must be a number of kilobytes from 64 to 1073741824, not \"63\"")
+    }
+}
