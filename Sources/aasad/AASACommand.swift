@@ -22,7 +22,15 @@ struct AASACommand: ParsableCommand {
     /// provides `main` there, and ConfigFuzz the function it calls.
     @main
     enum Main {
-        static func main() { AASACommand.main() }
+        static func main() {
+            // `serve` prints its own help (its flags come from the settings schema, not from
+            // declared options), so ArgumentParser's `help serve` is answered as `serve --help`.
+            var arguments = Array(CommandLine.arguments.dropFirst())
+            if arguments.count >= 2, arguments[0] == "help", arguments[1] == "serve" {
+                arguments = ["serve", "--help"] + arguments.dropFirst(2)
+            }
+            AASACommand.main(arguments)
+        }
     }
 #endif
 

@@ -66,7 +66,7 @@ struct CLITests {
         "help texts match their golden files",
         arguments: [
             (["--help"], "help.txt"), (["validate", "--help"], "validate-help.txt"), (["match", "--help"], "match-help.txt"),
-            (["serve", "--help"], "serve-help.txt"),
+            (["serve", "--help"], "serve-help.txt"), (["help", "serve"], "serve-help.txt"),
         ])
     func help(_ arguments: [String], _ golden: String) throws {
         let out = try AASAD.run(arguments)
