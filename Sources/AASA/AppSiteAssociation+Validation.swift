@@ -1,3 +1,5 @@
+import StrictJSON
+
 // Longer than 400 lines on purpose: the decoder reads top-down as spec §7 does (services, details,
 // substitution variables, patterns), and its key tables are shared by all four parts.
 

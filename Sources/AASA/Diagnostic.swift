@@ -1,3 +1,5 @@
+public import StrictJSON
+
 /// One finding of the validator: an error makes the file unpublishable, a warning does not.
 ///
 /// Rendered as `applinks.details[2].appID: "ABC.com.x" — the team ID prefix must be 10 characters …`

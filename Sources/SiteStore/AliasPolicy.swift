@@ -1,4 +1,4 @@
-import AASA
+import SafeText
 
 /// The operator's bound on what tenants may alias: the config root's `aliases-allowed` file
 /// (never inside a site directory, so no tenant writes it). Without the file, any alias is

@@ -1,5 +1,7 @@
 import AASA
 import Foundation
+import HTTPCore
+import Hashing
 import Reactor
 
 /// Reads a config directory (DESIGN.md "Config directory").
@@ -221,7 +223,7 @@ public enum ConfigLoader {
         }
         let hash = Digest.sha256(file.bytes)
         var read: SiteFile<D>
-        if known.contains(kind, digestHex: Digest.hex(hash)) {
+        if known.contains(kind, digestHex: Hex.string(hash)) {
             read = SiteFile(
                 relativePath: file.path, bytes: file.bytes, modified: file.modified,
                 result: ValidationResult(document: nil, diagnostics: []),

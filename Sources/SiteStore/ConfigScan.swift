@@ -1,4 +1,6 @@
 public import AASA
+import HTTPCore
+import Hashing
 
 /// A finding about the config directory itself or one of its files, outside any JSON document:
 /// a bad directory name, a missing file, an unreadable file, a host claimed twice.
@@ -60,7 +62,7 @@ public struct CertificateFiles: Sendable, Equatable {
         self.directory = directory
         self.chainPEM = chainPEM
         self.keyPEM = keyPEM
-        identity = Digest.hex(Digest.sha256(chainPEM + [0] + keyPEM))
+        identity = Hex.string(Digest.sha256(chainPEM + [0] + keyPEM))
     }
 }
 

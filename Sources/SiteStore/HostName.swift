@@ -1,5 +1,5 @@
-import AASA
 import Foundation
+import SafeText
 
 /// A host name a site answers for: lower case, A-labels only, optionally a wildcard `*.suffix`
 /// (DESIGN.md "Config directory"; spec §2 on wildcards and Punycode).

@@ -1,4 +1,4 @@
-import AASA
+import SafeText
 
 /// The checks of the `ownership` fuzz target (Fuzz/FuzzOwnership.swift, scripts/fuzz.sh), here so
 /// that the normal test run replays its corpus through the same code (OwnershipFuzzReplayTests).

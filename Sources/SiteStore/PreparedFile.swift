@@ -1,4 +1,5 @@
 public import HTTPCore
+import Hashing
 import Synchronization
 
 /// How files are served: the header values that are policy rather than content.
@@ -67,7 +68,7 @@ public final class PreparedContent: Sendable {
     public init(body: [UInt8], sha256: [UInt8]? = nil) {
         self.body = body
         let hash = sha256 ?? Digest.sha256(body)
-        digest = Digest.hex(hash)
+        digest = Hex.string(hash)
         etag = "\"\(digest.prefix(32))\""
         mayCompress = body.count >= Self.minimumCompressedSize
     }

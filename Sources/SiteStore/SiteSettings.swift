@@ -1,6 +1,6 @@
-import AASA
 import Foundation
 import HTTPCore
+import SafeText
 
 /// A site's optional `site.yaml`:
 ///

@@ -1,4 +1,6 @@
+import HTTPCore
 public import HashTreeCollections
+import Hashing
 
 /// One site as served: its names, its prepared files and its certificate.
 public final class ServedSite: Sendable {
@@ -178,7 +180,7 @@ struct ContentCache {
         }
         try PreparedFile.check(options)
         let content: PreparedContent
-        let digest = ready?.content.digest ?? Digest.hex(file.sha256 ?? Digest.sha256(file.bytes))
+        let digest = ready?.content.digest ?? Hex.string(file.sha256 ?? Digest.sha256(file.bytes))
         if let entry = entries[digest] {
             content = entry.content
             entries[digest]!.uses += 1

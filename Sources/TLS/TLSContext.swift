@@ -1,4 +1,5 @@
 import CAASAOpenSSL
+import Hashing
 
 /// Why a certificate or key could not be used; the message names the file and OpenSSL's reason.
 public struct TLSError: Error, CustomStringConvertible, Sendable {
@@ -176,13 +177,10 @@ public final class TLSContext: @unchecked Sendable {
     /// only because the context is chosen in the ClientHello callback, before OpenSSL looks at
     /// any session (`TLSServer`); SessionResumptionTests checks it with `s_client -sess_in`.
     private static func bindSessions(_ ctx: OpaquePointer, to identity: String) throws(TLSError) -> [UInt8] {
-        var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
-        var length: UInt32 = 0
-        let bytes = Array(identity.utf8)
-        guard EVP_Digest(bytes, bytes.count, &digest, &length, EVP_sha256(), nil) == 1,
-            length == SSL_MAX_SID_CTX_LENGTH, SSL_CTX_set_session_id_context(ctx, digest, length) == 1
+        let digest = Digest.sha256(identity.utf8)
+        guard digest.count == SSL_MAX_SID_CTX_LENGTH, SSL_CTX_set_session_id_context(ctx, digest, UInt32(Digest.sha256Length)) == 1
         else { throw TLSError("cannot set the session id context: \(TLSError.openSSLReasons())") }
-        return Array(digest.prefix(Int(length)))
+        return digest
     }
 }
 

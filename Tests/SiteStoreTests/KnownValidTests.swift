@@ -1,4 +1,6 @@
 import Foundation
+import HTTPCore
+import Hashing
 import Logging
 import Reactor
 import Testing
@@ -9,7 +11,7 @@ private let good = #"{"applinks": {"apps": [], "details": [{"appIDs": ["ABCDE123
 /// Valid JSON that the AASA validator refuses (an app ID without a team).
 private let refused = #"{"applinks": {"details": [{"appIDs": ["com.example.app"], "components": [{"/": "/a/*"}]}]}}"#
 
-private func digest(_ text: String) -> String { Digest.hex(Digest.sha256(Array(text.utf8))) }
+private func digest(_ text: String) -> String { Hex.string(Digest.sha256(Array(text.utf8))) }
 
 private func registry(_ c: TempConfig, file: (path: String, identity: String)?) -> SiteRegistry {
     SiteRegistry(root: c.root, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }), knownValidFile: file)
