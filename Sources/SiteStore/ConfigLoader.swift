@@ -4,7 +4,7 @@ import HTTPCore
 import Hashing
 import Reactor
 
-/// Reads a config directory (DESIGN.md "Config directory").
+/// Reads a config directory (its layout: README.md and docs/architecture.md).
 public enum ConfigLoader {
     public static let aasaFileName = "apple-app-site-association"
     public static let assetLinksFileName = "assetlinks.json"

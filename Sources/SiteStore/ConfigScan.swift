@@ -88,7 +88,7 @@ public struct SiteSource: Sendable {
     public var problems: [ConfigProblem]
     /// Entries of the site that exist but could not be read (`apple-app-site-association`,
     /// `assetlinks.json`, `site.yaml`, `tls`): their last good versions stay in service, since
-    /// only ENOENT means gone (issue 10).
+    /// only ENOENT means gone.
     public var unreadable: Set<String> = []
 
     /// Every host name the site claims: its directory's, its alias symlinks', site.yaml's.
@@ -108,7 +108,7 @@ public struct SiteSource: Sendable {
 }
 
 /// Everything found in a config directory: the sites and the problems. `aasad validate` prints it;
-/// `serve` builds its snapshot from the valid sites (DESIGN.md: validate runs the load code of serve).
+/// `serve` builds its snapshot from the valid sites (validate runs serve's own load code).
 public struct ConfigScan: Sendable {
     public var root: String
     public var sites: [SiteSource]

@@ -2,7 +2,7 @@ import Foundation
 import SafeText
 
 /// A host name a site answers for: lower case, A-labels only, optionally a wildcard `*.suffix`
-/// (DESIGN.md "Config directory"; spec §2 on wildcards and Punycode).
+/// (docs/architecture.md on the config directory; spec §2 on wildcards and Punycode).
 public struct HostName: Sendable, Hashable, Comparable, CustomStringConvertible {
     /// Longest host name (RFC 1035 §2.3.4).
     public static let maximumLength = 253

@@ -51,7 +51,7 @@ public final class ServedSite: Sendable {
 }
 
 /// Everything served at one moment, immutable: built off the hot path, published through
-/// `SnapshotStore` (one reference swap), read once per request (DESIGN.md "Shape of the server").
+/// `SnapshotStore` (one reference swap), read once per request (docs/architecture.md).
 ///
 /// The maps are persistent hash tries: a snapshot that differs from the last by one site shares
 /// everything else with it, so applying a change costs O(log n) whatever the number of sites.

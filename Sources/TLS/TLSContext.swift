@@ -37,7 +37,7 @@ public enum TLSVersion: String, Sendable, CaseIterable {
 }
 
 /// One `SSL_CTX`: a certificate chain and key with the server's protocol settings. Sites whose
-/// certificate files have the same bytes share one (DESIGN.md).
+/// certificate files have the same bytes share one (an SSL_CTX costs tens of kilobytes).
 public final class TLSContext: @unchecked Sendable {
     // @unchecked: the SSL_CTX is configured in init and only read afterwards; OpenSSL makes
     // SSL_new and SSL_set_SSL_CTX on a shared context thread-safe.
@@ -104,7 +104,7 @@ public final class TLSContext: @unchecked Sendable {
     /// of one shared context, which applies OpenSSL's same checks (security level, key match).
     /// A context costs milliseconds (OpenSSL 3 fetches its algorithms for each); this check, a
     /// tenth of that: what a load of 50,000 sites with certificates of their own runs once each
-    /// (issue 14). The intermediates are read and checked as PEM, as `init` does; `init` adds them
+    /// at start. The intermediates are read and checked as PEM, as `init` does; `init` adds them
     /// without further checks.
     public static func check(chainPEM: [UInt8], keyPEM: [UInt8], source: String) throws(TLSError) {
         let credentials = try PEMCredentials(chainPEM: chainPEM, keyPEM: keyPEM, source: source)
@@ -157,7 +157,7 @@ public final class TLSContext: @unchecked Sendable {
         // OpenSSL sends two TLS 1.3 tickets after a full handshake (RFC 8446 §4.6.1 lets the
         // server choose); the clients that fetch these files do not open parallel connections to
         // one host, so one is enough, and it saves a ticket's encryption and about 250 bytes per
-        // handshake (issue 14). A resumed handshake gets none while its ticket's key is current
+        // handshake. A resumed handshake gets none while its ticket's key is current
         // (`TicketKeys`). A connection copies the count from the context it starts on.
         _ = SSL_CTX_set_num_tickets(ctx, ticketsPerHandshake)
     }
