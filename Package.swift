@@ -51,7 +51,7 @@ let package = Package(
         .target(
             name: "HTTPServer",
             dependencies: [
-                "Reactor", "HTTPCore", "HTTP1", "HTTP2", "TLS", "SiteStore",
+                "Reactor", "HTTPCore", "HTTP1", "HTTP2", "TLS", "Served",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
@@ -63,11 +63,21 @@ let package = Package(
         .target(name: "StrictJSON", dependencies: ["SafeText"], swiftSettings: swiftSettings),
         // Pure AASA model: parser, validator, URL matcher. No I/O.
         .target(name: "AASA", dependencies: ["StrictJSON", "SafeText"], swiftSettings: swiftSettings),
-        // The config directory: host names, site discovery, loading and validating every site.
+        // What is served: the snapshot of sites (host names to sites), each site's prepared files,
+        // fallback answers and certificate files. Built by SiteStore, read by HTTPServer per request.
+        .target(
+            name: "Served",
+            dependencies: [
+                "AASA", "SafeText", "Hashing", "HTTPCore", "CAASAZlib",
+                .product(name: "HashTreeCollections", package: "swift-collections"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The config directory: site discovery, loading and validating every site, host ownership.
         .target(
             name: "SiteStore",
             dependencies: [
-                "AASA", "SafeText", "Hashing", "HTTPCore", "Reactor", "CAASAOpenSSL", "CAASAZlib",
+                "Served", "AASA", "SafeText", "Hashing", "HTTPCore", "Reactor", "CAASAOpenSSL",
                 .product(name: "HashTreeCollections", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),
@@ -124,7 +134,7 @@ let package = Package(
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1", "HTTPCore", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "HTTPCore", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(
-            name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTPCore", "HTTP2", "SiteStore", "TLS"],
+            name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTPCore", "HTTP2", "Served", "SiteStore", "TLS"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "ACMETests",
@@ -134,7 +144,7 @@ let package = Package(
         .testTarget(name: "TLSTests", dependencies: ["TLS", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(
             name: "SiteStoreTests",
-            dependencies: ["SiteStore", "AASA", "HTTPCore", "Hashing", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["SiteStore", "Served", "AASA", "HTTPCore", "Hashing", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "aasadTests",

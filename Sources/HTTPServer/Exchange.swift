@@ -1,6 +1,6 @@
 import HTTPCore
 import Reactor
-import SiteStore
+import Served
 
 /// The connection a request came on, as far as answering it and keeping its books care.
 struct Peer {

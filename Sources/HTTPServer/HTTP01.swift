@@ -1,5 +1,5 @@
 import HTTPCore
-import SiteStore
+import Served
 
 /// What the plain listener asks for ACME's HTTP-01 challenge (RFC 8555 §8.3): the key
 /// authorization pending for a host and token, or nil when there is none. Called on a serving

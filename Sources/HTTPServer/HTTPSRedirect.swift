@@ -1,5 +1,5 @@
 import HTTPCore
-import SiteStore
+import Served
 
 /// Plain HTTP in production (docs/link-domain.md): the plain
 /// listener answers every request for a served host with a redirect to the same URL over HTTPS,

@@ -1,5 +1,5 @@
 import HTTPCore
-import SiteStore
+import Served
 import TLS
 
 /// The serving rules (README.md, docs/link-domain.md), shared by HTTP/1.1 and HTTP/2: one routing

@@ -2,7 +2,7 @@ import Glibc
 import HTTPCore
 public import Logging
 public import Reactor
-public import SiteStore
+public import Served
 import Synchronization
 public import TLS
 

@@ -3,6 +3,7 @@ import Foundation
 import HTTPCore
 import Hashing
 import Reactor
+import Served
 
 /// Reads a config directory (its layout: README.md and docs/architecture.md).
 public enum ConfigLoader {

@@ -1,5 +1,6 @@
 import HTTPCore
 import Hashing
+import Served
 
 /// Prepared contents by digest, counted, so that identical files share one body and one gzip and
 /// a content no site uses any more is dropped.

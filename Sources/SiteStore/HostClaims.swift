@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Served
 
 /// The names sites claim, kept across reloads: which site holds which host (`HostOwnership`, the
 /// one rule), the alias symlinks under `sites/` that give a site more names, the operator's bound

@@ -1,6 +1,7 @@
 import CAASAOpenSSL
 import Glibc
 public import Reactor
+import Served
 
 /// Contents already known to pass their validator, so that a load skips validating them again;
 /// and certificate pairs known to load, so that it skips checking them again.

@@ -1,3 +1,5 @@
+import Served
+
 /// One site as the registry keeps it between reloads. A dictionary keeps its values inline in
 /// every bucket, used or not: the site as read and its settings (hundreds of bytes) live behind
 /// one reference each, so that 100,000 records cost their buckets' few words rather than a

@@ -1,4 +1,5 @@
 import Foundation
+import Served
 
 /// Who answers for which host: the names each site holds (`HostOwnership`, the one rule), put
 /// into the snapshot, and said to the commands that report what serve would do.

@@ -1,4 +1,5 @@
 import AASA
+import Served
 
 /// Applying what was read: per file, the new version or the last good one, with the
 /// Last-Modified rule (`choose`).

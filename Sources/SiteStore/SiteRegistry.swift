@@ -2,6 +2,7 @@ import AASA
 import Foundation
 public import Logging
 import Reactor
+import Served
 
 /// Every site as loaded over time: what is on disk, what is served, and why they differ. It turns
 /// a set of changed names under `sites/` into a new snapshot at a cost that depends on the changed
@@ -207,7 +208,7 @@ public final class SiteRegistry {
         // Site directories first, so that aliases find their targets.
         let candidates = Array(names)
         let sitesPath = self.sitesPath
-        let kinds = Parallel.map(candidates, threshold: Self.parallelThreshold) { name in
+        let kinds = Parallel.map(candidates, threshold: ConfigLoader.parallelThreshold) { name in
             Self.isDirectory(sitesPath, name)
         }
         let directories = Set(zip(candidates, kinds).lazy.filter(\.1).map(\.0))
@@ -289,36 +290,13 @@ public final class SiteRegistry {
         return true
     }
 
-    /// Batches larger than this are read on every core: a full load of 100,000 sites is file reads,
-    /// JSON parsing and gzip, all independent per site.
-    static let parallelThreshold = 64
     /// Entries read before they are applied and their parsed files dropped.
     static let chunkSize = 1024
 
-    /// Reads and validates entries, in parallel for large batches; the results are applied in order
-    /// on the calling thread.
+    /// Reads and validates entries (`ConfigLoader.examine(_:…)`), in parallel for large batches.
     func examine(_ names: [String]) -> [ConfigLoader.Entry] {
-        let sitesPath = self.sitesPath
-        // The records as they are now, shared rather than copied into a set (a set per chunk cost
-        // O(sites) each: quadratic over a full load). Nothing changes them while `examine` runs:
-        // the calling thread waits for the reads.
-        nonisolated(unsafe) let sites = records
-        let isSite: @Sendable (String) -> Bool = { name in
-            sites[name] != nil || ConfigLoader.examineKind(sitesPath, name) == .directory
-        }
-        let known = validity.known
-        let check = checkCertificate
-        let options = self.options
-        // A site's own certificate pair is checked here too, on every core, unless it passed
-        // before (serve only): at 50,000 pairs the checks are most of a start.
-        let examineOne: @Sendable (String) -> ConfigLoader.Entry = { name in
-            let entry = ConfigLoader.examine(sitesPath: sitesPath, name: name, isSite: isSite, known: known, options: options)
-            guard let known, case .site(var source) = entry, let files = source.certificate else { return entry }
-            let identity = files.identity
-            source.checkedCertificate = (identity, known.contains(.certificate, digestHex: identity) ? nil : check(files))
-            return .site(source)
-        }
-        return Parallel.map(names, threshold: Self.parallelThreshold, examineOne)
+        ConfigLoader.examine(
+            names, sitesPath: sitesPath, records: records, known: validity.known, check: checkCertificate, options: options)
     }
 
     /// A directory itself, not a symlink to one: one `lstat` (a full load asks for every name).

@@ -1,5 +1,6 @@
 import Logging
 import Reactor
+import Served
 
 /// Contents whose verdict is known valid (`KnownValid`), so that loads skip validating them
 /// again, kept between runs in serve's state directory: what a start spends on 50,000 sites is

@@ -196,7 +196,7 @@ public final class PreparedFile: Sendable {
     /// The same file over another content object of the same bytes (one body shared by the sites
     /// that serve it): the heads depend only on the bytes, the time and the options, so they are
     /// shared too rather than built again.
-    init(_ file: PreparedFile, sharing content: PreparedContent) {
+    package init(_ file: PreparedFile, sharing content: PreparedContent) {
         precondition(content.digest == file.content.digest, "a prepared file shares only a content of its own bytes")
         self.content = content
         options = file.options

@@ -43,7 +43,7 @@ public final class ServedSite: Sendable {
     }
 
     /// The same site answering for other names (after a conflict appeared or went away).
-    func with(hosts: [HostName]) -> ServedSite {
+    package func with(hosts: [HostName]) -> ServedSite {
         ServedSite(
             directory: directory, hosts: hosts, aasa: aasa, assetLinks: assetLinks, certificate: certificate, loadedAt: loadedAt,
             page: page, fallback: fallback, fallbackSettings: fallbackSettings, fallbackCounts: fallbackCounts)
@@ -120,7 +120,7 @@ public final class Snapshot: @unchecked Sendable {
 
     /// The same change made to this snapshot itself. Only for its maker, while no one else holds
     /// it (see the type's note); the maps, held by this object alone, change without copying.
-    func replaceInPlace(_ directory: String, with site: ServedSite?, generation: UInt64) {
+    package func replaceInPlace(_ directory: String, with site: ServedSite?, generation: UInt64) {
         Self.replace(directory, with: site, &sites, &exact, &wildcards)
         self.generation = generation
     }
