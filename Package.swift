@@ -129,6 +129,7 @@ let package = Package(
         .testTarget(name: "AASATests", dependencies: ["AASA", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "StrictJSONTests", dependencies: ["StrictJSON"], swiftSettings: swiftSettings),
         .testTarget(name: "SafeTextTests", dependencies: ["SafeText", "StrictJSON"], swiftSettings: swiftSettings),
+        .testTarget(name: "HashingTests", dependencies: ["Hashing"], swiftSettings: swiftSettings),
         .testTarget(
             name: "HTTPCoreTests", dependencies: ["HTTPCore", "TestSupport"], exclude: ["Fixtures"], swiftSettings: swiftSettings),
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1", "HTTPCore", "TestSupport"], swiftSettings: swiftSettings),
