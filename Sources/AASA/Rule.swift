@@ -59,7 +59,7 @@ public enum Rule: String, Sendable, Codable, CaseIterable {
     case androidValueType = "android-value-type"
     /// `relation_extensions` (Android 15+ dynamic rules) not in the documented shape.
     case relationExtensions = "relation-extensions"
-    // A site's page (Sources/SiteStore/Fallback.swift, LandingPage)
+    // A site's page (Sources/Served/Fallback.swift, LandingPage)
     /// The page holds a PEM private key: whatever path led to it, it is never served.
     case pagePrivateKey = "page-private-key"
 }
