@@ -41,26 +41,43 @@ let package = Package(
         .target(name: "HTTPCore", swiftSettings: swiftSettings),
         // A strict, bounded HTTP/1.1 request parser. No I/O.
         .target(name: "HTTP1", dependencies: ["HTTPCore"], swiftSettings: swiftSettings),
+        // The one-shot SHA-256 (libcrypto), for every module that hashes bytes.
+        .target(name: "Hashing", dependencies: ["CAASAOpenSSL"], swiftSettings: swiftSettings),
         // OpenSSL contexts, SNI, ALPN, connections, the development certificate.
-        .target(name: "TLS", dependencies: ["CAASAOpenSSL"], swiftSettings: swiftSettings),
+        .target(name: "TLS", dependencies: ["CAASAOpenSSL", "Hashing"], swiftSettings: swiftSettings),
         // HTTP/2 sessions over libnghttp2: frames in and out, requests collected, responses sent.
         .target(name: "HTTP2", dependencies: ["CAASANghttp2", "HTTPCore"], swiftSettings: swiftSettings),
         // The server: workers, connections, routing and responses over HTTP/1.1 (and TLS).
         .target(
             name: "HTTPServer",
             dependencies: [
-                "Reactor", "HTTPCore", "HTTP1", "HTTP2", "TLS", "SiteStore",
+                "Reactor", "HTTPCore", "HTTP1", "HTTP2", "TLS", "Served",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),
-        // Pure AASA model: strict JSON, parser, validator, URL matcher. No I/O.
-        .target(name: "AASA", swiftSettings: swiftSettings),
-        // The config directory: host names, site discovery, loading and validating every site.
+        // Text from outside made safe to print (TerminalText) and UTF-8 validation. No I/O.
+        .target(name: "SafeText", swiftSettings: swiftSettings),
+        // The strict RFC 8259 parser (order, duplicates and source locations kept), shared by the
+        // AASA validator, the ACME client and `aasad check`. No I/O.
+        .target(name: "StrictJSON", dependencies: ["SafeText"], swiftSettings: swiftSettings),
+        // Pure AASA model: parser, validator, URL matcher. No I/O.
+        .target(name: "AASA", dependencies: ["StrictJSON", "SafeText"], swiftSettings: swiftSettings),
+        // What is served: the snapshot of sites (host names to sites), each site's prepared files,
+        // fallback answers and certificate files. Built by SiteStore, read by HTTPServer per request.
+        .target(
+            name: "Served",
+            dependencies: [
+                "AASA", "SafeText", "Hashing", "HTTPCore", "CAASAZlib",
+                .product(name: "HashTreeCollections", package: "swift-collections"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The config directory: site discovery, loading and validating every site, host ownership.
         .target(
             name: "SiteStore",
             dependencies: [
-                "AASA", "HTTPCore", "Reactor", "CAASAOpenSSL", "CAASAZlib",
+                "Served", "AASA", "SafeText", "Hashing", "HTTPCore", "Reactor", "CAASAOpenSSL",
                 .product(name: "HashTreeCollections", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),
@@ -73,7 +90,8 @@ let package = Package(
         // `aasad check` and the CDN watch: a deployed host as Apple's fetcher sees it (origin file,
         // certificate, Apple's CDN copy compared as JSON), and an app's associated domains.
         .target(
-            name: "Check", dependencies: ["AASA", "Outbound", "CAASAOpenSSL", .product(name: "Logging", package: "swift-log")],
+            name: "Check",
+            dependencies: ["AASA", "StrictJSON", "SafeText", "Hashing", "Outbound", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings),
         // The ACME client (RFC 8555): hostile-input parsers for what a CA sends, JWS over the account
         // key, the back-off schedule, the shared storage directory's locks, HTTPS through libcurl;
@@ -81,7 +99,7 @@ let package = Package(
         .target(
             name: "ACME",
             dependencies: [
-                "AASA", "HTTPCore", "Reactor", "TLS", "Outbound", "CAASAOpenSSL", "CAASALinux",
+                "StrictJSON", "SafeText", "Hashing", "HTTPCore", "Reactor", "TLS", "Outbound", "CAASAOpenSSL", "CAASALinux",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings),
@@ -122,20 +140,25 @@ let package = Package(
         // connections, readiness polling, command line tools.
         .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: swiftSettings),
         .testTarget(name: "AASATests", dependencies: ["AASA", "TestSupport"], swiftSettings: swiftSettings),
+        .testTarget(name: "StrictJSONTests", dependencies: ["StrictJSON"], swiftSettings: swiftSettings),
+        .testTarget(name: "SafeTextTests", dependencies: ["SafeText", "StrictJSON"], swiftSettings: swiftSettings),
+        .testTarget(name: "HashingTests", dependencies: ["Hashing"], swiftSettings: swiftSettings),
         .testTarget(
             name: "HTTPCoreTests", dependencies: ["HTTPCore", "TestSupport"], exclude: ["Fixtures"], swiftSettings: swiftSettings),
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1", "HTTPCore", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "HTTPCore", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(
-            name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTPCore", "HTTP2", "SiteStore", "TLS"],
+            name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTPCore", "HTTP2", "Served", "SiteStore", "TLS"],
             swiftSettings: swiftSettings),
         .testTarget(
-            name: "ACMETests", dependencies: ["ACME", "AASA", "TestSupport", .product(name: "Logging", package: "swift-log")],
+            name: "ACMETests",
+            dependencies: ["ACME", "StrictJSON", "Hashing", "TestSupport", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings),
         .testTarget(name: "ReactorTests", dependencies: ["Reactor"], swiftSettings: swiftSettings),
         .testTarget(name: "TLSTests", dependencies: ["TLS", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(
-            name: "SiteStoreTests", dependencies: ["SiteStore", "AASA", "HTTPCore", .product(name: "Logging", package: "swift-log")],
+            name: "SiteStoreTests",
+            dependencies: ["SiteStore", "Served", "AASA", "HTTPCore", "Hashing", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "DaemonTests", dependencies: ["Daemon", "SiteStore", "TestSupport", .product(name: "Logging", package: "swift-log")],

@@ -1,6 +1,6 @@
 // libFuzzer entry point over everything in AASA that reads untrusted bytes: the strict JSON
 // parser, the AASA and assetlinks.json validators, URL parsing, the matcher, and TerminalText.
-// Built by scripts/fuzz.sh together with Sources/AASA as one module (hence no import).
+// Built by scripts/fuzz.sh together with Sources/AASA, StrictJSON and SafeText as one module (hence no import).
 
 /// URLs every valid file is matched against: empty path, deep path, query items, fragment,
 /// escapes and non-ASCII, so each matcher branch runs.

@@ -1,7 +1,7 @@
 // libFuzzer entry point over the ACME client's parsers of what a CA sends (Sources/ACME/Wire):
 // the directory, account, order, authorization, challenge and problem JSON, the response header
 // lines (Replay-Nonce, Location, Retry-After, Link) and the PEM certificate chain. Built by
-// scripts/fuzz.sh with Sources/AASA and Sources/HTTPCore as one module (hence no imports).
+// scripts/fuzz.sh with Sources/StrictJSON, SafeText and HTTPCore as one module (hence no imports).
 // Every input must parse or fail with an ACMEError, never trap, leak or hang; what parsed must
 // respect its bounds. ACMEFuzzReplayTests runs the same checks in every test run.
 

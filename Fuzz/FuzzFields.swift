@@ -1,8 +1,8 @@
 // libFuzzer entry point over the request field values the server interprets: HTTP dates
 // (If-Modified-Since), If-None-Match lists, Host normalisation, and, for a link domain's fallback
-// (issue 12), a request path put into a redirect target and the platform a User-Agent names. Built
+// (docs/link-domain.md), a request path put into a redirect target and the platform a User-Agent names. Built
 // by scripts/fuzz.sh together with Sources/HTTPCore as one module (hence no import). Besides not
-// trapping (issue 10: a ten-digit year once stopped the server), each function must keep its
+// trapping (a ten-digit year once stopped the server), each function must keep its
 // contract; the checks are repeated in Tests/HTTPCoreTests/FieldsFuzzReplayTests.swift.
 
 @_cdecl("LLVMFuzzerTestOneInput")

@@ -1,6 +1,6 @@
 // libFuzzer entry point over the HTTP/1.1 request parser, which reads untrusted network bytes,
 // and the field functions the server then applies to what it parsed (Host, If-None-Match,
-// If-Modified-Since: issue 10's date trap was one step past the parser). Built by scripts/fuzz.sh
+// If-Modified-Since: a date that trapped was once one step past the parser). Built by scripts/fuzz.sh
 // together with Sources/HTTP1 and Sources/HTTPCore as one module (hence no import).
 // Besides not crashing, every parsed request must stay inside the input, and feeding the same
 // bytes in two pieces must give the same answer.

@@ -1,6 +1,6 @@
 // libFuzzer entry point over TLSContext's certificate chain and private key loading (PEM through
 // OpenSSL), which reads files operators and their deploy tools write. Built by scripts/fuzz.sh
-// together with Sources/TLS as one module (hence no import of TLS).
+// together with Sources/TLS and Sources/Hashing as one module (hence no import of TLS).
 // Input: the chain, a NUL byte, the key (PEM never holds a NUL); without a NUL the whole input is
 // both, as a file holding a certificate and its key would be. Every input must load or fail with a
 // TLSError (the typed throw), never crash, leak or hang; a loaded chain's names must answer.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fuzzes what parses untrusted bytes, with libFuzzer and AddressSanitizer:
-#   aasa    the AASA library (JSON parser, validators, URL parsing, matcher)     Fuzz/corpus, Fuzz/fail-cases
+#   aasa    AASA, StrictJSON (JSON parser, validators, URL parsing, matcher)      Fuzz/corpus, Fuzz/fail-cases
 #   http1   the HTTP/1.1 request parser, and the field values of what it parsed  Fuzz/http1-corpus, Fuzz/http1-fail-cases
 #   fields  header values: HTTP dates, If-None-Match lists, Host normalisation   Fuzz/fields-corpus, Fuzz/fields-fail-cases
 #   http2   raw HTTP/2 client bytes through HTTP2Session (libnghttp2)            Fuzz/http2-corpus, Fuzz/http2-fail-cases
@@ -48,7 +48,7 @@ compile() {
 }
 
 # one_module NAME FILES...: copies FILES to $out/NAME-src without their imports of the project's own
-# modules (HTTPCore, HTTP1, AASA), so that they compile as the one module the fuzz target is;
+# modules (HTTPCore, HTTP1, AASA, StrictJSON, SafeText, Hashing…), so that they compile as the one module the fuzz target is;
 # prints the copies' paths.
 one_module() {
     local dir="$out/$1-src"
@@ -56,7 +56,7 @@ one_module() {
     rm -rf "$dir"
     mkdir -p "$dir"
     for f in "$@"; do
-        sed -E '/^(public )?import (HTTPCore|HTTP1|AASA|Outbound|Logging)$/d' "$f" >"$dir/$(basename "$f")"
+        sed -E '/^(@_exported )?(public )?import (HTTPCore|HTTP1|AASA|StrictJSON|SafeText|Hashing|Served|Outbound|Logging)$/d' "$f" >"$dir/$(basename "$f")"
         echo "$dir/$(basename "$f")"
     done
 }
@@ -153,43 +153,48 @@ fi
 
 if [ "$which" = all ] || [ "$which" = pem ]; then
     # The corpus is committed (test-only keys); it is not regenerated here.
+    # TLS with the one-shot SHA-256 it binds sessions with (Hashing) as one module.
+    # shellcheck disable=SC2046 # file names without spaces
     compile -enable-upcoming-feature InternalImportsByDefault -I Sources/CAASAOpenSSL -lssl -lcrypto \
-        Sources/TLS/*.swift Fuzz/FuzzPEM.swift -o "$out/fuzz-pem"
+        $(one_module pem Sources/TLS/*.swift Sources/Hashing/*.swift) Fuzz/FuzzPEM.swift -o "$out/fuzz-pem"
     run pem Fuzz/pem-corpus Fuzz/pem-fail-cases 16384
 fi
 
 if [ "$which" = all ] || [ "$which" = acme ]; then
-    # The parsers of Sources/ACME/Wire with the strict JSON parser (AASA) and HTTP dates (HTTPCore)
-    # as one module, OpenSSL for the chain's certificates. The corpus is committed.
+    # The parsers of Sources/ACME/Wire with the strict JSON parser (StrictJSON, SafeText) and HTTP
+    # dates (HTTPCore) as one module, OpenSSL for the chain's certificates. The corpus is committed.
     # shellcheck disable=SC2046 # file names without spaces
     compile -enable-upcoming-feature InternalImportsByDefault -I Sources/CAASAOpenSSL -lssl -lcrypto \
-        $(one_module acme Sources/ACME/Wire/*.swift Sources/Outbound/ResponseHeaders.swift Sources/AASA/*.swift) Sources/HTTPCore/*.swift \
+        $(one_module acme Sources/ACME/Wire/*.swift Sources/Outbound/ResponseHeaders.swift Sources/StrictJSON/*.swift Sources/SafeText/*.swift) \
+        Sources/HTTPCore/*.swift \
         Fuzz/FuzzACME.swift -o "$out/fuzz-acme"
     run acme Fuzz/acme-corpus Fuzz/acme-fail-cases 65536
 fi
 
 if [ "$which" = all ] || [ "$which" = check ]; then
-    # Sources/Check's parsers of outside bytes with the strict JSON parser (AASA) as one module,
-    # OpenSSL for the digest. The corpus is committed.
+    # Sources/Check's parsers of outside bytes with the AASA library, the strict JSON parser and the
+    # digest (Hashing) as one module, OpenSSL under the digest. The corpus is committed.
     # shellcheck disable=SC2046 # file names without spaces
     compile -I Sources/CAASAOpenSSL -lssl -lcrypto \
         $(one_module check Sources/Check/JSONComparison.swift Sources/Check/Entitlements.swift Sources/Check/CheckReport.swift \
-            Sources/Check/CheckFuzz.swift Sources/AASA/*.swift) Fuzz/FuzzCheck.swift -o "$out/fuzz-check"
+            Sources/Check/CheckFuzz.swift Sources/AASA/*.swift Sources/StrictJSON/*.swift Sources/SafeText/*.swift Sources/Hashing/*.swift) \
+        Fuzz/FuzzCheck.swift -o "$out/fuzz-check"
     run check Fuzz/check-corpus Fuzz/check-fail-cases 65536
 fi
 
 if [ "$which" = all ] || [ "$which" = ownership ]; then
     # HostOwnership and its checks with the host names they use and the escaper their messages
-    # quote through (AASA's TerminalText), as one module (no I/O). The corpus is committed.
+    # quote through (SafeText's TerminalText), as one module (no I/O). The corpus is committed.
     # shellcheck disable=SC2046 # file names without spaces
     compile $(one_module ownership Sources/SiteStore/HostOwnership.swift Sources/SiteStore/HostOwnershipFuzz.swift \
-        Sources/SiteStore/AliasPolicy.swift Sources/SiteStore/HostName.swift Sources/SiteStore/Punycode.swift \
-        Sources/AASA/TerminalText.swift Sources/AASA/UTF8Validation.swift) Fuzz/FuzzOwnership.swift -o "$out/fuzz-ownership"
+        Sources/SiteStore/AliasPolicy.swift Sources/Served/HostName.swift Sources/Served/Punycode.swift \
+        Sources/SafeText/*.swift) Fuzz/FuzzOwnership.swift -o "$out/fuzz-ownership"
     run ownership Fuzz/ownership-corpus Fuzz/ownership-fail-cases 512
 fi
 
 if [ "$which" = all ] || [ "$which" = aasa ]; then
-    compile Sources/AASA/*.swift Fuzz/FuzzAASA.swift -o "$out/fuzz-aasa"
+    # shellcheck disable=SC2046 # file names without spaces
+    compile $(one_module aasa Sources/AASA/*.swift Sources/StrictJSON/*.swift Sources/SafeText/*.swift) Fuzz/FuzzAASA.swift -o "$out/fuzz-aasa"
     # Seed the corpus with every AASA-shaped file the project ships.
     for f in config/sites/*/apple-app-site-association config/sites/*/assetlinks.json Tests/aasadTests/Fixtures/*.json; do
         [ -f "$f" ] && cp "$f" "Fuzz/corpus/seed-$(echo "$f" | md5sum | cut -c1-12)"

@@ -1,3 +1,5 @@
+import SafeText
+
 /// Checks of an app identifier, `<Application Identifier Prefix>.<Bundle Identifier>` (spec §1.3).
 public enum AppIdentifier {
     /// The prefix is a Team ID (or an old separate App ID prefix): 10 characters.

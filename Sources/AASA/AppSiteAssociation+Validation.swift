@@ -1,3 +1,5 @@
+import StrictJSON
+
 // Longer than 400 lines on purpose: the decoder reads top-down as spec §7 does (services, details,
 // substitution variables, patterns), and its key tables are shared by all four parts.
 
@@ -118,7 +120,7 @@ extension DocumentDecoder {
         }
     }
 
-    /// Issue 17: a ten-digit prefix is almost always the App Store ID pasted for the Team ID.
+    /// A ten-digit prefix is almost always the App Store ID pasted for the Team ID.
     private mutating func warnAppStoreID(_ id: String, _ path: JSONPath, _ value: JSONValue) {
         if let suspicion = AppIdentifier.suspicion(with: id) {
             warning(.teamIDLooksLikeAppStoreID, path, value, suspicion)
@@ -132,7 +134,7 @@ extension DocumentDecoder {
         // applinks.apps is read only by iOS 12 and earlier, which want it present and empty; iOS 13+
         // may omit it (spec §1.2, Apple's Support Universal Links guide and WWDC19 session 717). So
         // neither its absence nor a list in it is a reason to refuse a file whose other sections
-        // work (issue 17).
+        // work.
         var apps: [String]?
         if let appsValue = member(members, "apps") {
             let appsPath = path.appending("apps")

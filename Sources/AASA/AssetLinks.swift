@@ -1,3 +1,5 @@
+import StrictJSON
+
 /// A Digital Asset Links statement list, `/.well-known/assetlinks.json` (spec §4).
 public struct AssetLinks: Sendable, Equatable {
     public enum Statement: Sendable, Equatable {

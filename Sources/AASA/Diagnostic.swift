@@ -1,7 +1,9 @@
+public import StrictJSON
+
 /// One finding of the validator: an error makes the file unpublishable, a warning does not.
 ///
 /// Rendered as `applinks.details[2].appID: "ABC.com.x" — the team ID prefix must be 10 characters …`
-/// (DESIGN.md's error format; the caller puts the file name in front).
+/// (the caller puts the file name in front: `sites/a.test/apple-app-site-association: applinks…`).
 public struct Diagnostic: Sendable, Equatable, CustomStringConvertible {
     public enum Severity: String, Sendable, Codable {
         case error

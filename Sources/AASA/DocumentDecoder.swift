@@ -1,3 +1,5 @@
+import StrictJSON
+
 /// The outcome of validating one file: the decoded document (when the JSON could be read at all)
 /// and every finding. `isValid` is what decides whether the file may be served.
 public struct ValidationResult<Document: Sendable>: Sendable {

@@ -1,3 +1,5 @@
+import StrictJSON
+
 /// Which app opens a URL under an AASA file, and which rule decided (spec §6, the algorithm
 /// `aasad match` and `swcutil verify` follow).
 public struct Matcher: Sendable {

@@ -1,3 +1,5 @@
+import StrictJSON
+
 /// Why a match could not be decided.
 public enum MatchError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Matching needed more work than the budget allows (hostile variables on a very long URL).

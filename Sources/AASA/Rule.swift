@@ -48,18 +48,18 @@ public enum Rule: String, Sendable, Codable, CaseIterable {
     case site = "site"
     // The report itself
     case moreFindings = "more-findings"
-    // AASA findings (issue 17)
+    // AASA findings that are likely mistakes rather than errors
     /// A team ID prefix of ten digits: almost always the App Store ID pasted by mistake (a warning,
     /// since a real Team ID of ten digits is possible, if rare).
     case teamIDLooksLikeAppStoreID = "team-id-app-store-id"
-    // assetlinks.json (issue 17)
+    // assetlinks.json
     /// `:443` on https or `:80` on http: the same site as without it (spec §4).
     case siteDefaultPort = "site-default-port"
     /// A number or null in a statement, or a boolean in an array: Android's parser fails the file.
     case androidValueType = "android-value-type"
     /// `relation_extensions` (Android 15+ dynamic rules) not in the documented shape.
     case relationExtensions = "relation-extensions"
-    // A site's page (Sources/SiteStore/Fallback.swift, LandingPage)
+    // A site's page (Sources/Served/Fallback.swift, LandingPage)
     /// The page holds a PEM private key: whatever path led to it, it is never served.
     case pagePrivateKey = "page-private-key"
 }

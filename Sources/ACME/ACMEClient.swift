@@ -1,5 +1,5 @@
-import AASA
 import Reactor
+import StrictJSON
 import Synchronization
 
 /// An ACME (RFC 8555) client for one CA directory and one account key: the directory, nonces

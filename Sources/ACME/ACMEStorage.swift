@@ -1,5 +1,6 @@
 import Glibc
 import HTTPCore
+import Hashing
 import Reactor
 
 /// The storage directory that every aasad process of one deployment shares (`acme.storage`):
@@ -61,7 +62,7 @@ public struct ACMEStorage: Sendable {
         let afterScheme = directory.text.utf8.dropFirst("https://".utf8.count)
         let host = String(decoding: afterScheme.prefix { $0 != UInt8(ascii: "/") && $0 != UInt8(ascii: ":") }, as: UTF8.self)
             .lowercased().filter { ($0 >= "a" && $0 <= "z") || ($0 >= "0" && $0 <= "9") || $0 == "." || $0 == "-" }
-        let digest = Hex.string(sha256(directory.text.utf8).prefix(8))
+        let digest = Hex.string(Digest.sha256(directory.text.utf8).prefix(8))
         return root + "/accounts/" + (host.isEmpty ? "ca" : host) + "-" + digest + ".pem"
     }
 
@@ -173,7 +174,7 @@ public struct ACMEStorage: Sendable {
 
     /// The identity the TLS layer caches a pair's context by: a digest of its bytes, so new
     /// bytes always get a new context.
-    static func identity(chainPEM: [UInt8], keyPEM: [UInt8]) -> String { Hex.string(sha256(chainPEM + [0] + keyPEM)) }
+    static func identity(chainPEM: [UInt8], keyPEM: [UInt8]) -> String { Hex.string(Digest.sha256(chainPEM + [0] + keyPEM)) }
 
     /// Splits a stored file into the chain (every CERTIFICATE block, in order) and the key (the
     /// one private-key block); nil when either is missing or there is more than one key.

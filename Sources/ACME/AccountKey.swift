@@ -1,4 +1,5 @@
 import CAASAOpenSSL
+import Hashing
 import TLS
 
 /// The ACME account key: EC P-256, signing ES256 (RFC 7518 §3.4) through OpenSSL's EVP API. Made
@@ -82,7 +83,7 @@ public final class AccountKey: @unchecked Sendable {
 
     /// The thumbprint of a JWK already in RFC 7638 §3.3's form (required members only, sorted,
     /// no white space).
-    public static func thumbprint(canonicalJWK: String) -> String { Base64URL.encode(sha256(canonicalJWK.utf8)) }
+    public static func thumbprint(canonicalJWK: String) -> String { Base64URL.encode(Digest.sha256(canonicalJWK.utf8)) }
 
     /// RFC 8555 §8.1: `token || '.' || base64url(Thumbprint(accountKey))`.
     public func keyAuthorization(token: String) -> String { token + "." + thumbprint }

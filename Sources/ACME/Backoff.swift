@@ -1,5 +1,5 @@
 /// When to try a name's order again after a failure: one minute, doubling per failure up to one
-/// day (issue 11), never sooner than a Retry-After the CA sent (RFC 8555 §6.6, capped by
+/// day (docs/acme.md), never sooner than a Retry-After the CA sent (RFC 8555 §6.6, capped by
 /// `ACMELimits.maximumRetryAfterSeconds`), and jittered so that many replicas or many names that
 /// failed together (a CA outage) do not all return in the same second. A pure value: the caller
 /// passes the clock (`now`, seconds since the epoch) and the random draw, so tests pin both.

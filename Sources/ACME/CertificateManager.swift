@@ -4,7 +4,7 @@ import Reactor
 import Synchronization
 public import TLS
 
-/// Obtains and renews certificates for the names the config directory claims (issue 11), on one
+/// Obtains and renews certificates for the names the config directory claims (docs/acme.md), on one
 /// thread of its own, never on a serving loop. The server asks it, per handshake, for a name's
 /// certificate (`certificate(for:)`) and for challenge answers; everything else happens here:
 ///

@@ -1,3 +1,5 @@
+import Hashing
+
 /// What answers a CA's challenges while an order is issued (`ACMEClient.issue`): the server's
 /// HTTP-01 and TLS-ALPN-01 answers in the storage directory, a DNS hook for dns-01, a test's fake.
 ///
@@ -37,7 +39,7 @@ public enum ChallengeType {
 /// The TXT record value of a dns-01 answer: base64url(SHA-256(key authorization)), 43 characters
 /// (RFC 8555 §8.4).
 public func dns01TXTValue(keyAuthorization: String) -> String {
-    Base64URL.encode(sha256(keyAuthorization.utf8))
+    Base64URL.encode(Digest.sha256(keyAuthorization.utf8))
 }
 
 /// The name of a dns-01 TXT record for an authorization's name (RFC 8555 §8.4).

@@ -11,15 +11,6 @@ func pemText(_ writer: (OpaquePointer) -> Int32) throws(ACMEError) -> [UInt8] {
     }
 }
 
-/// SHA-256 of `bytes`.
-func sha256(_ bytes: some Collection<UInt8>) -> [UInt8] {
-    var digest = [UInt8](repeating: 0, count: 32)
-    let input = Array(bytes)
-    var length: UInt32 = 0
-    _ = input.withUnsafeBytes { EVP_Digest($0.baseAddress, $0.count, &digest, &length, EVP_sha256(), nil) }
-    return digest
-}
-
 /// The DER encoding an OpenSSL `i2d_*` function writes, through its two-call protocol (length
 /// first, then the bytes).
 func derEncoding(_ encode: (UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>?) -> Int32) throws(ACMEError) -> [UInt8] {

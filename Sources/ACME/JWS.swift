@@ -1,5 +1,5 @@
-import AASA
 import CAASAOpenSSL
+import StrictJSON
 import TLS
 
 /// JWS in the flattened JSON serialization (RFC 7515 §7.2.2), the body of every ACME POST

@@ -2,7 +2,7 @@ import Glibc
 import Reactor
 import Synchronization
 
-/// Locks per name in a storage directory that several aasad processes share (issue 11: pods on
+/// Locks per name in a storage directory that several aasad processes share (docs/acme.md: pods on
 /// one volume, processes on one box), so one replica orders a name's certificate and the others
 /// wait for its result. The scheme is certmagic's filesystem storage: a lock file created with
 /// O_EXCL, refreshed by its holder every `heartbeatInterval`, taken over when stale. Two things

@@ -1,4 +1,5 @@
 import CAASAOpenSSL
+import Hashing
 import TLS
 
 /// The fixed parts of a TLS-ALPN-01 challenge certificate (RFC 8737).
@@ -51,7 +52,7 @@ public func tlsALPN01Certificate(name: String, keyAuthorization: String) throws(
     }
     defer { X509_EXTENSION_free(san) }
     guard X509_add_ext(x, san, -1) == 1 else { throw .crypto("cannot add the subjectAltName: \(TLSError.openSSLReasons())") }
-    try addAcmeIdentifier(to: x, digest: sha256(keyAuthorization.utf8))
+    try addAcmeIdentifier(to: x, digest: Digest.sha256(keyAuthorization.utf8))
     guard X509_sign(x, key.key, EVP_sha256()) > 0 else { throw .crypto("cannot sign the certificate: \(TLSError.openSSLReasons())") }
     return (try pemText { PEM_write_bio_X509($0, x) }, try key.pem())
 }

@@ -1,5 +1,5 @@
-import AASA
 public import Outbound
+import SafeText
 
 /// One look at Apple's CDN copy of a host: what `aasad check`, `aasad sites --cdn` and the CDN
 /// watch each ask, made one way.

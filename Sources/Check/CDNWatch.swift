@@ -1,7 +1,7 @@
-import AASA
 import Foundation
 public import Logging
 public import Outbound
+import SafeText
 import Synchronization
 
 /// The CDN watch in `serve` (`cdn-watch:` in aasad.yaml): for every host served, Apple's CDN copy

@@ -1,5 +1,6 @@
 import AASA
 public import Foundation
+import StrictJSON
 
 /// The associated domains of an app's entitlements (`com.apple.developer.associated-domains`,
 /// spec §2): which hosts to check, for which services, and whether the CDN is in the way.

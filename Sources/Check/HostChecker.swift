@@ -1,6 +1,8 @@
 public import AASA
 import Foundation
 public import Outbound
+import SafeText
+import StrictJSON
 
 /// A live check of one deployed host as Apple's fetcher sees it (`aasad check`): the origin's
 /// AASA file over verified TLS without following redirects, its certificate, its assetlinks.json,

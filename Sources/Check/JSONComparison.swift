@@ -1,5 +1,5 @@
-public import AASA
-import CAASAOpenSSL
+import Hashing
+import StrictJSON
 
 /// Whether two JSON documents say the same thing, as Apple's CDN copy is compared with the
 /// origin's file: the CDN stores the file parsed and writes it out again, so whitespace, member
@@ -14,11 +14,7 @@ public enum JSONComparison {
     /// SHA-256 of the canonical form: what the CDN watch keeps of each copy (32 bytes, not the
     /// file) to compare it with the origin's later. Nil when the bytes are not JSON.
     public static func digest(_ bytes: [UInt8]) -> [UInt8]? {
-        guard let text = canonical(bytes) else { return nil }
-        var out = [UInt8](repeating: 0, count: 32)
-        var length: UInt32 = 0
-        let ok = text.withUnsafeBytes { EVP_Digest($0.baseAddress, $0.count, &out, &length, EVP_sha256(), nil) }
-        return ok == 1 && length == 32 ? out : nil
+        canonical(bytes).map(Digest.sha256)
     }
 
     /// One spelling per content: objects with their members sorted by key (a duplicate key

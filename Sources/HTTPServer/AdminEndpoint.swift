@@ -2,7 +2,7 @@ import Glibc
 public import HTTPCore
 import Synchronization
 
-/// The admin listener's answers (DESIGN.md "Operations"): plain HTTP on its own worker thread, so
+/// The admin listener's answers: plain HTTP on its own worker thread, so
 /// a large answer (the state of 100,000 sites) never holds up serving. The command supplies the
 /// content; this type frames it.
 public struct AdminEndpoint: Sendable {

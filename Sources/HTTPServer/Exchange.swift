@@ -1,6 +1,6 @@
 import HTTPCore
 import Reactor
-import SiteStore
+import Served
 
 /// The connection a request came on, as far as answering it and keeping its books care.
 struct Peer {
@@ -56,7 +56,7 @@ protocol RequestAnswering {
     mutating func refuse(_ status: Status, peer: Peer) -> Response
 }
 
-/// The one path every request takes, whichever protocol framed it (DESIGN.md "What it serves"):
+/// The one path every request takes, whichever protocol framed it (docs/architecture.md):
 /// route (the sites; on plain HTTP, ACME's HTTP-01 path and, when on, the redirect to HTTPS) →
 /// count → Apple fetch → HEAD rule → access log. HTTP/1.1 and HTTP/2 differ only in how
 /// they fill a `RequestView` and frame the `Response`.
@@ -115,7 +115,7 @@ struct Exchange: RequestAnswering {
             // HTTPS the path is like any other.
             routed = HTTP01.respond(method: request.method, host: host, path: request.path, snapshot: snapshot, resolver: http01)
         } else if peer.isPlainHTTP, let httpsRedirect {
-            // Plain HTTP in production (issue 12): everything else goes to HTTPS.
+            // Plain HTTP in production (docs/link-domain.md): everything else goes to HTTPS.
             routed = httpsRedirect.respond(
                 method: request.method, host: host, path: request.path, pathAndQuery: request.pathAndQuery, snapshot: snapshot)
         } else {

@@ -1,5 +1,5 @@
 import HTTPCore
-import SiteStore
+import Served
 
 /// What the plain listener asks for ACME's HTTP-01 challenge (RFC 8555 §8.3): the key
 /// authorization pending for a host and token, or nil when there is none. Called on a serving
@@ -10,7 +10,7 @@ import SiteStore
 public typealias HTTP01Resolver = @Sendable (_ host: String, _ token: String) -> [UInt8]?
 
 /// ACME's HTTP-01 path on the plain listener, the only path besides the AASA ones that plain HTTP
-/// serves (DESIGN.md; issue 11): `GET` or `HEAD /.well-known/acme-challenge/<token>` gets the key
+/// serves (docs/acme.md): `GET` or `HEAD /.well-known/acme-challenge/<token>` gets the key
 /// authorization as `200`, or `404`; any other method `405`. Never a redirect (a CA follows them,
 /// but the answer must come from this host). Decisions:
 /// - The token is checked as bytes before anything is looked up: base64url only (RFC 8555 §8.3:

@@ -1,7 +1,7 @@
 import HTTPCore
-import SiteStore
+import Served
 
-/// Plain HTTP in production (issue 12; DESIGN.md "A link domain's other paths"): the plain
+/// Plain HTTP in production (docs/link-domain.md): the plain
 /// listener answers every request for a served host with a redirect to the same URL over HTTPS,
 /// so that aasad can own port 80 of a link domain beside 443. Off by default (the plain listener
 /// then serves the sites, for local testing). Decisions:

@@ -1,8 +1,8 @@
 import HTTPCore
-import SiteStore
+import Served
 import TLS
 
-/// The serving rules of DESIGN.md "What it serves", shared by HTTP/1.1 and HTTP/2: one routing
+/// The serving rules (README.md, docs/link-domain.md), shared by HTTP/1.1 and HTTP/2: one routing
 /// path, two framings. Pure: it reads the snapshot and the request and returns a `Response`.
 enum Responder {
     /// What the connection's TLS handshake settled, for the 421 rule.

@@ -2,14 +2,14 @@ import Glibc
 import HTTPCore
 public import Logging
 public import Reactor
-public import SiteStore
+public import Served
 import Synchronization
 public import TLS
 
 /// The HTTPS (and optional plain HTTP) server: one worker thread per core by default, each with
 /// its own epoll loop and its own SO_REUSEPORT listener per address (or, for sockets passed by
 /// socket activation, one listener every worker waits on with EPOLLEXCLUSIVE); connections never
-/// move between workers (DESIGN.md "Shape of the server").
+/// move between workers (docs/architecture.md).
 public final class Server {
     public struct Configuration: Sendable {
         public var https: [SocketAddress]

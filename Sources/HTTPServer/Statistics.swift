@@ -3,7 +3,7 @@ import Synchronization
 public import TLS
 
 /// What the server counts, each dimension a small fixed set, so that the metrics built on them
-/// have bounded labels whatever clients send (DESIGN.md "Operations").
+/// have bounded labels whatever clients send.
 public enum Traffic {
     /// The protocol a request came over.
     public enum HTTPVersion: Int, CaseIterable, Sendable {

@@ -2,7 +2,7 @@ import HTTP2
 import HTTPCore
 import Logging
 import Reactor
-import SiteStore
+import Served
 import TLS
 
 /// One loop thread, the I/O shell around its connections: its own epoll, its own SO_REUSEPORT

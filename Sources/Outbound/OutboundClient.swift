@@ -84,7 +84,7 @@ public struct OutboundError: Error, Sendable, Equatable, CustomStringConvertible
     public var description: String { message }
 }
 
-/// The one outbound HTTPS client (DESIGN.md: a maintained library, libcurl; docs/acme.md says
+/// The one outbound HTTPS client (a maintained library, libcurl; docs/acme.md says
 /// why not URLSession): https only, certificate verification always on (system roots, or the
 /// configured CA file), TLS 1.2 or newer, connect and total timeouts, redirects never followed
 /// (a redirect is the caller's to judge), bodies and header sections bounded. Blocking: it runs

@@ -1,4 +1,5 @@
-import AASA
+import SafeText
+import Served
 
 /// The operator's bound on what tenants may alias: the config root's `aliases-allowed` file
 /// (never inside a site directory, so no tenant writes it). Without the file, any alias is

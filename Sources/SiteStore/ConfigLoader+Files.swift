@@ -2,7 +2,7 @@ import Foundation
 public import Reactor
 
 /// Reading the config directory's files: bounded, never blocking, and telling "gone" apart
-/// from "cannot be read now" (issue 10).
+/// from "cannot be read now" (only a file that is gone stops being served).
 extension ConfigLoader {
     /// Why a file could not be read.
     public struct ReadError: Error, CustomStringConvertible, Sendable {
@@ -21,7 +21,7 @@ extension ConfigLoader {
 
         /// ENOENT or ENOTDIR: there is no such file, so whatever it was is gone. Every other
         /// error (EACCES, EMFILE, EIO, a directory where a file should be) leaves it in place:
-        /// only a file that is gone stops being served (issue 10).
+        /// only a file that is gone stops being served.
         public var isMissing: Bool { system?.isNoSuchFile ?? false }
     }
 

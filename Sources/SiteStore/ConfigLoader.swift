@@ -1,8 +1,11 @@
 import AASA
 import Foundation
+import HTTPCore
+import Hashing
 import Reactor
+import Served
 
-/// Reads a config directory (DESIGN.md "Config directory").
+/// Reads a config directory (its layout: README.md and docs/architecture.md).
 public enum ConfigLoader {
     public static let aasaFileName = "apple-app-site-association"
     public static let assetLinksFileName = "assetlinks.json"
@@ -221,7 +224,7 @@ public enum ConfigLoader {
         }
         let hash = Digest.sha256(file.bytes)
         var read: SiteFile<D>
-        if known.contains(kind, digestHex: Digest.hex(hash)) {
+        if known.contains(kind, digestHex: Hex.string(hash)) {
             read = SiteFile(
                 relativePath: file.path, bytes: file.bytes, modified: file.modified,
                 result: ValidationResult(document: nil, diagnostics: []),

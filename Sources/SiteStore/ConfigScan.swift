@@ -1,4 +1,7 @@
 public import AASA
+import HTTPCore
+import Hashing
+import Served
 
 /// A finding about the config directory itself or one of its files, outside any JSON document:
 /// a bad directory name, a missing file, an unreadable file, a host claimed twice.
@@ -41,29 +44,6 @@ public struct SiteFile<Document: Sendable>: Sendable {
     public var isValid: Bool { result.isValid || (validatedEarlier && result.diagnostics.isValid) }
 }
 
-/// A certificate chain and its private key, as PEM bytes read from a `tls/` directory.
-public struct CertificateFiles: Sendable, Equatable {
-    /// The directory they came from, relative to the config directory (e.g. `sites/a.com/tls`).
-    public var directory: String
-    /// Leaf first, then intermediates.
-    public let chainPEM: [UInt8]
-    public let keyPEM: [UInt8]
-    /// Identifies the pair by content: sites with the same bytes share one TLS context. Kept,
-    /// not computed on use: the SNI callback asks for it on every handshake (a SHA-256 of both
-    /// files was 71,000 instructions of a resumed handshake's 2.4 million).
-    public let identity: String
-
-    /// Largest PEM file read: a chain of a few certificates is under 10 KB.
-    public static let maximumFileSize = 1 << 20
-
-    public init(directory: String, chainPEM: [UInt8], keyPEM: [UInt8]) {
-        self.directory = directory
-        self.chainPEM = chainPEM
-        self.keyPEM = keyPEM
-        identity = Digest.hex(Digest.sha256(chainPEM + [0] + keyPEM))
-    }
-}
-
 /// One site directory (or symlinked site) found under `sites/`.
 public struct SiteSource: Sendable {
     public var host: HostName
@@ -86,7 +66,7 @@ public struct SiteSource: Sendable {
     public var problems: [ConfigProblem]
     /// Entries of the site that exist but could not be read (`apple-app-site-association`,
     /// `assetlinks.json`, `site.yaml`, `tls`): their last good versions stay in service, since
-    /// only ENOENT means gone (issue 10).
+    /// only ENOENT means gone.
     public var unreadable: Set<String> = []
 
     /// Every host name the site claims: its directory's, its alias symlinks', site.yaml's.
@@ -106,7 +86,7 @@ public struct SiteSource: Sendable {
 }
 
 /// Everything found in a config directory: the sites and the problems. `aasad validate` prints it;
-/// `serve` builds its snapshot from the valid sites (DESIGN.md: validate runs the load code of serve).
+/// `serve` builds its snapshot from the valid sites (validate runs serve's own load code).
 public struct ConfigScan: Sendable {
     public var root: String
     public var sites: [SiteSource]

@@ -3,7 +3,7 @@ public import Logging
 import Reactor
 import Synchronization
 
-/// Follows the config directory with inotify and reports which sites changed (issue 4).
+/// Follows the config directory with inotify and reports which sites changed.
 ///
 /// Events are mapped to site names (`sites/NAME/...`), collected, and handed over once the
 /// directory has been quiet for `debounce` (at most `maximumDelay` after the first event), so a
@@ -13,7 +13,8 @@ import Synchronization
 /// change of `sites/` itself, `requestFullRescan()` (SIGHUP) and the optional periodic timer
 /// ask for a full rescan.
 ///
-/// A directory is always watched before it is read (issue 10): a new site directory, a new
+/// A directory is always watched before it is read (so no change between the read and the watch
+/// is missed): a new site directory, a new
 /// `tls/` inside one, a directory renamed into `sites/` or a symlink's new target gets its watch
 /// as soon as its event arrives, and every site of a batch is watched again before the batch is
 /// applied. A file written before the watch was added is read by the batch; one written after it

@@ -1,3 +1,5 @@
+import Served
+
 /// Which site holds which host name: the one rule `serve` (the snapshot, and so the certificates
 /// ordered for it), `validate`, `sites`, `match --config` and `/sites` all answer from. Pure: no
 /// I/O; the registry feeds it what it read and publishes what it decides.

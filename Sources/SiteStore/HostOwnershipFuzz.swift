@@ -1,4 +1,5 @@
-import AASA
+import SafeText
+import Served
 
 /// The checks of the `ownership` fuzz target (Fuzz/FuzzOwnership.swift, scripts/fuzz.sh), here so
 /// that the normal test run replays its corpus through the same code (OwnershipFuzzReplayTests).

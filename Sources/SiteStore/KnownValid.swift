@@ -1,6 +1,7 @@
 import CAASAOpenSSL
 import Glibc
 public import Reactor
+import Served
 
 /// Contents already known to pass their validator, so that a load skips validating them again;
 /// and certificate pairs known to load, so that it skips checking them again.
@@ -8,7 +9,7 @@ public import Reactor
 /// A validator's verdict is a pure function of the file's bytes and its kind (an AASA file, an
 /// assetlinks.json), so a content seen valid once is valid again byte for byte: a full load of
 /// 100,000 sites validates each distinct content once (sites often share one file), and a restart
-/// validates only what changed since the last one (issue 14: start-up at scale). Only valid
+/// validates only what changed since the last one (start-up time at scale). Only valid
 /// verdicts are kept: an invalid file is validated again to report its errors. Keys are the
 /// SHA-256 of the bytes with the kind, so no stat field (size, mtime, inode) has to be trusted.
 ///

@@ -1,4 +1,5 @@
 public import Reactor
+import Served
 
 /// Which site held each site.yaml alias, kept in the state directory (`served-first`) so that a
 /// restart decides contests as the running server did (`HostOwnership` rule 3): a tenant that

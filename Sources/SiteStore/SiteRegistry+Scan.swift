@@ -3,7 +3,7 @@ import Logging
 /// What the reporting commands (`validate`, `match --config`, `sites`) read: the registry `serve`
 /// runs, loaded once, with every file's findings kept. nginx's `-t` and Caddy's `Validate` run the
 /// server's own load code in the same way, so that a check can never pass what serve refuses or
-/// pick a site serve would not (issue 16).
+/// pick a site serve would not.
 extension SiteRegistry {
     /// A registry for reporting: nothing logged, every site's files kept with their findings.
     /// `reloadAll()` loads it.
@@ -23,7 +23,7 @@ extension SiteRegistry {
     public func source(of name: String) -> SiteSource? {
         guard let record = records[name] else { return nil }
         var site = record.source
-        site.aliases = (aliasesByTarget[name] ?? []).compactMap { aliases[$0]?.host }.sorted()
+        site.aliases = claims.symlinks(of: name).values.sorted()
         site.settings = record.settings
         return site
     }
@@ -39,9 +39,9 @@ extension SiteRegistry {
         var contested = false
         for name in records.keys.sorted() {
             guard var site = source(of: name) else { continue }
-            for refusal in ownership.refusals(of: name) {
+            for refusal in claims.ownership.refusals(of: name) {
                 site.refusedHosts.insert(refusal.host)
-                site.problems.append(Self.problem(refusal, site: name))
+                site.problems.append(HostClaims.problem(refusal, site: name))
                 if case .heldFirst = refusal.reason { contested = true }
                 if case .underWildcard(_, let holder) = refusal.reason, holder.source == .alias { contested = true }
             }

@@ -1,6 +1,7 @@
-import AASA
 import Foundation
 import HTTPCore
+import SafeText
+import Served
 
 /// A site's optional `site.yaml`:
 ///

@@ -1,4 +1,4 @@
-/// How a site stands (issue 4, `/sites` and `aasad sites`).
+/// How a site stands (the admin view's `/sites` and `aasad sites`).
 public enum SiteState: String, Sendable, Codable {
     /// Every file on disk is valid and served.
     case serving
@@ -50,11 +50,11 @@ extension SiteRegistry {
     /// One site's state; nil if no site has that directory name.
     public func status(of name: String) -> SiteStatus? {
         guard let r = records[name] else { return nil }
-        let refused = ownership.refusals(of: name).map {
+        let refused = claims.ownership.refusals(of: name).map {
             RefusedHost(host: $0.host.name, heldBy: $0.holder.map { "sites/\($0.site)" }, reason: $0.description)
         }
         return SiteStatus(
-            directory: name, hosts: ownership.held(by: name).map(\.name), refusedHosts: refused, state: Self.state(of: r),
+            directory: name, hosts: claims.ownership.held(by: name).map(\.name), refusedHosts: refused, state: r.state,
             etag: r.served?.aasa?.etag,
             loadedAt: r.served?.loadedAt, errors: r.errors)
     }
@@ -62,15 +62,14 @@ extension SiteRegistry {
     /// The sites whose status may have changed since the last call (a full reload: all of them,
     /// and any removed), and forgets them. Costs nothing on the serving path: it is bookkeeping
     /// of the reloader's own changes.
-    public func takeTouched() -> Set<String> {
-        defer { touchedSinceTaken = [] }
-        return touchedSinceTaken
-    }
+    public func takeTouched() -> Set<String> { tracking.take() }
 
     /// Names under `sites/` that are not sites, and aliases of a directory that is not one, with
     /// why (by name); first, `sites/` itself when it could not be listed.
     public var entryErrors: [ConfigProblem] {
-        let entries = (Array(entryProblems.values) + aliasesOfNoSite + (aliasPolicyProblem.map { [$0] } ?? [])).sorted { $0.file < $1.file }
+        let entries =
+            (Array(entryProblems.values) + claims.aliasesOfNoSite { records[$0] != nil } + (aliasPolicyProblem.map { [$0] } ?? []))
+            .sorted { $0.file < $1.file }
         return (sitesDirectoryProblem.map { [$0] } ?? []) + entries
     }
 

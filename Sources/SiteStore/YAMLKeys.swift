@@ -1,4 +1,4 @@
-import AASA
+import SafeText
 import Yams
 
 /// One key of a YAML settings file (site.yaml, aasad.yaml), with where it is written.

@@ -1,4 +1,4 @@
-/// A bounded map that forgets the least recently used entry first (issue 14's LRU). Lookups and
+/// A bounded map that forgets the least recently used entry first (TLSServer's contexts). Lookups and
 /// inserts are O(1): entries live in one array, linked from most to least recently used; a freed
 /// slot is reused by the next insert. Not thread-safe: `TLSServer` holds it under its lock.
 struct LRUCache<Value> {

@@ -1,4 +1,5 @@
 import CAASAOpenSSL
+import Hashing
 
 /// Why a certificate or key could not be used; the message names the file and OpenSSL's reason.
 public struct TLSError: Error, CustomStringConvertible, Sendable {
@@ -36,7 +37,7 @@ public enum TLSVersion: String, Sendable, CaseIterable {
 }
 
 /// One `SSL_CTX`: a certificate chain and key with the server's protocol settings. Sites whose
-/// certificate files have the same bytes share one (DESIGN.md).
+/// certificate files have the same bytes share one (an SSL_CTX costs tens of kilobytes).
 public final class TLSContext: @unchecked Sendable {
     // @unchecked: the SSL_CTX is configured in init and only read afterwards; OpenSSL makes
     // SSL_new and SSL_set_SSL_CTX on a shared context thread-safe.
@@ -103,7 +104,7 @@ public final class TLSContext: @unchecked Sendable {
     /// of one shared context, which applies OpenSSL's same checks (security level, key match).
     /// A context costs milliseconds (OpenSSL 3 fetches its algorithms for each); this check, a
     /// tenth of that: what a load of 50,000 sites with certificates of their own runs once each
-    /// (issue 14). The intermediates are read and checked as PEM, as `init` does; `init` adds them
+    /// at start. The intermediates are read and checked as PEM, as `init` does; `init` adds them
     /// without further checks.
     public static func check(chainPEM: [UInt8], keyPEM: [UInt8], source: String) throws(TLSError) {
         let credentials = try PEMCredentials(chainPEM: chainPEM, keyPEM: keyPEM, source: source)
@@ -156,7 +157,7 @@ public final class TLSContext: @unchecked Sendable {
         // OpenSSL sends two TLS 1.3 tickets after a full handshake (RFC 8446 §4.6.1 lets the
         // server choose); the clients that fetch these files do not open parallel connections to
         // one host, so one is enough, and it saves a ticket's encryption and about 250 bytes per
-        // handshake (issue 14). A resumed handshake gets none while its ticket's key is current
+        // handshake. A resumed handshake gets none while its ticket's key is current
         // (`TicketKeys`). A connection copies the count from the context it starts on.
         _ = SSL_CTX_set_num_tickets(ctx, ticketsPerHandshake)
     }
@@ -176,13 +177,10 @@ public final class TLSContext: @unchecked Sendable {
     /// only because the context is chosen in the ClientHello callback, before OpenSSL looks at
     /// any session (`TLSServer`); SessionResumptionTests checks it with `s_client -sess_in`.
     private static func bindSessions(_ ctx: OpaquePointer, to identity: String) throws(TLSError) -> [UInt8] {
-        var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
-        var length: UInt32 = 0
-        let bytes = Array(identity.utf8)
-        guard EVP_Digest(bytes, bytes.count, &digest, &length, EVP_sha256(), nil) == 1,
-            length == SSL_MAX_SID_CTX_LENGTH, SSL_CTX_set_session_id_context(ctx, digest, length) == 1
+        let digest = Digest.sha256(identity.utf8)
+        guard digest.count == SSL_MAX_SID_CTX_LENGTH, SSL_CTX_set_session_id_context(ctx, digest, UInt32(Digest.sha256Length)) == 1
         else { throw TLSError("cannot set the session id context: \(TLSError.openSSLReasons())") }
-        return Array(digest.prefix(Int(length)))
+        return digest
     }
 }
 

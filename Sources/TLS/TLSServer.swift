@@ -4,7 +4,7 @@ import Synchronization
 /// The certificates a server presents: a default context for connections without SNI or with an
 /// unknown name, and per-site contexts chosen by SNI (nginx's `ngx_http_ssl_servername`, h2o's
 /// `on_sni_callback`). Contexts are made on first use and kept in a bounded cache, so memory
-/// follows the hosts being fetched, not the hosts configured (DESIGN.md).
+/// follows the hosts being fetched, not the hosts configured.
 public final class TLSServer: Sendable {
     /// Contexts kept at once. Each costs tens of kilobytes; at hundreds of thousands of sites
     /// with their own certificates, one each would cost gigabytes.
@@ -27,7 +27,7 @@ public final class TLSServer: Sendable {
     /// Challenge contexts kept at once, apart from the site contexts so that challenge traffic
     /// (which anyone can send for any name with a pending challenge) cannot evict a site's context.
     /// A context lives only while its challenge is pending, a few minutes; a CA validates from a
-    /// handful of vantage points, and a global order budget (issue 11) keeps the pending ones to
+    /// handful of vantage points, and a global order budget (docs/acme.md) keeps the pending ones to
     /// tens at once. An eviction only costs building the context again.
     public static let maximumCachedChallengeContexts = 64
 

@@ -1,4 +1,5 @@
 import CAASAOpenSSL
+import Hashing
 import Synchronization
 
 /// Session ticket keys, rotating with overlap (h2o's `update_tickets`, Caddy's sessiontickets.go):
@@ -114,11 +115,7 @@ public final class TicketKeys: Sendable {
     /// (a full handshake). The parameter names and the digest name are static strings: an
     /// OSSL_PARAM keeps pointers to them until it is used, so bridged temporaries would dangle.
     static func setMAC(_ hctx: OpaquePointer, _ key: Key, binding: [UInt8]) -> Bool {
-        var hmac = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
-        var length: UInt32 = 0
-        let input = key.hmac + binding
-        guard EVP_Digest(input, input.count, &hmac, &length, EVP_sha256(), nil) == 1 else { return false }
-        hmac.removeLast(hmac.count - Int(length))
+        var hmac = Digest.sha256(key.hmac + binding)
         return hmac.withUnsafeMutableBytes { k in
             var params = [
                 OSSL_PARAM_construct_octet_string(cString(keyParameter), k.baseAddress, k.count),

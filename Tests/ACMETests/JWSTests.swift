@@ -1,5 +1,6 @@
-import AASA
 import Foundation
+import Hashing
+import StrictJSON
 import TestSupport
 import Testing
 
@@ -80,7 +81,7 @@ struct JWSTests {
         #expect(members.map(\.key) == ["crv", "kty", "x", "y"])
         #expect(members.compactMap(\.value.stringValue).map { $0.utf8.count } == [5, 2, 43, 43])
         #expect(!key.jwk.contains(" "))
-        #expect(key.thumbprint == Base64URL.encode(sha256(key.jwk.utf8)))
+        #expect(key.thumbprint == Base64URL.encode(Digest.sha256(key.jwk.utf8)))
         #expect(key.keyAuthorization(token: "tok") == "tok." + key.thumbprint)
     }
 

@@ -1,4 +1,6 @@
 import Foundation
+import HTTPCore
+import Hashing
 import Logging
 import Reactor
 import Testing
@@ -9,7 +11,7 @@ private let good = #"{"applinks": {"apps": [], "details": [{"appIDs": ["ABCDE123
 /// Valid JSON that the AASA validator refuses (an app ID without a team).
 private let refused = #"{"applinks": {"details": [{"appIDs": ["com.example.app"], "components": [{"/": "/a/*"}]}]}}"#
 
-private func digest(_ text: String) -> String { Digest.hex(Digest.sha256(Array(text.utf8))) }
+private func digest(_ text: String) -> String { Hex.string(Digest.sha256(Array(text.utf8))) }
 
 private func registry(_ c: TempConfig, file: (path: String, identity: String)?) -> SiteRegistry {
     SiteRegistry(root: c.root, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }), knownValidFile: file)
@@ -110,7 +112,7 @@ struct KnownValidTests {
         try c.write("sites/a.test/apple-app-site-association", good)
         let r = registry(c, file: (path: c.root + "/no-such-directory/validated-contents", identity: "x"))
         #expect(r.reloadAll().site(forHost: "a.test")?.aasa != nil)
-        #expect(r.knownValidWriteFailed)
+        #expect(r.validity.writeFailed)
     }
 
     @Test("a reporting registry validates every file and keeps every finding")
@@ -119,7 +121,7 @@ struct KnownValidTests {
         try c.write("sites/a.test/apple-app-site-association", good)
         let r = SiteRegistry.inspecting(root: c.root)
         r.reloadAll()
-        #expect(r.knownValid == nil)
+        #expect(r.validity.known == nil)
         #expect(r.source(of: "a.test")?.aasa?.validatedEarlier == false)
         #expect(r.source(of: "a.test")?.aasa?.result.document != nil)
     }

@@ -1,5 +1,7 @@
 import AASA
 import Foundation
+import HTTPCore
+import Hashing
 import Synchronization
 import Testing
 
@@ -123,7 +125,7 @@ struct ContentCacheTests {
         var cache = ContentCache()
         let served = try #require(try cache.prepare(file, modified: 1_700_000_000, options: ServingOptions()))
         #expect(served.body == bytes)
-        #expect(served.content.digest == Digest.hex(Digest.sha256(bytes)))
+        #expect(served.content.digest == Hex.string(Digest.sha256(bytes)))
         // The read's own form is taken as it is.
         file.prepared = try PreparedFile(body: bytes, modified: 1_700_000_000, options: ServingOptions())
         let ready = try #require(try cache.prepare(file, modified: 1_700_000_000, options: ServingOptions()))

@@ -1,4 +1,4 @@
-import AASA
+import StrictJSON
 
 /// A JSON object from a CA, read strictly: the body is bounded (`ACMELimits.maximumBodyBytes`),
 /// parsed by the AASA module's strict parser (RFC 8259, bounded depth, UTF-8 checked), and a key

@@ -1,4 +1,4 @@
-import AASA
+import SafeText
 
 /// A problem document (RFC 8555 §6.7, RFC 7807): the CA's reason for refusing a request. Texts
 /// are cut to `ACMELimits.maximumProblemText` and control characters replaced, since they are

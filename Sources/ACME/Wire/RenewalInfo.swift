@@ -1,5 +1,5 @@
-import AASA
 import HTTPCore
+import StrictJSON
 
 /// ACME Renewal Information (RFC 9773 §4.2): the window in which the CA suggests renewing one
 /// certificate. Read as strictly as every other CA document: both ends required, RFC 3339

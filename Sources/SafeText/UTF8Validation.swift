@@ -1,7 +1,7 @@
 /// UTF-8 well-formedness as RFC 3629 defines it: no overlong forms, no surrogates, nothing above
 /// U+10FFFF, no truncated sequences.
-enum UTF8Validation {
-    static func firstInvalidOffset(in bytes: [UInt8]) -> Int? {
+package enum UTF8Validation {
+    package static func firstInvalidOffset(in bytes: [UInt8]) -> Int? {
         var i = 0
         let n = bytes.count
         while i < n {
@@ -18,7 +18,7 @@ enum UTF8Validation {
     /// The length of the well-formed sequence that starts at `i` (1 to 4), or nil when the bytes
     /// there are not one (RFC 3629 §4's table: the second byte's range depends on the first).
     @inline(__always)
-    static func sequenceLength(in bytes: [UInt8], at i: Int) -> Int? {
+    package static func sequenceLength(in bytes: [UInt8], at i: Int) -> Int? {
         let b0 = bytes[i]
         if b0 < 0x80 { return 1 }
         let length: Int

@@ -1,10 +1,11 @@
 public import HTTPCore
+import Hashing
 import Synchronization
 
 /// How files are served: the header values that are policy rather than content.
 public struct ServingOptions: Sendable, Equatable {
     /// `Cache-Control` of every served file. Short by default so that a fixed file reaches Apple's
-    /// CDN and devices within minutes (DESIGN.md).
+    /// CDN and devices within minutes.
     public var cacheControl: String
     /// `application/json` for the association files; `text/html; charset=utf-8` for a page.
     public var contentType = ServingOptions.json
@@ -30,7 +31,7 @@ public struct ServingOptions: Sendable, Equatable {
 }
 
 /// What depends only on a file's bytes: the body, its gzip form and their ETags. Sites whose
-/// files have the same bytes share one (issue 4: identical files share one prepared body), and
+/// files have the same bytes share one (at 100,000 sites most files are copies of a few), and
 /// the compression runs once per distinct file.
 ///
 /// The gzip form is made after the first request that accepts gzip, on a background thread
@@ -67,7 +68,7 @@ public final class PreparedContent: Sendable {
     public init(body: [UInt8], sha256: [UInt8]? = nil) {
         self.body = body
         let hash = sha256 ?? Digest.sha256(body)
-        digest = Digest.hex(hash)
+        digest = Hex.string(hash)
         etag = "\"\(digest.prefix(32))\""
         mayCompress = body.count >= Self.minimumCompressedSize
     }
@@ -100,7 +101,7 @@ public final class PreparedContent: Sendable {
 }
 
 /// A served file with everything its responses need computed once, when the site is loaded
-/// (DESIGN.md: the hot path only looks up and writes bytes).
+/// (docs/architecture.md: the hot path only looks up and writes bytes).
 public final class PreparedFile: Sendable {
     public let content: PreparedContent
     /// The options the headers were made with.
@@ -195,7 +196,7 @@ public final class PreparedFile: Sendable {
     /// The same file over another content object of the same bytes (one body shared by the sites
     /// that serve it): the heads depend only on the bytes, the time and the options, so they are
     /// shared too rather than built again.
-    init(_ file: PreparedFile, sharing content: PreparedContent) {
+    package init(_ file: PreparedFile, sharing content: PreparedContent) {
         precondition(content.digest == file.content.digest, "a prepared file shares only a content of its own bytes")
         self.content = content
         options = file.options

@@ -27,8 +27,9 @@
 /// is always one line. Messages escape what they quote where they are made, which keeps them
 /// safe in JSON and in any other printer too.
 ///
-/// It lives in AASA, the lowest module: every module that prints text reaches it (`Check` and
-/// `SiteStore` import AASA, not HTTPCore), and AASA's own messages (`AppIdentifier`) need it.
+/// It has a module of its own (SafeText, with the UTF-8 validation it walks by) below everything
+/// that prints: the strict JSON parser's quoting, AASA's messages (`AppIdentifier`), SiteStore,
+/// Check and ACME all reach it without importing one another.
 package enum TerminalText {
     /// Whether a scalar is shown as an escape: C0, DEL, C1, the line and paragraph separators,
     /// the bidirectional marks, embeddings, overrides and isolates (Unicode UAX #9 §2), and the

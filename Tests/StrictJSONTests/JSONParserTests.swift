@@ -1,6 +1,6 @@
 import Testing
 
-@testable import AASA
+@testable import StrictJSON
 
 @Suite("Strict JSON parser (RFC 8259)")
 struct JSONParserTests {

@@ -1,8 +1,8 @@
-import AASA
 import Foundation
+import SafeText
 
 /// A host name a site answers for: lower case, A-labels only, optionally a wildcard `*.suffix`
-/// (DESIGN.md "Config directory"; spec §2 on wildcards and Punycode).
+/// (docs/architecture.md on the config directory; spec §2 on wildcards and Punycode).
 public struct HostName: Sendable, Hashable, Comparable, CustomStringConvertible {
     /// Longest host name (RFC 1035 §2.3.4).
     public static let maximumLength = 253
@@ -60,15 +60,15 @@ public struct HostName: Sendable, Hashable, Comparable, CustomStringConvertible 
     }
 
     /// `*.domain`, for a domain taken from a name in normal form (two labels or more).
-    init(wildcardOver domain: String) {
+    package init(wildcardOver domain: String) {
         name = "*." + domain
     }
 
     /// How many labels the name has (`*` counts as one).
-    var labelCount: Int { name.utf8.count { $0 == UInt8(ascii: ".") } + 1 }
+    package var labelCount: Int { name.utf8.count { $0 == UInt8(ascii: ".") } + 1 }
 
     /// The full parse: the normal form of any name, or what is wrong with it.
-    static func normalise(_ raw: String) throws(Problem) -> String {
+    package static func normalise(_ raw: String) throws(Problem) -> String {
         var text = raw
         if text.hasSuffix(".") { text.removeLast() }
         guard !text.isEmpty else { throw .empty }
@@ -109,7 +109,7 @@ public struct HostName: Sendable, Hashable, Comparable, CustomStringConvertible 
     /// and inner hyphens, 1 to 63 bytes each, 253 in all, no wildcard and no final dot. One pass
     /// over the bytes for what nearly every site directory is called; anything else takes the
     /// full parse, which also says what is wrong.
-    static func isPlain(_ bytes: String.UTF8View) -> Bool {
+    package static func isPlain(_ bytes: String.UTF8View) -> Bool {
         guard !bytes.isEmpty, bytes.count <= maximumLength else { return false }
         var labelLength = 0
         var previous: UInt8 = UInt8(ascii: ".")

@@ -1,3 +1,5 @@
+import SafeText
+
 /// A strict RFC 8259 parser that keeps document order, duplicate keys and source locations.
 ///
 /// It accepts nothing that a strict client might refuse: no comments, no trailing commas, no

@@ -13,9 +13,9 @@ public struct RedirectTemplate: Sendable, Equatable, CustomStringConvertible {
     /// As written in site.yaml.
     public let text: String
     /// The bytes before `{path}` (the whole URL when there is none).
-    let prefix: [UInt8]
+    package let prefix: [UInt8]
     /// The bytes after `{path}`; nil when the template has no `{path}`.
-    let suffix: [UInt8]?
+    package let suffix: [UInt8]?
 
     public static let placeholder = "{path}"
     /// Longest template: a URL over 2 KB is refused by some clients and is never a store link.
@@ -319,7 +319,7 @@ public struct LandingPage: Sendable {
 
     /// Whether `bytes` hold a PEM private key's first line: `-----BEGIN ` and, on the same line,
     /// `PRIVATE KEY-----` (RFC 7468 §2: the label sits between the two). One pass.
-    static func holdsPrivateKey(_ bytes: [UInt8]) -> Bool {
+    package static func holdsPrivateKey(_ bytes: [UInt8]) -> Bool {
         let begin = Array("-----BEGIN ".utf8)
         let end = Array("PRIVATE KEY-----".utf8)
         var i = 0

@@ -1,3 +1,4 @@
+import Served
 import Synchronization
 
 /// Where the current snapshot is published: a reference under a lock, and its generation in an

@@ -25,53 +25,64 @@ struct ConfigTree: Equatable {
     }
 }
 
-extension SiteRegistry {
-    /// How many times one reload starts again on a tree that was swapped while it read: a swap
-    /// per reload is git-sync's `--period` at most (seconds), so three are plenty; past them the
-    /// reload gives up, serving what it served before (never a mix of trees, never sites of a
-    /// deleted tree taken as deleted), and the watcher's event for the last swap starts the next.
-    static let maximumTreeAttempts = 3
+/// The tree a reload reads: `root` resolved when the reload starts (pinned), and the last tree
+/// loaded whole. Every read goes through `readRoot`, so that a reload never mixes two trees.
+struct TreePin {
+    /// The config directory as named (`--config`).
+    let root: String
+    /// The physical tree the current reload reads (`root` resolved).
+    private(set) var readRoot: String
+    /// The tree the current reload pinned, and the last one loaded whole.
+    private(set) var pinned: ConfigTree?
+    private(set) var loaded: ConfigTree?
 
-    enum TreeState: Equatable {
+    init(root: String) {
+        self.root = root
+        readRoot = root
+    }
+
+    var sitesPath: String { readRoot + "/sites" }
+
+    enum State: Equatable {
         /// The tree last loaded whole: names may be reloaded one by one.
         case same
         /// Another tree (or none loaded yet): only a full reload reads it.
         case moved
         /// `root` resolves to nothing: everything loaded stays in service.
-        case unresolved
+        case unresolved(reason: String)
     }
 
     /// Resolves `root` and points the reads (`readRoot`) at what it names now.
-    func pinTree() -> TreeState {
+    mutating func pin() -> State {
         do {
             let tree = try ConfigTree.resolve(root)
             readRoot = tree.path
-            pinnedTree = tree
+            pinned = tree
             // The first tree read is the loaded one, whether a full reload or single names read it.
-            if loadedTree == nil { loadedTree = tree }
-            return tree == loadedTree ? .same : .moved
+            if loaded == nil { loaded = tree }
+            return tree == loaded ? .same : .moved
         } catch {
-            guard loadedTree != nil else {
+            guard loaded != nil else {
                 // Nothing loaded yet: the load reports the missing directory as it always has.
                 readRoot = root
-                pinnedTree = nil
+                pinned = nil
                 return .moved
             }
-            let problem = ConfigProblem(
-                severity: .error, file: ".",
-                message: "the config directory \(root) cannot be resolved (\(error.reason)); the sites loaded before stay in service")
-            if sitesDirectoryProblem != problem { logger.error("\(problem.message)") }
-            sitesDirectoryProblem = problem
-            lastReloadProblems = 1
-            return .unresolved
+            return .unresolved(reason: error.reason)
         }
     }
+
+    /// The pinned tree was loaded whole.
+    mutating func markLoaded() { loaded = pinned }
+
+    /// Whether the pinned tree is another than the one last loaded whole.
+    var pinnedIsNew: Bool { loaded.map { pinned != $0 } ?? false }
 
     /// True while `root` still names the tree this reload pinned: checked after each chunk is read
     /// and before it is applied. A tree git-sync has just deleted reads as missing files; those
     /// reads are never applied, because the swap came first and is seen here.
-    func treeStillPinned() -> Bool {
-        guard let pinned = pinnedTree else { return true }
+    func stillPinned() -> Bool {
+        guard let pinned else { return true }
         return (try? ConfigTree.resolve(root)) == pinned
     }
 }

@@ -1,3 +1,4 @@
+import HTTPCore
 public import HashTreeCollections
 
 /// One site as served: its names, its prepared files and its certificate.
@@ -42,7 +43,7 @@ public final class ServedSite: Sendable {
     }
 
     /// The same site answering for other names (after a conflict appeared or went away).
-    func with(hosts: [HostName]) -> ServedSite {
+    package func with(hosts: [HostName]) -> ServedSite {
         ServedSite(
             directory: directory, hosts: hosts, aasa: aasa, assetLinks: assetLinks, certificate: certificate, loadedAt: loadedAt,
             page: page, fallback: fallback, fallbackSettings: fallbackSettings, fallbackCounts: fallbackCounts)
@@ -50,7 +51,7 @@ public final class ServedSite: Sendable {
 }
 
 /// Everything served at one moment, immutable: built off the hot path, published through
-/// `SnapshotStore` (one reference swap), read once per request (DESIGN.md "Shape of the server").
+/// `SnapshotStore` (one reference swap), read once per request (docs/architecture.md).
 ///
 /// The maps are persistent hash tries: a snapshot that differs from the last by one site shares
 /// everything else with it, so applying a change costs O(log n) whatever the number of sites.
@@ -119,7 +120,7 @@ public final class Snapshot: @unchecked Sendable {
 
     /// The same change made to this snapshot itself. Only for its maker, while no one else holds
     /// it (see the type's note); the maps, held by this object alone, change without copying.
-    func replaceInPlace(_ directory: String, with site: ServedSite?, generation: UInt64) {
+    package func replaceInPlace(_ directory: String, with site: ServedSite?, generation: UInt64) {
         Self.replace(directory, with: site, &sites, &exact, &wildcards)
         self.generation = generation
     }
@@ -147,62 +148,4 @@ public final class Snapshot: @unchecked Sendable {
     public func with(defaultCertificate: CertificateFiles?, generation: UInt64) -> Snapshot {
         Snapshot(generation: generation, sites: sites, exact: exact, wildcards: wildcards, defaultCertificate: defaultCertificate)
     }
-}
-
-/// Prepared contents by digest, counted, so that identical files share one body and one gzip and
-/// a content no site uses any more is dropped.
-struct ContentCache {
-    private var entries: [String: (content: PreparedContent, uses: Int)] = [:]
-
-    /// The prepared file for a valid site file (nil for an invalid one), sharing content, served
-    /// with `modified` as its Last-Modified. Throws, holding nothing, when the options cannot
-    /// make a head.
-    mutating func prepare<D>(_ file: SiteFile<D>, modified: Int64, options: ServingOptions) throws(PreparedFile.InvalidField)
-        -> PreparedFile?
-    {
-        guard file.isValid else { return nil }
-        // What the read prepared (on every core) is used when it was made with this time and these
-        // options, with the content already held when another site serves the same bytes; its
-        // content (gzip, ETag) is used in any case.
-        // Only a form of these very bytes is taken (the same buffer, shared by the read: the
-        // comparison is then one identity check).
-        let ready = file.prepared.flatMap { $0.content.body == file.bytes ? $0 : nil }
-        if let ready, ready.lastModified == modified, ready.options == options {
-            let digest = ready.content.digest
-            guard let entry = entries[digest] else {
-                entries[digest] = (ready.content, 1)
-                return ready
-            }
-            entries[digest]!.uses += 1
-            return PreparedFile(ready, sharing: entry.content)
-        }
-        try PreparedFile.check(options)
-        let content: PreparedContent
-        let digest = ready?.content.digest ?? Digest.hex(file.sha256 ?? Digest.sha256(file.bytes))
-        if let entry = entries[digest] {
-            content = entry.content
-            entries[digest]!.uses += 1
-        } else {
-            content = ready?.content ?? PreparedContent(body: file.bytes, sha256: file.sha256)
-            entries[digest] = (content, 1)
-        }
-        return try PreparedFile(content: content, modified: modified, options: options)
-    }
-
-    /// A prepared file's content under other options (the settings changed while the file's new
-    /// version is invalid or unreadable): one more use of the same content.
-    mutating func reprepare(_ file: PreparedFile, options: ServingOptions) throws(PreparedFile.InvalidField) -> PreparedFile {
-        let prepared = try PreparedFile(content: file.content, modified: file.lastModified, options: options)
-        if entries[file.content.digest] != nil { entries[file.content.digest]!.uses += 1 }
-        return prepared
-    }
-
-    /// Gives back a prepared file's use of its content.
-    mutating func release(_ file: PreparedFile?) {
-        guard let digest = file?.content.digest, let entry = entries[digest] else { return }
-        if entry.uses <= 1 { entries[digest] = nil } else { entries[digest]!.uses -= 1 }
-    }
-
-    /// Distinct contents held (for tests).
-    var count: Int { entries.count }
 }

@@ -38,7 +38,7 @@ public struct SourceLocation: Sendable, Hashable, Codable, CustomStringConvertib
 
     /// The location of the byte at `offset`, found by going on from this one (at or before it):
     /// what was scanned for an earlier finding is not scanned again.
-    func advanced(to offset: Int, in bytes: [UInt8]) -> SourceLocation {
+    package func advanced(to offset: Int, in bytes: [UInt8]) -> SourceLocation {
         var line = self.line
         var column = self.column
         var i = self.offset
@@ -59,10 +59,12 @@ public struct SourceLocation: Sendable, Hashable, Codable, CustomStringConvertib
 /// Lines and columns for a file's findings in one pass over the file, as long as they come in
 /// the order of their offsets (the decoder's walk): a hostile file with hundreds of findings near
 /// its end must not cost one scan from the start per finding (quadratic at 1 MiB).
-struct SourceLocator {
+package struct SourceLocator {
     private var last = SourceLocation(line: 1, column: 1, offset: 0)
 
-    mutating func location(of offset: Int, in bytes: [UInt8]) -> SourceLocation {
+    package init() {}
+
+    package mutating func location(of offset: Int, in bytes: [UInt8]) -> SourceLocation {
         let from = offset >= last.offset ? last : SourceLocation(line: 1, column: 1, offset: 0)
         last = from.advanced(to: offset, in: bytes)
         return last

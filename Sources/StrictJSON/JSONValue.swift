@@ -1,3 +1,5 @@
+import SafeText
+
 /// A JSON value as written in the file: objects keep their members in document order and keep
 /// duplicate keys (order decides matches in an AASA file, and duplicates must be reported, so a
 /// dictionary would lose exactly what the validator needs). Numbers keep their source text.

@@ -1,5 +1,5 @@
 /// Punycode (RFC 3492) encoding, to name the `xn--` form of a Unicode host name in messages.
-enum Punycode {
+package enum Punycode {
     private static let base = 36
     private static let tMin = 1
     private static let tMax = 26
@@ -9,7 +9,7 @@ enum Punycode {
     private static let initialN = 128
 
     /// The Punycode of one label (without the `xn--` prefix); nil on overflow.
-    static func encode(_ label: String) -> String? {
+    package static func encode(_ label: String) -> String? {
         let input = label.unicodeScalars.map { Int($0.value) }
         var output = input.filter { $0 < 0x80 }.map { Character(Unicode.Scalar(UInt8($0))) }
         let basicCount = output.count

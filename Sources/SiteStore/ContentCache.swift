@@ -1,0 +1,135 @@
+import HTTPCore
+import Hashing
+import Served
+
+/// Prepared contents by digest, counted, so that identical files share one body and one gzip and
+/// a content no site uses any more is dropped.
+struct ContentCache {
+    private var entries: [String: (content: PreparedContent, uses: Int)] = [:]
+
+    /// The prepared file for a valid site file (nil for an invalid one), sharing content, served
+    /// with `modified` as its Last-Modified. Throws, holding nothing, when the options cannot
+    /// make a head.
+    mutating func prepare<D>(_ file: SiteFile<D>, modified: Int64, options: ServingOptions) throws(PreparedFile.InvalidField)
+        -> PreparedFile?
+    {
+        guard file.isValid else { return nil }
+        // What the read prepared (on every core) is used when it was made with this time and these
+        // options, with the content already held when another site serves the same bytes; its
+        // content (gzip, ETag) is used in any case.
+        // Only a form of these very bytes is taken (the same buffer, shared by the read: the
+        // comparison is then one identity check).
+        let ready = file.prepared.flatMap { $0.content.body == file.bytes ? $0 : nil }
+        if let ready, ready.lastModified == modified, ready.options == options {
+            let digest = ready.content.digest
+            guard let entry = entries[digest] else {
+                entries[digest] = (ready.content, 1)
+                return ready
+            }
+            entries[digest]!.uses += 1
+            return PreparedFile(ready, sharing: entry.content)
+        }
+        try PreparedFile.check(options)
+        let content: PreparedContent
+        let digest = ready?.content.digest ?? Hex.string(file.sha256 ?? Digest.sha256(file.bytes))
+        if let entry = entries[digest] {
+            content = entry.content
+            entries[digest]!.uses += 1
+        } else {
+            content = ready?.content ?? PreparedContent(body: file.bytes, sha256: file.sha256)
+            entries[digest] = (content, 1)
+        }
+        return try PreparedFile(content: content, modified: modified, options: options)
+    }
+
+    /// A prepared file's content under other options (the settings changed while the file's new
+    /// version is invalid or unreadable): one more use of the same content.
+    mutating func reprepare(_ file: PreparedFile, options: ServingOptions) throws(PreparedFile.InvalidField) -> PreparedFile {
+        let prepared = try PreparedFile(content: file.content, modified: file.lastModified, options: options)
+        if entries[file.content.digest] != nil { entries[file.content.digest]!.uses += 1 }
+        return prepared
+    }
+
+    /// Gives back a prepared file's use of its content.
+    mutating func release(_ file: PreparedFile?) {
+        guard let digest = file?.content.digest, let entry = entries[digest] else { return }
+        if entry.uses <= 1 { entries[digest] = nil } else { entries[digest]!.uses -= 1 }
+    }
+
+    /// Distinct contents held (for tests).
+    var count: Int { entries.count }
+}
+
+/// Which version of a site's file is served: the new one when valid, else the last good one,
+/// with the Last-Modified rule; the contents come from (and are shared through) the cache.
+extension ContentCache {
+    /// The page to serve: the one the settings in force name, chosen like the other files. While
+    /// site.yaml is broken, the settings in force are the previous ones: a page they name that
+    /// was not read with them keeps its last good version.
+    mutating func choosePage(
+        _ source: SiteSource, settings: SiteSettings, settingsBroken: Bool, record: inout SiteRecord, validity: inout ValidityCache,
+        options: ServingOptions, errors: inout [String]
+    ) -> PreparedFile? {
+        guard let name = settings.page else { return nil }
+        let file = source.page?.relativePath == source.directory + "/" + name ? source.page : nil
+        if file == nil && settingsBroken { return record.served?.page }
+        var options = options
+        options.contentType = ServingOptions.html
+        // Platforms with their own redirect get it, the others the page: the same URL answers by
+        // User-Agent (the same rule as the redirects' own Vary).
+        options.varyUserAgent = PreparedFallback.variesByUserAgent(settings.fallback, hasPage: true)
+        return choose(
+            file, name: Self.pageKey, file: .page, unreadable: source.unreadable.contains(name) ? [Self.pageKey] : [],
+            previous: record.served?.page, record: &record, validity: &validity, options: options, errors: &errors)
+    }
+
+    /// The page's key among a record's files (its Last-Modified moves forward across renames);
+    /// no file of a site directory has this name.
+    static let pageKey = ":page"
+
+    /// The file to serve: the new one when valid; the previous one when the new one is invalid
+    /// or cannot be read (only a file that is gone stops being served); none when it is gone.
+    ///
+    /// Last-Modified rule: it moves whenever the content (and so the ETag) changes,
+    /// and only then. A new content gets the file's time (the later of mtime and ctime, see
+    /// `ConfigLoader.readFile`), but never a time at or before the one last served for that
+    /// file: then the last one plus a second. Two edits within a second, or a roll-back whose
+    /// ctime ties, still move forward, and a client's If-Modified-Since of an older version
+    /// never gets 304 for a newer one. Unchanged content keeps its Last-Modified (a chmod or a
+    /// touch changes nothing a client sees). Across restarts the ctime carries the rule.
+    mutating func choose<D>(
+        _ file: SiteFile<D>?, name: String, file which: SiteRecord.FileKind, kind: KnownValid.Kind? = nil, unreadable: Set<String>,
+        previous: PreparedFile?, record: inout SiteRecord, validity: inout ValidityCache, options: ServingOptions, errors: inout [String]
+    ) -> PreparedFile? {
+        // The last good version, under the options in force now: a changed cache-control, or a
+        // page that now varies by User-Agent, applies to it too.
+        func kept() -> PreparedFile? {
+            guard let previous, previous.options != options else { return previous }
+            return (try? reprepare(previous, options: options)) ?? previous
+        }
+        guard let file else { return unreadable.contains(name) ? kept() : nil }
+        guard file.isValid else {
+            for d in file.result.diagnostics.errors { errors.append("\(file.relativePath): \(d)") }
+            return kept()
+        }
+        var modified = file.modified
+        if let previous, previous.content.body == file.bytes {
+            if previous.options == options { return previous }
+            modified = previous.lastModified
+        } else if let last = record.lastModified[which], modified <= last {
+            modified = last + 1
+        }
+        do {
+            let prepared = try prepare(file, modified: modified, options: options)
+            if let prepared {
+                record.lastModified[which] = prepared.lastModified
+                if let kind { validity.insert(kind, digestHex: prepared.content.digest) }
+            }
+            return prepared
+        } catch {
+            // The settings' checks refuse such a value first; never build a head from one.
+            errors.append("\(file.relativePath): not served: \(error)")
+            return previous
+        }
+    }
+}
