@@ -198,6 +198,17 @@ public final class HTTP2Session {
     /// Largest header list accepted per request (SETTINGS_MAX_HEADER_LIST_SIZE, and enforced):
     /// the same 16 KB as an HTTP/1.1 head.
     public static let maximumHeaderListSize = 16_384
+    /// The HPACK dynamic table the client's encoder may fill in our decoder
+    /// (SETTINGS_HEADER_TABLE_SIZE, RFC 9113 §6.5.2): none. With the default 4,096 bytes a client
+    /// makes every connection hold up to 4 KB it sent once (a 3,950-byte value indexed, then
+    /// referred to by one byte), for as long as it keeps the connection open; nginx holds the
+    /// same 4 KB. A request of an association file is a few short fields, mostly in HPACK's
+    /// static table, and usually the only one on its connection: indexing saves it nothing.
+    /// The new size applies once the client acknowledges our SETTINGS (RFC 9113 §6.5.3): nghttp2
+    /// then evicts what the table held, and the client's next header block must begin with a
+    /// dynamic table size update of 0 (RFC 7541 §4.2, §6.3; nghttp2 answers COMPRESSION_ERROR
+    /// without one). Header blocks sent before the acknowledgement still use 4,096 bytes.
+    public static let headerTableSize: UInt32 = 0
     /// CONTINUATION frames per header block (CVE-2024-27316/28182: a flood of them).
     public static let maximumContinuations = 8
     /// SETTINGS frames accepted per SETTINGS frame batch, and queued outbound ACKs (PING and
@@ -272,6 +283,7 @@ public final class HTTP2Session {
         nghttp2_session_callbacks_del(callbacks)
         session = s
         var settings = [
+            nghttp2_settings_entry(settings_id: CAASANghttp2_SETTINGS_HEADER_TABLE_SIZE, value: Self.headerTableSize),
             nghttp2_settings_entry(settings_id: CAASANghttp2_SETTINGS_MAX_CONCURRENT_STREAMS, value: Self.maximumConcurrentStreams),
             nghttp2_settings_entry(settings_id: CAASANghttp2_SETTINGS_MAX_HEADER_LIST_SIZE, value: UInt32(Self.maximumHeaderListSize)),
             // RFC 9218 §2.1: the server ignores RFC 7540 priorities (a few small files need no
@@ -311,6 +323,10 @@ public final class HTTP2Session {
 
     /// Bytes the fields of this session's incomplete requests hold (at most `maximumHeldBytes`).
     public var heldBytes: Int { held }
+
+    /// Bytes in the HPACK dynamic table of the session's decoder, as RFC 7541 §4.1 counts them
+    /// (for tests).
+    var decoderTableBytes: Int { nghttp2_session_get_hd_inflate_dynamic_table_size(session) }
 
     /// Whether `heldBytes` is what the incomplete requests hold, and within the bound. Checked by
     /// the HTTP/2 fuzz target and its replay tests.
