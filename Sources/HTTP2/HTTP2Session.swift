@@ -261,9 +261,30 @@ public final class HTTP2Session {
     /// Why the session ended, for debug logs.
     public private(set) var failure: String?
 
-    /// A session whose incomplete requests count against `budget` (none: only its own bound).
-    public init(budget: RequestBudget? = nil) {
+    /// The buffer nghttp2 writes this session's frames into, shared with the other sessions of
+    /// the thread that made it (nil: a block of the session's own).
+    private let frameBuffer: SharedFrameBuffer?
+    /// True while nghttp2 makes the session: its frame buffer is allocated then, and only then.
+    private var creating = false
+
+    /// nghttp2 asks for a block the size of its frame buffer: the shared one if the session is
+    /// being made and has one, once. Any later block of that size (a frame continued past the
+    /// first buffer, or a header value of just that length) is the session's own.
+    func claimSharedFrameBuffer() -> UnsafeMutableRawPointer? {
+        guard creating, !writesSharedFrameBuffer, let frameBuffer else { return nil }
+        writesSharedFrameBuffer = true
+        return frameBuffer.block
+    }
+
+    /// Whether nghttp2 took the shared frame buffer (for tests).
+    private(set) var writesSharedFrameBuffer = false
+
+    /// A session whose incomplete requests count against `budget` (none: only its own bound),
+    /// writing its frames into `frameBuffer` (see `SharedFrameBuffer`: only for a session used on
+    /// the thread that owns it).
+    public init(budget: RequestBudget? = nil, frameBuffer: SharedFrameBuffer? = nil) {
         self.budget = budget
+        self.frameBuffer = frameBuffer
         var callbacks: OpaquePointer?
         nghttp2_session_callbacks_new(&callbacks)
         nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks, onBeginHeaders)
@@ -277,8 +298,10 @@ public final class HTTP2Session {
         nghttp2_option_set_max_settings(option, Self.maximumSettings)
         nghttp2_option_set_max_outbound_ack(option, Self.maximumOutboundAcks)
         var s: OpaquePointer?
-        var memory = SessionMemory.table
+        var memory = SessionMemory.table(for: Unmanaged.passUnretained(self).toOpaque())
+        creating = true
         nghttp2_session_server_new3(&s, callbacks, Unmanaged.passUnretained(self).toOpaque(), option, &memory)
+        creating = false
         nghttp2_option_del(option)
         nghttp2_session_callbacks_del(callbacks)
         session = s

@@ -119,3 +119,47 @@ struct HTTP2HeaderTableTests {
         #expect(above.code == Self.compressionError && !above.alive)
     }
 }
+
+/// Sessions of one thread writing their frames into one buffer (`SharedFrameBuffer`).
+@Suite("HTTP/2 sessions: a shared frame buffer")
+struct SharedFrameBufferTests {
+    /// Feeds a request to `session` and answers it with `body` (its frames are produced later).
+    static func request(_ session: HTTP2Session, stream: Int32, body: [UInt8]) {
+        let bytes = (stream == 1 ? ClientFrames.preface + ClientFrames.settings : []) + ClientFrames.get(stream: stream)
+        _ = bytes.withUnsafeBytes { session.receive($0, now: 0) }
+        for request in session.takeRequests() {
+            session.respond(
+                stream: request.stream, status: .ok, fields: PreparedFields([("Content-Type", "application/json")]), date: [],
+                body: body, sendsBody: true)
+        }
+    }
+
+    @Test("two sessions taking turns in one buffer produce, byte for byte, what sessions of their own produce")
+    func turns() {
+        let shared = SharedFrameBuffer()
+        let bodies = [[UInt8](repeating: 0x41, count: 40_000), [UInt8](repeating: 0x42, count: 3_000)]
+        let sharing = [HTTP2Session(frameBuffer: shared), HTTP2Session(frameBuffer: shared)]
+        let own = [HTTP2Session(), HTTP2Session()]
+        #expect(sharing.allSatisfy(\.writesSharedFrameBuffer) && !own.contains(where: \.writesSharedFrameBuffer))
+        var outputs = [[UInt8]](repeating: [], count: 4)
+        for stream in [Int32(1), 3, 5] {
+            for (k, session) in (sharing + own).enumerated() {
+                Self.request(session, stream: stream, body: bodies[k % 2])
+            }
+            // Each session produces a piece (about one frame) in turn until all are done, so
+            // that one session's frame is written over the other's between its calls.
+            var more = true
+            while more {
+                more = false
+                for (k, session) in (sharing + own).enumerated() where session.wantsWrite {
+                    session.produce(into: &outputs[k], limit: outputs[k].count + 1)
+                    more = true
+                }
+            }
+        }
+        // The first body fills the stream and connection windows (65,535 bytes, RFC 9113 §6.9.2).
+        #expect(outputs[0].count > 65_000 && outputs[1].count > 9_000)
+        #expect(outputs[0] == outputs[2], "the first sharing session's frames differ from its twin's")
+        #expect(outputs[1] == outputs[3], "the second sharing session's frames differ from its twin's")
+    }
+}
