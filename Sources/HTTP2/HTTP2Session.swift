@@ -265,13 +265,13 @@ public final class HTTP2Session {
     /// the thread that made it (nil: a block of the session's own).
     private let frameBuffer: SharedFrameBuffer?
     /// True while nghttp2 makes the session: its frame buffer is allocated then, and only then.
-    private var creating = false
+    private(set) var isBeingMade = false
 
     /// nghttp2 asks for a block the size of its frame buffer: the shared one if the session is
     /// being made and has one, once. Any later block of that size (a frame continued past the
     /// first buffer, or a header value of just that length) is the session's own.
     func claimSharedFrameBuffer() -> UnsafeMutableRawPointer? {
-        guard creating, !writesSharedFrameBuffer, let frameBuffer else { return nil }
+        guard isBeingMade, !writesSharedFrameBuffer, let frameBuffer else { return nil }
         writesSharedFrameBuffer = true
         return frameBuffer.block
     }
@@ -299,9 +299,9 @@ public final class HTTP2Session {
         nghttp2_option_set_max_outbound_ack(option, Self.maximumOutboundAcks)
         var s: OpaquePointer?
         var memory = SessionMemory.table(for: Unmanaged.passUnretained(self).toOpaque())
-        creating = true
+        isBeingMade = true
         nghttp2_session_server_new3(&s, callbacks, Unmanaged.passUnretained(self).toOpaque(), option, &memory)
-        creating = false
+        isBeingMade = false
         nghttp2_option_del(option)
         nghttp2_session_callbacks_del(callbacks)
         session = s

@@ -26,6 +26,24 @@ enum SessionMemory {
     /// that order (large header blocks being decoded), never the small per-stream records.
     static let mappedThreshold = 12 * 1024
 
+    /// Once a session is made, blocks at least this large are mapped too. What nghttp2
+    /// allocates this large after it made the session is a client's: the strings of large
+    /// header fields (a 3,950-byte value is a block of 3.5 KB) and the entries of its HPACK
+    /// table, freed when the field has been handed over or evicted. From the heap, a burst of
+    /// them (every connection of a client indexing a large value before it acknowledges our
+    /// 0-byte table) left RSS at its peak with the blocks free: 7 KB a connection. Mapped,
+    /// their pages go back to the system when freed. Nothing of that size is allocated by
+    /// nghttp2 for a usual request (its fields are short), so serving costs no mapping; the
+    /// session's own blocks made with it (its 2,928-byte state, its 4 KB stream map) stay on
+    /// the heap.
+    static let clientBlockThreshold = 2 * 1024
+
+    /// The size from which a block for the session at `user` is mapped.
+    static func threshold(for user: UnsafeMutableRawPointer?) -> Int {
+        guard let user, !HTTP2Session.of(user).isBeingMade else { return mappedThreshold }
+        return clientBlockThreshold
+    }
+
     /// Bytes in front of every block: its size and, for a mapped block, the mapping's length.
     /// 16 keeps the block aligned as malloc's own (max_align_t).
     static let headerSize = 16
@@ -42,19 +60,20 @@ enum SessionMemory {
     /// A block for the session at `user` (nghttp2's `mem_user_data`, the `HTTP2Session`): its
     /// shared frame buffer when that is what nghttp2 asks for.
     static func allocate(_ size: Int, zeroed: Bool, for user: UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? {
+        guard size >= clientBlockThreshold else { return allocate(size, zeroed: zeroed) }
         if size == frameBufferSize, let user, let shared = HTTP2Session.of(user).claimSharedFrameBuffer() {
             if zeroed { shared.initializeMemory(as: UInt8.self, repeating: 0, count: size) }
             return shared
         }
-        return allocate(size, zeroed: zeroed)
+        return allocate(size, zeroed: zeroed, mappedFrom: threshold(for: user))
     }
 
-    static func allocate(_ size: Int, zeroed: Bool) -> UnsafeMutableRawPointer? {
+    static func allocate(_ size: Int, zeroed: Bool, mappedFrom threshold: Int = mappedThreshold) -> UnsafeMutableRawPointer? {
         let (total, overflow) = size.addingReportingOverflow(headerSize)
         guard !overflow else { return nil }
         var base: UnsafeMutableRawPointer?
         var mapped = 0
-        if size >= mappedThreshold {
+        if size >= threshold {
             let p = mmap(nil, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
             if let p, p != UnsafeMutableRawPointer(bitPattern: -1) {  // MAP_FAILED
                 base = p  // anonymous mappings are zero-filled
@@ -66,6 +85,9 @@ enum SessionMemory {
         base.storeBytes(of: Header(size: size, mapped: mapped), as: Header.self)
         return base + headerSize
     }
+
+    /// Whether `block` is a mapping of its own (for tests).
+    static func isMapped(_ block: UnsafeMutableRawPointer) -> Bool { (block - headerSize).load(as: Header.self).mapped > 0 }
 
     static func release(_ block: UnsafeMutableRawPointer?) {
         guard let block else { return }
@@ -84,7 +106,7 @@ enum SessionMemory {
         // nghttp2 makes its frame buffer with a realloc of nothing (`nghttp2_buf_reserve`).
         guard let block else { return allocate(size, zeroed: false, for: user) }
         let old = (block - headerSize).load(as: Header.self)
-        if old.mapped == 0 && size < mappedThreshold {
+        if old.mapped == 0 && (size < clientBlockThreshold || size < threshold(for: user)) {
             let (total, overflow) = size.addingReportingOverflow(headerSize)
             guard !overflow, let base = realloc(block - headerSize, total) else { return nil }
             base.storeBytes(of: Header(size: size, mapped: 0), as: Header.self)
@@ -92,7 +114,7 @@ enum SessionMemory {
         }
         // Into or out of a mapping: a new block and a copy (rare: nghttp2 grows its frame
         // buffer from nothing once, and its header tables in small steps).
-        guard let fresh = allocate(size, zeroed: false) else { return nil }
+        guard let fresh = allocate(size, zeroed: false, mappedFrom: threshold(for: user)) else { return nil }
         fresh.copyMemory(from: block, byteCount: min(old.size, size))
         release(block)
         return fresh
