@@ -199,16 +199,20 @@ public final class HTTP2Session {
     /// the same 16 KB as an HTTP/1.1 head.
     public static let maximumHeaderListSize = 16_384
     /// The HPACK dynamic table the client's encoder may fill in our decoder
-    /// (SETTINGS_HEADER_TABLE_SIZE, RFC 9113 §6.5.2): none. With the default 4,096 bytes a client
+    /// (SETTINGS_HEADER_TABLE_SIZE, RFC 9113 §6.5.2): 512 bytes. With the default 4,096 a client
     /// makes every connection hold up to 4 KB it sent once (a 3,950-byte value indexed, then
     /// referred to by one byte), for as long as it keeps the connection open; nginx holds the
-    /// same 4 KB. A request of an association file is a few short fields, mostly in HPACK's
-    /// static table, and usually the only one on its connection: indexing saves it nothing.
+    /// same 4 KB. 512 bytes still index what a usual client repeats on a kept connection (its
+    /// `:authority`, `:path` and User-Agent, each a few dozen bytes and 32 of overhead): with
+    /// 0, each request's fields were decoded again from literals, 7 % more instructions per
+    /// HTTP/2 request (`scripts/callgrind-requests.sh`, docs/benchmarks.md). A value larger than
+    /// the table is never kept (RFC 7541 §4.4).
     /// The new size applies once the client acknowledges our SETTINGS (RFC 9113 §6.5.3): nghttp2
-    /// then evicts what the table held, and the client's next header block must begin with a
-    /// dynamic table size update of 0 (RFC 7541 §4.2, §6.3; nghttp2 answers COMPRESSION_ERROR
-    /// without one). Header blocks sent before the acknowledgement still use 4,096 bytes.
-    public static let headerTableSize: UInt32 = 0
+    /// then evicts what no longer fits, and the client's next header block must begin with a
+    /// dynamic table size update of at most 512 (RFC 7541 §4.2, §6.3; nghttp2 answers
+    /// COMPRESSION_ERROR without one). Header blocks sent before the acknowledgement still use
+    /// 4,096 bytes.
+    public static let headerTableSize: UInt32 = 512
     /// CONTINUATION frames per header block (CVE-2024-27316/28182: a flood of them).
     public static let maximumContinuations = 8
     /// SETTINGS frames accepted per SETTINGS frame batch, and queued outbound ACKs (PING and

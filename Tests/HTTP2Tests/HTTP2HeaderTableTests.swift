@@ -3,9 +3,9 @@ import Testing
 
 @testable import HTTP2
 
-/// The HPACK dynamic table a client may fill in the session's decoder: none once the client has
-/// acknowledged the session's SETTINGS (`HTTP2Session.headerTableSize`, RFC 9113 §6.5.2, RFC 7541
-/// §4.2). Raw frames, so that a test decides exactly when the acknowledgement arrives.
+/// The HPACK dynamic table a client may fill in the session's decoder: 512 bytes once the client
+/// has acknowledged the session's SETTINGS (`HTTP2Session.headerTableSize`, RFC 9113 §6.5.2, RFC
+/// 7541 §4.2). Raw frames, so that a test decides exactly when the acknowledgement arrives.
 @Suite("HTTP/2 session: the decoder's header table")
 struct HTTP2HeaderTableTests {
     /// A 3,950-byte User-Agent: it fits the 4,096-byte table a client may use before the
@@ -64,7 +64,7 @@ struct HTTP2HeaderTableTests {
         return session
     }
 
-    @Test("the session's SETTINGS advertise a header table of 0 bytes")
+    @Test("the session's SETTINGS advertise a header table of 512 bytes")
     func advertised() {
         let output = Self.output(HTTP2Session())
         // The first frame is SETTINGS (type 4); entries are 2-byte identifiers and 4-byte values.
@@ -74,7 +74,7 @@ struct HTTP2HeaderTableTests {
         for i in stride(from: 9, to: 9 + length, by: 6) where output[i] == 0 && output[i + 1] == 1 {
             table = output[(i + 2)..<(i + 6)].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
         }
-        #expect(table == HTTP2Session.headerTableSize && table == 0)
+        #expect(table == HTTP2Session.headerTableSize && table == 512)
     }
 
     @Test("before the acknowledgement the client's indexed value is kept and used; the acknowledgement drops it")
@@ -88,14 +88,21 @@ struct HTTP2HeaderTableTests {
         #expect(session.decoderTableBytes == 0, "the client's value outlived the acknowledgement")
     }
 
-    @Test("after the acknowledgement a header block that begins with a size update of 0 is served, the value sent in full")
+    @Test("after the acknowledgement a header block that begins with a size update is served, a large value sent in full and not kept")
     func servedAfterAcknowledgement() {
         let session = Self.indexedSession()
         #expect(Self.receive(session, ClientFrames.settingsAck))
         #expect(
-            Self.receive(session, Self.get(stream: 3, prefix: Self.sizeUpdate(0), ClientFrames.indexing(nameIndex: 58, Self.userAgent))))
+            Self.receive(
+                session,
+                Self.get(
+                    stream: 3, prefix: Self.sizeUpdate(Int(HTTP2Session.headerTableSize)),
+                    ClientFrames.indexing(nameIndex: 58, Self.userAgent))))
         #expect(session.takeRequests().first.flatMap { $0.userAgent.map(Array.init) } == Self.userAgent)
-        #expect(session.decoderTableBytes == 0, "an entry was added to a table of 0 bytes")
+        #expect(session.decoderTableBytes == 0, "an entry larger than the table was kept")
+        // A usual field still fits, and is kept.
+        #expect(Self.receive(session, Self.get(stream: 5, ClientFrames.indexing(nameIndex: 58, Array("curl/8.5.0".utf8)))))
+        #expect(session.decoderTableBytes == 10 + 10 + 32)
         #expect(session.isAlive)
     }
 
@@ -113,9 +120,11 @@ struct HTTP2HeaderTableTests {
         let reference = Self.goAway(dropped, Self.get(stream: 3, prefix: Self.sizeUpdate(0), ClientFrames.indexed(62)))
         #expect(reference.code == Self.compressionError && !reference.alive)
         // An update above the advertised size is refused too (RFC 7541 §6.3).
+        let advertised = Int(HTTP2Session.headerTableSize)
         let larger = Self.indexedSession()
         #expect(Self.receive(larger, ClientFrames.settingsAck))
-        let above = Self.goAway(larger, Self.get(stream: 3, prefix: Self.sizeUpdate(1), ClientFrames.literal("user-agent", "curl/8")))
+        let above = Self.goAway(
+            larger, Self.get(stream: 3, prefix: Self.sizeUpdate(advertised + 1), ClientFrames.literal("user-agent", "curl/8")))
         #expect(above.code == Self.compressionError && !above.alive)
     }
 }
