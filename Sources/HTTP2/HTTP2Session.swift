@@ -198,6 +198,21 @@ public final class HTTP2Session {
     /// Largest header list accepted per request (SETTINGS_MAX_HEADER_LIST_SIZE, and enforced):
     /// the same 16 KB as an HTTP/1.1 head.
     public static let maximumHeaderListSize = 16_384
+    /// The HPACK dynamic table the client's encoder may fill in our decoder
+    /// (SETTINGS_HEADER_TABLE_SIZE, RFC 9113 §6.5.2): 512 bytes. With the default 4,096 a client
+    /// makes every connection hold up to 4 KB it sent once (a 3,950-byte value indexed, then
+    /// referred to by one byte), for as long as it keeps the connection open; nginx holds the
+    /// same 4 KB. 512 bytes still index what a usual client repeats on a kept connection (its
+    /// `:authority`, `:path` and User-Agent, each a few dozen bytes and 32 of overhead): with
+    /// 0, each request's fields were decoded again from literals, 7 % more instructions per
+    /// HTTP/2 request (`scripts/callgrind-requests.sh`, docs/benchmarks.md). A value larger than
+    /// the table is never kept (RFC 7541 §4.4).
+    /// The new size applies once the client acknowledges our SETTINGS (RFC 9113 §6.5.3): nghttp2
+    /// then evicts what no longer fits, and the client's next header block must begin with a
+    /// dynamic table size update of at most 512 (RFC 7541 §4.2, §6.3; nghttp2 answers
+    /// COMPRESSION_ERROR without one). Header blocks sent before the acknowledgement still use
+    /// 4,096 bytes.
+    public static let headerTableSize: UInt32 = 512
     /// CONTINUATION frames per header block (CVE-2024-27316/28182: a flood of them).
     public static let maximumContinuations = 8
     /// SETTINGS frames accepted per SETTINGS frame batch, and queued outbound ACKs (PING and
@@ -250,9 +265,30 @@ public final class HTTP2Session {
     /// Why the session ended, for debug logs.
     public private(set) var failure: String?
 
-    /// A session whose incomplete requests count against `budget` (none: only its own bound).
-    public init(budget: RequestBudget? = nil) {
+    /// The buffer nghttp2 writes this session's frames into, shared with the other sessions of
+    /// the thread that made it (nil: a block of the session's own).
+    private let frameBuffer: SharedFrameBuffer?
+    /// True while nghttp2 makes the session: its frame buffer is allocated then, and only then.
+    private(set) var isBeingMade = false
+
+    /// nghttp2 asks for a block the size of its frame buffer: the shared one if the session is
+    /// being made and has one, once. Any later block of that size (a frame continued past the
+    /// first buffer, or a header value of just that length) is the session's own.
+    func claimSharedFrameBuffer() -> UnsafeMutableRawPointer? {
+        guard isBeingMade, !writesSharedFrameBuffer, let frameBuffer else { return nil }
+        writesSharedFrameBuffer = true
+        return frameBuffer.block
+    }
+
+    /// Whether nghttp2 took the shared frame buffer (for tests).
+    private(set) var writesSharedFrameBuffer = false
+
+    /// A session whose incomplete requests count against `budget` (none: only its own bound),
+    /// writing its frames into `frameBuffer` (see `SharedFrameBuffer`: only for a session used on
+    /// the thread that owns it).
+    public init(budget: RequestBudget? = nil, frameBuffer: SharedFrameBuffer? = nil) {
         self.budget = budget
+        self.frameBuffer = frameBuffer
         var callbacks: OpaquePointer?
         nghttp2_session_callbacks_new(&callbacks)
         nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks, onBeginHeaders)
@@ -266,12 +302,15 @@ public final class HTTP2Session {
         nghttp2_option_set_max_settings(option, Self.maximumSettings)
         nghttp2_option_set_max_outbound_ack(option, Self.maximumOutboundAcks)
         var s: OpaquePointer?
-        var memory = SessionMemory.table
+        var memory = SessionMemory.table(for: Unmanaged.passUnretained(self).toOpaque())
+        isBeingMade = true
         nghttp2_session_server_new3(&s, callbacks, Unmanaged.passUnretained(self).toOpaque(), option, &memory)
+        isBeingMade = false
         nghttp2_option_del(option)
         nghttp2_session_callbacks_del(callbacks)
         session = s
         var settings = [
+            nghttp2_settings_entry(settings_id: CAASANghttp2_SETTINGS_HEADER_TABLE_SIZE, value: Self.headerTableSize),
             nghttp2_settings_entry(settings_id: CAASANghttp2_SETTINGS_MAX_CONCURRENT_STREAMS, value: Self.maximumConcurrentStreams),
             nghttp2_settings_entry(settings_id: CAASANghttp2_SETTINGS_MAX_HEADER_LIST_SIZE, value: UInt32(Self.maximumHeaderListSize)),
             // RFC 9218 §2.1: the server ignores RFC 7540 priorities (a few small files need no
@@ -311,6 +350,10 @@ public final class HTTP2Session {
 
     /// Bytes the fields of this session's incomplete requests hold (at most `maximumHeldBytes`).
     public var heldBytes: Int { held }
+
+    /// Bytes in the HPACK dynamic table of the session's decoder, as RFC 7541 §4.1 counts them
+    /// (for tests).
+    var decoderTableBytes: Int { nghttp2_session_get_hd_inflate_dynamic_table_size(session) }
 
     /// Whether `heldBytes` is what the incomplete requests hold, and within the bound. Checked by
     /// the HTTP/2 fuzz target and its replay tests.

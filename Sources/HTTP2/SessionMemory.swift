@@ -12,27 +12,68 @@ import Glibc
 /// 5,000 idle connections). In a mapping of its own, a connection whose frames stay under 4 KB
 /// (the association files are a few KB) keeps one page. Costs one mmap and one munmap per
 /// session; a failed mapping (`vm.max_map_count`) falls back to the heap.
+///
+/// A session made with a `SharedFrameBuffer` (the worker's) takes that one instead: no page of
+/// its own at all, and no mapping.
 enum SessionMemory {
+    /// The size of nghttp2's outbound frame buffer, the one block a session allocates at this
+    /// size while it is being made: NGHTTP2_FRAMEBUF_CHUNKLEN, a frame header, the largest
+    /// frame payload and a pad length byte (lib/nghttp2_session.h, lib/nghttp2_session.c
+    /// `nghttp2_session_new`).
+    static let frameBufferSize = 16_384 + 9 + 1
+
     /// Blocks at least this large are mapped: the frame buffer (16,394 bytes) and anything of
     /// that order (large header blocks being decoded), never the small per-stream records.
     static let mappedThreshold = 12 * 1024
+
+    /// Once a session is made, blocks at least this large are mapped too. What nghttp2
+    /// allocates this large after it made the session is a client's: the strings of large
+    /// header fields (a 3,950-byte value is a block of 3.5 KB) and the entries of its HPACK
+    /// table, freed when the field has been handed over or evicted. From the heap, a burst of
+    /// them (every connection of a client indexing a large value before it acknowledges our
+    /// 0-byte table) left RSS at its peak with the blocks free: 7 KB a connection. Mapped,
+    /// their pages go back to the system when freed. Nothing of that size is allocated by
+    /// nghttp2 for a usual request (its fields are short), so serving costs no mapping; the
+    /// session's own blocks made with it (its 2,928-byte state, its 4 KB stream map) stay on
+    /// the heap.
+    static let clientBlockThreshold = 2 * 1024
+
+    /// The size from which a block for the session at `user` is mapped.
+    static func threshold(for user: UnsafeMutableRawPointer?) -> Int {
+        guard let user, !HTTP2Session.of(user).isBeingMade else { return mappedThreshold }
+        return clientBlockThreshold
+    }
 
     /// Bytes in front of every block: its size and, for a mapped block, the mapping's length.
     /// 16 keeps the block aligned as malloc's own (max_align_t).
     static let headerSize = 16
 
-    private struct Header {
+    fileprivate struct Header {
         var size: Int
-        /// The mapping's whole length, or 0 for a heap block.
+        /// The mapping's whole length, 0 for a heap block, `shared` for a `SharedFrameBuffer`.
         var mapped: Int
     }
 
-    static func allocate(_ size: Int, zeroed: Bool) -> UnsafeMutableRawPointer? {
+    /// `Header.mapped` of a shared frame buffer: never freed by a session.
+    fileprivate static let shared = -1
+
+    /// A block for the session at `user` (nghttp2's `mem_user_data`, the `HTTP2Session`): its
+    /// shared frame buffer when that is what nghttp2 asks for.
+    static func allocate(_ size: Int, zeroed: Bool, for user: UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? {
+        guard size >= clientBlockThreshold else { return allocate(size, zeroed: zeroed) }
+        if size == frameBufferSize, let user, let shared = HTTP2Session.of(user).claimSharedFrameBuffer() {
+            if zeroed { shared.initializeMemory(as: UInt8.self, repeating: 0, count: size) }
+            return shared
+        }
+        return allocate(size, zeroed: zeroed, mappedFrom: threshold(for: user))
+    }
+
+    static func allocate(_ size: Int, zeroed: Bool, mappedFrom threshold: Int = mappedThreshold) -> UnsafeMutableRawPointer? {
         let (total, overflow) = size.addingReportingOverflow(headerSize)
         guard !overflow else { return nil }
         var base: UnsafeMutableRawPointer?
         var mapped = 0
-        if size >= mappedThreshold {
+        if size >= threshold {
             let p = mmap(nil, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
             if let p, p != UnsafeMutableRawPointer(bitPattern: -1) {  // MAP_FAILED
                 base = p  // anonymous mappings are zero-filled
@@ -45,10 +86,14 @@ enum SessionMemory {
         return base + headerSize
     }
 
+    /// Whether `block` is a mapping of its own (for tests).
+    static func isMapped(_ block: UnsafeMutableRawPointer) -> Bool { (block - headerSize).load(as: Header.self).mapped > 0 }
+
     static func release(_ block: UnsafeMutableRawPointer?) {
         guard let block else { return }
         let base = block - headerSize
         let header = base.load(as: Header.self)
+        if header.mapped == shared { return }  // the worker's, which outlives its sessions
         if header.mapped > 0 {
             munmap(base, header.mapped)
         } else {
@@ -56,10 +101,12 @@ enum SessionMemory {
         }
     }
 
-    static func resize(_ block: UnsafeMutableRawPointer?, _ size: Int) -> UnsafeMutableRawPointer? {
-        guard let block else { return allocate(size, zeroed: false) }
+    static func resize(_ block: UnsafeMutableRawPointer?, _ size: Int, for user: UnsafeMutableRawPointer? = nil) -> UnsafeMutableRawPointer?
+    {
+        // nghttp2 makes its frame buffer with a realloc of nothing (`nghttp2_buf_reserve`).
+        guard let block else { return allocate(size, zeroed: false, for: user) }
         let old = (block - headerSize).load(as: Header.self)
-        if old.mapped == 0 && size < mappedThreshold {
+        if old.mapped == 0 && (size < clientBlockThreshold || size < threshold(for: user)) {
             let (total, overflow) = size.addingReportingOverflow(headerSize)
             guard !overflow, let base = realloc(block - headerSize, total) else { return nil }
             base.storeBytes(of: Header(size: size, mapped: 0), as: Header.self)
@@ -67,22 +114,53 @@ enum SessionMemory {
         }
         // Into or out of a mapping: a new block and a copy (rare: nghttp2 grows its frame
         // buffer from nothing once, and its header tables in small steps).
-        guard let fresh = allocate(size, zeroed: false) else { return nil }
+        guard let fresh = allocate(size, zeroed: false, mappedFrom: threshold(for: user)) else { return nil }
         fresh.copyMemory(from: block, byteCount: min(old.size, size))
         release(block)
         return fresh
     }
 
-    /// nghttp2's allocator table; nghttp2 copies it into each session.
-    static var table: nghttp2_mem {
+    /// nghttp2's allocator table for the session at `user`; nghttp2 copies it into the session.
+    static func table(for user: UnsafeMutableRawPointer) -> nghttp2_mem {
         nghttp2_mem(
-            mem_user_data: nil,
-            malloc: { size, _ in SessionMemory.allocate(size, zeroed: false) },
+            mem_user_data: user,
+            malloc: { size, user in SessionMemory.allocate(size, zeroed: false, for: user) },
             free: { block, _ in SessionMemory.release(block) },
-            calloc: { count, size, _ in
+            calloc: { count, size, user in
                 let (total, overflow) = count.multipliedReportingOverflow(by: size)
-                return overflow ? nil : SessionMemory.allocate(total, zeroed: true)
+                return overflow ? nil : SessionMemory.allocate(total, zeroed: true, for: user)
             },
-            realloc: { block, size, _ in SessionMemory.resize(block, size) })
+            realloc: { block, size, user in SessionMemory.resize(block, size, for: user) })
     }
+}
+
+/// One outbound frame buffer for all the HTTP/2 sessions that one thread drives (a worker's),
+/// in place of one per session.
+///
+/// Why it can be shared: nghttp2 writes a frame into its frame buffer and hands it out within
+/// one `nghttp2_session_mem_send` call, and the bytes are dead once the next call begins (its
+/// documentation: the pointer is valid until the next call); `HTTP2Session.produce` copies them
+/// out at once. A frame too large for one buffer continues in blocks nghttp2 allocates later,
+/// which are the session's own. Nothing else in a session lives in it (its positions are in a
+/// small block of their own). So sessions that never run at the same time, as those of one
+/// thread never do, can take turns in one buffer. Each session held a page of its own
+/// (4 KB of RSS for every idle HTTP/2 connection, the buffer's first page, written by every
+/// SETTINGS frame), and one mmap and munmap.
+///
+/// Only a session used on the thread that owns the buffer may be given it: two threads writing
+/// frames into it at once would mix them.
+public final class SharedFrameBuffer {
+    /// The block and its header (`SessionMemory.Header`, marked shared).
+    private let base: UnsafeMutableRawPointer
+
+    public init() {
+        base = .allocate(byteCount: SessionMemory.headerSize + SessionMemory.frameBufferSize, alignment: 16)
+        base.storeBytes(
+            of: SessionMemory.Header(size: SessionMemory.frameBufferSize, mapped: SessionMemory.shared), as: SessionMemory.Header.self)
+    }
+
+    deinit { base.deallocate() }
+
+    /// Where nghttp2 writes frames.
+    var block: UnsafeMutableRawPointer { base + SessionMemory.headerSize }
 }

@@ -21,6 +21,8 @@ struct ConnectionContext<Answerer: RequestAnswering> {
     var answerer: Answerer
     /// What every worker's incomplete requests hold together (nil: only each session's bound).
     var budget: RequestBudget?
+    /// The frame buffer the worker's HTTP/2 sessions share (nil: each its own).
+    var frameBuffer: SharedFrameBuffer?
     /// HTTP/2 streams refused since the worker last counted them.
     var streamsRefused = 0
 }
@@ -185,7 +187,7 @@ struct ConnectionMachine {
             framing = .http1
             return .wait
         case .http2:
-            let session = HTTP2Session(budget: context.budget)
+            let session = HTTP2Session(budget: context.budget, frameBuffer: context.frameBuffer)
             framing = .http2(session)
             session.produce(into: &context.out, limit: context.limits.outputHighWater)
             return .write

@@ -124,7 +124,8 @@ final class Worker {
             snapshot: store.snapshot(), counters: counters, fetchLog: fetchLog, accessLog: accessLog.map(AccessLogBuffer.init),
             admin: admin, http01: http01, httpsRedirect: httpsRedirect)
         context = ConnectionContext(
-            now: (milliseconds + 999) / 1000, milliseconds: milliseconds, limits: limits, answerer: exchange, budget: budget)
+            now: (milliseconds + 999) / 1000, milliseconds: milliseconds, limits: limits, answerer: exchange, budget: budget,
+            frameBuffer: SharedFrameBuffer())
         second = milliseconds / 1000
         context.out.reserveCapacity(limits.outputHighWater + Self.readBufferSize)
         wheel = TimerWheel(now: milliseconds / 1000)

@@ -27,6 +27,26 @@ struct SessionMemoryTests {
         SessionMemory.release(fresh)
     }
 
+    @Test("once a session is made, a block of 2 KB is mapped and one of a byte less is not; without a session, only 12 KB and up")
+    func clientBlocks() throws {
+        let session = HTTP2Session()
+        let user = Unmanaged.passUnretained(session).toOpaque()
+        #expect(!session.isBeingMade)
+        let threshold = SessionMemory.clientBlockThreshold
+        for (size, mapped) in [(threshold - 1, false), (threshold, true), (3_522, true)] {
+            let block = try #require(SessionMemory.allocate(size, zeroed: false, for: user))
+            #expect(SessionMemory.isMapped(block) == mapped, "\(size)")
+            // Grown past the threshold from the heap, or within it: where the new size belongs.
+            let grown = try #require(SessionMemory.resize(block, size + 1, for: user))
+            #expect(SessionMemory.isMapped(grown) == (size + 1 >= threshold), "\(size) + 1")
+            SessionMemory.release(grown)
+        }
+        // Without a session: the frame buffer's rule alone (12 KB and up).
+        let plain = try #require(SessionMemory.allocate(threshold, zeroed: false, for: nil))
+        #expect(!SessionMemory.isMapped(plain))
+        SessionMemory.release(plain)
+    }
+
     @Test("a size whose header would overflow is refused, not trapped")
     func overflow() {
         #expect(SessionMemory.allocate(Int.max, zeroed: false) == nil)

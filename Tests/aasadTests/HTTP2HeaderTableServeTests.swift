@@ -1,0 +1,30 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// The HPACK table a client may fill in the server's decoder (`HTTP2Session.headerTableSize`):
+/// 512 bytes once the client has acknowledged the server's SETTINGS, seen by Python's h2 over a
+/// real connection.
+@Suite("aasad serve: the HTTP/2 header table")
+final class HTTP2HeaderTableServeTests {
+    let config: TestConfig
+    static let path = "/.well-known/apple-app-site-association"
+
+    init() throws {
+        config = try TestConfig()
+    }
+
+    @Test("a client sees a header table of 512 bytes; a large value it repeats costs its bytes again on the wire, and is served")
+    func repeatedValueCostsItsBytes() throws {
+        let server = try RunningServer(config: config)
+        let script = AASAD.testDirectory.appendingPathComponent("Fixtures/h2table.py").path
+        let out = try Tool.run("python3", [script, "\(server.httpsPort)", "a.test", Self.path])
+        let report = try #require(
+            try JSONSerialization.jsonObject(with: Data(out.text.utf8)) as? [String: Any], "\(out.text) \(out.stderr.suffix(300))")
+        #expect(report["header_table_size"] as? Int == 512, "\(report)")
+        #expect(report["statuses"] as? [String] == ["200", "200"], "\(report)")
+        // The 3,000-byte User-Agent, Huffman-coded: about 2.7 KB. Indexed, it would be one byte.
+        let second = try #require(report["second_bytes"] as? Int)
+        #expect(second > 2_000, "the second request's HEADERS took \(second) bytes: the value was indexed")
+    }
+}
