@@ -540,6 +540,10 @@ public final class HTTP2Session {
     /// frame. With the process-wide budget spent, a stream that would wait for more is refused
     /// here, before anything is kept for it.
     fileprivate func beginHeaders(_ stream: Int32, completes: Bool) {
+        // A block that was to end its stream and did not (nghttp2 found it malformed and resets
+        // the stream once it writes) waits like any other incomplete request: without this it
+        // kept what it was let hold outside the process budget, one such block after another.
+        if currentCompletes && current != nil { waitsAcrossReads() }
         if let previous = current { streams[previous.stream] = previous }
         current = nil
         if !completes, let budget, budget.inUse + (held - reported) >= budget.limit {
