@@ -69,6 +69,8 @@ final class CertificateManagerTests {
         // pebble's certificates all last the same: with the clock still ahead, the new ones are
         // due at once too. The manager backs off rather than ordering again and again.
         #expect(waitFor(manager, ["a.test", "b.test"]) { $0.state == .failed && $0.error?.contains("already due") == true })
+        // A sleep, not a wait: what is checked is that nothing happens (no new order), and the
+        // manager shows no count of its passes to wait on.
         Thread.sleep(forTimeInterval: 2)
         #expect(manager.counters().issued == 4)
         offset.advance(-ahead)
@@ -104,6 +106,8 @@ final class CertificateManagerTests {
         manager.start()
         #expect(waitFor(manager, ["a.test", "b.test"]) { $0.state == .valid }, "\(manager.statuses())")
         #expect(waitFor(manager, ["c.test", "d.test"]) { $0.state == .queued })
+        // A sleep, not a wait: what is checked is that the queued names stay unordered, and the
+        // manager shows no count of its passes to wait on.
         Thread.sleep(forTimeInterval: 1.5)
         #expect(manager.counters().issued == 2)
         #expect(manager.counters().queued == 2)

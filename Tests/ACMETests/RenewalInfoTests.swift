@@ -108,6 +108,8 @@ struct RenewalInfoTests {
                     }, "\(manager.statuses())")
                 #expect((renewAtWhenDue ?? .max) < before.renewAt!)
             } else {
+                // A sleep, not a wait: what is checked is that the certificate stays as it is,
+                // and the manager shows no count of its passes to wait on.
                 Thread.sleep(forTimeInterval: 1)
                 #expect(manager.statusesByName().statuses["a.test"]?.state == .valid)
                 #expect(manager.statusesByName().statuses["a.test"]?.renewAt == before.renewAt)

@@ -254,10 +254,11 @@ struct ConnectionMachineTests {
         #expect(idle.endsWithStop(context))
     }
 
-    @Test("a request answered while stopping says Connection: close and lingers after it")
-    func answerWhileStopping() {
+    /// Two pipelined requests on a context `prepare` set up: only the first is answered, with
+    /// Connection: close, and the connection lingers after it.
+    private func expectClosedAfterFirst(_ prepare: (inout Context) -> Void) {
         var context = makeContext()
-        context.draining = true
+        prepare(&context)
         var machine = plainMachine(context)
         var written: [UInt8] = []
         let next = (request("/a") + request("/b")).withUnsafeBytes { machine.received($0, &context) }
@@ -266,16 +267,14 @@ struct ConnectionMachineTests {
         #expect(String(decoding: written, as: UTF8.self).contains("Connection: close\r\n"))
     }
 
+    @Test("a request answered while stopping says Connection: close and lingers after it")
+    func answerWhileStopping() {
+        expectClosedAfterFirst { $0.draining = true }
+    }
+
     @Test("an answer that asks to close says Connection: close on a keep-alive request and lingers; the pipelined one is not answered")
     func answerAsksToClose() {
-        var context = makeContext()
-        context.answerer.closing = true
-        var machine = plainMachine(context)
-        var written: [UInt8] = []
-        let next = (request("/a") + request("/b")).withUnsafeBytes { machine.received($0, &context) }
-        #expect(run(&machine, next, &context, written: &written) == .linger)
-        #expect(context.answerer.paths == ["/a"])
-        #expect(String(decoding: written, as: UTF8.self).contains("Connection: close\r\n"))
+        expectClosedAfterFirst { $0.answerer.closing = true }
     }
 
     @Test("a malformed request is refused once, and the connection lingers after the answer")

@@ -3,22 +3,24 @@ import Foundation
 import HTTPCore
 import Hashing
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import SiteStore
 
 /// The gzip form is made after the first request that accepts it, on the background queue: not at
-/// load (issue 14: a start at 100,000 sites spent a fifth of its time compressing) and never on a
+/// load (a start at 100,000 sites spent a fifth of its time compressing) and never on a
 /// serving thread (a crafted file took over a second to compress).
 @Suite("Prepared files: the gzip form made in the background after first use")
 struct PreparedFileTests {
     /// Polls `file.gzip` until the background queue has made it (bounded: 10 s).
     static func waitForGzip(_ file: PreparedFile) -> PreparedFile.GzipForm? {
-        for _ in 0..<1_000 {
-            if let form = file.gzip { return form }
-            usleep(10_000)
+        var form: PreparedFile.GzipForm?
+        _ = eventually(attempts: 1_000, interval: 0.01) {
+            form = file.gzip
+            return form != nil
         }
-        return nil
+        return form
     }
 
     static func json(_ size: Int) -> [UInt8] {

@@ -1,11 +1,12 @@
 import Foundation
 import Logging
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import SiteStore
 
-/// serve makes its watcher before the first load reads the config directory (issue 14): a start
+/// serve makes its watcher before the first load reads the config directory: a start
 /// at 100,000 sites reads for seconds, and a file changed in that time, after its site was read,
 /// was lost until the next full rescan when the watches were added after the load.
 @Suite("The watcher is made before the first load")
@@ -36,11 +37,8 @@ struct WatchBeforeLoadTests {
         let batches = Mutex<[ConfigWatcher.Change]>([])
         watcher.start { change in batches.withLock { $0.append(change) } }
         defer { watcher.stop() }
-        let deadline = Date().addingTimeInterval(10)
-        var seen = false
-        while Date() < deadline && !seen {
-            seen = batches.withLock { $0.contains { $0.sites.contains("s0.t.test") || $0.full } }
-            if !seen { Thread.sleep(forTimeInterval: 0.02) }
+        let seen = eventually(attempts: 500, interval: 0.02) {
+            batches.withLock { $0.contains { $0.sites.contains("s0.t.test") || $0.full } }
         }
         #expect(seen, "the change made during the first load was never reported")
         let applied = registry.reload(["s0.t.test"])

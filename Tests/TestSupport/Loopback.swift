@@ -64,3 +64,37 @@ extension Loopback {
         return bound ? Int(UInt16(bigEndian: addr.sin_port)) : 0
     }
 }
+
+extension Loopback {
+    /// How many of the bytes sent on `fd` its peer on loopback has not read yet: the receive queue
+    /// of the peer's socket as /proc/net/tcp lists it (nil when not listed). Zero once the server
+    /// has read what a test sent: the event a test waits for before it acts on a half-sent request.
+    package static func unreadByPeer(_ fd: Int32) -> Int? {
+        func port(_ get: (Int32, UnsafeMutablePointer<sockaddr>, UnsafeMutablePointer<socklen_t>) -> Int32) -> Int? {
+            var addr = sockaddr_in()
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            let got = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { get(fd, $0, &length) } }
+            return got == 0 ? Int(UInt16(bigEndian: addr.sin_port)) : nil
+        }
+        guard let local = port({ getsockname($0, $1, $2) }), let remote = port({ getpeername($0, $1, $2) }),
+            let handle = FileHandle(forReadingAtPath: "/proc/net/tcp")
+        else { return nil }
+        // Read to the end: the file reports no size, and it is longer than a page when many
+        // connections are open.
+        let table = String(decoding: handle.readDataToEndOfFile(), as: UTF8.self)
+        try? handle.close()
+        // The peer's row: its local address is our remote one, and the other way round.
+        func address(_ port: Int) -> String {
+            let hex = String(port, radix: 16, uppercase: true)
+            return "0100007F:" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex
+        }
+        let peer = (address(remote), address(local))
+        for row in table.split(separator: "\n").dropFirst() {
+            let fields = row.split(separator: " ")
+            guard fields.count > 4, fields[1] == peer.0, fields[2] == peer.1 else { continue }
+            // tx_queue:rx_queue, in hexadecimal.
+            return fields[4].split(separator: ":").last.flatMap { Int($0, radix: 16) }
+        }
+        return nil
+    }
+}

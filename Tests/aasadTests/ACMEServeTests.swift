@@ -6,7 +6,7 @@ import Testing
 /// reaches aasad's own listeners (pebble-challtestsrv as the DNS that resolves every name to
 /// 127.0.0.1, pebble's tlsPort and httpPort set to aasad's ports), with its 5 % bad-nonce
 /// rejections on.
-@Suite("serve: automatic certificates against pebble (issue 11)", .serialized)
+@Suite("serve: automatic certificates against pebble", .serialized)
 final class ACMEServeTests {
     let config: TestConfig
     let pebble: Pebble
@@ -14,10 +14,7 @@ final class ACMEServeTests {
     let root: String
 
     init() throws {
-        config = try TestConfig()
-        pebble = try Pebble(resolveEverythingToLoopback: true)
-        root = config.path("pebble-root.pem")
-        try config.write("pebble-root.pem", try pebble.issuingRoot())
+        (config, pebble, root) = try TestConfig.withPebble()
     }
 
     func settings(challenges: String, storage: String = "acme", extra: String = "") throws {
@@ -96,7 +93,7 @@ final class ACMEServeTests {
         #expect(metrics.contains("aasad_acme_names{state=\"needs-dns-hook\"} 1"))
         #expect(!metrics.contains("aasad_acme_challenge_handshakes_total 0"))
         #expect(try presented(server, "a.test").contains("Pebble Intermediate"))
-        // The acme section changed while serving (issue 15): a new manager on the same storage
+        // The acme section changed while serving: a new manager on the same storage
         // keeps what was issued and orders the next site over the challenge now configured.
         try settings(challenges: "http-01")
         #expect(server.waitForLog("aasad.yaml applied"))
@@ -240,6 +237,15 @@ final class ACMEServeTests {
 }
 
 extension TestConfig {
+    /// A config with a pebble of its own whose validation reaches every name on loopback, and
+    /// the path of pebble's issuing root written into the config's folder (for curl's --cacert).
+    static func withPebble() throws -> (TestConfig, Pebble, String) {
+        let config = try TestConfig()
+        let pebble = try Pebble(resolveEverythingToLoopback: true)
+        try config.write("pebble-root.pem", try pebble.issuingRoot())
+        return (config, pebble, config.path("pebble-root.pem"))
+    }
+
     /// Writes config/aasad.yaml with an `acme` section aimed at `pebble` (its directory and CA,
     /// storage under this config's folder), `challenges` as YAML list items and `extra` lines of
     /// that section (two spaces in).

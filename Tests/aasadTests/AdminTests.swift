@@ -6,8 +6,8 @@ import Testing
 
 @testable import HTTPServer
 
-/// The admin listener under load (issue 10): probes answer whatever `/sites` and reloads are doing.
-@Suite("aasad serve: admin probes stay independent of /sites (issue 10)")
+/// The admin listener under load: probes answer whatever `/sites` and reloads are doing.
+@Suite("aasad serve: admin probes stay independent of /sites")
 final class AdminProbeTests {
     let config: TestConfig
     /// Enough sites that `/sites` is far larger than a socket buffer (about 300 bytes each), few
@@ -53,7 +53,7 @@ final class AdminProbeTests {
             return
         }
         // Contents the server has never seen (one per site), so that the reload validates each:
-        // a content validated before is not validated again (issue 14).
+        // a content validated before is not validated again.
         try writeSites(Self.reloadSiteCount) { Self.largeAASA($0 + 1) }
         // --no-watch: the signal thread reloads, holding the registry's lock while it reads every
         // site; the counter moves only when the reload has finished.
@@ -86,6 +86,7 @@ final class AdminProbeTests {
                 sites = Loopback.connect(port: server.adminPort)
                 if let sites { Loopback.send(sites, Self.get("/sites")) }
             }
+            // The probes' pace, not an order of events: each round asks every probe once.
             if after == nil { usleep(Self.pollInterval) }
         }
         #expect(failures.isEmpty, "\(failures)")
@@ -152,7 +153,7 @@ final class AdminProbeTests {
     }
 }
 
-@Suite("Apple's network for AASA-Bot fetches (issue 10)")
+@Suite("Apple's network for AASA-Bot fetches")
 struct AppleNetworkTests {
     @Test("17.0.0.0/8 over IPv4 and IPv4-mapped IPv6 is Apple's network; other addresses are not")
     func addresses() throws {

@@ -1,7 +1,7 @@
 import Testing
 
-/// Findings on the shapes of apple-app-site-association and assetlinks.json files deployed in public repositories
-/// (issue 17). Each fixture keeps a real file's structure with invented team IDs, bundle IDs and
+/// Findings on the shapes of apple-app-site-association and assetlinks.json files deployed in
+/// public repositories. Each fixture keeps a real file's structure with invented team IDs, bundle IDs and
 /// paths; the golden output is what `aasad validate` tells its author.
 @Suite("aasad validate on deployed AASA shapes (the real binary)")
 struct DeployedShapeTests {

@@ -12,7 +12,7 @@ final class HoldingClients {
     private let process = Process()
     private let input = Pipe()
     private let output = Pipe()
-    private var buffered: [UInt8] = []
+    private lazy var lines = PipeLines(output)
     /// What the script saw: connections refused, streams reset by error code, streams left open.
     private(set) var report: [String: Any] = [:]
 
@@ -28,7 +28,7 @@ final class HoldingClients {
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
         try process.run()
-        guard let line = readLine(), line.hasPrefix("held ") else { throw RunningServer.ServerError("h2hold.py did not hold") }
+        guard let line = lines.next(), line.hasPrefix("held ") else { throw RunningServer.ServerError("h2hold.py did not hold") }
         report = try JSONSerialization.jsonObject(with: Data(line.dropFirst(5).utf8)) as? [String: Any] ?? [:]
     }
 
@@ -46,23 +46,11 @@ final class HoldingClients {
     func close() {
         guard process.isRunning else { return }
         input.fileHandleForWriting.write(Data("\n".utf8))
-        _ = readLine()
+        _ = lines.next()
         try? input.fileHandleForWriting.close()
         process.waitUntilExit()
     }
 
-    private func readLine() -> String? {
-        while true {
-            if let newline = buffered.firstIndex(of: 10) {
-                let line = String(decoding: buffered[..<newline], as: UTF8.self)
-                buffered.removeFirst(newline + 1)
-                return line
-            }
-            let data = output.fileHandleForReading.availableData
-            if data.isEmpty { return nil }
-            buffered += data
-        }
-    }
 }
 
 /// What an HTTP/2 client can make the server hold: the fields of incomplete requests, within 64 KB

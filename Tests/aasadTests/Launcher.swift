@@ -48,6 +48,13 @@ final class Launcher {
         input.fileHandleForWriting.write(Data((command + "\n").utf8))
     }
 
+    /// Waits until the load's clients have had `count` more good answers (load_clients.py): the
+    /// load has run against the process serving now, whatever the machine's speed.
+    func waitForAnswers(_ count: Int) throws -> Bool {
+        send("answers \(count)")
+        return try line() == "answered"
+    }
+
     /// Sends `report` and reads the load's counts (load_clients.py).
     func report() throws -> [String: Any] {
         send("report")

@@ -2,7 +2,7 @@ import Foundation
 import TestSupport
 import Testing
 
-/// A changed aasad.yaml applied while serving (issue 15): each live key takes effect without a
+/// A changed aasad.yaml applied while serving: each live key takes effect without a
 /// restart, an invalid file changes nothing, and keys only a new process can apply are reported.
 @Suite("aasad.yaml changed while serving")
 final class LiveSettingsTests {
@@ -77,7 +77,8 @@ final class LiveSettingsTests {
                 """.utf8))
         #expect(server.waitForLog("aasad.yaml applied"))
         #expect(eventually { (try? cacheControl(server)) == "max-age=22" })
-        // Workers take the new limits within a second.
+        // Workers take the new limits at their next tick, within a second; a sleep, because the
+        // server shows no sign that every worker has (Server.Tuner in Sources/HTTPServer).
         usleep(1_100_000)
         #expect(try closesIdle(server, within: 5))
         #expect(try closesSilent(server, within: 5))
@@ -106,6 +107,7 @@ final class LiveSettingsTests {
         // log at the error level says nothing about the change it applies.
         try config.write("config/aasad.yaml", Array("cache-control: max-age=11\nlogging: {level: error}\n".utf8))
         #expect(eventually { (try? cacheControl(server)) == "max-age=11" })
+        // The workers' next tick, as above.
         usleep(1_100_000)
         #expect(try !closesIdle(server, within: 3))
         #expect(try !metrics(server).contains("aasad_cdn_sites"))
@@ -117,7 +119,7 @@ final class LiveSettingsTests {
     }
 }
 
-/// `timeouts.shutdown-delay` (issue 15, Kubernetes): on SIGTERM the process turns unready
+/// `timeouts.shutdown-delay` (Kubernetes): on SIGTERM the process turns unready
 /// (`/readyz` 503) and goes on serving for the delay, then stops accepting and drains.
 @Suite("stopping: unready before accepting stops")
 final class ShutdownDelayTests {

@@ -32,9 +32,10 @@ struct Metrics {
     /// Scrapes until `done` holds (5 s at most) and returns the last scrape.
     static func wait(_ server: RunningServer, until done: (Metrics) -> Bool) throws -> Metrics {
         var metrics = try Metrics(server)
-        for _ in 0..<50 where !done(metrics) {
-            usleep(100_000)
+        _ = try eventually(attempts: 50) {
+            if done(metrics) { return true }
             metrics = try Metrics(server)
+            return done(metrics)
         }
         return metrics
     }
@@ -43,7 +44,7 @@ struct Metrics {
     func series(_ name: String) -> [String] { samples.keys.filter { $0.hasPrefix(name + "{") } }
 }
 
-@Suite("aasad serve: /metrics (issue 6)")
+@Suite("aasad serve: /metrics")
 final class MetricsTests {
     let config: TestConfig
 
@@ -223,8 +224,10 @@ final class MetricsTests {
         let batch = Array([[UInt8]](repeating: request, count: 1000).joined())
         let start = Date()
         while Date().timeIntervalSince(start) < 1 {
+            // Sends what the socket takes, then waits for room (or 10 ms) for the next batch.
             Loopback.send(fd, batch)
-            usleep(10_000)
+            var ready = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+            _ = poll(&ready, 1, 10)
         }
         let metrics = try Metrics.wait(server) { $0["aasad_connection_timeouts_total", ["phase": "write"]] > 0 }
         #expect(metrics["aasad_connection_timeouts_total", ["phase": "write"]] == 1)

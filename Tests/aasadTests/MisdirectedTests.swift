@@ -2,7 +2,7 @@ import Foundation
 import TestSupport
 import Testing
 
-/// The 421 rule (issue 10): on a connection with SNI, a request for the SNI name is served by the
+/// The 421 rule: on a connection with SNI, a request for the SNI name is served by the
 /// normal rules; a request for another host is served when the certificate the connection
 /// presented covers that host, else 421. A certificate rotated, or a site deleted and recreated
 /// with a new pair, while a connection is open does not make that connection's requests misdirected.
@@ -79,7 +79,7 @@ final class KeptConnection {
     private let process = Process()
     private let input = Pipe()
     private let output = Pipe()
-    private var buffered: [UInt8] = []
+    private lazy var lines = PipeLines(output)
 
     init(port: Int, serverName: String) throws {
         Tool.ignoreBrokenPipes()
@@ -89,7 +89,7 @@ final class KeptConnection {
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
         try process.run()
-        let greeting = readLine()
+        let greeting = lines.next()
         guard greeting == "connected" else { throw RunningServer.ServerError("h2kept.py did not connect: \(greeting ?? "exited")") }
     }
 
@@ -102,20 +102,7 @@ final class KeptConnection {
     /// The status of a GET for `authority` and `path` on the kept connection, or `error …`.
     func status(_ authority: String, _ path: String) -> String {
         input.fileHandleForWriting.write(Data("\(authority) \(path)\n".utf8))
-        return readLine() ?? "error: the client exited"
+        return lines.next() ?? "error: the client exited"
     }
 
-    /// One line of the client's output; nil once it exited (each answer is bounded by its 10 s).
-    private func readLine() -> String? {
-        while true {
-            if let newline = buffered.firstIndex(of: 10) {
-                let line = String(decoding: buffered[..<newline], as: UTF8.self)
-                buffered.removeFirst(newline + 1)
-                return line
-            }
-            let data = output.fileHandleForReading.availableData
-            if data.isEmpty { return nil }
-            buffered += data
-        }
-    }
 }

@@ -160,10 +160,7 @@ final class OwnershipACMETests {
     let root: String
 
     init() throws {
-        config = try TestConfig()
-        pebble = try Pebble(resolveEverythingToLoopback: true)
-        root = config.path("pebble-root.pem")
-        try config.write("pebble-root.pem", try pebble.issuingRoot())
+        (config, pebble, root) = try TestConfig.withPebble()
         try config.writeACMESettings(pebble, challenges: "tls-alpn-01")
     }
 

@@ -145,12 +145,13 @@ final class ServeTests {
         // The reload is asynchronous to this client, and so is the compression: the first answer
         // to a client that accepts gzip is the file as it is (with Vary), while the background
         // queue compresses it. Poll, bounded.
-        for _ in 0..<50 where r.headers["content-encoding"] == nil {
-            if r.status == 200 {
+        _ = try eventually {
+            if r.status == 200 && r.headers["content-encoding"] == nil {
                 #expect(r.body == large && r.headers["vary"] == "Accept-Encoding")
             }
-            usleep(100_000)
+            if r.headers["content-encoding"] != nil { return true }
             r = try server.http("z.test", Self.paths[0], ["-H", "Accept-Encoding: gzip"])
+            return false
         }
         #expect(r.headers["content-encoding"] == "gzip")
         #expect(r.headers["vary"] == "Accept-Encoding")
@@ -352,13 +353,7 @@ final class ServeTests {
         try config.write("config/sites/new.test/apple-app-site-association", config.aasa)
         #expect(try server.http("new.test", Self.paths[0]).status == 404)
         server.signal(SIGHUP)
-        var status = 0
-        for _ in 0..<50 {
-            status = try server.http("new.test", Self.paths[0]).status
-            if status == 200 { break }
-            usleep(100_000)
-        }
-        #expect(status == 200)
+        #expect(try eventually { try server.http("new.test", Self.paths[0]).status == 200 })
         #expect(server.stop() == 0)
         #expect(server.log().contains("bad.test"))
     }
@@ -460,18 +455,14 @@ final class DescriptorLimitTests {
         let held = (0..<80).map { _ in server.openConnection() }
         #expect(server.waitForLog("too many open files"), "accept never met EMFILE")
         held.forEach { _ = close($0) }
-        var status = 0
-        for _ in 0..<60 where status != 200 {
-            status = (try? server.http("a.test", "/apple-app-site-association").status) ?? 0
-            if status != 200 { usleep(100_000) }
-        }
-        #expect(status == 200, "the server did not resume serving")
+        #expect(
+            eventually { (try? server.http("a.test", "/apple-app-site-association").status) == 200 }, "the server did not resume serving")
         #expect(server.stop() == 0)
         #expect(server.log().contains("too many open files"))
     }
 }
 
-@Suite("aasad serve: admin listener and systemd readiness (issue 6)")
+@Suite("aasad serve: admin listener and systemd readiness")
 final class AdminTests {
     let config: TestConfig
 
@@ -506,12 +497,7 @@ final class AdminTests {
         #expect(try state("a.test") == "serving")
         #expect(try state("bad.test") == "refused")
         try config.write("config/sites/a.test/apple-app-site-association", Array("{".utf8))
-        var seen: String?
-        for _ in 0..<50 where seen != "serving-last-good" {
-            usleep(100_000)
-            seen = try state("a.test")
-        }
-        #expect(seen == "serving-last-good")
+        #expect(try eventually { try state("a.test") == "serving-last-good" })
         #expect(try server.http("a.test", "/apple-app-site-association").body == config.aasa)
     }
 
@@ -559,8 +545,15 @@ final class AdminTests {
     }
 }
 
-@Suite("aasad serve: graceful stop (issue 6)")
+@Suite("aasad serve: graceful stop")
 final class DrainTests {
+    /// Whether a connection to `port` on loopback is refused: the listener is closed.
+    static func listenerClosed(port: Int) -> Bool {
+        guard let fd = Loopback.connect(port: port) else { return true }
+        close(fd)
+        return false
+    }
+
     @Test("a request in flight when SIGTERM arrives is answered, with Connection: close, then the server exits 0")
     func inFlight() throws {
         let config = try TestConfig()
@@ -568,9 +561,12 @@ final class DrainTests {
         let fd = server.openConnection()
         defer { close(fd) }
         Loopback.send(fd, Array("GET /apple-app-site-association HTTP/1.1\r\nHo".utf8))
-        usleep(200_000)
+        // The server has read the request's first half...
+        #expect(eventually(interval: 0.01) { Loopback.unreadByPeer(fd) == 0 }, "the server never read the request")
         server.signal(SIGTERM)
-        usleep(500_000)
+        // ...when it stops: its workers drain (each closes its listeners as it starts to) before
+        // the second half arrives.
+        #expect(eventually { Self.listenerClosed(port: server.httpPort) }, "the listener stayed open after SIGTERM")
         Loopback.send(fd, Array("st: a.test\r\n\r\n".utf8))
         Loopback.setReceiveTimeout(fd, seconds: 5)
         let reply = Loopback.receiveAll(fd)
@@ -590,7 +586,9 @@ final class DrainTests {
         loop.allow(config.aasa)
         let idle = server.openConnection()  // never sends anything
         defer { close(idle) }
-        usleep(300_000)
+        // The clients have had answers and the idle connection was taken in before the stop.
+        #expect(eventually { loop.count >= 10 })
+        _ = try Metrics.wait(server) { $0["aasad_connections_open", ["listener": "http"]] >= 1 }
         let started = Date()
         server.signal(SIGTERM)
         server.process.waitUntilExit()

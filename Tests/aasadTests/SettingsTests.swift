@@ -2,7 +2,7 @@ import Foundation
 import TestSupport
 import Testing
 
-@Suite("aasad.yaml, AASAD_* variables and flags (issue 6)")
+@Suite("aasad.yaml, AASAD_* variables and flags")
 final class SettingsTests {
     let config: TestConfig
 
@@ -139,7 +139,9 @@ final class SettingsTests {
         let server = try RunningServer(config: config, extra: ["--threads", "1", "--max-connections", "2"])
         let held = (0..<2).compactMap { _ in Loopback.connect(port: server.httpPort) }
         #expect(held.count == 2)
-        usleep(200_000)
+        // Both taken in: the worker is at its limit.
+        let open = try Metrics.wait(server) { $0["aasad_connections_open", ["listener": "http"]] >= 2 }
+        #expect(open["aasad_connections_open", ["listener": "http"]] == 2)
         // The third connection completes in the kernel's backlog but is not served while two are open.
         let waiting = try #require(Loopback.connect(port: server.httpPort))
         defer { close(waiting) }
@@ -175,7 +177,7 @@ final class SettingsTests {
     }
 }
 
-@Suite("aasad serve: access log (issue 6)")
+@Suite("aasad serve: access log")
 final class AccessLogTests {
     let config: TestConfig
 
@@ -185,10 +187,9 @@ final class AccessLogTests {
 
     private func lines(_ path: String, atLeast count: Int) -> [String] {
         var lines: [String] = []
-        for _ in 0..<50 {
+        _ = eventually(attempts: 50) {
             lines = ((try? String(contentsOfFile: path, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
-            if lines.count >= count { break }
-            usleep(100_000)
+            return lines.count >= count
         }
         return lines
     }
@@ -238,10 +239,10 @@ final class AccessLogTests {
         try FileManager.default.moveItem(atPath: path, toPath: path + ".1")
         server.signal(SIGHUP)
         var reopened: [String] = []
-        for _ in 0..<50 where reopened.isEmpty {
-            usleep(100_000)
+        _ = try eventually(attempts: 50) {
             _ = try server.http("a.test", "/.well-known/apple-app-site-association")
             reopened = lines(path, atLeast: 0)
+            return !reopened.isEmpty
         }
         #expect(!reopened.isEmpty, "nothing written after SIGHUP")
         #expect(lines(path + ".1", atLeast: 1).count == 1)

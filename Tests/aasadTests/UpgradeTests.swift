@@ -2,11 +2,14 @@ import Foundation
 import TestSupport
 import Testing
 
-/// In-place upgrades (issue 15): SIGUSR2 starts the binary at the path aasad was started from
+/// In-place upgrades: SIGUSR2 starts the binary at the path aasad was started from
 /// with its listeners, and the old process drains once the new one is ready
 /// (Fixtures/upgrade.py runs aasad from a symlink it can point at a broken program).
 @Suite("in-place upgrade (SIGUSR2): listeners handed over, nothing refused")
 final class UpgradeTests {
+    /// Good answers the load gets between two steps (an upgrade, a failed one): every process
+    /// serves some before the next step, and the total passes the report's 20.
+    static let answersBetweenSteps = 10
     let config: TestConfig
     let scratch: TemporaryDirectory
     let launcher: Launcher
@@ -45,11 +48,11 @@ final class UpgradeTests {
         launcher.send("load-h2 1")
         launcher.send("load-keepalive 2")
         launcher.send("load-h2-keepalive 1")
-        usleep(500_000)
+        #expect(try launcher.waitForAnswers(Self.answersBetweenSteps))
         launcher.send("upgrade")
         let first = try launcher.line()
         #expect(first.hasPrefix("upgraded \(pid) "), "\(first)")
-        usleep(300_000)
+        #expect(try launcher.waitForAnswers(Self.answersBetweenSteps))
         // A new version that exits at once: reported, and the serving process goes on.
         launcher.send("break")
         #expect(try launcher.line() == "broken")
@@ -65,11 +68,11 @@ final class UpgradeTests {
         #expect(missing.hasPrefix("kept \(newPID) |") && missing.contains("No such file or directory"), "\(missing)")
         launcher.send("mend")
         #expect(try launcher.line() == "mended")
-        usleep(300_000)
+        #expect(try launcher.waitForAnswers(Self.answersBetweenSteps))
         launcher.send("upgrade")
         let second = try launcher.line()
         #expect(second.hasPrefix("upgraded \(newPID) "), "\(second)")
-        usleep(500_000)
+        #expect(try launcher.waitForAnswers(Self.answersBetweenSteps))
         let report = try launcher.report()
         #expect((report["ok"] as? Int ?? 0) > 20, "\(report)")
         // Every answer was 200 with the body of the first (load_clients.py): the same snapshot.

@@ -132,7 +132,7 @@ final class FetchLoop: Sendable {
     }
 }
 
-@Suite("Watched config directory under fault injection (issue 4)")
+@Suite("Watched config directory under fault injection")
 final class WatcherTests {
     let config: TestConfig
     let server: RunningServer
@@ -152,11 +152,20 @@ final class WatcherTests {
 
     /// Waits (bounded) until the loop has seen `body`; returns how long after `since` it was first seen.
     private func waitFor(_ loop: FetchLoop, _ body: [UInt8], since: Date) -> TimeInterval? {
-        for _ in 0..<100 {
-            if let seen = loop.seen(body) { return seen.timeIntervalSince(since) }
-            usleep(20_000)
+        var seen: Date?
+        _ = eventually(attempts: 100, interval: 0.02) {
+            seen = loop.seen(body)
+            return seen != nil
         }
-        return nil
+        return seen?.timeIntervalSince(since)
+    }
+
+    /// Waits until the server has refused one more change than `before` (its reload failure
+    /// count): it has read what was written, while the fetch loop went on.
+    private func waitForRefusal(after before: Double) throws -> Double {
+        let metrics = try Metrics.wait(server) { $0["aasad_config_reload_failures_total"] > before }
+        #expect(metrics["aasad_config_reload_failures_total"] > before, "the change was never refused")
+        return metrics["aasad_config_reload_failures_total"]
     }
 
     /// Writes a file in pieces, in place, with pauses between them (an editor or a slow copy).
@@ -165,6 +174,8 @@ final class WatcherTests {
         let size = (bytes.count + pieces - 1) / pieces
         for start in stride(from: 0, to: bytes.count, by: size) {
             _ = bytes[start..<min(start + size, bytes.count)].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            // The pause is the input: a writer slow enough that the server sees the file half
+            // written between two pieces.
             usleep(pause)
         }
         close(fd)
@@ -195,10 +206,11 @@ final class WatcherTests {
         }
 
         // Invalid JSON, then an oversize file: the last good version stays.
+        var refused = try Metrics(server)["aasad_config_reload_failures_total"]
         try Data(#"{"applinks": {"#.utf8).write(to: URL(fileURLWithPath: filePath))
-        usleep(400_000)
+        refused = try waitForRefusal(after: refused)
         try Data(version(2, padding: 140_000)).write(to: URL(fileURLWithPath: filePath))
-        usleep(400_000)
+        _ = try waitForRefusal(after: refused)
 
         // Atomic rename-over.
         let v3 = version(3)
@@ -243,17 +255,19 @@ final class WatcherTests {
         // Directory rename away and back: 404 while it is gone is right.
         loop.setAllow404(true)
         rename(sites + "/a.test", sites + "/a2.test")
-        usleep(400_000)
+        #expect(eventually { (try? server.http("a.test", "/.well-known/apple-app-site-association").status) == 404 })
         rename(sites + "/a2.test", sites + "/a.test")
-        if waitFor(loop, last, since: Date()) == nil { Issue.record("not served again after the directory came back") }
-        usleep(300_000)
+        #expect(eventually { (try? server.http("a.test", "/.well-known/apple-app-site-association").body) == last })
+        // A few more answers, all allowed a 404, before 404 counts again: a fetch sent before the
+        // directory came back may be answered after it.
+        let answered = loop.count
+        #expect(eventually(interval: 0.02) { loop.count >= answered + 5 })
         loop.setAllow404(false)
 
         // Deletion: 404 from then on.
         loop.setAllow404(true)
         try FileManager.default.removeItem(atPath: filePath)
-        usleep(500_000)
-        #expect(try server.http("a.test", "/.well-known/apple-app-site-association").status == 404)
+        #expect(eventually { (try? server.http("a.test", "/.well-known/apple-app-site-association").status) == 404 })
 
         let violations = loop.stop() + kLoop.stop()
         #expect(violations.isEmpty, "\(violations.prefix(10))")
@@ -267,7 +281,7 @@ final class WatcherTests {
 }
 
 /// Ten thousand sites in CI (the 100,000-site figures come from scripts/bench-reload.py).
-@Suite("Many sites (issue 4 scale)")
+@Suite("Many sites at scale")
 final class ManySitesTests {
     static let count = 10_000
 
@@ -290,18 +304,17 @@ final class ManySitesTests {
         }
         let changed = Array(#"{"applinks": {"apps": [], "details": [{"appID": "ABCDE12345.com.example.changed", "paths": ["*"]}]}}"#.utf8)
         try config.write("config/sites/s4242.many.test/apple-app-site-association", changed)
-        var served = false
-        for _ in 0..<100 where !served {
-            served = client.get(host: "s4242.many.test", path: "/.well-known/apple-app-site-association")?.body == changed
-            if !served { usleep(20_000) }
-        }
-        #expect(served, "the change was not applied")
+        #expect(
+            eventually(interval: 0.02) {
+                client.get(host: "s4242.many.test", path: "/.well-known/apple-app-site-association")?.body == changed
+            },
+            "the change was not applied")
         #expect(client.get(host: "s4243.many.test", path: "/.well-known/apple-app-site-association")?.status == 200)
         #expect(server.stop() == 0)
     }
 }
 
-@Suite("Certificates reload without a restart (issue 4)")
+@Suite("Certificates reload without a restart")
 final class CertificateReloadTests {
     let config: TestConfig
     let server: RunningServer

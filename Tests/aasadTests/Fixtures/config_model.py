@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Model-based test of the watched config directory (issue 10, item 5).
+"""Model-based test of the watched config directory.
 
 Random operations from a seeded generator change `sites/` the way operators and deploy tools do,
 while clients fetch all the time; a model says what every host must answer. After each batch of
@@ -19,7 +19,7 @@ Usage:
 Environment: AASAD_MODEL_SEED (default 1), AASAD_MODEL_OPERATIONS (default 1000),
 AASAD_MODEL_BATCH (operations applied before each settle, default 5), AASAD_MODEL_OLD_421=1
 (count a 421 on a kept connection, whose certificate covers the host, instead of failing: the rule
-before issue 10 answered 421 when a site's certificate changed after the handshake).
+once answered 421 when a site's certificate changed after the handshake).
 
 Talks only to 127.0.0.1. Every wait is bounded.
 """
@@ -402,6 +402,10 @@ class Run:
         self.model.dirs[name] = Site(("valid", data), data, pair)
         self.allow_current()
         self.remove_entry(name)  # a symlink replaced by a directory
+        return self.make_site(name, data, pair)
+
+    def make_site(self, name, data, pair):
+        """Makes NAME's directory, then its pair (if any), then its AASA file, with pauses between."""
         os.mkdir(self.path(name))
         self.pause(STEP_PAUSE)
         if pair:
@@ -410,22 +414,24 @@ class Run:
         mode = self.write_file(self.path(name, "apple-app-site-association"), data)
         return "create %s pair=%s v%d %s" % (name, pair, self.version, mode)
 
-    def op_delete(self):
+    def delete_site(self):
+        """Deletes a site's directory chosen at random; its name, or None when there is none."""
         if not self.model.dirs:
             return None
         name = self.rng.choice(sorted(self.model.dirs))
         del self.model.dirs[name]
         self.allow_current()
         shutil.rmtree(self.path(name))
-        return "delete %s" % name
+        return name
+
+    def op_delete(self):
+        name = self.delete_site()
+        return None if name is None else "delete %s" % name
 
     def op_recreate(self):
-        if not self.model.dirs:
+        name = self.delete_site()
+        if name is None:
             return None
-        name = self.rng.choice(sorted(self.model.dirs))
-        del self.model.dirs[name]
-        self.allow_current()
-        shutil.rmtree(self.path(name))
         self.pause(0.05)
         return "recreate: delete %s; " % name + self.op_create_named(name)
 
@@ -434,13 +440,7 @@ class Run:
         pair = self.rng.choice([None, 1, 2, 3])
         self.model.dirs[name] = Site(("valid", data), data, pair)
         self.allow_current()
-        os.mkdir(self.path(name))
-        self.pause(STEP_PAUSE)
-        if pair:
-            self.install_pair(name, pair)
-            self.pause(STEP_PAUSE)
-        mode = self.write_file(self.path(name, "apple-app-site-association"), data)
-        return "create %s pair=%s v%d %s" % (name, pair, self.version, mode)
+        return self.make_site(name, data, pair)
 
     def op_write(self):
         if not self.model.dirs:

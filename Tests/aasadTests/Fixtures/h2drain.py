@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""HTTP/2 clients that end with a graceful stop of the server (issue 10). Each mode sends
+"""HTTP/2 clients that end with a graceful stop of the server. Each mode sends
 SIGTERM to the server itself at the moment that matters, then reads what the server sends until it
 closes, and prints one line: `ok <what happened>` or `fail <why>`. Bounded in count and time;
 talks only to 127.0.0.1.
@@ -40,30 +40,37 @@ def connect(receive_buffer=None):
 def headers():
     return [(":method", "GET"), (":scheme", "https"), (":authority", host), (":path", path)]
 
-def read_until_closed(sock, conn, on_events=None):
-    """Reads until the server closes; every byte goes through h2, which raises on a bad frame."""
+def receive_until_closed(sock, each):
+    """Hands each chunk the server sends to EACH until it closes the connection; fails the test
+    when it has not closed by the deadline."""
     sock.settimeout(1)
-    events = []
     while time.time() < deadline:
         try:
             data = sock.recv(65536)
         except socket.timeout:
             continue
         except (ConnectionError, ssl.SSLEOFError, ssl.SSLZeroReturnError):
-            break
+            return
         if not data:
-            break
-        new = conn.receive_data(data)
-        events += new
+            return
+        each(data)
+    print("fail the server did not close the connection within 60 s")
+    sys.exit(0)
+
+def read_until_closed(sock, conn):
+    """Reads until the server closes; every byte goes through h2, which raises on a bad frame."""
+    events = []
+
+    def through_h2(data):
+        events.extend(conn.receive_data(data))
         out = conn.data_to_send()
         if out:
             try:
                 sock.sendall(out)
             except (ConnectionError, ssl.SSLError):
                 pass
-    else:
-        print("fail the server did not close the connection within 60 s")
-        sys.exit(0)
+
+    receive_until_closed(sock, through_h2)
     return events
 
 def wait_until_not_accepting():
@@ -138,19 +145,7 @@ elif mode == "slow-reader":
     # connection state machine, which refuses the DATA that legitimately follows a graceful GOAWAY
     # (RFC 9113 §6.8: streams up to its last stream id go on).
     received = bytearray()
-    sock.settimeout(1)
-    while time.time() < deadline:
-        try:
-            data = sock.recv(65536)
-        except socket.timeout:
-            continue
-        except (ConnectionError, ssl.SSLEOFError, ssl.SSLZeroReturnError):
-            break
-        if not data:
-            break
-        received += data
-    else:
-        print("fail the server did not close the connection within 60 s"); sys.exit(0)
+    receive_until_closed(sock, received.extend)
     known = (DataFrame, HeadersFrame, SettingsFrame, WindowUpdateFrame, PingFrame, GoAwayFrame, RstStreamFrame)
     body = {stream: 0 for stream in streams}
     ended, goaway, offset = set(), None, 0

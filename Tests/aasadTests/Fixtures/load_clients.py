@@ -11,6 +11,7 @@ on a reused connection is sent again on a new one and counted under "retried". O
 stream the server's GOAWAY says it did not process (an id above the last one) is retried the
 same way (RFC 9113 §6.8). Anything else that is not the expected answer is "failed".
 """
+import json
 import socket
 import ssl
 import subprocess
@@ -19,12 +20,20 @@ import threading
 PATH = "/.well-known/apple-app-site-association"
 
 
+def drop(tls):
+    """Closes a client's connection, if it has one; None, the client's next connection."""
+    if tls is not None:
+        tls.close()
+    return None
+
+
 class Load:
     def __init__(self, port, host="a.test"):
         self.port = port
         self.host = host
         self.counts = {"ok": 0, "failed": 0, "retried": 0, "retriedBy": {}, "errors": []}
         self.lock = threading.Lock()
+        self.answered = threading.Condition(self.lock)
         self.stopping = threading.Event()
         self.threads = []
         self.context = ssl.create_default_context()
@@ -41,6 +50,7 @@ class Load:
                     ok, error = False, "another body: %r" % body[:60]
             if ok:
                 self.counts["ok"] += 1
+                self.answered.notify_all()
             else:
                 self.counts["failed"] += 1
                 if len(self.counts["errors"]) < 10:
@@ -58,6 +68,28 @@ class Load:
             thread = threading.Thread(target=target, daemon=True)
             thread.start()
             self.threads.append(thread)
+
+    def wait_for_answers(self, n, timeout=30):
+        """Waits until N more requests have been answered well (at most TIMEOUT seconds): the
+        load has run against whatever serves now. Whether it got them."""
+        with self.answered:
+            target = self.counts["ok"] + n
+            return self.answered.wait_for(lambda: self.counts["ok"] >= target, timeout)
+
+    KINDS = {"load": "new", "load-h2": "h2", "load-keepalive": "keepalive", "load-h2-keepalive": "h2-keepalive"}
+
+    def command(self, command):
+        """Carries out a launcher's load command (load N, load-h2 N, load-keepalive N,
+        load-h2-keepalive N, answers N, report), printing its answer; whether it was one."""
+        if command[0] in self.KINDS:
+            self.start(self.KINDS[command[0]], int(command[1]))
+        elif command[0] == "answers":
+            print("answered" if self.wait_for_answers(int(command[1])) else "no answers", flush=True)
+        elif command[0] == "report":
+            print(json.dumps(self.report()), flush=True)
+        else:
+            return False
+        return True
 
     def report(self):
         self.stopping.set()
@@ -151,23 +183,18 @@ class Load:
                         raise ConnectionError("a new connection ended without an answer")
                     # The server closed the kept-alive connection as the request went out.
                     self.retried("keepalive")
-                    tls.close()
-                    tls = None
+                    tls = drop(tls)
                     continue
                 head, body, closing = answer
                 ok = head.startswith(b"HTTP/1.1 200")
                 self.record(ok, None if ok else head[:40].decode("latin-1"), body if ok else None)
                 used += 1
                 if closing:
-                    tls.close()
-                    tls = None
+                    tls = drop(tls)
             except Exception as e:  # noqa: BLE001 - every failure is counted and named
                 self.record(False, repr(e))
-                if tls is not None:
-                    tls.close()
-                tls = None
-        if tls is not None:
-            tls.close()
+                tls = drop(tls)
+        drop(tls)
 
     def h2_keepalive(self):
         import h2.config
@@ -247,19 +274,14 @@ class Load:
                         tls.sendall(pending)
                 if refused:
                     self.retried("h2-keepalive")
-                    tls.close()
-                    tls = None
+                    tls = drop(tls)
                     continue
                 ok = status == b"200"
                 self.record(ok, None if ok else "h2 status %r" % status, body if ok else None)
                 used += 1
                 if noticed or connection.state_machine.state == h2.connection.ConnectionState.CLOSED:
-                    tls.close()
-                    tls = None
+                    tls = drop(tls)
             except Exception as e:  # noqa: BLE001 - every failure is counted and named
                 self.record(False, repr(e))
-                if tls is not None:
-                    tls.close()
-                tls = None
-        if tls is not None:
-            tls.close()
+                tls = drop(tls)
+        drop(tls)

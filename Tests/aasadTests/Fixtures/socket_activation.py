@@ -9,10 +9,11 @@ Prints "port N" once bound and "ready" whenever a process is ready. Reads comman
   load-h2 N the same with curl over HTTP/2
   load-keepalive N  N clients each asking again and again on one kept-alive connection
   load-h2-keepalive N  the same over HTTP/2 (one stream after another on one connection)
+  answers N wait until the clients have had N more good answers (30 s at most); prints "answered"
+            (or "no answers"): the load has run against the process serving now
   report    stop the clients and print {"ok": n, "failed": n, "retried": n, "errors": [...]} as one
             line (load_clients.py)
 """
-import json
 import os
 import signal
 import socket
@@ -66,11 +67,8 @@ for line in sys.stdin:
         child.send_signal(signal.SIGTERM)
         child.wait()
         start()
-    elif command[0] in ("load", "load-h2", "load-keepalive", "load-h2-keepalive"):
-        kinds = {"load": "new", "load-h2": "h2", "load-keepalive": "keepalive", "load-h2-keepalive": "h2-keepalive"}
-        load.start(kinds[command[0]], int(command[1]))
-    elif command[0] == "report":
-        print(json.dumps(load.report()), flush=True)
+    elif load.command(command):
+        pass
 if child is not None:
     child.send_signal(signal.SIGTERM)
     child.wait()

@@ -11,7 +11,7 @@ Prints "port N" and "ready PID" once serving. Reads commands on stdin:
   mend      point it back at AASAD
   failed    SIGUSR2; prints "kept PID | LOG LINE" once the process says the upgrade failed (the
             line saying so) and still serves with its PID in the PID file
-  load N / load-h2 N / load-keepalive N / load-h2-keepalive N / report   as in
+  load N / load-h2 N / load-keepalive N / load-h2-keepalive N / answers N / report   as in
             socket_activation.py
   pid       prints the PID file's content
 """
@@ -184,11 +184,8 @@ for line in sys.stdin:
         print("mended", flush=True)
     elif command[0] == "pid":
         print(read_pid(), flush=True)
-    elif command[0] in ("load", "load-h2", "load-keepalive", "load-h2-keepalive"):
-        kinds = {"load": "new", "load-h2": "h2", "load-keepalive": "keepalive", "load-h2-keepalive": "h2-keepalive"}
-        load.start(kinds[command[0]], int(command[1]))
-    elif command[0] == "report":
-        print(json.dumps(load.report()), flush=True)
+    elif load.command(command):
+        pass
     elif command[0] == "log":
         with events_changed:
             print(json.dumps(events), flush=True)
