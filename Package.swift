@@ -158,7 +158,9 @@ let package = Package(
         .testTarget(name: "TLSTests", dependencies: ["TLS", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(
             name: "SiteStoreTests",
-            dependencies: ["SiteStore", "Served", "AASA", "HTTPCore", "Hashing", "TestSupport", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "SiteStore", "Served", "AASA", "HTTPCore", "Hashing", "TestSupport", .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "DaemonTests", dependencies: ["Daemon", "SiteStore", "TestSupport", .product(name: "Logging", package: "swift-log")],
