@@ -55,9 +55,14 @@ public struct HTTP2Request: Sendable {
         }
     }
 
-    /// Bytes this request holds: its kept buffer's allocation (the elements and the array's
-    /// header), or nothing before the first value is kept.
-    var heldBytes: Int { kept.capacity == 0 ? 0 : kept.capacity + Self.storageHeader }
+    /// Bytes this request holds: its kept buffer's allocation as asked for (the elements and the
+    /// array's header), or nothing before the first value is kept. The capacity asked for, not
+    /// the one the array reports: that one is what the allocator's block turned out to hold,
+    /// which depends on which free block it reused (up to `allocationSlack` more), so two equal
+    /// requests could count differently and the budgets' arithmetic would follow the heap's history.
+    var heldBytes: Int { reserved == 0 ? 0 : reserved + Self.storageHeader }
+    /// The capacity `kept` was last sized to (`store`).
+    private var reserved = 0
 
     /// Bytes in front of an array's elements (its count and capacity, and the object header, on
     /// a 64-bit platform).
@@ -160,6 +165,7 @@ public struct HTTP2Request: Sendable {
             let before = heldBytes
             guard capacity + Self.storageHeader + Self.allocationSlack - before <= room else { return nil }
             kept.reserveCapacity(capacity)
+            reserved = capacity
             room -= heldBytes - before
         }
         if range == nil {
