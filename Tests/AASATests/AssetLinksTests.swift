@@ -65,7 +65,7 @@ struct AssetLinksTests {
         #expect(r.diagnostics.contains { $0.message.contains("upper-case") })
     }
 
-    // MARK: - Issue 17: Google's compatibility tests (google/digitalassetlinks
+    // MARK: - Google's compatibility tests (google/digitalassetlinks
     // compatibility-tests/v1, "comptest" numbers) and Android's StatementService.
 
     static func web(_ site: String, relation: String = "delegate_permission/common.get_login_creds") -> String {

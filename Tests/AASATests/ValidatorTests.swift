@@ -198,7 +198,7 @@ struct ValidatorTests {
         Case(
             name: "apps missing, legacy dictionary details",
             text: #"{"applinks": {"details": {"ABCDE12345.a.b": {"paths": ["*"]}}}}"#, rule: .applinksAppsMissing, path: "applinks.apps"),
-        // Issue 17: iOS 13+ ignores applinks.apps; a list there is a warning, not a refusal.
+        // iOS 13+ ignores applinks.apps; a list there is a warning, not a refusal.
         Case(
             name: "applinks.apps not empty",
             text: #"{"applinks": {"apps": ["ABCDE12345.a.b"], "details": [{"appIDs": ["ABCDE12345.a.b"], "components": [{}]}]}}"#,
@@ -207,7 +207,7 @@ struct ValidatorTests {
             name: "applinks.apps not empty, legacy paths",
             text: #"{"applinks": {"apps": ["ABCDE12345.a.b"], "details": [{"appID": "ABCDE12345.a.b", "paths": ["*"]}]}}"#,
             rule: .applinksAppsNotEmpty, path: "applinks.apps"),
-        // Issue 17: a ten-digit prefix is the App Store ID pasted for the Team ID, wherever it is.
+        // a ten-digit prefix is the App Store ID pasted for the Team ID, wherever it is.
         Case(
             name: "App Store ID prefix in appIDs",
             text: F.make(details: #"[{"appIDs": ["1234567890.com.example.app"], "components": [{}]}]"#),
@@ -331,7 +331,7 @@ struct ValidatorTests {
         #expect(r.diagnostics.isEmpty, "\(r.summary)")
     }
 
-    // MARK: - Issue 17: findings tuned on deployed files
+    // MARK: - findings tuned on deployed files
 
     /// Files using only `components` get no "apps missing" warning: iOS 12 reads only `paths`, so
     /// `apps` changes nothing for them (a third of deployed files are of this shape).
@@ -461,7 +461,7 @@ struct ValidatorTests {
         #expect(r.has(.encoding, severity: .error))
     }
 
-    @Test("messages follow DESIGN.md: path, value, then the rule and what to do")
+    @Test("messages say the path, then the value, then the rule and what to do")
     func messageFormat() {
         let r = F.validate(F.make(details: #"[{"appID": "ABC.com.x", "paths": ["*"]}]"#))
         let d = r.diagnostics.first { $0.rule == .appIdentifier }

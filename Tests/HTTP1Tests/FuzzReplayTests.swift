@@ -19,7 +19,7 @@ struct HTTP1FuzzReplayTests {
                 guard case .complete(let head) = parser.parse(UnsafeRawBufferPointer(rebasing: bytes[offset...])) else { break }
                 #expect(head.length > 0 && head.length <= bytes.count - offset)
                 #expect(head.path.upperBound <= head.length && (head.host?.upperBound ?? 0) <= head.length)
-                // What the server does next with the fields (issue 10: the date trap was here).
+                // What the server does next with the fields (a date that trapped in a conversion was found here).
                 let rest = UnsafeRawBufferPointer(rebasing: bytes[offset...])
                 func field(_ range: Range<Int>?) -> UnsafeRawBufferPointer? { range.map { UnsafeRawBufferPointer(rebasing: rest[$0]) } }
                 if let host = field(head.host) { #expect(!HTTPFields.normalizeHost(host).utf8.contains { $0 >= 65 && $0 <= 90 }) }

@@ -92,7 +92,7 @@ struct HTTP2SessionTests {
         #expect(session.activeStreams == 0)
     }
 
-    @Test("issue 10: HEADERS with END_STREAM then RST_STREAM in one read leaves no stream and no body behind")
+    @Test("HEADERS with END_STREAM then RST_STREAM in one read leaves no stream and no body behind")
     func resetInSameRead() {
         let session = HTTP2Session()
         var bytes = ClientFrames.preface + ClientFrames.settings

@@ -3,7 +3,7 @@ import Testing
 
 @testable import HTTPCore
 
-/// Which fallback target a browser gets (issue 12): real User-Agent strings from
+/// Which fallback target a browser gets: real User-Agent strings from
 /// Fixtures/user-agents.tsv, each with its source, and the rules' edges one by one.
 @Suite("ClientPlatform: the fallback platform from a User-Agent")
 struct ClientPlatformTests {
@@ -91,7 +91,7 @@ struct ClientPlatformTests {
         #expect(Self.platform("Android 14 CriOS/120") == .ios)
     }
 
-    @Test("a token right after \"like \" is a compatibility claim, not the device (issue 12)")
+    @Test("a token right after \"like \" is a compatibility claim, not the device")
     func likeIsAClaim() {
         #expect(Self.platform("Mozilla/5.0 (Foo like iPhone)") == .web)
         #expect(Self.platform("like Android 9") == .web)

@@ -33,7 +33,7 @@ struct FieldsFuzzReplayTests {
             #expect(!host.utf8.contains { $0 >= 65 && $0 <= 90 })
             #expect(host.utf8.count <= 3 * bytes.count)
             if bytes.first != 91 { #expect(!host.utf8.contains(58)) }
-            // A link domain's fallback (issue 12): the input as a request path, and as a User-Agent.
+            // A link domain's fallback: the input as a request path, and as a User-Agent.
             let target = RedirectTargetTests.encode(input)
             #expect(RedirectTargetTests.problem(input: input, output: target) == nil, "\(input)")
             let platform = ClientPlatform.of(userAgent: bytes)
@@ -61,7 +61,7 @@ struct FieldsFuzzReplayTests {
         #expect(ClientPlatformTests.platform(bytes: try seed("seed-agent-windows-phone")) == .web)
     }
 
-    @Test("every saved failure stays fixed (issue 10: the dates that trapped are refused)")
+    @Test("every saved failure stays fixed (the dates that trapped in a conversion are refused)")
     func failures() {
         let inputs = FuzzCorpus.failCases("fields-fail-cases").map(\.bytes)
         inputs.forEach(Self.exercise)

@@ -33,7 +33,7 @@ struct HTTPDateTests {
     @Test(
         "hostile and malformed dates are refused (nil: the header is ignored), never a trap",
         arguments: [
-            "Sun, 06 Nov 3000000000 08:49:37 GMT",  // issue 10: the year that trapped in Int32(...)
+            "Sun, 06 Nov 3000000000 08:49:37 GMT",  // a year that once trapped in Int32(...)
             "Sun, 06 Nov 99999999999999999999 08:49:37 GMT",  // beyond Int64
             "Sun, 06 Nov 9223372036854775808 08:49:37 GMT",
             "Sun, 06 Nov 10000 08:49:37 GMT",  // five-digit year

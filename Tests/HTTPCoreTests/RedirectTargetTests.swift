@@ -3,7 +3,7 @@ import Testing
 
 @testable import HTTPCore
 
-/// A request's path and query inserted into a redirect target (issue 12): hostile paths first,
+/// A request's path and query inserted into a redirect target: hostile paths first,
 /// then a seeded property test over random bytes. The same checks run in the `fields` fuzz target
 /// (Fuzz/FuzzFields.swift) and in its corpus replay (FieldsFuzzReplayTests).
 @Suite("RedirectTarget: a request path into a redirect target")

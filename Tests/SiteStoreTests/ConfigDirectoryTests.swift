@@ -28,7 +28,7 @@ final class TempConfig {
     static let aasa = #"{"applinks": {"apps": [], "details": [{"appIDs": ["ABCDE12345.com.example.app"], "components": [{"/": "/*"}]}]}}"#
 }
 
-@Suite("Config directory scan (DESIGN.md)")
+@Suite("Config directory scan")
 struct ConfigDirectoryTests {
     @Test("each site directory becomes a site with its validated files")
     func loadsSites() throws {

@@ -9,7 +9,7 @@ import Testing
 private let good = #"{"applinks": {"apps": [], "details": [{"appIDs": ["ABCDE12345.com.example.app"], "components": [{"/": "/a/*"}]}]}}"#
 private let good2 = #"{"applinks": {"apps": [], "details": [{"appIDs": ["ABCDE12345.com.example.app"], "components": [{"/": "/b/*"}]}]}}"#
 
-@Suite("Config hardening: site.yaml header values and Last-Modified (issue 10)")
+@Suite("Config hardening: site.yaml header values and Last-Modified")
 struct SiteStoreHardeningTests {
     /// Values a header must never carry, as YAML double-quoted text (YAML's escapes make the bytes).
     static let badValues: [(yaml: String, byte: String)] = [
@@ -143,7 +143,7 @@ struct SiteStoreHardeningTests {
     }
 }
 
-@Suite("Header field values as bytes (RFC 9110 §5.5, issue 10)")
+@Suite("Header field values as bytes (RFC 9110 §5.5)")
 struct HTTPFieldValueTests {
     @Test("CR, LF, CR LF (one grapheme), NUL, DEL and bytes over 0x7F are refused, each named with its position")
     func refused() {

@@ -71,7 +71,7 @@ private func loadedTreeA(_ layout: GitSyncLayout, sites: Int) throws -> SiteRegi
     return registry
 }
 
-@Suite("A config directory published by swapping a symlink (git-sync, issue 14)")
+@Suite("A config directory published by swapping a symlink (git-sync)")
 struct ConfigTreeTests {
     @Test("a tree swapped in the middle of a full reload, the old one deleted at once, gives a snapshot of the new tree only")
     func swapMidReload() throws {

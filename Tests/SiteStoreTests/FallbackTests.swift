@@ -21,7 +21,7 @@ private func render(_ template: String, _ path: String) throws -> String {
     return String(decoding: Array(path.utf8).withUnsafeBytes { target.render(pathAndQuery: $0) }, as: UTF8.self)
 }
 
-@Suite("site.yaml fallback and page (issue 12)")
+@Suite("site.yaml fallback and page")
 struct FallbackSettingsTests {
     @Test("a full fallback parses, with the status and the redirects' Cache-Control")
     func parsesFallback() throws {
@@ -131,7 +131,7 @@ struct FallbackSettingsTests {
     }
 }
 
-@Suite("Redirect targets: {path} as sent, the host fixed (issue 12)")
+@Suite("Redirect targets: {path} as sent, the host fixed")
 struct RedirectTemplateTests {
     @Test("a target is at most 2048 bytes; a page name at most 255")
     func bounds() {
@@ -171,7 +171,7 @@ struct RedirectTemplateTests {
     }
 }
 
-@Suite("Site registry: fallback and page reloads (issue 12)")
+@Suite("Site registry: fallback and page reloads")
 struct FallbackRegistryTests {
     @Test("the page is served as HTML with the site's Cache-Control; an empty or oversized page keeps the last good one")
     func pageLastGood() throws {

@@ -2,7 +2,7 @@ import Testing
 
 @testable import SiteStore
 
-@Suite("Host names (DESIGN.md config directory, spec §2)")
+@Suite("Host names: the config directory's naming rules")
 struct HostNameTests {
     @Test(
         "names are lower-cased and a trailing dot dropped",

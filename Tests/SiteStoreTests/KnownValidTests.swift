@@ -17,7 +17,7 @@ private func registry(_ c: TempConfig, file: (path: String, identity: String)?) 
     SiteRegistry(root: c.root, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }), knownValidFile: file)
 }
 
-@Suite("Verdicts of validated contents, kept across starts (issue 14)")
+@Suite("Verdicts of validated contents, kept across starts")
 struct KnownValidTests {
     @Test("a full load writes the verdicts of the served contents, and the next load trusts them")
     func roundTrip() throws {

@@ -23,7 +23,7 @@ private func body(_ snapshot: Snapshot, _ host: String) -> String? {
     snapshot.site(forHost: host)?.aasa.map { String(decoding: $0.body, as: UTF8.self) }
 }
 
-@Suite("Site registry: last good, deletions, aliases, conflicts (issue 4)")
+@Suite("Site registry: last good, deletions, aliases, conflicts")
 struct SiteRegistryTests {
     @Test("a full load serves every valid site")
     func loads() throws {
@@ -124,7 +124,7 @@ struct SiteRegistryTests {
         #expect(body(r.snapshot, "a.test") == good)
     }
 
-    @Test("an alias made before its site is served once the site appears, as a full scan would (issue 10)")
+    @Test("an alias made before its site is served once the site appears, as a full scan would")
     func aliasBeforeSite() throws {
         let c = try TempConfig()
         try c.link("sites/www.a.test", to: "a.test")

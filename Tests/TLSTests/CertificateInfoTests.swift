@@ -4,7 +4,7 @@ import Testing
 
 @testable import TLS
 
-@Suite("Certificate names and validity (issue 10)")
+@Suite("Certificate names and validity")
 struct CertificateInfoTests {
     @Test(
         "RFC 6125 matching: exact names, one left-most wildcard label, no partial or bare-TLD wildcards",
@@ -47,7 +47,7 @@ struct CertificateInfoTests {
     }
 }
 
-@Suite("The development CA is constrained and short-lived (issue 10)")
+@Suite("The development CA is constrained and short-lived")
 struct DevelopmentAuthorityTests {
     @Test("reserved names permit their whole top-level name; public names only themselves")
     func permittedNames() {

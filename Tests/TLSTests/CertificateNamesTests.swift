@@ -27,7 +27,7 @@ struct CertificateNamesTests {
 
     @Test("a context reads its leaf's subjectAltName DNS names at load")
     func readAtLoad() throws {
-        let pair = try TestCertificate.make(["a.test", "*.b.test", "C.test"], key: "rsa")
+        let pair = try TestCertificate.make(["a.test", "*.b.test", "C.test"], key: .rsa)
         let context = try TLSContext(chainPEM: pair.chainPEM, keyPEM: pair.keyPEM, identity: "x", source: "s")
         #expect(context.names.dnsNames == ["a.test", "*.b.test", "c.test"])
         #expect(context.names.covers("x.b.test") && !context.names.covers("b.test"))

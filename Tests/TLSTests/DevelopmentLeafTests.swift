@@ -4,10 +4,10 @@ import Testing
 
 @testable import TLS
 
-/// Development leaves per host (issue 14): each host gets a leaf naming only itself, signed once
+/// Development leaves per host: each host gets a leaf naming only itself, signed once
 /// and then cached; names that are not plain host names, or that the CA does not permit, get no
 /// leaf and cost no signing; everything is bounded.
-@Suite("Development leaves per host (issue 14)")
+@Suite("Development leaves per host")
 struct DevelopmentLeafTests {
     let scratch: TemporaryDirectory
 

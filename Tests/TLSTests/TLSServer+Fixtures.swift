@@ -12,20 +12,9 @@ struct TestCertificate {
     var keyPEM: [UInt8]
 
     /// The first name is the subject's CN; every name goes into subjectAltName.
-    static func make(_ names: [String], key: String = "ec") throws -> TestCertificate {
-        let directory = try TemporaryDirectory(prefix: "aasad-tls-test")
-        let keyArguments = key == "rsa" ? ["-newkey", "rsa:2048"] : ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256"]
-        let made = try Tool.run(
-            "openssl",
-            ["req", "-x509"] + keyArguments + [
-                "-nodes", "-days", "2", "-subj", "/CN=\(names[0])", "-addext",
-                "subjectAltName=" + names.map { "DNS:\($0)" }.joined(separator: ","), "-keyout", directory.path("key.pem"), "-out",
-                directory.path("cert.pem"),
-            ])
-        #expect(made.status == 0, "openssl could not make a test certificate: \(made.stderr)")
-        return TestCertificate(
-            chainPEM: [UInt8](try Data(contentsOf: URL(fileURLWithPath: directory.path("cert.pem")))),
-            keyPEM: [UInt8](try Data(contentsOf: URL(fileURLWithPath: directory.path("key.pem")))))
+    static func make(_ names: [String], key: TestPKI.Key = .ecdsa) throws -> TestCertificate {
+        let pair = try TestPKI.make(names, key: key)
+        return TestCertificate(chainPEM: pair.certificatePEM, keyPEM: pair.keyPEM)
     }
 
     /// A TLS-ALPN-01 challenge certificate (RFC 8737 §3): self-signed, subjectAltName `name` (and

@@ -2,7 +2,7 @@ import Foundation
 import TestSupport
 import Testing
 
-@Suite("aasad.yaml's acme section: each value checked, and the values together (issue 11)")
+@Suite("aasad.yaml's acme section: each value checked, and the values together")
 final class ACMESettingsTests {
     let config: TestConfig
 

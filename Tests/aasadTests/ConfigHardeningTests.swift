@@ -2,10 +2,10 @@ import Foundation
 import TestSupport
 import Testing
 
-/// Issue 10: what the config directory and the settings feed into responses, tried as an attacker
+/// What the config directory and the settings feed into responses, tried as an attacker
 /// or an unlucky operator would: header injection from site.yaml, a changed file answered 304, a
 /// file that cannot be read taken for a deleted one.
-@Suite("Config hardening: header values, Last-Modified, unreadable files (issue 10)")
+@Suite("Config hardening: header values, Last-Modified, unreadable files")
 final class ConfigHardeningTests {
     let config: TestConfig
     static let path = "/.well-known/apple-app-site-association"

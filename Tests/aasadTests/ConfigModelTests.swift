@@ -2,11 +2,11 @@ import Foundation
 import TestSupport
 import Testing
 
-/// The watched config directory against a model (issue 10, item 5): Fixtures/config_model.py
+/// The watched config directory against a model: Fixtures/config_model.py
 /// changes `sites/` at random (seeded) while clients fetch, and checks every answer against what the
 /// model allows. AASAD_MODEL_SEED, AASAD_MODEL_OPERATIONS and AASAD_MODEL_BATCH choose the run (a
 /// seeded 1,000 operations by default); scripts/model-test.sh runs the long one.
-@Suite("Config directory against a model under load (issue 10)")
+@Suite("Config directory against a model under load")
 struct ConfigModelTests {
     @Test("random site, alias, certificate and ConfigMap changes: each step converges, no wrong answer in between")
     func model() throws {
@@ -26,7 +26,7 @@ struct ConfigModelTests {
 }
 
 /// Watcher gaps found by the model test, each reproduced on its own.
-@Suite("Watched config directory: watches follow names (issue 10)")
+@Suite("Watched config directory: watches follow names")
 final class WatchGapTests {
     let config: TestConfig
     let server: RunningServer

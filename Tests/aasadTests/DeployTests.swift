@@ -3,7 +3,7 @@ import TestSupport
 import Testing
 
 /// The deployment files (deploy/) checked by the tools that read them.
-@Suite("Deployment files (issue 6)")
+@Suite("Deployment files")
 struct DeployTests {
     @Test("the systemd unit passes systemd-analyze verify, with the built binary in ExecStart")
     func systemdUnit() throws {
@@ -39,7 +39,7 @@ struct DeployTests {
     }
 }
 
-@Suite("Kubernetes and Compose files (issue 6)")
+@Suite("Kubernetes and Compose files")
 struct ManifestTests {
     static let check = #"""
         import sys, yaml

@@ -3,7 +3,7 @@ import Testing
 @testable import Daemon
 @testable import aasad
 
-/// The descriptor budget's bounds at N and N+1 (issue 10): connections per worker leave the reserve
+/// The descriptor budget's bounds at N and N+1: connections per worker leave the reserve
 /// free, and a limit with no room for one connection per worker gives up on capping.
 @Suite("Descriptor budget")
 struct DescriptorBudgetTests {

@@ -2,9 +2,9 @@ import Foundation
 import TestSupport
 import Testing
 
-/// The development certificate as `serve` makes it when sites lack one (issue 10): a CA that can
+/// The development certificate as `serve` makes it when sites lack one: a CA that can
 /// sign only for the served names, short-lived, and announced loudly.
-@Suite("aasad serve: the development certificate (issue 10)")
+@Suite("aasad serve: the development certificate")
 final class DevelopmentCertificateTests {
     let config: TestConfig
 

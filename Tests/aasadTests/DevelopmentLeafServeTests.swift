@@ -2,11 +2,11 @@ import Foundation
 import TestSupport
 import Testing
 
-/// The development certificate at scale (issue 14): with thousands of sites without a certificate,
+/// The development certificate at scale: with thousands of sites without a certificate,
 /// each host gets a small leaf of its own on its first SNI, which curl and openssl verify with the
 /// development CA; an unknown name gets the default leaf and makes the server sign nothing; a
 /// site added while serving gets a leaf too, unless the CA (made at start) does not permit it.
-@Suite("aasad serve: development leaves per host (issue 14)")
+@Suite("aasad serve: development leaves per host")
 final class DevelopmentLeafServeTests {
     let config: TestConfig
 

@@ -5,7 +5,7 @@ import Testing
 /// The config directory as git-sync (kubernetes/git-sync v4) publishes it, served end to end:
 /// `ROOT/.worktrees/A` checked out, `ROOT/config -> .worktrees/A`; then `.worktrees/B` with
 /// `changed` sites changed, a new link renamed over `ROOT/config`, and A deleted at once.
-@Suite("Sites from a git-sync checkout, swapped under load (issue 14)")
+@Suite("Sites from a git-sync checkout, swapped under load")
 final class GitSyncServeTests {
     /// Sites in each tree, and how many of them the new tree changes. The documented run (1,000
     /// changed sites) is this one; set AASAD_GITSYNC_SITES to try more.

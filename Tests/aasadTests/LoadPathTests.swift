@@ -2,9 +2,9 @@ import Foundation
 import TestSupport
 import Testing
 
-/// Issue 16 item 4: `validate`, `match --config` and `sites` load the config directory through
+/// `validate`, `match --config` and `sites` load the config directory through
 /// the code `serve` uses, so that they answer every host as the server does.
-@Suite("One load path: serve, validate, match --config and sites agree (issue 16)")
+@Suite("One load path: serve, validate, match --config and sites agree")
 final class LoadPathTests {
     let config: TestConfig
     static let path = "/.well-known/apple-app-site-association"

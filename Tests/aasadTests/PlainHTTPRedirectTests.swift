@@ -3,9 +3,9 @@ import HTTPServer
 import TestSupport
 import Testing
 
-/// `listen.http-redirect` (issue 12): `aasad serve` with real curl and raw sockets on the plain
+/// `listen.http-redirect`: `aasad serve` with real curl and raw sockets on the plain
 /// listener. TestConfig serves `a.test` (and its alias `www.a.test`) and `*.w.test`.
-@Suite("aasad serve: plain HTTP redirects to HTTPS (issue 12)")
+@Suite("aasad serve: plain HTTP redirects to HTTPS")
 final class PlainHTTPRedirectTests {
     let config: TestConfig
 

@@ -28,18 +28,9 @@ final class TestConfig {
         try write("config/sites/*.w.test/apple-app-site-association", wildcardAASA)
         try write("config/sites/own.test/apple-app-site-association", ownAASA)
         try write("config/sites/bad.test/apple-app-site-association", Array(#"{"applinks": {"details": [],}}"#.utf8))
-        // own.test's RSA certificate, self-signed: clients trust it with --cacert own.pem.
-        let tls = path("config/sites/own.test/tls")
-        try FileManager.default.createDirectory(atPath: tls, withIntermediateDirectories: true)
-        let status = try Tool.run(
-            "openssl",
-            [
-                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=own.test", "-addext",
-                "subjectAltName=DNS:own.test",
-                "-keyout", tls + "/key.pem", "-out", tls + "/cert.pem",
-            ]
-        ).status
-        #expect(status == 0, "openssl could not make the test certificate")
+        // own.test's RSA certificate, self-signed: clients trust it with --cacert own.pem. The
+        // process's shared pair: an RSA key per config cost a second of each test.
+        try TestPKI.shared(["own.test"], key: .rsa).write(into: path("config/sites/own.test/tls"))
     }
 
     func path(_ relative: String) -> String { directory.path(relative) }
@@ -283,18 +274,6 @@ extension TestConfig {
     /// and key.pem (written elsewhere first and renamed in, key then certificate, as a deploy
     /// tool would).
     func makePair(_ names: [String], into directory: String) throws {
-        let scratch = path("scratch-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
-        let made = try Tool.run(
-            "openssl",
-            [
-                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2", "-subj", "/CN=\(names[0])",
-                "-addext", "subjectAltName=" + names.map { "DNS:\($0)" }.joined(separator: ","), "-keyout", scratch + "/key.pem",
-                "-out", scratch + "/cert.pem",
-            ])
-        #expect(made.status == 0, "openssl could not make the pair: \(made.stderr)")
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        rename(scratch + "/key.pem", directory + "/key.pem")
-        rename(scratch + "/cert.pem", directory + "/cert.pem")
+        try TestPKI.make(names).write(into: directory)
     }
 }

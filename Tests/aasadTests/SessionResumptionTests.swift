@@ -2,7 +2,7 @@ import Foundation
 import TestSupport
 import Testing
 
-/// Session tickets are bound to the certificate they were issued under (issue 10, item 12): every
+/// Session tickets are bound to the certificate they were issued under: every
 /// context shares the rotating ticket keys, and each context's session id context is its
 /// certificate's identity, so a ticket resumes only under the certificate it was issued with.
 @Suite("aasad serve: session tickets resume only under their own certificate")
@@ -45,7 +45,7 @@ final class SessionResumptionTests {
         #expect(try !handshake("own.test", version, offer: development), "a development ticket resumed under own.test's certificate")
     }
 
-    @Test("one TLS 1.3 ticket after a full handshake, and it resumes (issue 14)")
+    @Test("one TLS 1.3 ticket after a full handshake, and it resumes")
     func oneTicket() throws {
         // `-msg` prints every handshake message; tickets come after the handshake.
         func tickets(_ extra: [String]) throws -> Int {

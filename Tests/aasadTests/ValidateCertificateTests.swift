@@ -62,7 +62,7 @@ struct TestCertificates {
     }
 }
 
-@Suite("aasad validate: certificates (issue 10)")
+@Suite("aasad validate: certificates")
 final class ValidateCertificateTests {
     let root = FileManager.default.temporaryDirectory.appendingPathComponent("aasad-validate-tls-\(UUID().uuidString)")
     let aasa = Array(#"{"webcredentials": {"apps": ["ABCDE12345.com.example.app"]}}"#.utf8)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Misbehaving HTTP/2 clients for aasad's abuse tests (issue 5). Each mode attacks one
+"""Misbehaving HTTP/2 clients for aasad's abuse tests. Each mode attacks one
 connection and prints one line: `ok <what happened>` when the server defended itself (closed the
 connection, refused the stream, or sent GOAWAY), `fail <why>` otherwise. Bounded in count and time;
 talks only to 127.0.0.1.

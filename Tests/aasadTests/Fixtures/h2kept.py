@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""One kept-alive HTTP/2 connection for aasad's certificate tests (issue 10): connects once with
+"""One kept-alive HTTP/2 connection for aasad's certificate tests: connects once with
 SNI, then for each line `AUTHORITY PATH` read from standard input sends a request on that same
 connection and prints one line, the response status (or `error <why>`). The test changes the
 config directory between lines. Each answer waits at most 10 s; talks only to 127.0.0.1.

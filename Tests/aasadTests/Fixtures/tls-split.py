@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Sends HTTP/1.1 requests over TLS in pieces that a server reads apart, to check that a
 connection holding part of its input (an idle connection's buffers may be released) loses no
-byte (issue 14). TLS runs over memory BIOs, so the test decides which bytes of which record go
+byte. TLS runs over memory BIOs, so the test decides which bytes of which record go
 out in which TCP segment; a pause between pieces lets the server read the first on its own.
 Prints the status codes of the responses, space separated, then exits once the server closes
 (the last request says Connection: close). Talks only to 127.0.0.1; bounded by 10 s per read.
