@@ -102,7 +102,7 @@ package final class TestDaemon {
 
     package struct Failure: Error, CustomStringConvertible {
         package var description: String
-        init(_ description: String) { self.description = description }
+        package init(_ description: String) { self.description = description }
     }
 }
 
