@@ -10,8 +10,7 @@ package struct Metrics {
     package let families: [String: (type: String, help: String)]
 
     /// The parser script, shared with the tests that run the binary.
-    static let parser = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("aasadTests/Fixtures/metrics.py").path
+    static let parser = TestConfig.fixtures.appendingPathComponent("metrics.py").path
 
     package init(_ server: TestDaemon) throws {
         let page = try server.admin("/metrics")

@@ -32,6 +32,11 @@ package final class TestConfig {
         try TestPKI.shared(["own.test"], key: .rsa).write(into: path("config/sites/own.test/tls"))
     }
 
+    /// The clients and parsers the end-to-end tests share (Python scripts), beside the tests that
+    /// run the binary.
+    package static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("aasadTests/Fixtures")
+
     package func path(_ relative: String) -> String { directory.path(relative) }
 
     package func write(_ relative: String, _ bytes: [UInt8]) throws { try directory.write(relative, bytes) }
