@@ -169,9 +169,10 @@ let package = Package(
         .target(
             name: "DaemonTesting", dependencies: ["Daemon", "TestSupport", .product(name: "Logging", package: "swift-log")],
             path: "Tests/DaemonTesting", swiftSettings: swiftSettings),
-        // What `aasad serve` does, tested on a daemon in this process (no binary, no signals).
+        // What `aasad serve` does, tested on a daemon in this process (no signals, no exit status);
+        // the binary only for the commands a test compares serve with.
         .testTarget(
-            name: "DaemonServeTests", dependencies: ["DaemonTesting", "Daemon", "TestSupport"], swiftSettings: swiftSettings),
+            name: "DaemonServeTests", dependencies: ["DaemonTesting", "Daemon", "TestSupport", "aasad"], swiftSettings: swiftSettings),
         .testTarget(
             name: "aasadTests",
             dependencies: ["aasad", "Daemon", "Check", "Outbound", "Reactor", "TestSupport"],
