@@ -11,12 +11,8 @@ import TestSupport
 /// reload generation, its settings, its log) rather than on a clock. Stopped (not draining)
 /// when released.
 ///
-/// Several run in one process: each has its own listeners, registry, state directory and log.
-/// What they share is the process's (`docs/architecture.md`, in-process testing): swift-metrics'
-/// global factory (the first daemon's; each daemon's /metrics reads its own registry), the TLS
-/// session ticket keys, SIGPIPE ignored, and `LogControl.shared`, which a live change of
-/// `logging.level` sets for every `SwitchingLogHandler` (these daemons log through their own
-/// handler, which it does not touch).
+/// Several run in one process: each has its own listeners, registry, state directory and log;
+/// what they share is the process's (docs/architecture.md, "Testing the daemon in-process").
 package final class TestDaemon {
     package let config: TestConfig
     package let daemon: Daemon
