@@ -19,7 +19,6 @@ final class InProcessTests {
         #expect(try first.https("second.test", "/.well-known/apple-app-site-association", ["--insecure"]).status == 404)
 
         #expect(first.stop())
-        #expect(Loopback.connect(port: first.httpsPort) == nil)
         // The other still answers, follows a change in its config directory, and logs it.
         let before = second.daemon.reloadGeneration
         try secondConfig.write("config/sites/later.test/apple-app-site-association", secondConfig.aasa)

@@ -20,6 +20,8 @@ package final class TestDaemon {
     package let httpsPort: Int
     package let httpPort: Int
     package let adminPort: Int
+    /// The inodes of its listening sockets, as started.
+    private let listeners: Set<String>
     private let output = Lines()
     private let logged = Lines()
 
@@ -54,6 +56,7 @@ package final class TestDaemon {
         httpsPort = daemon.boundHTTPS.first.map { Int($0.port) } ?? 0
         httpPort = daemon.boundHTTP.first.map { Int($0.port) } ?? 0
         adminPort = daemon.boundAdmin.map { Int($0.port) } ?? 0
+        listeners = Self.listening(ports: [httpsPort, httpPort, adminPort])
     }
 
     deinit { daemon.stop(drain: false) }
@@ -85,15 +88,30 @@ package final class TestDaemon {
     }
 
     /// Stops as SIGTERM would (`drain`) or at once, and says whether it stopped cleanly: every
-    /// listener it had now refuses connections (what the binary's exit status 0 said).
+    /// listening socket it had is closed (what the binary's exit status 0 said). By the sockets'
+    /// inodes, not by connecting: another daemon in this process may bind a port this one freed.
     @discardableResult
     package func stop(drain: Bool = true) -> Bool {
         daemon.stop(drain: drain)
-        return [httpsPort, httpPort, adminPort].filter { $0 != 0 }.allSatisfy { port in
-            guard let fd = Loopback.connect(port: port) else { return true }
-            close(fd)
-            return false
+        return listeners.isDisjoint(with: Self.listening(ports: [httpsPort, httpPort, adminPort]))
+    }
+
+    /// The inodes of the TCP sockets listening on `ports` (/proc/net/tcp and tcp6, proc(5)).
+    static func listening(ports: [Int]) -> Set<String> {
+        let wanted = Set(ports.filter { $0 != 0 })
+        var inodes: Set<String> = []
+        for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+            let text = (try? String(contentsOfFile: table, encoding: .utf8)) ?? ""
+            for line in text.split(separator: "\n").dropFirst() {
+                let fields = line.split(separator: " ")
+                // local_address is ADDRESS:PORT in hex; state 0A is LISTEN; the inode is field 9.
+                guard fields.count > 9, fields[3] == "0A", let port = fields[1].split(separator: ":").last.flatMap({ Int($0, radix: 16) }),
+                    wanted.contains(port)
+                else { continue }
+                inodes.insert(String(fields[9]))
+            }
         }
+        return inodes
     }
 
     package struct Failure: Error, CustomStringConvertible {
