@@ -1,15 +1,5 @@
-package import Foundation
-import TestSupport
-
-/// A response as curl saw it.
-package struct HTTPResult {
-    package var status: Int
-    package var headers: [String: String]
-    package var body: [UInt8]
-    package var connects: Int
-    /// `1.1` or `2`, as curl reports it.
-    package var version: String
-}
+import Foundation
+package import TestSupport
 
 /// Real clients against a `TestDaemon`: curl, raw sockets, openssl.
 extension TestDaemon {
@@ -30,34 +20,8 @@ extension TestDaemon {
         try curl(["-H", "Host: \(host)", "http://127.0.0.1:\(httpPort)\(path)"] + options)
     }
 
-    /// curl with `arguments` (10 s at most), its response head written to a scratch file in the
-    /// test's directory; with several responses, the last one's head counts.
-    package func curl(_ arguments: [String]) throws -> HTTPResult {
-        let headerFile = config.path("headers-\(UUID().uuidString)")
-        let out = try Tool.run(
-            "curl", ["-sS", "--path-as-is", "-D", headerFile, "-w", "\n%{num_connects} %{http_version}", "--max-time", "10"] + arguments)
-        defer { try? FileManager.default.removeItem(atPath: headerFile) }
-        var body = out.stdout
-        var connects = 0
-        var version = ""
-        if let newline = body.lastIndex(of: 10) {
-            let trailer = String(decoding: body[(newline + 1)...], as: UTF8.self).split(separator: " ")
-            connects = Int(trailer.first ?? "") ?? 0
-            version = String(trailer.last ?? "")
-            body = Array(body[..<newline])
-        }
-        let head = (try? String(contentsOfFile: headerFile, encoding: .utf8)) ?? ""
-        let blocks = head.components(separatedBy: "\r\n\r\n").filter { !$0.isEmpty }
-        let lines = (blocks.last ?? "").components(separatedBy: "\r\n")
-        let status = lines.first.flatMap { Int($0.split(separator: " ").dropFirst().first ?? "") } ?? 0
-        var headers: [String: String] = [:]
-        for line in lines.dropFirst() {
-            guard let colon = line.firstIndex(of: ":") else { continue }
-            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-        }
-        if out.status != 0 && status == 0 { throw Failure("curl failed (\(out.status)): \(out.stderr)") }
-        return HTTPResult(status: status, headers: headers, body: body, connects: connects, version: version)
-    }
+    /// curl with `arguments` (`Curl.run`), its scratch files in the test's directory.
+    package func curl(_ arguments: [String]) throws -> HTTPResult { try Curl.run(arguments, scratch: config.directory.path) }
 
     /// Sends raw bytes on a plain TCP connection (the plain listener unless `port`) and returns
     /// everything received until the daemon closes or `timeout` seconds pass.

@@ -2,7 +2,7 @@ package import Daemon
 package import Foundation
 import Logging
 import Synchronization
-import TestSupport
+package import TestSupport
 
 /// A `Daemon` serving in this test process, as `aasad serve` would with
 /// `--https 127.0.0.1:0 --http 127.0.0.1:0 --admin 127.0.0.1:0 --threads 2` and the test's own

@@ -1,7 +1,7 @@
 package import Foundation
-package import TestSupport
 
-/// A config directory for tests that serve, built fresh in a temporary directory:
+/// A config directory for tests that serve (a daemon in-process or the binary), built fresh in a
+/// temporary directory:
 /// - `a.test`: an AASA file and assetlinks.json; `www.a.test` is a symlink alias of it
 /// - `*.w.test`: a wildcard site
 /// - `own.test`: a site with its own RSA certificate (the default one is the development ECDSA one)
