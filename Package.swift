@@ -165,6 +165,16 @@ let package = Package(
         .testTarget(
             name: "DaemonTests", dependencies: ["Daemon", "SiteStore", "TestSupport", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings),
+        // A daemon in-process on loopback for tests (as HummingbirdTesting is for Hummingbird): a
+        // config directory in a temporary folder, the shared test keys, real clients, waits on
+        // the daemon's own events.
+        .target(
+            name: "DaemonTesting", dependencies: ["Daemon", "TestSupport", .product(name: "Logging", package: "swift-log")],
+            path: "Tests/DaemonTesting", swiftSettings: swiftSettings),
+        // What `aasad serve` does, tested on a daemon in this process (no signals, no exit status);
+        // the binary only for the commands a test compares serve with.
+        .testTarget(
+            name: "DaemonServeTests", dependencies: ["DaemonTesting", "Daemon", "TestSupport", "aasad"], swiftSettings: swiftSettings),
         .testTarget(
             name: "aasadTests",
             dependencies: ["aasad", "Daemon", "Check", "Outbound", "Reactor", "TestSupport"],

@@ -84,14 +84,7 @@ struct ServeCommand: ParsableCommand {
     static func settings(
         config: String, flags: [SettingsFlags.Value], environment: [String: String]
     ) -> (ServerSettings, [ServerSettings.Problem], unknown: [String]) {
-        var (settings, problems) = ServerSettings.load(configDirectory: config)
-        let fromEnvironment = settings.apply(environment: environment)
-        problems += fromEnvironment.problems
-        for flag in flags {
-            if let problem = settings.apply(flag: "--" + flag.name, setting: flag.setting, flag.values) { problems.append(problem) }
-        }
-        if problems.isEmpty { problems += settings.consistencyProblems(source: "settings") }
-        return (settings, problems, fromEnvironment.unknown)
+        ServerSettings.resolve(configDirectory: config, environment: environment, flags: flags)
     }
 }
 

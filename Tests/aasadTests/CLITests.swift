@@ -4,18 +4,8 @@ import Testing
 
 /// Runs the built `aasad` binary as a user would.
 enum AASAD {
-    /// The `aasad` executable SwiftPM built beside this test bundle, or the one `AASAD_BINARY`
-    /// names (to run the same tests against another build, e.g. to see a fix's test fail on the
-    /// code before it).
-    static var binary: URL {
-        if let path = ProcessInfo.processInfo.environment["AASAD_BINARY"], !path.isEmpty { return URL(fileURLWithPath: path) }
-        let bundleDirectory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        let candidates = [
-            bundleDirectory.appendingPathComponent("aasad"),
-            bundleDirectory.deletingLastPathComponent().appendingPathComponent("aasad"),
-        ]
-        return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) } ?? candidates[0]
-    }
+    /// The executable the tests run (`Binary.aasad`).
+    static var binary: URL { Binary.aasad }
 
     /// This test target's directory: fixtures and golden files live here, and commands run here
     /// so that the paths they print are stable.

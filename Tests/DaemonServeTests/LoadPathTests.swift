@@ -1,9 +1,11 @@
+import DaemonTesting
 import Foundation
 import TestSupport
 import Testing
 
 /// `validate`, `match --config` and `sites` load the config directory through
-/// the code `serve` uses, so that they answer every host as the server does.
+/// the code `serve` uses, so that they answer every host as the server does: the daemon serves
+/// in this process, the commands run from the built binary.
 @Suite("One load path: serve, validate, match --config and sites agree")
 final class LoadPathTests {
     let config: TestConfig
@@ -14,7 +16,7 @@ final class LoadPathTests {
     }
 
     private func aasad(_ arguments: [String]) throws -> Tool.Output {
-        try Tool.run(AASAD.binary.path, arguments)
+        try Tool.run(Binary.aasad.path, arguments)
     }
 
     @Test("an alias on another site's symlink name: serve, match --config, validate and sites all give it to the symlink's site")
@@ -22,7 +24,7 @@ final class LoadPathTests {
         // a.test already has www.a.test as a symlink alias; b.test claims it in its site.yaml.
         try config.write("config/sites/b.test/apple-app-site-association", config.ownAASA)
         try config.write("config/sites/b.test/site.yaml", Array("aliases: [www.a.test]\n".utf8))
-        let server = try RunningServer(config: config)
+        let server = try TestDaemon(config: config)
         #expect(try server.http("www.a.test", Self.path).body == config.aasa)
         #expect(try server.http("a.test", Self.path).status == 200)
         #expect(try server.http("b.test", Self.path).status == 200)
@@ -51,35 +53,12 @@ final class LoadPathTests {
         try config.write("config/sites/x.w.test/apple-app-site-association", config.ownAASA)
         try config.write("config/sites/c.test/apple-app-site-association", config.ownAASA)
         try config.write("config/sites/c.test/site.yaml", Array("aliases: [x.w.test]\n".utf8))
-        let server = try RunningServer(config: config)
+        let server = try TestDaemon(config: config)
         #expect(try server.http("x.w.test", Self.path).body == config.ownAASA)
         #expect(try server.http("y.w.test", Self.path).body == config.wildcardAASA)
 
         let json = try aasad(["match", "--format", "json", "--config", config.config, "https://x.w.test/anything"])
         let object = try JSONSerialization.jsonObject(with: Data(json.stdout)) as? [String: Any]
         #expect(object?["site"] as? String == "sites/x.w.test", "\(json.text)")
-    }
-
-    @Test("a symlink to a directory that is not a site is reported by validate and by sites alike")
-    func aliasOfNoSite() throws {
-        try config.write("config/sites/Not_A_Host/apple-app-site-association", config.aasa)
-        try FileManager.default.createSymbolicLink(atPath: config.path("config/sites/link.test"), withDestinationPath: "Not_A_Host")
-        let validate = try aasad(["validate", config.config])
-        #expect(validate.status == 1)
-        #expect(validate.text.contains("sites/link.test: an alias of Not_A_Host, which is not a site"), "\(validate.text)")
-        let sites = try aasad(["sites", "--config", config.config])
-        #expect(sites.status == 1)
-        #expect(sites.text.contains("sites/link.test: an alias of Not_A_Host, which is not a site"), "\(sites.text)")
-    }
-
-    @Test("a config directory without sites/ is an error for validate and for sites alike")
-    func noSitesDirectory() throws {
-        try FileManager.default.removeItem(atPath: config.path("config/sites"))
-        let validate = try aasad(["validate", config.config])
-        #expect(validate.status == 1)
-        #expect(validate.text.contains("no sites/ directory"), "\(validate.text)")
-        let sites = try aasad(["sites", "--config", config.config])
-        #expect(sites.status == 1, "\(sites.text)")
-        #expect(sites.text.contains("no sites/ directory"), "\(sites.text)")
     }
 }

@@ -1,3 +1,4 @@
+import DaemonTesting
 import Foundation
 import TestSupport
 import Testing
@@ -27,7 +28,7 @@ final class DevelopmentLeafServeTests {
         var verified: Bool
     }
 
-    func presented(_ server: RunningServer, _ name: String?) throws -> Presented {
+    func presented(_ server: TestDaemon, _ name: String?) throws -> Presented {
         let handshake = try Tool.run(
             "timeout",
             ["-s", "KILL", "10", "openssl", "s_client", "-connect", "127.0.0.1:\(server.httpsPort)", "-CAfile", config.developmentCA]
@@ -38,14 +39,14 @@ final class DevelopmentLeafServeTests {
         return Presented(names: names, bytes: der.stdout.count, verified: handshake.text.contains("Verify return code: 0 (ok)"))
     }
 
-    func leavesIssued(_ server: RunningServer) throws -> Double {
+    func leavesIssued(_ server: TestDaemon) throws -> Double {
         try Metrics(server)["aasad_development_leaves_issued_total"]
     }
 
     @Test("2,000 sites without certificates: each host verifies with curl and s_client, and its leaf names that host alone")
     func manyHosts() throws {
         try addSites(2_000)
-        let server = try RunningServer(config: config)
+        let server = try TestDaemon(config: config)
         for i in [0, 1, 999, 1_999] {
             let host = "host\(i).test"
             let shown = try presented(server, host)
@@ -68,7 +69,7 @@ final class DevelopmentLeafServeTests {
     @Test("unknown SNI names and connections without SNI get the default leaf (localhost, loopback) and cause no signing")
     func unknownNames() throws {
         try addSites(20)
-        let server = try RunningServer(config: config)
+        let server = try TestDaemon(config: config)
         #expect(try presented(server, "host3.test").verified)
         let before = try leavesIssued(server)
         #expect(before == 1)
@@ -83,7 +84,7 @@ final class DevelopmentLeafServeTests {
 
     @Test("a site added while serving gets a verifying leaf; one the CA does not permit is logged and gets the default")
     func addedWhileServing() throws {
-        let server = try RunningServer(config: config)
+        let server = try TestDaemon(config: config)
         try config.write("config/sites/later.test/apple-app-site-association", config.aasa)
         #expect(
             eventually { (try? server.https("later.test", "/.well-known/apple-app-site-association").status) == 200 },
@@ -99,7 +100,7 @@ final class DevelopmentLeafServeTests {
         #expect(shown.names.hasPrefix("DNS:"), "\(shown)")
         #expect(!shown.names.contains("later.example.com"))
         #expect(try leavesIssued(server) == issued, "nothing signed for a name the CA would refuse")
-        #expect(server.stop() == 0)
+        #expect(server.stop())
         #expect(server.log().contains("later.example.com"))
     }
 }

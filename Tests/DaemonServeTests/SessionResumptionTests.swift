@@ -1,3 +1,4 @@
+import DaemonTesting
 import Foundation
 import TestSupport
 import Testing
@@ -8,11 +9,11 @@ import Testing
 @Suite("aasad serve: session tickets resume only under their own certificate")
 final class SessionResumptionTests {
     let config: TestConfig
-    let server: RunningServer
+    let server: TestDaemon
 
     init() throws {
         config = try TestConfig()
-        server = try RunningServer(config: config)
+        server = try TestDaemon(config: config)
     }
 
     /// One handshake with `openssl s_client` and one request; the session (with its ticket) is

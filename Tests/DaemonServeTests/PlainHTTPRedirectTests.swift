@@ -1,9 +1,9 @@
+import DaemonTesting
 import Foundation
-import HTTPServer
 import TestSupport
 import Testing
 
-/// `listen.http-redirect`: `aasad serve` with real curl and raw sockets on the plain
+/// `listen.http-redirect`: a daemon in-process, with real curl and raw sockets on the plain
 /// listener. TestConfig serves `a.test` (and its alias `www.a.test`) and `*.w.test`.
 @Suite("aasad serve: plain HTTP redirects to HTTPS")
 final class PlainHTTPRedirectTests {
@@ -14,12 +14,12 @@ final class PlainHTTPRedirectTests {
     }
 
     /// The response head of a raw request on the plain listener, split into lines.
-    private func rawHead(_ server: RunningServer, _ request: [UInt8]) -> [String] {
+    private func rawHead(_ server: TestDaemon, _ request: [UInt8]) -> [String] {
         let reply = String(decoding: server.raw(request), as: UTF8.self)
         return reply.components(separatedBy: "\r\n\r\n").first?.components(separatedBy: "\r\n") ?? []
     }
 
-    private func rawHead(_ server: RunningServer, _ request: String) -> [String] { rawHead(server, Array(request.utf8)) }
+    private func rawHead(_ server: TestDaemon, _ request: String) -> [String] { rawHead(server, Array(request.utf8)) }
 
     private func location(_ head: [String]) -> String? {
         head.first { $0.lowercased().hasPrefix("location: ") }.map { String($0.dropFirst("location: ".count)) }
@@ -27,7 +27,7 @@ final class PlainHTTPRedirectTests {
 
     @Test("curl gets 301 to the same path and query over HTTPS on the bound HTTPS port; following it lands on the file")
     func redirects() throws {
-        let server = try RunningServer(config: config, extra: ["--http-redirect"])
+        let server = try TestDaemon(config: config, flags: ["--http-redirect"])
         let base = "https://a.test:\(server.httpsPort)"
         for (host, path, expected) in [
             ("a.test", "/buy/42?src=mail&x=%20y", base + "/buy/42?src=mail&x=%20y"),
@@ -63,7 +63,7 @@ final class PlainHTTPRedirectTests {
 
     @Test("hostile paths never change the host in Location and never split the head")
     func hostilePaths() throws {
-        let server = try RunningServer(config: config, extra: ["--http-redirect"])
+        let server = try TestDaemon(config: config, flags: ["--http-redirect"])
         let base = "https://a.test:\(server.httpsPort)"
         for (target, expected) in [
             ("//evil.example/x", base + "//evil.example/x"),
@@ -93,7 +93,7 @@ final class PlainHTTPRedirectTests {
 
     @Test("unknown, missing, malformed and IP-literal hosts get 404 or 400, never a Location")
     func hosts() throws {
-        let server = try RunningServer(config: config, extra: ["--http-redirect"])
+        let server = try TestDaemon(config: config, flags: ["--http-redirect"])
         for (request, status) in [
             ("GET /x HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n", "404"),
             ("GET /x HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", "404"),
@@ -115,7 +115,7 @@ final class PlainHTTPRedirectTests {
 
     @Test("an absolute-form target's authority is the host (RFC 9112 §3.2.2), whatever Host says")
     func absoluteForm() throws {
-        let server = try RunningServer(config: config, extra: ["--http-redirect"])
+        let server = try TestDaemon(config: config, flags: ["--http-redirect"])
         let base = "https://a.test:\(server.httpsPort)"
         for (target, expected) in [
             ("http://a.test/x?y=1", base + "/x?y=1"), ("http://A.test:8080/x", base + "/x"), ("http://a.test", base + "/"),
@@ -132,21 +132,21 @@ final class PlainHTTPRedirectTests {
     @Test("https-port from the file, a variable or the flag is the port written; 443 is left out")
     func httpsPort() throws {
         try config.write("config/aasad.yaml", Array("listen:\n  http-redirect: true\n  https-port: 8443\n".utf8))
-        let file = try RunningServer(config: config)
+        let file = try TestDaemon(config: config)
         #expect(try file.http("a.test", "/x").headers["location"] == "https://a.test:8443/x")
-        let variable = try RunningServer(config: config, environment: ["AASAD_LISTEN_HTTPS_PORT": "443"])
+        let variable = try TestDaemon(config: config, environment: ["AASAD_LISTEN_HTTPS_PORT": "443"])
         #expect(try variable.http("a.test:80", "/x?y").headers["location"] == "https://a.test/x?y")
-        let flag = try RunningServer(config: config, extra: ["--https-port", "9443"], environment: ["AASAD_LISTEN_HTTPS_PORT": "443"])
+        let flag = try TestDaemon(config: config, flags: ["--https-port", "9443"], environment: ["AASAD_LISTEN_HTTPS_PORT": "443"])
         #expect(try flag.http("a.test", "/").headers["location"] == "https://a.test:9443/")
         // --no-http-redirect overrides the file: plain HTTP serves the file again.
-        let off = try RunningServer(config: config, extra: ["--no-http-redirect"])
+        let off = try TestDaemon(config: config, flags: ["--no-http-redirect"])
         let served = try off.http("a.test", "/.well-known/apple-app-site-association")
         #expect(served.status == 200 && served.body == config.aasa && served.headers["location"] == nil)
     }
 
     @Test("by default plain HTTP serves the files and 404s other paths, with no Location")
     func offByDefault() throws {
-        let server = try RunningServer(config: config)
+        let server = try TestDaemon(config: config)
         let served = try server.http("a.test", "/.well-known/apple-app-site-association")
         #expect(served.status == 200 && served.body == config.aasa && served.headers["location"] == nil)
         let other = try server.http("a.test", "/buy/42")
@@ -156,7 +156,7 @@ final class PlainHTTPRedirectTests {
     @Test("redirects are counted (3xx, configured, by path) and access-logged like any request")
     func countedAndLogged() throws {
         let path = config.path("access.log")
-        let server = try RunningServer(config: config, extra: ["--http-redirect", "--access-log", path])
+        let server = try TestDaemon(config: config, flags: ["--http-redirect", "--access-log", path])
         #expect(try server.http("a.test", "/.well-known/apple-app-site-association").status == 301)
         #expect(try server.http("a.test", "/buy/42?src=mail").status == 301)
         #expect(try server.http("evil.example", "/buy/42").status == 404)
@@ -175,115 +175,5 @@ final class PlainHTTPRedirectTests {
                 let log = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
                 return log.contains("\"GET /buy/42?src=mail HTTP/1.1\" 301 0") && log.contains("\"GET /buy/42 HTTP/1.1\" 404")
             })
-    }
-}
-
-/// ACME's HTTP-01 beside the redirect, on the in-process server with an HTTP-01 resolver.
-@Suite("Plain HTTP redirect with ACME HTTP-01: the challenge path is still answered")
-final class PlainHTTPRedirectChallengeTests {
-    let server: ChallengeServer
-
-    init() throws {
-        server = try ChallengeServer(httpsRedirect: HTTPSRedirect())
-        server.book.add(host: "a.test", token: HTTP01ChallengeTests.token, answer: HTTP01ChallengeTests.answer)
-    }
-
-    @Test("the HTTP-01 path gets the key authorization, a bad token 404, and every other path 301 to HTTPS")
-    func challengeAnswered() throws {
-        let answered = try server.http("a.test", HTTP01ChallengeTests.path)
-        #expect(answered.status == 200 && answered.body == HTTP01ChallengeTests.answer && answered.headers["location"] == nil)
-        for token in ["unknownToken", "..%2f..%2fetc", ""] {
-            let r = try server.http("a.test", "/.well-known/acme-challenge/" + token)
-            #expect(r.status == 404 && r.headers["location"] == nil, "\(token): \(r.status)")
-        }
-        let other = try server.http("a.test", "/.well-known/apple-app-site-association?x")
-        #expect(other.status == 301)
-        #expect(other.headers["location"] == "https://a.test:\(server.httpsPort)/.well-known/apple-app-site-association?x")
-        #expect(try server.https("a.test", "/.well-known/apple-app-site-association").status == 200)
-    }
-}
-
-/// `listen.http-redirect` and `listen.https-port` as settings: each value checked, and the two
-/// together with the listeners.
-@Suite("aasad.yaml: listen.http-redirect and listen.https-port")
-final class PlainHTTPRedirectSettingsTests {
-    let config: TestConfig
-
-    init() throws {
-        config = try TestConfig()
-    }
-
-    @Test("validate names each bad value with its key and line")
-    func badValues() throws {
-        let file = config.path("config/aasad.yaml")
-        for (yaml, expected) in [
-            ("listen:\n  http-redirect: maybe\n", "\(file): listen.http-redirect: must be true or false, not \"maybe\""),
-            ("listen:\n  http-redirect: [true]\n", "\(file): listen.http-redirect: must be a single value"),
-            ("listen:\n  https-port: 0\n", "\(file): listen.https-port: must be a port from 1 to 65535, not \"0\""),
-            ("listen:\n  https-port: 65536\n", "\(file): listen.https-port: must be a port from 1 to 65535, not \"65536\""),
-            ("listen:\n  https-port: -1\n", "\(file): listen.https-port: must be a port from 1 to 65535, not \"-1\""),
-            ("listen:\n  https-port: 44x\n", "\(file): listen.https-port: must be a port from 1 to 65535, not \"44x\""),
-            ("listen:\n  https-port: \"443\\r\\nX: y\"\n", "\(file): listen.https-port: must be a port from 1 to 65535, not \"443"),
-            (
-                "listen:\n  http-redirekt: true\n",
-                "\(file): listen.http-redirekt: unknown key; listen knows https, http, http-redirect, https-port"
-            ),
-        ] {
-            try config.write("config/aasad.yaml", Array(yaml.utf8))
-            let out = try Tool.run(AASAD.binary.path, ["validate", config.config])
-            #expect(out.status == 1, "\(yaml)")
-            #expect(out.text.contains(expected), "missing: \(expected)\n\(out.text)")
-        }
-    }
-
-    @Test("the redirect needs a plain listener, and a port when there is no HTTPS listener")
-    func together() throws {
-        let file = config.path("config/aasad.yaml")
-        for (yaml, expected) in [
-            ("listen: {http-redirect: true}\n", "\(file): listen.http-redirect: needs a plain HTTP listener to redirect from"),
-            (
-                "listen: {https: [], http: [\":8080\"], http-redirect: true}\n",
-                "\(file): listen.https-port: must be set when listen.http-redirect is on and listen.https is empty"
-            ),
-        ] {
-            try config.write("config/aasad.yaml", Array(yaml.utf8))
-            let out = try Tool.run(AASAD.binary.path, ["validate", file])
-            #expect(out.status == 1, "\(yaml)")
-            #expect(out.text.contains(expected), "missing: \(expected)\n\(out.text)")
-        }
-        for yaml in [
-            "listen: {http: [\":8080\"], http-redirect: true}\n",
-            "listen: {https: [], http: [\":8080\"], http-redirect: true, https-port: 443}\n",
-            "listen: {http-redirect: false, https-port: 8443}\n",
-        ] {
-            try config.write("config/aasad.yaml", Array(yaml.utf8))
-            let out = try Tool.run(AASAD.binary.path, ["validate", file])
-            #expect(out.status == 0, "\(yaml): \(out.text)")
-        }
-    }
-
-    @Test("serve refuses bad values from a variable or a flag, and the redirect without a plain listener, binding nothing")
-    func serveRefuses() throws {
-        let variable = try Tool.run(
-            "env",
-            [
-                "AASAD_LISTEN_HTTP_REDIRECT=maybe", AASAD.binary.path, "serve", "--config", config.config, "--state", config.state,
-                "--https",
-                "127.0.0.1:0",
-            ])
-        #expect(variable.status == 1)
-        #expect(
-            variable.stderr.contains("environment: AASAD_LISTEN_HTTP_REDIRECT: must be true or false, not \"maybe\""), "\(variable.stderr)")
-        #expect(!variable.text.contains("aasad ready"))
-
-        let flag = try Tool.run(AASAD.binary.path, ["serve", "--config", config.config, "--https-port", "70000"])
-        #expect(flag.status == 64)
-        #expect(flag.stderr.contains("--https-port: must be a port from 1 to 65535, not \"70000\""), "\(flag.stderr)")
-
-        let alone = try Tool.run(
-            AASAD.binary.path, ["serve", "--config", config.config, "--state", config.state, "--https", "127.0.0.1:0", "--http-redirect"])
-        #expect(alone.status == 1)
-        #expect(alone.stderr.contains("settings: listen.http-redirect: needs a plain HTTP listener"), "\(alone.stderr)")
-        #expect(!alone.text.contains("aasad ready"))
     }
 }

@@ -1,0 +1,135 @@
+package import Daemon
+package import Foundation
+import Logging
+import Synchronization
+package import TestSupport
+
+/// A `Daemon` serving in this test process, as `aasad serve` would with
+/// `--https 127.0.0.1:0 --http 127.0.0.1:0 --admin 127.0.0.1:0 --threads 2` and the test's own
+/// flags and `AASAD_*` variables, over the config directory of a `TestConfig`. Tests talk to it
+/// with real clients (curl, openssl, python) on loopback, and wait on what it exposes (its
+/// reload generation, its settings, its log) rather than on a clock. Stopped (not draining)
+/// when released.
+///
+/// Several run in one process: each has its own listeners, registry, state directory and log;
+/// what they share is the process's (docs/architecture.md, "Testing the daemon in-process").
+package final class TestDaemon {
+    package let config: TestConfig
+    package let daemon: Daemon
+    /// The bound ports (0: that listener is off), read at start: they stay known after `stop`.
+    package let httpsPort: Int
+    package let httpPort: Int
+    package let adminPort: Int
+    /// The inodes of its listening sockets, as started.
+    private let listeners: Set<String>
+    private let output = Lines()
+    private let logged = Lines()
+
+    /// `flags` are serve's settings flags (`--http-redirect`, `--access-log PATH`), applied after
+    /// `environment` (`AASAD_*` variables) and aasad.yaml, as serve applies them; again on
+    /// every reread of aasad.yaml. Throws when the settings have problems or the start fails,
+    /// with what was logged.
+    package init(config: TestConfig, flags: [String] = [], environment: [String: String] = [:]) throws {
+        self.config = config
+        let arguments =
+            ["--state", config.state, "--https", "127.0.0.1:0", "--http", "127.0.0.1:0", "--threads", "2", "--admin", "127.0.0.1:0"] + flags
+        // Parsed here to refuse a malformed flag now; again in each reread (the parsed values
+        // are not Sendable), which then cannot fail.
+        _ = try SettingsFlags.parse(arguments)
+        let directory = config.config
+        let read: @Sendable () -> (ServerSettings, [ServerSettings.Problem], unknown: [String]) = {
+            ServerSettings.resolve(configDirectory: directory, environment: environment, flags: (try? SettingsFlags.parse(arguments)) ?? [])
+        }
+        let (settings, problems, _) = read()
+        guard problems.isEmpty else { throw Failure("settings refused: \(problems)") }
+        let logged = logged
+        var handler = StreamLogHandler(label: "aasad", stream: LogStream(lines: logged))
+        handler.logLevel = settings.logLevel.level
+        daemon = Daemon(
+            configDirectory: directory, settings: settings, logger: Logger(label: "aasad", factory: { _ in handler }), environment: [:],
+            output: { [output] line in output.append(line) }, reread: read)
+        do {
+            try daemon.start()
+        } catch {
+            throw Failure("the daemon did not start: \(logged.text)")
+        }
+        httpsPort = daemon.boundHTTPS.first.map { Int($0.port) } ?? 0
+        httpPort = daemon.boundHTTP.first.map { Int($0.port) } ?? 0
+        adminPort = daemon.boundAdmin.map { Int($0.port) } ?? 0
+        listeners = Self.listening(ports: [httpsPort, httpPort, adminPort])
+    }
+
+    deinit { daemon.stop(drain: false) }
+
+    package var configDirectory: String { config.config }
+    package var stateDirectory: String { daemon.settings.state }
+    package var developmentCA: String { config.developmentCA }
+
+    /// What the daemon wrote for a supervisor ("aasad ready: …"), line by line.
+    package var outputLines: [String] { output.lines }
+
+    /// What the daemon logged so far, one event a line (swift-log's text format).
+    package func log() -> String { logged.text }
+    package func logSoFar() -> String { logged.text }
+
+    /// Waits (10 s at most) until the log holds `text`: for what the daemon does in the
+    /// background and only logs (a refused change).
+    package func waitForLog(_ text: String) -> Bool { eventually { logged.text.contains(text) } }
+
+    /// Waits (10 s at most) until a reload after `generation` was served.
+    package func waitForReload(after generation: Int) -> Bool { eventually { daemon.reloadGeneration > generation } }
+
+    /// The SIGHUP path, and waits until its snapshot is served.
+    @discardableResult
+    package func reload() -> Bool {
+        let before = daemon.reloadGeneration
+        daemon.reload()
+        return waitForReload(after: before)
+    }
+
+    /// Stops as SIGTERM would (`drain`) or at once, and says whether it stopped cleanly: every
+    /// listening socket it had is closed (what the binary's exit status 0 said). By the sockets'
+    /// inodes, not by connecting: another daemon in this process may bind a port this one freed.
+    @discardableResult
+    package func stop(drain: Bool = true) -> Bool {
+        daemon.stop(drain: drain)
+        return listeners.isDisjoint(with: Self.listening(ports: [httpsPort, httpPort, adminPort]))
+    }
+
+    /// The inodes of the TCP sockets listening on `ports` (/proc/net/tcp and tcp6, proc(5)).
+    static func listening(ports: [Int]) -> Set<String> {
+        let wanted = Set(ports.filter { $0 != 0 })
+        var inodes: Set<String> = []
+        for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+            let text = (try? String(contentsOfFile: table, encoding: .utf8)) ?? ""
+            for line in text.split(separator: "\n").dropFirst() {
+                let fields = line.split(separator: " ")
+                // local_address is ADDRESS:PORT in hex; state 0A is LISTEN; the inode is field 9.
+                guard fields.count > 9, fields[3] == "0A", let port = fields[1].split(separator: ":").last.flatMap({ Int($0, radix: 16) }),
+                    wanted.contains(port)
+                else { continue }
+                inodes.insert(String(fields[9]))
+            }
+        }
+        return inodes
+    }
+
+    package struct Failure: Error, CustomStringConvertible {
+        package var description: String
+        package init(_ description: String) { self.description = description }
+    }
+}
+
+/// Lines collected from the daemon's threads.
+private final class Lines: Sendable {
+    private let collected = Mutex<[String]>([])
+    func append(_ line: String) { collected.withLock { $0.append(line) } }
+    var lines: [String] { collected.withLock { $0 } }
+    var text: String { collected.withLock { $0.joined() } }
+}
+
+/// swift-log's text handler writes each event as one string ending in a line feed.
+private struct LogStream: TextOutputStream, Sendable {
+    let lines: Lines
+    mutating func write(_ string: String) { lines.append(string) }
+}
