@@ -3,46 +3,6 @@ import Synchronization
 import TestSupport
 import Testing
 
-/// A config directory for end-to-end tests, built fresh in a temporary directory:
-/// - `a.test`: an AASA file and assetlinks.json; `www.a.test` is a symlink alias of it
-/// - `*.w.test`: a wildcard site
-/// - `own.test`: a site with its own RSA certificate (the default one is the development ECDSA one)
-/// - `bad.test`: an invalid file, so not served
-final class TestConfig {
-    /// Removed with everything in it when the config is released.
-    let directory: TemporaryDirectory
-    var root: URL { directory.url }
-    let aasa = Array(
-        #"{"applinks": {"apps": [], "details": [{"appIDs": ["ABCDE12345.com.example.app"], "components": [{"/": "/buy/*"}]}]}}"#.utf8)
-    let wildcardAASA = Array(#"{"applinks": {"apps": [], "details": [{"appID": "ABCDE12345.com.example.w", "paths": ["*"]}]}}"#.utf8)
-    let ownAASA = Array(#"{"webcredentials": {"apps": ["ABCDE12345.com.example.own"]}}"#.utf8)
-    let assetLinks = Array(
-        #"[{"relation": ["delegate_permission/common.handle_all_urls"], "target": {"namespace": "android_app", "package_name": "com.example", "sha256_cert_fingerprints": ["14:6D:E9:83:C5:73:06:50:D8:EE:B9:95:2F:34:FC:64:16:A0:83:42:E6:1D:BE:A8:8A:04:96:B2:3F:CF:44:E5"]}}]"#
-            .utf8)
-
-    init() throws {
-        directory = try TemporaryDirectory(prefix: "aasad-e2e")
-        try write("config/sites/a.test/apple-app-site-association", aasa)
-        try write("config/sites/a.test/assetlinks.json", assetLinks)
-        try FileManager.default.createSymbolicLink(atPath: path("config/sites/www.a.test"), withDestinationPath: "a.test")
-        try write("config/sites/*.w.test/apple-app-site-association", wildcardAASA)
-        try write("config/sites/own.test/apple-app-site-association", ownAASA)
-        try write("config/sites/bad.test/apple-app-site-association", Array(#"{"applinks": {"details": [],}}"#.utf8))
-        // own.test's RSA certificate, self-signed: clients trust it with --cacert own.pem. The
-        // process's shared pair: an RSA key per config cost a second of each test.
-        try TestPKI.shared(["own.test"], key: .rsa).write(into: path("config/sites/own.test/tls"))
-    }
-
-    func path(_ relative: String) -> String { directory.path(relative) }
-
-    func write(_ relative: String, _ bytes: [UInt8]) throws { try directory.write(relative, bytes) }
-
-    var config: String { path("config") }
-    var state: String { path("state") }
-    var developmentCA: String { path("state/dev-tls/ca.pem") }
-    var ownCA: String { path("config/sites/own.test/tls/cert.pem") }
-}
-
 /// `aasad serve` started on port 0 for one test, stopped with SIGTERM when the test ends.
 final class RunningServer {
     let process = Process()
@@ -158,14 +118,8 @@ final class RunningServer {
 
     // MARK: - Clients
 
-    struct HTTPResult {
-        var status: Int
-        var headers: [String: String]
-        var body: [UInt8]
-        var connects: Int
-        /// `1.1` or `2`, as curl reports it.
-        var version: String
-    }
+    /// A response as curl saw it (TestSupport's, shared with the in-process tests).
+    typealias HTTPResult = TestSupport.HTTPResult
 
     /// curl over HTTPS with `host` resolved to the server, trusting the development CA (or `cacert`).
     func https(_ host: String, _ path: String, _ options: [String] = [], cacert: String? = nil) throws -> HTTPResult {
@@ -191,31 +145,7 @@ final class RunningServer {
     /// curl with `arguments`, its response head written to a file in `scratch` (for servers that
     /// tests run in-process, as well as this one).
     static func curl(_ arguments: [String], scratch config: TestConfig) throws -> HTTPResult {
-        let headerFile = config.path("headers-\(UUID().uuidString)")
-        let out = try Tool.run(
-            "curl", ["-sS", "--path-as-is", "-D", headerFile, "-w", "\n%{num_connects} %{http_version}", "--max-time", "10"] + arguments)
-        defer { try? FileManager.default.removeItem(atPath: headerFile) }
-        var body = out.stdout
-        var connects = 0
-        var version = ""
-        if let newline = body.lastIndex(of: 10) {
-            let trailer = String(decoding: body[(newline + 1)...], as: UTF8.self).split(separator: " ")
-            connects = Int(trailer.first ?? "") ?? 0
-            version = String(trailer.last ?? "")
-            body = Array(body[..<newline])
-        }
-        let head = (try? String(contentsOfFile: headerFile, encoding: .utf8)) ?? ""
-        // With several requests, the last response's head counts.
-        let blocks = head.components(separatedBy: "\r\n\r\n").filter { !$0.isEmpty }
-        let lines = (blocks.last ?? "").components(separatedBy: "\r\n")
-        let status = lines.first.flatMap { Int($0.split(separator: " ").dropFirst().first ?? "") } ?? 0
-        var headers: [String: String] = [:]
-        for line in lines.dropFirst() {
-            guard let colon = line.firstIndex(of: ":") else { continue }
-            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-        }
-        if out.status != 0 && status == 0 { throw ServerError("curl failed (\(out.status)): \(out.stderr)") }
-        return HTTPResult(status: status, headers: headers, body: body, connects: connects, version: version)
+        try Curl.run(arguments, scratch: config.root.path)
     }
 
     /// Opens a plain TCP connection and leaves it open (the caller closes it).
@@ -266,14 +196,5 @@ extension RunningServer {
     func servedFingerprint(_ name: String) throws -> String {
         let handshake = try Tool.run("openssl", ["s_client", "-connect", "127.0.0.1:\(httpsPort)", "-servername", name], input: [])
         return try Tool.run("openssl", ["x509", "-noout", "-fingerprint", "-sha256"], input: handshake.stdout).text
-    }
-}
-
-extension TestConfig {
-    /// Makes a self-signed ECDSA pair whose subjectAltName lists `names` into `directory`/cert.pem
-    /// and key.pem (written elsewhere first and renamed in, key then certificate, as a deploy
-    /// tool would).
-    func makePair(_ names: [String], into directory: String) throws {
-        try TestPKI.make(names).write(into: directory)
     }
 }
