@@ -1,5 +1,8 @@
 import StrictJSON
 
+// Longer than 400 lines on purpose: the statement list's decoder and its checks follow the format
+// top-down (statements, relations, targets, fingerprints) and share their key tables.
+
 /// A Digital Asset Links statement list, `/.well-known/assetlinks.json` (spec §4).
 public struct AssetLinks: Sendable, Equatable {
     public enum Statement: Sendable, Equatable {

@@ -4,6 +4,9 @@ public import Outbound
 import SafeText
 import StrictJSON
 
+// Longer than 400 lines on purpose: the checks read top to bottom in the order Apple's fetcher
+// makes them (origin file, certificate, assetlinks.json, the CDN's copy).
+
 /// A live check of one deployed host as Apple's fetcher sees it (`aasad check`): the origin's
 /// AASA file over verified TLS without following redirects, its certificate, its assetlinks.json,
 /// and Apple's CDN copy compared with it. Blocking; one request at a time on the given client.

@@ -1,6 +1,10 @@
 import CAASANghttp2
 public import HTTPCore
 
+// Longer than 400 lines on purpose: the session and the nghttp2 callbacks at its end share its
+// private state (the held bytes, both budgets, the streams), which stays private to be counted in
+// one place; the request type it fills comes first.
+
 /// One request read from an HTTP/2 stream: the fields serving needs, copied out of nghttp2's
 /// buffers (they are valid only during a callback) into one buffer per request.
 public struct HTTP2Request: Sendable {

@@ -2,6 +2,9 @@ import HTTP1
 import HTTP2
 import HTTPCore
 
+// Longer than 400 lines on purpose: one connection's phases and every transition between them, for
+// both framings, read as one table; split, a phase change would be made in several files.
+
 /// What a connection's state machine needs from its worker for one event: the time, the limits,
 /// whether the server is stopping, where output goes, and who answers requests.
 struct ConnectionContext<Answerer: RequestAnswering> {

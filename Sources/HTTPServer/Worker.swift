@@ -5,6 +5,9 @@ import Reactor
 import Served
 import TLS
 
+// Longer than 400 lines on purpose: the loop's dispatch, its connection table and the timer wheel
+// share state owned by one thread, without a lock; accepting is in Worker+Accept.swift.
+
 /// One loop thread, the I/O shell around its connections: its own epoll, its own SO_REUSEPORT
 /// listeners, accepting, the timer wheel, the TLS handshake, and the reads and writes that
 /// `ConnectionMachine` asks for. What the bytes mean is the machine's business, and what a

@@ -3,6 +3,9 @@ import CAASAOpenSSL
 import Synchronization
 public import TLS
 
+// Longer than 400 lines on purpose: every libcurl option, callback and bound of an outbound
+// request in one place, so that no caller gets a request with other verification or limits.
+
 /// One outbound HTTPS request: ACME's calls to a CA, `aasad check`'s fetches of an origin and of
 /// Apple's CDN, and the CDN watch in `serve`.
 public struct OutboundRequest: Sendable {

@@ -3,6 +3,9 @@ public import Logging
 import Reactor
 import Synchronization
 
+// Longer than 400 lines on purpose: inotify's watch table, the mapping of events to sites and the
+// debounce share one state on the watcher's thread.
+
 /// Follows the config directory with inotify and reports which sites changed.
 ///
 /// Events are mapped to site names (`sites/NAME/...`), collected, and handed over once the

@@ -1,5 +1,8 @@
 import Served
 
+// Longer than 400 lines on purpose: the one ownership rule, its whole decision and its incremental
+// update side by side, so that the two are read (and fuzzed, Fuzz/FuzzOwnership.swift) together.
+
 /// Which site holds which host name: the one rule `serve` (the snapshot, and so the certificates
 /// ordered for it), `validate`, `sites`, `match --config` and `/sites` all answer from. Pure: no
 /// I/O; the registry feeds it what it read and publishes what it decides.
