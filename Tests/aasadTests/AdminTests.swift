@@ -118,8 +118,11 @@ final class AdminProbeTests {
     /// Probe rounds that must be answered while the reload runs (see the assertion).
     static let minimumRounds = 5
     /// Bounds on the probe loop: a reload that never finishes ends the test instead of hanging it.
+    /// The deadline is generous: validating the 50 large sites took over 15 s with the test
+    /// processes of scripts/test and a release build sharing two cores, and what is asserted is
+    /// that the probes are answered meanwhile, not how long the reload takes.
     static let maxRounds = 2000
-    static let reloadDeadline: TimeInterval = 15
+    static let reloadDeadline: TimeInterval = 90
     /// A probe that waits for the reload gives up after this many seconds (recorded as status 0).
     static let probeTimeout: Double = 3
     /// Between rounds, so that five rounds span far more than the signal's way to the reloader.
