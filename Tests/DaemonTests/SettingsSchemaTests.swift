@@ -192,6 +192,14 @@ struct SettingsFlagsTests {
         #expect(settings.idleTimeout == 6 && !settings.watch && settings.httpRedirect)
     }
 
+    @Test("a malformed flag's message shows control bytes escaped, never raw")
+    func escapedRefusals() {
+        #expect(apply(["--foo\nbar"]).1 == "Unknown option '--foo\\x0Abar'")
+        #expect(apply(["--\u{1B}[31m=x"]).1 == "Unknown option '--\\x1B[31m'")
+        #expect(apply(["\u{1B}[31mred"]).1 == "Unexpected argument '\\x1B[31mred'")
+        #expect(apply(["--no-\r"]).1 == "Unknown option '--no-\\x0D'")
+    }
+
     @Test("malformed flags get ArgumentParser's messages; values the setting's")
     func refusals() {
         #expect(apply(["--bogus"]).1 == "Unknown option '--bogus'")
