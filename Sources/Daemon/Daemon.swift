@@ -343,7 +343,13 @@ package final class Daemon: @unchecked Sendable {
             } catch {
                 logger.critical("cannot write the PID file", metadata: ["path": "\(path)", "error": "\(error)"])
                 upgrade.abandon()
+                // What started is stopped, not left to the process's exit: a daemon in a test
+                // process (or any owner that goes on) would keep a watcher and a manager running.
+                stopped.store(true, ordering: .releasing)
+                watcher?.stop()
                 server.stop()
+                certificateManager.value?.stop()
+                cdnWatch.value?.stop()
                 throw StartFailure()
             }
         }

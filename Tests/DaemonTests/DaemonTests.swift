@@ -100,6 +100,30 @@ struct DaemonTests {
         #expect(daemon.settings.idleTimeout == 7)
     }
 
+    @Test("a start that fails after listening (the PID file cannot be written) leaves nothing running")
+    func failedStartStopsItsParts() throws {
+        let folder = try TemporaryDirectory(prefix: "daemon-test")
+        try folder.write("config/sites/a.test/apple-app-site-association", Array(Self.aasa.utf8))
+        var settings = ServerSettings()
+        settings.https = ["127.0.0.1:0"]
+        settings.admin = nil
+        settings.threads = 1
+        settings.watch = true
+        settings.state = folder.path("state")
+        settings.pidFile = folder.path("no-such-directory/aasad.pid")
+        let daemon = Daemon(
+            configDirectory: folder.path("config"), settings: settings, logger: Logger(label: "daemon-test"), output: { _ in })
+        #expect(throws: StartFailure.self) { try daemon.start() }
+        // Its watcher, listeners and settings follower are gone: nothing applies or reloads.
+        var next = settings
+        next.idleTimeout = 7
+        #expect(!daemon.apply(settings: next))
+        let before = daemon.reloadGeneration
+        daemon.reload()
+        #expect(daemon.reloadGeneration == before)
+        daemon.stop(drain: false)
+    }
+
     @Test("two daemons run in one process, each on its own port")
     func twoInOneProcess() throws {
         let folder = try TemporaryDirectory(prefix: "daemon-test")
