@@ -111,6 +111,12 @@ struct SettingsSchemaTests {
         #expect(
             documented.subtracting(declared).isEmpty,
             "in config/aasad.yaml, not in the schema: \(documented.subtracting(declared).sorted())")
+        // The file says the values it writes out are the defaults: read, they change nothing.
+        var read = ServerSettings()
+        #expect(read.apply(yaml: text, file: "config/aasad.yaml").isEmpty)
+        for setting in SettingsSchema.all {
+            #expect(setting.show(read) == setting.show(ServerSettings()), "config/aasad.yaml writes \(setting.path) other than its default")
+        }
     }
 
     @Test("the documented-keys reader sees commented keys, sections and flow mappings")
