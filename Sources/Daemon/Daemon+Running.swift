@@ -35,7 +35,9 @@ extension Daemon {
     package func apply(settings new: ServerSettings) -> Bool {
         guard let running = serving else { return false }
         let before = running.follower.inForce
-        let prepareAgain = running.follower.follow(new, problems: new.consistencyProblems(source: "settings"))
+        let problems = new.valueProblems(source: "settings")
+        let prepareAgain = running.follower.follow(
+            new, problems: problems.isEmpty ? new.consistencyProblems(source: "settings") : problems)
         if prepareAgain { running.serveReloaded(running.sites.reload { $0.reloadAll() }, nil) }
         return running.follower.inForce != before
     }

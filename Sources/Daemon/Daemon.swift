@@ -129,6 +129,12 @@ package final class Daemon: @unchecked Sendable {
     package func start() throws {
         precondition(running == nil, "a daemon starts once")
         let settings = initial
+        // Settings built in code are held to the bounds the file's text is.
+        let problems = settings.valueProblems(source: "settings") + settings.consistencyProblems(source: "settings")
+        guard problems.isEmpty else {
+            for problem in problems { logger.critical("\(problem)") }
+            throw StartFailure()
+        }
         let config = configDirectory
         let logger = logger
         let json = settings.logFormat == .json

@@ -57,6 +57,16 @@ struct DaemonTests {
         next.threads = 4
         #expect(daemon.apply(settings: next))
         #expect(daemon.settings.idleTimeout == 7 && daemon.settings.threads == 1)
+
+        // Values out of their bounds change nothing, as they would not from the file.
+        for change in [{ $0.idleTimeout = 0 }, { $0.maxConnections = -1 }, { $0.cacheControl = "a\r\nb" }]
+            as [(inout ServerSettings) -> Void]
+        {
+            var bad = daemon.settings
+            change(&bad)
+            #expect(!daemon.apply(settings: bad))
+        }
+        #expect(daemon.settings.idleTimeout == 7 && daemon.settings.maxConnections == 0)
     }
 
     @Test("readers on other threads while the owner stops: the parts stay readable, the settings those in force")
@@ -122,6 +132,21 @@ struct DaemonTests {
         daemon.reload()
         #expect(daemon.reloadGeneration == before)
         daemon.stop(drain: false)
+    }
+
+    @Test("a start with settings out of their bounds is refused before anything is made")
+    func refusesUncheckedSettings() throws {
+        let folder = try TemporaryDirectory(prefix: "daemon-test")
+        var settings = ServerSettings()
+        settings.https = ["127.0.0.1:0"]
+        settings.admin = nil
+        settings.state = folder.path("state")
+        settings.threads = 0
+        let daemon = Daemon(
+            configDirectory: folder.path("config"), settings: settings, logger: Logger(label: "daemon-test"), output: { _ in })
+        #expect(throws: StartFailure.self) { try daemon.start() }
+        #expect(daemon.boundHTTPS.isEmpty)
+        #expect(!FileManager.default.fileExists(atPath: folder.path("state")))
     }
 
     @Test("two daemons run in one process, each on its own port")

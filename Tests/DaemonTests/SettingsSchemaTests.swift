@@ -53,6 +53,28 @@ struct SettingsSchemaTests {
         #expect(settings.rescanInterval == 9)
     }
 
+    @Test("values set in code are held to the text's checks; absent optionals pass")
+    func typedValues() {
+        #expect(ServerSettings().valueProblems(source: "settings").isEmpty)
+        var settings = ServerSettings()
+        settings.idleTimeout = 86_401
+        settings.httpsPort = 0
+        settings.threads = 1025
+        settings.https = ["nowhere"]
+        settings.acme.ordersPerHour = 0
+        settings.cdnWatch.rate = .infinity
+        #expect(
+            settings.valueProblems(source: "settings").map(\.key) == [
+                "listen.https", "listen.https-port", "threads", "timeouts.idle", "acme.orders-per-hour", "cdn-watch.rate",
+            ])
+        settings = ServerSettings()
+        settings.idleTimeout = 86_400
+        settings.threads = 1024
+        settings.httpsPort = 1
+        settings.admin = nil
+        #expect(settings.valueProblems(source: "settings").isEmpty)
+    }
+
     @Test("every key has help, a unique variable and, when it has one, a unique flag")
     func names() {
         let all = SettingsSchema.all
