@@ -11,7 +11,7 @@ extension Daemon {
     /// The SIGHUP path: reopens the access log, reads the config directory again (through the
     /// watcher's full rescan when there is one, else here) and aasad.yaml with it.
     package func reload() {
-        guard let running else { return }
+        guard let running = serving else { return }
         SystemdNotify.send("RELOADING=1")
         do {
             try running.server.tuner.current.accessLog?.reopen()
@@ -33,9 +33,11 @@ extension Daemon {
     /// nothing. Returns whether anything was applied.
     @discardableResult
     package func apply(settings new: ServerSettings) -> Bool {
-        guard let running else { return false }
+        guard let running = serving else { return false }
         let before = running.follower.inForce
-        let prepareAgain = running.follower.follow(new, problems: new.consistencyProblems(source: "settings"))
+        let problems = new.valueProblems(source: "settings")
+        let prepareAgain = running.follower.follow(
+            new, problems: problems.isEmpty ? new.consistencyProblems(source: "settings") : problems)
         if prepareAgain { running.serveReloaded(running.sites.reload { $0.reloadAll() }, nil) }
         return running.follower.inForce != before
     }
@@ -44,7 +46,7 @@ extension Daemon {
     /// sockets; once it is ready, `handOver` runs (by default: SIGTERM to this process, so that
     /// its signal loop drains and exits).
     package func upgrade(handOver: (@Sendable (Int32) -> Void)? = nil) {
-        guard let running else { return }
+        guard let running = serving else { return }
         running.upgrade.begin(listeners: running.server.passableListeners()) { pid in
             SystemdNotify.send("MAINPID=\(pid)\nREADY=1\nSTATUS=upgraded: serving from pid \(pid)")
             if let handOver { handOver(pid) } else { kill(getpid(), SIGTERM) }
@@ -55,9 +57,9 @@ extension Daemon {
 
     /// Stops: unready first, then (after `timeouts.shutdown-delay` when `drain`, waited by
     /// `waitDelay`) stops accepting; open connections get `timeouts.drain` to finish when
-    /// `drain`, none otherwise. Returns once every worker has ended.
+    /// `drain`, none otherwise. Returns once every worker has ended; a second call does nothing.
     package func stop(drain: Bool = true, reason: String = "requested", waitDelay: ((Int64) -> Void)? = nil) {
-        guard let running else { return }
+        guard let running, !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
         // Read once: a hand-over that lands after this is refused by `abandon`.
         running.upgrade.abandon()
         let successor = running.upgrade.handedOverTo
@@ -86,7 +88,6 @@ extension Daemon {
         running.certificateManager.value?.stop()
         running.cdnWatch.value?.stop()
         if let path = running.follower.inForce.pidFile { PIDFile.remove(path) }
-        self.running = nil
     }
 
     /// Serves until SIGTERM or SIGINT (then stops, draining), reloading on SIGHUP and upgrading

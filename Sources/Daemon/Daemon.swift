@@ -25,8 +25,9 @@ package struct StartFailure: Error {}
 /// from one thread; `reload`, `apply(settings:)` and the read accessors from any.
 package final class Daemon: @unchecked Sendable {
     // @unchecked: `running` is written once by `start` before any other method reads it (the
-    // owner's thread), and only read afterwards; every part it holds is itself Sendable or
-    // touched only from the owner's thread (`server`'s start and stop).
+    // owner's thread), and only read afterwards: `stop` marks `stopped` rather than clearing it,
+    // so a reader on another thread never meets a write. Every part it holds is itself Sendable
+    // or touched only from the owner's thread (`server`'s start and stop).
     /// The version `--version` and `aasad_build_info` report.
     package static let version = "0.1.0"
 
@@ -41,6 +42,11 @@ package final class Daemon: @unchecked Sendable {
     private let reread: @Sendable () -> (ServerSettings, [ServerSettings.Problem], unknown: [String])
     private let reloads = ReloadCount()
     var running: Running?
+    /// Set by the first `stop`; `reload`, `apply(settings:)`, `upgrade` and `stop` do nothing after.
+    let stopped = Atomic<Bool>(false)
+
+    /// The parts while serving: nil before `start` and after `stop`.
+    var serving: Running? { stopped.load(ordering: .acquiring) ? nil : running }
 
     /// The parts made by `start`.
     struct Running {
@@ -97,7 +103,8 @@ package final class Daemon: @unchecked Sendable {
     package var boundAdmin: SocketAddress? { running?.server.boundAdmin }
     /// What is served now.
     package var snapshot: Snapshot? { running?.store.snapshot() }
-    /// The settings in force: as started, with the changes applied live since.
+    /// The settings in force: as started, with the changes applied live since (after `stop`,
+    /// those in force when it stopped).
     package var settings: ServerSettings { running?.follower.inForce ?? initial }
     /// Reloads served since start (each site change, SIGHUP or settings change that published a
     /// snapshot): a test waits for it to move rather than sleeping.
@@ -122,6 +129,12 @@ package final class Daemon: @unchecked Sendable {
     package func start() throws {
         precondition(running == nil, "a daemon starts once")
         let settings = initial
+        // Settings built in code are held to the bounds the file's text is.
+        let problems = settings.valueProblems(source: "settings") + settings.consistencyProblems(source: "settings")
+        guard problems.isEmpty else {
+            for problem in problems { logger.critical("\(problem)") }
+            throw StartFailure()
+        }
         let config = configDirectory
         let logger = logger
         let json = settings.logFormat == .json
@@ -336,7 +349,13 @@ package final class Daemon: @unchecked Sendable {
             } catch {
                 logger.critical("cannot write the PID file", metadata: ["path": "\(path)", "error": "\(error)"])
                 upgrade.abandon()
+                // What started is stopped, not left to the process's exit: a daemon in a test
+                // process (or any owner that goes on) would keep a watcher and a manager running.
+                stopped.store(true, ordering: .releasing)
+                watcher?.stop()
                 server.stop()
+                certificateManager.value?.stop()
+                cdnWatch.value?.stop()
                 throw StartFailure()
             }
         }

@@ -202,6 +202,12 @@ package struct ServerSettings: Equatable, Sendable {
         setting.apply(&self, values).map { Problem(source: "flag", key: flag, message: $0) }
     }
 
+    /// Problems of values set in code rather than read from text (a `Daemon` given settings
+    /// directly), through each key's own bounds and checks, so they hold whoever builds the value.
+    package func valueProblems(source: String) -> [Problem] {
+        Self.keys.compactMap { key in key.check(self).map { Problem(source: source, key: key.path, message: $0) } }
+    }
+
     /// Problems of values together, once every source has applied (`source` names them).
     package func consistencyProblems(source: String) -> [Problem] {
         var problems: [(key: String, message: String)] = []

@@ -1,7 +1,11 @@
+import AASA
+
 /// `serve`'s settings flags, read from the settings table (`SettingsSchema.all`): each setting
 /// with a `flag` is `--flag VALUE` (repeatable for a list; a scalar's last wins) or
-/// `--flag/--no-flag` for a switch, with ArgumentParser's messages for what is malformed. The
-/// values are checked by the setting itself when applied (`ServerSettings.apply(flag:)`).
+/// `--flag/--no-flag` for a switch, with ArgumentParser's messages for what is malformed (what
+/// they quote from the command line escaped, `TerminalText`: an unknown option's ESC or line feed
+/// must not reach the terminal raw). The values are checked by the setting itself when applied
+/// (`ServerSettings.apply(flag:)`).
 package enum SettingsFlags {
     /// One flag as given: the setting and its values (a list's in order; a scalar's last).
     package struct Value {
@@ -23,7 +27,7 @@ package enum SettingsFlags {
             let argument = arguments[index]
             index += 1
             guard argument.hasPrefix("--"), argument.count > 2 else {
-                throw Failure(message: "Unexpected argument '\(argument)'")
+                throw Failure(message: "Unexpected argument '\(TerminalText.escaped(argument))'")
             }
             var name = String(argument.dropFirst(2))
             var inline: String?
@@ -40,7 +44,7 @@ package enum SettingsFlags {
                 switchedOff = true
                 name = String(name.dropFirst(3))
             }
-            guard let setting else { throw Failure(message: "Unknown option '--\(name)'") }
+            guard let setting else { throw Failure(message: "Unknown option '--\(TerminalText.escaped(name))'") }
             if setting.isSwitch {
                 if inline != nil { throw Failure(message: "The option '--\(name)' does not take a value") }
                 found[setting.path] = Value(name: name, setting: setting, values: [switchedOff ? "false" : "true"])

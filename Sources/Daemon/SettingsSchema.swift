@@ -51,6 +51,9 @@ package struct Setting: Sendable {
     let keep: @Sendable (inout ServerSettings, ServerSettings) -> Void
     /// The field as the file would write it.
     let show: @Sendable (ServerSettings) -> String
+    /// Checks the field's typed value (set in code, not read from text) as its text would be
+    /// checked; a message when refused. An absent optional is the key not set: nothing to check.
+    let check: @Sendable (ServerSettings) -> String?
 
     /// `AASAD_` and the key path in capitals, dots and dashes as underscores.
     package var environmentName: String {
@@ -93,6 +96,15 @@ package struct Setting: Sendable {
         self.keep = keep ?? { $0[keyPath: field] = $1[keyPath: field] }
         let render = value.show
         show = { render($0[keyPath: field]) }
+        let isList = value.isList
+        check = { settings in
+            let typed = settings[keyPath: field]
+            let mirror = Mirror(reflecting: typed)
+            if mirror.displayStyle == .optional && mirror.children.isEmpty { return nil }
+            let texts = isList ? (typed as? [String] ?? []) : [render(typed)]
+            if case .failure(let refusal) = parse(texts) { return refusal.message }
+            return nil
+        }
     }
 }
 

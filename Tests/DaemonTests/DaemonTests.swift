@@ -57,6 +57,96 @@ struct DaemonTests {
         next.threads = 4
         #expect(daemon.apply(settings: next))
         #expect(daemon.settings.idleTimeout == 7 && daemon.settings.threads == 1)
+
+        // Values out of their bounds change nothing, as they would not from the file.
+        for change in [{ $0.idleTimeout = 0 }, { $0.maxConnections = -1 }, { $0.cacheControl = "a\r\nb" }]
+            as [(inout ServerSettings) -> Void]
+        {
+            var bad = daemon.settings
+            change(&bad)
+            #expect(!daemon.apply(settings: bad))
+        }
+        #expect(daemon.settings.idleTimeout == 7 && daemon.settings.maxConnections == 0)
+    }
+
+    @Test("readers on other threads while the owner stops: the parts stay readable, the settings those in force")
+    func readsWhileStopping() throws {
+        let folder = try TemporaryDirectory(prefix: "daemon-test")
+        try folder.write("config/sites/a.test/apple-app-site-association", Array(Self.aasa.utf8))
+        var settings = ServerSettings()
+        settings.https = ["127.0.0.1:0"]
+        settings.admin = nil
+        settings.threads = 1
+        settings.watch = false
+        settings.state = folder.path("state")
+        let daemon = Daemon(
+            configDirectory: folder.path("config"), settings: settings, logger: Logger(label: "daemon-test"), output: { _ in })
+        try daemon.start()
+        var next = daemon.settings
+        next.idleTimeout = 7
+        #expect(daemon.apply(settings: next))
+        // The accessors are documented as readable from any thread: they must not race with stop.
+        let done = Atomic<Bool>(false)
+        let reads = Atomic<Int>(0)
+        let reader = Thread {
+            while !done.load(ordering: .acquiring) {
+                _ = daemon.boundHTTPS
+                _ = daemon.snapshot
+                _ = daemon.settings
+                _ = daemon.adminView
+                reads.add(1, ordering: .relaxed)
+            }
+        }
+        reader.start()
+        #expect(eventually { reads.load(ordering: .relaxed) > 0 })
+        daemon.stop(drain: false)
+        done.store(true, ordering: .releasing)
+        // Stopped, it still answers what was in force, and a second stop, a reload, an apply do nothing.
+        #expect(daemon.settings.idleTimeout == 7)
+        daemon.stop(drain: false)
+        daemon.reload()
+        next.idleTimeout = 8
+        #expect(!daemon.apply(settings: next))
+        #expect(daemon.settings.idleTimeout == 7)
+    }
+
+    @Test("a start that fails after listening (the PID file cannot be written) leaves nothing running")
+    func failedStartStopsItsParts() throws {
+        let folder = try TemporaryDirectory(prefix: "daemon-test")
+        try folder.write("config/sites/a.test/apple-app-site-association", Array(Self.aasa.utf8))
+        var settings = ServerSettings()
+        settings.https = ["127.0.0.1:0"]
+        settings.admin = nil
+        settings.threads = 1
+        settings.watch = true
+        settings.state = folder.path("state")
+        settings.pidFile = folder.path("no-such-directory/aasad.pid")
+        let daemon = Daemon(
+            configDirectory: folder.path("config"), settings: settings, logger: Logger(label: "daemon-test"), output: { _ in })
+        #expect(throws: StartFailure.self) { try daemon.start() }
+        // Its watcher, listeners and settings follower are gone: nothing applies or reloads.
+        var next = settings
+        next.idleTimeout = 7
+        #expect(!daemon.apply(settings: next))
+        let before = daemon.reloadGeneration
+        daemon.reload()
+        #expect(daemon.reloadGeneration == before)
+        daemon.stop(drain: false)
+    }
+
+    @Test("a start with settings out of their bounds is refused before anything is made")
+    func refusesUncheckedSettings() throws {
+        let folder = try TemporaryDirectory(prefix: "daemon-test")
+        var settings = ServerSettings()
+        settings.https = ["127.0.0.1:0"]
+        settings.admin = nil
+        settings.state = folder.path("state")
+        settings.threads = 0
+        let daemon = Daemon(
+            configDirectory: folder.path("config"), settings: settings, logger: Logger(label: "daemon-test"), output: { _ in })
+        #expect(throws: StartFailure.self) { try daemon.start() }
+        #expect(daemon.boundHTTPS.isEmpty)
+        #expect(!FileManager.default.fileExists(atPath: folder.path("state")))
     }
 
     @Test("two daemons run in one process, each on its own port")

@@ -53,6 +53,28 @@ struct SettingsSchemaTests {
         #expect(settings.rescanInterval == 9)
     }
 
+    @Test("values set in code are held to the text's checks; absent optionals pass")
+    func typedValues() {
+        #expect(ServerSettings().valueProblems(source: "settings").isEmpty)
+        var settings = ServerSettings()
+        settings.idleTimeout = 86_401
+        settings.httpsPort = 0
+        settings.threads = 1025
+        settings.https = ["nowhere"]
+        settings.acme.ordersPerHour = 0
+        settings.cdnWatch.rate = .infinity
+        #expect(
+            settings.valueProblems(source: "settings").map(\.key) == [
+                "listen.https", "listen.https-port", "threads", "timeouts.idle", "acme.orders-per-hour", "cdn-watch.rate",
+            ])
+        settings = ServerSettings()
+        settings.idleTimeout = 86_400
+        settings.threads = 1024
+        settings.httpsPort = 1
+        settings.admin = nil
+        #expect(settings.valueProblems(source: "settings").isEmpty)
+    }
+
     @Test("every key has help, a unique variable and, when it has one, a unique flag")
     func names() {
         let all = SettingsSchema.all
@@ -111,6 +133,12 @@ struct SettingsSchemaTests {
         #expect(
             documented.subtracting(declared).isEmpty,
             "in config/aasad.yaml, not in the schema: \(documented.subtracting(declared).sorted())")
+        // The file says the values it writes out are the defaults: read, they change nothing.
+        var read = ServerSettings()
+        #expect(read.apply(yaml: text, file: "config/aasad.yaml").isEmpty)
+        for setting in SettingsSchema.all {
+            #expect(setting.show(read) == setting.show(ServerSettings()), "config/aasad.yaml writes \(setting.path) other than its default")
+        }
     }
 
     @Test("the documented-keys reader sees commented keys, sections and flow mappings")
@@ -190,6 +218,14 @@ struct SettingsFlagsTests {
         #expect(problem == nil)
         #expect(settings.https == ["127.0.0.1:1", "127.0.0.1:2"])
         #expect(settings.idleTimeout == 6 && !settings.watch && settings.httpRedirect)
+    }
+
+    @Test("a malformed flag's message shows control bytes escaped, never raw")
+    func escapedRefusals() {
+        #expect(apply(["--foo\nbar"]).1 == "Unknown option '--foo\\x0Abar'")
+        #expect(apply(["--\u{1B}[31m=x"]).1 == "Unknown option '--\\x1B[31m'")
+        #expect(apply(["\u{1B}[31mred"]).1 == "Unexpected argument '\\x1B[31mred'")
+        #expect(apply(["--no-\r"]).1 == "Unknown option '--no-\\x0D'")
     }
 
     @Test("malformed flags get ArgumentParser's messages; values the setting's")
