@@ -1,5 +1,6 @@
 import CAASANghttp2
 import Glibc
+import Synchronization
 
 /// The allocator every HTTP/2 session is made with (`nghttp2_session_server_new3`): the C heap,
 /// except that large blocks get an anonymous mapping of their own, so that only the pages
@@ -11,7 +12,8 @@ import Glibc
 /// were most of what an idle HTTP/2 connection cost (41 KB, against 15 KB for HTTP/1.1, with
 /// 5,000 idle connections). In a mapping of its own, a connection whose frames stay under 4 KB
 /// (the association files are a few KB) keeps one page. Costs one mmap and one munmap per
-/// session; a failed mapping (`vm.max_map_count`) falls back to the heap.
+/// session; past `maximumMappings` live mappings, or when a mapping fails, a block comes from
+/// the heap.
 ///
 /// A session made with a `SharedFrameBuffer` (the worker's) takes that one instead: no page of
 /// its own at all, and no mapping.
@@ -68,16 +70,37 @@ enum SessionMemory {
         return allocate(size, zeroed: zeroed, mappedFrom: threshold(for: user))
     }
 
-    static func allocate(_ size: Int, zeroed: Bool, mappedFrom threshold: Int = mappedThreshold) -> UnsafeMutableRawPointer? {
+    /// Mappings this allocator holds at once, process-wide; past it, blocks come from the heap.
+    /// The kernel allows a process `vm.max_map_count` regions (65,530 by default), thread stacks,
+    /// libraries and malloc's own arenas included. Neighbouring mappings merge into one region,
+    /// but freeing every other one leaves each a region of its own (2,000 adjacent 4 KB mappings
+    /// were 3 regions in /proc/self/maps; with every other unmapped, 1,000). A client holds such
+    /// blocks in its HPACK table until it acknowledges our table size: nghttp2 allocates twice a
+    /// Huffman-coded string's length, so about 460 bytes of table (19-bit codes) hold a 2 KB
+    /// block, 8 a connection. Without a cap, some 8,000 such connections, with as many closed
+    /// between them, would take every region: mmap then fails across the process (thread
+    /// stacks, posix_spawn for hooks, malloc's arenas), and a munmap that must split a region
+    /// fails, keeping its pages. A quarter of the default leaves the rest to the process; a
+    /// block past it costs heap, not a region.
+    static let maximumMappings = 16_384
+
+    /// The live mappings of every session, counted against `maximumMappings`.
+    static let mappings = MappingCount(limit: maximumMappings)
+
+    static func allocate(
+        _ size: Int, zeroed: Bool, mappedFrom threshold: Int = mappedThreshold, count: MappingCount = SessionMemory.mappings
+    ) -> UnsafeMutableRawPointer? {
         let (total, overflow) = size.addingReportingOverflow(headerSize)
         guard !overflow else { return nil }
         var base: UnsafeMutableRawPointer?
         var mapped = 0
-        if size >= threshold {
+        if size >= threshold && count.take() {
             let p = mmap(nil, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
             if let p, p != UnsafeMutableRawPointer(bitPattern: -1) {  // MAP_FAILED
                 base = p  // anonymous mappings are zero-filled
                 mapped = total
+            } else {
+                count.give()
             }
         }
         if base == nil { base = zeroed ? calloc(1, total) : malloc(total) }
@@ -89,13 +112,19 @@ enum SessionMemory {
     /// Whether `block` is a mapping of its own (for tests).
     static func isMapped(_ block: UnsafeMutableRawPointer) -> Bool { (block - headerSize).load(as: Header.self).mapped > 0 }
 
-    static func release(_ block: UnsafeMutableRawPointer?) {
+    static func release(_ block: UnsafeMutableRawPointer?, count: MappingCount = SessionMemory.mappings) {
         guard let block else { return }
         let base = block - headerSize
         let header = base.load(as: Header.self)
         if header.mapped == shared { return }  // the worker's, which outlives its sessions
         if header.mapped > 0 {
-            munmap(base, header.mapped)
+            // munmap fails (ENOMEM) only when it must split a region and the process has none
+            // left: the pages at least go back to the system; the region stays, and counted.
+            if munmap(base, header.mapped) == 0 {
+                count.give()
+            } else {
+                _ = madvise(base, header.mapped, MADV_DONTNEED)
+            }
         } else {
             free(base)
         }
@@ -163,4 +192,25 @@ public final class SharedFrameBuffer {
 
     /// Where nghttp2 writes frames.
     var block: UnsafeMutableRawPointer { base + SessionMemory.headerSize }
+}
+
+/// Live mappings counted against a limit, from any thread (the sessions of every worker).
+final class MappingCount: Sendable {
+    let limit: Int
+    private let live = Atomic<Int>(0)
+
+    init(limit: Int) { self.limit = limit }
+
+    /// Counts one more mapping if the limit allows it.
+    func take() -> Bool {
+        if live.add(1, ordering: .relaxed).newValue <= limit { return true }
+        live.subtract(1, ordering: .relaxed)
+        return false
+    }
+
+    /// A mapping taken is gone.
+    func give() { live.subtract(1, ordering: .relaxed) }
+
+    /// Mappings held now (for tests).
+    var count: Int { live.load(ordering: .relaxed) }
 }

@@ -47,6 +47,29 @@ struct SessionMemoryTests {
         SessionMemory.release(plain)
     }
 
+    @Test("at most the limit of blocks are mapped at once: the one past it comes from the heap, and a freed mapping makes room")
+    func mappingCap() throws {
+        let limit = 3
+        let count = MappingCount(limit: limit)
+        let size = SessionMemory.mappedThreshold
+        var blocks: [UnsafeMutableRawPointer] = []
+        for _ in 0..<limit { blocks.append(try #require(SessionMemory.allocate(size, zeroed: true, count: count))) }
+        #expect(blocks.allSatisfy(SessionMemory.isMapped) && count.count == limit)
+        let past = try #require(SessionMemory.allocate(size, zeroed: true, count: count))
+        #expect(!SessionMemory.isMapped(past), "a mapping past the limit")
+        #expect((0..<size).allSatisfy { past.load(fromByteOffset: $0, as: UInt8.self) == 0 })
+        SessionMemory.release(past, count: count)
+        #expect(count.count == limit)
+        SessionMemory.release(blocks.removeLast(), count: count)
+        #expect(count.count == limit - 1)
+        let again = try #require(SessionMemory.allocate(size, zeroed: false, count: count))
+        #expect(SessionMemory.isMapped(again))
+        for block in blocks + [again] { SessionMemory.release(block, count: count) }
+        #expect(count.count == 0)
+        // The process-wide count is the one sessions use.
+        #expect(SessionMemory.mappings.limit == SessionMemory.maximumMappings)
+    }
+
     @Test("a size whose header would overflow is refused, not trapped")
     func overflow() {
         #expect(SessionMemory.allocate(Int.max, zeroed: false) == nil)
