@@ -121,6 +121,23 @@ struct SettingsSchemaTests {
         }
     }
 
+    @Test("every live key is one Daemon.apply applies (a key marked live but applied by nothing would be reported applied)")
+    func liveKeysAreApplied() {
+        // What `Daemon.apply` (Sources/Daemon/Daemon+Live.swift) changes while serving, and
+        // `timeouts.shutdown-delay`, which `Daemon.stop` reads from the settings in force. A new
+        // live key goes here once it is applied there; else it is `applies: .newProcess`.
+        let applied: Set<String> = [
+            "cache-control", "timeouts.handshake", "timeouts.request", "timeouts.idle", "timeouts.write", "timeouts.drain",
+            "timeouts.shutdown-delay", "limits.max-connections", "admin-hosts", "logging.level", "logging.format",
+            "logging.access-log", "acme.email", "acme.directory-ca", "acme.storage", "acme.challenges", "acme.eab.kid",
+            "acme.eab.hmac-key", "acme.dns-hook", "acme.orders-per-hour", "acme.names-per-site", "cdn-watch.enabled",
+            "cdn-watch.url", "cdn-watch.interval", "cdn-watch.rate", "cdn-watch.ca-file",
+        ]
+        let live = Set(SettingsSchema.all.filter { $0.applies == .live }.map(\.path))
+        #expect(live.subtracting(applied).isEmpty, "live, applied by nothing: \(live.subtracting(applied).sorted())")
+        #expect(applied.subtracting(live).isEmpty, "not live: \(applied.subtracting(live).sorted())")
+    }
+
     @Test("the shipped config/aasad.yaml documents every key of the schema, and no other")
     func documented() throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
