@@ -10,8 +10,9 @@ import Testing
 struct DaemonTests {
     static let aasa = #"{"applinks":{"details":[{"appIDs":["ABCDE12345.com.example.app"],"components":[{"/":"/a/*"}]}]}}"#
 
-    @Test("a Daemon started in this process serves the AASA file over TLS, reloads on request and stops")
-    func servesInProcess() throws {
+    /// A config folder with one site, a.test, and settings that serve it on a loopback port of
+    /// its own, one worker, no admin listener and no watcher.
+    static func oneSite() throws -> (TemporaryDirectory, ServerSettings) {
         let folder = try TemporaryDirectory(prefix: "daemon-test")
         try folder.write("config/sites/a.test/apple-app-site-association", Array(Self.aasa.utf8))
         var settings = ServerSettings()
@@ -20,6 +21,12 @@ struct DaemonTests {
         settings.threads = 1
         settings.watch = false
         settings.state = folder.path("state")
+        return (folder, settings)
+    }
+
+    @Test("a Daemon started in this process serves the AASA file over TLS, reloads on request and stops")
+    func servesInProcess() throws {
+        let (folder, settings) = try Self.oneSite()
         let lines = Mutex<[String]>([])
         let daemon = Daemon(
             configDirectory: folder.path("config"), settings: settings, logger: Logger(label: "daemon-test"),
@@ -71,14 +78,7 @@ struct DaemonTests {
 
     @Test("readers on other threads while the owner stops: the parts stay readable, the settings those in force")
     func readsWhileStopping() throws {
-        let folder = try TemporaryDirectory(prefix: "daemon-test")
-        try folder.write("config/sites/a.test/apple-app-site-association", Array(Self.aasa.utf8))
-        var settings = ServerSettings()
-        settings.https = ["127.0.0.1:0"]
-        settings.admin = nil
-        settings.threads = 1
-        settings.watch = false
-        settings.state = folder.path("state")
+        let (folder, settings) = try Self.oneSite()
         let daemon = Daemon(
             configDirectory: folder.path("config"), settings: settings, logger: Logger(label: "daemon-test"), output: { _ in })
         try daemon.start()
@@ -112,14 +112,8 @@ struct DaemonTests {
 
     @Test("a start that fails after listening (the PID file cannot be written) leaves nothing running")
     func failedStartStopsItsParts() throws {
-        let folder = try TemporaryDirectory(prefix: "daemon-test")
-        try folder.write("config/sites/a.test/apple-app-site-association", Array(Self.aasa.utf8))
-        var settings = ServerSettings()
-        settings.https = ["127.0.0.1:0"]
-        settings.admin = nil
-        settings.threads = 1
+        var (folder, settings) = try Self.oneSite()
         settings.watch = true
-        settings.state = folder.path("state")
         settings.pidFile = folder.path("no-such-directory/aasad.pid")
         let daemon = Daemon(
             configDirectory: folder.path("config"), settings: settings, logger: Logger(label: "daemon-test"), output: { _ in })
@@ -151,14 +145,8 @@ struct DaemonTests {
 
     @Test("two daemons run in one process, each on its own port")
     func twoInOneProcess() throws {
-        let folder = try TemporaryDirectory(prefix: "daemon-test")
-        try folder.write("config/sites/a.test/apple-app-site-association", Array(Self.aasa.utf8))
-        var settings = ServerSettings()
-        settings.https = ["127.0.0.1:0"]
+        var (folder, settings) = try Self.oneSite()
         settings.admin = "127.0.0.1:0"
-        settings.threads = 1
-        settings.watch = false
-        settings.state = folder.path("state")
         let daemons = (0..<2).map { _ in
             Daemon(configDirectory: folder.path("config"), settings: settings, logger: Logger(label: "daemon-test"), output: { _ in })
         }

@@ -42,16 +42,6 @@ struct HTTP2BudgetTests {
         return found
     }
 
-    static func receive(_ session: HTTP2Session, _ bytes: [UInt8]) -> Bool {
-        bytes.withUnsafeBytes { session.receive($0, now: 0) }
-    }
-
-    static func output(_ session: HTTP2Session) -> [UInt8] {
-        var out: [UInt8] = []
-        for _ in 0..<100 where session.wantsWrite { session.produce(into: &out, limit: 1 << 20) }
-        return out
-    }
-
     static let refusedStream: UInt32 = 7
     static let protocolError: UInt32 = 1
 
@@ -60,12 +50,12 @@ struct HTTP2BudgetTests {
         // Before: each stream kept all four copies (15.8 KB), 1.58 MB for the connection.
         let budget = RequestBudget()
         let session = HTTP2Session(budget: budget)
-        #expect(Self.receive(session, ClientFrames.preface + ClientFrames.settings))
+        #expect(SessionIO.receive(session, ClientFrames.preface + ClientFrames.settings))
         var output: [UInt8] = []
         for k in 0..<100 {
-            #expect(Self.receive(session, Self.held(stream: Int32(1 + 2 * k), copies: 4, indexFirst: k == 0)))
+            #expect(SessionIO.receive(session, Self.held(stream: Int32(1 + 2 * k), copies: 4, indexFirst: k == 0)))
             #expect(session.heldBytes == 0 && budget.inUse == 0, "stream \(k): \(session.heldBytes) bytes held")
-            output += Self.output(session)
+            output += SessionIO.output(session)
         }
         let resets = Self.resets(output)
         #expect(resets.count == 100 && resets.allSatisfy { $0.code == Self.protocolError }, "\(resets.prefix(3))")
@@ -76,7 +66,8 @@ struct HTTP2BudgetTests {
     @Test("one 3,950-byte User-Agent per stream: N streams fit the session's 64 KB, stream N+1 is refused with REFUSED_STREAM")
     func sessionBudget() throws {
         let session = HTTP2Session()
-        #expect(Self.receive(session, ClientFrames.preface + ClientFrames.settings + Self.held(stream: 1, copies: 1, indexFirst: true)))
+        #expect(
+            SessionIO.receive(session, ClientFrames.preface + ClientFrames.settings + Self.held(stream: 1, copies: 1, indexFirst: true)))
         let each = session.heldBytes
         #expect(each >= Self.userAgent.count && each < Self.userAgent.count + 128, "one stream holds \(each) bytes")
         var kept = 1
@@ -84,7 +75,7 @@ struct HTTP2BudgetTests {
         for k in 1..<100 where refused == nil {
             let stream = Int32(1 + 2 * k)
             let before = session.heldBytes
-            #expect(Self.receive(session, Self.held(stream: stream, copies: 1, indexFirst: false)))
+            #expect(SessionIO.receive(session, Self.held(stream: stream, copies: 1, indexFirst: false)))
             #expect(session.heldBytes <= HTTP2Session.maximumHeldBytes, "held bytes passed the budget")
             if session.heldBytes == before {
                 refused = stream
@@ -96,12 +87,12 @@ struct HTTP2BudgetTests {
         }
         // N: every stream kept is within it.
         #expect(kept * each <= HTTP2Session.maximumHeldBytes && kept == HTTP2Session.maximumHeldBytes / each, "\(kept) kept")
-        let resets = Self.resets(Self.output(session))
+        let resets = Self.resets(SessionIO.output(session))
         #expect(resets.count == 1 && resets.first?.stream == refused && resets.first?.code == Self.refusedStream, "\(resets)")
         // The streams kept still complete and are answered; what they held is released.
         var ends: [UInt8] = []
         for k in 0..<kept { ends += ClientFrames.frame(type: 0, flags: 1, stream: Int32(1 + 2 * k), []) }
-        #expect(Self.receive(session, ends))
+        #expect(SessionIO.receive(session, ends))
         #expect(session.takeRequests().count == kept && session.heldBytes == 0)
     }
 
@@ -110,28 +101,28 @@ struct HTTP2BudgetTests {
     )
     func processBudget() {
         let first = HTTP2Session()
-        _ = Self.receive(first, ClientFrames.preface + ClientFrames.settings + Self.held(stream: 1, copies: 1, indexFirst: true))
+        _ = SessionIO.receive(first, ClientFrames.preface + ClientFrames.settings + Self.held(stream: 1, copies: 1, indexFirst: true))
         let each = first.heldBytes
         // Room for exactly two such streams, all sessions together.
         let budget = RequestBudget(limit: 2 * each + HTTP2Request.allocationSlack)
         let one = HTTP2Session(budget: budget)
         let two = HTTP2Session(budget: budget)
-        #expect(Self.receive(one, ClientFrames.preface + ClientFrames.settings + Self.held(stream: 1, copies: 1, indexFirst: true)))
+        #expect(SessionIO.receive(one, ClientFrames.preface + ClientFrames.settings + Self.held(stream: 1, copies: 1, indexFirst: true)))
         #expect(budget.inUse == each && one.heldBytes == each)
         // N = 2: the second, on another connection, fits.
-        #expect(Self.receive(two, ClientFrames.preface + ClientFrames.settings + Self.held(stream: 1, copies: 1, indexFirst: true)))
+        #expect(SessionIO.receive(two, ClientFrames.preface + ClientFrames.settings + Self.held(stream: 1, copies: 1, indexFirst: true)))
         #expect(budget.inUse == 2 * each)
         // N + 1: refused on either connection, and nothing more is counted.
-        #expect(Self.receive(two, Self.held(stream: 3, copies: 1, indexFirst: false)))
+        #expect(SessionIO.receive(two, Self.held(stream: 3, copies: 1, indexFirst: false)))
         #expect(budget.inUse == 2 * each && two.heldBytes == each)
-        #expect(Self.resets(Self.output(two)).map(\.code) == [Self.refusedStream])
+        #expect(Self.resets(SessionIO.output(two)).map(\.code) == [Self.refusedStream])
         // A request whole in its frame is answered within the read: it never waits on the budget.
-        #expect(Self.receive(two, ClientFrames.get(stream: 5)))
+        #expect(SessionIO.receive(two, ClientFrames.get(stream: 5)))
         #expect(two.takeRequests().map(\.stream) == [5])
         // Streams that end release their bytes; a closed session releases all it held.
-        #expect(Self.receive(one, ClientFrames.frame(type: 0, flags: 1, stream: 1, [])))
+        #expect(SessionIO.receive(one, ClientFrames.frame(type: 0, flags: 1, stream: 1, [])))
         #expect(one.takeRequests().count == 1 && budget.inUse == each)
-        #expect(Self.receive(two, ClientFrames.reset(stream: 1)))
+        #expect(SessionIO.receive(two, ClientFrames.reset(stream: 1)))
         #expect(budget.inUse == 0 && two.heldBytes == 0)
     }
 
@@ -140,12 +131,12 @@ struct HTTP2BudgetTests {
         let budget = RequestBudget(limit: 4_096)
         do {
             let holder = HTTP2Session(budget: budget)
-            #expect(Self.receive(holder, ClientFrames.preface + ClientFrames.settings + ClientFrames.get(stream: 1, endStream: false)))
+            #expect(SessionIO.receive(holder, ClientFrames.preface + ClientFrames.settings + ClientFrames.get(stream: 1, endStream: false)))
             #expect(budget.inUse == holder.heldBytes && budget.inUse > 0)
             budget.add(budget.limit - budget.inUse)  // others hold the rest
             #expect(budget.isExhausted)
             let late = HTTP2Session(budget: budget)
-            #expect(Self.receive(late, ClientFrames.preface + ClientFrames.settings + ClientFrames.get(stream: 1, endStream: false)))
+            #expect(SessionIO.receive(late, ClientFrames.preface + ClientFrames.settings + ClientFrames.get(stream: 1, endStream: false)))
             #expect(late.heldBytes == 0 && late.refusedStreams == 1)
             budget.add(-(budget.limit - holder.heldBytes))
         }
@@ -164,16 +155,16 @@ struct HTTP2BudgetTests {
         let frame = ClientFrames.frame(type: 1, flags: 0x5, stream: 1, block)
         let first = ClientFrames.preface + ClientFrames.settings + frame.dropLast(2)
         let probe = HTTP2Session()
-        #expect(Self.receive(probe, first))
+        #expect(SessionIO.receive(probe, first))
         let each = probe.heldBytes
         #expect(each >= Self.userAgent.count, "the first read keeps the User-Agent")
         for (limit, kept) in [(each, true), (each - 1, false)] {
             let budget = RequestBudget(limit: limit)
             let session = HTTP2Session(budget: budget)
-            #expect(Self.receive(session, first))
+            #expect(SessionIO.receive(session, first))
             #expect(budget.inUse == (kept ? each : 0) && session.heldBytes == budget.inUse, "limit \(limit)")
-            #expect(Self.resets(Self.output(session)).map(\.code) == (kept ? [] : [Self.refusedStream]), "limit \(limit)")
-            #expect(Self.receive(session, Array(frame.suffix(2))))
+            #expect(Self.resets(SessionIO.output(session)).map(\.code) == (kept ? [] : [Self.refusedStream]), "limit \(limit)")
+            #expect(SessionIO.receive(session, Array(frame.suffix(2))))
             #expect(session.takeRequests().map(\.stream) == (kept ? [1] : []), "limit \(limit)")
             #expect(budget.inUse == 0 && session.heldBytes == 0 && session.isAlive, "limit \(limit)")
         }
@@ -187,10 +178,10 @@ struct HTTP2BudgetTests {
                 ClientFrames.indexed(2) + ClientFrames.indexed(7) + ClientFrames.indexed(4) + ClientFrames.literal(":authority", "a.test")
                 + ClientFrames.literal(name, "one") + ClientFrames.literal(name, "two")
             #expect(
-                Self.receive(
+                SessionIO.receive(
                     session, ClientFrames.preface + ClientFrames.settings + ClientFrames.frame(type: 1, flags: 5, stream: 1, block)))
             #expect(session.takeRequests().isEmpty && session.heldBytes == 0, "\(name)")
-            #expect(Self.resets(Self.output(session)).map(\.code) == [Self.protocolError], "\(name)")
+            #expect(Self.resets(SessionIO.output(session)).map(\.code) == [Self.protocolError], "\(name)")
         }
         // Joined, and the field kept after the first line (moved along) keeps its value.
         let session = HTTP2Session()
@@ -199,7 +190,8 @@ struct HTTP2BudgetTests {
             + ClientFrames.literal(":authority", "a.test") + ClientFrames.literal("if-none-match", "\"a\"")
             + ClientFrames.literal("user-agent", "ua") + ClientFrames.literal("if-none-match", "\"b\", \"c\"")
         #expect(
-            Self.receive(session, ClientFrames.preface + ClientFrames.settings + ClientFrames.frame(type: 1, flags: 5, stream: 1, block)))
+            SessionIO.receive(
+                session, ClientFrames.preface + ClientFrames.settings + ClientFrames.frame(type: 1, flags: 5, stream: 1, block)))
         let request = session.takeRequests().first
         #expect(request.flatMap(\.ifNoneMatch).map(Array.init) == Array("\"a\", \"b\", \"c\"".utf8))
         #expect(request.map { Array($0.target) } == Array("/p?q".utf8) && request.map { Array($0.path) } == Array("/p".utf8))
@@ -221,9 +213,9 @@ struct HTTP2BudgetTests {
             block += ClientFrames.indexed(62) + ClientFrames.indexed(62)
             bytes += ClientFrames.frame(type: 1, flags: 4, stream: Int32(1 + 2 * k), block)
         }
-        #expect(Self.receive(session, bytes))
+        #expect(SessionIO.receive(session, bytes))
         #expect(session.heldBytes <= HTTP2Session.maximumHeldBytes && session.heldBytesAreCounted)
-        let resets = Self.resets(Self.output(session))
+        let resets = Self.resets(SessionIO.output(session))
         #expect(!resets.isEmpty && resets.allSatisfy { $0.code == Self.refusedStream })
         #expect(session.heldBytes + 3 * 4_002 + 64 > HTTP2Session.maximumHeldBytes - HTTP2Request.allocationSlack, "refused with room left")
     }

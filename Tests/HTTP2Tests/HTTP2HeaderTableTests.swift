@@ -24,21 +24,11 @@ struct HTTP2HeaderTableTests {
         return ClientFrames.frame(type: 1, flags: 0x5, stream: stream, block)
     }
 
-    static func receive(_ session: HTTP2Session, _ bytes: [UInt8]) -> Bool {
-        bytes.withUnsafeBytes { session.receive($0, now: 0) }
-    }
-
-    static func output(_ session: HTTP2Session) -> [UInt8] {
-        var out: [UInt8] = []
-        for _ in 0..<100 where session.wantsWrite { session.produce(into: &out, limit: 1 << 20) }
-        return out
-    }
-
     /// Feeds `bytes` and writes what the session answers: the error code of its GOAWAY, if it
     /// sent one (RFC 9113 §6.8), and whether the session is still alive after it.
     static func goAway(_ session: HTTP2Session, _ bytes: [UInt8]) -> (code: UInt32?, alive: Bool) {
-        _ = receive(session, bytes)
-        let out = output(session)
+        _ = SessionIO.receive(session, bytes)
+        let out = SessionIO.output(session)
         var i = 0
         var code: UInt32?
         while i + 9 <= out.count {
@@ -58,15 +48,15 @@ struct HTTP2HeaderTableTests {
     /// User-Agent the client indexed (sent before it saw the session's SETTINGS).
     static func indexedSession() -> HTTP2Session {
         let session = HTTP2Session()
-        #expect(receive(session, ClientFrames.preface + ClientFrames.settings))
-        #expect(receive(session, get(stream: 1, ClientFrames.indexing(nameIndex: 58, userAgent))))
+        #expect(SessionIO.receive(session, ClientFrames.preface + ClientFrames.settings))
+        #expect(SessionIO.receive(session, get(stream: 1, ClientFrames.indexing(nameIndex: 58, userAgent))))
         #expect(session.takeRequests().map(\.stream) == [1])
         return session
     }
 
     @Test("the session's SETTINGS advertise a header table of 512 bytes")
     func advertised() {
-        let output = Self.output(HTTP2Session())
+        let output = SessionIO.output(HTTP2Session())
         // The first frame is SETTINGS (type 4); entries are 2-byte identifiers and 4-byte values.
         #expect(output.count >= 9 && output[3] == 4)
         let length = Int(output[0]) << 16 | Int(output[1]) << 8 | Int(output[2])
@@ -82,18 +72,18 @@ struct HTTP2HeaderTableTests {
         let session = Self.indexedSession()
         #expect(session.decoderTableBytes == Self.tableEntry)
         // Still before the acknowledgement: a reference to the entry is one byte, and valid.
-        #expect(Self.receive(session, Self.get(stream: 3, ClientFrames.indexed(62))))
+        #expect(SessionIO.receive(session, Self.get(stream: 3, ClientFrames.indexed(62))))
         #expect(session.takeRequests().first.flatMap { $0.userAgent.map(Array.init) } == Self.userAgent)
-        #expect(Self.receive(session, ClientFrames.settingsAck))
+        #expect(SessionIO.receive(session, ClientFrames.settingsAck))
         #expect(session.decoderTableBytes == 0, "the client's value outlived the acknowledgement")
     }
 
     @Test("after the acknowledgement a header block that begins with a size update is served, a large value sent in full and not kept")
     func servedAfterAcknowledgement() {
         let session = Self.indexedSession()
-        #expect(Self.receive(session, ClientFrames.settingsAck))
+        #expect(SessionIO.receive(session, ClientFrames.settingsAck))
         #expect(
-            Self.receive(
+            SessionIO.receive(
                 session,
                 Self.get(
                     stream: 3, prefix: Self.sizeUpdate(Int(HTTP2Session.headerTableSize)),
@@ -101,7 +91,7 @@ struct HTTP2HeaderTableTests {
         #expect(session.takeRequests().first.flatMap { $0.userAgent.map(Array.init) } == Self.userAgent)
         #expect(session.decoderTableBytes == 0, "an entry larger than the table was kept")
         // A usual field still fits, and is kept.
-        #expect(Self.receive(session, Self.get(stream: 5, ClientFrames.indexing(nameIndex: 58, Array("curl/8.5.0".utf8)))))
+        #expect(SessionIO.receive(session, Self.get(stream: 5, ClientFrames.indexing(nameIndex: 58, Array("curl/8.5.0".utf8)))))
         #expect(session.decoderTableBytes == 10 + 10 + 32)
         #expect(session.isAlive)
     }
@@ -111,18 +101,18 @@ struct HTTP2HeaderTableTests {
         // RFC 7541 §4.2: the update must begin the first header block after the change; nghttp2
         // answers a block without it with COMPRESSION_ERROR.
         let missing = Self.indexedSession()
-        #expect(Self.receive(missing, ClientFrames.settingsAck))
+        #expect(SessionIO.receive(missing, ClientFrames.settingsAck))
         let noUpdate = Self.goAway(missing, Self.get(stream: 3, ClientFrames.literal("user-agent", "curl/8")))
         #expect(noUpdate.code == Self.compressionError && !noUpdate.alive)
         // The entry is gone: a reference to it decodes nothing (RFC 7541 §2.3.3).
         let dropped = Self.indexedSession()
-        #expect(Self.receive(dropped, ClientFrames.settingsAck))
+        #expect(SessionIO.receive(dropped, ClientFrames.settingsAck))
         let reference = Self.goAway(dropped, Self.get(stream: 3, prefix: Self.sizeUpdate(0), ClientFrames.indexed(62)))
         #expect(reference.code == Self.compressionError && !reference.alive)
         // An update above the advertised size is refused too (RFC 7541 §6.3).
         let advertised = Int(HTTP2Session.headerTableSize)
         let larger = Self.indexedSession()
-        #expect(Self.receive(larger, ClientFrames.settingsAck))
+        #expect(SessionIO.receive(larger, ClientFrames.settingsAck))
         let above = Self.goAway(
             larger, Self.get(stream: 3, prefix: Self.sizeUpdate(advertised + 1), ClientFrames.literal("user-agent", "curl/8")))
         #expect(above.code == Self.compressionError && !above.alive)
