@@ -76,8 +76,8 @@ enum SessionMemory {
     /// but freeing every other one leaves each a region of its own (2,000 adjacent 4 KB mappings
     /// were 3 regions in /proc/self/maps; with every other unmapped, 1,000). A client holds such
     /// blocks in its HPACK table until it acknowledges our table size: nghttp2 allocates twice a
-    /// Huffman-coded string's length, so about 460 bytes of table (19-bit codes) hold a 2 KB
-    /// block, 8 a connection. Without a cap, some 8,000 such connections, with as many closed
+    /// Huffman-coded string's length, so an entry of 455 table bytes (19-bit codes) holds a 2 KB
+    /// block, 9 in a 4 KB table. Without a cap, some 7,300 such connections, with as many closed
     /// between them, would take every region: mmap then fails across the process (thread
     /// stacks, posix_spawn for hooks, malloc's arenas), and a munmap that must split a region
     /// fails, keeping its pages. A quarter of the default leaves the rest to the process; a
