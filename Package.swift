@@ -110,10 +110,23 @@ let package = Package(
             name: "Daemon",
             dependencies: [
                 .product(name: "HashTreeCollections", package: "swift-collections"),
-                "AASA", "HTTPCore", "SiteStore", "TLS", "HTTPServer", "Reactor", "ACME", "Check", "Outbound",
+                "AASA", "HTTPCore", "SiteStore", "TLS", "HTTPServer", "Reactor", "ACME", "Check", "Outbound", "TenantAPI",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The tenant API (docs/api.md): sites created, replaced and removed over HTTPS, written
+        // into the config directory as a person would, checked as `aasad validate` checks them;
+        // its own listener (HTTP/1.1, TLS, bounds), tokens with scopes.
+        .target(
+            name: "TenantAPI",
+            dependencies: [
+                "SiteStore", "Served", "AASA", "StrictJSON", "SafeText", "Hashing", "HTTPCore", "HTTP1", "Reactor", "TLS",
+                "CAASAOpenSSL", "CAASALinux",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Yams", package: "Yams"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -161,6 +174,10 @@ let package = Package(
             dependencies: [
                 "SiteStore", "Served", "AASA", "HTTPCore", "Hashing", "TestSupport", .product(name: "Logging", package: "swift-log"),
             ],
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "TenantAPITests",
+            dependencies: ["TenantAPI", "SiteStore", "TestSupport", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "DaemonTests", dependencies: ["Daemon", "SiteStore", "TestSupport", .product(name: "Logging", package: "swift-log")],
