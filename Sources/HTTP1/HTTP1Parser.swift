@@ -26,8 +26,17 @@ public struct HTTP1Parser: Sendable {
     private var scanned = 0
     /// Where the request line ends (its CR), once seen.
     private var requestLineEnd = -1
+    /// Whether a request may announce a body: the tenant API's listener (Sources/TenantAPI/
+    /// Transport) takes bodies framed by Content-Length and bounds them itself. With it, a
+    /// Content-Length (digits only, equal if repeated) is handed over in
+    /// `RequestHead.contentLength` and a Transfer-Encoding is marked in
+    /// `RequestHead.transferEncoding`, for the caller to refuse; without it, both are refused here
+    /// (413), as nothing the file server answers takes a body.
+    private let acceptsBodies: Bool
 
-    public init() {}
+    public init(acceptsBodies: Bool = false) {
+        self.acceptsBodies = acceptsBodies
+    }
 
     /// Parses the request at the start of `bytes`. After `.complete(head)` the next request starts
     /// at `head.length`; call `reset()` before parsing it.
@@ -64,7 +73,32 @@ public struct HTTP1Parser: Sendable {
             return .incomplete
         }
         if end > Self.maximumHeadLength { return .failed(.headersTooLarge) }
-        return Self.parseHead(bytes, start: start, requestLineEnd: requestLineEnd, end: end)
+        return Self.parseHead(bytes, start: start, requestLineEnd: requestLineEnd, end: end, acceptsBodies: acceptsBodies)
+    }
+
+    /// Calls `body` with each header field of a head this parser completed, in the order sent:
+    /// the name's range and the value's (surrounding spaces and tabs removed). The head was
+    /// checked by `parse` (CRLF lines, token names, no control bytes in values), so this only
+    /// walks it.
+    public static func forEachField(
+        _ b: UnsafeRawBufferPointer, _ head: RequestHead, _ body: (_ name: Range<Int>, _ value: Range<Int>) -> Void
+    ) {
+        // The request line ends at the first CR after the target.
+        var line = head.target.upperBound
+        while b[line] != 13 { line += 1 }
+        line += 2
+        while line < head.length - 2 {
+            var lineEnd = line
+            while b[lineEnd] != 13 { lineEnd += 1 }
+            var colon = line
+            while b[colon] != 58 { colon += 1 }
+            var valueStart = colon + 1
+            while valueStart < lineEnd && (b[valueStart] == 32 || b[valueStart] == 9) { valueStart += 1 }
+            var valueEnd = lineEnd
+            while valueEnd > valueStart && (b[valueEnd - 1] == 32 || b[valueEnd - 1] == 9) { valueEnd -= 1 }
+            body(line..<colon, valueStart..<valueEnd)
+            line = lineEnd + 2
+        }
     }
 
     /// Forgets the progress on the current request, to parse the next one.
@@ -75,7 +109,7 @@ public struct HTTP1Parser: Sendable {
 
     // MARK: - The head
 
-    private static func parseHead(_ b: UnsafeRawBufferPointer, start: Int, requestLineEnd: Int, end: Int) -> Result {
+    private static func parseHead(_ b: UnsafeRawBufferPointer, start: Int, requestLineEnd: Int, end: Int, acceptsBodies: Bool) -> Result {
         var head = RequestHead()
         head.length = end
         // request-line = method SP request-target SP HTTP-version
@@ -139,9 +173,14 @@ public struct HTTP1Parser: Sendable {
                     return .failed(.badRequest("conflicting Content-Length fields"))
                 }
                 contentLength = value
-                if value.contains(where: { b[$0] != 48 }) { return .failed(.bodyNotAllowed) }
+                if acceptsBodies {
+                    head.contentLength = value
+                } else if value.contains(where: { b[$0] != 48 }) {
+                    return .failed(.bodyNotAllowed)
+                }
             case .transferEncoding:
-                return .failed(.bodyNotAllowed)
+                guard acceptsBodies else { return .failed(.bodyNotAllowed) }
+                head.transferEncoding = true
             case .ifNoneMatch:
                 head.ifNoneMatch = value
             case .ifModifiedSince:
@@ -218,7 +257,7 @@ public struct HTTP1Parser: Sendable {
 
     /// RFC 9110 §5.6.2 tchar.
     @inline(__always)
-    static func isTokenChar(_ c: UInt8) -> Bool {
+    public static func isTokenChar(_ c: UInt8) -> Bool {
         switch c {
         case 48...57, 65...90, 97...122: return true
         case 33, 35, 36, 37, 38, 39, 42, 43, 45, 46, 94, 95, 96, 124, 126: return true

@@ -33,6 +33,11 @@ public struct RequestHead: Equatable, Sendable {
     public var userAgent: Range<Int>?
     /// True when `Accept-Encoding` lists gzip with a non-zero weight.
     public var acceptsGzip = false
+    /// The Content-Length value's digits, when a parser that accepts bodies saw one (unbounded:
+    /// the caller converts and bounds it).
+    public var contentLength: Range<Int>?
+    /// Whether a parser that accepts bodies saw a Transfer-Encoding field (the caller refuses it).
+    public var transferEncoding = false
     /// Bytes of the head, request line to the empty line included: where the next request starts.
     public var length = 0
 
