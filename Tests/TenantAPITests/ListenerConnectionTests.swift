@@ -80,6 +80,8 @@ import Testing
         let answer = RawResponse.parseAll(bytes)
         #expect(answer.map(\.status) == [503])
         #expect(answer.first?.text.contains("\"error\": \"busy\"") == true)
+        #expect(answer.first?.headers["date"] != nil)
+        #expect(answer.first?.headers["connection"] == "close")
         #expect(server.listener.refusedConnections == 1)
         // A slot freed is taken again.
         held[0].send("GET /bye HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")

@@ -89,6 +89,23 @@ import Testing
         #expect(server.handled == 1)
     }
 
+    @Test func a413ReachesAClientThatSendsItsBodyAnyway() throws {
+        var limits = APIListenerLimits.short()
+        limits.maximumBodyBytes = 100
+        let server = try EchoListener(limits: limits)
+        let client = try #require(RawClient(port: server.port))
+        // No Expect: the body follows the head at once, more of it than the server reads.
+        client.send("PUT /x HTTP/1.1\r\nHost: a\r\nContent-Length: 4000000\r\n\r\n")
+        let flags = fcntl(client.fd, F_GETFL)
+        _ = fcntl(client.fd, F_SETFL, flags | O_NONBLOCK)
+        let chunk = [UInt8](repeating: 120, count: 65536)
+        for _ in 0..<16 where client.send(chunk) > 0 {}
+        _ = fcntl(client.fd, F_SETFL, flags)
+        let (bytes, _) = client.readUntilClose()
+        #expect(RawResponse.parseAll(bytes).map(\.status) == [413])
+        #expect(server.handled == 0)
+    }
+
     @Test func expectContinueGetsAHundredOnlyWhenTheBodyWillBeTaken() throws {
         var limits = APIListenerLimits.short()
         limits.maximumBodyBytes = 100

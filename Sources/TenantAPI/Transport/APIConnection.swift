@@ -39,7 +39,7 @@ struct APIConnection {
                 first = false
                 if !keepAlive { return }
             } catch let refusal as Refusal {
-                try? stream.write(serialize(refusal.response, withBody: true, close: true), until: .now + limits.writeTimeout)
+                try? stream.write(Self.serialize(refusal.response, withBody: true, close: true), until: .now + limits.writeTimeout)
                 return
             } catch {
                 logger.debug("api: connection ended", metadata: ["peer": "\(peer)", "end": "\(error)"])
@@ -98,7 +98,8 @@ struct APIConnection {
         }
         // HTTP/1.0 closes after each answer (no keep-alive on this listener); so does a stop.
         let keepAlive = isHTTP11 && !head.connection.close && !isStopping()
-        try stream.write(serialize(response, withBody: complete.method != "HEAD", close: !keepAlive), until: .now + limits.writeTimeout)
+        try stream.write(
+            Self.serialize(response, withBody: complete.method != "HEAD", close: !keepAlive), until: .now + limits.writeTimeout)
         return keepAlive
     }
 
@@ -200,7 +201,8 @@ struct APIConnection {
     /// The fields the listener writes itself; the handler's own are dropped.
     private static let framing: Set<String> = ["content-length", "transfer-encoding", "connection", "date", "keep-alive"]
 
-    func serialize(_ response: APIResponse, withBody: Bool, close: Bool) -> [UInt8] {
+    /// The answer on the wire, with the fields the listener owns.
+    static func serialize(_ response: APIResponse, withBody: Bool, close: Bool) -> [UInt8] {
         var head = "HTTP/1.1 \(response.status) \(Self.reason(response.status))\r\n"
         var cacheControl = false
         for (name, value) in response.headers {

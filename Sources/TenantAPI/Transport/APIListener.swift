@@ -204,10 +204,8 @@ public final class APIListener: Sendable {
     private func refuseBusy(_ fd: Int32, peer: String) {
         logger.debug("api: connection refused at the connection bound", metadata: ["peer": "\(peer)"])
         if tls == nil {
-            let response = APIConnection.error(503, "busy", "Too many connections are open; try again shortly.")
-            var bytes = Array("HTTP/1.1 503 Service Unavailable\r\n".utf8)
-            bytes += Array("Content-Type: application/json\r\nCache-Control: no-store\r\nConnection: close\r\n".utf8)
-            bytes += Array("Content-Length: \(response.body.count)\r\n\r\n".utf8) + response.body
+            let bytes = APIConnection.serialize(
+                APIConnection.error(503, "busy", "Too many connections are open; try again shortly."), withBody: true, close: true)
             _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
             shutdown(fd, Int32(SHUT_WR))
         }
