@@ -95,6 +95,25 @@ import Testing
         #expect(server.handled == 2)
     }
 
+    @Test func pastTheBoundATLSClientIsAnswered503() throws {
+        let dir = try TemporaryDirectory(prefix: "aasad-api-tls")
+        let pair = try TestPKI.shared(["api.test"])
+        try dir.write("cert.pem", pair.certificatePEM)
+        try dir.write("key.pem", pair.keyPEM)
+        var limits = APIListenerLimits.short()
+        limits.maximumConnections = 1
+        let server = try EchoListener(limits: limits, tls: APITLSFiles(certificate: dir.path("cert.pem"), key: dir.path("key.pem")))
+        let held = try #require(RawClient(port: server.port))
+        #expect(eventually { server.listener.openConnections == 1 })
+        let url = "https://api.test:\(server.port)/x"
+        let refused = try Curl.run(
+            ["--resolve", "api.test:\(server.port):127.0.0.1", "--cacert", dir.path("cert.pem"), url], scratch: dir.path)
+        #expect(refused.status == 503)
+        #expect(String(decoding: refused.body, as: UTF8.self).contains("\"error\": \"busy\""))
+        #expect(server.handled == 0)
+        _ = held
+    }
+
     @Test func opensslSeesTLS12OrLaterOnlyAndAHandshakeNeverFinishedIsCut() throws {
         let dir = try TemporaryDirectory(prefix: "aasad-api-tls")
         let pair = try TestPKI.shared(["api.test"])

@@ -52,6 +52,8 @@ public final class APIListener: Sendable {
         var total = 0
         var perPeer: [String: Int] = [:]
         var refused = 0
+        /// TLS refusals in progress (`refuseBusy`).
+        var refusing = 0
     }
 
     /// Binds the address (so a bad address, a port in use, or a bad TLS pair fails here, at
@@ -100,7 +102,7 @@ public final class APIListener: Sendable {
         thread?.join()
         close(listenFD)
         let deadline = ContinuousClock.now + limits.stopTimeout
-        while openConnections > 0 {
+        while shared.counts.withLock({ $0.total + $0.refusing }) > 0 {
             let remaining = ContinuousClock.now.duration(to: deadline)
             guard remaining > .zero else {
                 logger.warning("api: connections still open when the stop's wait ended", metadata: ["open": "\(openConnections)"])
@@ -198,19 +200,57 @@ public final class APIListener: Sendable {
         _ = write(shared.ended, &one, 8)
     }
 
-    /// Past a bound: 503 busy and close, without a thread. On plain HTTP the answer is sent if the
-    /// socket takes it at once (it always does on a new connection); a TLS connection is closed
-    /// unanswered, since the answer would need a handshake, which can take a slow client's time.
+    /// Past a bound: 503 busy and close. On plain HTTP without a thread: the answer is sent if the
+    /// socket takes it at once (it always does on a new connection). Over TLS the answer needs a
+    /// handshake, so it gets a short-lived thread of its own, at most `maximumTLSRefusals` at once
+    /// and `tlsRefusalTimeout` each; past those the connection is closed unanswered.
     private func refuseBusy(_ fd: Int32, peer: String) {
         logger.debug("api: connection refused at the connection bound", metadata: ["peer": "\(peer)"])
-        if tls == nil {
-            let bytes = APIConnection.serialize(
-                APIConnection.error(503, "busy", "Too many connections are open; try again shortly."), withBody: true, close: true)
-            _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+        let answer = APIConnection.serialize(
+            APIConnection.error(503, "busy", "Too many connections are open; try again shortly."), withBody: true, close: true)
+        guard tls != nil else {
+            _ = answer.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
             shutdown(fd, Int32(SHUT_WR))
+            close(fd)
+            return
         }
-        close(fd)
+        let admitted = shared.counts.withLock { counts in
+            guard counts.refusing < Self.maximumTLSRefusals else { return false }
+            counts.refusing += 1
+            return true
+        }
+        guard admitted else {
+            close(fd)
+            return
+        }
+        let shared = shared
+        let ended: @Sendable () -> Void = {
+            shared.counts.withLock { $0.refusing -= 1 }
+            var one: UInt64 = 1
+            _ = write(shared.ended, &one, 8)
+        }
+        guard let stream = APIStream(fd: fd, wake: shared.wake, tls: tls) else {
+            ended()
+            return
+        }
+        let deadline = ContinuousClock.now + Self.tlsRefusalTimeout
+        let started = spawnDetached {
+            if (try? stream.handshake(until: deadline)) != nil {
+                try? stream.write(answer, until: deadline)
+                stream.finish()
+            }
+            ended()
+        }
+        if !started { ended() }
     }
+
+    /// TLS connections past a bound being answered 503 at once, each on a thread: past this many,
+    /// a connection is closed unanswered (a flood of them must not become the thread flood the
+    /// bounds exist to prevent).
+    static let maximumTLSRefusals = 4
+    /// How long a TLS refusal may take, handshake and answer together: a real client needs
+    /// milliseconds; a slow one is not waited for.
+    static let tlsRefusalTimeout: Duration = .seconds(2)
 
     // MARK: - Binding
 
