@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Logging
+import Synchronization
 import TestSupport
 import Testing
 
@@ -126,5 +127,33 @@ import Testing
         #expect(server.listener.openConnections == 0)
         for client in [idle, midHead, silent] { #expect(client.readUntilClose(seconds: 2).closed) }
         #expect(RawClient(port: server.port) == nil)
+    }
+
+    @Test func stopWaitsForABlockedHandlerOnlyUpToItsBound() throws {
+        let release = Mutex(false)
+        var limits = APIListenerLimits.short()
+        limits.stopTimeout = .milliseconds(500)
+        let entered = Mutex(false)
+        let api = try APIListener(
+            listen: "127.0.0.1:0", tls: nil, limits: limits,
+            handler: { _ in
+                entered.withLock { $0 = true }
+                // Blocks until the test lets it go (after stop returned).
+                while !release.withLock({ $0 }) { usleep(10_000) }
+                return APIResponse(status: 200)
+            }, logger: Logger(label: "api-test"))
+        api.start()
+        let client = try #require(RawClient(port: api.port))
+        client.send("GET /block HTTP/1.1\r\nHost: a\r\n\r\n")
+        #expect(eventually { entered.withLock { $0 } })
+        let started = Date()
+        api.stop()
+        let waited = Date().timeIntervalSince(started)
+        #expect(waited >= 0.4 && waited < 3)
+        #expect(api.openConnections == 1)
+        release.withLock { $0 = true }
+        // The handler's connection ends on its own once the handler returns.
+        #expect(eventually { api.openConnections == 0 })
+        #expect(client.readUntilClose(seconds: 5).closed)
     }
 }

@@ -114,6 +114,22 @@ import Testing
         _ = held
     }
 
+    @Test func allAddressesTakeIPv4AndIPv6AndNameAnIPv4PeerAsIPv4() throws {
+        let dir = try TemporaryDirectory(prefix: "aasad-api-tls")
+        let pair = try TestPKI.shared(["api.test"])
+        try dir.write("cert.pem", pair.certificatePEM)
+        try dir.write("key.pem", pair.keyPEM)
+        let server = try EchoListener(
+            limits: .short(), listen: ":0", tls: APITLSFiles(certificate: dir.path("cert.pem"), key: dir.path("key.pem")))
+        for address in ["127.0.0.1", "[::1]"] {
+            let answer = try Curl.run(
+                ["--resolve", "api.test:\(server.port):\(address)", "--cacert", dir.path("cert.pem"), "https://api.test:\(server.port)/p"],
+                scratch: dir.path)
+            #expect(answer.status == 200)
+        }
+        #expect(server.requests.map(\.peer) == ["127.0.0.1", "::1"])
+    }
+
     @Test func opensslSeesTLS12OrLaterOnlyAndAHandshakeNeverFinishedIsCut() throws {
         let dir = try TemporaryDirectory(prefix: "aasad-api-tls")
         let pair = try TestPKI.shared(["api.test"])
