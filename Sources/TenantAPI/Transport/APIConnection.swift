@@ -39,6 +39,7 @@ struct APIConnection {
                 first = false
                 if !keepAlive { return }
             } catch let refusal as Refusal {
+                logger.debug("api: request refused", metadata: ["peer": "\(peer)", "status": "\(refusal.response.status)"])
                 try? stream.write(Self.serialize(refusal.response, withBody: true, close: true), until: .now + limits.writeTimeout)
                 return
             } catch {

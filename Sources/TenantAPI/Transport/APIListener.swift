@@ -71,7 +71,7 @@ public final class APIListener: Sendable {
         let wake = eventfd(0, CAASALinux_EFD_CLOEXEC)
         let ended = eventfd(0, CAASALinux_EFD_CLOEXEC | CAASALinux_EFD_NONBLOCK)
         guard wake >= 0, ended >= 0 else {
-            let reason = String(cString: strerror(errno))
+            let reason = describeErrno(errno)
             close(listenFD)
             if wake >= 0 { close(wake) }
             if ended >= 0 { close(ended) }
@@ -81,6 +81,12 @@ public final class APIListener: Sendable {
         self.limits = limits
         self.handler = handler
         self.logger = logger
+    }
+
+    /// A listener never started holds only its socket; a started one lives until `stop()` (its
+    /// accept thread holds it).
+    deinit {
+        if !shared.stopping.load(ordering: .acquiring) { close(listenFD) }
     }
 
     /// Starts the accept thread (once).
@@ -133,8 +139,11 @@ public final class APIListener: Sendable {
             guard fds[0].revents != 0 else { continue }
             let fd = CAASALinux_accept4(listenFD, CAASALinux_SOCK_NONBLOCK | CAASALinux_SOCK_CLOEXEC)
             guard fd >= 0 else {
-                if errno == EMFILE || errno == ENFILE {
-                    logger.warning("api: out of file descriptors; accepting pauses")
+                // A connection gone before it was accepted, or a signal: the next one. Anything
+                // else (out of descriptors or memory) would make the readable socket spin: pause.
+                let e = errno
+                if e != EAGAIN && e != EINTR && e != ECONNABORTED {
+                    logger.warning("api: accepting failed; accepting pauses", metadata: ["error": "\(describeErrno(e))"])
                     var wakeOnly = [pollfd(fd: shared.wake, events: Int16(POLLIN), revents: 0)]
                     _ = poll(&wakeOnly, 1, APIStream.milliseconds(Self.acceptPause))
                 }
@@ -256,7 +265,7 @@ public final class APIListener: Sendable {
 
     private static func bind(_ address: APIListenAddress, _ listen: String) throws(APIListenerError) -> (Int32, Int) {
         func fail(_ what: String, _ fd: Int32) -> APIListenerError {
-            let reason = "\(what): \(String(cString: strerror(errno)))"
+            let reason = "\(what): \(describeErrno(errno))"
             if fd >= 0 { close(fd) }
             return .cannotListen(listen, reason: reason)
         }

@@ -1,5 +1,6 @@
 import CAASAOpenSSL
 import Glibc
+import Reactor
 import TLS
 
 /// The API's certificate and key, loaded once when the listener is made: the same checks and
@@ -36,7 +37,7 @@ final class APITLS: Sendable {
     /// The file's bytes, bounded, or an error naming the setting.
     private static func read(_ path: String, setting: String) throws(APIListenerError) -> [UInt8] {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw .badTLSFiles(setting: setting, path: path, reason: "cannot open: \(describe(errno))") }
+        guard fd >= 0 else { throw .badTLSFiles(setting: setting, path: path, reason: "cannot open: \(describeErrno(errno))") }
         defer { close(fd) }
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 16 * 1024)
@@ -45,7 +46,7 @@ final class APITLS: Sendable {
             if n == 0 { break }
             if n < 0 {
                 if errno == EINTR { continue }
-                throw .badTLSFiles(setting: setting, path: path, reason: "cannot read: \(describe(errno))")
+                throw .badTLSFiles(setting: setting, path: path, reason: "cannot read: \(describeErrno(errno))")
             }
             bytes += chunk[0..<n]
             if bytes.count > maximumFileBytes {
@@ -53,10 +54,6 @@ final class APITLS: Sendable {
             }
         }
         return bytes
-    }
-
-    private static func describe(_ e: Int32) -> String {
-        String(cString: strerror(e))
     }
 }
 
