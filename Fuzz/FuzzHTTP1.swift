@@ -3,7 +3,10 @@
 // If-Modified-Since: a date that trapped was once one step past the parser). Built by scripts/fuzz.sh
 // together with Sources/HTTP1 and Sources/HTTPCore as one module (hence no import).
 // Besides not crashing, every parsed request must stay inside the input, and feeding the same
-// bytes in two pieces must give the same answer.
+// bytes in two pieces must give the same answer. The same bytes also go through the parser's
+// body mode (the tenant API's listener, Sources/TenantAPI/Transport) and its field walk: every
+// field and the Content-Length digits must lie inside the head, and a head the file server's
+// mode accepts must be accepted by the body mode too.
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
@@ -24,6 +27,24 @@ public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         offset += head.length
         parser.reset()
         requests += 1
+    }
+    var bodies = HTTP1Parser(acceptsBodies: true)
+    var plain = HTTP1Parser()
+    let withBodies = bodies.parse(bytes)
+    if case .complete(let head) = withBodies {
+        if let digits = head.contentLength {
+            precondition(digits.lowerBound >= 0 && digits.upperBound <= head.length, "Content-Length outside its request")
+        }
+        var fields = 0
+        HTTP1Parser.forEachField(bytes, head) { name, value in
+            precondition(name.lowerBound >= 0 && name.upperBound <= value.lowerBound, "a field name after its value")
+            precondition(!name.isEmpty && value.upperBound <= head.length - 2, "a field outside its head")
+            fields += 1
+        }
+        precondition(fields <= head.length / 3, "more fields than lines")
+    }
+    if case .complete = plain.parse(bytes) {
+        guard case .complete = withBodies else { preconditionFailure("the body mode refused a head the file server's mode took") }
     }
     if size > 1 {
         var whole = HTTP1Parser()
