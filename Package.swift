@@ -177,7 +177,9 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(
             name: "TenantAPITests",
-            dependencies: ["TenantAPI", "SiteStore", "Hashing", "HTTPCore", "TestSupport", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "TenantAPI", "SiteStore", "Hashing", "HTTPCore", "TestSupport", .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "DaemonTests", dependencies: ["Daemon", "SiteStore", "TestSupport", .product(name: "Logging", package: "swift-log")],
