@@ -434,3 +434,33 @@ final class TemporaryDirectoryPath {
     }
     deinit { try? FileManager.default.removeItem(atPath: path) }
 }
+
+/// Whether this process may mount a tmpfs (root in a namespace that allows it): the full-disk
+/// test then fills a real filesystem instead of an injected error.
+private let canMount: Bool = {
+    guard getuid() == 0, let directory = try? TemporaryDirectoryPath() else { return false }
+    guard mount("tmpfs", directory.path, "tmpfs", 0, "size=64k") == 0 else { return false }
+    umount(directory.path)
+    return true
+}()
+
+@Suite struct FullDiskTests {
+    @Test(.enabled(if: canMount, "needs root and tmpfs")) func aFullTmpfsIs507WithNothingLeftBehind() throws {
+        let fixture = try APIFixture(prepare: { dir in
+            // sites/ on a 64 KB tmpfs: a site of a few hundred bytes fits, a 200 KB page does not.
+            guard mount("tmpfs", dir.path("sites"), "tmpfs", 0, "size=64k") == 0 else { throw CocoaError(.fileWriteUnknown) }
+        })
+        defer { umount(fixture.sites) }
+        #expect(fixture.put("a.example").status == 201)
+        let before = fixture.call("GET", "/v1/sites/a.example").header("etag")
+        let page = String(repeating: "x", count: 200_000)
+        let full = fixture.put("a.example", extra: #","page":"\#(page)""#)
+        #expect(full.status == 507, "\(full.text)")
+        #expect(full.errorCode == "insufficient-storage")
+        #expect(fixture.entries() == ["a.example"])
+        #expect(fixture.call("GET", "/v1/sites/a.example").header("etag") == before)
+        let created = fixture.put("b.example", extra: #","page":"\#(page)""#)
+        #expect(created.status == 507)
+        #expect(fixture.entries() == ["a.example"])
+    }
+}
