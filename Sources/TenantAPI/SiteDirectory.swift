@@ -32,7 +32,10 @@ struct SiteDirectory: Sendable {
         case site([String: [UInt8]])
     }
 
-    func current(_ host: String) -> Current {
+    /// `strict`: a directory holding anything but the API's files is `foreign` (a write must not
+    /// take it over); else those other entries are passed over (a read shows the API's files of
+    /// a site managed by hand).
+    func current(_ host: String, strict: Bool = true) -> Current {
         let path = sitesPath + "/" + host
         let status: FileStatus
         do {
@@ -54,9 +57,11 @@ struct SiteDirectory: Sendable {
         var files: [String: [UInt8]] = [:]
         for entry in entries {
             guard SiteFiles.names.contains(entry) else {
+                if !strict { continue }
                 return .foreign("sites/\(host) holds \(entry), which the API does not manage; it is managed by hand")
             }
             guard (try? Files.linkStatus(path + "/" + entry).kind) == .regular else {
+                if !strict { continue }
                 return .foreign("sites/\(host)/\(entry) is not a regular file; the site is managed by hand")
             }
             switch ConfigLoader.readBounded(path: path + "/" + entry, limit: Self.readLimit) {

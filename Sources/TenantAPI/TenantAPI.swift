@@ -157,15 +157,11 @@ public final class TenantAPI: Sendable {
     // MARK: - GET
 
     private func get(_ host: String) -> APIResponse {
-        switch directory.current(host) {
+        switch directory.current(host, strict: false) {
         case .absent:
             return Self.error(404, "not-found", "no site directory holds \(host)")
         case .foreign(let reason):
-            // A site managed by hand is shown by its served state only.
-            guard (try? Files.status(directory.sitesPath + "/" + host).kind) == .directory else {
-                return Self.error(404, "not-found", "no site directory holds \(host): \(reason)")
-            }
-            return Self.error(409, "conflict", reason)
+            return Self.error(404, "not-found", "no site directory holds \(host): \(reason)")
         case .site(let files):
             let etag = SiteDirectory.etag(files)
             let body = siteState(host, files: files, etag: etag, problems: problems(host, directory.sitesPath + "/" + host).all)
@@ -307,7 +303,7 @@ public final class TenantAPI: Sendable {
         let page = names.page(after: after, limit: limit, scanning: Self.maximumNamesScanned, where: token.covers)
         var entries: [String] = []
         for host in page.hosts {
-            guard case .site(let files) = directory.current(host) else { continue }
+            guard case .site(let files) = directory.current(host, strict: false) else { continue }
             let etag = SiteDirectory.etag(files)
             let count = problems(host, directory.sitesPath + "/" + host).all.count
             entries.append(

@@ -235,6 +235,9 @@ import Testing
         #expect(fixture.put("keys.example").status == 409)
         #expect(fixture.call("DELETE", "/v1/sites/keys.example").status == 409)
         #expect(FileManager.default.fileExists(atPath: fixture.sites + "/keys.example/tls/cert.pem"))
+        // Read, it shows the API's files; the alias is no site directory.
+        #expect(fixture.call("GET", "/v1/sites/keys.example").status == 200)
+        #expect(fixture.call("GET", "/v1/sites/alias.example").status == 404)
         #expect(fixture.put("alias.example").status == 409)
         #expect(fixture.call("DELETE", "/v1/sites/alias.example").status == 409)
         #expect((try? FileManager.default.destinationOfSymbolicLink(atPath: fixture.sites + "/alias.example")) == "real.example")
