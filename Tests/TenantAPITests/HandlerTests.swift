@@ -72,6 +72,15 @@ import Testing
             "y.customer-a.example", extra: #","settings":{"aliases":["www.other.example"]}"#, token: APIFixture.customerA)
         #expect(alias.status == 403)
         #expect(!fixture.entries().contains("y.customer-a.example"))
+        // In any form the loader reads: upper case, a trailing dot, a single-label name.
+        for form in [#""WWW.Other.Example""#, #""www.other.example.""#, "1", #""other""#] {
+            let other = fixture.put("y.customer-a.example", extra: #","settings":{"aliases":[\#(form)]}"#, token: APIFixture.customerA)
+            #expect(other.status == 403 || other.status == 422, "\(form)")
+        }
+        let inside = fixture.put(
+            "y.customer-a.example", extra: #","settings":{"aliases":["WWW.Y.Customer-A.Example."]}"#, token: APIFixture.customerA)
+        #expect(inside.status == 201, "\(inside.text)")
+        #expect(fixture.entries().filter { $0.hasPrefix(".") }.isEmpty)
     }
 
     @Test func aReadTokenCannotWrite() throws {

@@ -115,3 +115,37 @@ import Testing
         #expect(missing.call("GET", "/v1/sites").status == 401)
     }
 }
+
+@Suite struct TokenBoundsTests {
+    static func token(_ name: String, patterns: Int) -> String {
+        let hosts = (0..<patterns).map { "\"h\($0).example\"" }.joined(separator: ", ")
+        return "  - name: \(name)\n    sha256: \(APIFixture.sha(name))\n    scope: read\n    hosts: [\(hosts)]\n"
+    }
+
+    @Test func patternsPerTokenAreBoundedAtN() throws {
+        let n = APITokensFile.maximumPatterns
+        #expect(try APITokensFile.parse("tokens:\n" + Self.token("a", patterns: n)).first?.hosts.count == n)
+        #expect(throws: APITokensFileError.self) { try APITokensFile.parse("tokens:\n" + Self.token("a", patterns: n + 1)) }
+    }
+
+    @Test func tokensPerFileAreBoundedAtN() throws {
+        let n = APITokensFile.maximumTokens
+        let tokens = (0..<n).map { Self.token("t\($0)", patterns: 1) }.joined()
+        #expect(try APITokensFile.parse("tokens:\n" + tokens).count == n)
+        #expect(throws: APITokensFileError.self) { try APITokensFile.parse("tokens:\n" + tokens + Self.token("extra", patterns: 1)) }
+    }
+
+    @Test func aPresentedTokenIsReadUpToItsBound() throws {
+        let n = TenantAPI.maximumTokenLength
+        let long = String(repeating: "k", count: n)
+        let longer = String(repeating: "k", count: n + 1)
+        let file =
+            "tokens:\n"
+            + [long, longer].enumerated().map { index, secret in
+                "  - name: l\(index)\n    sha256: \(APIFixture.sha(secret))\n    scope: read\n    hosts: [\"*\"]\n"
+            }.joined()
+        let fixture = try APIFixture(tokens: file)
+        #expect(fixture.call("GET", "/v1/sites", token: long).status == 200)
+        #expect(fixture.call("GET", "/v1/sites", token: longer).status == 401)
+    }
+}
