@@ -185,11 +185,10 @@ public final class TenantAPI: Sendable {
         case .success(let parsed): body = parsed
         }
         // A name the site claims is a name the token must own: an alias is a site's host too.
+        // Refused here before anything is written; the names the loader takes from the written
+        // site.yaml are checked again below, whatever form they were given in.
         for alias in body.aliases {
-            let name = alias.hasSuffix(".") ? String(alias.dropLast()) : alias.lowercased()
-            guard token.covers(name) else {
-                return Self.error(403, "forbidden", "this token's host patterns do not cover the alias \(JSONValue.quote(alias))")
-            }
+            if let name = try? HostName(parsing: alias), let refusal = Self.aliasRefusal(name, token: token) { return refusal }
         }
         return locks.withLock(host) {
             let before: [String: [UInt8]]?
@@ -207,6 +206,12 @@ public final class TenantAPI: Sendable {
                 return Self.writeFailure(error, logger: logger, host: host)
             }
             let found = problems(host, staging)
+            for alias in found.aliases {
+                if let refusal = Self.aliasRefusal(alias, token: token) {
+                    SiteDirectory.removeTree(staging)
+                    return refusal
+                }
+            }
             let errors = found.all.filter { $0.severity == "error" } + ownershipProblems(host, aliases: found.aliases)
             guard errors.isEmpty else {
                 SiteDirectory.removeTree(staging)
@@ -225,6 +230,12 @@ public final class TenantAPI: Sendable {
             let state = siteState(host, files: body.files, etag: etag, problems: found.all, served: served)
             return APIResponse(status: status, headers: [("content-type", "application/json"), ("etag", etag)], body: Array(state.utf8))
         }
+    }
+
+    /// 403 when `token`'s patterns do not cover an alias the site would claim.
+    static func aliasRefusal(_ alias: HostName, token: APIToken) -> APIResponse? {
+        guard !token.covers(alias.name) else { return nil }
+        return error(403, "forbidden", "this token's host patterns do not cover the alias \(alias.name)")
     }
 
     /// The RFC 9110 §13.1.1 and §13.1.2 checks on the current ETag (nil: no site).
