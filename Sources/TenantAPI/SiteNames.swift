@@ -25,7 +25,7 @@ final class SiteNames: Sendable {
         self.sitesPath = sitesPath
     }
 
-    /// The API changed `sites/`: the next page lists it again.
+    /// The API changed `sites/`: the next page after the interval lists it again.
     func changed() {
         cache.withLock { $0.stale = true }
     }
@@ -65,7 +65,9 @@ final class SiteNames: Sendable {
             let status = try? Files.status(sitesPath)
             let modified = status.map { [$0.modifiedNanoseconds, $0.changed, Int64(truncatingIfNeeded: $0.inode)] }
             let due = cache.listedAt.map { now - $0 >= Self.relistInterval } ?? true
-            guard cache.stale || (due && modified != cache.modified) else { return cache.names }
+            // At most one listing per interval, even when the API itself wrote: at 1,000,000 sites
+            // a listing per write would cost more than the writes.
+            guard due && (cache.stale || modified != cache.modified) else { return cache.names }
             cache.listedAt = now
             cache.modified = modified
             cache.stale = false

@@ -75,7 +75,7 @@ import Testing
         // In any form the loader reads: upper case, a trailing dot, a single-label name.
         for form in [#""WWW.Other.Example""#, #""www.other.example.""#, "1", #""other""#] {
             let other = fixture.put("y.customer-a.example", extra: #","settings":{"aliases":[\#(form)]}"#, token: APIFixture.customerA)
-            #expect(other.status == 403 || other.status == 422, "\(form)")
+            #expect(other.status == 403 || other.status == 422, "\(form) \(other.status) \(other.text)")
         }
         let inside = fixture.put(
             "y.customer-a.example", extra: #","settings":{"aliases":["WWW.Y.Customer-A.Example."]}"#, token: APIFixture.customerA)
