@@ -385,6 +385,28 @@ import Testing
     }
 }
 
+@Suite struct LostUpdateTests {
+    @Test func ofWritersHoldingOneETagExactlyOneWins() throws {
+        let fixture = try APIFixture()
+        let etag = try #require(fixture.put("a.example").header("etag"))
+        let statuses = Mutex<[Int]>([])
+        let group = DispatchGroup()
+        for writer in 0..<8 {
+            group.enter()
+            Thread {
+                let aasa = #"{"applinks":{"details":[{"appIDs":["ABCDE12345.com.example.app"],"components":[{"/":"/w\#(writer)/*"}]}]}}"#
+                let answer = fixture.call("PUT", "/v1/sites/a.example", body: #"{"aasa":\#(aasa)}"#, headers: [("if-match", etag)])
+                statuses.withLock { $0.append(answer.status) }
+                group.leave()
+            }.start()
+        }
+        group.wait()
+        let all = statuses.withLock { $0 }
+        #expect(all.filter { $0 == 200 }.count == 1, "\(all)")
+        #expect(all.filter { $0 == 412 }.count == 7, "\(all)")
+    }
+}
+
 @Suite struct ListTests {
     @Test func pagesGoInByteOrderWithOpaqueCursors() throws {
         let fixture = try APIFixture()
