@@ -30,7 +30,7 @@ final class DaemonServedState: APIServedState {
             }
         return APIServedSite(
             aasa: site.aasa?.content.digest, assetLinks: site.assetLinks?.content.digest, page: site.page?.content.digest,
-            certificateSource: source, certificateState: state)
+            certificateSource: source, certificateState: state, hosts: site.hosts.map(\.name))
     }
 
     func ownership() -> HostOwnership { sites.ownership }

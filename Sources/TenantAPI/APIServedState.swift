@@ -14,10 +14,13 @@ public struct APIServedSite: Sendable, Equatable {
     public var certificateState: String
     /// When it expires (RFC 3339), when known.
     public var certificateNotAfter: String?
+    /// The host names it is served under (its directory's and the aliases it holds); nil when
+    /// not known.
+    public var hosts: [String]?
 
     public init(
         aasa: String?, assetLinks: String?, page: String?, certificateSource: String = "default", certificateState: String = "",
-        certificateNotAfter: String? = nil
+        certificateNotAfter: String? = nil, hosts: [String]? = nil
     ) {
         self.aasa = aasa
         self.assetLinks = assetLinks
@@ -25,6 +28,7 @@ public struct APIServedSite: Sendable, Equatable {
         self.certificateSource = certificateSource
         self.certificateState = certificateState
         self.certificateNotAfter = certificateNotAfter
+        self.hosts = hosts
     }
 }
 
@@ -53,7 +57,8 @@ public final class DirectoryServedState: APIServedState {
             registry.reloadAll()
             guard let site = registry.snapshot.sites[directory] else { return nil }
             return APIServedSite(
-                aasa: site.aasa?.content.digest, assetLinks: site.assetLinks?.content.digest, page: site.page?.content.digest)
+                aasa: site.aasa?.content.digest, assetLinks: site.assetLinks?.content.digest, page: site.page?.content.digest,
+                hosts: site.hosts.map(\.name))
         }
     }
 

@@ -164,7 +164,9 @@ public final class TenantAPI: Sendable {
             return Self.error(404, "not-found", "no site directory holds \(host): \(reason)")
         case .site(let files):
             let etag = SiteDirectory.etag(files)
-            let body = siteState(host, files: files, etag: etag, problems: problems(host, directory.sitesPath + "/" + host).all)
+            let found = problems(host, directory.sitesPath + "/" + host)
+            let body = siteState(
+                host, files: files, etag: etag, problems: found.all, served: isServed(host, files: files, aliases: found.aliases))
             return APIResponse(status: 200, headers: [("content-type", "application/json"), ("etag", etag)], body: Array(body.utf8))
         }
     }
@@ -225,7 +227,7 @@ public final class TenantAPI: Sendable {
             names.changed()
             let etag = SiteDirectory.etag(body.files)
             logWrite(token: token, host: host, action: "put", before: beforeETag, after: etag)
-            let served = waitUntil { self.isServed(host, files: body.files) }
+            let served = waitUntil { self.isServed(host, files: body.files, aliases: found.aliases) }
             let status = !served ? 202 : before == nil ? 201 : 200
             let state = siteState(host, files: body.files, etag: etag, problems: found.all, served: served)
             return APIResponse(status: status, headers: [("content-type", "application/json"), ("etag", etag)], body: Array(state.utf8))
@@ -316,9 +318,10 @@ public final class TenantAPI: Sendable {
         for host in page.hosts {
             guard case .site(let files) = directory.current(host, strict: false) else { continue }
             let etag = SiteDirectory.etag(files)
-            let count = problems(host, directory.sitesPath + "/" + host).all.count
+            let found = problems(host, directory.sitesPath + "/" + host)
+            let served = isServed(host, files: files, aliases: found.aliases)
             entries.append(
-                "{\"host\":\(JSONValue.quote(host)),\"etag\":\(JSONValue.quote(etag)),\"served\":\(isServed(host, files: files)),\"problems\":\(count)}"
+                "{\"host\":\(JSONValue.quote(host)),\"etag\":\(JSONValue.quote(etag)),\"served\":\(served),\"problems\":\(found.all.count)}"
             )
         }
         let next = page.last.map { JSONValue.quote(Self.encodeCursor($0)) } ?? "null"
@@ -402,12 +405,19 @@ public final class TenantAPI: Sendable {
         return out
     }
 
-    /// Whether the process serves exactly these files for `host`.
-    private func isServed(_ host: String, files: [String: [UInt8]]) -> Bool {
+    /// Whether the process serves exactly these files for `host`, and has decided each alias
+    /// site.yaml names: served under it, or refused (a reload that read the new site.yaml did
+    /// both; a change of aliases alone moves no file's digest).
+    private func isServed(_ host: String, files: [String: [UInt8]], aliases: [HostName]) -> Bool {
         guard let served = state.served(directory: host) else { return false }
         func digest(_ name: String) -> String? { files[name].map { Hex.string(Digest.sha256($0)) } }
-        return served.aasa == digest(SiteFiles.aasa) && served.assetLinks == digest(SiteFiles.assetLinks)
-            && served.page == digest(SiteFiles.page)
+        guard
+            served.aasa == digest(SiteFiles.aasa) && served.assetLinks == digest(SiteFiles.assetLinks)
+                && served.page == digest(SiteFiles.page)
+        else { return false }
+        guard let hosts = served.hosts, !aliases.isEmpty else { return true }
+        let refused = Set(state.ownership().refusals(of: host).map(\.host))
+        return aliases.allSatisfy { hosts.contains($0.name) || refused.contains($0) }
     }
 
     /// Polls `condition` with a doubling pause until it holds or `servedTimeout` passes.
@@ -429,13 +439,13 @@ public final class TenantAPI: Sendable {
 
     // MARK: - Answers
 
-    private func siteState(_ host: String, files: [String: [UInt8]], etag: String, problems: [APIProblem], served: Bool? = nil) -> String {
+    private func siteState(_ host: String, files: [String: [UInt8]], etag: String, problems: [APIProblem], served isServed: Bool) -> String
+    {
         func file(_ name: String) -> String {
             guard let bytes = files[name] else { return "null" }
             return "{\"sha256\":\"\(Hex.string(Digest.sha256(bytes)))\",\"bytes\":\(bytes.count)}"
         }
         let servedSite = state.served(directory: host)
-        let isServed = served ?? isServed(host, files: files)
         let ownership = state.ownership()
         let held = ownership.held(by: host).filter { $0.name != host }.map { JSONValue.quote($0.name) }
         let refused = ownership.refusals(of: host).map { r in

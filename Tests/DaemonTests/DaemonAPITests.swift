@@ -40,6 +40,11 @@ import Testing
         let taken = call("PUT", "c.test", #"{"aasa":\#(DaemonTests.aasa),"settings":{"aliases":["www.a.test"]}}"#)
         #expect(taken.status == 422)
         #expect(call("GET", "c.test").status == 404)
+        // A change of aliases alone moves no file: the answer still waits for the reload that
+        // serves the new name.
+        let aliased = call("PUT", "b.test", #"{"aasa":\#(DaemonTests.aasa),"settings":{"aliases":["www.b.test"]}}"#)
+        #expect(aliased.status == 200)
+        #expect(daemon.snapshot?.sites["b.test"]?.hosts.map(\.name).contains("www.b.test") == true)
         #expect(call("DELETE", "b.test").status == 204)
         #expect(daemon.snapshot?.sites["b.test"] == nil)
     }
