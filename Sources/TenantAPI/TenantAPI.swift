@@ -62,6 +62,7 @@ public final class TenantAPI: Sendable {
     let limiter: APIRateLimiter
     let locks = HostLocks()
     let names: SiteNames
+    let pending = PendingClaims()
     let directory: SiteDirectory
 
     public convenience init(configuration: Configuration, tokens: APITokenStore, state: any APIServedState, logger: Logger) {
@@ -214,16 +215,24 @@ public final class TenantAPI: Sendable {
                     return refusal
                 }
             }
-            let errors = found.all.filter { $0.severity == "error" } + ownershipProblems(host, aliases: found.aliases)
+            // The ownership check and the rename in one section: a write of another site naming
+            // the same alias sees this one (`PendingClaims`).
+            pending.section.lock()
+            let claims = ownershipProblems(host, aliases: found.aliases)
+            let errors = found.all.filter { $0.severity == "error" } + claims.problems
             guard errors.isEmpty else {
+                pending.section.unlock()
                 SiteDirectory.removeTree(staging)
                 return Self.unprocessable(errors)
             }
             do throws(SiteDirectory.Failure) {
                 try directory.install(staging, as: host, replacing: before != nil)
             } catch {
+                pending.section.unlock()
                 return Self.writeFailure(error, logger: logger, host: host)
             }
+            pending.record(host, claims.names)
+            pending.section.unlock()
             names.changed()
             let etag = SiteDirectory.etag(body.files)
             logWrite(token: token, host: host, action: "put", before: beforeETag, after: etag)
@@ -278,11 +287,15 @@ public final class TenantAPI: Sendable {
             }
             let beforeETag = SiteDirectory.etag(before)
             if let refusal = Self.preconditionFails(request, current: beforeETag) { return refusal }
+            pending.section.lock()
             do throws(SiteDirectory.Failure) {
                 try directory.remove(host)
             } catch {
+                pending.section.unlock()
                 return Self.writeFailure(error, logger: logger, host: host)
             }
+            pending.record(host, nil)
+            pending.section.unlock()
             names.changed()
             logWrite(token: token, host: host, action: "delete", before: beforeETag, after: nil)
             let gone = waitUntil { self.state.served(directory: host) == nil }
@@ -377,12 +390,13 @@ public final class TenantAPI: Sendable {
     /// The names the site would hold, decided on a copy of the current ownership with the new
     /// version in place, exactly as a reload decides them (`HostOwnership`): a name it claims
     /// that another site holds, and a name another site would lose to it, are refused.
-    private func ownershipProblems(_ host: String, aliases: [HostName]) -> [APIProblem] {
-        guard let hostName = try? HostName(parsing: host) else { return [] }
-        let now = state.ownership()
+    private func ownershipProblems(_ host: String, aliases: [HostName]) -> (problems: [APIProblem], names: HostOwnership.Names?) {
+        guard let hostName = try? HostName(parsing: host) else { return ([], nil) }
+        let now = pending.overlay(on: state.ownership())
         var next = now
         let symlinks = now.names(of: host)?.symlinks ?? [:]
-        next.set(host, HostOwnership.Names(host: hostName, symlinks: symlinks, aliases: aliases))
+        let names = PendingClaims.normalised(HostOwnership.Names(host: hostName, symlinks: symlinks, aliases: aliases))
+        next.set(host, names)
         let touched = next.resolve()
         var out: [APIProblem] = []
         for refusal in next.refusals(of: host) {
@@ -402,7 +416,7 @@ public final class TenantAPI: Sendable {
                         column: nil))
             }
         }
-        return out
+        return (out, names)
     }
 
     /// Whether the process serves exactly these files for `host`, and has decided each alias

@@ -407,6 +407,22 @@ import Testing
     }
 }
 
+@Suite struct PendingClaimTests {
+    /// The served state never reloads (`NeverServed`): the ownership stays as it was at start.
+    @Test func aNameWrittenButNotYetReloadedIsHeldForTheNextWrite() throws {
+        let fixture = try APIFixture(state: { _ in NeverServed() }, servedTimeout: .milliseconds(20))
+        #expect(fixture.put("a.example", extra: #","settings":{"aliases":["shared.example"]}"#).status == 202)
+        let second = fixture.put("b.example", extra: #","settings":{"aliases":["shared.example"]}"#)
+        #expect(second.status == 422, "\(second.text)")
+        #expect(!fixture.entries().contains("b.example"))
+        // A directory for the name: the first site would lose it.
+        #expect(fixture.put("shared.example").status == 422)
+        // Removed, the name is free again.
+        #expect(fixture.call("DELETE", "/v1/sites/a.example").status == 204)
+        #expect(fixture.put("b.example", extra: #","settings":{"aliases":["shared.example"]}"#).status == 202)
+    }
+}
+
 @Suite struct ListTests {
     @Test func pagesGoInByteOrderWithOpaqueCursors() throws {
         let fixture = try APIFixture()
