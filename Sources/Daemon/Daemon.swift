@@ -274,17 +274,8 @@ package final class Daemon: @unchecked Sendable {
             logger.critical("cannot listen", metadata: ["error": "\(error)"])
             throw StartFailure()
         }
-        if let user = settings.user {
-            do {
-                try Self.dropPrivileges(
-                    to: user, state: settings.state, cacheDirectory: cacheDirectory, manager: certificateManager.value, logger: logger)
-            } catch {
-                logger.critical("cannot run as \(user)", metadata: ["error": "\(error)"])
-                server.stop()
-                throw StartFailure()
-            }
-        }
-        // The tenant API (docs/api.md) on its own listener, over the served state just published.
+        // The tenant API (docs/api.md) on its own listener, over the served state just published:
+        // bound, and its key read, before privileges are dropped, as the server's are.
         let api: (listener: APIListener, tokens: APITokenStore)?
         do {
             api = try Self.tenantAPI(
@@ -293,6 +284,17 @@ package final class Daemon: @unchecked Sendable {
             logger.critical("the tenant API cannot listen", metadata: ["error": "\(error)"])
             server.stop()
             throw StartFailure()
+        }
+        if let user = settings.user {
+            do {
+                try Self.dropPrivileges(
+                    to: user, state: settings.state, cacheDirectory: cacheDirectory, manager: certificateManager.value, logger: logger)
+            } catch {
+                logger.critical("cannot run as \(user)", metadata: ["error": "\(error)"])
+                api?.listener.stop()
+                server.stop()
+                throw StartFailure()
+            }
         }
         certificateManager.value?.start()
         cdnWatch.value?.start()

@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import Logging
 import TenantAPI
 import TestSupport
@@ -47,6 +48,31 @@ import Testing
         #expect(daemon.snapshot?.sites["b.test"]?.hosts.map(\.name).contains("www.b.test") == true)
         #expect(call("DELETE", "b.test").status == 204)
         #expect(daemon.snapshot?.sites["b.test"] == nil)
+    }
+
+    @Test func anAPIThatCannotListenFailsTheStart() throws {
+        let (folder, base) = try DaemonTests.oneSite()
+        try folder.write("tokens.yaml", Array("tokens: []\n".utf8))
+        // A port another socket listens on.
+        let held = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(held) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(held, $0, length) == 0 && listen(held, 1) == 0 && getsockname(held, $0, &length) == 0
+            }
+        }
+        try #require(bound)
+        var settings = base
+        settings.api.listen = "127.0.0.1:\(UInt16(bigEndian: address.sin_port))"
+        settings.api.tokensFile = folder.path("tokens.yaml")
+        let daemon = Daemon(
+            configDirectory: folder.path("config"), settings: settings, logger: Logger(label: "daemon-api-test"), output: { _ in })
+        #expect(throws: StartFailure.self) { try daemon.start() }
+        #expect(daemon.running == nil)
     }
 
     static func sha256(_ text: String) -> String {
