@@ -177,10 +177,13 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(
             name: "TenantAPITests",
-            dependencies: ["TenantAPI", "SiteStore", "TestSupport", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "TenantAPI", "SiteStore", "Hashing", "HTTPCore", "TestSupport", .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings),
         .testTarget(
-            name: "DaemonTests", dependencies: ["Daemon", "SiteStore", "TestSupport", .product(name: "Logging", package: "swift-log")],
+            name: "DaemonTests",
+            dependencies: ["Daemon", "SiteStore", "TenantAPI", "TestSupport", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings),
         // A daemon in-process on loopback for tests (as HummingbirdTesting is for Hummingbird): a
         // config directory in a temporary folder, the shared test keys, real clients, waits on

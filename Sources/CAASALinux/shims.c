@@ -11,6 +11,12 @@ int CAASALinux_pipe_cloexec(int fds[2]) { return pipe2(fds, O_CLOEXEC); }
 
 int CAASALinux_open_location(const char *path) { return open(path, O_PATH | O_CLOEXEC); }
 
+#include <stdio.h>
+
+int CAASALinux_renameat2(const char *from, const char *to, unsigned int flags) {
+    return renameat2(AT_FDCWD, from, AT_FDCWD, to, flags);
+}
+
 #include <spawn.h>
 
 int CAASALinux_spawn_close_from(posix_spawn_file_actions_t *actions, int from) {

@@ -246,6 +246,9 @@ final class LockedRegistry: @unchecked Sendable {
     /// directory has no default pair: the start-up fallback (development or another site's).
     private let fallback: CertificateKind
     private let view: Mutex<AdminView>
+    /// Which site holds which host as of the last reload (a value copy): the tenant API checks a
+    /// new version of a site against it without taking `reloading`.
+    private let publishedOwnership: Mutex<HostOwnership>
     /// The last `/sites` page, with the view generation and fetch log version it was made from:
     /// probes and scrapers that ask again get the same bytes without rendering.
     private let page = Mutex<(generation: UInt64, fetches: UInt64, acme: Source?, fallbacks: Int, cdn: Source?, bytes: [UInt8])?>(nil)
@@ -273,6 +276,7 @@ final class LockedRegistry: @unchecked Sendable {
         var record = ReloadRecord()
         record.lastSuccessful = registry.lastReloadProblems == 0
         reloading = Mutex(record)
+        publishedOwnership = Mutex(registry.hostOwnership)
         _ = registry.takeTouched()
         let taken = Self.take(registry, names: registry.siteNames, fallback: fallback)
         view = Mutex(
@@ -305,12 +309,16 @@ final class LockedRegistry: @unchecked Sendable {
                 generation: previous.generation + 1, entries: AdminView.applying(taken.changes, to: previous.entries),
                 sharedCertificate: taken.shared, stateCounts: taken.stateCounts, conflictingHosts: taken.conflicts, reloads: record)
             view.withLock { $0 = fresh }
+            publishedOwnership.withLock { $0 = registry.hostOwnership }
             return snapshot
         }
     }
 
     /// What the admin pages show, as of the last reload.
     var current: AdminView { view.withLock { $0 } }
+
+    /// Host ownership as of the last reload.
+    var ownership: HostOwnership { publishedOwnership.withLock { $0 } }
 
     /// `/sites` for the current view and fetches; rendered again only when either changed.
     func sitesPage(fetches: FetchLog, acme: CertificateManager? = nil, fallbacks: Int = 0, cdn: CDNWatch? = nil) -> [UInt8] {

@@ -18,6 +18,7 @@ extension Daemon {
         } catch {
             logger.error("\(error)")
         }
+        running.api?.tokens.reload()
         if let watcher = running.watcher {
             watcher.requestFullRescan()
         } else {
@@ -78,6 +79,7 @@ extension Daemon {
             logger.info("unready; serving \(delay) s more before accepting stops (timeouts.shutdown-delay)")
             waitDelay(delay)
         }
+        running.api?.listener.stop()
         running.watcher?.stop()
         if !drain {
             var limits = running.server.tuner.current.limits

@@ -7,6 +7,7 @@ package import Reactor
 package import SiteStore
 package import Synchronization
 package import TLS
+import TenantAPI
 
 /// Reloads served since start, shared with the closures that serve them.
 private final class ReloadCount: Sendable {
@@ -61,6 +62,8 @@ package final class Daemon: @unchecked Sendable {
         let cdnWatch: Current<CDNWatch>
         let serveReloaded: @Sendable (Snapshot, [String]?) -> Void
         let workers: Int
+        /// The tenant API's listener and tokens, when `api.listen` is set.
+        var api: (listener: APIListener, tokens: APITokenStore)? = nil
     }
 
     /// - Parameters:
@@ -271,18 +274,31 @@ package final class Daemon: @unchecked Sendable {
             logger.critical("cannot listen", metadata: ["error": "\(error)"])
             throw StartFailure()
         }
+        // The tenant API (docs/api.md) on its own listener, over the served state just published:
+        // bound, and its key read, before privileges are dropped, as the server's are.
+        let api: (listener: APIListener, tokens: APITokenStore)?
+        do {
+            api = try Self.tenantAPI(
+                settings.api, config: config, store: store, sites: sites, automatic: automatic, logger: logger)
+        } catch {
+            logger.critical("the tenant API cannot listen", metadata: ["error": "\(error)"])
+            server.stop()
+            throw StartFailure()
+        }
         if let user = settings.user {
             do {
                 try Self.dropPrivileges(
                     to: user, state: settings.state, cacheDirectory: cacheDirectory, manager: certificateManager.value, logger: logger)
             } catch {
                 logger.critical("cannot run as \(user)", metadata: ["error": "\(error)"])
+                api?.listener.stop()
                 server.stop()
                 throw StartFailure()
             }
         }
         certificateManager.value?.start()
         cdnWatch.value?.start()
+        api?.listener.start()
         let served = store.snapshot().sites.count
         let follower = SettingsFollower(
             inForce: settings, logger: logger, read: reread,
@@ -323,7 +339,7 @@ package final class Daemon: @unchecked Sendable {
         }
         running = Running(
             server: server, store: store, sites: sites, watcher: watcher, follower: follower, upgrade: upgrade, ready: ready,
-            certificateManager: certificateManager, cdnWatch: cdnWatch, serveReloaded: serveReloaded, workers: workerCount)
+            certificateManager: certificateManager, cdnWatch: cdnWatch, serveReloaded: serveReloaded, workers: workerCount, api: api)
         logger.info(
             "serving",
             metadata: [
@@ -352,6 +368,7 @@ package final class Daemon: @unchecked Sendable {
                 // What started is stopped, not left to the process's exit: a daemon in a test
                 // process (or any owner that goes on) would keep a watcher and a manager running.
                 stopped.store(true, ordering: .releasing)
+                api?.listener.stop()
                 watcher?.stop()
                 server.stop()
                 certificateManager.value?.stop()

@@ -54,6 +54,7 @@ package struct ServerSettings: Equatable, Sendable {
     package var rescanInterval: Int64?
     package var acme = ACMESettings()
     package var cdnWatch = CDNWatchSettings()
+    package var api = APISettings()
 
     package init() {}
 
@@ -219,6 +220,7 @@ package struct ServerSettings: Equatable, Sendable {
             problems.append(("listen.https-port", "must be set when listen.http-redirect is on and listen.https is empty"))
         }
         problems += acme.consistencyProblems(httpListeners: http)
+        problems += api.consistencyProblems()
         return problems.map { Problem(source: source, key: $0.key, message: $0.message) }
     }
 

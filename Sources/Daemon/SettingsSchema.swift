@@ -320,6 +320,24 @@ package enum SettingsSchema {
                     return .success(rate)
                 }, show: { "\($0)" }), help: "Most CDN requests a second, all hosts together"),
         Setting("cdn-watch.ca-file", \.cdnWatch.caFile, .path, help: "Extra roots for the CDN's HTTPS"),
+        // The tenant API (docs/api.md): its own listener, made at start.
+        Setting(
+            "api.listen", \.api.listen, .optionalText(offIsNone: true, addressProblem), flag: "api-listen",
+            help: "The tenant API's address (HTTPS unless loopback), or off", applies: .newProcess),
+        Setting(
+            "api.tokens-file", \.api.tokensFile, .path, flag: "api-tokens-file",
+            help: "The API's tokens (SHA-256, scope, host patterns), read again when it changes", applies: .newProcess),
+        Setting(
+            "api.tls-certificate", \.api.tlsCertificate, .path, flag: "api-tls-certificate",
+            help: "The API listener's certificate chain (PEM)", applies: .newProcess),
+        Setting(
+            "api.tls-key", \.api.tlsKey, .path, flag: "api-tls-key", help: "The API listener's private key (PEM)", applies: .newProcess),
+        Setting(
+            "api.read-only", \.api.readOnly, .bool, flag: "api-read-only",
+            help: "Refuse the API's writes (405): another tool, such as git-sync, owns the config directory", applies: .newProcess),
+        Setting(
+            "api.requests-per-minute", \.api.requestsPerMinute, .count(APISettings.requestsPerMinuteBounds, "requests"),
+            flag: "api-requests-per-minute", help: "The API's requests per token per minute", applies: .newProcess),
     ]
 
     /// The setting at a key path.

@@ -425,6 +425,10 @@ public struct HostOwnership: Sendable {
         return out
     }
 
+    /// What a site names now (nil: no such site): the tenant API checks a new version of a site
+    /// by setting it on a copy, keeping the alias symlinks the operator made for it.
+    public func names(of site: String) -> Names? { sites[site] }
+
     /// The names a site claims and does not hold, by name.
     public func refusals(of site: String) -> [Refusal] {
         (refusals[site] ?? [:]).values.sorted { $0.host < $1.host }

@@ -86,7 +86,10 @@ struct ValidateCommand: ParsableCommand {
     /// The server's settings file: every key known, every value usable.
     static func checkSettings(_ path: String) -> ValidationReport.File {
         let (settings, fileProblems) = ServerSettings.load(file: path)
-        let problems = fileProblems + (fileProblems.isEmpty ? settings.consistencyProblems(source: path) : [])
+        var problems = fileProblems + (fileProblems.isEmpty ? settings.consistencyProblems(source: path) : [])
+        if fileProblems.isEmpty {
+            problems += settings.api.fileProblems(source: path)
+        }
         return ValidationReport.File(
             file: path, kind: ServerSettings.fileName, host: nil, valid: problems.isEmpty,
             findings: problems.map {

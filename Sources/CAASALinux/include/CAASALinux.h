@@ -24,6 +24,11 @@ int CAASALinux_pipe_cloexec(int fds[2]);
 // it (opening some devices acts: a tape rewinds, a watchdog arms). O_PATH needs _GNU_SOURCE.
 int CAASALinux_open_location(const char *path);
 
+// renameat2(2) (glibc 2.28, GNU only): RENAME_NOREPLACE (1) creates a name that must not exist,
+// RENAME_EXCHANGE (2) swaps two names in one step; the tenant API puts whole site directories
+// in place with them.
+int CAASALinux_renameat2(const char *from, const char *to, unsigned int flags);
+
 #include <spawn.h>
 // posix_spawn_file_actions_addclosefrom_np (glibc 2.34, GNU only): the new program starts with
 // every descriptor from `from` up closed, whatever the parent forgot to mark close-on-exec

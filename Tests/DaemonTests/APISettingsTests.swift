@@ -1,0 +1,61 @@
+import Foundation
+import Testing
+
+@testable import Daemon
+
+/// The tenant API's settings (`api:` in aasad.yaml, `AASAD_API_*`, `--api-*`).
+@Suite struct APISettingsTests {
+    @Test func theSectionIsReadFromEverySource() {
+        var settings = ServerSettings()
+        #expect(settings.api.listen == nil)
+        let problems = settings.apply(
+            yaml: "api:\n  listen: 127.0.0.1:8444\n  tokens-file: /etc/aasad/tokens.yaml\n  read-only: true\n  requests-per-minute: 60\n",
+            file: "aasad.yaml")
+        #expect(problems.isEmpty)
+        #expect(settings.api.listen == "127.0.0.1:8444")
+        #expect(settings.api.readOnly)
+        #expect(settings.api.requestsPerMinute == 60)
+        #expect(settings.apply(environment: ["AASAD_API_REQUESTS_PER_MINUTE": "100000"]).problems.isEmpty)
+        let environment = settings.apply(environment: ["AASAD_API_LISTEN": "off", "AASAD_API_REQUESTS_PER_MINUTE": "100001"])
+        #expect(settings.api.listen == nil)
+        #expect(environment.problems.map(\.key) == ["AASAD_API_REQUESTS_PER_MINUTE"])
+        #expect(SettingsSchema.setting("api.tls-key")?.flag == "api-tls-key")
+        var unknown = ServerSettings()
+        #expect(!unknown.apply(yaml: "api:\n  token-file: x\n", file: "aasad.yaml").isEmpty)
+    }
+
+    @Test func aNonLoopbackListenerNeedsTheTLSPairAndTokens() {
+        var settings = ServerSettings()
+        settings.api.listen = "0.0.0.0:8444"
+        let keys = settings.consistencyProblems(source: "test").map(\.key)
+        #expect(keys.contains("api.listen"))
+        #expect(keys.contains("api.tokens-file"))
+        settings.api.tokensFile = "/t"
+        settings.api.tlsCertificate = "/c"
+        #expect(settings.consistencyProblems(source: "test").map(\.key) == ["api.tls-certificate", "api.listen"])
+        settings.api.tlsKey = "/k"
+        #expect(settings.consistencyProblems(source: "test").isEmpty)
+        for loopback in ["127.0.0.1:8444", "[::1]:8444", "localhost:8444"] {
+            var plain = ServerSettings()
+            plain.api.listen = loopback
+            plain.api.tokensFile = "/t"
+            #expect(plain.consistencyProblems(source: "test").isEmpty, "\(loopback)")
+        }
+        #expect(!APISettings.isLoopback(":8444"))
+        #expect(!APISettings.isLoopback("[::]:8444"))
+    }
+
+    @Test func validateChecksTheTokensFile() throws {
+        let path = NSTemporaryDirectory() + "/api-tokens-\(UUID().uuidString).yaml"
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        var settings = ServerSettings()
+        settings.api.tokensFile = path
+        #expect(settings.api.fileProblems(source: "aasad.yaml").map(\.key) == ["api.tokens-file"])
+        try Data("tokens:\n  - name: a\n    sha256: \(String(repeating: "ab", count: 32))\n    hosts: [\"*\"]\n".utf8).write(
+            to: URL(fileURLWithPath: path))
+        let noScope = settings.api.fileProblems(source: "aasad.yaml")
+        #expect(noScope.first?.message.contains("scope") == true)
+        try Data("tokens: []\n".utf8).write(to: URL(fileURLWithPath: path))
+        #expect(settings.api.fileProblems(source: "aasad.yaml").isEmpty)
+    }
+}

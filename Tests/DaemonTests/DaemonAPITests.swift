@@ -1,0 +1,92 @@
+import Foundation
+import Glibc
+import Logging
+import TenantAPI
+import TestSupport
+import Testing
+
+@testable import Daemon
+
+/// The tenant API's handler over a running daemon's served state (`DaemonServedState`): a write
+/// answers once the watcher's reload serves it, checked against the ownership the last reload
+/// published.
+@Suite struct DaemonAPITests {
+    @Test func aWriteIsAnsweredOnceTheDaemonServesIt() throws {
+        let (folder, base) = try DaemonTests.oneSite()
+        try folder.write("config/sites/a.test/site.yaml", Array("aliases: [www.a.test]\n".utf8))
+        let token = "daemon-api-test-token"
+        try folder.write(
+            "tokens.yaml",
+            Array("tokens:\n  - name: t\n    sha256: \(Self.sha256(token))\n    scope: write\n    hosts: [\"*\"]\n".utf8))
+        var settings = base
+        settings.watch = true
+        let logger = Logger(label: "daemon-api-test")
+        let daemon = Daemon(configDirectory: folder.path("config"), settings: settings, logger: logger, output: { _ in })
+        try daemon.start()
+        defer { daemon.stop(drain: false) }
+        let running = try #require(daemon.running)
+        let api = TenantAPI(
+            configuration: .init(configDirectory: folder.path("config")),
+            tokens: APITokenStore(path: folder.path("tokens.yaml"), logger: logger),
+            state: DaemonServedState(store: running.store, sites: running.sites, automatic: false), logger: logger)
+        func call(_ method: String, _ host: String, _ body: String? = nil) -> APIResponse {
+            var headers = [(name: "authorization", value: "Bearer \(token)")]
+            if body != nil { headers.append((name: "content-type", value: "application/json")) }
+            return api.handle(APIRequest(method: method, target: "/v1/sites/\(host)", headers: headers, body: Array((body ?? "").utf8)))
+        }
+        let created = call("PUT", "b.test", #"{"aasa":\#(DaemonTests.aasa)}"#)
+        #expect(created.status == 201, "\(String(decoding: created.body, as: UTF8.self))")
+        #expect(daemon.snapshot?.sites["b.test"] != nil)
+        // An alias a.test holds, as the last reload decided.
+        let taken = call("PUT", "c.test", #"{"aasa":\#(DaemonTests.aasa),"settings":{"aliases":["www.a.test"]}}"#)
+        #expect(taken.status == 422)
+        #expect(call("GET", "c.test").status == 404)
+        // A change of aliases alone moves no file: the answer still waits for the reload that
+        // serves the new name.
+        let aliased = call("PUT", "b.test", #"{"aasa":\#(DaemonTests.aasa),"settings":{"aliases":["www.b.test"]}}"#)
+        #expect(aliased.status == 200)
+        #expect(daemon.snapshot?.sites["b.test"]?.hosts.map(\.name).contains("www.b.test") == true)
+        #expect(call("DELETE", "b.test").status == 204)
+        #expect(daemon.snapshot?.sites["b.test"] == nil)
+    }
+
+    @Test func anAPIThatCannotListenFailsTheStart() throws {
+        let (folder, base) = try DaemonTests.oneSite()
+        try folder.write("tokens.yaml", Array("tokens: []\n".utf8))
+        // A port another socket listens on.
+        let held = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(held) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(held, $0, length) == 0 && listen(held, 1) == 0 && getsockname(held, $0, &length) == 0
+            }
+        }
+        try #require(bound)
+        var settings = base
+        settings.api.listen = "127.0.0.1:\(UInt16(bigEndian: address.sin_port))"
+        settings.api.tokensFile = folder.path("tokens.yaml")
+        let daemon = Daemon(
+            configDirectory: folder.path("config"), settings: settings, logger: Logger(label: "daemon-api-test"), output: { _ in })
+        #expect(throws: StartFailure.self) { try daemon.start() }
+        #expect(daemon.running == nil)
+    }
+
+    static func sha256(_ text: String) -> String {
+        let path = NSTemporaryDirectory() + "/sha-\(UUID().uuidString)"
+        FileManager.default.createFile(atPath: path, contents: Data(text.utf8))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/sha256sum")
+        process.arguments = [path]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try? process.run()
+        process.waitUntilExit()
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        return String(output.prefix(64))
+    }
+}
