@@ -1,3 +1,4 @@
+import CAASALinux
 import CAASAOpenSSL
 import Glibc
 import TLS
