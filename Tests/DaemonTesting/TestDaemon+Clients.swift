@@ -39,3 +39,5 @@ extension TestDaemon {
         return try Tool.run("openssl", ["x509", "-noout", "-fingerprint", "-sha256"], input: handshake.stdout).text
     }
 }
+
+extension TestDaemon: AdminPages {}

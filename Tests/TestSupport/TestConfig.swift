@@ -39,6 +39,20 @@ package final class TestConfig {
 
     package func path(_ relative: String) -> String { directory.path(relative) }
 
+    /// A valid AASA file of at least `size` bytes, one component a path prefix: for responses
+    /// past the server's output bounds.
+    package static func largeAASA(atLeast size: Int) -> [UInt8] {
+        let head = #"{"applinks": {"apps": [], "details": [{"appIDs": ["ABCDE12345.com.example.app"], "components": ["#
+        var components: [String] = []
+        var length = head.utf8.count + 5
+        while length < size {
+            let component = #"{"/": "/p\#(components.count)/*"}"#
+            components.append(component)
+            length += component.utf8.count + 1
+        }
+        return Array((head + components.joined(separator: ",") + "]}]}}").utf8)
+    }
+
     package func write(_ relative: String, _ bytes: [UInt8]) throws { try directory.write(relative, bytes) }
 
     package var config: String { path("config") }

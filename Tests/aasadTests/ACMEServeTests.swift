@@ -30,15 +30,18 @@ final class ACMEServeTests {
 
     /// The names in `state`, from `/sites`.
     func names(_ server: RunningServer, _ state: String) -> Set<String> {
-        Set(((try? automatic(server)) ?? [:]).filter { $0.value["state"] as? String == state }.keys)
+        Set(((try? Self.automatic(server)) ?? [:]).filter { $0.value["state"] as? String == state }.keys)
     }
 
-    func serve() throws -> RunningServer {
+    func serve() throws -> RunningServer { try Self.serve(config, pebble) }
+
+    /// serve on the ports pebble's validation reaches (its tlsPort and httpPort).
+    static func serve(_ config: TestConfig, _ pebble: Pebble) throws -> RunningServer {
         try RunningServer(config: config, extra: ["--https", "127.0.0.1:\(pebble.tlsPort)", "--http", "127.0.0.1:\(pebble.httpPort)"])
     }
 
     /// The `acme` entries of `/sites`, by name.
-    func automatic(_ server: RunningServer) throws -> [String: [String: Any]] {
+    static func automatic(_ server: RunningServer) throws -> [String: [String: Any]] {
         let page = try server.admin("/sites")
         let json = try JSONSerialization.jsonObject(with: Data(page.body)) as? [String: Any]
         var byName: [String: [String: Any]] = [:]
@@ -48,11 +51,12 @@ final class ACMEServeTests {
         return byName
     }
 
-    func describe(_ server: RunningServer) -> String { "\((try? automatic(server)) ?? [:])" }
+    func describe(_ server: RunningServer) -> String { "\((try? Self.automatic(server)) ?? [:])" }
 
-    func waitValid(_ server: RunningServer, _ names: [String]) -> Bool {
+    /// Waits (60 s at most) until every name in `names` has a valid certificate.
+    static func waitValid(_ server: RunningServer, _ names: [String]) -> Bool {
         eventually(attempts: 600, interval: 0.1) {
-            let entries = (try? self.automatic(server)) ?? [:]
+            let entries = (try? automatic(server)) ?? [:]
             return names.allSatisfy { entries[$0]?["state"] as? String == "valid" }
         }
     }
@@ -68,21 +72,21 @@ final class ACMEServeTests {
     func tlsALPN() throws {
         try settings(challenges: "tls-alpn-01")
         let server = try serve()
-        #expect(waitValid(server, ["a.test", "www.a.test"]), "\(describe(server))\n\(server.log())")
+        #expect(Self.waitValid(server, ["a.test", "www.a.test"]), "\(describe(server))\n\(server.log())")
         for host in ["a.test", "www.a.test"] {
             let fetched = try server.https(host, "/.well-known/apple-app-site-association", cacert: root)
             #expect(fetched.status == 200, "\(host)")
         }
         // own.test keeps its own pair; no order was placed for it.
         #expect(try presented(server, "own.test").contains("CN = own.test"))
-        let entries = try automatic(server)
+        let entries = try Self.automatic(server)
         #expect(entries["own.test"] == nil)
         #expect(entries["*.w.test"]?["state"] as? String == "needs-dns-hook")
         #expect(entries["bad.test"] == nil)
         // A site added while serving is served over a CA certificate moments later.
         let added = Date()
         try config.write("config/sites/new.test/apple-app-site-association", config.aasa)
-        #expect(waitValid(server, ["new.test"]), "\(describe(server))")
+        #expect(Self.waitValid(server, ["new.test"]), "\(describe(server))")
         #expect(try server.https("new.test", "/apple-app-site-association", cacert: root).status == 200)
         print("new.test: added to served with a CA certificate in \(String(format: "%.1f", Date().timeIntervalSince(added))) s")
         let page = try JSONSerialization.jsonObject(with: Data(try server.admin("/sites").body)) as? [String: Any]
@@ -97,9 +101,9 @@ final class ACMEServeTests {
         // keeps what was issued and orders the next site over the challenge now configured.
         try settings(challenges: "http-01")
         #expect(server.waitForLog("aasad.yaml applied"))
-        #expect(waitValid(server, ["a.test", "www.a.test", "new.test"]), "\(describe(server))")
+        #expect(Self.waitValid(server, ["a.test", "www.a.test", "new.test"]), "\(describe(server))")
         try config.write("config/sites/later.test/apple-app-site-association", config.aasa)
-        #expect(waitValid(server, ["later.test"]), "\(describe(server))")
+        #expect(Self.waitValid(server, ["later.test"]), "\(describe(server))")
         #expect(try server.https("later.test", "/apple-app-site-association", cacert: root).status == 200)
         #expect(server.stop() == 0)
         #expect(server.log().contains("certificate issued"))
@@ -142,7 +146,7 @@ final class ACMEServeTests {
         let seated = [
             "a.test", "www.a.test", "junk.test", "alias1.junk.test", "alias2.junk.test", "new.test", "www.new.test", "shop.new.test",
         ]
-        #expect(waitValid(server, seated), "\(describe(server))\n\(server.log())")
+        #expect(Self.waitValid(server, seated), "\(describe(server))\n\(server.log())")
         let capped = Set((3...8).map { "alias\($0).junk.test" })
         #expect(names(server, "capped") == capped, "\(describe(server))")
         let page = try JSONSerialization.jsonObject(with: Data(try server.admin("/sites").body)) as? [String: Any]
@@ -165,13 +169,13 @@ final class ACMEServeTests {
         try settings(challenges: "http-01")
         let one = try serve()
         let two = try serve()
-        #expect(waitValid(one, ["a.test", "www.a.test"]), "\(describe(one))\n\(one.log())")
-        #expect(waitValid(two, ["a.test", "www.a.test"]), "\(describe(two))\n\(two.log())")
+        #expect(Self.waitValid(one, ["a.test", "www.a.test"]), "\(describe(one))\n\(one.log())")
+        #expect(Self.waitValid(two, ["a.test", "www.a.test"]), "\(describe(two))\n\(two.log())")
         let log = try String(contentsOfFile: config.path("acme/orders.log"), encoding: .utf8).split(separator: "\n")
         #expect(log.count == 2, "\(log)")
         for name in ["a.test", "www.a.test"] {
-            let a = try automatic(one)[name]?["notAfter"] as? Int
-            let b = try automatic(two)[name]?["notAfter"] as? Int
+            let a = try Self.automatic(one)[name]?["notAfter"] as? Int
+            let b = try Self.automatic(two)[name]?["notAfter"] as? Int
             #expect(a != nil && a == b)
             #expect(try Tool.fingerprint(ofFile: config.path("acme/certificates/\(name).pem")).isEmpty == false)
         }
@@ -181,7 +185,7 @@ final class ACMEServeTests {
     func caDown() throws {
         try settings(challenges: "tls-alpn-01")
         let first = try serve()
-        #expect(waitValid(first, ["a.test", "www.a.test"]), "\(describe(first))")
+        #expect(Self.waitValid(first, ["a.test", "www.a.test"]), "\(describe(first))")
         #expect(first.stop() == 0)
         pebble.stop()
         try config.write("config/sites/later.test/apple-app-site-association", config.aasa)
@@ -189,13 +193,13 @@ final class ACMEServeTests {
         // The first request after ready: the stored certificate, not the development one.
         #expect(try again.https("a.test", "/apple-app-site-association", cacert: root).status == 200)
         #expect(
-            eventually(attempts: 300) { (try? self.automatic(again))?["later.test"]?["state"] as? String == "failed" },
+            eventually(attempts: 300) { (try? Self.automatic(again))?["later.test"]?["state"] as? String == "failed" },
             "\(describe(again))")
-        let failed = try automatic(again)["later.test"] ?? [:]
+        let failed = try Self.automatic(again)["later.test"] ?? [:]
         #expect((failed["error"] as? String)?.contains("no answer from the CA") == true, "\(failed)")
         let next = failed["nextAttempt"] as? Int ?? 0
         #expect(next - Int(Date().timeIntervalSince1970) > 40, "\(failed)")
-        #expect(try automatic(again)["a.test"]?["state"] as? String == "valid")
+        #expect(try Self.automatic(again)["a.test"]?["state"] as? String == "valid")
     }
 
     @Test("the DNS hook starts with descriptors 0-2 only, while aasad holds listeners and a live connection to the CA")
@@ -217,7 +221,7 @@ final class ACMEServeTests {
         chmod(config.path("hook"), 0o755)
         try settings(challenges: "tls-alpn-01, dns-01", extra: "  dns-hook: \"\(config.path("hook"))\"")
         let server = try serve()
-        #expect(waitValid(server, ["*.w.test"]), "\(describe(server))\n\(server.log())")
+        #expect(Self.waitValid(server, ["*.w.test"]), "\(describe(server))\n\(server.log())")
         let listings = try FileManager.default.contentsOfDirectory(atPath: config.root.path).filter { $0.hasPrefix("fds-") }
         #expect(listings.contains { $0.hasPrefix("fds-add-") }, "\(listings)")
         for name in listings {

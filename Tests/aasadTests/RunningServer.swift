@@ -191,7 +191,7 @@ final class PipeDrain: Sendable {
     }
 }
 
-extension RunningServer {
+extension RunningServer: AdminPages {
     /// The SHA-256 fingerprint line of the certificate a new connection with this SNI name gets.
     func servedFingerprint(_ name: String) throws -> String {
         let handshake = try Tool.run("openssl", ["s_client", "-connect", "127.0.0.1:\(httpsPort)", "-servername", name], input: [])

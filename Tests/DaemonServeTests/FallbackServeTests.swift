@@ -1,9 +1,11 @@
+import DaemonTesting
 import Foundation
 import TestSupport
 import Testing
 
 /// A whole link domain: every other path of a site answered by platform, over real
-/// curl (HTTP/1.1 and HTTP/2) and raw sockets, with the AASA paths untouched.
+/// curl (HTTP/1.1 and HTTP/2) and raw sockets, with the AASA paths untouched, on a daemon in this
+/// process; `validate` and `match` are the binary's, as a user runs them.
 @Suite("aasad serve: fallback and page for other paths")
 final class FallbackServeTests {
     let config: TestConfig
@@ -37,7 +39,7 @@ final class FallbackServeTests {
         "each platform gets its target over HTTP/1.1 and HTTP/2, GET and HEAD, with the path and query as sent",
         arguments: ["--http1.1", "--http2"])
     func platforms(_ version: String) throws {
-        let server = try RunningServer(config: config)
+        let server = try TestDaemon(config: config)
         let path = "/buy/42?src=mail&x=%41%2F"
         for (agent, location) in [
             (Self.iPhoneSafari, Self.appStore), (Self.androidChrome, Self.playStore),
@@ -79,7 +81,7 @@ final class FallbackServeTests {
             ("/@evil.example", "https://www.example.com/@evil.example"),
         ])
     func hostilePaths(_ path: String, _ expected: String) throws {
-        let server = try RunningServer(config: config)
+        let server = try TestDaemon(config: config)
         for version in ["--http1.1", "--http2"] {
             let r = try server.https("link.test", path, [version, "-A", Self.desktopChrome])
             #expect(r.status == 302)
@@ -91,7 +93,7 @@ final class FallbackServeTests {
 
     @Test("a Location over 16 KB is 414; just under it is served")
     func locationBound() throws {
-        let server = try RunningServer(config: config)
+        let server = try TestDaemon(config: config)
         // Each '"' becomes %22: 5,400 of them make a Location of 16,224 bytes, 5,500 of 16,524.
         for (count, status) in [(5400, "302"), (5500, "414")] {
             let request = "GET /\(String(repeating: "\"", count: count)) HTTP/1.1\r\nHost: link.test\r\nConnection: close\r\n\r\n"
@@ -102,7 +104,7 @@ final class FallbackServeTests {
 
     @Test("a request with content is refused 413 and not counted as a fallback answer; a fragment in :path is refused")
     func bodyNotCounted() throws {
-        let server = try RunningServer(config: config)
+        let server = try TestDaemon(config: config)
         let r = try server.https("link.test", "/x", ["--http2", "-X", "GET", "--data-binary", "abc"])
         #expect(r.status == 413)
         let sites = String(decoding: try server.admin("/sites").body, as: UTF8.self)
@@ -110,14 +112,14 @@ final class FallbackServeTests {
         let metrics = String(decoding: try server.admin("/metrics").body, as: UTF8.self)
         #expect(metrics.contains(#"aasad_fallback_responses_total{platform="web",status="4xx"} 0"#))
         // curl drops a fragment before sending; a raw HTTP/2 client sends it in :path.
-        let script = AASAD.testDirectory.appendingPathComponent("Fixtures/h2fragment.py").path
+        let script = TestConfig.fixtures.appendingPathComponent("h2fragment.py").path
         let out = try Tool.run("python3", [script, "\(server.httpsPort)"]).text
         #expect(out.contains("StreamReset") && !out.contains("302"), "\(out)")
     }
 
     @Test("raw bytes a client may put in a path are percent-encoded, never passed on")
     func rawBytes() throws {
-        let server = try RunningServer(config: config)
+        let server = try TestDaemon(config: config)
         // The HTTP/1.1 parser refuses controls and bytes >= 0x80 in the target; what it lets
         // through and a URL may not hold is encoded.
         for (path, expected) in [
@@ -138,7 +140,7 @@ final class FallbackServeTests {
 
     @Test("the page: text/html with its ETag, 304 and gzip like the AASA file; iPhones get the store")
     func page() throws {
-        let server = try RunningServer(config: config)
+        let server = try TestDaemon(config: config)
         for version in ["--http1.1", "--http2"] {
             let r = try server.https("page.test", "/promo/summer", [version, "-A", Self.desktopChrome])
             #expect(r.status == 200 && r.body == Self.page)
@@ -167,7 +169,7 @@ final class FallbackServeTests {
 
     @Test("a fallback change is served after a reload; an invalid one keeps the last good settings")
     func reload() throws {
-        let server = try RunningServer(config: config)
+        let server = try TestDaemon(config: config)
         #expect(try server.https("link.test", "/x", ["-A", Self.desktopChrome]).headers["location"] == "https://www.example.com/x")
         try config.write(
             "config/sites/link.test/site.yaml", Array("fallback:\n  web: https://web2.example.com/go{path}\n  status: 308\n".utf8))
@@ -203,12 +205,13 @@ final class FallbackServeTests {
 
     @Test("match --config says what a browser gets without the app, per platform, as serve answers it")
     func matchPreview() throws {
-        let out = try AASAD.run(
+        let out = try Tool.run(
+            Binary.aasad.path,
             [
                 "match", "--config", config.config, "--format", "json", "https://link.test/buy/42?src=mail", "https://page.test/x",
                 "https://link.test/.well-known/apple-app-site-association", "https://a.test/x",
             ])
-        let reports = try #require(try JSONSerialization.jsonObject(with: Data(out.stdout.utf8)) as? [[String: Any]])
+        let reports = try #require(try JSONSerialization.jsonObject(with: Data(out.stdout)) as? [[String: Any]])
         let link = try #require(reports[0]["browser"] as? [[String: Any]])
         #expect(link.map { $0["platform"] as? String } == ["web", "ios", "android"])
         #expect(link.map { $0["location"] as? String } == ["https://www.example.com/buy/42?src=mail", Self.appStore, Self.playStore])
@@ -223,7 +226,7 @@ final class FallbackServeTests {
 
     @Test("fallback answers are counted per site and platform on /sites and in /metrics, never by path")
     func counted() throws {
-        let server = try RunningServer(config: config)
+        let server = try TestDaemon(config: config)
         for agent in [Self.iPhoneSafari, Self.iPhoneSafari, Self.androidChrome, Self.desktopChrome] {
             _ = try server.https("link.test", "/secret-path-\(UUID().uuidString)", ["-A", agent])
         }
@@ -260,7 +263,7 @@ final class FallbackServeTests {
         }
         try config.write("config/sites/other.test/apple-app-site-association", config.aasa)
         let cacert = config.path("config/sites/page.test/tls/cert.pem")
-        let server = try RunningServer(config: config)
+        let server = try TestDaemon(config: config)
         let good = try server.https("page.test", "/promo", ["-A", Self.desktopChrome], cacert: cacert)
         #expect(good.status == 200 && good.body == Self.page)
         let page = config.path("config/sites/page.test/landing.html")
@@ -312,7 +315,7 @@ final class FallbackServeTests {
                 #expect(!String(decoding: r.body, as: UTF8.self).contains("PRIVATE KEY"), "\(planted.name) served the key")
             }
             // validate reads the same way and names the reason, never the key's bytes.
-            let out = try Tool.run(AASAD.binary.path, ["validate", config.config])
+            let out = try Tool.run(Binary.aasad.path, ["validate", config.config])
             #expect(out.status == 1, "\(planted.name)")
             #expect(out.text.contains("landing.html") && out.text.contains(planted.reason), "\(planted.name): \(out.text)")
             #expect(!out.text.contains("PRIVATE KEY"), "\(planted.name): \(out.text)")
@@ -328,7 +331,7 @@ final class FallbackServeTests {
     }
 
     /// The errors `/sites` lists for one site directory.
-    func siteErrors(_ server: RunningServer, _ directory: String) throws -> [String] {
+    func siteErrors(_ server: TestDaemon, _ directory: String) throws -> [String] {
         let object = try JSONSerialization.jsonObject(with: Data(try server.admin("/sites").body)) as? [String: Any]
         let sites = object?["sites"] as? [[String: Any]] ?? []
         return sites.first { $0["directory"] as? String == directory }?["errors"] as? [String] ?? []

@@ -1,49 +1,13 @@
+import DaemonTesting
 import Foundation
 import TestSupport
 import Testing
 
 @testable import Daemon
-@testable import aasad
 
-/// `/metrics` read as Prometheus reads it: the page goes through prometheus_client's text parser
-/// (Fixtures/metrics.py) and every sample is looked up by name and labels.
-struct Metrics {
-    let samples: [String: Double]
-    /// Family name (without `_total` for counters, as the parser names them) → type and help.
-    let families: [String: (type: String, help: String)]
-
-    init(_ server: RunningServer) throws {
-        let page = try server.admin("/metrics")
-        #expect(page.status == 200)
-        #expect(page.headers["content-type"] == "text/plain; version=0.0.4; charset=utf-8")
-        let script = AASAD.testDirectory.appendingPathComponent("Fixtures/metrics.py").path
-        let out = try Tool.run("python3", [script], input: page.body)
-        guard out.status == 0 else { throw RunningServer.ServerError("/metrics does not parse: \(out.stderr)") }
-        let json = try JSONSerialization.jsonObject(with: Data(out.stdout)) as? [String: Any] ?? [:]
-        samples = (json["samples"] as? [String: Any] ?? [:]).compactMapValues { ($0 as? NSNumber)?.doubleValue }
-        families = (json["families"] as? [String: [String: String]] ?? [:]).mapValues { ($0["type"] ?? "", $0["help"] ?? "") }
-    }
-
-    /// A sample's value; 0 when the series does not exist (yet).
-    subscript(_ name: String, _ labels: [String: String] = [:]) -> Double {
-        samples[name + "{" + labels.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ",") + "}"] ?? 0
-    }
-
-    /// Scrapes until `done` holds (5 s at most) and returns the last scrape.
-    static func wait(_ server: RunningServer, until done: (Metrics) -> Bool) throws -> Metrics {
-        var metrics = try Metrics(server)
-        _ = try eventually(attempts: 50) {
-            if done(metrics) { return true }
-            metrics = try Metrics(server)
-            return done(metrics)
-        }
-        return metrics
-    }
-
-    /// Every series of a metric.
-    func series(_ name: String) -> [String] { samples.keys.filter { $0.hasPrefix(name + "{") } }
-}
-
+/// `/metrics` read as Prometheus reads it, on a daemon in this process: the page goes through
+/// prometheus_client's text parser (TestSupport's `Metrics`) and every sample is looked up by
+/// name and labels.
 @Suite("aasad serve: /metrics")
 final class MetricsTests {
     let config: TestConfig
@@ -54,7 +18,7 @@ final class MetricsTests {
 
     @Test("the page parses as Prometheus text, every family has help, and the counters start where they should")
     func parses() throws {
-        let server = try RunningServer(config: config)
+        let server = try TestDaemon(config: config)
         let metrics = try Metrics(server)
         for family in [
             "aasad_tls_handshakes", "aasad_tls_handshake_failures", "aasad_connections_accepted", "aasad_connections_open",
@@ -81,7 +45,7 @@ final class MetricsTests {
 
     @Test("every family on the page has one # HELP line, the exporter's text, right before its # TYPE line")
     func helpPerFamily() throws {
-        let server = try RunningServer(config: config)
+        let server = try TestDaemon(config: config)
         #expect(try server.http("a.test", "/apple-app-site-association").status == 200)
         var page = ""
         #expect(
@@ -110,7 +74,7 @@ final class MetricsTests {
 
     @Test("requests count by protocol, site class, path and status class; Apple's fetches by status")
     func requests() throws {
-        let server = try RunningServer(config: config)
+        let server = try TestDaemon(config: config)
         let before = try Metrics(server)
         #expect(try server.http("a.test", "/.well-known/apple-app-site-association").status == 200)
         #expect(try server.http("a.test", "/.well-known/apple-app-site-association").status == 200)
@@ -164,7 +128,7 @@ final class MetricsTests {
 
     @Test("labels stay bounded whatever hosts and paths clients send")
     func boundedLabels() throws {
-        let server = try RunningServer(config: config)
+        let server = try TestDaemon(config: config)
         for i in 0..<150 {
             let host = "random-\(i)-\(UUID().uuidString.prefix(8)).test"
             let request = "GET /p/\(UUID().uuidString) HTTP/1.1\r\nHost: \(host)\r\nUser-Agent: AASA-Bot/\(i)\r\nConnection: close\r\n\r\n"
@@ -180,7 +144,7 @@ final class MetricsTests {
 
     @Test("TLS failures count by reason: plain HTTP on the HTTPS port, an old protocol")
     func tlsFailures() throws {
-        let server = try RunningServer(config: config)
+        let server = try TestDaemon(config: config)
         let before = try Metrics(server)
         _ = server.raw(Array("GET / HTTP/1.1\r\nHost: a.test\r\n\r\n".utf8), port: server.httpsPort)
         _ = try Tool.run(
@@ -203,7 +167,7 @@ final class MetricsTests {
 
     @Test("a client that never starts its handshake counts as a handshake timeout")
     func handshakeTimeout() throws {
-        let server = try RunningServer(config: config, extra: ["--handshake-timeout", "1"])
+        let server = try TestDaemon(config: config, flags: ["--handshake-timeout", "1"])
         let silent = try #require(Loopback.connect(port: server.httpsPort))
         defer { close(silent) }
         // The timeout fires on the worker's next one-second tick after the deadline.
@@ -215,7 +179,7 @@ final class MetricsTests {
 
     @Test("a client that stops reading its responses is dropped after the write timeout")
     func writeTimeout() throws {
-        let server = try RunningServer(config: config, extra: ["--write-timeout", "1"])
+        let server = try TestDaemon(config: config, flags: ["--write-timeout", "1"])
         let fd = try #require(Loopback.connect(port: server.httpPort, receiveBuffer: 4096))
         defer { close(fd) }
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
@@ -238,7 +202,7 @@ final class MetricsTests {
 
     @Test("open connections are a level: up while clients hold them, down when they leave")
     func openConnections() throws {
-        let server = try RunningServer(config: config)
+        let server = try TestDaemon(config: config)
         let held = (0..<5).compactMap { _ in Loopback.connect(port: server.httpPort) }
         #expect(held.count == 5)
         let open = try Metrics.wait(server) { $0["aasad_connections_open", ["listener": "http"]] == 5 }
@@ -250,7 +214,7 @@ final class MetricsTests {
 
     @Test("reloads count, a refused change is a reload failure, and sites move between states")
     func reloads() throws {
-        let server = try RunningServer(config: config)
+        let server = try TestDaemon(config: config)
         let start = try Metrics(server)
         func wait(until done: (Metrics) -> Bool) throws -> Metrics { try Metrics.wait(server, until: done) }
         try config.write("config/sites/a.test/apple-app-site-association", Array("{".utf8))
@@ -276,9 +240,10 @@ final class MetricsTests {
         try FileManager.default.removeItem(atPath: config.path("config/sites/other.test"))
         #expect(try wait { $0["aasad_conflicting_hosts"] == 0 }["aasad_conflicting_hosts"] == 0)
 
-        // SIGHUP is a full reload; bad.test is still refused, so it counts as a failure.
+        // The reload SIGHUP asks for is a full reload; bad.test is still refused, so it counts as a
+        // failure.
         let beforeHUP = try Metrics(server)
-        server.signal(SIGHUP)
+        server.daemon.reload()
         let hup = try wait { $0["aasad_config_reloads_total"] > beforeHUP["aasad_config_reloads_total"] }
         #expect(hup["aasad_config_reloads_total"] == beforeHUP["aasad_config_reloads_total"] + 1)
         #expect(hup["aasad_config_last_reload_successful"] == 0)

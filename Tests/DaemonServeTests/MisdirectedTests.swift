@@ -1,3 +1,4 @@
+import DaemonTesting
 import Foundation
 import TestSupport
 import Testing
@@ -9,7 +10,7 @@ import Testing
 @Suite("aasad serve: 421 means the connection's certificate does not cover the host")
 final class MisdirectedTests {
     let config: TestConfig
-    let server: RunningServer
+    let server: TestDaemon
     static let path = "/.well-known/apple-app-site-association"
 
     init() throws {
@@ -23,7 +24,7 @@ final class MisdirectedTests {
         try config.write("config/sites/y.x.wild.test/apple-app-site-association", config.ownAASA)
         try config.write("config/sites/rot.test/apple-app-site-association", config.aasa)
         try config.makePair(["rot.test"], into: config.path("config/sites/rot.test/tls"))
-        server = try RunningServer(config: config)
+        server = try TestDaemon(config: config)
     }
 
     @Test("a kept HTTP/2 connection serves every host its certificate covers and answers 421 for the others")
@@ -63,8 +64,9 @@ final class MisdirectedTests {
         try config.makePair(["rot.test"], into: tls)
         try config.write("config/sites/rot.test/apple-app-site-association", config.ownAASA)
         let recreated = try Tool.fingerprint(ofFile: tls + "/cert.pem")
-        // A full rescan: this test is about the 421 rule, not about the watcher's timing.
-        server.signal(SIGHUP)
+        // A full rescan (what SIGHUP asks for): this test is about the 421 rule, not about the
+        // watcher's timing.
+        server.daemon.reload()
         #expect(
             try eventually {
                 try server.http("rot.test", Self.path).body == config.ownAASA && server.servedFingerprint("rot.test") == recreated
@@ -84,13 +86,13 @@ final class KeptConnection {
     init(port: Int, serverName: String) throws {
         Tool.ignoreBrokenPipes()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", AASAD.testDirectory.appendingPathComponent("Fixtures/h2kept.py").path, "\(port)", serverName]
+        process.arguments = ["python3", TestConfig.fixtures.appendingPathComponent("h2kept.py").path, "\(port)", serverName]
         process.standardInput = input
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
         try process.run()
         let greeting = lines.next()
-        guard greeting == "connected" else { throw RunningServer.ServerError("h2kept.py did not connect: \(greeting ?? "exited")") }
+        guard greeting == "connected" else { throw TestDaemon.Failure("h2kept.py did not connect: \(greeting ?? "exited")") }
     }
 
     deinit {

@@ -1,9 +1,10 @@
+import DaemonTesting
 import Foundation
 import TestSupport
 import Testing
 
 /// The development certificate as `serve` makes it when sites lack one: a CA that can
-/// sign only for the served names, short-lived, and announced loudly.
+/// sign only for the served names, short-lived, and announced loudly; on a daemon in this process.
 @Suite("aasad serve: the development certificate")
 final class DevelopmentCertificateTests {
     let config: TestConfig
@@ -14,7 +15,7 @@ final class DevelopmentCertificateTests {
 
     @Test("the CA carries name constraints and a short validity; clients still trust it for the sites")
     func constrainedAuthority() throws {
-        let server = try RunningServer(config: config)
+        let server = try TestDaemon(config: config)
         let text = try Tool.run("openssl", ["x509", "-in", config.developmentCA, "-noout", "-text"]).text
         #expect(text.contains("X509v3 Name Constraints: critical"))
         #expect(text.contains("Permitted:"))
@@ -33,7 +34,7 @@ final class DevelopmentCertificateTests {
 
     @Test("a leaf the CA signs for a name outside its constraints fails openssl verify; one inside passes")
     func constraintBites() throws {
-        _ = try RunningServer(config: config)
+        _ = try TestDaemon(config: config)
         let key = config.path("state/dev-tls/ca-key.pem")
         func verify(_ name: String) throws -> Tool.Output {
             let directory = config.path("forged-\(name)")
@@ -63,7 +64,7 @@ final class DevelopmentCertificateTests {
 
     @Test("start-up warns and names the hosts served with it; /sites shows each site's certificate source")
     func announced() throws {
-        let server = try RunningServer(config: config)
+        let server = try TestDaemon(config: config)
         let json = try JSONSerialization.jsonObject(with: Data(try server.admin("/sites").body)) as? [String: Any]
         let sites = json?["sites"] as? [[String: Any]] ?? []
         func certificate(_ directory: String) -> String? {
@@ -72,7 +73,7 @@ final class DevelopmentCertificateTests {
         #expect(certificate("a.test") == "development")
         #expect(certificate("*.w.test") == "development")
         #expect(certificate("own.test") == "site")
-        #expect(server.stop() == 0)
+        #expect(server.stop())
         let warning = server.log().split(separator: "\n").first { $0.contains("DEVELOPMENT certificate") }
         #expect(warning != nil)
         #expect(warning?.contains("warning") == true)
@@ -85,8 +86,8 @@ final class DevelopmentCertificateTests {
     func noSiteYet() throws {
         try FileManager.default.removeItem(atPath: config.path("config/sites"))
         try FileManager.default.createDirectory(atPath: config.path("config/sites"), withIntermediateDirectories: true)
-        let server = try RunningServer(config: config)
-        #expect(server.stop() == 0)
+        let server = try TestDaemon(config: config)
+        #expect(server.stop())
         let warning = server.log().split(separator: "\n").first { $0.contains("DEVELOPMENT certificate") }
         #expect(warning?.contains("no site is configured yet") == true, "\(server.log())")
         #expect(warning?.contains("0 hosts") == false)
@@ -104,11 +105,11 @@ final class DevelopmentCertificateTests {
                 "keyUsage=critical,keyCertSign,cRLSign", "-keyout", directory + "/ca-key.pem", "-out", directory + "/ca.pem",
             ])
         #expect(old.status == 0, "\(old.stderr)")
-        let server = try RunningServer(config: config)
+        let server = try TestDaemon(config: config)
         let text = try Tool.run("openssl", ["x509", "-in", config.developmentCA, "-noout", "-text"]).text
         #expect(text.contains("X509v3 Name Constraints"))
         #expect(try server.https("a.test", "/.well-known/apple-app-site-association").status == 200)
-        #expect(server.stop() == 0)
+        #expect(server.stop())
         #expect(server.log().contains("made a new development CA"))
     }
 }

@@ -1,10 +1,11 @@
+import DaemonTesting
 import Foundation
 import TestSupport
 import Testing
 
 /// The HPACK table a client may fill in the server's decoder (`HTTP2Session.headerTableSize`):
 /// 512 bytes once the client has acknowledged the server's SETTINGS, seen by Python's h2 over a
-/// real connection.
+/// real connection, on a daemon in this process.
 @Suite("aasad serve: the HTTP/2 header table")
 final class HTTP2HeaderTableServeTests {
     let config: TestConfig
@@ -16,8 +17,8 @@ final class HTTP2HeaderTableServeTests {
 
     @Test("a client sees a header table of 512 bytes; a large value it repeats costs its bytes again on the wire, and is served")
     func repeatedValueCostsItsBytes() throws {
-        let server = try RunningServer(config: config)
-        let script = AASAD.testDirectory.appendingPathComponent("Fixtures/h2table.py").path
+        let server = try TestDaemon(config: config)
+        let script = TestConfig.fixtures.appendingPathComponent("h2table.py").path
         let out = try Tool.run("python3", [script, "\(server.httpsPort)", "a.test", Self.path])
         let report = try #require(
             try JSONSerialization.jsonObject(with: Data(out.text.utf8)) as? [String: Any], "\(out.text) \(out.stderr.suffix(300))")
