@@ -20,7 +20,8 @@ import Served
 /// generation (`SnapshotEditor`) and what the admin view reads (`SiteTracking`). What stays here
 /// is the order of a reload and the records of the sites and of names that cannot be sites.
 /// One file of some 500 lines: a reload's order (read in chunks, check the tree, apply, resolve,
-/// publish) reads best in one place, and the public reading API at its end only forwards.
+/// publish) reads best in one place, and the public reading API at its end is short reads of
+/// the records and the claims.
 public final class SiteRegistry {
     /// Says whether certificate files load and match; nil when they do, else why not. (The TLS
     /// layer answers; SiteStore does not link it.)
