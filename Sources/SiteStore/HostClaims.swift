@@ -19,12 +19,9 @@ struct HostClaims {
     var danglingAliases: [String: Set<String>] = [:]
     /// The same, by symlink name.
     var danglingTargets: [String: String] = [:]
-    /// Where `ownership.remembered` is kept between runs (`ServedFirst`); nil: memory only.
-    let servedFirstFile: String?
-    /// `ownership.rememberedVersion` when it was last written there (or read, at start).
-    private var servedFirstStored = 0
-    /// Whether a failed write was logged already.
-    private var servedFirstWriteFailed = false
+    /// Where `ownership.remembered` is kept between runs (`ServedFirst`), by its version; nil:
+    /// memory only.
+    private var servedFirstFile: StateFile<Int>?
     /// Why the file could not be read at start, if it could not (`validate` says so).
     private(set) var servedFirstProblem: String?
     /// What the last read of `aliases-allowed` found wrong (the policy before it stays in force).
@@ -53,24 +50,18 @@ struct HostClaims {
         ownership = HostOwnership(prior: prior)
         // A record read is written again after the first reload (the names may have moved while
         // the server was down); none read and none held: nothing to write.
-        servedFirstStored = prior.isEmpty ? ownership.rememberedVersion : -1
-        self.servedFirstFile = stores ? servedFirstFile : nil
+        if stores, let servedFirstFile {
+            self.servedFirstFile = StateFile(
+                path: servedFirstFile, stored: prior.isEmpty ? ownership.rememberedVersion : -1,
+                keeps: "which site held each alias first")
+        }
     }
 
-    /// After a reload: the alias names held, written to `servedFirstFile` when they changed.
+    /// After a reload: the alias names held, written to the served-first file when they changed.
     mutating func rememberServedFirst(logger: Logger) {
-        guard let path = servedFirstFile, ownership.rememberedVersion != servedFirstStored else { return }
-        do throws(ServedFirst.StoreError) {
-            try ServedFirst.store(ownership.remembered, path: path)
-            servedFirstStored = ownership.rememberedVersion
-            servedFirstWriteFailed = false
-        } catch {
-            // Serving goes on; a restart then decides contests without it. Said once.
-            if !servedFirstWriteFailed {
-                logger.warning(
-                    "cannot keep which site held each alias first for the next start", metadata: ["path": "\(path)", "error": "\(error)"])
-            }
-            servedFirstWriteFailed = true
+        let held = ownership.remembered
+        servedFirstFile?.keep(ownership.rememberedVersion, logger: logger) { path throws(ServedFirst.StoreError) in
+            try ServedFirst.store(held, path: path)
         }
     }
 
@@ -163,6 +154,32 @@ struct HostClaims {
             }
         return ConfigProblem(
             severity: .error, file: refused.file, message: "\(what) is not served by sites/\(site): \(refusal)")
+    }
+
+    /// Marks on `site`, as `validate` reports it, each name it claims and another site holds: an
+    /// error on the file that names it, naming the holder and why. True when a contest between
+    /// aliases decided one (which the served-first record decides, see `contestWarning`).
+    func markRefusals(of name: String, on site: inout SiteSource) -> Bool {
+        var contested = false
+        for refusal in ownership.refusals(of: name) {
+            site.refusedHosts.insert(refusal.host)
+            site.problems.append(Self.problem(refusal, site: name))
+            if case .heldFirst = refusal.reason { contested = true }
+            if case .underWildcard(_, let holder) = refusal.reason, holder.source == .alias { contested = true }
+        }
+        return contested
+    }
+
+    /// When aliases contested a name and the served-first record could not be read: a warning
+    /// that the contest was reported as a first start decides it.
+    func contestWarning() -> ConfigProblem? {
+        servedFirstProblem.map { problem in
+            ConfigProblem(
+                severity: .warning, file: "sites",
+                message:
+                    "aliases contest a name and serve's record of which site held it first cannot be read (\(problem)); "
+                    + "reported as a first start decides: the site whose directory name sorts first")
+        }
     }
 
     /// Alias symlinks whose target directory is not a site (a name that cannot be a host, a

@@ -14,8 +14,14 @@ import Served
 /// per change. Not thread-safe: one reloader owns it.
 ///
 /// It coordinates the jobs a reload needs, each a type of its own: the tree it reads (`TreePin`),
-/// the names sites claim (`HostClaims`), the prepared contents (`ContentCache`), the verdicts
-/// kept between runs (`ValidityCache`) and what the admin view reads (`SiteTracking`).
+/// the names sites claim (`HostClaims`), a site's served version made from what was read
+/// (`SitePreparer`, with the prepared contents, `ContentCache`, and the verdicts kept between
+/// runs, `ValidityCache`), the default certificate (`DefaultCertificate`), the snapshot and its
+/// generation (`SnapshotEditor`) and what the admin view reads (`SiteTracking`). What stays here
+/// is the order of a reload and the records of the sites and of names that cannot be sites.
+/// One file of some 500 lines: a reload's order (read in chunks, check the tree, apply, resolve,
+/// publish) reads best in one place, and the public reading API at its end is short reads of
+/// the records and the claims.
 public final class SiteRegistry {
     /// Says whether certificate files load and match; nil when they do, else why not. (The TLS
     /// layer answers; SiteStore does not link it.)
@@ -29,10 +35,11 @@ public final class SiteRegistry {
     /// swaps the tree in the middle of a reload.
     var chunkRead: (() -> Void)?
     /// How files are served (Cache-Control); a change applies to every file at the next full reload.
-    public var options: ServingOptions
+    public var options: ServingOptions {
+        get { preparer.options }
+        set { preparer.options = newValue }
+    }
     let logger: Logger
-    let checkCertificate: CertificateCheck
-    let clock: () -> Int64
     /// Keep every site's files and their findings after applying them (the reporting commands:
     /// `validate` and `match --config` need what serve threw away; serve keeps no file contents).
     let keepsSources: Bool
@@ -42,9 +49,8 @@ public final class SiteRegistry {
     var entryProblems: [String: ConfigProblem] = [:]
     /// Which site holds which host, alias symlinks, `aliases-allowed`, the served-first record.
     var claims: HostClaims
-    var contents = ContentCache()
-    /// Verdicts of valid contents, kept between runs.
-    var validity: ValidityCache
+    /// A site's served version from what was read; the prepared contents and the verdicts.
+    var preparer: SitePreparer
     /// Sites by state, and the sites changed since the admin view last looked.
     var tracking = SiteTracking()
     /// Sites by state, kept as they change.
@@ -59,13 +65,14 @@ public final class SiteRegistry {
     /// cannot be sites, and (for a full reload) an unusable default certificate. Zero when every
     /// change it read was applied.
     public internal(set) var lastReloadProblems = 0
-    var defaultCertificateProblem = false
+    var defaultCertificate = DefaultCertificate()
     /// Why `sites/` itself could not be listed at the last full reload, if it could not.
     var sitesDirectoryProblem: ConfigProblem?
     /// What the last read of the default certificate (`tls/`) found wrong.
-    public internal(set) var defaultCertificateProblems: [ConfigProblem] = []
-    public internal(set) var snapshot: Snapshot
-    var generation: UInt64
+    public var defaultCertificateProblems: [ConfigProblem] { defaultCertificate.problems }
+    var editor: SnapshotEditor
+    /// The sites as served now.
+    public var snapshot: Snapshot { editor.snapshot }
 
     /// `knownValidFile`: where verdicts of valid contents are kept between runs (`KnownValid`),
     /// with the running binary's identity; serve passes one under its state directory.
@@ -82,13 +89,11 @@ public final class SiteRegistry {
         self.root = root
         tree = TreePin(root: root)
         self.keepsSources = keepsSources
-        validity = ValidityCache(file: knownValidFile, keepsSources: keepsSources)
-        self.options = options
+        preparer = SitePreparer(
+            validity: ValidityCache(file: knownValidFile, keepsSources: keepsSources), options: options,
+            checkCertificate: checkCertificate, clock: clock ?? { Int64(Date().timeIntervalSince1970) })
         self.logger = logger
-        self.checkCertificate = checkCertificate
-        self.clock = clock ?? { Int64(Date().timeIntervalSince1970) }
-        self.generation = generation
-        snapshot = Snapshot(generation: generation, sites: [], defaultCertificate: nil)
+        editor = SnapshotEditor(generation: generation)
     }
 
     // MARK: - Reloading
@@ -117,7 +122,7 @@ public final class SiteRegistry {
                 metadata: ["tree": "\(root)", "attempts": "\(Self.maximumTreeAttempts)"])
             return snapshot
         }
-        validity.remember(
+        preparer.validity.remember(
             served: records.values.lazy.compactMap(\.served), defaultCertificate: snapshot.defaultCertificateIdentity, logger: logger)
         // Parsing on every core leaves freed memory in per-thread malloc arenas; give it back.
         Memory.trim()
@@ -158,7 +163,7 @@ public final class SiteRegistry {
         readDefaultCertificate()
         claims.readAliasPolicy(root: tree.readRoot, logger: logger)
         guard apply(names) else { return false }
-        if defaultCertificateProblem { lastReloadProblems += 1 }
+        if defaultCertificate.failed { lastReloadProblems += 1 }
         if aliasPolicyProblem != nil { lastReloadProblems += 1 }
         tree.markLoaded()
         return true
@@ -280,7 +285,8 @@ public final class SiteRegistry {
         }
         var republish = Set<String>()
         for name in touched.sorted() where records[name] != nil {
-            republish.formUnion(update(name))
+            update(name)
+            republish.insert(name)
         }
         republish.formUnion(claims.ownership.resolve())
         for name in republish { publish(name) }
@@ -296,7 +302,8 @@ public final class SiteRegistry {
     /// Reads and validates entries (`ConfigLoader.examine(_:…)`), in parallel for large batches.
     func examine(_ names: [String]) -> [ConfigLoader.Entry] {
         ConfigLoader.examine(
-            names, sitesPath: sitesPath, records: records, known: validity.known, check: checkCertificate, options: options)
+            names, sitesPath: sitesPath, records: records, known: preparer.validity.known, check: preparer.checkCertificate,
+            options: options)
     }
 
     /// A directory itself, not a symlink to one: one `lstat` (a full load asks for every name).
@@ -334,11 +341,8 @@ public final class SiteRegistry {
         tracking.move(from: record.state, to: nil)
         // The sites its names go to are published when the reload resolves them.
         claims.ownership.remove(name)
-        contents.release(record.served?.aasa)
-        contents.release(record.served?.assetLinks)
-        contents.release(record.served?.page)
-        bump()
-        replaceServed(name, with: nil)
+        preparer.release(record.served)
+        editor.replace(name, with: nil)
         logger.info("site removed", metadata: ["site": "\(name)"])
     }
 
@@ -350,23 +354,146 @@ public final class SiteRegistry {
     }
 
     func readDefaultCertificate() {
-        var problems: [ConfigProblem] = []
-        var unreadable = false
-        var files = ConfigLoader.readCertificate(tree.readRoot, "tls", &problems, unreadable: &unreadable)
-        for p in problems { logger.error("\(p.file): \(p.message)") }
-        defaultCertificateProblems = problems
-        defaultCertificateProblem = problems.contains { $0.severity == .error }
-        if unreadable {
-            logger.error("tls: cannot be read; keeping the previous default certificate")
-            files = snapshot.defaultCertificate
-        }
-        if let f = files, let problem = validity.certificateProblem(f, checked: nil, check: checkCertificate) {
-            defaultCertificateProblem = true
-            logger.error("\(f.directory): \(problem); keeping the previous default certificate")
-            files = snapshot.defaultCertificate
-        }
-        guard files != snapshot.defaultCertificate else { return }
-        bump()
-        snapshot = snapshot.with(defaultCertificate: files, generation: generation)
+        let current = snapshot.defaultCertificate
+        let files = defaultCertificate.read(
+            root: tree.readRoot, current: current, validity: &preparer.validity, check: preparer.checkCertificate, logger: logger)
+        if files != current { editor.setDefaultCertificate(files) }
     }
+
+    // MARK: - Applying what was read
+
+    /// Applies what was read of the site `name` (`SitePreparer`); the names it claims are decided
+    /// at the end of the reload (`HostOwnership.resolve`), and it is published after.
+    func update(_ name: String) {
+        guard var record = records[name] else { return }
+        tracking.touch(name)
+        let before = record.state
+        // Claimed hosts: the directory's own, its alias symlinks', its site.yaml aliases (those
+        // only while it serves: a site counts as holding a name from when it serves it).
+        let host = record.source.host
+        let symlinks = claims.symlinks(of: name)
+        let errors = preparer.prepare(name, &record, symlinkHosts: symlinks.values.sorted())
+        if errors != record.errors {
+            for line in errors { logger.error("\(line)") }
+            if errors.isEmpty && !record.errors.isEmpty { logger.info("site fixed", metadata: ["site": "\(name)"]) }
+            if !errors.isEmpty {
+                logger.error(record.served == nil ? "not served: \(name)" : "serving the last good version: \(name)")
+            }
+        }
+        record.errors = errors
+        // What was read is applied: keep no file contents or parsed models (memory at 100,000
+        // sites), unless a reporting command asked for them.
+        if !keepsSources { record.dropSource() }
+        records[name] = record
+        let aliases = record.served == nil ? [] : record.settings.aliases
+        claims.ownership.set(name, HostOwnership.Names(host: host, symlinks: symlinks, aliases: aliases))
+        tracking.move(from: before, to: record.state)
+    }
+
+    /// Puts a site's current served version into the snapshot, answering for the names it holds.
+    func publish(_ name: String) {
+        tracking.touch(name)
+        guard let record = records[name], let served = record.served else {
+            editor.replace(name, with: nil)
+            return
+        }
+        let hosts = claims.ownership.held(by: name)
+        for refusal in claims.ownership.refusals(of: name) {
+            let problem = HostClaims.problem(refusal, site: name)
+            logger.error("\(problem.file): \(problem.message)")
+        }
+        editor.replace(name, with: served.hosts == hosts ? served : served.with(hosts: hosts))
+    }
+
+    // MARK: - What the commands and the admin view read
+
+    /// A registry for the reporting commands (`validate`, `match --config`, `sites`): serve's own
+    /// load, run once, nothing logged, every site's files kept with their findings (nginx's `-t`
+    /// and Caddy's `Validate` run the server's load code in the same way, so that a check never
+    /// passes what serve refuses). `servedFirstFile`: serve's record of which site held each alias
+    /// first (read, never written), so that contests are reported as the running server decided.
+    public static func inspecting(
+        root: String, checkCertificate: @escaping CertificateCheck = { _ in nil }, servedFirstFile: String? = nil
+    ) -> SiteRegistry {
+        SiteRegistry(
+            root: root, logger: Logger(label: "aasad.inspect", factory: { _ in SwiftLogNoOpLogHandler() }),
+            checkCertificate: checkCertificate, keepsSources: true, servedFirstFile: servedFirstFile)
+    }
+
+    /// A site as last read from disk, with the names the registry gave it: its alias symlinks
+    /// and the site.yaml settings in force (a site.yaml with errors adds no names). Its files are
+    /// there only in a registry that keeps sources (`inspecting`).
+    public func source(of name: String) -> SiteSource? {
+        guard let record = records[name] else { return nil }
+        var site = record.source
+        site.aliases = claims.symlinks(of: name).values.sorted()
+        site.settings = record.settings
+        return site
+    }
+
+    /// Everything the last load found, as `aasad validate` reports it: every site with its
+    /// files and problems (`HostClaims.markRefusals`), and the problems of the directory itself
+    /// (the default certificate, `sites/`, names that cannot be sites, aliases of no site).
+    public func scan() -> ConfigScan {
+        var scan = ConfigScan(
+            root: root, sites: [], problems: defaultCertificateProblems + entryErrors, defaultCertificate: snapshot.defaultCertificate)
+        var contested = false
+        for name in records.keys.sorted() {
+            guard var site = source(of: name) else { continue }
+            if claims.markRefusals(of: name, on: &site) { contested = true }
+            scan.sites.append(site)
+        }
+        if contested, let warning = claims.contestWarning() { scan.problems.append(warning) }
+        return scan
+    }
+
+    /// Every site's state, sorted by directory name.
+    public var statuses: [SiteStatus] { records.keys.sorted().compactMap(status(of:)) }
+
+    /// Every site's directory name, in no order.
+    public var siteNames: [String] { Array(records.keys) }
+
+    /// One site's state; nil if no site has that directory name.
+    public func status(of name: String) -> SiteStatus? {
+        records[name].map { SiteStatus(directory: name, record: $0, ownership: claims.ownership) }
+    }
+
+    /// The sites whose status may have changed since the last call (a full reload: all of them,
+    /// and any removed), and forgets them.
+    public func takeTouched() -> Set<String> { tracking.take() }
+
+    /// Names under `sites/` that are not sites, and aliases of a directory that is not one, with
+    /// why (by name); first, `sites/` itself when it could not be listed.
+    public var entryErrors: [ConfigProblem] {
+        let entries =
+            (Array(entryProblems.values) + claims.aliasesOfNoSite { records[$0] != nil } + (aliasPolicyProblem.map { [$0] } ?? []))
+            .sorted { $0.file < $1.file }
+        return (sitesDirectoryProblem.map { [$0] } ?? []) + entries
+    }
+
+    /// Distinct prepared contents held (identical files counted once).
+    public var distinctContents: Int { preparer.contents.count }
+
+    /// Why a host is answered as it is: the snapshot's own lookup first (exactly what `serve`
+    /// does), then, for a host it does not serve, the site that holds the name (or the most
+    /// specific wildcard above it).
+    public enum HostAnswer: Sendable, Equatable {
+        /// Served by this site (its directory name).
+        case served(String)
+        /// Held by this site, which serves nothing (it never had a valid file).
+        case refused(String)
+        /// No site holds it.
+        case unclaimed
+    }
+
+    /// How `serve` answers a request for `host` (lower case, no port) right now, and why.
+    public func answer(forHost host: String) -> HostAnswer {
+        let host = host.lowercased()
+        if let site = snapshot.site(forHost: host) { return .served(site.directory) }
+        if let holder = claims.ownership.holder(serving: host) { return .refused(holder.site) }
+        return .unclaimed
+    }
+
+    /// The names a site claims and does not hold, with who holds each and why.
+    public func refusals(of name: String) -> [HostOwnership.Refusal] { claims.ownership.refusals(of: name) }
 }

@@ -40,39 +40,14 @@ public struct SiteStatus: Sendable, Codable {
     public var errors: [String]
 }
 
-extension SiteRegistry {
-    /// Every site's state, sorted by directory name.
-    public var statuses: [SiteStatus] { records.keys.sorted().compactMap(status(of:)) }
-
-    /// Every site's directory name, in no order.
-    public var siteNames: [String] { Array(records.keys) }
-
-    /// One site's state; nil if no site has that directory name.
-    public func status(of name: String) -> SiteStatus? {
-        guard let r = records[name] else { return nil }
-        let refused = claims.ownership.refusals(of: name).map {
+extension SiteStatus {
+    /// A site's state as its record and the ownership rule give it.
+    init(directory: String, record r: SiteRecord, ownership: HostOwnership) {
+        let refused = ownership.refusals(of: directory).map {
             RefusedHost(host: $0.host.name, heldBy: $0.holder.map { "sites/\($0.site)" }, reason: $0.description)
         }
-        return SiteStatus(
-            directory: name, hosts: claims.ownership.held(by: name).map(\.name), refusedHosts: refused, state: r.state,
-            etag: r.served?.aasa?.etag,
-            loadedAt: r.served?.loadedAt, errors: r.errors)
+        self.init(
+            directory: directory, hosts: ownership.held(by: directory).map(\.name), refusedHosts: refused, state: r.state,
+            etag: r.served?.aasa?.etag, loadedAt: r.served?.loadedAt, errors: r.errors)
     }
-
-    /// The sites whose status may have changed since the last call (a full reload: all of them,
-    /// and any removed), and forgets them. Costs nothing on the serving path: it is bookkeeping
-    /// of the reloader's own changes.
-    public func takeTouched() -> Set<String> { tracking.take() }
-
-    /// Names under `sites/` that are not sites, and aliases of a directory that is not one, with
-    /// why (by name); first, `sites/` itself when it could not be listed.
-    public var entryErrors: [ConfigProblem] {
-        let entries =
-            (Array(entryProblems.values) + claims.aliasesOfNoSite { records[$0] != nil } + (aliasPolicyProblem.map { [$0] } ?? []))
-            .sorted { $0.file < $1.file }
-        return (sitesDirectoryProblem.map { [$0] } ?? []) + entries
-    }
-
-    /// Distinct prepared contents held (identical files counted once).
-    public var distinctContents: Int { contents.count }
 }

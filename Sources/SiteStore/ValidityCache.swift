@@ -9,20 +9,19 @@ struct ValidityCache {
     /// The verdicts; nil in a registry that keeps sources (the reporting commands report every
     /// finding of every file).
     private(set) var known: KnownValid?
-    /// Where `known` is kept between runs, and the binary it belongs to; nil: memory only.
-    let file: (path: String, identity: String)?
-    /// What was last written there (nothing is written when nothing changed).
-    private var stored: Set<String> = []
+    /// Where `known` is kept between runs, by its keys, and the binary it belongs to; nil: memory
+    /// only.
+    private var file: (state: StateFile<Set<String>>, identity: String)?
     /// Whether a failed write was logged already (a state directory that cannot be written
     /// would otherwise log at every rescan).
-    private(set) var writeFailed = false
+    var writeFailed: Bool { file?.state.writeFailed ?? false }
 
     /// `keepsSources`: a reporting registry, which keeps no verdicts.
     init(file: (path: String, identity: String)?, keepsSources: Bool) {
-        self.file = keepsSources ? nil : file
-        if !keepsSources {
-            known = file.map { KnownValid.load(path: $0.path, identity: $0.identity) } ?? KnownValid()
-            stored = known?.keys ?? []
+        guard !keepsSources else { return }
+        known = file.map { KnownValid.load(path: $0.path, identity: $0.identity) } ?? KnownValid()
+        if let file {
+            self.file = (StateFile(path: file.path, stored: known?.keys ?? [], keeps: "the validated contents"), file.identity)
         }
     }
 
@@ -42,18 +41,10 @@ struct ValidityCache {
         }
         if let identity = defaultCertificate { current.insert(.certificate, digestHex: identity) }
         known = current
-        guard let file, current.keys != stored else { return }
-        do throws(SystemError) {
-            try current.store(path: file.path, identity: file.identity)
-            stored = current.keys
-            writeFailed = false
-        } catch {
-            // Only start-up time depends on it: say so once, and serve on.
-            if !writeFailed {
-                logger.warning(
-                    "cannot keep the validated contents for the next start", metadata: ["path": "\(file.path)", "error": "\(error)"])
-            }
-            writeFailed = true
+        guard let identity = file?.identity else { return }
+        // Only start-up time depends on it.
+        file?.state.keep(current.keys, logger: logger) { path throws(SystemError) in
+            try current.store(path: path, identity: identity)
         }
     }
 

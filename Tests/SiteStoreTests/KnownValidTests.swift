@@ -112,7 +112,7 @@ struct KnownValidTests {
         try c.write("sites/a.test/apple-app-site-association", good)
         let r = registry(c, file: (path: c.root + "/no-such-directory/validated-contents", identity: "x"))
         #expect(r.reloadAll().site(forHost: "a.test")?.aasa != nil)
-        #expect(r.validity.writeFailed)
+        #expect(r.preparer.validity.writeFailed)
     }
 
     @Test("a reporting registry validates every file and keeps every finding")
@@ -121,7 +121,7 @@ struct KnownValidTests {
         try c.write("sites/a.test/apple-app-site-association", good)
         let r = SiteRegistry.inspecting(root: c.root)
         r.reloadAll()
-        #expect(r.validity.known == nil)
+        #expect(r.preparer.validity.known == nil)
         #expect(r.source(of: "a.test")?.aasa?.validatedEarlier == false)
         #expect(r.source(of: "a.test")?.aasa?.result.document != nil)
     }

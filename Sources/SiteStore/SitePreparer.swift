@@ -1,15 +1,27 @@
 import AASA
 import Served
 
-/// Applying what was read: per file, the new version or the last good one, with the
-/// Last-Modified rule (`choose`).
-extension SiteRegistry {
-    /// Returns the sites to publish (this one); the names it claims are decided at the end of
-    /// the reload (`HostOwnership.resolve`).
-    func update(_ name: String) -> Set<String> {
-        guard var record = records[name] else { return [] }
-        tracking.touch(name)
-        let before = record.state
+/// Turns a site as read into the version served: per file the new version or the last good one
+/// (`ContentCache.choose`, with the Last-Modified rule), the certificate pair in service, the
+/// site.yaml settings in force, and the `ServedSite` made of them. It holds what those choices
+/// share across sites: the prepared contents (`ContentCache`), the verdicts known valid
+/// (`ValidityCache`), the serving options and the certificate check.
+struct SitePreparer {
+    /// Identical files share one prepared content.
+    var contents = ContentCache()
+    /// Verdicts of valid contents, kept between runs.
+    var validity: ValidityCache
+    /// How files are served (Cache-Control); a site.yaml `cache-control` overrides it per site.
+    var options: ServingOptions
+    let checkCertificate: SiteRegistry.CertificateCheck
+    /// Seconds since the epoch, for a new version's `loadedAt`.
+    let clock: () -> Int64
+
+    /// Applies the record's source to it: its settings in force and its served version (nil when
+    /// neither well-known file has a version to serve). Returns the problems of the version on
+    /// disk, one line each (the record's `errors` are left for the caller, which logs a change).
+    /// `symlinkHosts`: the names its alias symlinks give it, sorted.
+    mutating func prepare(_ name: String, _ record: inout SiteRecord, symlinkHosts: [HostName]) -> [String] {
         let source = record.source
         var errors: [String] = []
         for problem in source.problems where problem.severity == .error { errors.append("\(problem.file): \(problem.message)") }
@@ -44,11 +56,8 @@ extension SiteRegistry {
         if record.served?.assetLinks !== assetLinks { contents.release(record.served?.assetLinks) }
         if record.served?.page !== page { contents.release(record.served?.page) }
 
-        // Claimed hosts: the directory's own, its alias symlinks', its site.yaml aliases (those
-        // only while it serves: a site counts as holding a name from when it serves it).
-        let symlinks = claims.symlinks(of: name)
-        let hosts = [source.host] + settings.aliases + symlinks.values.sorted()
-
+        // Claimed hosts: the directory's own, its site.yaml aliases, its alias symlinks'.
+        let hosts = [source.host] + settings.aliases + symlinkHosts
         let unchanged =
             record.served.map {
                 $0.aasa === aasa && $0.assetLinks === assetLinks && $0.certificate == certificate && $0.page === page
@@ -64,21 +73,13 @@ extension SiteRegistry {
                 page: page, fallback: fallback, fallbackSettings: settings.fallback,
                 fallbackCounts: fallback == nil ? nil : record.fallbackCounts)
         }
-        if errors != record.errors {
-            for line in errors { logger.error("\(line)") }
-            if errors.isEmpty && !record.errors.isEmpty { logger.info("site fixed", metadata: ["site": "\(name)"]) }
-            if !errors.isEmpty {
-                logger.error(record.served == nil ? "not served: \(name)" : "serving the last good version: \(name)")
-            }
-        }
-        record.errors = errors
-        // What was read is applied: keep no file contents or parsed models (memory at 100,000
-        // sites), unless a reporting command asked for them.
-        if !keepsSources { record.dropSource() }
-        records[name] = record
-        claims.ownership.set(
-            name, HostOwnership.Names(host: source.host, symlinks: symlinks, aliases: record.served == nil ? [] : settings.aliases))
-        tracking.move(from: before, to: record.state)
-        return [name]
+        return errors
+    }
+
+    /// A site stopped being served: gives back its files' uses of their contents.
+    mutating func release(_ served: ServedSite?) {
+        contents.release(served?.aasa)
+        contents.release(served?.assetLinks)
+        contents.release(served?.page)
     }
 }
