@@ -24,7 +24,8 @@ public struct HTTP2Request: Sendable {
     /// Where the path ends in the target: at `?`, or at the end.
     public private(set) var pathEnd = 0
     public var acceptsGzip = false
-    /// The client sent a body (DATA): nothing served takes one.
+    /// The client sent a body (DATA), or said it will (a `content-length` other than 0): nothing
+    /// served takes one.
     public var hasBody = false
     /// Header bytes received, for the bound.
     var fieldBytes = 0
@@ -118,6 +119,11 @@ public struct HTTP2Request: Sendable {
         case 13 where UnsafeRawBufferPointer(name).equals("if-none-match"):
             // A list (RFC 9110 §13.1.2): lines are joined into one value, within the budget.
             return keep(value, as: .ifNoneMatch, joining: ifNoneMatchRange != nil, room: &room)
+        case 14 where UnsafeRawBufferPointer(name).equals("content-length"):
+            // A GET or HEAD is answered when its header block ends (`HTTP2Session.frameReceived`),
+            // before any DATA: the length announces the body it would refuse. nghttp2 has checked
+            // the value is digits (RFC 9113 §8.1.1) and checks the DATA against it.
+            if value.contains(where: { $0 != 48 }) { hasBody = true }
         case 15 where UnsafeRawBufferPointer(name).equals("accept-encoding"):
             acceptsGzip = HTTPFields.acceptsGzip(UnsafeRawBufferPointer(value))
         case 17 where UnsafeRawBufferPointer(name).equals("if-modified-since"):
@@ -305,6 +311,7 @@ public final class HTTP2Session {
         nghttp2_session_callbacks_set_on_header_callback(callbacks, onHeader)
         nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, onFrameReceived)
         nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, onDataChunk)
+        nghttp2_session_callbacks_set_on_frame_send_callback(callbacks, onFrameSent)
         nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, onStreamClose)
         var option: OpaquePointer?
         nghttp2_option_new(&option)
@@ -646,7 +653,25 @@ public final class HTTP2Session {
             if resets.count > Self.maximumResetsPerWindow { calm("rapid reset: \(resets.count) streams reset within a second") }
             return
         }
-        guard flags & CAASANghttp2_FLAG_END_STREAM != 0, type == CAASANghttp2_HEADERS || type == CAASANghttp2_DATA else { return }
+        guard type == CAASANghttp2_HEADERS || type == CAASANghttp2_DATA else { return }
+        guard flags & CAASANghttp2_FLAG_END_STREAM != 0 else {
+            // A GET or HEAD whose header block has ended (nghttp2 reports HEADERS once its
+            // CONTINUATIONs are in) is answered now, END_STREAM or not: its answer depends on
+            // nothing a body could add (a body announced by `content-length` is refused as it
+            // would be at its end), and a server may answer before the request is complete
+            // (RFC 9113 §8.1), then reset the rest of it with NO_ERROR (`frameSent`). So a
+            // stream that never ends holds nothing, as nginx's do; only other methods wait for
+            // END_STREAM, within the budgets.
+            guard type == CAASANghttp2_HEADERS, let request = current, request.stream == stream,
+                request.method == .get || request.method == .head
+            else { return }
+            current = nil
+            held -= request.heldBytes
+            ready.append(request)
+            completedRequests &+= 1
+            answeredEarly &+= 1
+            return
+        }
         if let request = current, request.stream == stream {
             current = nil
             held -= request.heldBytes
@@ -657,6 +682,22 @@ public final class HTTP2Session {
             ready.append(request)
             completedRequests &+= 1
         }
+    }
+
+    /// Requests answered when their header block ended, before their END_STREAM, since the
+    /// session began (for tests).
+    public private(set) var answeredEarly = 0
+
+    /// A frame went out. One that ends a response on a stream the client has not ended (a GET
+    /// answered at its header block's end) is followed by RST_STREAM NO_ERROR: the client may
+    /// stop sending the request, and nghttp2 closes the stream and frees it (RFC 9113 §8.1),
+    /// instead of keeping it open, counted against the concurrent streams, until the client
+    /// ends it.
+    fileprivate func frameSent(type: UInt8, flags: UInt8, stream: Int32) {
+        guard answeredEarly != 0, flags & CAASANghttp2_FLAG_END_STREAM != 0, type == CAASANghttp2_HEADERS || type == CAASANghttp2_DATA,
+            nghttp2_session_get_stream_remote_close(session, stream) == 0
+        else { return }
+        nghttp2_submit_rst_stream(session, 0, stream, CAASANghttp2_NO_ERROR)
     }
 
     fileprivate func dataChunk(_ stream: Int32) {
@@ -722,6 +763,13 @@ private let onFrameReceived: nghttp2_on_frame_recv_callback = { _, frame, user i
     guard let frame else { return 0 }
     let type = CAASANghttp2_frame_type(frame)
     HTTP2Session.of(user).frameReceived(type: type, flags: CAASANghttp2_frame_flags(frame), stream: CAASANghttp2_frame_stream_id(frame))
+    return 0
+}
+
+private let onFrameSent: nghttp2_on_frame_send_callback = { _, frame, user in
+    guard let frame else { return 0 }
+    HTTP2Session.of(user).frameSent(
+        type: CAASANghttp2_frame_type(frame), flags: CAASANghttp2_frame_flags(frame), stream: CAASANghttp2_frame_stream_id(frame))
     return 0
 }
 
