@@ -91,7 +91,7 @@ final class HTTP2BudgetServeTests {
     }
 
     @Test(
-        "GETs that never end their streams, one 3,950-byte User-Agent each, from 20 connections: every stream answered and reset with NO_ERROR, nothing held, memory bounded"
+        "GETs that never end their streams, one 3,950-byte User-Agent each, from 20 connections: every stream answered, all but the last few reset with NO_ERROR, nothing held, memory bounded"
     )
     func neverEndedGets() throws {
         let server = try RunningServer(config: config)
@@ -100,7 +100,9 @@ final class HTTP2BudgetServeTests {
         let before = server.residentKilobytes
         let clients = try HoldingClients(port: server.httpsPort, connections: Self.connections, copies: 1, method: "GET")
         #expect(clients.connections == Self.connections && clients.refusedConnections == 0)
-        #expect(clients.resets(0) == 100 * Self.connections && clients.openStreams == 0, "\(clients.report)")
+        // All but the last few of each connection (left for the client to end) reset with NO_ERROR.
+        let open = 4 * Self.connections  // HTTP2Session.maximumAnsweredOpenStreams
+        #expect(clients.resets(0) == 100 * Self.connections - open && clients.openStreams == open, "\(clients.report)")
         let grown = server.residentKilobytes - before
         // 31 KB a connection in the benchmark's 100 (docs/benchmarks.md); 20 connections and a
         // debug build leave more of the bursts' freed blocks in RSS.
