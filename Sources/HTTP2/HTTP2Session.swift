@@ -505,13 +505,17 @@ public final class HTTP2Session {
     /// Streams open on this session.
     public var activeStreams: Int { streams.count + bodies.count + (current == nil ? 0 : 1) }
 
-    /// Streams the session keeps state for (a request being read, or a body being sent): each
-    /// must be a stream nghttp2 has open, or its entry would never be removed. Checked by the
+    /// Streams the session keeps state for (a request being read, a body being sent, a GET
+    /// answered early): each must be a stream nghttp2 has open, or its entry would never be
+    /// removed. Checked by the
     /// HTTP/2 fuzz target and its replay tests.
     var heldStreamsAreOpen: Bool {
         streams.keys.allSatisfy { CAASANghttp2_stream_is_open(session, $0) != 0 }
             && bodies.allSatisfy { CAASANghttp2_stream_is_open(session, $0.stream) != 0 }
             && current.map { CAASANghttp2_stream_is_open(session, $0.stream) != 0 } ?? true
+            && answeredOpen.count <= Self.maximumAnsweredOpenStreams
+            && answeredOpen.allSatisfy { CAASANghttp2_stream_is_half_closed_local(session, $0) != 0 }
+            && answeredPending.allSatisfy { CAASANghttp2_stream_is_open(session, $0) != 0 }
     }
 
     /// Whether a request's header block has begun and its stream has not ended (the client still
