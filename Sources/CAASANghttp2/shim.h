@@ -41,4 +41,11 @@ static inline int CAASANghttp2_stream_is_open(nghttp2_session *session, int32_t 
     return state != NGHTTP2_STREAM_STATE_CLOSED && state != NGHTTP2_STREAM_STATE_IDLE;
 }
 
+// Whether nghttp2 has sent the end of the stream's response and the client has not ended the
+// stream (half-closed (local), RFC 9113 §5.1).
+static inline int CAASANghttp2_stream_is_half_closed_local(nghttp2_session *session, int32_t stream_id) {
+    nghttp2_stream *stream = nghttp2_session_find_stream(session, stream_id);
+    return stream != NULL && nghttp2_stream_get_state(stream) == NGHTTP2_STREAM_STATE_HALF_CLOSED_LOCAL;
+}
+
 #endif

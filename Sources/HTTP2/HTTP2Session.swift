@@ -24,7 +24,8 @@ public struct HTTP2Request: Sendable {
     /// Where the path ends in the target: at `?`, or at the end.
     public private(set) var pathEnd = 0
     public var acceptsGzip = false
-    /// The client sent a body (DATA): nothing served takes one.
+    /// The client sent a body (DATA), or said it will (a `content-length` other than 0): nothing
+    /// served takes one.
     public var hasBody = false
     /// Header bytes received, for the bound.
     var fieldBytes = 0
@@ -118,6 +119,11 @@ public struct HTTP2Request: Sendable {
         case 13 where UnsafeRawBufferPointer(name).equals("if-none-match"):
             // A list (RFC 9110 §13.1.2): lines are joined into one value, within the budget.
             return keep(value, as: .ifNoneMatch, joining: ifNoneMatchRange != nil, room: &room)
+        case 14 where UnsafeRawBufferPointer(name).equals("content-length"):
+            // A GET or HEAD is answered when its header block ends (`HTTP2Session.frameReceived`),
+            // before any DATA: the length announces the body it would refuse. nghttp2 has checked
+            // the value is digits (RFC 9113 §8.1.1) and checks the DATA against it.
+            if value.contains(where: { $0 != 48 }) { hasBody = true }
         case 15 where UnsafeRawBufferPointer(name).equals("accept-encoding"):
             acceptsGzip = HTTPFields.acceptsGzip(UnsafeRawBufferPointer(value))
         case 17 where UnsafeRawBufferPointer(name).equals("if-modified-since"):
@@ -401,6 +407,7 @@ public final class HTTP2Session {
         if ready.isEmpty && ready.capacity > Self.keptCapacity { ready = [] }
         if answering.capacity > Self.keptCapacity { answering = [] }
         if nva.capacity > Self.keptCapacity { nva = [] }
+        if answeredPending.isEmpty && answeredPending.capacity > Self.keptCapacity { answeredPending = [] }
         if !resets.isEmpty { resets.removeAll { now - $0 > Self.resetWindow } }
         if resets.isEmpty && resets.capacity > 0 { resets = [] }
     }
@@ -482,6 +489,8 @@ public final class HTTP2Session {
             let n = nghttp2_session_mem_send(session, &data)
             if n <= 0 {
                 if n < 0 { failure = "nghttp2 send: \(n)" }
+                // Responses of GETs answered early have gone out: resets to send, maybe.
+                if n == 0 && !answeredPending.isEmpty && settleAnswered() { continue }
                 return
             }
             out.append(contentsOf: UnsafeBufferPointer(start: data, count: n))
@@ -496,13 +505,17 @@ public final class HTTP2Session {
     /// Streams open on this session.
     public var activeStreams: Int { streams.count + bodies.count + (current == nil ? 0 : 1) }
 
-    /// Streams the session keeps state for (a request being read, or a body being sent): each
-    /// must be a stream nghttp2 has open, or its entry would never be removed. Checked by the
+    /// Streams the session keeps state for (a request being read, a body being sent, a GET
+    /// answered early): each must be a stream nghttp2 has open, or its entry would never be
+    /// removed. Checked by the
     /// HTTP/2 fuzz target and its replay tests.
     var heldStreamsAreOpen: Bool {
         streams.keys.allSatisfy { CAASANghttp2_stream_is_open(session, $0) != 0 }
             && bodies.allSatisfy { CAASANghttp2_stream_is_open(session, $0.stream) != 0 }
             && current.map { CAASANghttp2_stream_is_open(session, $0.stream) != 0 } ?? true
+            && answeredOpen.count <= Self.maximumAnsweredOpenStreams
+            && answeredOpen.allSatisfy { CAASANghttp2_stream_is_half_closed_local(session, $0) != 0 }
+            && answeredPending.allSatisfy { CAASANghttp2_stream_is_open(session, $0) != 0 }
     }
 
     /// Whether a request's header block has begun and its stream has not ended (the client still
@@ -646,7 +659,26 @@ public final class HTTP2Session {
             if resets.count > Self.maximumResetsPerWindow { calm("rapid reset: \(resets.count) streams reset within a second") }
             return
         }
-        guard flags & CAASANghttp2_FLAG_END_STREAM != 0, type == CAASANghttp2_HEADERS || type == CAASANghttp2_DATA else { return }
+        guard type == CAASANghttp2_HEADERS || type == CAASANghttp2_DATA else { return }
+        guard flags & CAASANghttp2_FLAG_END_STREAM != 0 else {
+            // A GET or HEAD whose header block has ended (nghttp2 reports HEADERS once its
+            // CONTINUATIONs are in) is answered now, END_STREAM or not: its answer depends on
+            // nothing a body could add (a body announced by `content-length` is refused as it
+            // would be at its end), and a server may answer before the request is complete
+            // (RFC 9113 §8.1), then reset the rest of it with NO_ERROR (`settleAnswered`). So a
+            // stream that never ends holds none of our state, as nginx's do; only other methods
+            // wait for END_STREAM, within the budgets.
+            guard type == CAASANghttp2_HEADERS, let request = current, request.stream == stream,
+                request.method == .get || request.method == .head
+            else { return }
+            current = nil
+            held -= request.heldBytes
+            ready.append(request)
+            completedRequests &+= 1
+            answeredEarly &+= 1
+            answeredPending.append(stream)
+            return
+        }
         if let request = current, request.stream == stream {
             current = nil
             held -= request.heldBytes
@@ -659,6 +691,52 @@ public final class HTTP2Session {
         }
     }
 
+    /// Requests answered when their header block ended, before their END_STREAM, since the
+    /// session began (for tests).
+    public private(set) var answeredEarly = 0
+
+    /// Streams answered at their header block's end, response sent, that the client has not
+    /// ended, oldest first: each stays half-closed (local), so that what the client still sends
+    /// on it is handled as RFC 9113 §5.1 says (a WINDOW_UPDATE of 0 is a stream error, h2spec
+    /// 6.9), until `maximumAnsweredOpenStreams` are.
+    @exclusivity(unchecked) private var answeredOpen: [Int32] = []
+
+    /// Streams answered before their END_STREAM that a session keeps open for the client to end.
+    /// Past it the oldest is reset with NO_ERROR (RFC 9113 §8.1: the client may stop sending the
+    /// request) and nghttp2 frees it: each open stream costs about 250 bytes of nghttp2 state,
+    /// 25 KB a connection for 100 streams never ended (`scripts/bench-h2-memory.sh`: 56.3 KB a
+    /// connection with none reset, 31.3 with every one, 33.3 with 8 kept). 4 covers a client
+    /// that ends each request in a frame of its own a few requests behind (and a conformance
+    /// test's one stream); a stream reset sooner loses nothing, its response is whole.
+    public static let maximumAnsweredOpenStreams = 4
+
+    /// GETs answered at their header block's end whose response may still be going out: once
+    /// it has (the stream is half-closed (local)), each moves to `answeredOpen`. Open streams
+    /// only, so at most `maximumConcurrentStreams`.
+    @exclusivity(unchecked) private var answeredPending: [Int32] = []
+
+    /// Moves the streams of `answeredPending` whose response has gone out to `answeredOpen`, and
+    /// resets the oldest past `maximumAnsweredOpenStreams` with NO_ERROR. Looked at when the
+    /// session has nothing more to send, rather than in a callback for every frame sent, which
+    /// cost every HTTP/2 request 1.8 % more instructions (`scripts/callgrind-requests.sh`).
+    /// True when it queued a reset.
+    private func settleAnswered() -> Bool {
+        answeredPending.removeAll { stream in
+            guard CAASANghttp2_stream_is_open(session, stream) != 0 else { return true }
+            guard CAASANghttp2_stream_is_half_closed_local(session, stream) != 0 else { return false }  // still sending
+            answeredOpen.append(stream)
+            return true
+        }
+        guard answeredOpen.count > Self.maximumAnsweredOpenStreams else { return false }
+        while answeredOpen.count > Self.maximumAnsweredOpenStreams {
+            nghttp2_submit_rst_stream(session, 0, answeredOpen.removeFirst(), CAASANghttp2_NO_ERROR)
+        }
+        return true
+    }
+
+    /// Streams answered before their END_STREAM that are still open (for tests).
+    var answeredOpenStreams: Int { answeredOpen.count }
+
     fileprivate func dataChunk(_ stream: Int32) {
         if current?.stream == stream { current!.hasBody = true } else { streams[stream]?.hasBody = true }
     }
@@ -670,6 +748,8 @@ public final class HTTP2Session {
         }
         if !streams.isEmpty, let request = streams.removeValue(forKey: stream) { held -= request.heldBytes }
         if !bodies.isEmpty { dropBody(stream) }
+        if !answeredOpen.isEmpty, let i = answeredOpen.firstIndex(of: stream) { answeredOpen.remove(at: i) }
+        if !answeredPending.isEmpty, let i = answeredPending.firstIndex(of: stream) { answeredPending.remove(at: i) }
     }
 
     fileprivate func readBody(_ stream: Int32, _ buffer: UnsafeMutablePointer<UInt8>, _ length: Int, _ flags: UnsafeMutablePointer<UInt32>)

@@ -13,12 +13,14 @@ struct HTTP2BudgetTests {
     /// 4,096-byte dynamic table, so every copy after the first costs one byte on the wire.
     static let userAgent = [UInt8](repeating: 0x61, count: 3_950)
 
-    /// HEADERS with END_HEADERS and without END_STREAM: `:method GET`, `:scheme https`,
+    /// HEADERS with END_HEADERS and without END_STREAM: `:method POST` (or GET), `:scheme https`,
     /// `:path /`, `:authority a.test`, and `copies` of the User-Agent, the first added to the
-    /// dynamic table when `indexFirst`, every other one a reference to it.
-    static func held(stream: Int32, copies: Int, indexFirst: Bool, endStream: Bool = false) -> [UInt8] {
+    /// dynamic table when `indexFirst`, every other one a reference to it. POST by default: a
+    /// GET is answered when its header block ends, and only other methods wait for END_STREAM.
+    static func held(stream: Int32, copies: Int, indexFirst: Bool, endStream: Bool = false, get: Bool = false) -> [UInt8] {
         var block =
-            ClientFrames.indexed(2) + ClientFrames.indexed(7) + ClientFrames.indexed(4) + ClientFrames.literal(":authority", "a.test")
+            ClientFrames.indexed(get ? 2 : 3) + ClientFrames.indexed(7) + ClientFrames.indexed(4)
+            + ClientFrames.literal(":authority", "a.test")
         for k in 0..<copies {
             block += k == 0 && indexFirst ? ClientFrames.indexing(nameIndex: 58, userAgent) : ClientFrames.indexed(62)
         }
@@ -53,7 +55,7 @@ struct HTTP2BudgetTests {
         #expect(SessionIO.receive(session, ClientFrames.preface + ClientFrames.settings))
         var output: [UInt8] = []
         for k in 0..<100 {
-            #expect(SessionIO.receive(session, Self.held(stream: Int32(1 + 2 * k), copies: 4, indexFirst: k == 0)))
+            #expect(SessionIO.receive(session, Self.held(stream: Int32(1 + 2 * k), copies: 4, indexFirst: k == 0, get: k % 2 == 0)))
             #expect(session.heldBytes == 0 && budget.inUse == 0, "stream \(k): \(session.heldBytes) bytes held")
             output += SessionIO.output(session)
         }
@@ -131,12 +133,16 @@ struct HTTP2BudgetTests {
         let budget = RequestBudget(limit: 4_096)
         do {
             let holder = HTTP2Session(budget: budget)
-            #expect(SessionIO.receive(holder, ClientFrames.preface + ClientFrames.settings + ClientFrames.get(stream: 1, endStream: false)))
+            #expect(
+                SessionIO.receive(
+                    holder, ClientFrames.preface + ClientFrames.settings + ClientFrames.get(stream: 1, endStream: false, method: "POST")))
             #expect(budget.inUse == holder.heldBytes && budget.inUse > 0)
             budget.add(budget.limit - budget.inUse)  // others hold the rest
             #expect(budget.isExhausted)
             let late = HTTP2Session(budget: budget)
-            #expect(SessionIO.receive(late, ClientFrames.preface + ClientFrames.settings + ClientFrames.get(stream: 1, endStream: false)))
+            #expect(
+                SessionIO.receive(
+                    late, ClientFrames.preface + ClientFrames.settings + ClientFrames.get(stream: 1, endStream: false, method: "POST")))
             #expect(late.heldBytes == 0 && late.refusedStreams == 1)
             budget.add(-(budget.limit - holder.heldBytes))
         }
@@ -208,7 +214,7 @@ struct HTTP2BudgetTests {
         var bytes = ClientFrames.preface + ClientFrames.settings
         for k in 0..<40 {
             var block =
-                ClientFrames.indexed(2) + ClientFrames.indexed(7) + ClientFrames.indexed(4) + ClientFrames.literal(":authority", "a.test")
+                ClientFrames.indexed(3) + ClientFrames.indexed(7) + ClientFrames.indexed(4) + ClientFrames.literal(":authority", "a.test")
             block += k == 0 ? ClientFrames.indexing(nameIndex: 41, tags) : ClientFrames.indexed(62)  // 41: if-none-match
             block += ClientFrames.indexed(62) + ClientFrames.indexed(62)
             bytes += ClientFrames.frame(type: 1, flags: 4, stream: Int32(1 + 2 * k), block)

@@ -26,8 +26,8 @@ def connect():
     sock.sendall(conn.data_to_send())
     return sock, conn
 
-def request_headers(extra=()):
-    return [(":method", "GET"), (":scheme", "https"), (":authority", host),
+def request_headers(extra=(), method="GET"):
+    return [(":method", method), (":scheme", "https"), (":authority", host),
             (":path", "/.well-known/apple-app-site-association")] + list(extra)
 
 def drain(sock, conn, seconds=3):
@@ -126,9 +126,10 @@ elif mode.startswith("held-streams"):
     # 50 requests whose header blocks end but whose streams never do (no END_STREAM), kept alive
     # by a PING every quarter second: the stream state they hold must not outlive the request
     # timeout just because the connection is never idle.
+    # POST: the server answers a GET when its header block ends, so a GET holds nothing.
     wait = float(mode.split("-")[2]) if mode.count("-") == 2 else 15
     for s in range(1, 101, 2):
-        conn.send_headers(s, request_headers([("x-pad", "v" * 200)]), end_stream=False)
+        conn.send_headers(s, request_headers([("x-pad", "v" * 200)], "POST"), end_stream=False)
     sock.sendall(conn.data_to_send())
     sock.settimeout(0.25)
     end = time.time() + wait
@@ -158,8 +159,8 @@ elif mode.startswith("reset-reopen"):
         while time.time() < end and state == "open":
             opened = list(range(stream, stream + 40, 2))
             stream += 40
-            for s in opened:
-                conn.send_headers(s, request_headers([("x-pad", "v" * 200)]), end_stream=False)
+            for s in opened:  # POST, as in held-streams
+                conn.send_headers(s, request_headers([("x-pad", "v" * 200)], "POST"), end_stream=False)
             sock.sendall(conn.data_to_send())
             second = time.time() + 1
             while time.time() < second and state == "open":

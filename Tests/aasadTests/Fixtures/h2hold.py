@@ -1,15 +1,16 @@
 #!/usr/bin/env python3
 """HTTP/2 connections that make a server hold request fields, for aasad's memory-budget tests and
 for scripts/bench-h2-memory.sh. Opens CONNS connections to 127.0.0.1:PORT (TLS, ALPN h2, SNI
-HOST); on each sends STREAMS HEADERS frames without END_STREAM, each `:method GET`,
+HOST); on each sends STREAMS HEADERS frames without END_STREAM, each `:method METHOD`,
 `:scheme https`, `:path /`, `:authority HOST` and COPIES copies of a UA_BYTES-byte user-agent.
 The client's HPACK encoder indexes the user-agent, so each copy after the first is one byte on
 the wire. Then it reads what the servers answer until they go quiet, prints one line
-`held {json}` (connections refused, streams reset by error code, streams left open), waits for a
+`held {json}` (connections refused, streams reset by error code, streams left open; a server that
+answers a GET when its header block ends resets the stream with NO_ERROR, code 0), waits for a
 line or the end of standard input, closes every connection, prints `closed` and exits.
 Bounded in time (each socket operation 10 s); talks only to 127.0.0.1.
 
-Usage: h2hold.py PORT HOST CONNS [COPIES=4] [STREAMS=100] [UA_BYTES=3950]
+Usage: h2hold.py PORT HOST CONNS [COPIES=4] [STREAMS=100] [UA_BYTES=3950] [METHOD=GET]
 """
 import json, select, socket, ssl, sys, time
 import h2.config, h2.connection, h2.events, h2.exceptions
@@ -18,6 +19,7 @@ port, host, count = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 copies = int(sys.argv[4]) if len(sys.argv) > 4 else 4
 streams = int(sys.argv[5]) if len(sys.argv) > 5 else 100
 agent = ("Mozilla/5.0 " + "x" * 10000)[: int(sys.argv[6]) if len(sys.argv) > 6 else 3950]
+method = sys.argv[7] if len(sys.argv) > 7 else "GET"
 
 ctx = ssl.create_default_context()
 ctx.check_hostname = False
@@ -32,7 +34,7 @@ for _ in range(count):
             raise ConnectionError("no h2")
         conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True, header_encoding="utf-8"))
         conn.initiate_connection()
-        headers = [(":method", "GET"), (":scheme", "https"), (":path", "/"), (":authority", host)]
+        headers = [(":method", method), (":scheme", "https"), (":path", "/"), (":authority", host)]
         headers += [("user-agent", agent)] * copies
         for k in range(streams):
             conn.send_headers(1 + 2 * k, headers, end_stream=False)
