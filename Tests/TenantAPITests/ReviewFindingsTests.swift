@@ -63,3 +63,16 @@ import Testing
         }
     }
 }
+
+@Suite struct ReviewPendingClaimTests {
+    /// A claim the API recorded must not outlive the site: a site written with an alias and then
+    /// removed by hand (a person, git-sync) frees the alias at the next reload, and another
+    /// site may then take it.
+    @Test func aSiteRemovedByHandFreesItsAliasForTheNextWrite() throws {
+        let fixture = try APIFixture()
+        #expect(fixture.put("a.example", extra: #","settings":{"aliases":["shared.example"]}"#).status == 201)
+        try FileManager.default.removeItem(atPath: fixture.sites + "/a.example")
+        let second = fixture.put("b.example", extra: #","settings":{"aliases":["shared.example"]}"#)
+        #expect(second.status == 201, "\(second.status) \(second.text)")
+    }
+}
