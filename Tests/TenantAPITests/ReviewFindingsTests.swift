@@ -29,6 +29,27 @@ import Testing
         #expect(fixture.entries().isEmpty)
     }
 
+    /// A list page that stops at the scan bound hands a cursor to continue from; it must not
+    /// carry another tenant's host name (the cursor was the last name looked at in base64).
+    @Test func aCursorTellsNoHostOutsideTheTokensPatterns() throws {
+        // Nothing served: the list reads only the names, not 10,001 sites.
+        let fixture = try APIFixture(state: { _ in NeverServed() })
+        for i in 0...TenantAPI.maximumNamesScanned {
+            #expect(mkdir(fixture.sites + "/s\(String(format: "%05d", i)).other.example", 0o755) == 0)
+        }
+        let page = fixture.call("GET", "/v1/sites?limit=10", token: APIFixture.customerA)
+        #expect(page.status == 200)
+        let next = try #require(page.json["next"] as? String)
+        var b64 = next.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while b64.utf8.count % 4 != 0 { b64 += "=" }
+        let decoded = Data(base64Encoded: b64).map { String(decoding: $0, as: UTF8.self) } ?? ""
+        // Open: the cursor is base64url of that name (docs/api.md); a sealed cursor needs a cipher
+        // the Hashing module does not offer yet. Recorded so that the fix turns this red-to-green.
+        withKnownIssue("the cursor names the last host looked at, whoever's it is") {
+            #expect(!decoded.contains("other.example"), "the cursor reads \(decoded)")
+        }
+    }
+
     /// settings values are written into site.yaml: no JSON string may add a key or an alias.
     static let yamlProbes: [String] = [
         #"{"cache-control":"max-age=1\naliases: [x.other.example]"}"#,
