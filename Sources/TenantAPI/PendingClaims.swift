@@ -35,6 +35,14 @@ final class PendingClaims: Sendable {
         }
     }
 
+    /// A reload decided `site`'s write (it is served as written, or gone): the ownership holds
+    /// its names now. Forgotten here rather than when the ownership next equals the recorded
+    /// names, which it never does again once a person or git-sync changed or removed the site:
+    /// the stale claim would refuse every later write naming the alias until a restart.
+    func forget(_ site: String) {
+        pending.withLock { $0[site] = nil }
+    }
+
     /// A site was written with `names` (nil: removed).
     func record(_ site: String, _ names: HostOwnership.Names?) {
         pending.withLock { $0[site] = Change(names: names) }

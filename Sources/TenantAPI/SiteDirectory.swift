@@ -18,6 +18,20 @@ struct SiteDirectory: Sendable {
     /// Prefix of the API's own temporary names in `sites/`: a dot name, which the loader and the
     /// watcher ignore (`ConfigLoader.examine`).
     static let stagingPrefix = ".api-"
+    /// Longest name of one directory entry (NAME_MAX, limits.h): a host may be 253 bytes, so its
+    /// temporary name keeps only as much of the host as fits beside the prefix and the random part.
+    static let maximumEntryName = 255
+
+    /// A fresh temporary name in `sites/` for `host`: `.api-<host>-<16 hex>`, the host cut short
+    /// when the whole would exceed `maximumEntryName` (the name only helps a person reading
+    /// `sites/`; the random part makes it unique).
+    static func temporaryName(_ host: String) -> String {
+        let random = String(UInt64.random(in: .min ... .max), radix: 16)
+        let room = maximumEntryName - stagingPrefix.utf8.count - 1 - 16  // "-" and at most 16 hex digits
+        // The host is ASCII (`APIHostName` admitted it): a character is a byte.
+        return stagingPrefix + host.prefix(room) + "-" + random
+    }
+
     /// Largest file of a site the API reads back (the page's bound is the largest of the four).
     static var readLimit: Int {
         max(AppSiteAssociation.maximumFileSize, AssetLinks.maximumFileSize, SiteSettings.maximumFileSize, LandingPage.maximumFileSize)
@@ -105,7 +119,7 @@ struct SiteDirectory: Sendable {
     /// A fresh temporary directory holding `files`, each written and fsynced, and the directory
     /// fsynced. Removed again when anything fails.
     func stage(_ host: String, _ files: [String: [UInt8]]) throws(Failure) -> String {
-        let staging = sitesPath + "/" + Self.stagingPrefix + host + "-" + String(UInt64.random(in: .min ... .max), radix: 16)
+        let staging = sitesPath + "/" + Self.temporaryName(host)
         do throws(SystemError) {
             try Files.makeDirectory(staging, mode: 0o755)
         } catch {
@@ -160,7 +174,7 @@ struct SiteDirectory: Sendable {
     /// Removes `sites/<host>`: renamed to a dot name first (the loader sees the whole site go at
     /// once), then removed, and `sites/` fsynced.
     func remove(_ host: String) throws(Failure) {
-        let hidden = sitesPath + "/" + Self.stagingPrefix + host + "-" + String(UInt64.random(in: .min ... .max), radix: 16)
+        let hidden = sitesPath + "/" + Self.temporaryName(host)
         if CAASALinux_renameat2(sitesPath + "/" + host, hidden, Self.renameNoReplace) != 0 {
             let code = errno
             throw Self.failure(code, "renameat2: \(String(cString: strerror(code)))")

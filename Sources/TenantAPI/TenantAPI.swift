@@ -237,6 +237,9 @@ public final class TenantAPI: Sendable {
             let etag = SiteDirectory.etag(body.files)
             logWrite(token: token, host: host, action: "put", before: beforeETag, after: etag)
             let served = waitUntil { self.isServed(host, files: body.files, aliases: found.aliases) }
+            // Served means a reload decided the aliases, and the daemon publishes the ownership
+            // before the snapshot (Sources/Daemon/Admin.swift): the claim is the ownership's now.
+            if served { pending.forget(host) }
             let status = !served ? 202 : before == nil ? 201 : 200
             let state = siteState(host, files: body.files, etag: etag, problems: found.all, served: served)
             return APIResponse(status: status, headers: [("content-type", "application/json"), ("etag", etag)], body: Array(state.utf8))
@@ -299,6 +302,7 @@ public final class TenantAPI: Sendable {
             names.changed()
             logWrite(token: token, host: host, action: "delete", before: beforeETag, after: nil)
             let gone = waitUntil { self.state.served(directory: host) == nil }
+            if gone { pending.forget(host) }
             return gone ? APIResponse(status: 204) : Self.json(202, "{\"host\":\(JSONValue.quote(host)),\"served\":true}")
         }
     }
