@@ -30,9 +30,10 @@ final class ServeSignalTests {
     }
 }
 
-/// Kept on the binary: on an in-process daemon this test saw one or two of its twelve handshakes
-/// cut early in about one run of three, where the binary saw none in six runs of the same
-/// script; until that is explained, it runs where it was written.
+/// Kept on the binary: on an in-process daemon this test, in its earlier form (every client had
+/// to be served), saw one or two of its twelve handshakes cut in about one run of three, where
+/// the binary saw none in six runs; both were under heavy load, where a client's hello can
+/// leave later than 0.7 s. It now fails only on a cut that is early by the server's own clock.
 @Suite("aasad serve: timeouts never early")
 final class TimeoutProcessTests {
     let config: TestConfig
@@ -43,31 +44,44 @@ final class TimeoutProcessTests {
         server = try RunningServer(config: config, extra: ["--request-timeout", "1", "--idle-timeout", "1", "--handshake-timeout", "1"])
     }
 
-    @Test("a timeout never fires early: clients that start their handshake 0.7 s into a 1 s timeout all get served")
+    @Test("a timeout never fires early: no client is cut less than 1 s after it connected to a 1 s timeout")
     func timeoutsNeverEarly() throws {
         // Deadlines used to count from the second, rounded down, of the loop's last clock read
         // (up to a one-second wait before the accept): a 1 s handshake timeout could fire at once.
         // 12 clients, started at different points of a second, each wait 0.7 s after connecting.
+        // The server accepts after the client's connect returns, so a cut it makes on time comes
+        // at least 1 s after that: an end of the connection sooner is early, whatever the load.
+        // Under load a hello can leave after the deadline and be cut on time; that is not
+        // counted against the server, but at least one client must be served.
         let script = """
             import socket, ssl, sys, threading, time
-            port = int(sys.argv[1]); results = []
+            port = int(sys.argv[1]); served = []; early = []; late = []
             def client(i):
                 time.sleep(i * 0.083)
+                start = None
                 try:
                     s = socket.create_connection(("127.0.0.1", port), timeout=5)
+                    start = time.monotonic()
                     time.sleep(0.7)
                     ctx = ssl.create_default_context(); ctx.check_hostname = False; ctx.verify_mode = ssl.CERT_NONE
                     t = ctx.wrap_socket(s, server_hostname="a.test")
                     t.sendall(b"GET /apple-app-site-association HTTP/1.1\\r\\nHost: a.test\\r\\nConnection: close\\r\\n\\r\\n")
-                    results.append(t.recv(12).decode(errors="replace"))
+                    answer = t.recv(12).decode(errors="replace")
+                    if answer.startswith("HTTP/1.1 200"):
+                        served.append(answer)
+                    else:
+                        elapsed = time.monotonic() - start
+                        (late if elapsed >= 1.0 else early).append("after %.3f s: %r" % (elapsed, answer))
                 except Exception as e:
-                    results.append("error: %s" % e)
+                    elapsed = time.monotonic() - start if start is not None else 0
+                    (late if elapsed >= 1.0 else early).append("after %.3f s: %s" % (elapsed, e))
             threads = [threading.Thread(target=client, args=(i,)) for i in range(12)]
             [t.start() for t in threads]; [t.join() for t in threads]
-            print(sum(r.startswith("HTTP/1.1 200") for r in results), sorted(set(r for r in results if not r.startswith("HTTP/1.1 200"))))
+            print(len(served), len(early), early, late)
             """
         let out = try Tool.run("python3", ["-c", script, String(server.httpsPort)])
-        #expect(out.text.hasPrefix("12 "), "\(out.text) \(out.stderr)")
+        let counts = out.text.split(separator: " ").prefix(2).compactMap { Int($0) }
+        #expect(counts.count == 2 && counts[0] >= 1 && counts[1] == 0, "\(out.text) \(out.stderr)")
     }
 }
 
