@@ -144,8 +144,11 @@ let package = Package(
                 "ACME",
                 "Check",
                 "Outbound",
+                "SafeText",
+                "StrictJSON",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Yams", package: "Yams"),
             ],
             swiftSettings: swiftSettings
         ),

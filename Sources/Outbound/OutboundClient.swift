@@ -9,11 +9,15 @@ public import TLS
 /// One outbound HTTPS request: ACME's calls to a CA, `aasad check`'s fetches of an origin and of
 /// Apple's CDN, and the CDN watch in `serve`.
 public struct OutboundRequest: Sendable {
-    public enum Method: Sendable { case get, head, post }
+    public enum Method: Sendable { case get, head, post, put, delete }
 
     public var method: Method = .get
-    /// An absolute `https://` URL.
+    /// An absolute `https://` URL (or `http://` to a loopback address, see `allowsPlainHTTPToLoopback`).
     public var url: String
+    /// Lets an `http://` URL through when its host is a loopback address literal (`127.0.0.1`,
+    /// `[::1]`) or `localhost`, and no connect-to entry sends it elsewhere: the tenant API's
+    /// client on the machine it runs on (docs/api.md), where no network sees the token.
+    public var allowsPlainHTTPToLoopback = false
     public var body: [UInt8] = []
     /// Extra request fields, `Name: value` (checked: a token name and a value of visible bytes,
     /// space and tab, so that no configured text splits the request head).
@@ -150,11 +154,12 @@ public final class OutboundClient: Sendable {
     /// Refuses what would reach the request head unchecked: a URL that is not https or holds
     /// bytes outside visible ASCII, a field name that is no token, a value with CR, LF or other
     /// controls, a connect-to entry with them.
-    static func check(_ request: OutboundRequest) throws(OutboundError) {
-        guard request.url.utf8.count <= 8_192, request.url.lowercased().hasPrefix("https://"),
+    package static func check(_ request: OutboundRequest) throws(OutboundError) {
+        guard request.url.utf8.count <= 8_192, request.url.lowercased().hasPrefix("https://") || isLoopbackHTTP(request),
             request.url.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F })
         else {
-            throw OutboundError(.request, "\(request.url.debugDescription) is no https URL of visible ASCII")
+            throw OutboundError(
+                .request, "\(request.url.debugDescription) is no https URL (nor http to a loopback address) of visible ASCII")
         }
         for field in request.fields {
             guard !field.name.isEmpty, field.name.utf8.allSatisfy(ResponseHeaders.isTokenByte) else {
@@ -170,6 +175,42 @@ public final class OutboundClient: Sendable {
         for entry in request.connectTo where !entry.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) || entry.utf8.count > 1_024 {
             throw OutboundError(.request, "the connect-to entry \(entry.debugDescription) holds a control byte or space")
         }
+    }
+
+    /// An `http://` URL the request may use: allowed by it, no connect-to entry, and an authority
+    /// that is exactly a loopback literal or `localhost` with an optional port. No user info (in
+    /// `http://127.0.0.1:80@example.com/` the host is example.com) and no other spelling libcurl
+    /// would also read as an address (`127.1`, `0x7f.0.0.1`).
+    static func isLoopbackHTTP(_ request: OutboundRequest) -> Bool {
+        guard request.allowsPlainHTTPToLoopback, request.connectTo.isEmpty, request.url.lowercased().hasPrefix("http://") else {
+            return false
+        }
+        let rest = request.url.utf8.dropFirst("http://".count)
+        let authority = rest.prefix { $0 != UInt8(ascii: "/") && $0 != UInt8(ascii: "?") && $0 != UInt8(ascii: "#") }
+        var host = Substring(String(decoding: authority, as: UTF8.self).lowercased())
+        if host.hasPrefix("[") {
+            guard let close = host.firstIndex(of: "]") else { return false }
+            let after = host[host.index(after: close)...]
+            guard after.isEmpty || isPort(after) else { return false }
+            return host[host.index(after: host.startIndex)..<close] == "::1"
+        }
+        if let colon = host.firstIndex(of: ":") {
+            guard isPort(host[colon...]) else { return false }
+            host = host[..<colon]
+        }
+        if host == "localhost" { return true }
+        let parts = host.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 4, parts[0] == "127" else { return false }
+        return parts.allSatisfy { part in
+            (1...3).contains(part.count) && part.allSatisfy(\.isASCII) && part.allSatisfy(\.isNumber)
+                && (part.count == 1 || part.first != "0") && Int(part).map { $0 <= 255 } == true
+        }
+    }
+
+    /// `:` and 1 to 5 decimal digits.
+    private static func isPort(_ text: Substring) -> Bool {
+        let digits = text.dropFirst()
+        return text.first == ":" && (1...5).contains(digits.count) && digits.allSatisfy { $0.isASCII && $0.isNumber }
     }
 
     /// A field value's bytes: visible ASCII, space, tab and bytes above 0x7F (RFC 9110 §5.5).
@@ -197,62 +238,76 @@ public final class OutboundClient: Sendable {
         }
         for field in request.fields { headerList = curl_slist_append(headerList, "\(field.name): \(field.value)") }
         for entry in request.connectTo { connectList = curl_slist_append(connectList, entry) }
+        // libcurl sends `Expect: 100-continue` before a large body and waits for an answer a
+        // server need not give; every body here is small enough to send at once.
+        if !request.body.isEmpty { headerList = curl_slist_append(headerList, "Expect:") }
         let agent = request.userAgent ?? configuration.userAgent
         let body = request.body
+        let scheme = Self.isLoopbackHTTP(request) ? "http" : "https"
+        let customMethod: String? =
+            switch request.method {
+            case .put: "PUT"
+            case .delete: "DELETE"
+            case .get, .head, .post: nil
+            }
         let code: CURLcode = request.url.withCString { urlText in
             agent.withCString { agent in
-                "https".withCString { https in
-                    withOptionalCString(configuration.caFile) { caFile in
-                        body.withUnsafeBytes { bodyBytes in
-                            errorBuffer.withUnsafeMutableBufferPointer { errors in
-                                set(CURLOPT_URL, urlText)
-                                set(CURLOPT_PROTOCOLS_STR, https)
-                                set(CURLOPT_REDIR_PROTOCOLS_STR, https)
-                                set(CURLOPT_FOLLOWLOCATION, 0)
-                                set(CURLOPT_NOSIGNAL, 1)
-                                set(CURLOPT_SSL_VERIFYPEER, 1)
-                                set(CURLOPT_SSL_VERIFYHOST, 2)
-                                set(CURLOPT_SSLVERSION, Int(CURL_SSLVERSION_TLSv1_2))
-                                if let caFile {
-                                    set(CURLOPT_CAINFO, caFile)
-                                    if configuration.addsSystemRoots {
-                                        Configuration.systemRootsDirectory.withCString { set(CURLOPT_CAPATH, $0) }
+                scheme.withCString { https in
+                    withOptionalCString(customMethod) { customMethod in
+                        withOptionalCString(configuration.caFile) { caFile in
+                            body.withUnsafeBytes { bodyBytes in
+                                errorBuffer.withUnsafeMutableBufferPointer { errors in
+                                    set(CURLOPT_URL, urlText)
+                                    set(CURLOPT_PROTOCOLS_STR, https)
+                                    set(CURLOPT_REDIR_PROTOCOLS_STR, https)
+                                    set(CURLOPT_FOLLOWLOCATION, 0)
+                                    set(CURLOPT_NOSIGNAL, 1)
+                                    set(CURLOPT_SSL_VERIFYPEER, 1)
+                                    set(CURLOPT_SSL_VERIFYHOST, 2)
+                                    set(CURLOPT_SSLVERSION, Int(CURL_SSLVERSION_TLSv1_2))
+                                    if let caFile {
+                                        set(CURLOPT_CAINFO, caFile)
+                                        if configuration.addsSystemRoots {
+                                            Configuration.systemRootsDirectory.withCString { set(CURLOPT_CAPATH, $0) }
+                                        }
                                     }
-                                }
-                                set(CURLOPT_CONNECTTIMEOUT_MS, configuration.connectTimeoutMilliseconds)
-                                set(CURLOPT_TIMEOUT_MS, configuration.totalTimeoutMilliseconds)
-                                set(CURLOPT_USERAGENT, agent)
-                                set(CURLOPT_ERRORBUFFER, errors.baseAddress)
-                                if request.wantsCertificate {
-                                    set(CURLOPT_CERTINFO, 1)
-                                    set(CURLOPT_FRESH_CONNECT, 1)
-                                }
-                                if let connectList { set(CURLOPT_CONNECT_TO, UnsafeRawPointer(connectList)) }
-                                if CAASACurl_setopt_data_callback(curl, CURLOPT_WRITEFUNCTION, writeCallback) != CURLE_OK {
-                                    failed = "write callback"
-                                }
-                                if CAASACurl_setopt_data_callback(curl, CURLOPT_HEADERFUNCTION, headerCallback) != CURLE_OK {
-                                    failed = "header callback"
-                                }
-                                set(CURLOPT_WRITEDATA, context)
-                                set(CURLOPT_HEADERDATA, context)
-                                if configuration.isCancelled != nil {
-                                    if CAASACurl_setopt_progress_callback(curl, progressCallback) != CURLE_OK {
-                                        failed = "progress callback"
+                                    set(CURLOPT_CONNECTTIMEOUT_MS, configuration.connectTimeoutMilliseconds)
+                                    set(CURLOPT_TIMEOUT_MS, configuration.totalTimeoutMilliseconds)
+                                    set(CURLOPT_USERAGENT, agent)
+                                    set(CURLOPT_ERRORBUFFER, errors.baseAddress)
+                                    if request.wantsCertificate {
+                                        set(CURLOPT_CERTINFO, 1)
+                                        set(CURLOPT_FRESH_CONNECT, 1)
                                     }
-                                    set(CURLOPT_XFERINFODATA, context)
-                                    set(CURLOPT_NOPROGRESS, 0)
+                                    if let connectList { set(CURLOPT_CONNECT_TO, UnsafeRawPointer(connectList)) }
+                                    if CAASACurl_setopt_data_callback(curl, CURLOPT_WRITEFUNCTION, writeCallback) != CURLE_OK {
+                                        failed = "write callback"
+                                    }
+                                    if CAASACurl_setopt_data_callback(curl, CURLOPT_HEADERFUNCTION, headerCallback) != CURLE_OK {
+                                        failed = "header callback"
+                                    }
+                                    set(CURLOPT_WRITEDATA, context)
+                                    set(CURLOPT_HEADERDATA, context)
+                                    if configuration.isCancelled != nil {
+                                        if CAASACurl_setopt_progress_callback(curl, progressCallback) != CURLE_OK {
+                                            failed = "progress callback"
+                                        }
+                                        set(CURLOPT_XFERINFODATA, context)
+                                        set(CURLOPT_NOPROGRESS, 0)
+                                    }
+                                    switch request.method {
+                                    case .get: set(CURLOPT_HTTPGET, 1)
+                                    case .head: set(CURLOPT_NOBODY, 1)
+                                    case .post, .put:
+                                        set(CURLOPT_POSTFIELDSIZE, bodyBytes.count)
+                                        set(CURLOPT_POSTFIELDS, bodyBytes.baseAddress ?? UnsafeRawPointer(https))
+                                    case .delete: set(CURLOPT_HTTPGET, 1)
+                                    }
+                                    if let customMethod { set(CURLOPT_CUSTOMREQUEST, customMethod) }
+                                    if let headerList { set(CURLOPT_HTTPHEADER, UnsafeRawPointer(headerList)) }
+                                    if failed != nil { return CURLE_FAILED_INIT }
+                                    return curl_easy_perform(curl)
                                 }
-                                switch request.method {
-                                case .get: set(CURLOPT_HTTPGET, 1)
-                                case .head: set(CURLOPT_NOBODY, 1)
-                                case .post:
-                                    set(CURLOPT_POSTFIELDSIZE, bodyBytes.count)
-                                    set(CURLOPT_POSTFIELDS, bodyBytes.baseAddress ?? UnsafeRawPointer(https))
-                                }
-                                if let headerList { set(CURLOPT_HTTPHEADER, UnsafeRawPointer(headerList)) }
-                                if failed != nil { return CURLE_FAILED_INIT }
-                                return curl_easy_perform(curl)
                             }
                         }
                     }
@@ -344,7 +399,8 @@ public final class OutboundClient: Sendable {
 
     /// The host of an https URL (no user info is allowed in ours), lower case, without a port.
     static func host(of url: String) -> String {
-        var rest = Substring(url.dropFirst("https://".count))
+        var rest = Substring(url)
+        if let scheme = rest.range(of: "://") { rest = rest[scheme.upperBound...] }
         if let end = rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) { rest = rest[..<end] }
         if rest.hasPrefix("[") { return String(rest.prefix { $0 != "]" }.dropFirst()).lowercased() }
         if let colon = rest.lastIndex(of: ":") { rest = rest[..<colon] }

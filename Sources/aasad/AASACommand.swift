@@ -13,7 +13,7 @@ struct AASACommand: ParsableCommand {
             be evaluated, 64 for bad arguments.
             """,
         version: version,
-        subcommands: [ServeCommand.self, ValidateCommand.self, MatchCommand.self, SitesCommand.self, CheckCommand.self]
+        subcommands: [ServeCommand.self, ValidateCommand.self, MatchCommand.self, SitesCommand.self, CheckCommand.self, SiteCommand.self]
     )
 }
 
@@ -29,6 +29,9 @@ struct AASACommand: ParsableCommand {
             if arguments.count >= 2, arguments[0] == "help", arguments[1] == "serve" {
                 arguments = ["serve", "--help"] + arguments.dropFirst(2)
             }
+            // `site` answers bad arguments with 2, as its discussion says (ArgumentParser's 64
+            // elsewhere).
+            if arguments.first == "site" { SiteCommand.main(arguments) }
             AASACommand.main(arguments)
         }
     }

@@ -42,4 +42,23 @@ struct OutboundClientTests {
     func host(_ url: String, _ host: String) {
         #expect(OutboundClient.host(of: url) == host)
     }
+
+    @Test(
+        "plain http only when allowed, to a loopback literal or localhost exactly, without user info or connect-to",
+        arguments: [
+            ("http://127.0.0.1:8444/v1/sites", true), ("http://127.255.255.255/", true), ("http://[::1]:8444/", true),
+            ("http://localhost:8444/", true), ("HTTP://127.0.0.1/", true), ("http://127.255.255.256/", false),
+            ("http://128.0.0.1/", false), ("http://127.1/", false), ("http://127.0.0.01/", false), ("http://0x7f.0.0.1/", false),
+            ("http://127.0.0.1:80@example.com/", false), ("http://example.com@127.0.0.1/", false), ("http://[::2]/", false),
+            ("http://[::1]x/", false), ("http://127.0.0.1:123456/", false), ("http://127.0.0.1.example.com/", false),
+            ("http://localhost.example.com/", false), ("http://10.0.0.1/", false),
+        ])
+    func loopbackHTTP(_ url: String, _ allowed: Bool) {
+        var request = OutboundRequest(.put, url: url)
+        #expect(throws: OutboundError.self) { try OutboundClient.check(request) }
+        request.allowsPlainHTTPToLoopback = true
+        #expect(OutboundClient.isLoopbackHTTP(request) == allowed)
+        request.connectTo = ["localhost:8444:example.com:80"]
+        #expect(!OutboundClient.isLoopbackHTTP(request))
+    }
 }
