@@ -98,6 +98,35 @@ struct HTTP2EarlyAnswerTests {
         #expect(session.answeredOpenStreams == n - 1 && session.takeRequests().isEmpty && session.isAlive)
     }
 
+    @Test(
+        "what a client still sends on a GET answered early is never a second request nor a connection error: trailers (RFC 9113 §8.1) on a stream left open or reset with NO_ERROR, WINDOW_UPDATE, PRIORITY and DATA on a reset one"
+    )
+    func framesAfterEarlyAnswer() {
+        let session = HTTP2Session()
+        let n = Int32(HTTP2Session.maximumAnsweredOpenStreams)
+        var bytes = ClientFrames.preface + ClientFrames.settings
+        // n + 1 never-ended GETs: stream 1 is reset with NO_ERROR, the other n stay open.
+        for k in 0...n { bytes += ClientFrames.get(stream: 1 + 2 * k, endStream: false) }
+        #expect(SessionIO.receive(session, bytes))
+        let (requests, output) = Self.answer(session)
+        #expect(requests.count == Int(n) + 1 && HTTP2BudgetTests.resets(output).map(\.stream) == [1])
+        let trailers = ClientFrames.literal("x-trailer", "1")
+        var after: [UInt8] = []
+        for stream in [1, 3] as [Int32] {
+            after += ClientFrames.frame(type: 8, flags: 0, stream: stream, [0, 0, 0, 1])  // WINDOW_UPDATE
+            after += ClientFrames.frame(type: 2, flags: 0, stream: stream, [0, 0, 0, 0, 15])  // PRIORITY
+            after += ClientFrames.frame(type: 0, flags: 0, stream: stream, [0x41])  // DATA
+            after += ClientFrames.frame(type: 1, flags: 0x5, stream: stream, trailers)  // trailers, END_STREAM
+        }
+        #expect(SessionIO.receive(session, after))
+        #expect(session.takeRequests().isEmpty, "no second answer")
+        #expect(Self.errors(SessionIO.output(session)).isEmpty && session.isAlive)
+        #expect(session.answeredOpenStreams == Int(n) - 1 && session.heldStreamsAreOpen && session.heldBytes == 0)
+        // The connection still serves.
+        #expect(SessionIO.receive(session, ClientFrames.get(stream: 3 + 2 * n)))
+        #expect(session.takeRequests().map(\.stream) == [3 + 2 * n])
+    }
+
     /// The error codes of the RST_STREAM and GOAWAY frames in `output`, by frame type.
     static func errors(_ output: [UInt8]) -> [String] {
         var found: [String] = []
