@@ -322,7 +322,7 @@ public final class TenantAPI: Sendable {
                 else { return Self.error(400, "bad-request", "limit must be 1 to \(Self.maximumPageSize)") }
                 limit = n
             case "cursor":
-                guard let host = Self.decodeCursor(value) else {
+                guard let host = ListCursor.open(value, token: token.name) else {
                     return Self.error(400, "bad-request", "the cursor is not one this API gave")
                 }
                 after = host
@@ -341,23 +341,8 @@ public final class TenantAPI: Sendable {
                 "{\"host\":\(JSONValue.quote(host)),\"etag\":\(JSONValue.quote(etag)),\"served\":\(served),\"problems\":\(found.all.count)}"
             )
         }
-        let next = page.last.map { JSONValue.quote(Self.encodeCursor($0)) } ?? "null"
+        let next = page.last.map { JSONValue.quote(ListCursor.seal($0, token: token.name)) } ?? "null"
         return Self.json(200, "{\"sites\":[\(entries.joined(separator: ","))],\"next\":\(next)}")
-    }
-
-    /// A cursor is the last host of a page in base64url: opaque to clients, checked when read back.
-    static func encodeCursor(_ host: String) -> String {
-        Data(host.utf8).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
-    }
-
-    static func decodeCursor(_ text: Substring) -> String? {
-        guard text.utf8.count <= 4 * (HostName.maximumLength + 2) / 3 + 4 else { return nil }
-        var b64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        while b64.utf8.count % 4 != 0 { b64 += "=" }
-        guard let data = Data(base64Encoded: b64) else { return nil }
-        let host = String(decoding: data, as: UTF8.self)
-        return APIHostName.problem(Substring(host)) == nil ? host : nil
     }
 
     // MARK: - Checks
