@@ -1,6 +1,7 @@
 import CAASAOpenSSL
 import Glibc
 import Reactor
+import SiteStore
 import TLS
 
 /// The API's certificate and key, loaded once when the listener is made: the same checks and
@@ -34,26 +35,17 @@ final class APITLS: Sendable {
         SSL_CTX_set_options(ctx, UInt64(1) << 14)
     }
 
-    /// The file's bytes, bounded, or an error naming the setting.
+    /// The file's bytes, bounded (`ConfigLoader.readBounded`, as a site's `tls/` pair is read),
+    /// or an error naming the setting.
     private static func read(_ path: String, setting: String) throws(APIListenerError) -> [UInt8] {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw .badTLSFiles(setting: setting, path: path, reason: "cannot open: \(describeErrno(errno))") }
-        defer { close(fd) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 16 * 1024)
-        while true {
-            let n = Glibc.read(fd, &chunk, chunk.count)
-            if n == 0 { break }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw .badTLSFiles(setting: setting, path: path, reason: "cannot read: \(describeErrno(errno))")
-            }
-            bytes += chunk[0..<n]
-            if bytes.count > maximumFileBytes {
-                throw .badTLSFiles(setting: setting, path: path, reason: "larger than \(maximumFileBytes) bytes; not a PEM file")
-            }
+        switch ConfigLoader.readBounded(path: path, limit: maximumFileBytes) {
+        case .success(let bytes) where bytes.count > maximumFileBytes:
+            throw .badTLSFiles(setting: setting, path: path, reason: "larger than \(maximumFileBytes) bytes; not a PEM file")
+        case .success(let bytes):
+            return bytes
+        case .failure(let error):
+            throw .badTLSFiles(setting: setting, path: path, reason: "cannot read: \(error)")
         }
-        return bytes
     }
 }
 
