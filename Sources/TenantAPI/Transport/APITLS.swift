@@ -19,7 +19,8 @@ final class APITLS: Sendable {
         let chain = try Self.read(files.certificate, setting: "api.tls-certificate")
         let key = try Self.read(files.key, setting: "api.tls-key")
         do {
-            context = try TLSContext(chainPEM: chain, keyPEM: key, identity: "api:" + files.certificate, source: "api")
+            context = try TLSContext(
+                chainPEM: chain, keyPEM: key, identity: "api:" + files.certificate, source: "api", purpose: .http11Only)
         } catch {
             // TLSContext names the files as `<source>/cert.pem` and `<source>/key.pem`.
             let isKey = error.file?.hasSuffix("key.pem") ?? false
@@ -28,11 +29,10 @@ final class APITLS: Sendable {
                 reason: error.reason)
         }
         let ctx = context.openSSLContext
-        SSL_CTX_set_alpn_select_cb(ctx, http11Only, nil)
         _ = SSL_CTX_set_num_tickets(ctx, 0)
-        // SSL_OP_NO_TICKET (bit 14 in OpenSSL 1.1 and 3; a macro Swift does not import): the
-        // context's ticket callback, which needs a serving connection, is then never called.
-        SSL_CTX_set_options(ctx, UInt64(1) << 14)
+        // No tickets at all: the context's ticket callback, which needs a serving connection, is
+        // then never called.
+        SSL_CTX_set_options(ctx, CAASAOpenSSL_SSL_OP_NO_TICKET)
     }
 
     /// The file's bytes, bounded (`ConfigLoader.readBounded`, as a site's `tls/` pair is read),
@@ -48,22 +48,3 @@ final class APITLS: Sendable {
         }
     }
 }
-
-/// ALPN (RFC 7301): `http/1.1` when offered; a client that offers only other protocols (`h2`)
-/// continues without ALPN and speaks HTTP/1.1 (§3.2 allows either), as curl does.
-private let http11Only:
-    @convention(c) (
-        OpaquePointer?, UnsafeMutablePointer<UnsafePointer<UInt8>?>?, UnsafeMutablePointer<UInt8>?, UnsafePointer<UInt8>?, UInt32,
-        UnsafeMutableRawPointer?
-    ) -> Int32 = { _, out, outlen, input, inlen, _ in
-        guard let input, let out, let outlen else { return CAASAOpenSSL_SSL_TLSEXT_ERR_NOACK }
-        var selected: UnsafeMutablePointer<UInt8>?
-        let result = http11Wire.withUnsafeBufferPointer { server in
-            SSL_select_next_proto(&selected, outlen, server.baseAddress, UInt32(server.count), input, inlen)
-        }
-        guard result == OPENSSL_NPN_NEGOTIATED, let selected else { return CAASAOpenSSL_SSL_TLSEXT_ERR_NOACK }
-        out.pointee = UnsafePointer(selected)
-        return CAASAOpenSSL_SSL_TLSEXT_ERR_OK
-    }
-
-private let http11Wire: [UInt8] = [8] + Array("http/1.1".utf8)
