@@ -61,7 +61,7 @@ public enum YAMLKeys {
     /// The parser's complaint in one line: where, what, and the line it stopped in, quoted and
     /// escaped (`TerminalText`). Yams' own text puts the raw line and a caret on lines of their
     /// own, so a line holding ESC or CR and a forged log line would reach terminals and logs.
-    static func syntaxMessage(_ error: any Error, text: String) -> String {
+    package static func syntaxMessage(_ error: any Error, text: String) -> String {
         guard let error = error as? YamlError else { return TerminalText.escaped("\(error)") }
         let (context, problem, mark): (YamlError.Context?, String, Mark)
         switch error {

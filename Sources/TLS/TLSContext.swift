@@ -49,6 +49,10 @@ public final class TLSContext: @unchecked Sendable {
         /// A TLS-ALPN-01 challenge certificate (RFC 8737 §3): ALPN selects `acme-tls/1` and nothing
         /// else, and the connection carries no application data (§4).
         case acmeChallenge
+        /// A control listener's certificate (the tenant API, Sources/TenantAPI/Transport): ALPN
+        /// selects `http/1.1` when offered and otherwise continues without ALPN, as `serving`
+        /// does; that listener speaks nothing else.
+        case http11Only
     }
 
     let ctx: OpaquePointer
@@ -150,7 +154,13 @@ public final class TLSContext: @unchecked Sendable {
                 | CAASAOpenSSL_SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER)
         // The protocols the two purposes select never overlap: a site's certificate never
         // completes an acme-tls/1 handshake, and a challenge certificate never carries HTTP.
-        SSL_CTX_set_alpn_select_cb(ctx, purpose == .serving ? alpnSelect : acmeALPNSelect, nil)
+        let select =
+            switch purpose {
+            case .serving: alpnSelect
+            case .acmeChallenge: acmeALPNSelect
+            case .http11Only: http11ALPNSelect
+            }
+        SSL_CTX_set_alpn_select_cb(ctx, select, nil)
         // Tickets use the keys of the context a connection started on; every context gets the
         // rotating shared keys, each ticket's MAC bound to its certificate (`bindSessions`).
         _ = CAASAOpenSSL_SSL_CTX_set_tlsext_ticket_key_evp_cb(ctx, ticketKeyCallback)
@@ -327,18 +337,10 @@ private let alpnSelect:
         UnsafeMutableRawPointer?
     ) -> Int32 = { _, out, outlen, input, inlen, _ in
         guard let input, let out, let outlen else { return CAASAOpenSSL_SSL_TLSEXT_ERR_NOACK }
-        var selected: UnsafeMutablePointer<UInt8>?
-        let supported = TLSContext.alpnWire
-        let result = supported.withUnsafeBufferPointer { server in
-            SSL_select_next_proto(&selected, outlen, server.baseAddress, UInt32(server.count), input, inlen)
-        }
-        guard result == OPENSSL_NPN_NEGOTIATED, let selected else {
-            let offered = UnsafeBufferPointer(start: input, count: Int(inlen))
-            return TLSServer.alpnOffer(inList: offered) == .acmeTLSOnly
-                ? CAASAOpenSSL_SSL_TLSEXT_ERR_ALERT_FATAL : CAASAOpenSSL_SSL_TLSEXT_ERR_NOACK
-        }
-        out.pointee = UnsafePointer(selected)
-        return CAASAOpenSSL_SSL_TLSEXT_ERR_OK
+        if selectALPN(TLSContext.alpnWire, out, outlen, input, inlen) { return CAASAOpenSSL_SSL_TLSEXT_ERR_OK }
+        let offered = UnsafeBufferPointer(start: input, count: Int(inlen))
+        return TLSServer.alpnOffer(inList: offered) == .acmeTLSOnly
+            ? CAASAOpenSSL_SSL_TLSEXT_ERR_ALERT_FATAL : CAASAOpenSSL_SSL_TLSEXT_ERR_NOACK
     }
 
 /// ALPN on a challenge certificate's context: `acme-tls/1` when offered, otherwise a fatal
@@ -349,16 +351,40 @@ private let acmeALPNSelect:
         OpaquePointer?, UnsafeMutablePointer<UnsafePointer<UInt8>?>?, UnsafeMutablePointer<UInt8>?, UnsafePointer<UInt8>?, UInt32,
         UnsafeMutableRawPointer?
     ) -> Int32 = { _, out, outlen, input, inlen, _ in
-        guard let input, let out, let outlen else { return CAASAOpenSSL_SSL_TLSEXT_ERR_ALERT_FATAL }
-        var selected: UnsafeMutablePointer<UInt8>?
-        let supported = TLSContext.acmeALPNWire
-        let result = supported.withUnsafeBufferPointer { server in
-            SSL_select_next_proto(&selected, outlen, server.baseAddress, UInt32(server.count), input, inlen)
+        guard let input, let out, let outlen, selectALPN(TLSContext.acmeALPNWire, out, outlen, input, inlen) else {
+            return CAASAOpenSSL_SSL_TLSEXT_ERR_ALERT_FATAL
         }
-        guard result == OPENSSL_NPN_NEGOTIATED, let selected else { return CAASAOpenSSL_SSL_TLSEXT_ERR_ALERT_FATAL }
-        out.pointee = UnsafePointer(selected)
         return CAASAOpenSSL_SSL_TLSEXT_ERR_OK
     }
+
+/// ALPN on a control listener's context (`Purpose.http11Only`): `http/1.1` when offered; a client
+/// that offers only other protocols (`h2`) continues without ALPN and speaks HTTP/1.1 (RFC 7301
+/// §3.2 allows either), as curl does.
+private let http11ALPNSelect:
+    @convention(c) (
+        OpaquePointer?, UnsafeMutablePointer<UnsafePointer<UInt8>?>?, UnsafeMutablePointer<UInt8>?, UnsafePointer<UInt8>?, UInt32,
+        UnsafeMutableRawPointer?
+    ) -> Int32 = { _, out, outlen, input, inlen, _ in
+        guard let input, let out, let outlen, selectALPN(TLSContext.http11ALPNWire, out, outlen, input, inlen) else {
+            return CAASAOpenSSL_SSL_TLSEXT_ERR_NOACK
+        }
+        return CAASAOpenSSL_SSL_TLSEXT_ERR_OK
+    }
+
+/// The one ALPN choice of the three callbacks: the first of the server's protocols (`wire`, in
+/// ALPN wire format) the client offers, written to `out`; false when it offers none of them.
+private func selectALPN(
+    _ wire: [UInt8], _ out: UnsafeMutablePointer<UnsafePointer<UInt8>?>, _ outlen: UnsafeMutablePointer<UInt8>,
+    _ input: UnsafePointer<UInt8>, _ inlen: UInt32
+) -> Bool {
+    var selected: UnsafeMutablePointer<UInt8>?
+    let result = wire.withUnsafeBufferPointer { server in
+        SSL_select_next_proto(&selected, outlen, server.baseAddress, UInt32(server.count), input, inlen)
+    }
+    guard result == OPENSSL_NPN_NEGOTIATED, let selected else { return false }
+    out.pointee = UnsafePointer(selected)
+    return true
+}
 
 extension TLSContext {
     /// Protocols offered in ALPN wire format (length-prefixed), in preference order.
@@ -366,6 +392,7 @@ extension TLSContext {
 
     /// The one protocol a challenge context speaks, in ALPN wire format.
     static let acmeALPNWire: [UInt8] = wire([TLSServer.acmeTLSProtocol])
+    static let http11ALPNWire: [UInt8] = wire(["http/1.1"])
 
     private static func wire(_ protocols: [String]) -> [UInt8] {
         var out: [UInt8] = []

@@ -95,7 +95,10 @@ public enum APITokensFile {
         do {
             node = try Yams.compose(yaml: text, .default, .default, .utf8)
         } catch {
-            throw fail("not YAML: \(TerminalText.escaped("\(error)"))")
+            // The shared message (as site.yaml's): the bad line quoted, escaped and cut short, not
+            // Yams' text, which repeats the line whole on a line of its own, and a tokens file's
+            // line may be a secret someone pasted in the wrong place.
+            throw fail("not YAML: \(YAMLKeys.syntaxMessage(error, text: text))")
         }
         guard let mapping = node?.mapping else { throw fail("the file must be a mapping with one key, tokens") }
         var list: Node.Sequence?

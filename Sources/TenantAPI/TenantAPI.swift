@@ -89,75 +89,9 @@ public final class TenantAPI: Sendable {
     /// The handler the listener calls.
     public var handler: APIHandler { { [self] request in handle(request) } }
 
-    // MARK: - Routing
-
-    public func handle(_ request: APIRequest) -> APIResponse {
-        let target = request.target
-        let path = target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
-        let query = target.contains("?") ? String(target.split(separator: "?", maxSplits: 1)[safe: 1] ?? "") : ""
-        guard path == "/v1" || path.hasPrefix("/v1/") else { return Self.error(404, "not-found", "no such endpoint; the API is under /v1") }
-        // Who asks comes first: nothing about the sites (not even which names are well formed)
-        // is told to a client without a token.
-        guard let token = authenticate(request) else {
-            return Self.error(
-                401, "unauthorized", "a valid token is required: Authorization: Bearer <token>",
-                [("www-authenticate", "Bearer realm=\"aasad\"")])
-        }
-        if let wait = limiter.take(token.name) {
-            return Self.error(
-                429, "too-many-requests", "this token's requests per minute are spent; retry after \(wait) s", [("retry-after", "\(wait)")])
-        }
-        let method = request.method == "HEAD" ? "GET" : request.method
-        if path == "/v1/sites" {
-            guard method == "GET" else { return Self.methodNotAllowed("GET, HEAD") }
-            return list(token: token, query: query)
-        }
-        guard path.hasPrefix("/v1/sites/") else { return Self.error(404, "not-found", "no such endpoint") }
-        let rest = path.dropFirst("/v1/sites/".count)
-        let parts = rest.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
-        let host = parts[0]
-        if let problem = APIHostName.problem(host) { return Self.error(400, "bad-request", "{host}: \(problem)") }
-        if parts.count > 1 {
-            let tail = parts[1]
-            if tail.contains("%")
-                || tail.split(separator: "/", omittingEmptySubsequences: false).contains(where: { $0 == "." || $0 == ".." })
-            {
-                return Self.error(400, "bad-request", "the path holds a dot segment or a percent-escape")
-            }
-            return Self.error(404, "not-found", "no such endpoint")
-        }
-        let name = String(host)
-        guard token.covers(name) else {
-            return Self.error(403, "forbidden", "this token's host patterns do not cover \(name)")
-        }
-        switch method {
-        case "GET":
-            return get(name)
-        case "PUT", "DELETE":
-            if let reason = configuration.readOnlyReason {
-                return Self.error(405, "read-only", "the API is read-only: \(reason)", [("allow", "GET, HEAD")])
-            }
-            guard token.scope == .write else { return Self.error(403, "forbidden", "this token's scope is read") }
-            return method == "PUT" ? put(name, request, token: token) : delete(name, request, token: token)
-        default:
-            return Self.methodNotAllowed("GET, HEAD, PUT, DELETE")
-        }
-    }
-
-    /// The token of `Authorization: Bearer <token>` (the scheme is case-insensitive, RFC 9110
-    /// §11.1), when one in force has its digest.
-    private func authenticate(_ request: APIRequest) -> APIToken? {
-        guard let field = request.header("authorization"), field.utf8.count <= Self.maximumTokenLength + 7 else { return nil }
-        let parts = field.split(separator: " ", maxSplits: 1)
-        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
-        let presented = parts[1].trimmingCharacters(in: .whitespaces)
-        guard !presented.isEmpty else { return nil }
-        return tokens.token(presented: presented)
-    }
-
     // MARK: - GET
 
-    private func get(_ host: String) -> APIResponse {
+    func get(_ host: String) -> APIResponse {
         switch directory.current(host, strict: false) {
         case .absent:
             return Self.error(404, "not-found", "no site directory holds \(host)")
@@ -174,7 +108,7 @@ public final class TenantAPI: Sendable {
 
     // MARK: - PUT
 
-    private func put(_ host: String, _ request: APIRequest, token: APIToken) -> APIResponse {
+    func put(_ host: String, _ request: APIRequest, token: APIToken) -> APIResponse {
         let type = request.header("content-type")?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased()
         guard type == "application/json" else {
             return Self.error(415, "unsupported-media-type", "the body must be Content-Type: application/json")
@@ -280,7 +214,7 @@ public final class TenantAPI: Sendable {
 
     // MARK: - DELETE
 
-    private func delete(_ host: String, _ request: APIRequest, token: APIToken) -> APIResponse {
+    func delete(_ host: String, _ request: APIRequest, token: APIToken) -> APIResponse {
         locks.withLock(host) {
             let before: [String: [UInt8]]
             switch directory.current(host) {
@@ -307,64 +241,11 @@ public final class TenantAPI: Sendable {
         }
     }
 
-    // MARK: - List
-
-    private func list(token: APIToken, query: String) -> APIResponse {
-        var limit = Self.defaultPageSize
-        var after: String?
-        for pair in query.split(separator: "&") {
-            let kv = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            let value = kv.count > 1 ? kv[1] : ""
-            switch kv[0] {
-            case "limit":
-                guard value.utf8.count <= 4, value.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let n = Int(value),
-                    (1...Self.maximumPageSize).contains(n)
-                else { return Self.error(400, "bad-request", "limit must be 1 to \(Self.maximumPageSize)") }
-                limit = n
-            case "cursor":
-                guard let host = Self.decodeCursor(value) else {
-                    return Self.error(400, "bad-request", "the cursor is not one this API gave")
-                }
-                after = host
-            default:
-                return Self.error(400, "bad-request", "unknown query parameter; the list takes cursor and limit")
-            }
-        }
-        let page = names.page(after: after, limit: limit, scanning: Self.maximumNamesScanned, where: token.covers)
-        var entries: [String] = []
-        for host in page.hosts {
-            guard case .site(let files) = directory.current(host, strict: false) else { continue }
-            let etag = SiteDirectory.etag(files)
-            let found = problems(host, directory.sitesPath + "/" + host)
-            let served = isServed(host, files: files, aliases: found.aliases)
-            entries.append(
-                "{\"host\":\(JSONValue.quote(host)),\"etag\":\(JSONValue.quote(etag)),\"served\":\(served),\"problems\":\(found.all.count)}"
-            )
-        }
-        let next = page.last.map { JSONValue.quote(Self.encodeCursor($0)) } ?? "null"
-        return Self.json(200, "{\"sites\":[\(entries.joined(separator: ","))],\"next\":\(next)}")
-    }
-
-    /// A cursor is the last host of a page in base64url: opaque to clients, checked when read back.
-    static func encodeCursor(_ host: String) -> String {
-        Data(host.utf8).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
-    }
-
-    static func decodeCursor(_ text: Substring) -> String? {
-        guard text.utf8.count <= 4 * (HostName.maximumLength + 2) / 3 + 4 else { return nil }
-        var b64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        while b64.utf8.count % 4 != 0 { b64 += "=" }
-        guard let data = Data(base64Encoded: b64) else { return nil }
-        let host = String(decoding: data, as: UTF8.self)
-        return APIHostName.problem(Substring(host)) == nil ? host : nil
-    }
-
     // MARK: - Checks
 
     /// A site directory read and validated by the loader `serve` and `validate` use, with its
     /// problems in the API's form (paths relative to the site directory).
-    private func problems(_ host: String, _ path: String) -> (all: [APIProblem], aliases: [HostName]) {
+    func problems(_ host: String, _ path: String) -> (all: [APIProblem], aliases: [HostName]) {
         guard let hostName = try? HostName(parsing: host) else { return ([.body("not a host name")], []) }
         let relative = "sites/\(host)"
         let site = ConfigLoader.loadSite(
@@ -394,7 +275,7 @@ public final class TenantAPI: Sendable {
     /// The names the site would hold, decided on a copy of the current ownership with the new
     /// version in place, exactly as a reload decides them (`HostOwnership`): a name it claims
     /// that another site holds, and a name another site would lose to it, are refused.
-    private func ownershipProblems(_ host: String, aliases: [HostName]) -> (problems: [APIProblem], names: HostOwnership.Names?) {
+    func ownershipProblems(_ host: String, aliases: [HostName]) -> (problems: [APIProblem], names: HostOwnership.Names?) {
         guard let hostName = try? HostName(parsing: host) else { return ([], nil) }
         let now = pending.overlay(on: state.ownership())
         var next = now
@@ -426,7 +307,7 @@ public final class TenantAPI: Sendable {
     /// Whether the process serves exactly these files for `host`, and has decided each alias
     /// site.yaml names: served under it, or refused (a reload that read the new site.yaml did
     /// both; a change of aliases alone moves no file's digest).
-    private func isServed(_ host: String, files: [String: [UInt8]], aliases: [HostName]) -> Bool {
+    func isServed(_ host: String, files: [String: [UInt8]], aliases: [HostName]) -> Bool {
         guard let served = state.served(directory: host) else { return false }
         func digest(_ name: String) -> String? { files[name].map { Hex.string(Digest.sha256($0)) } }
         guard
@@ -439,7 +320,7 @@ public final class TenantAPI: Sendable {
     }
 
     /// Polls `condition` with a doubling pause until it holds or `servedTimeout` passes.
-    private func waitUntil(_ condition: () -> Bool) -> Bool {
+    func waitUntil(_ condition: () -> Bool) -> Bool {
         let deadline = ContinuousClock.now + configuration.servedTimeout
         var pause = Self.firstPoll
         while true {
@@ -451,34 +332,13 @@ public final class TenantAPI: Sendable {
         }
     }
 
-    private static func seconds(_ d: Duration) -> Double {
+    static func seconds(_ d: Duration) -> Double {
         Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
     }
 
     // MARK: - Answers
 
-    private func siteState(_ host: String, files: [String: [UInt8]], etag: String, problems: [APIProblem], served isServed: Bool) -> String
-    {
-        func file(_ name: String) -> String {
-            guard let bytes = files[name] else { return "null" }
-            return "{\"sha256\":\"\(Hex.string(Digest.sha256(bytes)))\",\"bytes\":\(bytes.count)}"
-        }
-        let servedSite = state.served(directory: host)
-        let ownership = state.ownership()
-        let held = ownership.held(by: host).filter { $0.name != host }.map { JSONValue.quote($0.name) }
-        let refused = ownership.refusals(of: host).map { r in
-            "{\"host\":\(JSONValue.quote(r.host.name)),\"heldBy\":\(r.holder.map { JSONValue.quote($0.site) } ?? "null"),\"reason\":\(JSONValue.quote(r.description))}"
-        }
-        let certificate =
-            "{\"source\":\(JSONValue.quote(servedSite?.certificateSource ?? "default")),\"state\":\(JSONValue.quote(servedSite?.certificateState ?? (isServed ? "" : "not served"))),\"notAfter\":\(servedSite?.certificateNotAfter.map(JSONValue.quote) ?? "null")}"
-        return "{\"host\":\(JSONValue.quote(host)),\"etag\":\(JSONValue.quote(etag)),\"served\":\(isServed),"
-            + "\"files\":{\"aasa\":\(file(SiteFiles.aasa)),\"assetlinks\":\(file(SiteFiles.assetLinks)),\"settings\":\(file(SiteFiles.settings)),\"page\":\(file(SiteFiles.page))},"
-            + "\"problems\":[\(problems.map(\.json).joined(separator: ","))],"
-            + "\"aliases\":{\"held\":[\(held.joined(separator: ","))],\"refused\":[\(refused.joined(separator: ","))]},"
-            + "\"certificate\":\(certificate)}"
-    }
-
-    private func logWrite(token: APIToken, host: String, action: String, before: String?, after: String?) {
+    func logWrite(token: APIToken, host: String, action: String, before: String?, after: String?) {
         logger.notice(
             "api-write",
             metadata: [
@@ -487,7 +347,7 @@ public final class TenantAPI: Sendable {
             ])
     }
 
-    private static func writeFailure(_ error: SiteDirectory.Failure, logger: Logger, host: String) -> APIResponse {
+    static func writeFailure(_ error: SiteDirectory.Failure, logger: Logger, host: String) -> APIResponse {
         switch error {
         case .noSpace(let reason):
             logger.error("an API write found no space; nothing was written", metadata: ["host": "\(host)", "error": "\(reason)"])
@@ -515,8 +375,4 @@ public final class TenantAPI: Sendable {
     static func unprocessable(_ problems: [APIProblem]) -> APIResponse {
         json(422, "{\"problems\":[\(problems.map(\.json).joined(separator: ","))]}")
     }
-}
-
-extension Array {
-    fileprivate subscript(safe index: Int) -> Element? { indices.contains(index) ? self[index] : nil }
 }

@@ -8,7 +8,7 @@ import TestSupport
 
 /// A listener on 127.0.0.1 (port 0) whose handler echoes what it got, so tests check what a
 /// handler sees: `METHOD TARGET`, each field as `name: value`, `secure: true|false`, then an
-/// empty line and the body. `/big/N` answers N bytes; `/bad-header` answers a field with a CR.
+/// empty line and the body. `/big/N` answers N bytes; `/status/N` answers status N; `/bad-header` answers a field with a CR.
 final class EchoListener: Sendable {
     let listener: APIListener
     private let seen: Seen
@@ -26,6 +26,9 @@ final class EchoListener: Sendable {
                 seen.requests.withLock { $0.append(request) }
                 if request.target.hasPrefix("/big/"), let n = Int(request.target.dropFirst(5)) {
                     return APIResponse(status: 200, body: [UInt8](repeating: 120, count: n))
+                }
+                if request.target.hasPrefix("/status/"), let status = Int(request.target.dropFirst(8)) {
+                    return APIResponse(status: status, body: Array("{}".utf8))
                 }
                 if request.target == "/bad-header" {
                     return APIResponse(status: 200, headers: [("X-Split", "a\r\nSet-Cookie: b")])

@@ -149,4 +149,20 @@ import Testing
         let silent = try #require(RawClient(port: server.port))
         #expect(silent.readUntilClose(seconds: 10).closed)
     }
+
+    /// ALPN (RFC 7301) selects `http/1.1` when offered, never `h2` (the listener speaks only
+    /// HTTP/1.1); a client offering only `h2` continues without ALPN.
+    @Test func alpnSelectsHTTP11OnlyAndNeverH2() throws {
+        let dir = try TemporaryDirectory(prefix: "aasad-api-alpn")
+        let pair = try TestPKI.shared(["api.test"])
+        try dir.write("cert.pem", pair.certificatePEM)
+        try dir.write("key.pem", pair.keyPEM)
+        let server = try EchoListener(
+            limits: .short(), tls: APITLSFiles(certificate: dir.path("cert.pem"), key: dir.path("key.pem")))
+        let connect = ["s_client", "-connect", "127.0.0.1:\(server.port)", "-servername", "api.test", "-CAfile", dir.path("cert.pem")]
+        let both = try Tool.run("openssl", connect + ["-alpn", "h2,http/1.1"], input: [])
+        #expect(both.text.contains("ALPN protocol: http/1.1"), "\(both.text)")
+        let h2Only = try Tool.run("openssl", connect + ["-alpn", "h2"], input: [])
+        #expect(h2Only.text.contains("No ALPN negotiated"), "\(h2Only.text)")
+    }
 }

@@ -43,11 +43,55 @@ import Testing
         var b64 = next.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         while b64.utf8.count % 4 != 0 { b64 += "=" }
         let decoded = Data(base64Encoded: b64).map { String(decoding: $0, as: UTF8.self) } ?? ""
-        // Open: the cursor is base64url of that name (docs/api.md); a sealed cursor needs a cipher
-        // the Hashing module does not offer yet. Recorded so that the fix turns this red-to-green.
-        withKnownIssue("the cursor names the last host looked at, whoever's it is") {
-            #expect(!decoded.contains("other.example"), "the cursor reads \(decoded)")
+        #expect(!decoded.contains("other.example"), "the cursor reads \(decoded)")
+        // And it still continues the listing for the token it was given to.
+        let second = fixture.call("GET", "/v1/sites?limit=10&cursor=\(next)", token: APIFixture.customerA)
+        #expect(second.status == 200, "\(second.status) \(second.text)")
+    }
+
+    /// Three empty site directories and the cursor after the first, given to `platform`.
+    static func platformCursor() throws -> (APIFixture, String) {
+        let fixture = try APIFixture(state: { _ in NeverServed() })
+        for host in ["a.example", "b.example", "c.example"] { #expect(mkdir(fixture.sites + "/" + host, 0o755) == 0) }
+        let page = fixture.call("GET", "/v1/sites?limit=1", token: APIFixture.platform)
+        #expect(page.status == 200, "\(page.status) \(page.text)")
+        return (fixture, try #require(page.json["next"] as? String))
+    }
+
+    /// A client cannot write a cursor of its own (the former plain base64url of a host), nor
+    /// alter one it was given: each is 400, not a page starting where it chose.
+    @Test func aForgedOrAlteredCursorIs400() throws {
+        let (fixture, next) = try Self.platformCursor()
+        #expect(fixture.call("GET", "/v1/sites?limit=1&cursor=\(next)", token: APIFixture.platform).status == 200)
+        var altered = Array(next.utf8)
+        altered[altered.count / 2] = altered[altered.count / 2] == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")
+        let forged = [
+            Base64URLText.encode(Array("a.example".utf8)), String(decoding: altered, as: UTF8.self), String(next.dropLast()),
+            next + "A", "", "%00", String(repeating: "A", count: ListCursor.maximumTextLength + 1),
+        ]
+        for cursor in forged {
+            let answer = fixture.call("GET", "/v1/sites?limit=1&cursor=\(cursor)", token: APIFixture.platform)
+            #expect(answer.status == 400, "\(cursor): \(answer.status) \(answer.text)")
+            #expect(answer.json["error"] as? String == "bad-request")
         }
+    }
+
+    /// A cursor is bound to the token it was given to: another token (here one that could list
+    /// the same names) sending it gets 400.
+    @Test func anotherTokensCursorIs400() throws {
+        let (fixture, next) = try Self.platformCursor()
+        let answer = fixture.call("GET", "/v1/sites?limit=1&cursor=\(next)", token: APIFixture.reader)
+        #expect(answer.status == 400, "\(answer.status) \(answer.text)")
+    }
+
+    /// The longest host seals to exactly `ListCursor.maximumTextLength` characters and opens; one
+    /// character more is refused before decoding.
+    @Test func theLongestCursorIsReadAndOneMoreIsNot() {
+        let sealed = ListCursor.seal(Self.longestHost, token: "platform")
+        #expect(sealed.utf8.count == ListCursor.maximumTextLength)
+        #expect(ListCursor.open(Substring(sealed), token: "platform") == Self.longestHost)
+        #expect(ListCursor.open(Substring(sealed + "A"), token: "platform") == nil)
+        #expect(ListCursor.open(Substring(sealed), token: "reader") == nil)
     }
 
     /// settings values are written into site.yaml: no JSON string may add a key or an alias.

@@ -149,3 +149,25 @@ import Testing
         #expect(fixture.call("GET", "/v1/sites", token: longer).status == 401)
     }
 }
+
+@Suite struct TokensFileSyntaxMessageTests {
+    /// A tokens file that fails to parse on a line holding a secret (a token pasted where its
+    /// digest goes) is refused with a message that quotes that line only escaped and cut at
+    /// `YAMLKeys.quotedLineLimit` characters: the secret's tail and its raw control bytes never
+    /// reach the log.
+    @Test func aSyntaxErrorDoesNotRepeatTheSecretLine() {
+        let secret = "tok-" + String(repeating: "s3cr3t", count: 30) + "-END"
+        let text = "tokens:\n  - name: a\n    sha256: \(secret): \u{1B}[2J\n"
+        var message = ""
+        do {
+            _ = try APITokensFile.parse(text)
+        } catch {
+            message = error.description
+        }
+        #expect(message.contains("not YAML"), "\(message)")
+        #expect(!message.contains(secret), "\(message)")
+        #expect(!message.contains("-END"), "\(message)")
+        #expect(!message.contains("\u{1B}"), "\(message)")
+        #expect(!message.contains("\n"), "\(message)")
+    }
+}

@@ -97,8 +97,9 @@ struct APIConnection {
                 metadata: ["field": "\(TerminalText.escaped(bad))", "target": "\(TerminalText.escaped(complete.target))"])
             response = Self.error(500, "internal", "The server could not form its answer.")
         }
-        // HTTP/1.0 closes after each answer (no keep-alive on this listener); so does a stop.
-        let keepAlive = isHTTP11 && !head.connection.close && !isStopping()
+        // HTTP/1.0 closes after each answer (no keep-alive on this listener); so does a stop, and
+        // an answer in `closingStatuses`.
+        let keepAlive = isHTTP11 && !head.connection.close && !isStopping() && !Self.closingStatuses.contains(response.status)
         try stream.write(
             Self.serialize(response, withBody: complete.method != "HEAD", close: !keepAlive), until: .now + limits.writeTimeout)
         return keepAlive
@@ -203,6 +204,13 @@ struct APIConnection {
     private static let framing: Set<String> = ["content-length", "transfer-encoding", "connection", "date", "keep-alive"]
 
     /// The answer on the wire, with the fields the listener owns.
+    /// Answers after which the connection is closed (`Connection: close`): a client without a
+    /// valid token (401) or over its rate (429) must not keep a connection slot for `idleTimeout`,
+    /// or a few of them hold every slot of `maximumConnections` and `maximumConnectionsPerPeer`
+    /// while authenticated clients get 503. The listener's own refusals (400, 411, 413, 431) close
+    /// already (`Refusal`: the rest of the stream cannot be trusted to frame the next request).
+    static let closingStatuses: Set<Int> = [401, 429]
+
     static func serialize(_ response: APIResponse, withBody: Bool, close: Bool) -> [UInt8] {
         var head = "HTTP/1.1 \(response.status) \(Self.reason(response.status))\r\n"
         var cacheControl = false

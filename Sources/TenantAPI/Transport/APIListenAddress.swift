@@ -96,3 +96,22 @@ func peerText(_ storage: sockaddr_storage) -> String {
         return "?"
     }
 }
+
+/// The key the per-peer connection bound counts under: an IPv4 address (or IPv4-mapped IPv6
+/// address) as itself, an IPv6 address by its /64 prefix. One IPv6 host is commonly given a whole
+/// /64 (RFC 7421 §1, RFC 8981 §3: temporary addresses change within it at will), so counting
+/// full IPv6 addresses would let one client hold every connection slot with addresses of its own.
+func peerBoundKey(_ storage: sockaddr_storage) -> String {
+    guard Int32(storage.ss_family) == AF_INET6 else { return peerText(storage) }
+    var prefix = storage
+    let mapped = withUnsafeMutablePointer(to: &prefix) {
+        $0.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { sin6 in
+            withUnsafeMutableBytes(of: &sin6.pointee.sin6_addr) { bytes in
+                if bytes[0..<10].allSatisfy({ $0 == 0 }) && bytes[10] == 0xFF && bytes[11] == 0xFF { return true }
+                for i in 8..<16 { bytes[i] = 0 }
+                return false
+            }
+        }
+    }
+    return mapped ? peerText(storage) : peerText(prefix) + "/64"
+}

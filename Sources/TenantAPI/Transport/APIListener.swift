@@ -162,13 +162,14 @@ public final class APIListener: Sendable {
                 continue
             }
             let peer = peerText(storage)
-            guard admit(peer) else {
+            let key = peerBoundKey(storage)
+            guard admit(key) else {
                 refuseBusy(fd, peer: peer)
                 continue
             }
             let acceptedAt = ContinuousClock.now
             guard let stream = APIStream(fd: fd, wake: shared.wake, tls: tls) else {
-                release(peer)
+                release(key)
                 continue
             }
             let connection = APIConnection(
@@ -176,16 +177,16 @@ public final class APIListener: Sendable {
                 isStopping: { [shared] in shared.stopping.load(ordering: .acquiring) })
             let started = spawnDetached { [self] in
                 connection.run(acceptedAt: acceptedAt)
-                release(peer)
+                release(key)
             }
             if !started {
                 logger.warning("api: cannot start a connection thread; connection closed", metadata: ["peer": "\(peer)"])
-                release(peer)
+                release(key)
             }
         }
     }
 
-    /// Counts a new connection in, unless a bound is reached.
+    /// Counts a new connection in, unless a bound is reached; `peer` is its `peerBoundKey`.
     private func admit(_ peer: String) -> Bool {
         shared.counts.withLock { counts in
             guard counts.total < limits.maximumConnections, counts.perPeer[peer, default: 0] < limits.maximumConnectionsPerPeer else {

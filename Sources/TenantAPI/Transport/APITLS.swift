@@ -1,6 +1,7 @@
 import CAASAOpenSSL
 import Glibc
 import Reactor
+import SiteStore
 import TLS
 
 /// The API's certificate and key, loaded once when the listener is made: the same checks and
@@ -18,7 +19,8 @@ final class APITLS: Sendable {
         let chain = try Self.read(files.certificate, setting: "api.tls-certificate")
         let key = try Self.read(files.key, setting: "api.tls-key")
         do {
-            context = try TLSContext(chainPEM: chain, keyPEM: key, identity: "api:" + files.certificate, source: "api")
+            context = try TLSContext(
+                chainPEM: chain, keyPEM: key, identity: "api:" + files.certificate, source: "api", purpose: .http11Only)
         } catch {
             // TLSContext names the files as `<source>/cert.pem` and `<source>/key.pem`.
             let isKey = error.file?.hasSuffix("key.pem") ?? false
@@ -27,51 +29,22 @@ final class APITLS: Sendable {
                 reason: error.reason)
         }
         let ctx = context.openSSLContext
-        SSL_CTX_set_alpn_select_cb(ctx, http11Only, nil)
         _ = SSL_CTX_set_num_tickets(ctx, 0)
-        // SSL_OP_NO_TICKET (bit 14 in OpenSSL 1.1 and 3; a macro Swift does not import): the
-        // context's ticket callback, which needs a serving connection, is then never called.
-        SSL_CTX_set_options(ctx, UInt64(1) << 14)
+        // No tickets at all: the context's ticket callback, which needs a serving connection, is
+        // then never called.
+        SSL_CTX_set_options(ctx, CAASAOpenSSL_SSL_OP_NO_TICKET)
     }
 
-    /// The file's bytes, bounded, or an error naming the setting.
+    /// The file's bytes, bounded (`ConfigLoader.readBounded`, as a site's `tls/` pair is read),
+    /// or an error naming the setting.
     private static func read(_ path: String, setting: String) throws(APIListenerError) -> [UInt8] {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw .badTLSFiles(setting: setting, path: path, reason: "cannot open: \(describeErrno(errno))") }
-        defer { close(fd) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 16 * 1024)
-        while true {
-            let n = Glibc.read(fd, &chunk, chunk.count)
-            if n == 0 { break }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw .badTLSFiles(setting: setting, path: path, reason: "cannot read: \(describeErrno(errno))")
-            }
-            bytes += chunk[0..<n]
-            if bytes.count > maximumFileBytes {
-                throw .badTLSFiles(setting: setting, path: path, reason: "larger than \(maximumFileBytes) bytes; not a PEM file")
-            }
+        switch ConfigLoader.readBounded(path: path, limit: maximumFileBytes) {
+        case .success(let bytes) where bytes.count > maximumFileBytes:
+            throw .badTLSFiles(setting: setting, path: path, reason: "larger than \(maximumFileBytes) bytes; not a PEM file")
+        case .success(let bytes):
+            return bytes
+        case .failure(let error):
+            throw .badTLSFiles(setting: setting, path: path, reason: "cannot read: \(error)")
         }
-        return bytes
     }
 }
-
-/// ALPN (RFC 7301): `http/1.1` when offered; a client that offers only other protocols (`h2`)
-/// continues without ALPN and speaks HTTP/1.1 (§3.2 allows either), as curl does.
-private let http11Only:
-    @convention(c) (
-        OpaquePointer?, UnsafeMutablePointer<UnsafePointer<UInt8>?>?, UnsafeMutablePointer<UInt8>?, UnsafePointer<UInt8>?, UInt32,
-        UnsafeMutableRawPointer?
-    ) -> Int32 = { _, out, outlen, input, inlen, _ in
-        guard let input, let out, let outlen else { return CAASAOpenSSL_SSL_TLSEXT_ERR_NOACK }
-        var selected: UnsafeMutablePointer<UInt8>?
-        let result = http11Wire.withUnsafeBufferPointer { server in
-            SSL_select_next_proto(&selected, outlen, server.baseAddress, UInt32(server.count), input, inlen)
-        }
-        guard result == OPENSSL_NPN_NEGOTIATED, let selected else { return CAASAOpenSSL_SSL_TLSEXT_ERR_NOACK }
-        out.pointee = UnsafePointer(selected)
-        return CAASAOpenSSL_SSL_TLSEXT_ERR_OK
-    }
-
-private let http11Wire: [UInt8] = [8] + Array("http/1.1".utf8)
