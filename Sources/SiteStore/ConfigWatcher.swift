@@ -127,10 +127,19 @@ public final class ConfigWatcher: @unchecked Sendable {
         t.start()
     }
 
+    /// Stops following changes and waits for the watcher's thread. The thread's closure and
+    /// `apply` hold this watcher (and whatever `apply` captured), so both are let go here: a
+    /// stopped watcher is freed and closes its inotify descriptor, of which a user has only
+    /// `fs.inotify.max_user_instances` (128 by default), even when one process starts and stops
+    /// many daemons (Tests/DaemonTesting).
     public func stop() {
         stopRequested.store(true, ordering: .releasing)
         wake()
-        if thread != nil { finished.wait() }
+        if thread != nil {
+            finished.wait()
+            thread = nil
+        }
+        apply = { _ in }
     }
 
     /// Asks for a full rescan (SIGHUP); safe from any thread.
