@@ -45,6 +45,7 @@ struct HookProgramTests {
         let others = open.filter { $0.key > 2 && !$0.value.hasSuffix("/fd") }
         #expect(others.isEmpty, "inherited: \(others)")
         #expect(open.filter { $0.key > 2 }.count <= 1, "\(listing)")
-        #expect(open[Int(socket)] == nil && open[Int(file)] == nil, "\(listing)")
+        // By number and by what it is: ls's directory can take the number the socket had here.
+        #expect(open[Int(socket)]?.hasPrefix("socket:") != true && open[Int(file)] != "/dev/null", "\(listing)")
     }
 }
