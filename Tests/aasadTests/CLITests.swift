@@ -18,11 +18,17 @@ enum AASAD {
         var stderr: String
     }
 
-    static func run(_ arguments: [String], in directory: URL = testDirectory) throws -> Output {
+    /// `environment`: the variables to set (a nil value unsets one), over the test's own.
+    static func run(_ arguments: [String], in directory: URL = testDirectory, environment: [String: String?] = [:]) throws -> Output {
         let process = Process()
         process.executableURL = binary
         process.arguments = arguments
         process.currentDirectoryURL = directory
+        if !environment.isEmpty {
+            var merged = ProcessInfo.processInfo.environment
+            for (name, value) in environment { merged[name] = value }
+            process.environment = merged
+        }
         let out = Pipe()
         let err = Pipe()
         process.standardOutput = out
