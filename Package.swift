@@ -124,7 +124,7 @@ let package = Package(
             name: "TenantAPI",
             dependencies: [
                 "SiteStore", "Served", "AASA", "StrictJSON", "SafeText", "Hashing", "HTTPCore", "HTTP1", "Reactor", "TLS",
-                "CAASAOpenSSL", "CAASALinux",
+                "CAASAOpenSSL", "CAASALinux", "Outbound",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),
             ],

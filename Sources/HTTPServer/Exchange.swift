@@ -72,6 +72,8 @@ struct Exchange: RequestAnswering {
     let admin: AdminEndpoint?
     /// Answers ACME's HTTP-01 requests on the plain listener; nil: that path is like any other.
     let http01: HTTP01Resolver?
+    /// Answers the ownership check's path (`OwnershipCheckPath`); nil: that path is like any other.
+    let ownershipAnswer: OwnershipAnswerResolver?
     /// Sends the plain listener's other requests to HTTPS; nil: plain HTTP serves the sites.
     let httpsRedirect: HTTPSRedirect.Prepared?
     var dateLine = DateLine()
@@ -80,8 +82,9 @@ struct Exchange: RequestAnswering {
 
     init(
         snapshot: Snapshot, counters: WorkerCounters, fetchLog: FetchLog?, accessLog: AccessLogBuffer?, admin: AdminEndpoint?,
-        http01: HTTP01Resolver? = nil, httpsRedirect: HTTPSRedirect.Prepared? = nil
+        http01: HTTP01Resolver? = nil, httpsRedirect: HTTPSRedirect.Prepared? = nil, ownershipAnswer: OwnershipAnswerResolver? = nil
     ) {
+        self.ownershipAnswer = ownershipAnswer
         self.snapshot = snapshot
         self.counters = counters
         self.fetchLog = fetchLog
@@ -110,7 +113,12 @@ struct Exchange: RequestAnswering {
         }
         let host = request.authority.map(HTTPFields.normalizeHost)
         var routed: Responder.Routed
-        if peer.isPlainHTTP, let http01, HTTP01.isChallengePath(request.path) {
+        if let ownershipAnswer, OwnershipCheckPath.isCheckPath(request.path) {
+            // The tenant API's ownership check, on plain HTTP before any redirect (the checker
+            // fetches http://, Sources/TenantAPI/VerificationChecker.swift) and on HTTPS.
+            routed = OwnershipCheckPath.respond(
+                method: request.method, host: host, path: request.path, snapshot: snapshot, resolver: ownershipAnswer)
+        } else if peer.isPlainHTTP, let http01, HTTP01.isChallengePath(request.path) {
             // ACME's HTTP-01 (RFC 8555 §8.3): plain HTTP only, as the CA asks on port 80; on
             // HTTPS the path is like any other.
             routed = HTTP01.respond(method: request.method, host: host, path: request.path, snapshot: snapshot, resolver: http01)

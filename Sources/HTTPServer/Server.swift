@@ -29,6 +29,9 @@ public final class Server {
         /// `/.well-known/acme-challenge/` is `404` like any other unknown path. TLS-ALPN-01 is
         /// answered by the `TLSServer` (its `challengeResolver`).
         public var http01Resolver: HTTP01Resolver?
+        /// Answers the tenant API's ownership check (`OwnershipCheckPath`) on every listener but
+        /// the admin one; nil (the default): that path is like any other.
+        public var ownershipAnswer: OwnershipAnswerResolver?
         /// Makes the plain listeners redirect every request (but HTTP-01's) to HTTPS; nil (the
         /// default): they serve the sites as HTTPS does, for local testing.
         public var httpsRedirect: HTTPSRedirect?
@@ -161,7 +164,7 @@ public final class Server {
                         index: i, listeners: perWorker[i], tls: tls, store: store, limits: configuration.limits, logger: logger,
                         stopFlag: stopFlag, tuning: tuning, counters: configuration.traffic.makeWorkerCounters(),
                         fetchLog: configuration.fetchLog, accessLog: configuration.accessLog, http01: configuration.http01Resolver,
-                        httpsRedirect: redirect, budget: requestBudget))
+                        httpsRedirect: redirect, budget: requestBudget, ownershipAnswer: configuration.ownershipAnswer))
             }
             let passedAdmin = inherited("admin").first
             if let endpoint = configuration.adminEndpoint, passedAdmin != nil || configuration.admin != nil {

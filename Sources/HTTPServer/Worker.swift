@@ -110,7 +110,7 @@ final class Worker {
         index: Int, listeners: [Listener], tls: TLSServer?, store: SnapshotStore, limits: Limits, logger: Logger,
         stopFlag: AtomicFlag, tuning: Tuning, counters: WorkerCounters, admin: AdminEndpoint? = nil, fetchLog: FetchLog? = nil,
         accessLog: AccessLog? = nil, http01: HTTP01Resolver? = nil, httpsRedirect: HTTPSRedirect.Prepared? = nil,
-        budget: RequestBudget? = nil
+        budget: RequestBudget? = nil, ownershipAnswer: OwnershipAnswerResolver? = nil
     ) throws(SystemError) {
         self.counters = counters
         self.index = index
@@ -125,7 +125,7 @@ final class Worker {
         let milliseconds = clock.milliseconds()
         let exchange = Exchange(
             snapshot: store.snapshot(), counters: counters, fetchLog: fetchLog, accessLog: accessLog.map(AccessLogBuffer.init),
-            admin: admin, http01: http01, httpsRedirect: httpsRedirect)
+            admin: admin, http01: http01, httpsRedirect: httpsRedirect, ownershipAnswer: ownershipAnswer)
         context = ConnectionContext(
             now: (milliseconds + 999) / 1000, milliseconds: milliseconds, limits: limits, answerer: exchange, budget: budget,
             frameBuffer: SharedFrameBuffer())

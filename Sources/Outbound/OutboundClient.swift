@@ -18,6 +18,10 @@ public struct OutboundRequest: Sendable {
     /// `[::1]`) or `localhost`, and no connect-to entry sends it elsewhere: the tenant API's
     /// client on the machine it runs on (docs/api.md), where no network sees the token.
     public var allowsPlainHTTPToLoopback = false
+    /// Lets an `http://` URL through when exactly one connect-to entry pins the address: the
+    /// tenant API's ownership checker (Sources/TenantAPI/VerificationChecker.swift), which
+    /// resolves and vets the address itself and sends no secret (a fixed GET, no fields).
+    public var pinsPlainHTTP = false
     public var body: [UInt8] = []
     /// Extra request fields, `Name: value` (checked: a token name and a value of visible bytes,
     /// space and tab, so that no configured text splits the request head).
@@ -155,7 +159,7 @@ public final class OutboundClient: Sendable {
     /// bytes outside visible ASCII, a field name that is no token, a value with CR, LF or other
     /// controls, a connect-to entry with them.
     package static func check(_ request: OutboundRequest) throws(OutboundError) {
-        guard request.url.utf8.count <= 8_192, request.url.lowercased().hasPrefix("https://") || isLoopbackHTTP(request),
+        guard request.url.utf8.count <= 8_192, request.url.lowercased().hasPrefix("https://") || isLoopbackHTTP(request) || isPinnedHTTP(request),
             request.url.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F })
         else {
             throw OutboundError(
@@ -207,6 +211,13 @@ public final class OutboundClient: Sendable {
         }
     }
 
+    /// An `http://` URL pinned to one vetted address by its only connect-to entry, with no field
+    /// and no body (nothing of value crosses the network in clear).
+    static func isPinnedHTTP(_ request: OutboundRequest) -> Bool {
+        request.pinsPlainHTTP && request.connectTo.count == 1 && request.fields.isEmpty && request.body.isEmpty
+            && request.url.lowercased().hasPrefix("http://")
+    }
+
     /// `:` and 1 to 5 decimal digits.
     private static func isPort(_ text: Substring) -> Bool {
         let digits = text.dropFirst()
@@ -243,7 +254,7 @@ public final class OutboundClient: Sendable {
         if !request.body.isEmpty { headerList = curl_slist_append(headerList, "Expect:") }
         let agent = request.userAgent ?? configuration.userAgent
         let body = request.body
-        let scheme = Self.isLoopbackHTTP(request) ? "http" : "https"
+        let scheme = Self.isLoopbackHTTP(request) || Self.isPinnedHTTP(request) ? "http" : "https"
         let customMethod: String? =
             switch request.method {
             case .put: "PUT"

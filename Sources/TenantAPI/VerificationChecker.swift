@@ -1,0 +1,261 @@
+import CAASALinux
+import Foundation
+public import Logging
+import Outbound
+import Synchronization
+
+/// The ownership checker (docs/api.md, "Ownership check"; docs/threat-model.md): on a thread of
+/// its own, it fetches `http://<name>[:port]/.well-known/aasad-verify/<token>` for each name
+/// with an unverified record that is due, and marks the name verified when the answer is this
+/// deployment's HMAC for that name and token. The tenant steers the request (it owns the name's
+/// DNS), so: the path is fixed, the address is resolved here and refused when link-local,
+/// unspecified, multicast or a cloud metadata address (`refusal(of:)`), the connection is pinned
+/// to the address checked (no second resolution to rebind), no redirect is followed, the answer
+/// is read to `maximumAnswerBytes`, and `lastError` holds a status and aasad's own short reason,
+/// never bytes of the answer.
+public final class VerificationChecker: Sendable {
+    public struct Configuration: Sendable {
+        /// The port fetched (`api.verify-port`): 80, the port a name's plain HTTP is on, unless a
+        /// port mapping or a test puts the plain listener elsewhere.
+        public var port: Int = 80
+        /// Longest connect and whole check: an answer is 43 bytes; a server slower than this is
+        /// not one that serves this deployment well.
+        public var timeoutMilliseconds = 5_000
+        public init(port: Int = 80) { self.port = port }
+    }
+
+    /// First pause after a failed check; doubled per attempt up to `longestBackoff`.
+    public static let firstBackoff: Double = 30
+    /// Longest pause between checks of one name: an hour, so a name fixed later is seen the
+    /// same hour, and a name that never resolves costs 24 requests a day.
+    public static let longestBackoff: Double = 3600
+    /// Jitter on each pause, as a fraction (±10 %): replicas and names added together spread out.
+    static let jitter = 0.1
+    /// Checks run at once: each holds a connection and a thread for up to the timeout.
+    public static let maximumConcurrentChecks = 4
+    /// Checks per pass: with `maximumConcurrentChecks` and the timeout, a pass lasts at most
+    /// 4 × 5 s; further due names wait for the next pass (the oldest due first).
+    public static let maximumChecksPerPass = 16
+    /// Largest answer read: the answer is 43 bytes; anything longer is not it.
+    public static let maximumAnswerBytes = 256
+    /// How often records are read again from disk (another replica's writes and checks).
+    static let refreshInterval: Double = 5
+    /// Pause between passes while nothing wakes the checker.
+    static let passInterval: Double = 1
+
+    let store: VerificationStore
+    let configuration: Configuration
+    let logger: Logger
+    let onVerified: @Sendable (String) -> Void
+    private let stopped = Atomic<Bool>(false)
+    private let wake = DispatchSemaphore(value: 0)
+    private let started = Atomic<Bool>(false)
+    private let done = DispatchSemaphore(value: 0)
+
+    public init(
+        store: VerificationStore, configuration: Configuration, logger: Logger, onVerified: @escaping @Sendable (String) -> Void
+    ) {
+        self.store = store
+        self.configuration = configuration
+        self.logger = logger
+        self.onVerified = onVerified
+    }
+
+    /// The URL fetched for `name` and `token`.
+    public static func url(name: String, token: String, port: Int) -> String {
+        "http://\(name)\(port == 80 ? "" : ":\(port)")/.well-known/aasad-verify/\(token)"
+    }
+
+    public func start() {
+        let thread = Thread { [self] in
+            var lastRefresh = Date().timeIntervalSince1970
+            while !stopped.load(ordering: .acquiring) {
+                let now = Date().timeIntervalSince1970
+                if now - lastRefresh >= Self.refreshInterval {
+                    store.refresh()
+                    lastRefresh = now
+                }
+                pass(now: now)
+                _ = wake.wait(timeout: .now() + Self.passInterval)
+            }
+            done.signal()
+        }
+        thread.name = "aasad-verify"
+        started.store(true, ordering: .releasing)
+        thread.start()
+    }
+
+    /// Asks for a pass now (a PUT made a name due).
+    public func poke() { wake.signal() }
+
+    public func stop() {
+        guard started.load(ordering: .acquiring), !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        wake.signal()
+        done.wait()
+    }
+
+    /// Checks the due names, at most `maximumChecksPerPass`, `maximumConcurrentChecks` at once.
+    func pass(now: Double) {
+        let due = store.all().filter { !$0.verified && $0.nextCheck <= now }.sorted { $0.nextCheck < $1.nextCheck }
+            .prefix(Self.maximumChecksPerPass)
+        guard !due.isEmpty else { return }
+        let batch = Array(due)
+        var start = 0
+        while start < batch.count, !stopped.load(ordering: .acquiring) {
+            let part = Array(batch[start..<min(batch.count, start + Self.maximumConcurrentChecks)])
+            DispatchQueue.concurrentPerform(iterations: part.count) { i in checkAndRecord(part[i]) }
+            start += part.count
+        }
+    }
+
+    /// One check of `record`, and its outcome written (unless the record went or changed token
+    /// meanwhile: the site was deleted or put again).
+    func checkAndRecord(_ record: VerificationRecord) {
+        let outcome = check(record)
+        guard var current = store.record(record.name), current.token == record.token else { return }
+        let now = Date().timeIntervalSince1970
+        current.attempts = min(current.attempts + 1, 1_000_000)
+        current.lastCheck = now
+        switch outcome {
+        case .verified:
+            current.verified = true
+            current.lastError = nil
+        case .failed(let reason):
+            current.lastError = reason
+            current.nextCheck = now + Self.backoff(attempts: current.attempts)
+        }
+        do {
+            try store.write(current)
+        } catch {
+            logger.error("cannot write a verification record", metadata: ["host": "\(record.name)", "error": "\(error)"])
+            return
+        }
+        if case .verified = outcome {
+            logger.notice("name verified: automatic certificates may be ordered for it", metadata: ["host": "\(record.name)"])
+            onVerified(record.name)
+        }
+    }
+
+    /// Pause after the `attempts`-th failed check: 30 s doubling, at most an hour, ±10 %.
+    static func backoff(attempts: Int) -> Double {
+        let exponent = min(max(attempts - 1, 0), 20)
+        let base = min(firstBackoff * Double(1 << exponent), longestBackoff)
+        return base * Double.random(in: (1 - jitter)...(1 + jitter))
+    }
+
+    struct Failure: Error {
+        let reason: String
+        init(_ reason: String) { self.reason = reason }
+    }
+
+    enum Outcome: Equatable {
+        case verified
+        case failed(String)
+    }
+
+    /// Fetches the name's URL at an address checked here, and compares the answer.
+    func check(_ record: VerificationRecord) -> Outcome {
+        let addresses: [String]
+        switch Self.resolve(record.name) {
+        case .failure(let failure): return .failed(failure.reason)
+        case .success(let found): addresses = found
+        }
+        for address in addresses {
+            if let reason = Self.refusal(of: address) { return .failed("refused address: \(reason)") }
+        }
+        guard let address = addresses.first else { return .failed("the name does not resolve") }
+        let port = configuration.port
+        var options = OutboundClient.Configuration()
+        options.connectTimeoutMilliseconds = configuration.timeoutMilliseconds
+        options.totalTimeoutMilliseconds = configuration.timeoutMilliseconds
+        options.maximumBodyBytes = Self.maximumAnswerBytes
+        options.userAgent = "aasad-verify"
+        options.isCancelled = { [self] in stopped.load(ordering: .relaxed) }
+        var request = OutboundRequest(.get, url: Self.url(name: record.name, token: record.token, port: port))
+        let literal = address.contains(":") ? "[\(address)]" : address
+        request.connectTo = ["\(record.name):\(port):\(literal):\(port)"]
+        request.pinsPlainHTTP = true
+        let response: OutboundResponse
+        do {
+            response = try OutboundClient(configuration: options).perform(request)
+        } catch {
+            return .failed(Self.reason(error.kind))
+        }
+        guard response.status == 200 else { return .failed("status \(response.status)") }
+        let expected = store.expectedAnswer(name: record.name, token: record.token)
+        guard VerificationStore.constantTimeEqual(response.body, expected) else {
+            return .failed("status 200, but not this deployment's answer for the name")
+        }
+        return .verified
+    }
+
+    /// aasad's own words for a failure, never the library's text (which may quote the answer).
+    static func reason(_ kind: OutboundError.Kind) -> String {
+        switch kind {
+        case .dns: "the name does not resolve"
+        case .connect: "no connection"
+        case .timeout: "no answer within the timeout"
+        case .tooLarge: "the answer is too large"
+        case .http: "the answer is not HTTP"
+        case .request, .tls, .certificate: "the request failed"
+        }
+    }
+
+    /// The name's addresses as text. `localhost` and names under it are loopback (RFC 6761
+    /// §6.3), as libcurl resolves them; others through getaddrinfo (the resolver the process
+    /// has: /etc/hosts and DNS).
+    static func resolve(_ name: String) -> Result<[String], Failure> {
+        if name == "localhost" || name.hasSuffix(".localhost") { return .success(["127.0.0.1"]) }
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var list: UnsafeMutablePointer<addrinfo>?
+        guard getaddrinfo(name, nil, &hints, &list) == 0, let first = list else { return .failure(Failure("the name does not resolve")) }
+        defer { freeaddrinfo(first) }
+        var out: [String] = []
+        var entry: UnsafeMutablePointer<addrinfo>? = first
+        while let e = entry {
+            var text = [CChar](repeating: 0, count: Int(NI_MAXHOST))
+            if let addr = e.pointee.ai_addr,
+                getnameinfo(addr, e.pointee.ai_addrlen, &text, socklen_t(text.count), nil, 0, NI_NUMERICHOST) == 0
+            {
+                let address = String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+                if !out.contains(address) { out.append(address) }
+            }
+            entry = e.pointee.ai_next
+        }
+        return out.isEmpty ? .failure(Failure("the name does not resolve")) : .success(out)
+    }
+
+    /// Why the checker does not connect to `address`, or nil. Refused: unspecified, link-local
+    /// (169.254.0.0/16, fe80::/10: cloud metadata services live there), multicast, broadcast,
+    /// the IPv6 metadata addresses (AWS fd00:ec2::254), and IPv4-mapped forms of these.
+    /// Loopback and private ranges are allowed: a deployment reaches itself there (behind NAT,
+    /// in tests), and the request is a fixed GET whose answer is compared, never returned.
+    public static func refusal(of address: String) -> String? {
+        var v4 = in_addr()
+        if inet_pton(AF_INET, address, &v4) == 1 {
+            let a = [UInt8](withUnsafeBytes(of: v4.s_addr) { Array($0) })
+            return refusal(ipv4: a)
+        }
+        var v6 = in6_addr()
+        guard inet_pton(AF_INET6, address, &v6) == 1 else { return "not an address" }
+        let b = [UInt8](withUnsafeBytes(of: v6) { Array($0) })
+        if b.allSatisfy({ $0 == 0 }) { return "unspecified" }
+        if b[0..<10].allSatisfy({ $0 == 0 }) && b[10] == 0xff && b[11] == 0xff { return refusal(ipv4: Array(b[12..<16])) }
+        if b[0] == 0xfe && (b[1] & 0xc0) == 0x80 { return "link-local" }
+        if b[0] == 0xff { return "multicast" }
+        // fd00:ec2::254, the EC2 instance metadata service over IPv6.
+        let metadata: [UInt8] = [0xfd, 0, 0x0e, 0xc2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x02, 0x54]
+        if b == metadata { return "cloud metadata" }
+        return nil
+    }
+
+    static func refusal(ipv4 a: [UInt8]) -> String? {
+        if a[0] == 0 { return "unspecified" }
+        if a[0] == 169 && a[1] == 254 { return "link-local" }
+        if a[0] >= 224 { return a == [255, 255, 255, 255] ? "broadcast" : "multicast or reserved" }
+        // 100.100.100.200: Alibaba Cloud's metadata service, outside link-local.
+        if a == [100, 100, 100, 200] { return "cloud metadata" }
+        return nil
+    }
+}

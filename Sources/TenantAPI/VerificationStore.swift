@@ -1,0 +1,228 @@
+import CAASAOpenSSL
+import Foundation
+import Reactor
+import Served
+import StrictJSON
+import Synchronization
+
+/// Why a record or the key could not be read or written.
+public struct VerificationError: Error, Sendable, CustomStringConvertible {
+    public let description: String
+}
+
+/// One name's ownership check (docs/api.md, "Ownership check"): the random token of its URL and
+/// what the checker found. Stored as `<config>/.aasad-verify/names/<name>.json`.
+public struct VerificationRecord: Codable, Sendable, Equatable {
+    public var name: String
+    /// base64url, `VerificationStore.tokenBytes` random bytes: the last segment of the URL.
+    public var token: String
+    public var verified: Bool
+    public var attempts: Int
+    /// Seconds since 1970 of the last check; nil before the first.
+    public var lastCheck: Double?
+    /// A status and a short reason of aasad's own words, never bytes of the answer.
+    public var lastError: String?
+    /// Seconds since 1970 when the checker looks again (while not verified).
+    public var nextCheck: Double
+}
+
+/// The ownership checks of names added over the tenant API, in the config directory (the truth
+/// replicas on one volume share) under `.aasad-verify/`: a dot name at the root, which neither
+/// the loader nor the watcher reads (Sources/SiteStore/ConfigWatcher.swift watches `sites`, `tls`,
+/// `aasad.yaml` and the alias policy only), outside every site directory, so a tenant who can
+/// write only its own site directory cannot mark a name verified. Beside the records, `key`: the
+/// deployment's HMAC key (32 random bytes, created once with O_EXCL, mode 0600), so every replica
+/// answers for every record. The answer at `/.well-known/aasad-verify/<token>` is
+/// base64url(HMAC-SHA256(key, "aasad-verify" NUL name NUL token)): a server that echoes the
+/// path, or replays the answer for another name or an old token, answers something else.
+///
+/// Serving threads ask `answer(host:token:)`, which reads memory only; the records are read from
+/// disk by `refresh()` (the checker's thread, and each write of this process).
+public final class VerificationStore: Sendable {
+    /// Random bytes of a token: 256 bits, as ACME's (RFC 8555 §8.3 asks 128 at least).
+    public static let tokenBytes = 32
+    /// Longest token the public path looks up: a token here is 43 characters; the bound keeps
+    /// what a client sends from reaching the lookup at any length.
+    public static let maximumTokenLength = 64
+    /// HMAC key bytes: SHA-256's block is 64, its output 32; 32 random bytes are its strength.
+    public static let keyBytes = 32
+    /// Largest record read: a record is some 300 bytes; a larger file was not written here.
+    public static let maximumRecordBytes = 4096
+    /// Directory at the config root.
+    public static let directoryName = ".aasad-verify"
+
+    public let directory: String
+    private let key: [UInt8]
+    private let records = Mutex<[String: VerificationRecord]>([:])
+
+    /// Opens (creating when absent) `<config>/.aasad-verify/` and its key, and reads the records.
+    public init(configDirectory: String) throws(VerificationError) {
+        directory = configDirectory + "/" + Self.directoryName
+        do throws(SystemError) {
+            try Files.makeDirectory(directory, mode: 0o700)
+            try Files.makeDirectory(directory + "/names", mode: 0o700)
+        } catch {
+            throw VerificationError(description: "\(directory): \(error)")
+        }
+        key = try Self.loadKey(directory + "/key")
+        refresh()
+    }
+
+    /// The key file: created with O_EXCL by the first process; a replica that loses the race
+    /// reads the winner's. A key file of another length is refused (never silently replaced:
+    /// every verified record's answer depends on it).
+    static func loadKey(_ path: String) throws(VerificationError) -> [UInt8] {
+        var fresh = [UInt8](repeating: 0, count: keyBytes)
+        precondition(RAND_bytes(&fresh, Int32(keyBytes)) == 1, "no randomness for the verification key")
+        do throws(SystemError) {
+            let fd = try Files.createExclusive(path, mode: 0o600)
+            defer { Files.close(fd) }
+            try Files.writeAll(fd, fresh, at: 0)
+            try Files.sync(fd)
+            return fresh
+        } catch where error.errno == EEXIST {
+            // Another process may still be writing it: its bytes are there once it has synced.
+            for _ in 0..<50 {
+                let bytes = try? Files.readFile(path, limit: keyBytes)
+                if let bytes, bytes.count == keyBytes { return bytes }
+                usleep(10_000)
+            }
+            throw VerificationError(description: "\(path) is not a key of \(keyBytes) bytes")
+        } catch {
+            throw VerificationError(description: "\(path): \(error)")
+        }
+    }
+
+    /// The answer for `name` and `token`: base64url(HMAC-SHA256(key, "aasad-verify" NUL name NUL token)).
+    public func expectedAnswer(name: String, token: String) -> [UInt8] {
+        Self.mac(key: key, name: name, token: token)
+    }
+
+    static func mac(key: [UInt8], name: String, token: String) -> [UInt8] {
+        let message = Array("aasad-verify".utf8) + [0] + Array(name.utf8) + [0] + Array(token.utf8)
+        var out = [UInt8](repeating: 0, count: 32)
+        var length = 0
+        let done = EVP_Q_mac(nil, "HMAC", nil, "SHA256", nil, key, key.count, message, message.count, &out, out.count, &length)
+        // HMAC with a valid digest fails only when libcrypto cannot allocate.
+        precondition(done != nil && length == 32, "HMAC-SHA256 failed")
+        return Array(Base64URLText.encode(out).utf8)
+    }
+
+    /// What the public path answers (a serving thread: memory only): the HMAC answer when `host`
+    /// has a record whose token is `token`, else nil.
+    public func answer(host: String, token: String) -> [UInt8]? {
+        guard token.utf8.count <= Self.maximumTokenLength, let record = records.withLock({ $0[host] }),
+            Self.constantTimeEqual(Array(record.token.utf8), Array(token.utf8))
+        else { return nil }
+        return expectedAnswer(name: host, token: token)
+    }
+
+    static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        guard a.count == b.count else { return false }
+        var difference: UInt8 = 0
+        for i in a.indices { difference |= a[i] ^ b[i] }
+        return difference == 0
+    }
+
+    /// The record of `name`; nil: none (the name needs no check).
+    public func record(_ name: String) -> VerificationRecord? { records.withLock { $0[name] } }
+
+    /// Whether automatic certificates must wait for `name`: it has a record not yet verified.
+    public func blocks(_ name: String) -> Bool { records.withLock { $0[name].map { !$0.verified } ?? false } }
+
+    /// Every record (the checker's pass).
+    public func all() -> [VerificationRecord] { records.withLock { Array($0.values) } }
+
+    /// Creates the record of a new name (a fresh token, unverified, due now); a name that has one
+    /// keeps it.
+    public func create(_ name: String, now: Double) throws(VerificationError) {
+        if record(name) != nil { return }
+        var bytes = [UInt8](repeating: 0, count: Self.tokenBytes)
+        precondition(RAND_bytes(&bytes, Int32(Self.tokenBytes)) == 1, "no randomness for a verification token")
+        try write(
+            VerificationRecord(
+                name: name, token: Base64URLText.encode(bytes), verified: false, attempts: 0, lastCheck: nil, lastError: nil,
+                nextCheck: now))
+    }
+
+    /// Writes `record` atomically (Files.replaceAtomically: temporary file, fsync, rename, fsync).
+    public func write(_ record: VerificationRecord) throws(VerificationError) {
+        guard Self.isStorableName(record.name) else { throw VerificationError(description: "not a name to check") }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        let bytes = (try? encoder.encode(record)).map { Array($0) } ?? []
+        do throws(SystemError) {
+            try Files.replaceAtomically(path(record.name), with: bytes, mode: 0o600)
+        } catch {
+            throw VerificationError(description: "\(record.name): \(error)")
+        }
+        records.withLock { $0[record.name] = record }
+    }
+
+    /// Removes the record of `name` (the site or the alias is gone).
+    public func remove(_ name: String) {
+        guard Self.isStorableName(name) else { return }
+        try? Files.remove(path(name))
+        try? Files.syncDirectory(directory + "/names")
+        records.withLock { $0[name] = nil }
+    }
+
+    /// A site's names whose check is due to be asked again now (a PUT of the site).
+    public func dueNow(_ name: String, now: Double) {
+        guard var record = record(name), !record.verified else { return }
+        record.nextCheck = now
+        try? write(record)
+    }
+
+    /// Reads the records from disk again: what another replica wrote joins, what it removed goes.
+    /// A file that is not a record of the name it is stored under is skipped.
+    public func refresh() {
+        guard let names = try? Files.list(directory + "/names") else { return }
+        var found: [String: VerificationRecord] = [:]
+        for file in names where file.hasSuffix(".json") && !file.hasPrefix(".") {
+            let name = String(file.dropLast(5))
+            guard Self.isStorableName(name), let bytes = try? Files.readFile(path(name), limit: Self.maximumRecordBytes),
+                let record = try? JSONDecoder().decode(VerificationRecord.self, from: Data(bytes)), record.name == name,
+                record.token.utf8.count <= Self.maximumTokenLength
+            else { continue }
+            found[name] = record
+        }
+        records.withLock { $0 = found }
+    }
+
+    /// A name as a file name: a host name as `HostName` accepts it (lower-case LDH, no slash, no
+    /// dot segment), not a wildcard (the check fetches a name; a wildcard is no name to fetch).
+    static func isStorableName(_ name: String) -> Bool {
+        guard let host = try? HostName(parsing: name) else { return false }
+        return host.name == name && !host.isWildcard
+    }
+
+    private func path(_ name: String) -> String { directory + "/names/" + name + ".json" }
+
+    /// The state a site's name is in, for the API: `not-required` without a record.
+    public func state(_ name: String) -> String {
+        guard let record = record(name) else { return "not-required" }
+        return record.verified ? "verified" : "unverified"
+    }
+
+    /// The verification JSON of `GET /v1/sites/{host}/verification` (docs/api.yaml).
+    public func json(_ name: String, port: Int) -> String {
+        guard let record = record(name) else {
+            return "{\"host\":\(JSONValue.quote(name)),\"state\":\"not-required\",\"url\":null,\"attempts\":0,\"lastCheck\":null,\"lastError\":null,\"nextCheck\":null}"
+        }
+        func time(_ t: Double?) -> String {
+            guard let t, t.isFinite, t >= 0, t < 1e11 else { return "null" }
+            return JSONValue.quote(Self.rfc3339(t))
+        }
+        let url = VerificationChecker.url(name: name, token: record.token, port: port)
+        return "{\"host\":\(JSONValue.quote(name)),\"state\":\(JSONValue.quote(record.verified ? "verified" : "unverified")),"
+            + "\"url\":\(JSONValue.quote(url)),\"attempts\":\(max(0, record.attempts)),\"lastCheck\":\(time(record.lastCheck)),"
+            + "\"lastError\":\(record.lastError.map(JSONValue.quote) ?? "null"),\"nextCheck\":\(record.verified ? "null" : time(record.nextCheck))}"
+    }
+
+    static func rfc3339(_ seconds: Double) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime]
+        return formatter.string(from: Date(timeIntervalSince1970: seconds.rounded(.down)))
+    }
+}
