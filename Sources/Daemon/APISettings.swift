@@ -18,6 +18,11 @@ package struct APISettings: Equatable, Sendable {
     /// From one request a minute to a hundred thousand (over 1,600 a second, more than one
     /// process writes sites at).
     package static let requestsPerMinuteBounds: ClosedRange<Int> = 1...100_000
+    /// The port the ownership checker fetches a name's `/.well-known/aasad-verify/` on
+    /// (Sources/TenantAPI/VerificationChecker.swift): 80 unless a port mapping puts the plain
+    /// listener elsewhere.
+    package var verifyPort = 80
+    package static let verifyPortBounds: ClosedRange<Int> = 1...65_535
 
     /// Whether `listen` names a loopback address only (127.0.0.0/8, ::1, localhost), where plain
     /// HTTP is allowed.

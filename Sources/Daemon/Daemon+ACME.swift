@@ -33,14 +33,18 @@ extension Daemon {
 /// default pair's names are read once per pair.
 package final class ACMENames: Sendable {
     private let defaultInfo = Mutex<(identity: String, info: CertificateInfo?)?>(nil)
+    /// Whether a name waits for its ownership check (a name the tenant API added, not yet
+    /// verified: Sources/TenantAPI/VerificationStore.swift): no order is spent on it, since a CA
+    /// counts failed validations per name and account. nil: none waits.
+    private let blocked: (@Sendable (String) -> Bool)?
 
-    package init() {}
+    package init(blocked: (@Sendable (String) -> Bool)? = nil) { self.blocked = blocked }
 
     package func names(in snapshot: Snapshot) -> [String: [String]] {
         let info = defaultCertificateInfo(snapshot)
         var names: [String: [String]] = [:]
         for site in snapshot.sites.values where site.certificate == nil {
-            let hosts = site.hosts.map(\.name).filter { !(info?.covers($0) ?? false) }
+            let hosts = site.hosts.map(\.name).filter { !(info?.covers($0) ?? false) && !(blocked?($0) ?? false) }
             if !hosts.isEmpty { names[site.directory] = hosts }
         }
         return names

@@ -37,10 +37,22 @@ final class DaemonServedState: APIServedState {
 }
 
 extension Daemon {
+    /// The ownership checks (Sources/TenantAPI/VerificationStore.swift): kept when the API can
+    /// write, and read whenever another replica's API left records in the shared config
+    /// directory (this replica then orders no certificate for a name they hold back either).
+    /// nil: no name needs a check.
+    static func verificationStore(_ settings: APISettings, config: String) throws -> VerificationStore? {
+        let writes = settings.listen != nil && !settings.readOnly
+        let exists = FileManager.default.fileExists(atPath: config + "/" + VerificationStore.directoryName)
+        guard writes || exists else { return nil }
+        return try VerificationStore(configDirectory: config)
+    }
+
     /// The tenant API when `api.listen` is set: its tokens, its handler over the config
     /// directory, and its listener, bound (not yet accepting). Throws when it cannot listen.
     static func tenantAPI(
-        _ settings: APISettings, config: String, store: SnapshotStore, sites: LockedRegistry, automatic: Bool, logger: Logger
+        _ settings: APISettings, config: String, store: SnapshotStore, sites: LockedRegistry, automatic: Bool, logger: Logger,
+        verification: VerificationStore? = nil, verificationDue: (@Sendable () -> Void)? = nil
     ) throws -> (listener: APIListener, tokens: APITokenStore)? {
         guard let listen = settings.listen else { return nil }
         // Without a file (refused by the settings' checks) no token is accepted.
@@ -49,7 +61,8 @@ extension Daemon {
             configuration: .init(
                 configDirectory: config,
                 readOnlyReason: settings.readOnly ? "api.read-only is set: another tool owns the config directory" : nil,
-                requestsPerMinute: settings.requestsPerMinute),
+                requestsPerMinute: settings.requestsPerMinute, verification: verification, verifyPort: settings.verifyPort,
+                verificationDue: verificationDue),
             tokens: tokens, state: DaemonServedState(store: store, sites: sites, automatic: automatic), logger: logger)
         let tls = settings.tlsCertificate.flatMap { certificate in
             settings.tlsKey.map { APITLSFiles(certificate: certificate, key: $0) }

@@ -80,6 +80,7 @@ extension Daemon {
             waitDelay(delay)
         }
         running.api?.listener.stop()
+        running.verification?.stop()
         running.watcher?.stop()
         if !drain {
             var limits = running.server.tuner.current.limits

@@ -64,6 +64,8 @@ package final class Daemon: @unchecked Sendable {
         let workers: Int
         /// The tenant API's listener and tokens, when `api.listen` is set.
         var api: (listener: APIListener, tokens: APITokenStore)? = nil
+        /// The ownership checker of names added over the API, when there are checks.
+        var verification: VerificationChecker? = nil
     }
 
     /// - Parameters:
@@ -193,7 +195,16 @@ package final class Daemon: @unchecked Sendable {
             snapshot: registry.snapshot, state: settings.state, automatic: settings.acme.directory != nil, logger: logger)
         let sites = LockedRegistry(registry, fallback: certificates.developmentAuthority != nil ? .development : .otherSite)
         let ready = AtomicFlag()
-        let acmeNames = ACMENames()
+        let verification: VerificationStore?
+        do {
+            verification = try Self.verificationStore(settings.api, config: config)
+        } catch {
+            logger.critical("the ownership checks of the tenant API cannot be kept", metadata: ["error": "\(error)"])
+            throw StartFailure()
+        }
+        var blocked: (@Sendable (String) -> Bool)? = nil
+        if let verification { blocked = { name in verification.blocks(name) } }
+        let acmeNames = ACMENames(blocked: blocked)
         // Stored certificates load before the listeners accept anything: with SO_REUSEPORT a
         // restarting replica gets clients (Apple's CDN among them) from its first accept.
         let firstManager: CertificateManager?
@@ -265,6 +276,9 @@ package final class Daemon: @unchecked Sendable {
             adminEndpoint: endpoint, fetchLog: fetches, traffic: traffic, accessLog: accessLog,
             http01Resolver: automatic ? http01Resolver : nil,
             httpsRedirect: settings.httpRedirect ? HTTPSRedirect(port: settings.httpsPort) : nil)
+        if let verification {
+            serverConfiguration.ownershipAnswer = { host, token in verification.answer(host: host, token: token) }
+        }
         serverConfiguration.inherited = passed.inherited
         serverConfiguration.adopted = passed.adopted
         let server = Server(configuration: serverConfiguration, store: store, tls: tls, logger: logger)
@@ -276,10 +290,18 @@ package final class Daemon: @unchecked Sendable {
         }
         // The tenant API (docs/api.md) on its own listener, over the served state just published:
         // bound, and its key read, before privileges are dropped, as the server's are.
+        // Names verified join the certificate manager's wanted names at once.
+        let checker = Current<VerificationChecker>(
+            verification.map { records in
+                VerificationChecker(store: records, configuration: .init(port: settings.api.verifyPort), logger: logger) { _ in
+                    certificateManager.value?.want(acmeNames.names(in: store.snapshot()))
+                }
+            })
         let api: (listener: APIListener, tokens: APITokenStore)?
         do {
             api = try Self.tenantAPI(
-                settings.api, config: config, store: store, sites: sites, automatic: automatic, logger: logger)
+                settings.api, config: config, store: store, sites: sites, automatic: automatic, logger: logger,
+                verification: verification, verificationDue: { checker.value?.poke() })
         } catch {
             logger.critical("the tenant API cannot listen", metadata: ["error": "\(error)"])
             server.stop()
@@ -289,6 +311,10 @@ package final class Daemon: @unchecked Sendable {
             do {
                 try Self.dropPrivileges(
                     to: user, state: settings.state, cacheDirectory: cacheDirectory, manager: certificateManager.value, logger: logger)
+                if let verification {
+                    try Privileges.giveOwnership(
+                        of: [verification.directory, verification.directory + "/names", verification.directory + "/key"], to: user)
+                }
             } catch {
                 logger.critical("cannot run as \(user)", metadata: ["error": "\(error)"])
                 api?.listener.stop()
@@ -298,6 +324,7 @@ package final class Daemon: @unchecked Sendable {
         }
         certificateManager.value?.start()
         cdnWatch.value?.start()
+        checker.value?.start()
         api?.listener.start()
         let served = store.snapshot().sites.count
         let follower = SettingsFollower(
@@ -339,7 +366,8 @@ package final class Daemon: @unchecked Sendable {
         }
         running = Running(
             server: server, store: store, sites: sites, watcher: watcher, follower: follower, upgrade: upgrade, ready: ready,
-            certificateManager: certificateManager, cdnWatch: cdnWatch, serveReloaded: serveReloaded, workers: workerCount, api: api)
+            certificateManager: certificateManager, cdnWatch: cdnWatch, serveReloaded: serveReloaded, workers: workerCount, api: api,
+            verification: checker.value)
         logger.info(
             "serving",
             metadata: [
@@ -369,6 +397,7 @@ package final class Daemon: @unchecked Sendable {
                 // process (or any owner that goes on) would keep a watcher and a manager running.
                 stopped.store(true, ordering: .releasing)
                 api?.listener.stop()
+                checker.value?.stop()
                 watcher?.stop()
                 server.stop()
                 certificateManager.value?.stop()

@@ -338,6 +338,9 @@ package enum SettingsSchema {
         Setting(
             "api.requests-per-minute", \.api.requestsPerMinute, .count(APISettings.requestsPerMinuteBounds, "requests"),
             flag: "api-requests-per-minute", help: "The API's requests per token per minute", applies: .newProcess),
+        Setting(
+            "api.verify-port", \.api.verifyPort, .count(APISettings.verifyPortBounds, "port"), flag: "api-verify-port",
+            help: "The port the ownership check fetches a name's /.well-known/aasad-verify/ on", applies: .newProcess),
     ]
 
     /// The setting at a key path.

@@ -40,7 +40,7 @@ extension TenantAPI {
             let found = problems(host, directory.sitesPath + "/" + host)
             let served = isServed(host, files: files, aliases: found.aliases)
             entries.append(
-                "{\"host\":\(JSONValue.quote(host)),\"etag\":\(JSONValue.quote(etag)),\"served\":\(served),\"problems\":\(found.all.count)}"
+                "{\"host\":\(JSONValue.quote(host)),\"etag\":\(JSONValue.quote(etag)),\"served\":\(served),\"problems\":\(found.all.count),\"verification\":\(JSONValue.quote(verificationState(host)))}"
             )
         }
         let next = page.last.map { JSONValue.quote(ListCursor.seal($0, token: token.name)) } ?? "null"

@@ -44,7 +44,11 @@ extension TenantAPI {
             {
                 return Self.error(400, "bad-request", "the path holds a dot segment or a percent-escape")
             }
-            return Self.error(404, "not-found", "no such endpoint")
+            let name = String(host)
+            guard tail == "verification" else { return Self.error(404, "not-found", "no such endpoint") }
+            guard token.covers(name) else { return Self.error(403, "forbidden", "this token's host patterns do not cover \(name)") }
+            guard method == "GET" else { return Self.methodNotAllowed("GET, HEAD") }
+            return verification(name)
         }
         let name = String(host)
         guard token.covers(name) else {

@@ -28,6 +28,6 @@ extension TenantAPI {
             + "\"files\":{\"aasa\":\(file(SiteFiles.aasa)),\"assetlinks\":\(file(SiteFiles.assetLinks)),\"settings\":\(file(SiteFiles.settings)),\"page\":\(file(SiteFiles.page))},"
             + "\"problems\":[\(problems.map(\.json).joined(separator: ","))],"
             + "\"aliases\":{\"held\":[\(held.joined(separator: ","))],\"refused\":[\(refused.joined(separator: ","))]},"
-            + "\"certificate\":\(certificate)}"
+            + "\"certificate\":\(certificate),\"verification\":\(JSONValue.quote(verificationState(host)))}"
     }
 }

@@ -22,11 +22,22 @@ public final class TenantAPI: Sendable {
         public var requestsPerMinute: Int
         /// How long a write waits until this process serves it before answering 202.
         public var servedTimeout: Duration
+        /// The ownership checks of names added here (docs/api.md, "Ownership check"); nil: no
+        /// name needs one (every site is `not-required`).
+        public var verification: VerificationStore?
+        /// The port the checker fetches (`api.verify-port`), shown in the check's URL.
+        public var verifyPort: Int
+        /// Called when a write made a check due now (the checker looks at once).
+        public var verificationDue: (@Sendable () -> Void)?
 
         public init(
             configDirectory: String, readOnlyReason: String? = nil, requestsPerMinute: Int = TenantAPI.defaultRequestsPerMinute,
-            servedTimeout: Duration = TenantAPI.servedTimeout
+            servedTimeout: Duration = TenantAPI.servedTimeout, verification: VerificationStore? = nil, verifyPort: Int = 80,
+            verificationDue: (@Sendable () -> Void)? = nil
         ) {
+            self.verification = verification
+            self.verifyPort = verifyPort
+            self.verificationDue = verificationDue
             self.configDirectory = configDirectory
             self.readOnlyReason = readOnlyReason
             self.requestsPerMinute = requestsPerMinute
@@ -168,6 +179,7 @@ public final class TenantAPI: Sendable {
             pending.record(host, claims.names)
             pending.section.unlock()
             names.changed()
+            noteChecks(host, created: before == nil, aliases: found.aliases)
             let etag = SiteDirectory.etag(body.files)
             logWrite(token: token, host: host, action: "put", before: beforeETag, after: etag)
             let served = waitUntil { self.isServed(host, files: body.files, aliases: found.aliases) }
@@ -234,6 +246,7 @@ public final class TenantAPI: Sendable {
             pending.record(host, nil)
             pending.section.unlock()
             names.changed()
+            forgetChecks(host)
             logWrite(token: token, host: host, action: "delete", before: beforeETag, after: nil)
             let gone = waitUntil { self.state.served(directory: host) == nil }
             if gone { pending.forget(host) }

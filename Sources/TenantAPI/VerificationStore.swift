@@ -207,9 +207,7 @@ public final class VerificationStore: Sendable {
 
     /// The verification JSON of `GET /v1/sites/{host}/verification` (docs/api.yaml).
     public func json(_ name: String, port: Int) -> String {
-        guard let record = record(name) else {
-            return "{\"host\":\(JSONValue.quote(name)),\"state\":\"not-required\",\"url\":null,\"attempts\":0,\"lastCheck\":null,\"lastError\":null,\"nextCheck\":null}"
-        }
+        guard let record = record(name) else { return Self.notRequiredJSON(name) }
         func time(_ t: Double?) -> String {
             guard let t, t.isFinite, t >= 0, t < 1e11 else { return "null" }
             return JSONValue.quote(Self.rfc3339(t))
@@ -218,6 +216,11 @@ public final class VerificationStore: Sendable {
         return "{\"host\":\(JSONValue.quote(name)),\"state\":\(JSONValue.quote(record.verified ? "verified" : "unverified")),"
             + "\"url\":\(JSONValue.quote(url)),\"attempts\":\(max(0, record.attempts)),\"lastCheck\":\(time(record.lastCheck)),"
             + "\"lastError\":\(record.lastError.map(JSONValue.quote) ?? "null"),\"nextCheck\":\(record.verified ? "null" : time(record.nextCheck))}"
+    }
+
+    /// The verification JSON of a name without a record.
+    static func notRequiredJSON(_ name: String) -> String {
+        "{\"host\":\(JSONValue.quote(name)),\"state\":\"not-required\",\"url\":null,\"attempts\":0,\"lastCheck\":null,\"lastError\":null,\"nextCheck\":null}"
     }
 
     static func rfc3339(_ seconds: Double) -> String {

@@ -1,0 +1,62 @@
+import Foundation
+import Served
+import SiteStore
+import StrictJSON
+
+/// The ownership check's part of the API (docs/api.md, "Ownership check"): which writes create
+/// and remove records, and `GET /v1/sites/{host}/verification`.
+extension TenantAPI {
+    /// After a PUT: a site the API created gets a record for its name; each alias it names that
+    /// it did not hold before gets one too (an alias is a name a certificate would cover). A site
+    /// replaced keeps its records, and a name the operator wrote by hand (a site that existed
+    /// without a record) stays `not-required`: the API did not add it. Aliases the site no longer
+    /// names lose their records. Unverified names are due again now.
+    func noteChecks(_ host: String, created: Bool, aliases: [HostName]) {
+        guard let store = configuration.verification else { return }
+        let now = Date().timeIntervalSince1970
+        var names = created ? [host] : []
+        let heldBefore = Set(state.ownership().held(by: host).map(\.name))
+        for alias in aliases where !alias.isWildcard && !heldBefore.contains(alias.name) { names.append(alias.name) }
+        for name in names {
+            do {
+                try store.create(name, now: now)
+            } catch {
+                logger.error("cannot write a verification record", metadata: ["host": "\(host)", "error": "\(error)"])
+            }
+        }
+        let named = Set(aliases.map(\.name) + [host])
+        for held in heldBefore where !named.contains(held) { store.remove(held) }
+        for name in named { store.dueNow(name, now: now) }
+        configuration.verificationDue?()
+    }
+
+    /// After a DELETE: the records of the site's name and of the aliases it held.
+    func forgetChecks(_ host: String) {
+        guard let store = configuration.verification else { return }
+        for name in Set(state.ownership().held(by: host).map(\.name) + [host]) { store.remove(name) }
+    }
+
+    /// The state shown in the site state and the list: `verified`, `unverified` or `not-required`.
+    func verificationState(_ host: String) -> String {
+        configuration.verification?.state(host) ?? "not-required"
+    }
+
+    /// `GET /v1/sites/{host}/verification`: 404 when no site directory holds the name.
+    func verification(_ host: String) -> APIResponse {
+        switch directory.current(host, strict: false) {
+        case .absent: return Self.error(404, "not-found", "no site directory holds \(host)")
+        case .foreign(let reason): return Self.error(404, "not-found", "no site directory holds \(host): \(reason)")
+        case .site:
+            // The aliases site.yaml names are names too, each with its own check.
+            let aliases = problems(host, directory.sitesPath + "/" + host).aliases.filter { !$0.isWildcard }.map(\.name)
+            func one(_ name: String) -> String {
+                configuration.verification?.json(name, port: configuration.verifyPort)
+                    ?? VerificationStore.notRequiredJSON(name)
+            }
+            var body = one(host)
+            body.removeLast()
+            body += ",\"aliases\":[\(aliases.map(one).joined(separator: ","))]}"
+            return Self.json(200, body)
+        }
+    }
+}
