@@ -8,6 +8,7 @@ package import HashTreeCollections
 package import Reactor
 package import SiteStore
 package import Synchronization
+import TenantAPI
 
 /// The admin listener's pages: liveness, readiness, metrics and every
 /// site's state. Answered on the admin worker's thread, never on a serving one.
@@ -26,6 +27,8 @@ struct AdminPages: Sendable {
     let acme: @Sendable () -> CertificateManager?
     /// The CDN watch in force; nil while off.
     var cdn: @Sendable () -> CDNWatch? = { nil }
+    /// The tenant API's ownership checks; nil while no name has one.
+    var verification: VerificationStore? = nil
 
     func answer(_ path: String) -> AdminEndpoint.Answer? {
         switch path {
@@ -42,7 +45,7 @@ struct AdminPages: Sendable {
             let fallbacks = metrics.traffic.statistics().fallbacks.values.reduce(0, &+)
             return .init(
                 status: .ok, contentType: "application/json",
-                body: sites.sitesPage(fetches: fetches, acme: acme(), fallbacks: fallbacks, cdn: cdn()))
+                body: sites.sitesPage(fetches: fetches, acme: acme(), fallbacks: fallbacks, cdn: cdn(), verification: verification))
         default:
             return nil
         }
@@ -151,7 +154,7 @@ package final class AdminView: Sendable {
     /// sort), with no lock held but the fetch log's for a dictionary copy.
     func render(
         fetches: [String: FetchLog.SiteFetches], acme: [String: CertificateStatus]? = nil,
-        cdn: [String: CDNWatchSchedule.HostState]? = nil
+        cdn: [String: CDNWatchSchedule.HostState]? = nil, verification: [String: Bool]? = nil
     ) -> [UInt8] {
         var out = Array(#"{"sites":["#.utf8)
         out.reserveCapacity(entries.reduce(64) { $0 + $1.value.open.count + 200 })
@@ -178,6 +181,14 @@ package final class AdminView: Sendable {
             // site); null until the watch has asked; absent while the watch is off.
             if let cdn {
                 out += Array(",\"cdn\":".utf8) + (cdn[directory].map(Self.json) ?? Array("null".utf8))
+            }
+            // verification: the tenant API's ownership check of the site's names (docs/api.md):
+            // `unverified` while any name it holds waits for it (no certificate is ordered for
+            // that name), `verified` when every name with a check passed it, else `not-required`.
+            if let verification {
+                let checked = entry.hosts.compactMap { verification[$0] }
+                let state = checked.contains(false) ? "unverified" : checked.isEmpty ? "not-required" : "verified"
+                out += Array(",\"verification\":\"\(state)\"".utf8)
             }
             let f = fetches[directory]
             // lastAppleFetch: seconds since the epoch of the last fetch with User-Agent AASA-Bot,
@@ -251,7 +262,9 @@ final class LockedRegistry: @unchecked Sendable {
     private let publishedOwnership: Mutex<HostOwnership>
     /// The last `/sites` page, with the view generation and fetch log version it was made from:
     /// probes and scrapers that ask again get the same bytes without rendering.
-    private let page = Mutex<(generation: UInt64, fetches: UInt64, acme: Source?, fallbacks: Int, cdn: Source?, bytes: [UInt8])?>(nil)
+    private let page = Mutex<
+        (generation: UInt64, fetches: UInt64, acme: Source?, fallbacks: Int, cdn: Source?, verification: UInt64?, bytes: [UInt8])?
+    >(nil)
 
     /// Which manager or watch (a changed aasad.yaml replaces them) and its version.
     private struct Source: Equatable {
@@ -321,20 +334,24 @@ final class LockedRegistry: @unchecked Sendable {
     var ownership: HostOwnership { publishedOwnership.withLock { $0 } }
 
     /// `/sites` for the current view and fetches; rendered again only when either changed.
-    func sitesPage(fetches: FetchLog, acme: CertificateManager? = nil, fallbacks: Int = 0, cdn: CDNWatch? = nil) -> [UInt8] {
+    func sitesPage(
+        fetches: FetchLog, acme: CertificateManager? = nil, fallbacks: Int = 0, cdn: CDNWatch? = nil, verification: VerificationStore? = nil
+    ) -> [UInt8] {
         let view = current
         let version = fetches.version
         let acmeVersion = acme.map { Source(object: ObjectIdentifier($0), version: $0.version) }
         let cdnVersion = cdn.map { Source(object: ObjectIdentifier($0), version: $0.version) }
         if let cached = page.withLock({ $0 }), cached.generation == view.generation, cached.fetches == version,
-            cached.acme == acmeVersion, cached.fallbacks == fallbacks, cached.cdn == cdnVersion
+            cached.acme == acmeVersion, cached.fallbacks == fallbacks, cached.cdn == cdnVersion,
+            cached.verification == verification?.version
         {
             return cached.bytes
         }
         let statuses = acme?.statusesByName()
-        let bytes = view.render(fetches: fetches.sites(), acme: statuses?.statuses, cdn: cdn?.bySite())
+        let checks = verification.map { ($0.version, $0.verifiedByName()) }
+        let bytes = view.render(fetches: fetches.sites(), acme: statuses?.statuses, cdn: cdn?.bySite(), verification: checks?.1)
         let acmeSource = acme.flatMap { manager in statuses.map { Source(object: ObjectIdentifier(manager), version: $0.version) } }
-        page.withLock { $0 = (view.generation, version, acmeSource, fallbacks, cdnVersion, bytes) }
+        page.withLock { $0 = (view.generation, version, acmeSource, fallbacks, cdnVersion, checks?.0, bytes) }
         return bytes
     }
 

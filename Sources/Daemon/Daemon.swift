@@ -268,7 +268,7 @@ package final class Daemon: @unchecked Sendable {
             sites: sites, ready: ready, fetches: fetches,
             metrics: MetricsExporter(
                 traffic: traffic, fetches: fetches, sites: sites, acme: acme, development: development, cdn: { cdnWatch.value }),
-            acme: acme, cdn: { cdnWatch.value })
+            acme: acme, cdn: { cdnWatch.value }, verification: verification)
         let adminHosts = AdminHosts(settings.adminHosts)
         let endpoint = AdminEndpoint(hosts: adminHosts) { path in pages.answer(path) }
         var serverConfiguration = Server.Configuration(

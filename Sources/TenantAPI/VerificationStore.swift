@@ -53,7 +53,7 @@ public final class VerificationStore: Sendable {
 
     public let directory: String
     private let key: [UInt8]
-    private let records = Mutex<[String: VerificationRecord]>([:])
+    private let records = Mutex<(version: UInt64, byName: [String: VerificationRecord])>((0, [:]))
 
     /// Opens (creating when absent) `<config>/.aasad-verify/` and its key, and reads the records.
     public init(configDirectory: String) throws(VerificationError) {
@@ -111,7 +111,7 @@ public final class VerificationStore: Sendable {
     /// What the public path answers (a serving thread: memory only): the HMAC answer when `host`
     /// has a record whose token is `token`, else nil.
     public func answer(host: String, token: String) -> [UInt8]? {
-        guard token.utf8.count <= Self.maximumTokenLength, let record = records.withLock({ $0[host] }),
+        guard token.utf8.count <= Self.maximumTokenLength, let record = records.withLock({ $0.byName[host] }),
             Self.constantTimeEqual(Array(record.token.utf8), Array(token.utf8))
         else { return nil }
         return expectedAnswer(name: host, token: token)
@@ -125,13 +125,19 @@ public final class VerificationStore: Sendable {
     }
 
     /// The record of `name`; nil: none (the name needs no check).
-    public func record(_ name: String) -> VerificationRecord? { records.withLock { $0[name] } }
+    public func record(_ name: String) -> VerificationRecord? { records.withLock { $0.byName[name] } }
 
     /// Whether automatic certificates must wait for `name`: it has a record not yet verified.
-    public func blocks(_ name: String) -> Bool { records.withLock { $0[name].map { !$0.verified } ?? false } }
+    public func blocks(_ name: String) -> Bool { records.withLock { $0.byName[name].map { !$0.verified } ?? false } }
 
     /// Every record (the checker's pass).
-    public func all() -> [VerificationRecord] { records.withLock { Array($0.values) } }
+    public func all() -> [VerificationRecord] { records.withLock { Array($0.byName.values) } }
+
+    /// Whether each name with a record is verified (the admin `/sites` view).
+    public func verifiedByName() -> [String: Bool] { records.withLock { $0.byName.mapValues(\.verified) } }
+
+    /// Changes with every record written, removed or read anew with other contents.
+    public var version: UInt64 { records.withLock { $0.version } }
 
     /// Creates the record of a new name (a fresh token, unverified, due now); a name that has one
     /// keeps it.
@@ -156,7 +162,7 @@ public final class VerificationStore: Sendable {
         } catch {
             throw VerificationError(description: "\(record.name): \(error)")
         }
-        records.withLock { $0[record.name] = record }
+        records.withLock { $0.byName[record.name] = record; $0.version &+= 1 }
     }
 
     /// Removes the record of `name` (the site or the alias is gone).
@@ -164,7 +170,7 @@ public final class VerificationStore: Sendable {
         guard Self.isStorableName(name) else { return }
         try? Files.remove(path(name))
         try? Files.syncDirectory(directory + "/names")
-        records.withLock { $0[name] = nil }
+        records.withLock { $0.byName[name] = nil; $0.version &+= 1 }
     }
 
     /// A site's names whose check is due to be asked again now (a PUT of the site).
@@ -187,7 +193,12 @@ public final class VerificationStore: Sendable {
             else { continue }
             found[name] = record
         }
-        records.withLock { $0 = found }
+        records.withLock {
+            if $0.byName != found {
+                $0.byName = found
+                $0.version &+= 1
+            }
+        }
     }
 
     /// A name as a file name: a host name as `HostName` accepts it (lower-case LDH, no slash, no
