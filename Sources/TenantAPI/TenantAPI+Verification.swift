@@ -11,12 +11,11 @@ extension TenantAPI {
     /// replaced keeps its records, and a name the operator wrote by hand (a site that existed
     /// without a record) stays `not-required`: the API did not add it. Aliases the site no longer
     /// names lose their records. Unverified names are due again now.
-    func noteChecks(_ host: String, created: Bool, aliases: [HostName]) {
+    func noteChecks(_ host: String, created: Bool, namedBefore: Set<String>, aliases: [HostName]) {
         guard let store = configuration.verification else { return }
         let now = Date().timeIntervalSince1970
         var names = created ? [host] : []
-        let heldBefore = Set(state.ownership().held(by: host).map(\.name))
-        for alias in aliases where !alias.isWildcard && !heldBefore.contains(alias.name) { names.append(alias.name) }
+        for alias in aliases where !alias.isWildcard && !namedBefore.contains(alias.name) { names.append(alias.name) }
         for name in names {
             do {
                 try store.create(name, now: now)
@@ -25,15 +24,22 @@ extension TenantAPI {
             }
         }
         let named = Set(aliases.map(\.name) + [host])
-        for held in heldBefore where !named.contains(held) { store.remove(held) }
+        for old in namedBefore where !named.contains(old) { store.remove(old) }
         for name in named { store.dueNow(name, now: now) }
         configuration.verificationDue?()
     }
 
-    /// After a DELETE: the records of the site's name and of the aliases it held.
-    func forgetChecks(_ host: String) {
+    /// The names the site on disk names (its own and site.yaml's aliases), read before a write
+    /// replaces or removes it: the served ownership may not have caught up with the last write.
+    func namesForChecks(_ host: String) -> Set<String> {
+        guard configuration.verification != nil else { return [] }
+        return Set(problems(host, directory.sitesPath + "/" + host).aliases.map(\.name) + [host])
+    }
+
+    /// After a DELETE: the records of the names the site named.
+    func forgetChecks(_ names: Set<String>) {
         guard let store = configuration.verification else { return }
-        for name in Set(state.ownership().held(by: host).map(\.name) + [host]) { store.remove(name) }
+        for name in names { store.remove(name) }
     }
 
     /// The state shown in the site state and the list: `verified`, `unverified` or `not-required`.

@@ -147,6 +147,7 @@ public final class TenantAPI: Sendable {
             }
             let beforeETag = before.map(SiteDirectory.etag)
             if let refusal = Self.preconditionFails(request, current: beforeETag) { return refusal }
+            let namedBefore = before == nil ? [] : namesForChecks(host)
             let staging: String
             do throws(SiteDirectory.Failure) {
                 staging = try directory.stage(host, body.files)
@@ -179,7 +180,7 @@ public final class TenantAPI: Sendable {
             pending.record(host, claims.names)
             pending.section.unlock()
             names.changed()
-            noteChecks(host, created: before == nil, aliases: found.aliases)
+            noteChecks(host, created: before == nil, namedBefore: namedBefore, aliases: found.aliases)
             let etag = SiteDirectory.etag(body.files)
             logWrite(token: token, host: host, action: "put", before: beforeETag, after: etag)
             let served = waitUntil { self.isServed(host, files: body.files, aliases: found.aliases) }
@@ -236,6 +237,7 @@ public final class TenantAPI: Sendable {
             }
             let beforeETag = SiteDirectory.etag(before)
             if let refusal = Self.preconditionFails(request, current: beforeETag) { return refusal }
+            let namedBefore = namesForChecks(host)
             pending.section.lock()
             do throws(SiteDirectory.Failure) {
                 try directory.remove(host)
@@ -246,7 +248,7 @@ public final class TenantAPI: Sendable {
             pending.record(host, nil)
             pending.section.unlock()
             names.changed()
-            forgetChecks(host)
+            forgetChecks(namedBefore)
             logWrite(token: token, host: host, action: "delete", before: beforeETag, after: nil)
             let gone = waitUntil { self.state.served(directory: host) == nil }
             if gone { pending.forget(host) }

@@ -15,6 +15,8 @@ final class APIFixture: @unchecked Sendable {
     let logs = LogLines()
     let tokens: APITokenStore
     let api: TenantAPI
+    /// The ownership checks, when the fixture keeps them (`verification: true`).
+    let verification: VerificationStore?
 
     static let platform = "platform-secret-0123456789"
     static let customerA = "customer-a-secret-0123456789"
@@ -45,7 +47,8 @@ final class APIFixture: @unchecked Sendable {
     init(
         tokens tokensText: String? = APIFixture.tokensFile, readOnly: String? = nil, requestsPerMinute: Int = 100_000,
         state: ((String) -> any APIServedState)? = nil, servedTimeout: Duration = .seconds(5),
-        failWrite: (@Sendable (String) -> Int32?)? = nil, prepare: (TemporaryDirectory) throws -> Void = { _ in }
+        failWrite: (@Sendable (String) -> Int32?)? = nil, verification: Bool = false,
+        prepare: (TemporaryDirectory) throws -> Void = { _ in }
     ) throws {
         directory = try TemporaryDirectory(prefix: "tenant-api")
         try FileManager.default.createDirectory(atPath: directory.path("sites"), withIntermediateDirectories: true)
@@ -54,9 +57,12 @@ final class APIFixture: @unchecked Sendable {
         let logger = Logger(label: "test") { [logs] _ in logs }
         tokens = APITokenStore(path: directory.path("tokens.yaml"), logger: logger)
         let root = directory.path
+        let store = verification ? try VerificationStore(configDirectory: root) : nil
+        self.verification = store
         api = TenantAPI(
             configuration: .init(
-                configDirectory: root, readOnlyReason: readOnly, requestsPerMinute: requestsPerMinute, servedTimeout: servedTimeout),
+                configDirectory: root, readOnlyReason: readOnly, requestsPerMinute: requestsPerMinute, servedTimeout: servedTimeout,
+                verification: store),
             tokens: tokens, state: state?(root) ?? DirectoryServedState(root: root), logger: logger, failWrite: failWrite)
     }
 
