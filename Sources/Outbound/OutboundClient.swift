@@ -159,7 +159,8 @@ public final class OutboundClient: Sendable {
     /// bytes outside visible ASCII, a field name that is no token, a value with CR, LF or other
     /// controls, a connect-to entry with them.
     package static func check(_ request: OutboundRequest) throws(OutboundError) {
-        guard request.url.utf8.count <= 8_192, request.url.lowercased().hasPrefix("https://") || isLoopbackHTTP(request) || isPinnedHTTP(request),
+        guard request.url.utf8.count <= 8_192,
+            request.url.lowercased().hasPrefix("https://") || isLoopbackHTTP(request) || isPinnedHTTP(request),
             request.url.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F })
         else {
             throw OutboundError(

@@ -80,7 +80,7 @@ public final class VerificationStore: Sendable {
             try Files.writeAll(fd, fresh, at: 0)
             try Files.sync(fd)
             return fresh
-        } catch where error.errno == EEXIST {
+        } catch  where error.errno == EEXIST {
             // Another process may still be writing it: its bytes are there once it has synced.
             for _ in 0..<50 {
                 let bytes = try? Files.readFile(path, limit: keyBytes)
@@ -162,7 +162,9 @@ public final class VerificationStore: Sendable {
         } catch {
             throw VerificationError(description: "\(record.name): \(error)")
         }
-        records.withLock { $0.byName[record.name] = record; $0.version &+= 1 }
+        records.withLock {
+            $0.byName[record.name] = record; $0.version &+= 1
+        }
     }
 
     /// Removes the record of `name` (the site or the alias is gone).
@@ -170,7 +172,9 @@ public final class VerificationStore: Sendable {
         guard Self.isStorableName(name) else { return }
         try? Files.remove(path(name))
         try? Files.syncDirectory(directory + "/names")
-        records.withLock { $0.byName[name] = nil; $0.version &+= 1 }
+        records.withLock {
+            $0.byName[name] = nil; $0.version &+= 1
+        }
     }
 
     /// A site's names whose check is due to be asked again now (a PUT of the site).

@@ -143,6 +143,13 @@ final class StandInServer: @unchecked Sendable {
 /// The checker against servers a tenant controls: only this deployment's answer for that name and
 /// token verifies it.
 @Suite(.serialized) struct VerificationCheckerTests {
+    static let notTheAnswer = "status 200, but not this deployment's answer for the name"
+
+    /// This deployment's answer for the record's name and token.
+    static func right(_ store: VerificationStore, _ record: VerificationRecord) -> String {
+        String(decoding: store.expectedAnswer(name: record.name, token: record.token), as: UTF8.self)
+    }
+
     func checker(_ store: VerificationStore, port: Int) -> VerificationChecker {
         var configuration = VerificationChecker.Configuration(port: port)
         configuration.timeoutMilliseconds = 1_000
@@ -165,7 +172,7 @@ final class StandInServer: @unchecked Sendable {
     @Test func anEchoServerStaysUnverified() throws {
         let (_, store, record) = try fixture()
         let server = try StandInServer(mode: "echo")
-        #expect(checker(store, port: server.port).check(record) == .failed("status 200, but not this deployment's answer for the name"))
+        #expect(checker(store, port: server.port).check(record) == .failed(Self.notTheAnswer))
     }
 
     @Test func anotherNamesAnswerStaysUnverified() throws {
@@ -178,14 +185,15 @@ final class StandInServer: @unchecked Sendable {
             store.expectedAnswer(name: "a.localhost", token: other.token),
         ] {
             let server = try StandInServer(mode: "fixed", body: String(decoding: body, as: UTF8.self))
-            #expect(checker(store, port: server.port).check(record) == .failed("status 200, but not this deployment's answer for the name"))
+            #expect(checker(store, port: server.port).check(record) == .failed(Self.notTheAnswer))
         }
     }
 
     @Test func aRedirectToTheRightAnswerIsNotFollowed() throws {
         let (_, store, record) = try fixture()
-        let right = try StandInServer(mode: "fixed", body: String(decoding: store.expectedAnswer(name: record.name, token: record.token), as: UTF8.self))
-        let redirect = try StandInServer(mode: "redirect", body: "http://a.localhost:\(right.port)/.well-known/aasad-verify/\(record.token)")
+        let right = try StandInServer(mode: "fixed", body: Self.right(store, record))
+        let target = "http://a.localhost:\(right.port)/.well-known/aasad-verify/\(record.token)"
+        let redirect = try StandInServer(mode: "redirect", body: target)
         #expect(checker(store, port: redirect.port).check(record) == .failed("status 301"))
         #expect(checker(store, port: right.port).check(record) == .verified)
     }
@@ -193,13 +201,13 @@ final class StandInServer: @unchecked Sendable {
     @Test func aHugeAnswerIsCutAndStaysUnverified() throws {
         let (_, store, record) = try fixture()
         // The right answer repeated: its first 43 bytes are right, the answer is not.
-        let server = try StandInServer(mode: "huge", body: String(decoding: store.expectedAnswer(name: record.name, token: record.token), as: UTF8.self))
+        let server = try StandInServer(mode: "huge", body: Self.right(store, record))
         #expect(checker(store, port: server.port).check(record) == .failed("the answer is too large"))
     }
 
     @Test func aSlowAnswerTimesOutAndStaysUnverified() throws {
         let (_, store, record) = try fixture()
-        let server = try StandInServer(mode: "slow", body: String(decoding: store.expectedAnswer(name: record.name, token: record.token), as: UTF8.self))
+        let server = try StandInServer(mode: "slow", body: Self.right(store, record))
         #expect(checker(store, port: server.port).check(record) == .failed("no answer within the timeout"))
     }
 
@@ -218,7 +226,7 @@ final class StandInServer: @unchecked Sendable {
         #expect(!failed.verified && failed.attempts == 1 && failed.lastError?.hasPrefix("status 200") == true)
         #expect(failed.nextCheck >= before + 27 && failed.nextCheck <= Date().timeIntervalSince1970 + 33)
         #expect(store.blocks(record.name))
-        let good = try StandInServer(mode: "fixed", body: String(decoding: store.expectedAnswer(name: record.name, token: record.token), as: UTF8.self))
+        let good = try StandInServer(mode: "fixed", body: Self.right(store, record))
         let verified = Mutex<[String]>([])
         var configuration = VerificationChecker.Configuration(port: good.port)
         configuration.timeoutMilliseconds = 1_000
@@ -234,7 +242,7 @@ final class StandInServer: @unchecked Sendable {
 
     @Test func aRecordRemovedDuringTheCheckIsNotWrittenBack() throws {
         let (_, store, record) = try fixture()
-        let good = try StandInServer(mode: "fixed", body: String(decoding: store.expectedAnswer(name: record.name, token: record.token), as: UTF8.self))
+        let good = try StandInServer(mode: "fixed", body: Self.right(store, record))
         store.remove(record.name)
         checker(store, port: good.port).checkAndRecord(record)
         #expect(store.record(record.name) == nil)

@@ -55,10 +55,11 @@ final class VerificationServeTests {
         let server = try RunningServer(
             config: config, extra: try Self.apiFlags(config, apiPort: apiPort, verifyPort: Loopback.unusedPort()) + ["--http-redirect"])
         defer { _ = server.stop() }
-        let put = try Self.api(config, apiPort, "PUT", "/v1/sites/v.localhost", body: #"{"aasa":\#(String(decoding: config.aasa, as: UTF8.self))}"#)
+        let body = #"{"aasa":\#(String(decoding: config.aasa, as: UTF8.self))}"#
+        let put = try Self.api(config, apiPort, "PUT", "/v1/sites/v.localhost", body: body)
         #expect(put.status == 201, "\(String(decoding: put.body, as: UTF8.self))")
         #expect(Self.json(put)["verification"] as? String == "unverified")
-        _ = try Self.api(config, apiPort, "PUT", "/v1/sites/w.localhost", body: #"{"aasa":\#(String(decoding: config.aasa, as: UTF8.self))}"#)
+        _ = try Self.api(config, apiPort, "PUT", "/v1/sites/w.localhost", body: body)
         let token = try #require(Self.record(config, "v.localhost")["token"] as? String)
         let other = try #require(Self.record(config, "w.localhost")["token"] as? String)
         let path = "/.well-known/aasad-verify/\(token)"
