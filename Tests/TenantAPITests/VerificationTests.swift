@@ -54,7 +54,8 @@ final class StandInServer: @unchecked Sendable {
     }
 
     @Test func theAnswerIsGivenOnlyForThatNameAndItsCurrentToken() throws {
-        let (_, store) = try store()
+        let (directory, store) = try store()
+        defer { withExtendedLifetime(directory) {} }
         try store.create("a.localhost", now: 0)
         try store.create("b.localhost", now: 0)
         let a = try #require(store.record("a.localhost"))
@@ -164,19 +165,22 @@ final class StandInServer: @unchecked Sendable {
     }
 
     @Test func aNameThatDoesNotResolveStaysUnverified() throws {
-        let (_, store, record) = try fixture("no-such-name.invalid")
+        let (directory, store, record) = try fixture("no-such-name.invalid")
+        defer { withExtendedLifetime(directory) {} }
         let outcome = checker(store, port: 80).check(record)
         #expect(outcome == .failed("the name does not resolve"))
     }
 
     @Test func anEchoServerStaysUnverified() throws {
-        let (_, store, record) = try fixture()
+        let (directory, store, record) = try fixture()
+        defer { withExtendedLifetime(directory) {} }
         let server = try StandInServer(mode: "echo")
         #expect(checker(store, port: server.port).check(record) == .failed(Self.notTheAnswer))
     }
 
     @Test func anotherNamesAnswerStaysUnverified() throws {
-        let (_, store, record) = try fixture()
+        let (directory, store, record) = try fixture()
+        defer { withExtendedLifetime(directory) {} }
         try store.create("b.localhost", now: 0)
         let other = try #require(store.record("b.localhost"))
         // What this deployment answers for b, replayed by a's server; and a's answer for b's token.
@@ -190,7 +194,8 @@ final class StandInServer: @unchecked Sendable {
     }
 
     @Test func aRedirectToTheRightAnswerIsNotFollowed() throws {
-        let (_, store, record) = try fixture()
+        let (directory, store, record) = try fixture()
+        defer { withExtendedLifetime(directory) {} }
         let right = try StandInServer(mode: "fixed", body: Self.right(store, record))
         let target = "http://a.localhost:\(right.port)/.well-known/aasad-verify/\(record.token)"
         let redirect = try StandInServer(mode: "redirect", body: target)
@@ -199,25 +204,29 @@ final class StandInServer: @unchecked Sendable {
     }
 
     @Test func aHugeAnswerIsCutAndStaysUnverified() throws {
-        let (_, store, record) = try fixture()
+        let (directory, store, record) = try fixture()
+        defer { withExtendedLifetime(directory) {} }
         // The right answer repeated: its first 43 bytes are right, the answer is not.
         let server = try StandInServer(mode: "huge", body: Self.right(store, record))
         #expect(checker(store, port: server.port).check(record) == .failed("the answer is too large"))
     }
 
     @Test func aSlowAnswerTimesOutAndStaysUnverified() throws {
-        let (_, store, record) = try fixture()
+        let (directory, store, record) = try fixture()
+        defer { withExtendedLifetime(directory) {} }
         let server = try StandInServer(mode: "slow", body: Self.right(store, record))
         #expect(checker(store, port: server.port).check(record) == .failed("no answer within the timeout"))
     }
 
     @Test func nothingListeningStaysUnverified() throws {
-        let (_, store, record) = try fixture()
+        let (directory, store, record) = try fixture()
+        defer { withExtendedLifetime(directory) {} }
         #expect(checker(store, port: Loopback.unusedPort()).check(record) == .failed("no connection"))
     }
 
     @Test func theRightAnswerVerifiesAndAFailureBacksOff() throws {
-        let (_, store, record) = try fixture()
+        let (directory, store, record) = try fixture()
+        defer { withExtendedLifetime(directory) {} }
         let bad = try StandInServer(mode: "echo")
         let failing = checker(store, port: bad.port)
         let before = Date().timeIntervalSince1970
@@ -241,7 +250,8 @@ final class StandInServer: @unchecked Sendable {
     }
 
     @Test func aRecordRemovedDuringTheCheckIsNotWrittenBack() throws {
-        let (_, store, record) = try fixture()
+        let (directory, store, record) = try fixture()
+        defer { withExtendedLifetime(directory) {} }
         let good = try StandInServer(mode: "fixed", body: Self.right(store, record))
         store.remove(record.name)
         checker(store, port: good.port).checkAndRecord(record)
