@@ -37,6 +37,12 @@ final class DaemonServedState: APIServedState {
 }
 
 extension Daemon {
+    /// Whether each name the tenant API added is verified, read without making anything (for
+    /// `aasad sites`).
+    package static func verificationStates(config: String) -> [String: Bool] {
+        VerificationStore.readStates(configDirectory: config)
+    }
+
     /// The ownership checks (Sources/TenantAPI/VerificationStore.swift): kept when the API can
     /// write, and read whenever another replica's API left records in the shared config
     /// directory (this replica then orders no certificate for a name they hold back either).

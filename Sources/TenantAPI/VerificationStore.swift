@@ -205,6 +205,22 @@ public final class VerificationStore: Sendable {
         }
     }
 
+    /// Whether each name with a record is verified, read from `configDirectory` without making
+    /// anything (`aasad sites`, a read-only look): empty when there are no records.
+    public static func readStates(configDirectory: String) -> [String: Bool] {
+        let names = configDirectory + "/" + directoryName + "/names"
+        guard let files = try? Files.list(names) else { return [:] }
+        var out: [String: Bool] = [:]
+        for file in files where file.hasSuffix(".json") && !file.hasPrefix(".") {
+            let name = String(file.dropLast(5))
+            guard isStorableName(name), let bytes = try? Files.readFile(names + "/" + file, limit: maximumRecordBytes),
+                let record = try? JSONDecoder().decode(VerificationRecord.self, from: Data(bytes)), record.name == name
+            else { continue }
+            out[name] = record.verified
+        }
+        return out
+    }
+
     /// A name as a file name: a host name as `HostName` accepts it (lower-case LDH, no slash, no
     /// dot segment), not a wildcard (the check fetches a name; a wildcard is no name to fetch).
     static func isStorableName(_ name: String) -> Bool {

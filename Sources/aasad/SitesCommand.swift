@@ -59,11 +59,18 @@ struct SitesCommand: ParsableCommand {
         let problems = registry.entryErrors
         let automatic = Self.storedCertificates(config: config, snapshot: registry.snapshot)
         let copies = cdn ? try cdnStates(registry.snapshot) : [:]
+        // Names added over the tenant API wait for their ownership check (docs/api.md).
+        let checks = Daemon.verificationStates(config: config)
+        func unverified(_ hosts: [String]) -> [String] { hosts.filter { checks[$0] == false } }
         switch format {
         case .json:
             JSONOutput.print(
                 Listing(
-                    sites: statuses.map { Site(status: $0, acme: automatic?.forSite($0.hosts), cdn: cdn ? copies[$0.directory] : nil) },
+                    sites: statuses.map {
+                        Site(
+                            status: $0, acme: automatic?.forSite($0.hosts), cdn: cdn ? copies[$0.directory] : nil,
+                            unverified: checks.isEmpty ? nil : unverified($0.hosts))
+                    },
                     entries: problems.map { "\($0.file): \($0.message)" }))
         case .text:
             // Fields apart by tabs, each escaped (`TerminalText`): a directory's name and what
@@ -72,6 +79,7 @@ struct SitesCommand: ParsableCommand {
                 var fields = [s.directory, s.state.rawValue, s.hosts.joined(separator: ",")]
                 if let etag = s.etag { fields.append("etag=\(etag)") }
                 if !s.refusedHosts.isEmpty { fields.append("refused=\(s.refusedHosts.map(\.host).joined(separator: ","))") }
+                if !unverified(s.hosts).isEmpty { fields.append("unverified=\(unverified(s.hosts).joined(separator: ","))") }
                 if cdn { fields.append("cdn=" + (copies[s.directory].map { "\($0.state.rawValue)(\($0.host))" } ?? "none")) }
                 for stored in automatic?.forSite(s.hosts) ?? [] {
                     fields.append(
@@ -102,14 +110,18 @@ struct SitesCommand: ParsableCommand {
         var status: SiteStatus
         var acme: [StoredCertificate]?
         var cdn: CDNWatchSchedule.HostState?
+        /// The site's names added over the tenant API whose ownership check has not passed (no
+        /// certificate is ordered for them); nil when no name has a check.
+        var unverified: [String]?
 
-        enum Key: String, CodingKey { case acme, cdn }
+        enum Key: String, CodingKey { case acme, cdn, unverified }
 
         func encode(to encoder: any Encoder) throws {
             try status.encode(to: encoder)
             var container = encoder.container(keyedBy: Key.self)
             try container.encodeIfPresent(acme, forKey: .acme)
             try container.encodeIfPresent(cdn, forKey: .cdn)
+            try container.encodeIfPresent(unverified, forKey: .unverified)
         }
     }
 
@@ -182,7 +194,9 @@ struct SitesCommand: ParsableCommand {
             let storage = try? ACMEStorage(root: settings.acme.storage ?? settings.state + "/acme", create: false)
         else { return nil }
         var byName: [String: StoredCertificate] = [:]
-        let bySite = ACMENames().names(in: snapshot)
+        // As the server does: no order for a name whose ownership check has not passed.
+        let checks = Daemon.verificationStates(config: config)
+        let bySite = ACMENames(blocked: { checks[$0] == false }).names(in: snapshot)
         for name in bySite.values.joined() {
             var entry = StoredCertificate(name: name)
             do {

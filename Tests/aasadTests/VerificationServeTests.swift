@@ -87,6 +87,13 @@ final class VerificationServeTests {
             })
         let sites = Self.json(try server.admin("/sites"))["sites"] as? [[String: Any]] ?? []
         #expect(sites.first { $0["directory"] as? String == "v.localhost" }?["verification"] as? String == "unverified", "\(sites)")
+        // aasad sites, reading the directory: the waiting name, in text and JSON.
+        let text = try Tool.run(AASAD.binary.path, ["sites", "--config", config.config]).text
+        let line = text.split(separator: "\n").first { $0.hasPrefix("v.localhost\t") } ?? ""
+        #expect(line.contains("\tunverified=v.localhost"), "\(text)")
+        let listing = try Tool.run(AASAD.binary.path, ["sites", "--config", config.config, "--format", "json"]).stdout
+        let entries = (try JSONSerialization.jsonObject(with: Data(listing)) as? [String: Any])?["sites"] as? [[String: Any]] ?? []
+        #expect(entries.first { $0["directory"] as? String == "v.localhost" }?["unverified"] as? [String] == ["v.localhost"])
         // The key never leaves the server: not in the log, not in any API answer.
         let key = try Data(contentsOf: URL(fileURLWithPath: config.path("config/.aasad-verify/key")))
         #expect(!server.logSoFar().contains(key.base64EncodedString()))
