@@ -109,10 +109,13 @@ public final class VerificationChecker: Sendable {
     }
 
     /// One check of `record`, and its outcome written (unless the record went or changed token
-    /// meanwhile: the site was deleted or put again).
+    /// meanwhile: the site was deleted or put again). The record is read from disk before and
+    /// after: another replica sharing the directory may have verified the name, and a failure
+    /// here must not undo that.
     func checkAndRecord(_ record: VerificationRecord) {
+        guard let before = store.reread(record.name), before.token == record.token, !before.verified else { return }
         let outcome = check(record)
-        guard var current = store.record(record.name), current.token == record.token else { return }
+        guard var current = store.reread(record.name), current.token == record.token, !current.verified else { return }
         let now = Date().timeIntervalSince1970
         current.attempts = min(current.attempts + 1, 1_000_000)
         current.lastCheck = now

@@ -184,6 +184,22 @@ public final class VerificationStore: Sendable {
         try? write(record)
     }
 
+    /// The record of `name` as the disk has it now (another replica may have written it since the
+    /// last `refresh`), taken into memory; nil when there is none.
+    public func reread(_ name: String) -> VerificationRecord? {
+        guard Self.isStorableName(name) else { return nil }
+        let found = (try? Files.readFile(path(name), limit: Self.maximumRecordBytes)).flatMap {
+            try? JSONDecoder().decode(VerificationRecord.self, from: Data($0))
+        }.flatMap { $0.name == name && $0.token.utf8.count <= Self.maximumTokenLength ? $0 : nil }
+        records.withLock {
+            if $0.byName[name] != found {
+                $0.byName[name] = found
+                $0.version &+= 1
+            }
+        }
+        return found
+    }
+
     /// Reads the records from disk again: what another replica wrote joins, what it removed goes.
     /// A file that is not a record of the name it is stored under is skipped.
     public func refresh() {

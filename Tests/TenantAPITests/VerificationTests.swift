@@ -348,3 +348,57 @@ final class StandInServer: @unchecked Sendable {
         #expect(store.blocks("a.example"))
     }
 }
+
+/// The checker's bounds, each at N and N+1.
+@Suite(.serialized) struct VerificationBoundTests {
+    @Test func anAnswerOfTheBoundIsReadAndOneByteMoreIsTooLarge() throws {
+        let directory = try TemporaryDirectory(prefix: "verify")
+        let store = try VerificationStore(configDirectory: directory.path)
+        try store.create("a.localhost", now: 0)
+        let record = try #require(store.record("a.localhost"))
+        var configuration = VerificationChecker.Configuration()
+        configuration.timeoutMilliseconds = 1_000
+        for (length, outcome) in [
+            (VerificationChecker.maximumAnswerBytes, VerificationCheckerTests.notTheAnswer),
+            (VerificationChecker.maximumAnswerBytes + 1, "the answer is too large"),
+        ] {
+            let server = try StandInServer(mode: "fixed", body: String(repeating: "A", count: length))
+            configuration.port = server.port
+            let checker = VerificationChecker(store: store, configuration: configuration, logger: Logger(label: "test")) { _ in }
+            #expect(checker.check(record) == .failed(outcome), "\(length)")
+        }
+    }
+
+    @Test func aPassChecksAtMostItsBoundOfDueNamesOldestFirst() throws {
+        let directory = try TemporaryDirectory(prefix: "verify")
+        let store = try VerificationStore(configDirectory: directory.path)
+        let count = VerificationChecker.maximumChecksPerPass + 1
+        for i in 0..<count { try store.create("n\(i).localhost", now: Double(i)) }
+        var configuration = VerificationChecker.Configuration(port: Loopback.unusedPort())
+        configuration.timeoutMilliseconds = 1_000
+        let checker = VerificationChecker(store: store, configuration: configuration, logger: Logger(label: "test")) { _ in }
+        checker.pass(now: Double(count))
+        let checked = store.all().filter { $0.attempts == 1 }.map(\.name)
+        #expect(checked.count == VerificationChecker.maximumChecksPerPass)
+        // The newest due name waits for the next pass.
+        #expect(!checked.contains("n\(count - 1).localhost"))
+    }
+
+    @Test func aFailureHereDoesNotUndoAnotherReplicasVerification() throws {
+        let directory = try TemporaryDirectory(prefix: "verify")
+        let mine = try VerificationStore(configDirectory: directory.path)
+        try mine.create("a.localhost", now: 0)
+        let record = try #require(mine.record("a.localhost"))
+        // Another replica on the same directory verifies it; this one has not read that yet.
+        let other = try VerificationStore(configDirectory: directory.path)
+        var verified = record
+        verified.verified = true
+        try other.write(verified)
+        #expect(mine.record("a.localhost")?.verified == false)
+        var configuration = VerificationChecker.Configuration(port: Loopback.unusedPort())
+        configuration.timeoutMilliseconds = 1_000
+        VerificationChecker(store: mine, configuration: configuration, logger: Logger(label: "test")) { _ in }.checkAndRecord(record)
+        mine.refresh()
+        #expect(mine.record("a.localhost")?.verified == true)
+    }
+}
