@@ -130,11 +130,18 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // The commands: serve (the daemon's flags and signals), validate, match, sites, check.
+        // The tenant API's client: arguments checked by the API's own rules, one request through
+        // Outbound, the answer read; `aasad site` prints it.
+        .target(
+            name: "TenantClient",
+            dependencies: ["TenantAPI", "Outbound", "SiteStore", "StrictJSON", "SafeText", .product(name: "Yams", package: "Yams")],
+            swiftSettings: swiftSettings),
+        // The commands: serve (the daemon's flags and signals), validate, match, sites, check, site.
         .executableTarget(
             name: "aasad",
             dependencies: [
                 "Daemon",
+                "TenantClient",
                 "AASA",
                 "HTTPCore",
                 "SiteStore",
@@ -183,6 +190,9 @@ let package = Package(
             dependencies: [
                 "TenantAPI", "SiteStore", "Hashing", "HTTPCore", "TestSupport", .product(name: "Logging", package: "swift-log"),
             ],
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "TenantClientTests", dependencies: ["TenantClient", "Outbound", "StrictJSON", "TestSupport"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "DaemonTests",
