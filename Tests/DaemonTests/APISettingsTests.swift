@@ -1,4 +1,5 @@
 import Foundation
+import TenantAPI
 import Testing
 
 @testable import Daemon
@@ -43,6 +44,27 @@ import Testing
         }
         #expect(!APISettings.isLoopback(":8444"))
         #expect(!APISettings.isLoopback("[::]:8444"))
+    }
+
+    /// The settings' TLS rule is the listener's reading of the address: a string prefix once took
+    /// a host name starting with `127.` for loopback (the listener refuses it, and a resolver could
+    /// send it anywhere) and an IPv4-mapped 127.0.0.0/8 for a network address.
+    @Test func loopbackRuleIsTheListeners() {
+        for address in [
+            "127.example.com:8444", "127.0.0.1.evil.test:8444", "127.:8444", "127.0.0.1", "localhost", "localhost.:8444",
+            "LOCALHOST:8444", "[::1]", "127.0.0.1:65536", "127.0.0.1:\r\n8444", "[::]:8444", "0.0.0.0:8444", "128.0.0.1:8444",
+            "[::2]:8444",
+        ] {
+            #expect(!APISettings.isLoopback(address), "\(address.debugDescription)")
+            var plain = ServerSettings()
+            plain.api.listen = address
+            plain.api.tokensFile = "/t"
+            #expect(plain.consistencyProblems(source: "test").map(\.key) == ["api.listen"], "\(address.debugDescription)")
+        }
+        for address in ["127.0.0.1:8444", "127.255.255.254:0", "localhost:8444", "[::1]:8444", "[::ffff:127.0.0.1]:8444"] {
+            #expect(APISettings.isLoopback(address), "\(address)")
+            #expect(APISettings.isLoopback(address) == APIListenAddress.isLoopback(address))
+        }
     }
 
     @Test func validateChecksTheTokensFile() throws {
