@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import SafeText
 import Served
 import SiteStore
 import Synchronization
@@ -56,5 +57,13 @@ extension Daemon {
         }
         let listener = try APIListener(listen: listen, tls: tls, handler: api.handler, logger: logger)
         return (listener, tokens)
+    }
+
+    /// The API's address as bound, for the ready line: `api.listen` with the port the system
+    /// chose when it was 0 (`127.0.0.1:0` → `127.0.0.1:41234`), so a test or a supervisor learns
+    /// it from the line it waits for instead of picking a free port first (a race); "off" without one.
+    static func apiBound(_ listen: String?, port: Int?) -> String {
+        guard let listen, let port, let colon = listen.lastIndex(of: ":") else { return "off" }
+        return TerminalText.escaped(String(listen[..<colon])) + ":\(port)"
     }
 }

@@ -357,7 +357,7 @@ package final class Daemon: @unchecked Sendable {
         // One line a supervisor or a test can wait for (never a sleep).
         ready.raise()
         output(
-            "aasad ready: https=\(server.boundHTTPS.map(\.description).joined(separator: ",")) http=\(server.boundHTTP.map(\.description).joined(separator: ",")) admin=\(server.boundAdmin?.description ?? "off")"
+            "aasad ready: https=\(server.boundHTTPS.map(\.description).joined(separator: ",")) http=\(server.boundHTTP.map(\.description).joined(separator: ",")) admin=\(server.boundAdmin?.description ?? "off") api=\(Self.apiBound(settings.api.listen, port: api?.listener.port))"
         )
         if let path = settings.pidFile {
             do {

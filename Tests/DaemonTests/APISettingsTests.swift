@@ -80,4 +80,16 @@ import Testing
         try Data("tokens: []\n".utf8).write(to: URL(fileURLWithPath: path))
         #expect(settings.api.fileProblems(source: "aasad.yaml").isEmpty)
     }
+
+    /// The ready line's `api=`: the address as given with the port the system chose, so that
+    /// `api.listen: 127.0.0.1:0` works and tests read the port instead of picking one first.
+    @Test func readyLineNamesTheAPIsBoundPort() {
+        #expect(Daemon.apiBound("127.0.0.1:0", port: 41_234) == "127.0.0.1:41234")
+        #expect(Daemon.apiBound("[::1]:0", port: 8_444) == "[::1]:8444")
+        #expect(Daemon.apiBound(":0", port: 1) == ":1")
+        #expect(Daemon.apiBound(nil, port: nil) == "off")
+        #expect(Daemon.apiBound("127.0.0.1:0", port: nil) == "off")
+        // What the line prints of the setting is escaped: no line break can forge a second line.
+        #expect(!Daemon.apiBound("a\r\naasad ready: x:0", port: 1).contains("\n"))
+    }
 }
