@@ -279,7 +279,8 @@ package final class Daemon: @unchecked Sendable {
         let api: (listener: APIListener, tokens: APITokenStore)?
         do {
             api = try Self.tenantAPI(
-                settings.api, config: config, store: store, sites: sites, automatic: automatic, logger: logger)
+                settings.api, config: config, store: store, sites: sites, automatic: automatic,
+                certificateStatus: { certificateManager.value?.status(of: $0) }, logger: logger)
         } catch {
             logger.critical("the tenant API cannot listen", metadata: ["error": "\(error)"])
             server.stop()

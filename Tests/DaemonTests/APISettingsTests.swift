@@ -92,4 +92,15 @@ import Testing
         // What the line prints of the setting is escaped: no line break can forge a second line.
         #expect(!Daemon.apiBound("a\r\naasad ready: x:0", port: 1).contains("\n"))
     }
+
+    /// A site's automatic certificate state is its least advanced name's: a failed name first,
+    /// whatever the others are; `pending` before the manager knows any.
+    @Test func siteCertificateStateIsTheLeastAdvancedName() {
+        #expect(DaemonServedState.siteState([]) == "pending")
+        #expect(DaemonServedState.siteState([.valid, .valid]) == "valid")
+        #expect(DaemonServedState.siteState([.valid, .queued]) == "queued")
+        #expect(DaemonServedState.siteState([.valid, .failed, .ordering]) == "failed")
+        #expect(DaemonServedState.siteState([.capped, .waiting]) == "capped")
+        #expect(DaemonServedState.date(0) == "1970-01-01T00:00:00Z")
+    }
 }
