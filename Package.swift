@@ -56,7 +56,7 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // Text from outside made safe to print (TerminalText) and UTF-8 validation. No I/O.
+        // Text from outside made safe to print (TerminalText), UTF-8 validation, base64url. No I/O.
         .target(name: "SafeText", swiftSettings: swiftSettings),
         // The strict RFC 8259 parser (order, duplicates and source locations kept), shared by the
         // AASA validator, the ACME client and `aasad check`. No I/O.
@@ -130,11 +130,18 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // The commands: serve (the daemon's flags and signals), validate, match, sites, check.
+        // The tenant API's client: arguments checked by the API's own rules, one request through
+        // Outbound, the answer read; `aasad site` prints it.
+        .target(
+            name: "TenantClient",
+            dependencies: ["TenantAPI", "Outbound", "SiteStore", "StrictJSON", "SafeText", .product(name: "Yams", package: "Yams")],
+            swiftSettings: swiftSettings),
+        // The commands: serve (the daemon's flags and signals), validate, match, sites, check, site.
         .executableTarget(
             name: "aasad",
             dependencies: [
                 "Daemon",
+                "TenantClient",
                 "AASA",
                 "HTTPCore",
                 "SiteStore",
@@ -168,7 +175,7 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(
             name: "ACMETests",
-            dependencies: ["ACME", "StrictJSON", "Hashing", "TestSupport", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["ACME", "StrictJSON", "Hashing", "SafeText", "TestSupport", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings),
         .testTarget(name: "ReactorTests", dependencies: ["Reactor"], swiftSettings: swiftSettings),
         .testTarget(name: "TLSTests", dependencies: ["TLS", "TestSupport"], swiftSettings: swiftSettings),
@@ -181,8 +188,11 @@ let package = Package(
         .testTarget(
             name: "TenantAPITests",
             dependencies: [
-                "TenantAPI", "SiteStore", "Hashing", "HTTPCore", "TestSupport", .product(name: "Logging", package: "swift-log"),
+                "TenantAPI", "SiteStore", "Hashing", "HTTPCore", "SafeText", "TestSupport", .product(name: "Logging", package: "swift-log"),
             ],
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "TenantClientTests", dependencies: ["TenantClient", "Outbound", "StrictJSON", "TestSupport"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "DaemonTests",

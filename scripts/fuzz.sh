@@ -137,8 +137,8 @@ fi
 if [ "$which" = all ] || [ "$which" = config ]; then
     # ServerSettings lives in the Daemon library with everything it needs, so this target is
     # aasad itself (which links it), built by SwiftPM in its own scratch path with -D FUZZ_CONFIG: AASACommand then
-    # has no @main, and Sources/aasad/ConfigFuzz.swift hands aasad_main to libFuzzer, which calls
-    # ConfigFuzz.check on each input (the checks ConfigFuzzReplayTests runs in every test run).
+    # has no @main, and Sources/aasad/FuzzEntry.swift hands aasad_main to libFuzzer, which calls
+    # ConfigFuzz.check (Sources/Daemon/ConfigFuzz.swift) on each input (the checks ConfigFuzzReplayTests runs in every test run).
     swift build -c release --scratch-path .build-fuzz-config --product aasad \
         -Xswiftc -sanitize=fuzzer,address -Xswiftc -DFUZZ_CONFIG 2>&1 | { grep -v "Cannot export local symbol" || true; }
     mkdir -p Fuzz/config-corpus

@@ -1,4 +1,5 @@
 import Glibc
+import SafeText
 
 extension ACMEClient {
     /// The media type of an issued chain (RFC 8555 §9.1), asked for when downloading it (§7.4.2).

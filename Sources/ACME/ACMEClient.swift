@@ -1,4 +1,5 @@
 import Reactor
+import SafeText
 import StrictJSON
 import Synchronization
 

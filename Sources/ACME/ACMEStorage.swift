@@ -2,6 +2,7 @@ import Glibc
 import HTTPCore
 import Hashing
 import Reactor
+import SafeText
 
 /// The storage directory that every aasad process of one deployment shares (`acme.storage`):
 ///
@@ -78,7 +79,7 @@ public struct ACMEStorage: Sendable {
     /// so that no request path can name another file.
     public func http01Path(for token: String) -> String? {
         let bytes = Array(token.utf8)
-        guard !bytes.isEmpty, bytes.count <= Self.maximumTokenLength, bytes.allSatisfy({ Base64URL.value($0) != nil }) else { return nil }
+        guard !bytes.isEmpty, bytes.count <= Self.maximumTokenLength, Base64URL.isAlphabet(bytes) else { return nil }
         return root + "/challenges/http-01/" + token
     }
 

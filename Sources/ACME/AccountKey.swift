@@ -1,5 +1,6 @@
 import CAASAOpenSSL
 import Hashing
+import SafeText
 import TLS
 
 /// The ACME account key: EC P-256, signing ES256 (RFC 7518 §3.4) through OpenSSL's EVP API. Made

@@ -209,6 +209,18 @@ public final class CertificateManager: Sendable {
     /// Every wanted name's state, sorted by name.
     public func statuses() -> [CertificateStatus] { statusesByName().statuses.values.sorted { $0.name < $1.name } }
 
+    /// One wanted name's state, or nil when the name is not wanted: what the tenant API's GET
+    /// reports per name, without building every name's state (100,000 sites).
+    public func status(of name: String) -> CertificateStatus? {
+        state.withLock { state in
+            state.entries[name].map { entry in
+                CertificateStatus(
+                    name: name, state: entry.state, notAfter: entry.served?.notAfter, renewAt: entry.renewAt, error: entry.error,
+                    nextAttempt: entry.state == .failed ? entry.backoff.nextAttempt : nil)
+            }
+        }
+    }
+
     /// Every wanted name's state by name, and a version that changes whenever any of them does.
     public func statusesByName() -> (version: UInt64, statuses: [String: CertificateStatus]) {
         state.withLock { state in

@@ -1,4 +1,5 @@
 import Hashing
+import SafeText
 
 /// What answers a CA's challenges while an order is issued (`ACMEClient.issue`): the server's
 /// HTTP-01 and TLS-ALPN-01 answers in the storage directory, a DNS hook for dns-01, a test's fake.

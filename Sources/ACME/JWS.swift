@@ -1,4 +1,5 @@
 import CAASAOpenSSL
+import SafeText
 import StrictJSON
 import TLS
 

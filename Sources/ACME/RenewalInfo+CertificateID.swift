@@ -1,4 +1,5 @@
 import CAASAOpenSSL
+import SafeText
 
 extension RenewalInfo {
     /// RFC 9773 §4.1: a certificate's identifier in `renewalInfo` URLs: base64url of its

@@ -24,14 +24,10 @@ package struct APISettings: Equatable, Sendable {
     package var verifyPort = 80
     package static let verifyPortBounds: ClosedRange<Int> = 1...65_535
 
-    /// Whether `listen` names a loopback address only (127.0.0.0/8, ::1, localhost), where plain
-    /// HTTP is allowed.
-    package static func isLoopback(_ listen: String) -> Bool {
-        var host = Substring(listen)
-        if let colon = host.lastIndex(of: ":") { host = host[..<colon] }
-        if host.hasPrefix("[") && host.hasSuffix("]") { host = host.dropFirst().dropLast() }
-        return host == "::1" || host == "localhost" || host.hasPrefix("127.")
-    }
+    /// Whether `listen` names a loopback address only (127.0.0.0/8, ::1, an IPv4-mapped
+    /// 127.0.0.0/8, localhost), where plain HTTP is allowed: the listener's own reading of the
+    /// value (TenantAPI's APIListenAddress), so the settings and the listener never disagree.
+    package static func isLoopback(_ listen: String) -> Bool { APIListenAddress.isLoopback(listen) }
 
     /// Problems of the section's values together.
     func consistencyProblems() -> [(key: String, message: String)] {

@@ -1,8 +1,11 @@
+import ACME
 import Foundation
 import Logging
+import SafeText
 import Served
 import SiteStore
 import Synchronization
+import TLS
 import TenantAPI
 
 /// What the tenant API asks of the running server (`APIServedState`): the served snapshot for
@@ -12,25 +15,57 @@ final class DaemonServedState: APIServedState {
     let store: SnapshotStore
     let sites: LockedRegistry
     let automatic: Bool
+    /// One name's state from the certificate manager in force, nil when it has none.
+    let certificateStatus: @Sendable (String) -> CertificateStatus?
 
-    init(store: SnapshotStore, sites: LockedRegistry, automatic: Bool) {
+    init(
+        store: SnapshotStore, sites: LockedRegistry, automatic: Bool,
+        certificateStatus: @escaping @Sendable (String) -> CertificateStatus? = { _ in nil }
+    ) {
         self.store = store
         self.sites = sites
         self.automatic = automatic
+        self.certificateStatus = certificateStatus
     }
 
     func served(directory: String) -> APIServedSite? {
         guard let site = store.snapshot().sites[directory] else { return nil }
         let source = site.certificate != nil ? "files" : automatic ? "acme" : "default"
-        let state =
-            switch source {
-            case "files": "the site's own pair (tls/)"
-            case "acme": "automatic: see /sites on the admin listener"
-            default: "the default certificate"
-            }
-        return APIServedSite(
+        var served = APIServedSite(
             aasa: site.aasa?.content.digest, assetLinks: site.assetLinks?.content.digest, page: site.page?.content.digest,
-            certificateSource: source, certificateState: state, hosts: site.hosts.map(\.name))
+            certificateSource: source, certificateState: "the default certificate", hosts: site.hosts.map(\.name))
+        switch source {
+        case "files":
+            served.certificateState = "the site's own pair (tls/)"
+            served.certificateNotAfter = site.certificate.flatMap { try? CertificateInfo(leafPEM: $0.chainPEM) }.map {
+                Self.date($0.notAfter)
+            }
+        case "acme":
+            let statuses = site.hosts.compactMap { certificateStatus($0.name) }
+            served.certificateNames = statuses.map { status in
+                APICertificateName(
+                    name: status.name, state: status.state.rawValue, notAfter: status.notAfter.map(Self.date), error: status.error,
+                    nextAttempt: status.nextAttempt.map(Self.date))
+            }
+            served.certificateState = Self.siteState(statuses.map(\.state))
+            // The site is served with certificates that end at the earliest of its names'.
+            served.certificateNotAfter = statuses.compactMap(\.notAfter).min().map(Self.date)
+        default:
+            break
+        }
+        return served
+    }
+
+    /// A site's automatic certificate state: its least advanced name's (a failed name is what
+    /// its owner must act on first), `pending` before the manager knows any of its names.
+    static func siteState(_ states: [CertificateStatus.State]) -> String {
+        let order: [CertificateStatus.State] = [.failed, .needsDNSHook, .capped, .waiting, .ordering, .queued, .valid]
+        return order.first(where: states.contains)?.rawValue ?? "pending"
+    }
+
+    /// Seconds since the epoch as RFC 3339 (UTC), the API's form of a date.
+    static func date(_ seconds: Int64) -> String {
+        Date(timeIntervalSince1970: TimeInterval(seconds)).formatted(.iso8601)
     }
 
     func ownership() -> HostOwnership { sites.ownership }
@@ -57,7 +92,8 @@ extension Daemon {
     /// The tenant API when `api.listen` is set: its tokens, its handler over the config
     /// directory, and its listener, bound (not yet accepting). Throws when it cannot listen.
     static func tenantAPI(
-        _ settings: APISettings, config: String, store: SnapshotStore, sites: LockedRegistry, automatic: Bool, logger: Logger,
+        _ settings: APISettings, config: String, store: SnapshotStore, sites: LockedRegistry, automatic: Bool,
+        certificateStatus: @escaping @Sendable (String) -> CertificateStatus? = { _ in nil }, logger: Logger,
         verification: VerificationStore? = nil, verificationDue: (@Sendable () -> Void)? = nil
     ) throws -> (listener: APIListener, tokens: APITokenStore)? {
         guard let listen = settings.listen else { return nil }
@@ -69,11 +105,21 @@ extension Daemon {
                 readOnlyReason: settings.readOnly ? "api.read-only is set: another tool owns the config directory" : nil,
                 requestsPerMinute: settings.requestsPerMinute, verification: verification, verifyPort: settings.verifyPort,
                 verificationDue: verificationDue),
-            tokens: tokens, state: DaemonServedState(store: store, sites: sites, automatic: automatic), logger: logger)
+            tokens: tokens,
+            state: DaemonServedState(store: store, sites: sites, automatic: automatic, certificateStatus: certificateStatus),
+            logger: logger)
         let tls = settings.tlsCertificate.flatMap { certificate in
             settings.tlsKey.map { APITLSFiles(certificate: certificate, key: $0) }
         }
         let listener = try APIListener(listen: listen, tls: tls, handler: api.handler, logger: logger)
         return (listener, tokens)
+    }
+
+    /// The API's address as bound, for the ready line: `api.listen` with the port the system
+    /// chose when it was 0 (`127.0.0.1:0` → `127.0.0.1:41234`), so a test or a supervisor learns
+    /// it from the line it waits for instead of picking a free port first (a race); "off" without one.
+    static func apiBound(_ listen: String?, port: Int?) -> String {
+        guard let listen, let port, let colon = listen.lastIndex(of: ":") else { return "off" }
+        return TerminalText.escaped(String(listen[..<colon])) + ":\(port)"
     }
 }

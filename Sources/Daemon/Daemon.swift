@@ -300,7 +300,8 @@ package final class Daemon: @unchecked Sendable {
         let api: (listener: APIListener, tokens: APITokenStore)?
         do {
             api = try Self.tenantAPI(
-                settings.api, config: config, store: store, sites: sites, automatic: automatic, logger: logger,
+                settings.api, config: config, store: store, sites: sites, automatic: automatic,
+                certificateStatus: { certificateManager.value?.status(of: $0) }, logger: logger,
                 verification: verification, verificationDue: { checker.value?.poke() })
         } catch {
             logger.critical("the tenant API cannot listen", metadata: ["error": "\(error)"])
@@ -385,7 +386,7 @@ package final class Daemon: @unchecked Sendable {
         // One line a supervisor or a test can wait for (never a sleep).
         ready.raise()
         output(
-            "aasad ready: https=\(server.boundHTTPS.map(\.description).joined(separator: ",")) http=\(server.boundHTTP.map(\.description).joined(separator: ",")) admin=\(server.boundAdmin?.description ?? "off")"
+            "aasad ready: https=\(server.boundHTTPS.map(\.description).joined(separator: ",")) http=\(server.boundHTTP.map(\.description).joined(separator: ",")) admin=\(server.boundAdmin?.description ?? "off") api=\(Self.apiBound(settings.api.listen, port: api?.listener.port))"
         )
         if let path = settings.pidFile {
             do {

@@ -6,9 +6,9 @@ import Served
 /// leading `*.` label (a wildcard site), no trailing dot, at most 253 bytes, not an IP address.
 /// Nothing is decoded or normalised: a name in any other form (`%2e%2e`, `A.example`,
 /// `a.example.`, a Unicode label) is refused, never mapped to a directory that may exist.
-enum APIHostName {
+package enum APIHostName {
     /// Why `raw` is not a host the API accepts, or nil when it is one.
-    static func problem(_ raw: Substring) -> String? {
+    package static func problem(_ raw: Substring) -> String? {
         let bytes = Array(raw.utf8)
         guard !bytes.isEmpty else { return "the host name is empty" }
         guard bytes.count <= HostName.maximumLength else {

@@ -1,5 +1,6 @@
 import Foundation
 public import SiteStore
+import StrictJSON
 import Synchronization
 
 /// What the process serves for one site directory, as the API reports it and waits for.
@@ -17,6 +18,8 @@ public struct APIServedSite: Sendable, Equatable {
     /// The host names it is served under (its directory's and the aliases it holds); nil when
     /// not known.
     public var hosts: [String]?
+    /// With automatic certificates, each of its names' progress (docs/api.md, "Site state").
+    public var certificateNames: [APICertificateName] = []
 
     public init(
         aasa: String?, assetLinks: String?, page: String?, certificateSource: String = "default", certificateState: String = "",
@@ -29,6 +32,35 @@ public struct APIServedSite: Sendable, Equatable {
         self.certificateState = certificateState
         self.certificateNotAfter = certificateNotAfter
         self.hosts = hosts
+    }
+}
+
+/// One name's automatic certificate as the certificate manager sees it (ACME's
+/// CertificateStatus, in the API's words): its state, the last error and when it is tried
+/// again while failed, and when its served certificate ends.
+public struct APICertificateName: Sendable, Equatable {
+    public var name: String
+    /// valid, queued, ordering, waiting, failed, needs-dns-hook or capped.
+    public var state: String
+    /// The stored certificate's end of validity (RFC 3339), when one is served.
+    public var notAfter: String?
+    /// The last failed attempt's error.
+    public var error: String?
+    /// When a failed name is tried again (RFC 3339).
+    public var nextAttempt: String?
+
+    public init(name: String, state: String, notAfter: String? = nil, error: String? = nil, nextAttempt: String? = nil) {
+        self.name = name
+        self.state = state
+        self.notAfter = notAfter
+        self.error = error
+        self.nextAttempt = nextAttempt
+    }
+
+    var json: String {
+        func text(_ value: String?) -> String { value.map(JSONValue.quote) ?? "null" }
+        return "{\"name\":\(JSONValue.quote(name)),\"state\":\(JSONValue.quote(state)),\"notAfter\":\(text(notAfter)),"
+            + "\"error\":\(text(error)),\"nextAttempt\":\(text(nextAttempt))}"
     }
 }
 

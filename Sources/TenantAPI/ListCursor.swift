@@ -1,27 +1,7 @@
 import CAASAOpenSSL
 import Foundation
+import SafeText
 import SiteStore
-
-/// base64url without padding (RFC 4648 §5): Foundation's base64 with the two characters that
-/// differ replaced. The one place the tenant API encodes or decodes it.
-enum Base64URLText {
-    static func encode(_ bytes: some Collection<UInt8>) -> String {
-        Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
-    }
-
-    /// The bytes, or nil when the text holds a byte outside the base64url alphabet (padding
-    /// included) or has a length no encoder produces.
-    static func decode(_ text: Substring) -> [UInt8]? {
-        let alphabet = { (c: UInt8) in
-            (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || (c >= 0x30 && c <= 0x39) || c == 0x2D || c == 0x5F
-        }
-        guard text.utf8.allSatisfy(alphabet), text.utf8.count % 4 != 1 else { return nil }
-        var b64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        while b64.utf8.count % 4 != 0 { b64 += "=" }
-        return Data(base64Encoded: b64).map { Array($0) }
-    }
-}
 
 /// The list's `next` cursor: the last host a page looked at, sealed with AES-256-GCM (NIST SP
 /// 800-38D) under a key drawn when the process starts, with the token's name as associated data.
@@ -57,13 +37,13 @@ enum ListCursor {
             // Encryption with a valid key and nonce fails only when libcrypto cannot allocate.
             preconditionFailure("AES-256-GCM failed")
         }
-        return Base64URLText.encode(nonce + sealed.output + sealed.tag)
+        return Base64URL.encode(nonce + sealed.output + sealed.tag)
     }
 
     /// The host a cursor given to the token named `token` holds, or nil when the text was not
     /// sealed here for that token (forged, altered, another token's, or from before a restart).
     static func open(_ text: Substring, token: String) -> String? {
-        guard text.utf8.count <= maximumTextLength, let bytes = Base64URLText.decode(text),
+        guard text.utf8.count <= maximumTextLength, let bytes = Base64URL.decode(text.utf8),
             bytes.count > nonceLength + tagLength
         else { return nil }
         let nonce = Array(bytes.prefix(nonceLength))

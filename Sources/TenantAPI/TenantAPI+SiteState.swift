@@ -23,7 +23,8 @@ extension TenantAPI {
             "{\"host\":\(JSONValue.quote(r.host.name)),\"heldBy\":\(r.holder.map { JSONValue.quote($0.site) } ?? "null"),\"reason\":\(JSONValue.quote(r.description))}"
         }
         let certificate =
-            "{\"source\":\(JSONValue.quote(servedSite?.certificateSource ?? "default")),\"state\":\(JSONValue.quote(servedSite?.certificateState ?? (isServed ? "" : "not served"))),\"notAfter\":\(servedSite?.certificateNotAfter.map(JSONValue.quote) ?? "null")}"
+            "{\"source\":\(JSONValue.quote(servedSite?.certificateSource ?? "default")),\"state\":\(JSONValue.quote(servedSite?.certificateState ?? (isServed ? "" : "not served"))),\"notAfter\":\(servedSite?.certificateNotAfter.map(JSONValue.quote) ?? "null"),"
+            + "\"names\":[\((servedSite?.certificateNames ?? []).map(\.json).joined(separator: ","))]}"
         return "{\"host\":\(JSONValue.quote(host)),\"etag\":\(JSONValue.quote(etag)),\"served\":\(isServed),"
             + "\"files\":{\"aasa\":\(file(SiteFiles.aasa)),\"assetlinks\":\(file(SiteFiles.assetLinks)),\"settings\":\(file(SiteFiles.settings)),\"page\":\(file(SiteFiles.page))},"
             + "\"problems\":[\(problems.map(\.json).joined(separator: ","))],"

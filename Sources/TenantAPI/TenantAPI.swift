@@ -55,9 +55,9 @@ public final class TenantAPI: Sendable {
     public static let maximumBodyBytes = 1 << 20
     /// Longest bearer token read: a token is a random string of some 43 to 64 characters; a
     /// longer header is refused before hashing it.
-    static let maximumTokenLength = 1024
+    package static let maximumTokenLength = 1024
     /// Most list entries per page, and the default (docs/api.md).
-    static let maximumPageSize = 1000
+    package static let maximumPageSize = 1000
     static let defaultPageSize = 100
     /// Most site names one list page looks at: a token whose patterns match few of 1,000,000 sites
     /// gets a shorter page and a cursor, rather than a request that reads every name.

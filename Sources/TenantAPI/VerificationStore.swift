@@ -1,6 +1,7 @@
 import CAASAOpenSSL
 import Foundation
 import Reactor
+import SafeText
 import Served
 import StrictJSON
 import Synchronization
@@ -105,7 +106,7 @@ public final class VerificationStore: Sendable {
         let done = EVP_Q_mac(nil, "HMAC", nil, "SHA256", nil, key, key.count, message, message.count, &out, out.count, &length)
         // HMAC with a valid digest fails only when libcrypto cannot allocate.
         precondition(done != nil && length == 32, "HMAC-SHA256 failed")
-        return Array(Base64URLText.encode(out).utf8)
+        return Array(Base64URL.encode(out).utf8)
     }
 
     /// What the public path answers (a serving thread: memory only): the HMAC answer when `host`
@@ -147,7 +148,7 @@ public final class VerificationStore: Sendable {
         precondition(RAND_bytes(&bytes, Int32(Self.tokenBytes)) == 1, "no randomness for a verification token")
         try write(
             VerificationRecord(
-                name: name, token: Base64URLText.encode(bytes), verified: false, attempts: 0, lastCheck: nil, lastError: nil,
+                name: name, token: Base64URL.encode(bytes), verified: false, attempts: 0, lastCheck: nil, lastError: nil,
                 nextCheck: now))
     }
 

@@ -19,7 +19,7 @@ struct AASACommand: ParsableCommand {
 
 #if !FUZZ_CONFIG
     /// The entry point. The fuzzing build (scripts/fuzz.sh `config`) leaves it out: libFuzzer
-    /// provides `main` there, and ConfigFuzz the function it calls.
+    /// provides `main` there, and FuzzEntry.swift the function it calls.
     @main
     enum Main {
         static func main() {

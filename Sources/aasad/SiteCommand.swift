@@ -2,9 +2,7 @@ import ArgumentParser
 import Daemon
 import Foundation
 import SafeText
-import SiteStore
-import StrictJSON
-import Yams
+import TenantClient
 
 /// `aasad site put|get|delete|list`: a running aasad's tenant API (docs/api.md) from the shell,
 /// for a platform's scripts and for an operator. The token comes from `AASAD_API_TOKEN` only: a
@@ -61,19 +59,21 @@ struct SiteAPIOptions: ParsableArguments {
 
     func validate() throws {
         guard (1...300).contains(timeout) else { throw ValidationError("--timeout takes 1 to 300 seconds.") }
-        if let problem = SiteClient.baseURLProblem(api) { throw ValidationError("--api \(problem)") }
+        if let problem = TenantClient.baseURLProblem(api) { throw ValidationError("--api \(problem)") }
         if let caFile, !FileManager.default.isReadableFile(atPath: caFile) {
             throw ValidationError("--cacert: cannot read \(TerminalText.escaped(caFile))")
         }
     }
 
     /// The client, with the token from the environment.
-    func client() throws -> SiteClient {
+    func client() throws -> SiteReport {
         guard let token = ProcessInfo.processInfo.environment["AASAD_API_TOKEN"], !token.isEmpty else {
             throw ValidationError("Set AASAD_API_TOKEN to the API token (never given as a flag: it would show in ps).")
         }
-        if let problem = SiteClient.tokenProblem(token) { throw ValidationError("AASAD_API_TOKEN \(problem)") }
-        return SiteClient(base: api, token: token, caFile: caFile, timeoutSeconds: timeout, format: format)
+        if let problem = TenantClient.tokenProblem(token) { throw ValidationError("AASAD_API_TOKEN \(problem)") }
+        let client = TenantClient(
+            base: api, token: token, caFile: caFile, timeoutSeconds: timeout, userAgent: "aasad/\(AASACommand.version)")
+        return SiteReport(client: client, format: format)
     }
 }
 
@@ -106,8 +106,8 @@ struct SitePutCommand: ParsableCommand {
     var ifMatch: String?
 
     func validate() throws {
-        if let problem = SiteClient.hostProblem(host) { throw ValidationError(problem) }
-        if let ifMatch, let problem = SiteClient.etagProblem(ifMatch) { throw ValidationError("--if-match \(problem)") }
+        if let problem = TenantClient.hostProblem(host) { throw ValidationError(problem) }
+        if let ifMatch, let problem = TenantClient.etagProblem(ifMatch) { throw ValidationError("--if-match \(problem)") }
     }
 
     func run() throws {
@@ -115,10 +115,10 @@ struct SitePutCommand: ParsableCommand {
         let body: [UInt8]
         do {
             body = try SiteRequestBody.make(aasa: aasa, assetlinks: assetlinks, settings: settings, page: page)
-        } catch let error as SiteRequestBody.Problem {
+        } catch {
             throw ValidationError(error.message)
         }
-        try client.send(.put, path: SiteClient.sitePath(host), body: body, ifMatch: ifMatch)
+        try client.send(.put, path: TenantClient.sitePath(host), body: body, ifMatch: ifMatch)
     }
 }
 
@@ -133,10 +133,10 @@ struct SiteGetCommand: ParsableCommand {
     var host: String
 
     func validate() throws {
-        if let problem = SiteClient.hostProblem(host) { throw ValidationError(problem) }
+        if let problem = TenantClient.hostProblem(host) { throw ValidationError(problem) }
     }
 
-    func run() throws { try options.client().send(.get, path: SiteClient.sitePath(host)) }
+    func run() throws { try options.client().send(.get, path: TenantClient.sitePath(host)) }
 }
 
 /// `aasad site delete HOST`
@@ -152,11 +152,11 @@ struct SiteDeleteCommand: ParsableCommand {
     var ifMatch: String?
 
     func validate() throws {
-        if let problem = SiteClient.hostProblem(host) { throw ValidationError(problem) }
-        if let ifMatch, let problem = SiteClient.etagProblem(ifMatch) { throw ValidationError("--if-match \(problem)") }
+        if let problem = TenantClient.hostProblem(host) { throw ValidationError(problem) }
+        if let ifMatch, let problem = TenantClient.etagProblem(ifMatch) { throw ValidationError("--if-match \(problem)") }
     }
 
-    func run() throws { try options.client().send(.delete, path: SiteClient.sitePath(host), ifMatch: ifMatch) }
+    func run() throws { try options.client().send(.delete, path: TenantClient.sitePath(host), ifMatch: ifMatch) }
 }
 
 /// `aasad site list [--limit N] [--all]`
@@ -169,96 +169,20 @@ struct SiteListCommand: ParsableCommand {
     @Option(help: "Sites per page, 1 to 1000.")
     var limit: Int = 100
 
-    @Flag(help: "Follow the pages to the end (at most \(SiteClient.maximumPages) pages).")
+    @Flag(help: "Follow the pages to the end (at most \(TenantClient.maximumPages) pages).")
     var all = false
 
     @Option(help: ArgumentHelp("Start at this page (the `next` a previous page gave).", valueName: "cursor"))
     var cursor: String?
 
     func validate() throws {
-        guard (1...1000).contains(limit) else { throw ValidationError("--limit takes 1 to 1000.") }
-        if let cursor, cursor.utf8.count > 1024 { throw ValidationError("--cursor is longer than 1024 bytes.") }
+        guard (1...TenantClient.maximumPageSize).contains(limit) else {
+            throw ValidationError("--limit takes 1 to \(TenantClient.maximumPageSize).")
+        }
+        if let cursor, cursor.utf8.count > TenantClient.maximumCursorBytes {
+            throw ValidationError("--cursor is longer than \(TenantClient.maximumCursorBytes) bytes.")
+        }
     }
 
     func run() throws { try options.client().list(limit: limit, all: all, cursor: cursor) }
-}
-
-/// The PUT body built from the user's files: each JSON file checked by the project's strict
-/// parser and embedded as written (its bytes are what the API validates and writes), the
-/// settings converted from YAML when they are not JSON, the page as a JSON string.
-enum SiteRequestBody {
-    struct Problem: Error { var message: String }
-
-    /// The API's whole-request bound (docs/api.md, the listener's maximumBodyBytes): a larger
-    /// body is refused here with the file named instead of a 413 from the server.
-    static let maximumBytes = 1 << 20
-
-    static func make(aasa: String, assetlinks: String?, settings: String?, page: String?) throws(Problem) -> [UInt8] {
-        var body = Array(#"{"aasa":"#.utf8) + (try json(aasa, expecting: "an object"))
-        if let assetlinks { body += Array(#","assetlinks":"#.utf8) + (try json(assetlinks, expecting: "an array")) }
-        if let settings { body += Array(#","settings":"#.utf8) + (try settingsJSON(settings)) }
-        if let page {
-            let bytes = try read(page)
-            guard let text = String(validating: bytes, as: UTF8.self) else {
-                throw Problem(message: "\(TerminalText.escaped(page)): not UTF-8 text")
-            }
-            body += Array(#","page":"#.utf8) + Array(JSONValue.quote(text).utf8)
-        }
-        body += Array("}".utf8)
-        guard body.count <= maximumBytes else {
-            throw Problem(message: "the request would be \(body.count) bytes; the API takes at most \(maximumBytes)")
-        }
-        return body
-    }
-
-    /// A file's bytes, bounded, refused unless a regular file.
-    static func read(_ path: String) throws(Problem) -> [UInt8] {
-        switch ConfigLoader.readBounded(path: path, limit: maximumBytes) {
-        case .success(let bytes) where bytes.count > maximumBytes:
-            throw Problem(message: "\(TerminalText.escaped(path)): larger than the API's \(maximumBytes) bytes")
-        case .success(let bytes): return bytes
-        case .failure(let error):
-            throw Problem(message: "\(TerminalText.escaped(path)): cannot read: \(TerminalText.escaped(error.description))")
-        }
-    }
-
-    static func json(_ path: String, expecting kind: String) throws(Problem) -> [UInt8] {
-        let bytes = try read(path)
-        do {
-            let value = try JSONParser.parse(bytes)
-            guard value.typeName == kind else { throw Problem(message: "\(TerminalText.escaped(path)): \(value.typeName), not \(kind)") }
-            return bytes
-        } catch let error as JSONSyntaxError {
-            throw Problem(
-                message:
-                    "\(TerminalText.escaped(path)):\(error.location.line):\(error.location.column): \(TerminalText.escaped(error.message))")
-        } catch let error as Problem {
-            throw error
-        } catch {
-            throw Problem(message: "\(TerminalText.escaped(path)): \(error)")
-        }
-    }
-
-    /// site.yaml keys as JSON: the file as is when it is a JSON object, else its YAML mapping
-    /// converted (Yams, the loader's own YAML library).
-    static func settingsJSON(_ path: String) throws(Problem) -> [UInt8] {
-        let bytes = try read(path)
-        if let value = try? JSONParser.parse(bytes) {
-            guard value.typeName == "an object" else { throw Problem(message: "\(TerminalText.escaped(path)): settings must be a mapping") }
-            return bytes
-        }
-        guard let text = String(validating: bytes, as: UTF8.self) else {
-            throw Problem(message: "\(TerminalText.escaped(path)): not UTF-8 text")
-        }
-        do {
-            guard let mapping = try Yams.load(yaml: text) as? [String: Any], JSONSerialization.isValidJSONObject(mapping) else {
-                throw Problem(message: "\(TerminalText.escaped(path)): settings must be a YAML mapping of plain values")
-            }
-            return Array(try JSONSerialization.data(withJSONObject: mapping, options: [.sortedKeys, .withoutEscapingSlashes]))
-        } catch let error as Problem {
-            throw error
-        } catch {
-            throw Problem(message: "\(TerminalText.escaped(path)): not YAML: \(TerminalText.escaped(String(describing: error)))")
-        }
-    }
 }

@@ -57,7 +57,7 @@ struct SitesCommand: ParsableCommand {
         registry.reloadAll()
         let statuses = registry.statuses
         let problems = registry.entryErrors
-        let automatic = Self.storedCertificates(config: config, snapshot: registry.snapshot)
+        let automatic = StoredCertificates.read(config: config, snapshot: registry.snapshot)
         let copies = cdn ? try cdnStates(registry.snapshot) : [:]
         // Names added over the tenant API wait for their ownership check (docs/api.md).
         let checks = Daemon.verificationStates(config: config)
@@ -125,95 +125,15 @@ struct SitesCommand: ParsableCommand {
         }
     }
 
-    /// Every served site's exact hosts asked of the CDN once, in turn, no faster than
-    /// `cdn-watch.rate` (a listing of 10,000 sites must not look like an attack on Apple's CDN);
-    /// by site, its worst host.
+    /// Every served site's Apple CDN copy, looked at once (SitesCDNLook, in Daemon).
     func cdnStates(_ snapshot: Snapshot) throws -> [String: CDNWatchSchedule.HostState] {
         let (settings, problems) = ServerSettings.load(configDirectory: config)
         for problem in problems { FileHandle.standardError.write(Data("warning: \(problem); using the default\n".utf8)) }
-        let base = cdnURL ?? settings.cdnWatch.url
-        let client: OutboundClient
         do {
-            client = try OutboundClient(
-                configuration: CDNProbe.configuration(caFile: caFile ?? settings.cdnWatch.caFile, userAgent: "aasad-sites"))
+            return try SitesCDNLook(settings: settings.cdnWatch, base: cdnURL, caFile: caFile, connectTo: connectTo).states(of: snapshot)
         } catch {
             FileHandle.standardError.write(Data("error: the HTTPS client cannot start: \(error.message)\n".utf8))
             throw ExitCode(1)
         }
-        let probe = CDNProbe(client: client, base: base, connectTo: connectTo)
-        let spacing = 1 / settings.cdnWatch.rate
-        var out: [String: CDNWatchSchedule.HostState] = [:]
-        var last: Date?
-        for site in snapshot.sites.values.sorted(by: { $0.directory < $1.directory }) {
-            guard let file = site.aasa else { continue }
-            let digest = JSONComparison.digest(file.body)
-            for host in site.hosts where !host.isWildcard {
-                if let last, Date().timeIntervalSince(last) < spacing {
-                    Thread.sleep(forTimeInterval: spacing - Date().timeIntervalSince(last))
-                }
-                last = Date()
-                let observation = probe.observe(host.name)
-                let now = Int64(Date().timeIntervalSince1970)
-                let state = observation.state(against: digest)
-                // One look: the state holds since now, but a stale copy since the file changed.
-                let copy = CDNWatchSchedule.HostState(
-                    host: host.name, site: site.directory, state: state, checkedAt: now,
-                    since: state == .stale ? min(file.lastModified, now) : now,
-                    status: observation.status, failureReason: observation.failureReason, error: observation.error)
-                if let known = out[site.directory], !CDNWatchSchedule.worse(copy, than: known) { continue }
-                out[site.directory] = copy
-            }
-        }
-        return out
-    }
-
-    /// One name's stored automatic certificate (`acme` in the JSON).
-    struct StoredCertificate: Encodable {
-        var name: String
-        /// Its end of validity, seconds since the epoch; nil when none is stored (or usable).
-        var notAfter: Int64?
-        var problem: String?
-        /// Past its site's `acme.names-per-site`: never ordered (nil when not).
-        var capped: Bool?
-    }
-
-    /// The names automatic certificates are for, with what the storage holds for each; nil when
-    /// aasad.yaml does not turn automatic certificates on. Reads only: makes no directory.
-    struct StoredCertificates {
-        var byName: [String: StoredCertificate]
-
-        func forSite(_ hosts: [String]) -> [StoredCertificate]? {
-            let found = hosts.compactMap { byName[$0] }
-            return found.isEmpty ? nil : found
-        }
-    }
-
-    static func storedCertificates(config: String, snapshot: Snapshot) -> StoredCertificates? {
-        let (settings, problems) = ServerSettings.load(configDirectory: config)
-        guard problems.isEmpty, settings.acme.directory != nil,
-            let storage = try? ACMEStorage(root: settings.acme.storage ?? settings.state + "/acme", create: false)
-        else { return nil }
-        var byName: [String: StoredCertificate] = [:]
-        // As the server does: no order for a name whose ownership check has not passed.
-        let checks = Daemon.verificationStates(config: config)
-        let bySite = ACMENames(blocked: { checks[$0] == false }).names(in: snapshot)
-        for name in bySite.values.joined() {
-            var entry = StoredCertificate(name: name)
-            do {
-                if let file = try storage.certificate(for: name) {
-                    guard let pair = ACMEStorage.split(file.bytes) else { throw ACMEError.storage("not a chain and one key") }
-                    entry.notAfter = try CertificateInfo(leafPEM: pair.chainPEM).notAfter
-                }
-            } catch {
-                entry.problem = "unusable: \(error)"
-            }
-            byName[name] = entry
-        }
-        // The server's rule (`OrderQueue`): seats go to names with a certificate first, then in
-        // the site's order.
-        var queue = OrderQueue(namesPerSite: settings.acme.namesPerSite)
-        queue.want(bySite)
-        for name in queue.capped(isServed: { byName[$0]?.notAfter != nil }) { byName[name]?.capped = true }
-        return StoredCertificates(byName: byName)
     }
 }

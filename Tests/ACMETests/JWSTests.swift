@@ -1,5 +1,6 @@
 import Foundation
 import Hashing
+import SafeText
 import StrictJSON
 import TestSupport
 import Testing

@@ -1,4 +1,5 @@
 import Foundation
+import TenantAPI
 import Testing
 
 @testable import Daemon
@@ -45,6 +46,27 @@ import Testing
         #expect(!APISettings.isLoopback("[::]:8444"))
     }
 
+    /// The settings' TLS rule is the listener's reading of the address: a string prefix once took
+    /// a host name starting with `127.` for loopback (the listener refuses it, and a resolver could
+    /// send it anywhere) and an IPv4-mapped 127.0.0.0/8 for a network address.
+    @Test func loopbackRuleIsTheListeners() {
+        for address in [
+            "127.example.com:8444", "127.0.0.1.evil.test:8444", "127.:8444", "127.0.0.1", "localhost", "localhost.:8444",
+            "LOCALHOST:8444", "[::1]", "127.0.0.1:65536", "127.0.0.1:\r\n8444", "[::]:8444", "0.0.0.0:8444", "128.0.0.1:8444",
+            "[::2]:8444",
+        ] {
+            #expect(!APISettings.isLoopback(address), "\(address.debugDescription)")
+            var plain = ServerSettings()
+            plain.api.listen = address
+            plain.api.tokensFile = "/t"
+            #expect(plain.consistencyProblems(source: "test").map(\.key) == ["api.listen"], "\(address.debugDescription)")
+        }
+        for address in ["127.0.0.1:8444", "127.255.255.254:0", "localhost:8444", "[::1]:8444", "[::ffff:127.0.0.1]:8444"] {
+            #expect(APISettings.isLoopback(address), "\(address)")
+            #expect(APISettings.isLoopback(address) == APIListenAddress.isLoopback(address))
+        }
+    }
+
     @Test func validateChecksTheTokensFile() throws {
         let path = NSTemporaryDirectory() + "/api-tokens-\(UUID().uuidString).yaml"
         defer { try? FileManager.default.removeItem(atPath: path) }
@@ -57,5 +79,28 @@ import Testing
         #expect(noScope.first?.message.contains("scope") == true)
         try Data("tokens: []\n".utf8).write(to: URL(fileURLWithPath: path))
         #expect(settings.api.fileProblems(source: "aasad.yaml").isEmpty)
+    }
+
+    /// The ready line's `api=`: the address as given with the port the system chose, so that
+    /// `api.listen: 127.0.0.1:0` works and tests read the port instead of picking one first.
+    @Test func readyLineNamesTheAPIsBoundPort() {
+        #expect(Daemon.apiBound("127.0.0.1:0", port: 41_234) == "127.0.0.1:41234")
+        #expect(Daemon.apiBound("[::1]:0", port: 8_444) == "[::1]:8444")
+        #expect(Daemon.apiBound(":0", port: 1) == ":1")
+        #expect(Daemon.apiBound(nil, port: nil) == "off")
+        #expect(Daemon.apiBound("127.0.0.1:0", port: nil) == "off")
+        // What the line prints of the setting is escaped: no line break can forge a second line.
+        #expect(!Daemon.apiBound("a\r\naasad ready: x:0", port: 1).contains("\n"))
+    }
+
+    /// A site's automatic certificate state is its least advanced name's: a failed name first,
+    /// whatever the others are; `pending` before the manager knows any.
+    @Test func siteCertificateStateIsTheLeastAdvancedName() {
+        #expect(DaemonServedState.siteState([]) == "pending")
+        #expect(DaemonServedState.siteState([.valid, .valid]) == "valid")
+        #expect(DaemonServedState.siteState([.valid, .queued]) == "queued")
+        #expect(DaemonServedState.siteState([.valid, .failed, .ordering]) == "failed")
+        #expect(DaemonServedState.siteState([.capped, .waiting]) == "capped")
+        #expect(DaemonServedState.date(0) == "1970-01-01T00:00:00Z")
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import SafeText
 import SiteStore
 import Testing
 
@@ -66,7 +67,7 @@ import Testing
         var altered = Array(next.utf8)
         altered[altered.count / 2] = altered[altered.count / 2] == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")
         let forged = [
-            Base64URLText.encode(Array("a.example".utf8)), String(decoding: altered, as: UTF8.self), String(next.dropLast()),
+            Base64URL.encode(Array("a.example".utf8)), String(decoding: altered, as: UTF8.self), String(next.dropLast()),
             next + "A", "", "%00", String(repeating: "A", count: ListCursor.maximumTextLength + 1),
         ]
         for cursor in forged {

@@ -20,16 +20,15 @@ struct APISchemathesisTests {
         let digest = try Tool.run("sha256sum", [], input: Array(token.utf8)).text.prefix(64)
         try config.write(
             "api-tokens.yaml", Array("tokens:\n  - name: platform\n    sha256: \(digest)\n    scope: write\n    hosts: [\"*\"]\n".utf8))
-        let port = Loopback.unusedPort()
         let server = try RunningServer(
             config: config,
             extra: [
-                "--api-listen", "127.0.0.1:\(port)", "--api-tokens-file", config.path("api-tokens.yaml"),
+                "--api-listen", "127.0.0.1:0", "--api-tokens-file", config.path("api-tokens.yaml"),
                 // Its few hundred requests in seconds would otherwise meet the per-token limit.
                 "--api-requests-per-minute", "100000",
             ])
         defer { _ = server.stop() }
-        let base = "http://127.0.0.1:\(port)"
+        let base = "http://127.0.0.1:\(server.apiPort)"
         #expect(eventually { (try? Tool.run("curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}", base + "/v1/sites"]).text) == "401" })
         let script = AASAD.repositoryRoot.appendingPathComponent("scripts/api-schemathesis").path
         let run = try Tool.run("env", ["AASAD_API_TOKEN=\(token)", "EXAMPLES=50", script, base])

@@ -10,6 +10,9 @@ final class RunningServer {
     private(set) var httpsPort = 0
     private(set) var httpPort = 0
     private(set) var adminPort = 0
+    /// The tenant API's port from the ready line (`api=`), 0 when it is off: a test starts the
+    /// API on `127.0.0.1:0` and reads the port here, never picking a free one first.
+    private(set) var apiPort = 0
     private let stdout = Pipe()
     private let stderr = Pipe()
     private(set) var stdoutText = ""
@@ -73,6 +76,7 @@ final class RunningServer {
                 httpsPort = Self.port(in: line, key: "https=")
                 httpPort = Self.port(in: line, key: "http=")
                 adminPort = Self.port(in: line, key: "admin=")
+                apiPort = Self.port(in: line, key: "api=")
                 return
             }
         }

@@ -1,3 +1,4 @@
+import SafeText
 /// What the `acme` fuzz target (Fuzz/FuzzACME.swift) does with one input, here so that the replay
 /// test runs exactly the same checks: every parser of CA bytes over the whole input, and the
 /// header parser over each of its lines. A refusal must be an `ACMEError`; a success must keep

@@ -1,5 +1,6 @@
 import HTTPCore
 public import Outbound
+import SafeText
 
 /// The response header fields ACME reads (RFC 8555 §6.5 Replay-Nonce, §7.4 Location, §7.1.1 Link,
 /// §6.6 Retry-After), parsed as bytes and bounded. Unknown fields are ignored.

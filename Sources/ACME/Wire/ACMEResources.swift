@@ -1,3 +1,4 @@
+import SafeText
 import StrictJSON
 
 /// The directory (RFC 8555 §7.1.1): where each operation is, and the CA's terms.

@@ -2,8 +2,9 @@ import Glibc
 
 /// An `api.listen` value: an IP literal and a port. Host names are refused (a name that resolves
 /// to another address tomorrow would move the API, and its TLS rule, with it); `localhost` is
-/// taken as 127.0.0.1.
-struct APIListenAddress: Equatable {
+/// taken as 127.0.0.1. The one reading of such a value: the listener binds it, and the settings'
+/// TLS rule (Daemon's APISettings) asks `isLoopback(_:)` of it, so the two never disagree.
+package struct APIListenAddress: Equatable {
     enum Host: Equatable {
         case ipv4(in_addr_t)  // network order
         case ipv6([UInt8])  // 16 bytes
@@ -15,7 +16,7 @@ struct APIListenAddress: Equatable {
     var port: UInt16
 
     /// Parses "127.0.0.1:8444", "[::1]:8444", "0.0.0.0:8444", ":8444" and "localhost:8444".
-    init(_ text: String) throws(APIListenerError) {
+    package init(_ text: String) throws(APIListenerError) {
         let bytes = Array(text.utf8)
         guard let colon = bytes.lastIndex(of: UInt8(ascii: ":")) else {
             throw .invalidAddress(text, reason: "no port (the form is ADDRESS:PORT)")
@@ -57,7 +58,7 @@ struct APIListenAddress: Equatable {
 
     /// Whether only this machine can reach the address: 127.0.0.0/8, ::1, or an IPv4-mapped
     /// 127.0.0.0/8 (RFC 4291 §2.5.5.2). Plain HTTP is allowed there only.
-    var isLoopback: Bool {
+    package var isLoopback: Bool {
         switch host {
         case .any: false
         case .ipv4(let a): UInt32(bigEndian: a) >> 24 == 127
@@ -65,6 +66,12 @@ struct APIListenAddress: Equatable {
             b == [UInt8](repeating: 0, count: 15) + [1]
                 || (b[0..<10].allSatisfy { $0 == 0 } && b[10] == 0xFF && b[11] == 0xFF && b[12] == 127)
         }
+    }
+
+    /// Whether `text` is an address this type parses and that address is loopback; a value it
+    /// refuses (a host name such as `127.example.com`, no port) is not loopback.
+    package static func isLoopback(_ text: String) -> Bool {
+        (try? APIListenAddress(text))?.isLoopback ?? false
     }
 }
 

@@ -4,7 +4,6 @@ import TestSupport
 import Testing
 
 @testable import Daemon
-@testable import aasad
 
 /// Replays the config fuzzing corpus and saved failures (scripts/fuzz.sh `config`) through the
 /// fuzz target's own checks, so a fixed failure stays fixed.

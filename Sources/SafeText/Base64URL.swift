@@ -1,5 +1,6 @@
-/// base64url without padding (RFC 7515 §2, RFC 4648 §5), the encoding of every JWS part, JWK
-/// coordinate, nonce and token in ACME.
+/// base64url without padding (RFC 7515 §2, RFC 4648 §5): the encoding of every JWS part, JWK
+/// coordinate, nonce and token in ACME, and of the tenant API's list cursor. The one
+/// implementation; its decoder takes only the one canonical text of given bytes.
 public enum Base64URL {
     private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
 

@@ -1,9 +1,9 @@
 import AASA
-import Daemon
 import HTTPCore
 import SiteStore
 
-/// The checks of the config fuzz target (scripts/fuzz.sh `config`), shared with the replay tests
+/// The checks of the config fuzz target (scripts/fuzz.sh `config`; its entry point is in
+/// Sources/aasad/FuzzEntry.swift), shared with the replay tests
 /// so that every corpus input and saved failure is asserted on in the normal test run.
 ///
 /// The same bytes are read as a site.yaml, as an aasad.yaml and as a Cache-Control value. Besides
@@ -11,7 +11,7 @@ import SiteStore
 /// accepts must be safe to serve: a cache-control that passed is non-empty and valid field bytes
 /// and makes a response head of exactly its lines, and every alias is a host name in its
 /// grammar.
-enum ConfigFuzz {
+package enum ConfigFuzz {
     /// Lines of a 200 head: Content-Type, Content-Length, ETag, Last-Modified, Cache-Control,
     /// X-Content-Type-Options (no gzip variant for a two-byte body, so no Vary).
     static let headLines = 6
@@ -23,7 +23,7 @@ enum ConfigFuzz {
     private static let body = PreparedContent(body: [0x7B, 0x7D])
 
     /// What went wrong with one input; empty when every check holds.
-    static func check(_ bytes: [UInt8]) -> [String] {
+    package static func check(_ bytes: [UInt8]) -> [String] {
         var failures: [String] = []
         let text = String(decoding: bytes, as: UTF8.self)
 
@@ -108,30 +108,3 @@ enum ConfigFuzz {
         (0x61...0x7A).contains(byte) || (0x30...0x39).contains(byte) || byte == 0x2D || byte == 0x2E || byte == 0x2A
     }
 }
-
-#if FUZZ_CONFIG
-    /// libFuzzer's entry point, compiled only into the fuzzing build of aasad (scripts/fuzz.sh:
-    /// `-D FUZZ_CONFIG`, where AASACommand has no `@main`).
-    @_cdecl("LLVMFuzzerTestOneInput")
-    public func fuzzConfig(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
-        let bytes = data.map { Array(UnsafeBufferPointer(start: $0, count: size)) } ?? []
-        let failures = ConfigFuzz.check(bytes)
-        precondition(failures.isEmpty, failures.joined(separator: "\n"))
-        return 0
-    }
-
-    @_silgen_name("LLVMFuzzerRunDriver")
-    func runFuzzerDriver(
-        _ argc: UnsafeMutablePointer<CInt>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
-        _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt
-    ) -> CInt
-
-    /// SwiftPM links an executable with `main` renamed to `<target>_main` (so that tests can link
-    /// the module): without `@main`, this is that symbol, and it hands over to libFuzzer's driver.
-    @_cdecl("aasad_main")
-    public func fuzzMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
-        var count = argc
-        var arguments = argv
-        return runFuzzerDriver(&count, &arguments, fuzzConfig)
-    }
-#endif
