@@ -14,7 +14,7 @@ import Served
 ///    serves a host that another site served;
 /// 4. every name refused is held by the site the refusal names (no name lost to a contest);
 /// 5. the incremental decision is the one a fresh decision of everything gives (each site's names
-///    held and refused, and why), and a restart from `remembered` decides everything the same;
+///    held and refused), and a restart from `remembered` decides everything the same;
 /// 6. a copy taken before a change answers as before it: the tenant API changes copies of the
 ///    served ownership (`LayeredMap` shares their bulk), which must never show in the original.
 ///    An operation byte with bit 7 set first folds every change into the shared bases, so that
@@ -157,7 +157,7 @@ public enum HostOwnershipFuzz {
                 for site in sites.keys where fresh.held(by: site) != ownership.held(by: site) {
                     return "step \(steps): \(what) gives \(site) \(fresh.held(by: site)), not \(ownership.held(by: site))"
                 }
-                for site in sites.keys where fresh.refusals(of: site) != ownership.refusals(of: site) {
+                for site in sites.keys where refused(fresh, site) != refused(ownership, site) {
                     return "step \(steps): \(what) refuses \(site) \(fresh.refusals(of: site)), not \(ownership.refusals(of: site))"
                 }
                 if what == "a restart", fresh.remembered != ownership.remembered {
@@ -166,6 +166,14 @@ public enum HostOwnershipFuzz {
             }
         }
         return nil
+    }
+
+    /// The names refused to a site and how it names each. Not why: a claim refused under an
+    /// alias's wildcard keeps that reason when a wildcard decided later would refuse it too
+    /// (`HostOwnership.resolve` decides again only the claims a change can free), where a fresh
+    /// decision names the later one.
+    static func refused(_ ownership: HostOwnership, _ site: String) -> [String] {
+        ownership.refusals(of: site).map { "\($0.host) (\($0.source))" }
     }
 
     /// Everything `ownership` answers about `sites`: names held and refused, and who holds each
