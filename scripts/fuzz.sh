@@ -186,7 +186,7 @@ if [ "$which" = all ] || [ "$which" = ownership ]; then
     # HostOwnership and its checks with the host names they use and the escaper their messages
     # quote through (SafeText's TerminalText), as one module (no I/O). The corpus is committed.
     # shellcheck disable=SC2046 # file names without spaces
-    compile $(one_module ownership Sources/SiteStore/HostOwnership.swift Sources/SiteStore/HostOwnershipFuzz.swift \
+    compile $(one_module ownership Sources/SiteStore/HostOwnership.swift Sources/SiteStore/HostOwnership+Layered.swift Sources/SiteStore/HostOwnershipFuzz.swift \
         Sources/SiteStore/AliasPolicy.swift Sources/Served/HostName.swift Sources/Served/Punycode.swift \
         Sources/SafeText/*.swift) Fuzz/FuzzOwnership.swift -o "$out/fuzz-ownership"
     run ownership Fuzz/ownership-corpus Fuzz/ownership-fail-cases 512

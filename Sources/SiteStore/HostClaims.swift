@@ -57,11 +57,14 @@ struct HostClaims {
         }
     }
 
-    /// After a reload: the alias names held, written to the served-first file when they changed.
-    mutating func rememberServedFirst(logger: Logger) {
-        let held = ownership.remembered
+    /// After a reload: folds the ownership's changes once they are many (`HostOwnership.compact`),
+    /// and writes the alias names held to the served-first file when they changed (only then is
+    /// the whole map gathered).
+    mutating func settle(logger: Logger) {
+        ownership.compact()
+        let ownership = ownership
         servedFirstFile?.keep(ownership.rememberedVersion, logger: logger) { path throws(ServedFirst.StoreError) in
-            try ServedFirst.store(held, path: path)
+            try ServedFirst.store(ownership.remembered, path: path)
         }
     }
 
@@ -190,4 +193,10 @@ struct HostClaims {
             return ConfigProblem(severity: .error, file: "sites/\(name)", message: "an alias of \(target), which is not a site")
         }
     }
+}
+
+extension HostOwnership.Refusal {
+    /// The problem `aasad validate` reports for this refusal on `site` (`HostClaims.problem`), as
+    /// the tenant API reports it too (Sources/TenantAPI).
+    public func problem(site: String) -> ConfigProblem { HostClaims.problem(self, site: site) }
 }

@@ -141,19 +141,19 @@ public struct HostOwnership: Sendable {
         var name: String { entry.isEmpty ? site : entry }
     }
 
-    private var sites: [String: Names] = [:]
+    private var sites = LayeredMap<String, Names>()
     /// Entries of sites/ by the host they stand for.
     private var entries = Multimap<HostName, Entry>()
     /// The entry that holds each host that several entries stand for (rule 1); a host with one
     /// entry is that entry's (`named`).
-    private var contested: [HostName: Entry] = [:]
+    private var contested = LayeredMap<HostName, Entry>()
     /// Sites whose site.yaml names each host.
     private var aliasClaims = Multimap<HostName, String>()
     /// The site.yaml alias that holds each host (rules 2 and 3). An alias of a name the same site
     /// has an entry for is that entry's, and not here.
-    private var aliasHeld: [HostName: String] = [:]
+    private var aliasHeld = LayeredMap<HostName, String>()
     /// Refused claims by site, then host.
-    private var refusals: [String: [HostName: Refusal]] = [:]
+    private var refusals = LayeredMap<String, [HostName: Refusal]>()
     /// Hosts whose claims changed since the last `resolve`.
     private var pending: Set<HostName> = []
     /// The domains of the wildcards among them that an entry of sites/ stands for (`*.t`: `t`).
@@ -293,7 +293,7 @@ public struct HostOwnership: Sendable {
         }
         let aliasWildcards = Set(pending.filter(\.isWildcard))
         if !aliasWildcards.isEmpty {
-            for (_, refused) in refusals {
+            refusals.forEach { _, refused in
                 for (host, refusal) in refused {
                     if case .underWildcard(let wildcard, _) = refusal.reason, aliasWildcards.contains(wildcard) { hosts.insert(host) }
                 }
@@ -409,6 +409,29 @@ public struct HostOwnership: Sendable {
         return out
     }
 
+    /// Folds each map's changes into its shared base once they are many (`LayeredMap`): the
+    /// registry calls it after each reload, never a check on a copy, whose changes are few and
+    /// dropped with it.
+    mutating func compact() {
+        sites.foldIfLarge()
+        entries.foldIfLarge()
+        contested.foldIfLarge()
+        aliasClaims.foldIfLarge()
+        aliasHeld.foldIfLarge()
+        refusals.foldIfLarge()
+    }
+
+    /// Folds every map's changes into its shared base, however few (the fuzz target and tests,
+    /// so that decisions are checked on both layers).
+    mutating func foldAll() {
+        sites.fold()
+        entries.fold()
+        contested.fold()
+        aliasClaims.fold()
+        aliasHeld.fold()
+        refusals.fold()
+    }
+
     // MARK: - Answers
 
     /// The entry that holds a host (rule 1), if an entry stands for it.
@@ -435,7 +458,11 @@ public struct HostOwnership: Sendable {
     }
 
     /// Claims refused, over all sites.
-    public var refusedCount: Int { refusals.values.reduce(0) { $0 + $1.count } }
+    public var refusedCount: Int {
+        var count = 0
+        refusals.forEach { _, refused in count += refused.count }
+        return count
+    }
 
     /// Who holds exactly this name (a wildcard is a name of its own here).
     public func holder(of host: HostName) -> Holder? {
@@ -456,7 +483,7 @@ public struct HostOwnership: Sendable {
     }
 
     /// The alias names held now, with their sites: what a restart gives back as `prior`.
-    public var remembered: [HostName: String] { aliasHeld }
+    public var remembered: [HostName: String] { aliasHeld.dictionary }
 
     /// Changes each time `remembered` does, so that the registry knows when to store it without
     /// comparing every held alias after every reload.
@@ -467,8 +494,8 @@ public struct HostOwnership: Sendable {
 /// second, so that the common key costs no array of its own (an array or set per host cost tens
 /// of megabytes at 100,000 sites).
 struct Multimap<Key: Hashable & Sendable, Value: Equatable & Sendable>: Sendable {
-    private var first: [Key: Value] = [:]
-    private var rest: [Key: [Value]] = [:]
+    private var first = LayeredMap<Key, Value>()
+    private var rest = LayeredMap<Key, [Value]>()
 
     mutating func insert(_ value: Value, for key: Key) {
         if first[key] == nil { first[key] = value } else { rest[key, default: []].append(value) }
@@ -498,5 +525,15 @@ struct Multimap<Key: Hashable & Sendable, Value: Equatable & Sendable>: Sendable
     }
 
     /// The keys with a value.
-    var keys: Dictionary<Key, Value>.Keys { first.keys }
+    var keys: [Key] { first.keys }
+
+    mutating func foldIfLarge() {
+        first.foldIfLarge()
+        rest.foldIfLarge()
+    }
+
+    mutating func fold() {
+        first.fold()
+        rest.fold()
+    }
 }

@@ -59,6 +59,10 @@ public final class SiteRegistry {
     public var servedFirstProblem: String? { claims.servedFirstProblem }
     /// What the last read of `aliases-allowed` found wrong (the policy before it stays in force).
     public var aliasPolicyProblem: ConfigProblem? { claims.aliasPolicyProblem }
+    /// Which site holds which host as of the last reload: a value, copied in O(1), whose copy a
+    /// check may change off the reloader for what the change costs (`LayeredMap`): the tenant
+    /// API checks a new version of a site on it (Sources/TenantAPI/PendingClaims.swift).
+    public var hostOwnership: HostOwnership { claims.ownership }
     /// Names refused to a site because another site holds them (`HostOwnership`).
     public var conflictingHosts: Int { claims.ownership.refusedCount }
     /// Problems the last reload found: sites it read that have errors, names under `sites/` that
@@ -290,7 +294,7 @@ public final class SiteRegistry {
         }
         republish.formUnion(claims.ownership.resolve())
         for name in republish { publish(name) }
-        claims.rememberServedFirst(logger: logger)
+        claims.settle(logger: logger)
         lastReloadProblems =
             touched.count { records[$0].map { !$0.errors.isEmpty } ?? false } + names.count { entryProblems[$0] != nil }
         return true

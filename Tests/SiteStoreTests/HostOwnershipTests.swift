@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import TestSupport
 import Testing
 
 @testable import SiteStore
@@ -592,5 +593,73 @@ struct AliasPolicyTests {
         try c.write("aliases-allowed", "#" + String(repeating: "x", count: AliasPolicy.maximumFileSize - 1) + "\n")
         r.reloadAll()
         #expect(r.aliasPolicyProblem?.message.contains("larger than") == true)
+    }
+}
+
+@Suite("Host ownership: incremental decisions equal fresh ones, on shared copies")
+struct OwnershipDifferentialTests {
+    /// Random programs of changes (directories, symlinks, site.yaml aliases exact and wildcard,
+    /// removals, contested names, folds into the shared base) run through the fuzz target's
+    /// checks: after each change, each site's names held and refused equal a fresh decision's
+    /// and a restart's, and a copy taken before the change answers as before it.
+    @Test("10,000 seeded random programs")
+    func seeded() {
+        for seed in UInt64(0)..<10_000 {
+            var random = SplitMix64(seed: seed)
+            let count = Int.random(in: 8...160, using: &random)
+            let input = (0..<count).map { _ in UInt8.random(in: 0...255, using: &random) }
+            let failure = HostOwnershipFuzz.check(input)
+            #expect(failure == nil, "seed \(seed): \(failure ?? "")")
+            if failure != nil { return }
+        }
+    }
+
+    @Test("a change to a copy never shows in the original, before or after a fold")
+    func copies() {
+        var ownership = HostOwnership()
+        ownership.set("a.test", HostOwnership.Names(host: host("a.test"), aliases: [host("shop.test")]))
+        _ = ownership.resolve()
+        for fold in [false, true] {
+            if fold { ownership.foldAll() }
+            var copy = ownership
+            copy.set("b.test", HostOwnership.Names(host: host("b.test"), aliases: [host("*.shop.test")]))
+            copy.set("shop.test", HostOwnership.Names(host: host("shop.test")))
+            copy.remove("a.test")
+            _ = copy.resolve()
+            #expect(copy.holder(of: host("shop.test"))?.site == "shop.test")
+            #expect(ownership.holder(of: host("shop.test")) == HostOwnership.Holder(site: "a.test", source: .alias))
+            #expect(ownership.names(of: "b.test") == nil)
+            #expect(ownership.held(by: "a.test") == [host("a.test"), host("shop.test")])
+            #expect(ownership.remembered == [host("shop.test"): "a.test"])
+        }
+    }
+
+    @Test("changes fold into the base past the threshold, not at it")
+    func foldThreshold() {
+        var map = LayeredMap<Int, Int>()
+        let threshold = map.foldThreshold
+        #expect(threshold == 64)
+        for key in 0..<threshold { map[key] = key }
+        map.foldIfLarge()
+        #expect(map.pendingChanges == threshold)
+        let shared = map
+        map[threshold] = threshold
+        map.foldIfLarge()
+        #expect(map.pendingChanges == 0)
+        #expect(map.dictionary.count == threshold + 1)
+        // The copy taken before the fold keeps its own view.
+        #expect(shared[threshold] == nil)
+        #expect(shared.dictionary.count == threshold)
+        // A removal of a key the base holds is a change; of one it lacks, none.
+        map[0] = nil
+        map[-1] = nil
+        #expect(map.pendingChanges == 1)
+        #expect(map[0] == nil)
+        #expect(map.keys.count == threshold)
+        // 10,000 folded: the threshold is the base's square root.
+        var large = LayeredMap<Int, Int>()
+        for key in 0..<10_000 { large[key] = key }
+        large.fold()
+        #expect(large.foldThreshold == 100)
     }
 }
