@@ -48,4 +48,5 @@ done
 # shellcheck disable=SC2086
 "$work/h2spec" -t -k -h 127.0.0.1 -p "$port" -P /.well-known/apple-app-site-association -o 2 \
     ${H2SPEC_ARGS:-} | tee "$work/out" | grep -E "^\s*([0-9]+\.|×|Finished|[0-9]+ tests)" || true
+[ -n "${H2SPEC_LOG:-}" ] && cp "$work/out" "$H2SPEC_LOG"
 grep -E "tests, [0-9]+ passed" "$work/out"
