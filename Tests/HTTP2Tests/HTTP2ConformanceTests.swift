@@ -19,8 +19,7 @@ struct HTTP2ConformanceTests {
         #expect(SessionIO.receive(session, ClientFrames.preface + ClientFrames.settings + bytes))
         if answering { _ = HTTP2EarlyAnswerTests.answer(session) } else { _ = SessionIO.output(session) }
         _ = SessionIO.receive(session, then)
-        _ = HTTP2EarlyAnswerTests.answer(session)
-        return HTTP2EarlyAnswerTests.errors(SessionIO.output(session))
+        return HTTP2EarlyAnswerTests.errors(HTTP2EarlyAnswerTests.answer(session).output)
     }
 
     /// STREAM_CLOSED as a stream or a connection error: RFC 9113 §5.1 allows either here.
