@@ -214,21 +214,15 @@ public final class HTTP2Session {
     /// Largest header list accepted per request (SETTINGS_MAX_HEADER_LIST_SIZE, and enforced):
     /// the same 16 KB as an HTTP/1.1 head.
     public static let maximumHeaderListSize = 16_384
-    /// The HPACK dynamic table the client's encoder may fill in our decoder
-    /// (SETTINGS_HEADER_TABLE_SIZE, RFC 9113 §6.5.2): 512 bytes. With the default 4,096 a client
-    /// makes every connection hold up to 4 KB it sent once (a 3,950-byte value indexed, then
-    /// referred to by one byte), for as long as it keeps the connection open; nginx holds the
-    /// same 4 KB. 512 bytes still index what a usual client repeats on a kept connection (its
-    /// `:authority`, `:path` and User-Agent, each a few dozen bytes and 32 of overhead): with
-    /// 0, each request's fields were decoded again from literals, 7 % more instructions per
-    /// HTTP/2 request (`scripts/callgrind-requests.sh`, docs/benchmarks.md). A value larger than
-    /// the table is never kept (RFC 7541 §4.4).
-    /// The new size applies once the client acknowledges our SETTINGS (RFC 9113 §6.5.3): nghttp2
-    /// then evicts what no longer fits, and the client's next header block must begin with a
-    /// dynamic table size update of at most 512 (RFC 7541 §4.2, §6.3; nghttp2 answers
-    /// COMPRESSION_ERROR without one). Header blocks sent before the acknowledgement still use
-    /// 4,096 bytes.
-    public static let headerTableSize: UInt32 = 512
+    /// The HPACK dynamic table the client's encoder may fill in our decoder: the protocol's
+    /// default of 4,096 bytes (RFC 9113 §6.5.2), never advertised, as h2o and nginx do. A smaller
+    /// advertised size (512 and 0 were tried) obliges the client's encoder to begin its first
+    /// header block after our SETTINGS with a dynamic table size update (RFC 7541 §4.2), and
+    /// nghttp2 ends the connection with COMPRESSION_ERROR when it does not: h2spec's client never
+    /// sends one and failed 45 of 146 cases on it (docs/reliability.md, "HTTP/2 conformance"), and
+    /// a client that fails that way cannot fetch the AASA file at all. The cost is up to 4 KB a
+    /// client may keep indexed per connection, what nginx keeps too (docs/benchmarks.md).
+    public static let headerTableSize: UInt32 = 4_096
     /// CONTINUATION frames per header block (CVE-2024-27316/28182: a flood of them).
     public static let maximumContinuations = 8
     /// SETTINGS frames accepted per SETTINGS frame batch, and queued outbound ACKs (PING and
@@ -326,7 +320,6 @@ public final class HTTP2Session {
         nghttp2_session_callbacks_del(callbacks)
         session = s
         var settings = [
-            nghttp2_settings_entry(settings_id: CAASANghttp2_SETTINGS_HEADER_TABLE_SIZE, value: Self.headerTableSize),
             nghttp2_settings_entry(settings_id: CAASANghttp2_SETTINGS_MAX_CONCURRENT_STREAMS, value: Self.maximumConcurrentStreams),
             nghttp2_settings_entry(settings_id: CAASANghttp2_SETTINGS_MAX_HEADER_LIST_SIZE, value: UInt32(Self.maximumHeaderListSize)),
             // No SETTINGS_NO_RFC7540_PRIORITIES (RFC 9218 §2.1): with it nghttp2 keeps no closed
