@@ -1,145 +1,16 @@
+import DaemonTesting
 import Foundation
-import Synchronization
 import TestSupport
 import Testing
-
-/// One keep-alive HTTP/1.1 connection that reads responses by Content-Length, reconnecting when
-/// the server closes. Enough to fetch many times a second and check every answer whole.
-final class KeepAliveClient {
-    let port: Int
-    private var fd: Int32 = -1
-
-    init(port: Int) { self.port = port }
-    deinit { if fd >= 0 { close(fd) } }
-
-    struct Answer {
-        var status: Int
-        var body: [UInt8]
-        var complete: Bool
-    }
-
-    func get(host: String, path: String) -> Answer? {
-        for _ in 0..<2 {
-            if fd < 0 { connectNow() }
-            guard fd >= 0 else { return nil }
-            let request = Array("GET \(path) HTTP/1.1\r\nHost: \(host)\r\n\r\n".utf8)
-            if Loopback.send(fd, request) == request.count,
-                let answer = readResponse()
-            {
-                return answer
-            }
-            close(fd)
-            fd = -1
-        }
-        return nil
-    }
-
-    private func connectNow() {
-        fd = Loopback.connect(port: port) ?? -1
-        guard fd >= 0 else { return }
-        Loopback.setReceiveTimeout(fd, seconds: 5)
-    }
-
-    private var buffer: [UInt8] = []
-
-    private func fill() -> Bool {
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        let n = recv(fd, &chunk, chunk.count, 0)
-        guard n > 0 else { return false }
-        buffer += chunk[0..<n]
-        return true
-    }
-
-    private func readResponse() -> Answer? {
-        let terminator: [UInt8] = [13, 10, 13, 10]
-        var headEnd: Int?
-        while headEnd == nil {
-            if let r = buffer.firstRange(of: terminator) { headEnd = r.upperBound } else if !fill() { return nil }
-        }
-        let head = String(decoding: buffer[..<headEnd!], as: UTF8.self)
-        let status = Int(head.split(separator: " ").dropFirst().first ?? "") ?? 0
-        var length = 0
-        for line in head.split(separator: "\r\n") where line.lowercased().hasPrefix("content-length:") {
-            length = Int(line.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) ?? 0
-        }
-        while buffer.count < headEnd! + length {
-            if !fill() {
-                let body = Array(buffer[headEnd!...])
-                buffer = []
-                return Answer(status: status, body: body, complete: false)
-            }
-        }
-        let body = Array(buffer[headEnd!..<(headEnd! + length)])
-        buffer.removeFirst(headEnd! + length)
-        return Answer(status: status, body: body, complete: true)
-    }
-}
-
-/// Fetches a host's AASA file in a loop on its own thread and checks each answer against the
-/// versions written so far.
-final class FetchLoop: Sendable {
-    private struct State {
-        var allowed: Set<[UInt8]> = []
-        var allow404 = false
-        var violations: [String] = []
-        var answers = 0
-        var running = true
-        /// When each version was first seen, for reload latency.
-        var firstSeen: [[UInt8]: Date] = [:]
-    }
-
-    private let state = Mutex(State())
-    private let done = DispatchSemaphore(value: 0)
-
-    init(port: Int, host: String) {
-        Thread { [self] in
-            let client = KeepAliveClient(port: port)
-            while state.withLock({ $0.running }) {
-                let answer = client.get(host: host, path: "/.well-known/apple-app-site-association")
-                state.withLock { state in
-                    state.answers += 1
-                    guard let answer else {
-                        state.violations.append("no answer")
-                        return
-                    }
-                    if !answer.complete {
-                        state.violations.append("truncated body (\(answer.body.count) bytes)")
-                    } else if answer.status == 200 {
-                        if !state.allowed.contains(answer.body) {
-                            state.violations.append("unexpected body: \(String(decoding: answer.body.prefix(60), as: UTF8.self))")
-                        }
-                        if state.firstSeen[answer.body] == nil { state.firstSeen[answer.body] = Date() }
-                    } else if answer.status == 404 {
-                        if !state.allow404 { state.violations.append("404 while the site exists") }
-                    } else {
-                        state.violations.append("status \(answer.status)")
-                    }
-                }
-            }
-            done.signal()
-        }.start()
-    }
-
-    func allow(_ body: [UInt8]) { state.withLock { _ = $0.allowed.insert(body) } }
-    func setAllow404(_ value: Bool) { state.withLock { $0.allow404 = value } }
-    func seen(_ body: [UInt8]) -> Date? { state.withLock { $0.firstSeen[body] } }
-    var count: Int { state.withLock { $0.answers } }
-
-    func stop() -> [String] {
-        state.withLock { $0.running = false }
-        done.wait()
-        return state.withLock { $0.violations }
-    }
-}
 
 @Suite("Watched config directory under fault injection")
 final class WatcherTests {
     let config: TestConfig
-    let server: RunningServer
+    let server: TestDaemon
 
     init() throws {
         config = try TestConfig()
-        server = try RunningServer(config: config)
+        server = try TestDaemon(config: config)
     }
 
     private func version(_ n: Int, padding: Int = 0) -> [UInt8] {
@@ -274,7 +145,7 @@ final class WatcherTests {
         #expect(loop.count > 100, "the client loop fetched too rarely to prove anything")
         let sorted = latencies.sorted()
         print("reload latency (close to first served), seconds: \(sorted.map { String(format: "%.3f", $0) }.joined(separator: " "))")
-        #expect(server.stop() == 0)
+        #expect(server.stop())
         let log = server.log()
         #expect(log.contains("serving the last good version: a.test"))
     }
@@ -296,7 +167,7 @@ final class ManySitesTests {
                 : Array(#"{"applinks": {"apps": [], "details": [{"appID": "ABCDE12345.com.example.s\#(i)", "paths": ["*"]}]}}"#.utf8)
             try config.write("config/sites/s\(i).many.test/apple-app-site-association", bytes)
         }
-        let server = try RunningServer(config: config)
+        let server = try TestDaemon(config: config)
         let client = KeepAliveClient(port: server.httpPort)
         for i in stride(from: 0, to: Self.count, by: 997) {
             let answer = client.get(host: "s\(i).many.test", path: "/.well-known/apple-app-site-association")
@@ -310,18 +181,18 @@ final class ManySitesTests {
             },
             "the change was not applied")
         #expect(client.get(host: "s4243.many.test", path: "/.well-known/apple-app-site-association")?.status == 200)
-        #expect(server.stop() == 0)
+        #expect(server.stop())
     }
 }
 
 @Suite("Certificates reload without a restart")
 final class CertificateReloadTests {
     let config: TestConfig
-    let server: RunningServer
+    let server: TestDaemon
 
     init() throws {
         config = try TestConfig()
-        server = try RunningServer(config: config)
+        server = try TestDaemon(config: config)
     }
 
     @Test("a site's new certificate is used by new connections; a mismatched pair is refused and the old one stays")
@@ -338,7 +209,7 @@ final class CertificateReloadTests {
         rename(other + "/key.pem", tls + "/key.pem")
         #expect(server.waitForLog("does not match the certificate"), "the mismatched pair was not noticed")
         #expect(try server.servedFingerprint("own.test") == rotated)
-        #expect(server.stop() == 0)
+        #expect(server.stop())
         #expect(server.log().contains("does not match the certificate"))
     }
 
