@@ -104,7 +104,8 @@ package final class FetchLoop: Sendable {
                         state.violations.append("truncated body (\(answer.body.count) bytes)")
                     } else if answer.status == 200 {
                         if !state.allowed.contains(answer.body) {
-                            state.violations.append("unexpected body: \(String(decoding: answer.body.prefix(60), as: UTF8.self))")
+                            state.violations.append(
+                                "unexpected body (\(answer.body.count) bytes): \(String(decoding: answer.body.suffix(80), as: UTF8.self))")
                         }
                         if state.firstSeen[answer.body] == nil { state.firstSeen[answer.body] = Date() }
                     } else if answer.status == 404 {
