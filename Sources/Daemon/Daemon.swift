@@ -114,6 +114,9 @@ package final class Daemon: @unchecked Sendable {
     /// Reloads served since start (each site change, SIGHUP or settings change that published a
     /// snapshot): a test waits for it to move rather than sleeping.
     package var reloadGeneration: Int { reloads.value.load(ordering: .acquiring) }
+    /// Whether every worker has taken the limits and access log last applied (they look once a
+    /// second): a test waits for it rather than sleeping past the workers' next tick.
+    package var limitsTakenByEveryWorker: Bool { running?.server.tuner.takenByEveryWorker ?? false }
     /// What the admin pages show, as of the last reload.
     package var adminView: AdminView? { running?.sites.current }
 

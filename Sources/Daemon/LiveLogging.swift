@@ -71,7 +71,7 @@ package struct SwitchingLogHandler: LogHandler {
 /// they are made; this is the last line of defence, for the message and the metadata alike: a
 /// site.yaml line holding `\n2026-… error aasad: …` or an ESC sequence cannot forge an event or
 /// reach the terminal.
-struct EscapingStandardError: TextOutputStream, Sendable {
+package struct EscapingStandardError: TextOutputStream, Sendable {
     /// Serialises whole lines, as the JSON handler's lock does; true while the last line written
     /// was cut short (see `writeLine`).
     private static let lock = Mutex(false)
@@ -83,7 +83,7 @@ struct EscapingStandardError: TextOutputStream, Sendable {
 
     /// Best effort, as stdio's was: a reader of standard error that went away (a closed pipe, a
     /// closed descriptor) must not stop the server, so no error is raised.
-    mutating func write(_ string: String) {
+    package mutating func write(_ string: String) {
         Self.write(safeLine: Self.line(string))
     }
 
@@ -127,8 +127,9 @@ struct EscapingStandardError: TextOutputStream, Sendable {
     }
 
     /// The event's text escaped, then the line feed that ends it (kept, and the only one). Bytes,
-    /// not characters: a message ending in CR would make "\r\n" one character.
-    static func line(_ text: String) -> [UInt8] {
+    /// not characters: a message ending in CR would make "\r\n" one character. A daemon in a
+    /// test process logs through it too (Tests/DaemonTesting/TestDaemon.swift).
+    package static func line(_ text: String) -> [UInt8] {
         var bytes = Array(text.utf8)
         let ended = bytes.last == 0x0A
         if ended { bytes.removeLast() }

@@ -278,6 +278,10 @@ public final class Server {
         public func tune(limits: Limits, accessLog: AccessLog?) {
             tuning.publish(limits: limits, accessLog: accessLog)
         }
+
+        /// Whether every worker has taken the limits and access log last published: what a
+        /// caller (a test) waits on instead of sleeping past the workers' next tick.
+        public var takenByEveryWorker: Bool { tuning.takenByEveryWorker }
     }
 
     /// Asks every worker to stop and waits for them.
@@ -309,6 +313,8 @@ public final class Server {
 final class Tuning: Sendable {
     private let state: Mutex<(limits: Limits, accessLog: AccessLog?)>
     private let published = Atomic<UInt64>(0)
+    /// The version each worker last took, by the slot `join` gave it.
+    private let taken = Mutex<[UInt64]>([])
 
     init(limits: Limits, accessLog: AccessLog?) {
         state = Mutex((limits, accessLog))
@@ -325,5 +331,23 @@ final class Tuning: Sendable {
 
     func current() -> (version: UInt64, limits: Limits, accessLog: AccessLog?) {
         state.withLock { (published.load(ordering: .acquiring), $0.limits, $0.accessLog) }
+    }
+
+    /// A new worker's slot, holding the version it starts with.
+    func join(version: UInt64) -> Int {
+        taken.withLock {
+            $0.append(version)
+            return $0.count - 1
+        }
+    }
+
+    /// A worker has taken `version`.
+    func took(_ version: UInt64, slot: Int) {
+        taken.withLock { $0[slot] = version }
+    }
+
+    var takenByEveryWorker: Bool {
+        let version = self.version
+        return taken.withLock { $0.allSatisfy { $0 >= version } }
     }
 }

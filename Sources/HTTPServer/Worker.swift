@@ -73,6 +73,8 @@ final class Worker {
     /// Where changed limits and access logs come from, and the version this worker took.
     let tuning: Tuning
     var tuningVersion: UInt64 = 0
+    /// Where this worker records the version it took (`Tuning.took`).
+    let tuningSlot: Int
 
     var connections: [Connection?] = []
     var nextGeneration: UInt32 = 1
@@ -121,6 +123,7 @@ final class Worker {
         self.stopFlag = stopFlag
         self.tuning = tuning
         tuningVersion = tuning.version
+        tuningSlot = tuning.join(version: tuningVersion)
         loop = try EventLoop()
         let milliseconds = clock.milliseconds()
         let exchange = Exchange(
@@ -246,6 +249,7 @@ final class Worker {
     func retune() {
         let (version, fresh, log) = tuning.current()
         tuningVersion = version
+        defer { tuning.took(version, slot: tuningSlot) }
         context.limits = fresh
         if listeners.first?.kind != .admin && context.answerer.accessLog?.log !== log {
             context.answerer.flushLog()

@@ -85,6 +85,8 @@ struct ACMEStorageTests {
     @Test("the DNS hook: arguments as given, a failure's status and output, the time limit, default signals")
     func hook() throws {
         let dir = try TemporaryDirectory(prefix: "acme-hook")
+        // The hook's `sleep 30` is the input (a hook that overruns its time limit), not an order
+        // of events.
         try dir.write(
             "hook",
             Array(

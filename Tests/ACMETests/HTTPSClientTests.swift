@@ -29,6 +29,7 @@ final class HTTPSClientTests {
                     for i in range(100): self.send_header("X-Fill-%d" % i, "a" * 1000)
                     self.send_header("Content-Length", "0"); self.end_headers()
                 elif self.path == "/stall":
+                    # The sleep is the input (a server that stops mid-body), not an order of events.
                     self.send_response(200); self.send_header("Content-Length", "10"); self.end_headers()
                     self.wfile.write(b"a"); self.wfile.flush(); time.sleep(30)
         server = http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H)

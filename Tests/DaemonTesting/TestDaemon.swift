@@ -128,8 +128,9 @@ private final class Lines: Sendable {
     var text: String { collected.withLock { $0.joined() } }
 }
 
-/// swift-log's text handler writes each event as one string ending in a line feed.
+/// swift-log's text handler writes each event as one string ending in a line feed; escaped as
+/// the binary's standard error escapes it (`EscapingStandardError` in Sources/Daemon/LiveLogging.swift).
 private struct LogStream: TextOutputStream, Sendable {
     let lines: Lines
-    mutating func write(_ string: String) { lines.append(string) }
+    mutating func write(_ string: String) { lines.append(String(decoding: EscapingStandardError.line(string), as: UTF8.self)) }
 }

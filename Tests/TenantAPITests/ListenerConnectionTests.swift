@@ -130,7 +130,7 @@ import Testing
     }
 
     @Test func stopWaitsForABlockedHandlerOnlyUpToItsBound() throws {
-        let release = Mutex(false)
+        let release = DispatchSemaphore(value: 0)
         var limits = APIListenerLimits.short()
         limits.stopTimeout = .milliseconds(500)
         let entered = Mutex(false)
@@ -139,7 +139,7 @@ import Testing
             handler: { _ in
                 entered.withLock { $0 = true }
                 // Blocks until the test lets it go (after stop returned).
-                while !release.withLock({ $0 }) { usleep(10_000) }
+                release.wait()
                 return APIResponse(status: 200)
             }, logger: Logger(label: "api-test"))
         api.start()
@@ -151,7 +151,7 @@ import Testing
         let waited = Date().timeIntervalSince(started)
         #expect(waited >= 0.4 && waited < 3)
         #expect(api.openConnections == 1)
-        release.withLock { $0 = true }
+        release.signal()
         // The handler's connection ends on its own once the handler returns.
         #expect(eventually { api.openConnections == 0 })
         #expect(client.readUntilClose(seconds: 5).closed)

@@ -10,3 +10,14 @@ package func eventually(attempts: Int = 100, interval: Double = 0.1, _ condition
     }
     return false
 }
+
+/// The lines of the file at `path` once it has at least `count` of them (5 s at most; what it
+/// holds then, otherwise): for a log the server writes in the background.
+package func fileLines(_ path: String, atLeast count: Int) -> [String] {
+    var lines: [String] = []
+    _ = eventually(attempts: 50) {
+        lines = ((try? String(contentsOfFile: path, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+        return lines.count >= count
+    }
+    return lines
+}

@@ -6,29 +6,8 @@ import Testing
 @testable import Daemon
 @testable import aasad
 
-/// What a terminal must never receive from text the program did not write: C0 controls (CR and
-/// LF inside a line included), DEL, C1 controls, the line separators and bidi formatting.
-private func isDangerous(_ scalar: Unicode.Scalar) -> Bool {
-    switch scalar.value {
-    case 0..<0x20, 0x7F...0x9F, 0x061C, 0x200E, 0x200F, 0x2028, 0x2029, 0x202A...0x202E, 0x2066...0x2069: true
-    default: false
-    }
-}
-
-/// Output split at LF bytes only (a String splits "\r\n" as one character), each line kept with
-/// any CR it holds.
-private func lines(_ text: String) -> [String] {
-    text.utf8.split(separator: 0x0A, omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
-}
-
-/// Every line of `text` holds only characters a terminal shows as they are (and the tabs that
-/// separate `sites`' fields, with `tabs`).
-private func expectClean(_ text: String, tabs: Bool = false, sourceLocation: SourceLocation = #_sourceLocation) {
-    for line in lines(text) where line.unicodeScalars.contains(where: { isDangerous($0) && !(tabs && $0 == "\t") }) {
-        Issue.record("a control or bidi character reached the output: \(line.debugDescription)", sourceLocation: sourceLocation)
-    }
-}
-
+/// serve's text log of hostile site.yaml lines and directory names is tested in-process
+/// (Tests/DaemonServeTests/EscapingServeTests.swift).
 @Suite("Text output escapes control and bidi characters: validate, match, check, sites and the text log")
 final class EscapingTests {
     let directory: TemporaryDirectory
@@ -63,7 +42,7 @@ final class EscapingTests {
         let out = try Tool.run(AASAD.binary.path, ["validate", config])
         #expect(out.status == 1)
         expectClean(out.text)
-        #expect(!lines(out.text).contains { $0.hasPrefix("error: forged") }, "\(out.text)")
+        #expect(!splitLines(out.text).contains { $0.hasPrefix("error: forged") }, "\(out.text)")
         for expected in [
             #"sites/evil\x1B]0;pwned\x07\x0D\x0Aerror forged.test: not a valid site name: the label "evil\x1B]0;pwned\x07\x0D\x0Aerror forged" contains '\x1B'"#,
             #"sites/esc.test/site.yaml: not valid YAML: line 1, column 17: control characters are not allowed (U+001B), in "aliases: [x.test\x1B[31m""#,
@@ -73,7 +52,7 @@ final class EscapingTests {
             #expect(out.text.contains(expected), "missing: \(expected)\n\(out.text)")
         }
         // One line per finding: every line is a finding or the summary.
-        for line in lines(out.text).dropLast() {
+        for line in splitLines(out.text).dropLast() {
             #expect(line.hasPrefix("error: ") || line.hasPrefix("warning: ") || line.contains(" checked"), "\(line.debugDescription)")
         }
     }
@@ -83,8 +62,8 @@ final class EscapingTests {
         let out = try Tool.run(AASAD.binary.path, ["sites", "--config", config])
         expectClean(out.text, tabs: true)
         #expect(out.text.contains(#"evil\x1B]0;pwned\x07\x0D\x0Aerror forged.test"#), "\(out.text)")
-        #expect(!lines(out.text).contains { $0.hasPrefix("error: forged") || $0.hasPrefix("error forged") }, "\(out.text)")
-        for line in lines(out.text) where !line.isEmpty && !line.hasPrefix(" ") && !line.hasPrefix("error: ") {
+        #expect(!splitLines(out.text).contains { $0.hasPrefix("error: forged") || $0.hasPrefix("error forged") }, "\(out.text)")
+        for line in splitLines(out.text) where !line.isEmpty && !line.hasPrefix(" ") && !line.hasPrefix("error: ") {
             #expect(line.split(separator: "\t", omittingEmptySubsequences: false).count >= 3, "\(line.debugDescription)")
         }
     }
@@ -96,7 +75,7 @@ final class EscapingTests {
         let out = try Tool.run(AASAD.binary.path, ["match", "--file", file, url])
         expectClean(out.text)
         #expect(out.text.contains(#"https://a.test/buy/\x1B[2J\x0D\x0A  opens FORGED \u{202E}x"#), "\(out.text)")
-        #expect(!lines(out.text).contains { $0.hasPrefix("  opens FORGED") })
+        #expect(!splitLines(out.text).contains { $0.hasPrefix("  opens FORGED") })
         // --expect names an app no URL opens: the line on standard error quotes the URL escaped.
         let unmet = try Tool.run(AASAD.binary.path, ["match", "--file", file, "--expect", "none", url])
         #expect(unmet.status == 1)
@@ -126,36 +105,6 @@ final class EscapingTests {
         let host = try Tool.run(AASAD.binary.path, ["check", "evil.test\u{1B}[2J"])
         #expect(host.status == 64)
         expectClean(host.stderr)
-    }
-
-    @Test("serve's text log: one line per event, whatever site.yaml and the directory names hold")
-    func serveLog() throws {
-        let forged = "1999-01-01T00:00:00+0000 error aasad: FORGED"
-        let config = try TestConfig()
-        try config.write("config/sites/syntax.test/apple-app-site-association", Self.aasa)
-        try config.write("config/sites/syntax.test/site.yaml", Array("page: x\n\(forged)-SYNTAX: x\n".utf8))
-        try config.write("config/sites/crlf.test/apple-app-site-association", Self.aasa)
-        try config.write("config/sites/crlf.test/site.yaml", Array("\"k\\r\\n\(forged)-KEY\": 1\n".utf8))
-        try config.write("config/sites/esc.test/apple-app-site-association", Self.aasa)
-        try config.write("config/sites/esc.test/site.yaml", Array("aliases: [x.test\u{1B}[31m\r\n\(forged)-ESC: x\n".utf8))
-        try config.write("config/sites/\(Self.evilDirectory)/apple-app-site-association", Self.aasa)
-        let server = try RunningServer(config: config)
-        #expect(server.waitForLog("FORGED-SYNTAX"))
-        #expect(server.waitForLog("FORGED-KEY"))
-        #expect(server.waitForLog("evil"))
-        #expect(server.waitForLog("U+001B"))
-        #expect(server.stop() == 0)
-        let log = server.log()
-        expectClean(log)
-        let event = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d{4} (trace|debug|info|notice|warning|error|critical) \S+:/
-        for line in lines(log).dropLast() {
-            #expect(line.prefixMatch(of: event) != nil, "not an event line: \(line.debugDescription)")
-            #expect(!line.hasPrefix("1999-"), "a forged event: \(line.debugDescription)")
-        }
-        #expect(log.contains(#"k\x0D\x0A1999-01-01T00:00:00+0000 error aasad: FORGED-KEY"#), "\(log)")
-        #expect(log.contains(#"in "1999-01-01T00:00:00+0000 error aasad: FORGED-SYNTAX: x""#), "\(log)")
-        #expect(log.contains(#"control characters are not allowed (U+001B), in "aliases: [x.test\x1B[31m""#), "\(log)")
-        #expect(log.contains(#"sites/evil\x1B]0;pwned\x07\x0D\x0Aerror forged.test"#), "\(log)")
     }
 
     @Test(

@@ -48,7 +48,8 @@ final class TimeoutProcessTests {
     func timeoutsNeverEarly() throws {
         // Deadlines used to count from the second, rounded down, of the loop's last clock read
         // (up to a one-second wait before the accept): a 1 s handshake timeout could fire at once.
-        // 12 clients, started at different points of a second, each wait 0.7 s after connecting.
+        // 12 clients, started at different points of a second, each wait 0.7 s after connecting
+        // (the sleeps are the input, not an order of events).
         // The server accepts after the client's connect returns, so a cut it makes on time comes
         // at least 1 s after that: an end of the connection sooner is early, whatever the load.
         // Under load a hello can leave after the deadline and be cut on time; that is not

@@ -126,36 +126,6 @@ final class SettingsTests {
         #expect(server.log().contains("AASAD_TIMEOUT_IDLE is not a setting; ignored"))
     }
 
-    @Test("tls.min-version 1.3 refuses TLS 1.2 clients and serves TLS 1.3 ones")
-    func tlsMinimumVersion() throws {
-        try config.write("config/aasad.yaml", Array("tls:\n  min-version: \"1.3\"\n".utf8))
-        let server = try RunningServer(config: config)
-        #expect(try server.https("a.test", "/apple-app-site-association", ["--tlsv1.3"]).status == 200)
-        #expect(throws: (any Error).self) { try server.https("a.test", "/apple-app-site-association", ["--tls-max", "1.2"]) }
-    }
-
-    @Test("limits.max-connections: at the limit a worker stops accepting until a connection closes")
-    func maxConnections() throws {
-        let server = try RunningServer(config: config, extra: ["--threads", "1", "--max-connections", "2"])
-        let held = (0..<2).compactMap { _ in Loopback.connect(port: server.httpPort) }
-        #expect(held.count == 2)
-        // Both taken in: the worker is at its limit.
-        let open = try Metrics.wait(server) { $0["aasad_connections_open", ["listener": "http"]] >= 2 }
-        #expect(open["aasad_connections_open", ["listener": "http"]] == 2)
-        // The third connection completes in the kernel's backlog but is not served while two are open.
-        let waiting = try #require(Loopback.connect(port: server.httpPort))
-        defer { close(waiting) }
-        Loopback.send(waiting, Array("GET /apple-app-site-association HTTP/1.1\r\nHost: a.test\r\nConnection: close\r\n\r\n".utf8))
-        Loopback.setReceiveTimeout(waiting, seconds: 1)
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        #expect(recv(waiting, &buffer, buffer.count, 0) < 0, "served beyond the limit")
-        close(held[0])
-        Loopback.setReceiveTimeout(waiting, seconds: 5)
-        let n = recv(waiting, &buffer, buffer.count, 0)
-        #expect(n > 0 && String(decoding: buffer[0..<max(0, n)], as: UTF8.self).hasPrefix("HTTP/1.1 200"))
-        close(held[1])
-    }
-
     @Test("--user drops root after binding: the process runs as that user and goes on serving", .enabled(if: getuid() == 0))
     func dropPrivileges() throws {
         let server = try RunningServer(config: config, extra: ["--user", "nobody"])
@@ -177,6 +147,8 @@ final class SettingsTests {
     }
 }
 
+/// The access log in JSON and its reopening on SIGHUP; the text format is tested in-process
+/// (Tests/DaemonServeTests/SettingsServeTests.swift).
 @Suite("aasad serve: access log")
 final class AccessLogTests {
     let config: TestConfig
@@ -185,45 +157,12 @@ final class AccessLogTests {
         config = try TestConfig()
     }
 
-    private func lines(_ path: String, atLeast count: Int) -> [String] {
-        var lines: [String] = []
-        _ = eventually(attempts: 50) {
-            lines = ((try? String(contentsOfFile: path, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
-            return lines.count >= count
-        }
-        return lines
-    }
-
-    @Test("one vhost_combined line per request, over HTTP/1.1 and HTTP/2, client bytes escaped")
-    func text() throws {
-        let path = config.path("access.log")
-        let server = try RunningServer(config: config, extra: ["--access-log", path])
-        #expect(try server.http("a.test", "/apple-app-site-association", ["-A", "AASA-Bot/1.0"]).status == 200)
-        #expect(try server.https("www.a.test", "/.well-known/assetlinks.json", ["--http2", "-I"]).status == 200)
-        let odd = "GET /x?y=1 HTTP/1.1\r\nHost: a.test\r\nUser-Agent: quote\"back\\slash \u{e9}\r\nConnection: close\r\n\r\n"
-        #expect(String(decoding: server.raw(Array(odd.utf8)), as: UTF8.self).hasPrefix("HTTP/1.1 404"))
-        _ = try server.admin("/healthz")
-        let log = lines(path, atLeast: 3)
-        #expect(log.count == 3, "\(log)")
-        guard log.count == 3 else { return }
-        let stamp = #"\[\d{2}/[A-Z][a-z]{2}/\d{4}:\d{2}:\d{2}:\d{2} \+0000\]"#
-        #expect(
-            log[0].wholeMatch(
-                of: try Regex(
-                    #"a\.test 127\.0\.0\.1 - - "# + stamp
-                        + #" "GET /apple-app-site-association HTTP/1\.1" 200 \#(config.aasa.count) "-" "AASA-Bot/1\.0""#))
-                != nil, "\(log[0])")
-        #expect(log[1].hasPrefix("www.a.test 127.0.0.1 - - ["), "\(log[1])")
-        #expect(log[1].contains(#""HEAD /.well-known/assetlinks.json HTTP/2.0" 200 0 "-" "curl/"#), "\(log[1])")
-        #expect(log[2].hasSuffix(#""GET /x?y=1 HTTP/1.1" 404 14 "-" "quote\x22back\x5cslash \xc3\xa9""#), "\(log[2])")
-    }
-
     @Test("with --log-format json each line is a JSON object; SIGHUP reopens the file after it is moved")
     func jsonAndReopen() throws {
         let path = config.path("access.log")
         let server = try RunningServer(config: config, extra: ["--access-log", path, "--log-format", "json"])
         #expect(try server.http("a.test", "/apple-app-site-association", ["-A", "é\t\"!"]).status == 200)
-        let first = lines(path, atLeast: 1)
+        let first = fileLines(path, atLeast: 1)
         #expect(first.count == 1)
         let object = try JSONSerialization.jsonObject(with: Data((first.first ?? "").utf8)) as? [String: Any]
         #expect(object?["host"] as? String == "a.test")
@@ -241,10 +180,10 @@ final class AccessLogTests {
         var reopened: [String] = []
         _ = try eventually(attempts: 50) {
             _ = try server.http("a.test", "/.well-known/apple-app-site-association")
-            reopened = lines(path, atLeast: 0)
+            reopened = fileLines(path, atLeast: 0)
             return !reopened.isEmpty
         }
         #expect(!reopened.isEmpty, "nothing written after SIGHUP")
-        #expect(lines(path + ".1", atLeast: 1).count == 1)
+        #expect(fileLines(path + ".1", atLeast: 1).count == 1)
     }
 }

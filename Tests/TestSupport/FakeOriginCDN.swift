@@ -1,27 +1,26 @@
-import Foundation
-import TestSupport
+package import Foundation
 import Testing
 
 /// A fake origin and a fake Apple CDN on one loopback TLS port (Fixtures/fake_origin_cdn.py),
 /// with a test CA: the hosts `aasad check` and the CDN watch are tested against.
-final class FakeOriginCDN {
-    let directory: TemporaryDirectory
-    private(set) var port = 0
+package final class FakeOriginCDN {
+    package let directory: TemporaryDirectory
+    package private(set) var port = 0
     private let process = Process()
 
     /// A valid AASA file for the app `ABCDE12345.com.example.app`, with a marker to tell versions.
-    static func aasa(_ version: Int) -> [UInt8] {
+    package static func aasa(_ version: Int) -> [UInt8] {
         Array(
             #"{"applinks": {"details": [{"appIDs": ["ABCDE12345.com.example.app"], "components": [{"/": "/v\#(version)/*"}]}]}}"#.utf8)
     }
 
-    init() throws {
+    package init() throws {
         directory = try TemporaryDirectory(prefix: "aasad-fake-cdn")
         for folder in ["origin", "cdn", "certs/default", "certs/wrongname.test", "certs/expired.test"] {
             try FileManager.default.createDirectory(atPath: directory.path(folder), withIntermediateDirectories: true)
         }
         try makeCertificates()
-        let script = AASAD.testDirectory.appendingPathComponent("Fixtures/fake_origin_cdn.py").path
+        let script = TestConfig.fixtures.appendingPathComponent("fake_origin_cdn.py").path
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         // Port 0: the server binds a free port itself and prints it (no race with other tests
         // for a port chosen here and bound later).
@@ -42,8 +41,8 @@ final class FakeOriginCDN {
         port = bound
     }
 
-    struct FakeServerError: Error, CustomStringConvertible {
-        var description: String
+    package struct FakeServerError: Error, CustomStringConvertible {
+        package var description: String
     }
 
     deinit {
@@ -54,20 +53,20 @@ final class FakeOriginCDN {
 
     /// Roots to trust: the test CA and the self-signed expired certificate (trusted, so that its
     /// dates are what fails).
-    var caFile: String { directory.path("trusted.pem") }
+    package var caFile: String { directory.path("trusted.pem") }
     /// The fake CDN's base URL (`--cdn`).
-    var cdn: String { "https://cdn.test:\(port)/a/v1/" }
+    package var cdn: String { "https://cdn.test:\(port)/a/v1/" }
     /// The same by address, for a client that cannot be given `--connect-to` (serve's watch).
-    var cdnByAddress: String { "https://127.0.0.1:\(port)/a/v1/" }
+    package var cdnByAddress: String { "https://127.0.0.1:\(port)/a/v1/" }
     /// Every connection goes to the fake server, whatever the host and port.
-    var connectTo: String { "::127.0.0.1:\(port)" }
+    package var connectTo: String { "::127.0.0.1:\(port)" }
 
     /// `aasad check` arguments that aim at this server.
-    func arguments(_ hosts: [String]) -> [String] {
+    package func arguments(_ hosts: [String]) -> [String] {
         ["check", "--cacert", caFile, "--cdn", cdn, "--connect-to", connectTo, "--cdn-connect-to", connectTo, "--timeout", "10"] + hosts
     }
 
-    func origin(_ host: String, _ bytes: [UInt8]?) throws {
+    package func origin(_ host: String, _ bytes: [UInt8]?) throws {
         if let bytes {
             try directory.write("origin/\(host)", bytes)
         } else {
@@ -75,7 +74,7 @@ final class FakeOriginCDN {
         }
     }
 
-    func cdnCopy(_ host: String, _ bytes: [UInt8]?) throws {
+    package func cdnCopy(_ host: String, _ bytes: [UInt8]?) throws {
         if let bytes {
             try directory.write("cdn/\(host)", bytes)
         } else {
@@ -83,7 +82,7 @@ final class FakeOriginCDN {
         }
     }
 
-    func cdnStatus(_ host: String, _ status: Int?) throws {
+    package func cdnStatus(_ host: String, _ status: Int?) throws {
         let path = "cdn/\(host).status"
         if let status {
             try directory.write(path, Array("\(status)".utf8))
@@ -93,7 +92,7 @@ final class FakeOriginCDN {
     }
 
     /// The hosts the fake CDN was asked for, in order.
-    var cdnRequests: [String] {
+    package var cdnRequests: [String] {
         (try? String(contentsOfFile: directory.path("cdn-requests"), encoding: .utf8))?.split(separator: "\n").map(String.init) ?? []
     }
 

@@ -1,8 +1,9 @@
+import DaemonTesting
 import Foundation
 import TestSupport
 import Testing
 
-/// The watched config directory against a model: Fixtures/config_model.py
+/// The watched config directory of a daemon in-process against a model: Fixtures/config_model.py
 /// changes `sites/` at random (seeded) while clients fetch, and checks every answer against what the
 /// model allows. AASAD_MODEL_SEED, AASAD_MODEL_OPERATIONS and AASAD_MODEL_BATCH choose the run (a
 /// seeded 1,000 operations by default); scripts/model-test.sh runs the long one.
@@ -11,17 +12,17 @@ struct ConfigModelTests {
     @Test("random site, alias, certificate and ConfigMap changes: each step converges, no wrong answer in between")
     func model() throws {
         let config = try TestConfig()
-        let script = AASAD.testDirectory.appendingPathComponent("Fixtures/config_model.py").path
+        let script = TestConfig.fixtures.appendingPathComponent("config_model.py").path
         let work = config.path("model")
         let prepared = try Tool.run("python3", [script, "prepare", config.config, work])
         try #require(prepared.status == 0, "\(prepared.stderr)")
-        let server = try RunningServer(config: config)
+        let server = try TestDaemon(config: config)
         let out = try Tool.run("python3", [script, "run", config.config, work, "\(server.httpsPort)"])
         // The figures (operations, time, convergence) go to the test log for docs/reliability.md.
         print(out.text)
         let summary = out.text.split(separator: "\n").last { $0.hasPrefix("ok ") || $0.hasPrefix("fail ") } ?? ""
         #expect(out.status == 0 && summary.hasPrefix("ok "), "\(out.text.suffix(6000))\n\(out.stderr.suffix(3000))")
-        #expect(server.stop() == 0)
+        #expect(server.stop())
     }
 }
 
@@ -29,12 +30,12 @@ struct ConfigModelTests {
 @Suite("Watched config directory: watches follow names")
 final class WatchGapTests {
     let config: TestConfig
-    let server: RunningServer
+    let server: TestDaemon
     let path = "/.well-known/apple-app-site-association"
 
     init() throws {
         config = try TestConfig()
-        server = try RunningServer(config: config)
+        server = try TestDaemon(config: config)
     }
 
     @Test("a site whose alias symlink came and went still has its changes picked up")
@@ -48,6 +49,6 @@ final class WatchGapTests {
         let changed = Array(#"{"applinks": {"apps": [], "details": [{"appID": "ABCDE12345.com.example.changed", "paths": ["*"]}]}}"#.utf8)
         try config.write("config/sites/a.test/apple-app-site-association", changed)
         #expect(try eventually { try server.http("a.test", path).body == changed }, "a.test's change was not picked up")
-        #expect(server.stop() == 0)
+        #expect(server.stop())
     }
 }
