@@ -97,7 +97,9 @@ final class StandInServer: @unchecked Sendable {
         #expect(try Data(contentsOf: URL(fileURLWithPath: directory.path(".aasad-verify/key"))).count == VerificationStore.keyBytes - 1)
     }
 
-    @Test func recordsThatAreNotWhatTheirFileNameSaysAreIgnored() throws {
+    /// A record file that is no record of its name gates the name (the API made a file there);
+    /// none verifies it, and `aasad sites`' read sees the same states as the server.
+    @Test func recordsThatAreNotWhatTheirFileNameSaysVerifyNothingAndKeepTheGate() throws {
         let (directory, store) = try store()
         try store.create("a.localhost", now: 0)
         var forged = try #require(store.record("a.localhost"))
@@ -110,9 +112,29 @@ final class StandInServer: @unchecked Sendable {
         try directory.write(
             ".aasad-verify/names/c.localhost.json", Array(repeating: 32, count: VerificationStore.maximumRecordBytes + 1))
         store.refresh()
-        #expect(store.all().map(\.name) == ["a.localhost"])
+        #expect(store.all().map(\.name).sorted() == ["a.localhost", "b.localhost", "c.localhost"])
+        #expect(store.all().allSatisfy { !$0.verified })
+        #expect(store.blocks("a.localhost") && store.blocks("b.localhost") && store.blocks("c.localhost"))
+        #expect(store.answer(host: "b.localhost", token: forged.token) == nil)
+        #expect(
+            VerificationStore.readStates(configDirectory: directory.path) == [
+                "a.localhost": false, "b.localhost": false, "c.localhost": false,
+            ])
+    }
+
+    /// A record that cannot be read for a while (here a directory where its file was) keeps what
+    /// memory holds: a failed read never lifts the gate.
+    @Test func aRecordThatCannotBeReadKeepsItsGate() throws {
+        let (directory, store) = try store()
+        try store.create("a.localhost", now: 0)
+        let token = try #require(store.record("a.localhost")).token
+        try FileManager.default.removeItem(atPath: directory.path(".aasad-verify/names/a.localhost.json"))
+        try FileManager.default.createDirectory(
+            atPath: directory.path(".aasad-verify/names/a.localhost.json"), withIntermediateDirectories: false)
+        store.refresh()
         #expect(store.blocks("a.localhost"))
-        #expect(!store.blocks("b.localhost"))
+        #expect(store.reread("a.localhost")?.token == token)
+        #expect(store.blocks("a.localhost"))
     }
 
     @Test func addressesTheCheckerRefuses() {
@@ -347,6 +369,25 @@ final class StandInServer: @unchecked Sendable {
         store.refresh()
         #expect(store.blocks("a.example"))
     }
+
+    /// A record that cannot be written (here a directory planted where it goes) fails the PUT with
+    /// nothing on disk: a site served without its record would be `not-required`, and its name
+    /// ordered a certificate for, unchecked.
+    @Test func aPUTWhoseRecordCannotBeWrittenWritesNothing() throws {
+        let fixture = try APIFixture(verification: true)
+        let store = try #require(fixture.verification)
+        try FileManager.default.createDirectory(atPath: store.directory + "/names/a.example.json", withIntermediateDirectories: false)
+        #expect(fixture.put("a.example").status == 500)
+        #expect(fixture.entries().isEmpty)
+        // No record was made; the file there keeps the name waiting (`aRecordThatCannotBeReadKeepsItsGate`).
+        #expect(store.record("a.example").map(\.token.isEmpty) ?? true)
+        // The same for an alias a replace adds: the site stays as it was.
+        _ = fixture.put("b.example")
+        try FileManager.default.createDirectory(atPath: store.directory + "/names/www.b.example.json", withIntermediateDirectories: false)
+        #expect(fixture.put("b.example", extra: #","settings":{"aliases":["www.b.example"]}"#).status == 500)
+        #expect(fixture.file("b.example", "site.yaml") == nil)
+        #expect(store.blocks("b.example"))
+    }
 }
 
 /// The checker's bounds, each at N and N+1.
@@ -382,6 +423,40 @@ final class StandInServer: @unchecked Sendable {
         #expect(checked.count == VerificationChecker.maximumChecksPerPass)
         // The newest due name waits for the next pass.
         #expect(!checked.contains("n\(count - 1).localhost"))
+    }
+
+    /// A DNS server that never answers holds getaddrinfo for its own timeouts: the check waits
+    /// the checker's timeout only, and the lookups left running are bounded (at N a lookup
+    /// still starts, at N+1 it is refused at once).
+    @Test func aLookupThatNeverEndsIsBoundedInTimeAndInThreads() throws {
+        let release = DispatchSemaphore(value: 0)
+        let started = Atomic<Int>(0)
+        let stuck: @Sendable (String) -> Result<[String], VerificationChecker.Failure> = { _ in
+            started.add(1, ordering: .relaxed)
+            release.wait()
+            return .success(["127.0.0.1"])
+        }
+        defer { for _ in 0..<VerificationChecker.maximumPendingLookups { release.signal() } }
+        // Slots of this test's own: the other suites' checks resolve names meanwhile.
+        let slots = VerificationChecker.LookupSlots()
+        let clock = ContinuousClock()
+        for n in 1...VerificationChecker.maximumPendingLookups {
+            let began = clock.now
+            let outcome = VerificationChecker.resolve("a.example", timeoutMilliseconds: 100, slots: slots, lookup: stuck)
+            #expect(outcome == .failure(.init("the name's lookup took longer than the timeout")), "\(n)")
+            #expect(clock.now - began < .seconds(2), "\(n)")
+        }
+        #expect(started.load(ordering: .relaxed) == VerificationChecker.maximumPendingLookups)
+        let outcome = VerificationChecker.resolve("a.example", timeoutMilliseconds: 100, slots: slots, lookup: stuck)
+        #expect(outcome == .failure(.init("the resolver is busy with earlier lookups")))
+        #expect(started.load(ordering: .relaxed) == VerificationChecker.maximumPendingLookups)
+        // Once the lookups end, a lookup runs again.
+        for _ in 0..<VerificationChecker.maximumPendingLookups { release.signal() }
+        #expect(
+            eventually {
+                VerificationChecker.resolve("a.example", timeoutMilliseconds: 1_000, slots: slots) { _ in .success(["127.0.0.1"]) }
+                    == .success(["127.0.0.1"])
+            })
     }
 
     @Test func aFailureHereDoesNotUndoAnotherReplicasVerification() throws {
