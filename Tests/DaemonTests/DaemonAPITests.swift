@@ -75,6 +75,41 @@ import Testing
         #expect(daemon.running == nil)
     }
 
+    /// Replicas on one volume: another replica's API adds a site; the reload here that serves it
+    /// already holds the name back from automatic certificates (its record was written before
+    /// the site), not only after the checker's next read of the records.
+    @Test func aNameAnotherReplicaAddsIsHeldBackFromTheReloadThatServesIt() throws {
+        let (folder, base) = try DaemonTests.oneSite()
+        let token = "daemon-api-test-token"
+        try folder.write(
+            "tokens.yaml",
+            Array("tokens:\n  - name: t\n    sha256: \(Self.sha256(token))\n    scope: write\n    hosts: [\"*\"]\n".utf8))
+        // The other replica's records and key, there before this one starts.
+        let other = try VerificationStore(configDirectory: folder.path("config"))
+        var settings = base
+        settings.watch = true
+        let logger = Logger(label: "daemon-api-test")
+        let daemon = Daemon(configDirectory: folder.path("config"), settings: settings, logger: logger, output: { _ in })
+        try daemon.start()
+        defer { daemon.stop(drain: false) }
+        let running = try #require(daemon.running)
+        let api = TenantAPI(
+            configuration: .init(configDirectory: folder.path("config"), verification: other),
+            tokens: APITokenStore(path: folder.path("tokens.yaml"), logger: logger),
+            state: DaemonServedState(store: running.store, sites: running.sites, automatic: false), logger: logger)
+        let put = api.handle(
+            APIRequest(
+                method: "PUT", target: "/v1/sites/b.test",
+                headers: [("authorization", "Bearer \(token)"), ("content-type", "application/json")],
+                body: Array(#"{"aasa":\#(DaemonTests.aasa)}"#.utf8)))
+        #expect(put.status == 201, "\(String(decoding: put.body, as: UTF8.self))")
+        let snapshot = try #require(daemon.snapshot)
+        #expect(snapshot.sites["b.test"] != nil)
+        #expect(other.blocks("b.test"))
+        let wanted = running.acmeNames.names(in: snapshot)
+        #expect(wanted["b.test"] == nil, "\(wanted)")
+    }
+
     static func sha256(_ text: String) -> String {
         let path = NSTemporaryDirectory() + "/sha-\(UUID().uuidString)"
         FileManager.default.createFile(atPath: path, contents: Data(text.utf8))
