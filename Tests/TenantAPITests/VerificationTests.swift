@@ -122,6 +122,31 @@ final class StandInServer: @unchecked Sendable {
             ])
     }
 
+    /// A refresh reads only the record files that changed since it last read them (by `lstat`),
+    /// and a record this process wrote is never lost to it.
+    @Test func aRefreshReadsOnlyTheRecordsThatChanged() throws {
+        let (directory, store) = try store()
+        for name in ["a.localhost", "b.localhost", "c.localhost"] { try store.create(name, now: 0) }
+        store.refresh()
+        let first = store.fileReads.load(ordering: .relaxed)
+        store.refresh()
+        #expect(store.fileReads.load(ordering: .relaxed) == first)
+        // Another replica verifies b: read again, and only b.
+        let other = try VerificationStore(configDirectory: directory.path)
+        var b = try #require(other.record("b.localhost"))
+        b.verified = true
+        try other.write(b)
+        store.refresh()
+        #expect(store.fileReads.load(ordering: .relaxed) == first + 1)
+        #expect(store.record("b.localhost")?.verified == true)
+        #expect(store.blocks("a.localhost") && store.blocks("c.localhost"))
+        // Removed by the other replica: gone here too.
+        other.remove("c.localhost")
+        store.refresh()
+        #expect(store.record("c.localhost") == nil)
+        #expect(store.record("a.localhost") != nil)
+    }
+
     /// A record that cannot be read for a while (here a directory where its file was) keeps what
     /// memory holds: a failed read never lifts the gate.
     @Test func aRecordThatCannotBeReadKeepsItsGate() throws {
