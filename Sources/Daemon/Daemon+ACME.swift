@@ -3,6 +3,7 @@ package import Logging
 package import SiteStore
 package import Synchronization
 package import TLS
+import TenantAPI
 
 /// The daemon's automatic certificates (RFC 8555, docs/acme.md): which names the config directory asks for, and
 /// the certificate manager that holds them.
@@ -57,6 +58,20 @@ package final class ACMENames: Sendable {
             let info = try? CertificateInfo(leafPEM: files.chainPEM)
             cached = (identity, info)
             return info
+        }
+    }
+}
+
+extension VerificationStore {
+    /// Reads again, before a reload's names are decided, the records of the names the reload
+    /// read (all of them when it read every site): another replica's API writes a name's record
+    /// before its site (Sources/TenantAPI/TenantAPI+Verification.swift), so the reload that
+    /// serves the site finds it, instead of wanting a certificate for the name until the
+    /// checker's next read.
+    func learnRecords(of snapshot: Snapshot, directories: [String]?) {
+        guard let directories else { return refresh() }
+        for directory in directories {
+            for host in snapshot.sites[directory]?.hosts ?? [] { _ = reread(host.name) }
         }
     }
 }

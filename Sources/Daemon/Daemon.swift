@@ -66,6 +66,8 @@ package final class Daemon: @unchecked Sendable {
         var api: (listener: APIListener, tokens: APITokenStore)? = nil
         /// The ownership checker of names added over the API, when there are checks.
         var verification: VerificationChecker? = nil
+        /// Which names automatic certificates are for (the ownership check's gate among them).
+        var acmeNames = ACMENames()
     }
 
     /// - Parameters:
@@ -343,6 +345,7 @@ package final class Daemon: @unchecked Sendable {
         // What follows every reload, whichever started it (the watcher, SIGHUP without one, a
         // settings change): `directories` are the sites it read, nil for all.
         let serveReloaded: @Sendable (Snapshot, [String]?) -> Void = { [reloads] snapshot, directories in
+            verification?.learnRecords(of: snapshot, directories: directories)
             Self.followDefaultCertificate(snapshot, tls: tls, fallback: certificates.defaultSource, logger: logger)
             store.publish(snapshot)
             certificateManager.value?.want(acmeNames.names(in: snapshot))
@@ -371,7 +374,7 @@ package final class Daemon: @unchecked Sendable {
         running = Running(
             server: server, store: store, sites: sites, watcher: watcher, follower: follower, upgrade: upgrade, ready: ready,
             certificateManager: certificateManager, cdnWatch: cdnWatch, serveReloaded: serveReloaded, workers: workerCount, api: api,
-            verification: checker.value)
+            verification: checker.value, acmeNames: acmeNames)
         logger.info(
             "serving",
             metadata: [

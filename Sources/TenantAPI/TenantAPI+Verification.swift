@@ -6,23 +6,44 @@ import StrictJSON
 /// The ownership check's part of the API (docs/api.md, "Ownership check"): which writes create
 /// and remove records, and `GET /v1/sites/{host}/verification`.
 extension TenantAPI {
-    /// After a PUT: a site the API created gets a record for its name; each alias it names that
-    /// it did not hold before gets one too (an alias is a name a certificate would cover). A site
-    /// replaced keeps its records, and a name the operator wrote by hand (a site that existed
-    /// without a record) stays `not-required`: the API did not add it. Aliases the site no longer
-    /// names lose their records. Unverified names are due again now.
-    func noteChecks(_ host: String, created: Bool, namedBefore: Set<String>, aliases: [HostName]) {
-        guard let store = configuration.verification else { return }
+    /// Before a PUT's rename into place: a site the API creates gets a record for its name; each
+    /// alias it names that it did not hold before gets one too (an alias is a name a certificate
+    /// would cover). Written first, so that no reload, crash or failed write ever serves a name
+    /// the API added without its record (the certificate manager decides a name's order when a
+    /// reload publishes it: Sources/Daemon/Daemon+ACME.swift). A site replaced keeps its
+    /// records, and a name the operator wrote by hand (a site that existed without a record)
+    /// stays `not-required`: the API did not add it. Returns the names whose records this call
+    /// made (to take back when the write fails); throws, having taken them back, when one cannot
+    /// be written.
+    func createChecks(_ host: String, created: Bool, namedBefore: Set<String>, aliases: [HostName]) throws(VerificationError)
+        -> [String]
+    {
+        guard let store = configuration.verification else { return [] }
         let now = Date().timeIntervalSince1970
         var names = created ? [host] : []
         for alias in aliases where !alias.isWildcard && !namedBefore.contains(alias.name) { names.append(alias.name) }
-        for name in names {
+        var made: [String] = []
+        // As the disk has it: another replica on the volume may have made (or verified) it; a
+        // file that is no record (`VerificationStore.placeholder`) is replaced by one.
+        for name in names where store.reread(name).map(\.token.isEmpty) ?? true {
             do {
                 try store.create(name, now: now)
             } catch {
-                logger.error("cannot write a verification record", metadata: ["host": "\(host)", "error": "\(error)"])
+                logger.error("cannot write a verification record; nothing was written", metadata: ["host": "\(host)", "error": "\(error)"])
+                for name in made { store.remove(name) }
+                throw error
             }
+            made.append(name)
         }
+        return made
+    }
+
+    /// After a PUT's rename into place: aliases the site no longer names lose their records, and
+    /// unverified names are due again now. Called in the section of the rename, so that another
+    /// site's write that takes a dropped alias makes its record after this removal, not before.
+    func settleChecks(_ host: String, namedBefore: Set<String>, aliases: [HostName]) {
+        guard let store = configuration.verification else { return }
+        let now = Date().timeIntervalSince1970
         let named = Set(aliases.map(\.name) + [host])
         for old in namedBefore where !named.contains(old) { store.remove(old) }
         for name in named { store.dueNow(name, now: now) }
@@ -36,7 +57,7 @@ extension TenantAPI {
         return Set(problems(host, directory.sitesPath + "/" + host).aliases.map(\.name) + [host])
     }
 
-    /// After a DELETE: the records of the names the site named.
+    /// After a DELETE, in the section of the removal: the records of the names the site named.
     func forgetChecks(_ names: Set<String>) {
         guard let store = configuration.verification else { return }
         for name in names { store.remove(name) }

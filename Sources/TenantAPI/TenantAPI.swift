@@ -171,16 +171,25 @@ public final class TenantAPI: Sendable {
                 SiteDirectory.removeTree(staging)
                 return Self.unprocessable(errors)
             }
+            let madeChecks: [String]
+            do throws(VerificationError) {
+                madeChecks = try createChecks(host, created: before == nil, namedBefore: namedBefore, aliases: found.aliases)
+            } catch {
+                pending.section.unlock()
+                SiteDirectory.removeTree(staging)
+                return Self.error(500, "internal", "the ownership check's record could not be written; nothing was written")
+            }
             do throws(SiteDirectory.Failure) {
                 try directory.install(staging, as: host, replacing: before != nil)
             } catch {
+                forgetChecks(Set(madeChecks))
                 pending.section.unlock()
                 return Self.writeFailure(error, logger: logger, host: host)
             }
+            settleChecks(host, namedBefore: namedBefore, aliases: found.aliases)
             pending.record(host, claims.names)
             pending.section.unlock()
             names.changed()
-            noteChecks(host, created: before == nil, namedBefore: namedBefore, aliases: found.aliases)
             let etag = SiteDirectory.etag(body.files)
             logWrite(token: token, host: host, action: "put", before: beforeETag, after: etag)
             let served = waitUntil { self.isServed(host, files: body.files, aliases: found.aliases) }
@@ -245,10 +254,10 @@ public final class TenantAPI: Sendable {
                 pending.section.unlock()
                 return Self.writeFailure(error, logger: logger, host: host)
             }
+            forgetChecks(namedBefore)
             pending.record(host, nil)
             pending.section.unlock()
             names.changed()
-            forgetChecks(namedBefore)
             logWrite(token: token, host: host, action: "delete", before: beforeETag, after: nil)
             let gone = waitUntil { self.state.served(directory: host) == nil }
             if gone { pending.forget(host) }

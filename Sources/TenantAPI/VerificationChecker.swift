@@ -146,7 +146,7 @@ public final class VerificationChecker: Sendable {
         return base * Double.random(in: (1 - jitter)...(1 + jitter))
     }
 
-    struct Failure: Error {
+    struct Failure: Error, Equatable {
         let reason: String
         init(_ reason: String) { self.reason = reason }
     }
@@ -159,7 +159,7 @@ public final class VerificationChecker: Sendable {
     /// Fetches the name's URL at an address checked here, and compares the answer.
     func check(_ record: VerificationRecord) -> Outcome {
         let addresses: [String]
-        switch Self.resolve(record.name) {
+        switch Self.resolve(record.name, timeoutMilliseconds: configuration.timeoutMilliseconds) {
         case .failure(let failure): return .failed(failure.reason)
         case .success(let found): addresses = found
         }
@@ -204,11 +204,58 @@ public final class VerificationChecker: Sendable {
         }
     }
 
-    /// The name's addresses as text. `localhost` and names under it are loopback (RFC 6761
-    /// §6.3), as libcurl resolves them; others through getaddrinfo (the resolver the process
-    /// has: /etc/hosts and DNS).
-    static func resolve(_ name: String) -> Result<[String], Failure> {
+    /// Lookups still running whose check gave up waiting (a DNS server that never answers holds
+    /// getaddrinfo for the resolver's own timeouts, resolv.conf(5): 5 s per try and server, up
+    /// to 30 s and more): twice the checks at once, so a pass after a stuck one still resolves;
+    /// beyond it a check fails at once instead of adding a thread.
+    public static let maximumPendingLookups = 2 * maximumConcurrentChecks
+    /// The process's lookups left running (one count for every checker: they share the resolver).
+    static let pendingLookups = LookupSlots()
+
+    /// Lookups running, counted against `maximumPendingLookups`.
+    final class LookupSlots: Sendable {
+        let running = Atomic<Int>(0)
+    }
+
+    /// The name's addresses, waiting at most `timeoutMilliseconds` for `lookup` (getaddrinfo
+    /// has no timeout of its own): it runs on a thread of its own, which the check leaves behind
+    /// when the time is up (it ends when the resolver gives up), at most `maximumPendingLookups`
+    /// of them; so a check, a pass and `stop()` end within their bounds whatever DNS does.
+    static func resolve(
+        _ name: String, timeoutMilliseconds: Int, slots: LookupSlots = pendingLookups,
+        lookup: @escaping @Sendable (String) -> Result<[String], Failure> = lookUp
+    ) -> Result<[String], Failure> {
         if name == "localhost" || name.hasSuffix(".localhost") { return .success(["127.0.0.1"]) }
+        let busy = Failure("the resolver is busy with earlier lookups")
+        guard slots.running.add(1, ordering: .acquiringAndReleasing).newValue <= maximumPendingLookups else {
+            slots.running.subtract(1, ordering: .acquiringAndReleasing)
+            return .failure(busy)
+        }
+        let found = LookupResult()
+        let finished = DispatchSemaphore(value: 0)
+        let thread = Thread {
+            let result = lookup(name)
+            found.value.withLock { $0 = result }
+            slots.running.subtract(1, ordering: .acquiringAndReleasing)
+            finished.signal()
+        }
+        thread.name = "aasad-verify-dns"
+        thread.start()
+        guard finished.wait(timeout: .now() + .milliseconds(max(0, timeoutMilliseconds))) == .success else {
+            return .failure(Failure("the name's lookup took longer than the timeout"))
+        }
+        return found.value.withLock { $0 } ?? .failure(Failure("the name does not resolve"))
+    }
+
+    /// Where a lookup's thread leaves its result for the check that waits.
+    private final class LookupResult: Sendable {
+        let value = Mutex<Result<[String], Failure>?>(nil)
+    }
+
+    /// The name's addresses as text, through getaddrinfo (the resolver the process has:
+    /// /etc/hosts and DNS). `localhost` and names under it are loopback (RFC 6761 §6.3), as
+    /// libcurl resolves them: `resolve` answers those itself.
+    static func lookUp(_ name: String) -> Result<[String], Failure> {
         var hints = addrinfo()
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
         var list: UnsafeMutablePointer<addrinfo>?

@@ -14,21 +14,9 @@ import Testing
     @Test func aWriteIsAnsweredOnceTheDaemonServesIt() throws {
         let (folder, base) = try DaemonTests.oneSite()
         try folder.write("config/sites/a.test/site.yaml", Array("aliases: [www.a.test]\n".utf8))
-        let token = "daemon-api-test-token"
-        try folder.write(
-            "tokens.yaml",
-            Array("tokens:\n  - name: t\n    sha256: \(Self.sha256(token))\n    scope: write\n    hosts: [\"*\"]\n".utf8))
-        var settings = base
-        settings.watch = true
-        let logger = Logger(label: "daemon-api-test")
-        let daemon = Daemon(configDirectory: folder.path("config"), settings: settings, logger: logger, output: { _ in })
-        try daemon.start()
+        let token = Self.token
+        let (daemon, _, api) = try Self.daemonWithAPI(folder, base)
         defer { daemon.stop(drain: false) }
-        let running = try #require(daemon.running)
-        let api = TenantAPI(
-            configuration: .init(configDirectory: folder.path("config")),
-            tokens: APITokenStore(path: folder.path("tokens.yaml"), logger: logger),
-            state: DaemonServedState(store: running.store, sites: running.sites, automatic: false), logger: logger)
         func call(_ method: String, _ host: String, _ body: String? = nil) -> APIResponse {
             var headers = [(name: "authorization", value: "Bearer \(token)")]
             if body != nil { headers.append((name: "content-type", value: "application/json")) }
@@ -73,6 +61,55 @@ import Testing
             configDirectory: folder.path("config"), settings: settings, logger: Logger(label: "daemon-api-test"), output: { _ in })
         #expect(throws: StartFailure.self) { try daemon.start() }
         #expect(daemon.running == nil)
+    }
+
+    /// Replicas on one volume: another replica's API adds a site; the reload here that serves it
+    /// already holds the name back from automatic certificates (its record was written before
+    /// the site), not only after the checker's next read of the records.
+    @Test func aNameAnotherReplicaAddsIsHeldBackFromTheReloadThatServesIt() throws {
+        let (folder, base) = try DaemonTests.oneSite()
+        let token = Self.token
+        // The other replica's records and key, there before this one starts.
+        let other = try VerificationStore(configDirectory: folder.path("config"))
+        let (daemon, running, api) = try Self.daemonWithAPI(folder, base, verification: other)
+        defer { daemon.stop(drain: false) }
+        let put = api.handle(
+            APIRequest(
+                method: "PUT", target: "/v1/sites/b.test",
+                headers: [("authorization", "Bearer \(token)"), ("content-type", "application/json")],
+                body: Array(#"{"aasa":\#(DaemonTests.aasa)}"#.utf8)))
+        #expect(put.status == 201, "\(String(decoding: put.body, as: UTF8.self))")
+        let snapshot = try #require(daemon.snapshot)
+        #expect(snapshot.sites["b.test"] != nil)
+        #expect(other.blocks("b.test"))
+        let wanted = running.acmeNames.names(in: snapshot)
+        #expect(wanted["b.test"] == nil, "\(wanted)")
+    }
+
+    static let token = "daemon-api-test-token"
+
+    /// A watching daemon over `folder`'s config, started, and a tenant API (token `token`, every
+    /// host) over its served state, as another process or replica on the directory would be.
+    static func daemonWithAPI(
+        _ folder: TemporaryDirectory, _ base: ServerSettings, verification: VerificationStore? = nil
+    ) throws -> (Daemon, Daemon.Running, TenantAPI) {
+        try folder.write(
+            "tokens.yaml",
+            Array("tokens:\n  - name: t\n    sha256: \(sha256(token))\n    scope: write\n    hosts: [\"*\"]\n".utf8))
+        var settings = base
+        settings.watch = true
+        let logger = Logger(label: "daemon-api-test")
+        let daemon = Daemon(configDirectory: folder.path("config"), settings: settings, logger: logger, output: { _ in })
+        try daemon.start()
+        guard let running = daemon.running else {
+            daemon.stop(drain: false)
+            throw CocoaError(.featureUnsupported)
+        }
+        let api = TenantAPI(
+            configuration: .init(configDirectory: folder.path("config"), verification: verification),
+            tokens: APITokenStore(path: folder.path("tokens.yaml"), logger: logger),
+            state: DaemonServedState(store: running.store, sites: running.sites, automatic: false), logger: logger)
+        return (daemon, running, api)
     }
 
     static func sha256(_ text: String) -> String {

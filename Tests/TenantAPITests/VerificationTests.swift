@@ -97,7 +97,9 @@ final class StandInServer: @unchecked Sendable {
         #expect(try Data(contentsOf: URL(fileURLWithPath: directory.path(".aasad-verify/key"))).count == VerificationStore.keyBytes - 1)
     }
 
-    @Test func recordsThatAreNotWhatTheirFileNameSaysAreIgnored() throws {
+    /// A record file that is no record of its name gates the name (the API made a file there);
+    /// none verifies it, and `aasad sites`' read sees the same states as the server.
+    @Test func recordsThatAreNotWhatTheirFileNameSaysVerifyNothingAndKeepTheGate() throws {
         let (directory, store) = try store()
         try store.create("a.localhost", now: 0)
         var forged = try #require(store.record("a.localhost"))
@@ -110,9 +112,54 @@ final class StandInServer: @unchecked Sendable {
         try directory.write(
             ".aasad-verify/names/c.localhost.json", Array(repeating: 32, count: VerificationStore.maximumRecordBytes + 1))
         store.refresh()
-        #expect(store.all().map(\.name) == ["a.localhost"])
+        #expect(store.all().map(\.name).sorted() == ["a.localhost", "b.localhost", "c.localhost"])
+        #expect(store.all().allSatisfy { !$0.verified })
+        #expect(store.blocks("a.localhost") && store.blocks("b.localhost") && store.blocks("c.localhost"))
+        #expect(store.answer(host: "b.localhost", token: forged.token) == nil)
+        #expect(
+            VerificationStore.readStates(configDirectory: directory.path) == [
+                "a.localhost": false, "b.localhost": false, "c.localhost": false,
+            ])
+    }
+
+    /// A refresh reads only the record files that changed since it last read them (by `lstat`),
+    /// and a record this process wrote is never lost to it.
+    @Test func aRefreshReadsOnlyTheRecordsThatChanged() throws {
+        let (directory, store) = try store()
+        for name in ["a.localhost", "b.localhost", "c.localhost"] { try store.create(name, now: 0) }
+        store.refresh()
+        let first = store.fileReads.load(ordering: .relaxed)
+        store.refresh()
+        #expect(store.fileReads.load(ordering: .relaxed) == first)
+        // Another replica verifies b: read again, and only b.
+        let other = try VerificationStore(configDirectory: directory.path)
+        var b = try #require(other.record("b.localhost"))
+        b.verified = true
+        try other.write(b)
+        store.refresh()
+        #expect(store.fileReads.load(ordering: .relaxed) == first + 1)
+        #expect(store.record("b.localhost")?.verified == true)
+        #expect(store.blocks("a.localhost") && store.blocks("c.localhost"))
+        // Removed by the other replica: gone here too.
+        other.remove("c.localhost")
+        store.refresh()
+        #expect(store.record("c.localhost") == nil)
+        #expect(store.record("a.localhost") != nil)
+    }
+
+    /// A record that cannot be read for a while (here a directory where its file was) keeps what
+    /// memory holds: a failed read never lifts the gate.
+    @Test func aRecordThatCannotBeReadKeepsItsGate() throws {
+        let (directory, store) = try store()
+        try store.create("a.localhost", now: 0)
+        let token = try #require(store.record("a.localhost")).token
+        try FileManager.default.removeItem(atPath: directory.path(".aasad-verify/names/a.localhost.json"))
+        try FileManager.default.createDirectory(
+            atPath: directory.path(".aasad-verify/names/a.localhost.json"), withIntermediateDirectories: false)
+        store.refresh()
         #expect(store.blocks("a.localhost"))
-        #expect(!store.blocks("b.localhost"))
+        #expect(store.reread("a.localhost")?.token == token)
+        #expect(store.blocks("a.localhost"))
     }
 
     @Test func addressesTheCheckerRefuses() {
@@ -347,58 +394,23 @@ final class StandInServer: @unchecked Sendable {
         store.refresh()
         #expect(store.blocks("a.example"))
     }
-}
 
-/// The checker's bounds, each at N and N+1.
-@Suite(.serialized) struct VerificationBoundTests {
-    @Test func anAnswerOfTheBoundIsReadAndOneByteMoreIsTooLarge() throws {
-        let directory = try TemporaryDirectory(prefix: "verify")
-        let store = try VerificationStore(configDirectory: directory.path)
-        try store.create("a.localhost", now: 0)
-        let record = try #require(store.record("a.localhost"))
-        var configuration = VerificationChecker.Configuration()
-        configuration.timeoutMilliseconds = 1_000
-        for (length, outcome) in [
-            (VerificationChecker.maximumAnswerBytes, VerificationCheckerTests.notTheAnswer),
-            (VerificationChecker.maximumAnswerBytes + 1, "the answer is too large"),
-        ] {
-            let server = try StandInServer(mode: "fixed", body: String(repeating: "A", count: length))
-            configuration.port = server.port
-            let checker = VerificationChecker(store: store, configuration: configuration, logger: Logger(label: "test")) { _ in }
-            #expect(checker.check(record) == .failed(outcome), "\(length)")
-        }
-    }
-
-    @Test func aPassChecksAtMostItsBoundOfDueNamesOldestFirst() throws {
-        let directory = try TemporaryDirectory(prefix: "verify")
-        let store = try VerificationStore(configDirectory: directory.path)
-        let count = VerificationChecker.maximumChecksPerPass + 1
-        for i in 0..<count { try store.create("n\(i).localhost", now: Double(i)) }
-        var configuration = VerificationChecker.Configuration(port: Loopback.unusedPort())
-        configuration.timeoutMilliseconds = 1_000
-        let checker = VerificationChecker(store: store, configuration: configuration, logger: Logger(label: "test")) { _ in }
-        checker.pass(now: Double(count))
-        let checked = store.all().filter { $0.attempts == 1 }.map(\.name)
-        #expect(checked.count == VerificationChecker.maximumChecksPerPass)
-        // The newest due name waits for the next pass.
-        #expect(!checked.contains("n\(count - 1).localhost"))
-    }
-
-    @Test func aFailureHereDoesNotUndoAnotherReplicasVerification() throws {
-        let directory = try TemporaryDirectory(prefix: "verify")
-        let mine = try VerificationStore(configDirectory: directory.path)
-        try mine.create("a.localhost", now: 0)
-        let record = try #require(mine.record("a.localhost"))
-        // Another replica on the same directory verifies it; this one has not read that yet.
-        let other = try VerificationStore(configDirectory: directory.path)
-        var verified = record
-        verified.verified = true
-        try other.write(verified)
-        #expect(mine.record("a.localhost")?.verified == false)
-        var configuration = VerificationChecker.Configuration(port: Loopback.unusedPort())
-        configuration.timeoutMilliseconds = 1_000
-        VerificationChecker(store: mine, configuration: configuration, logger: Logger(label: "test")) { _ in }.checkAndRecord(record)
-        mine.refresh()
-        #expect(mine.record("a.localhost")?.verified == true)
+    /// A record that cannot be written (here a directory planted where it goes) fails the PUT with
+    /// nothing on disk: a site served without its record would be `not-required`, and its name
+    /// ordered a certificate for, unchecked.
+    @Test func aPUTWhoseRecordCannotBeWrittenWritesNothing() throws {
+        let fixture = try APIFixture(verification: true)
+        let store = try #require(fixture.verification)
+        try FileManager.default.createDirectory(atPath: store.directory + "/names/a.example.json", withIntermediateDirectories: false)
+        #expect(fixture.put("a.example").status == 500)
+        #expect(fixture.entries().isEmpty)
+        // No record was made; the file there keeps the name waiting (`aRecordThatCannotBeReadKeepsItsGate`).
+        #expect(store.record("a.example").map(\.token.isEmpty) ?? true)
+        // The same for an alias a replace adds: the site stays as it was.
+        _ = fixture.put("b.example")
+        try FileManager.default.createDirectory(atPath: store.directory + "/names/www.b.example.json", withIntermediateDirectories: false)
+        #expect(fixture.put("b.example", extra: #","settings":{"aliases":["www.b.example"]}"#).status == 500)
+        #expect(fixture.file("b.example", "site.yaml") == nil)
+        #expect(store.blocks("b.example"))
     }
 }
