@@ -23,6 +23,10 @@ package struct APISettings: Equatable, Sendable {
     /// listener elsewhere.
     package var verifyPort = 80
     package static let verifyPortBounds: ClosedRange<Int> = 1...65_535
+    /// Whether the ownership checker fetches names that resolve to loopback or private
+    /// addresses (`VerificationChecker.Configuration.allowsPrivateAddresses`): off, since a
+    /// public CA cannot reach them; on for a private CA or split-horizon DNS.
+    package var verifyPrivateAddresses = false
 
     /// Whether `listen` names a loopback address only (127.0.0.0/8, ::1, an IPv4-mapped
     /// 127.0.0.0/8, localhost), where plain HTTP is allowed: the listener's own reading of the

@@ -298,7 +298,11 @@ package final class Daemon: @unchecked Sendable {
         // Names verified join the certificate manager's wanted names at once.
         let checker = Current<VerificationChecker>(
             verification.map { records in
-                VerificationChecker(store: records, configuration: .init(port: settings.api.verifyPort), logger: logger) { _ in
+                VerificationChecker(
+                    store: records,
+                    configuration: .init(port: settings.api.verifyPort, allowsPrivateAddresses: settings.api.verifyPrivateAddresses),
+                    logger: logger
+                ) { _ in
                     certificateManager.value?.want(acmeNames.names(in: store.snapshot()))
                 }
             })

@@ -341,6 +341,10 @@ package enum SettingsSchema {
         Setting(
             "api.verify-port", \.api.verifyPort, .count(APISettings.verifyPortBounds, "port"), flag: "api-verify-port",
             help: "The port the ownership check fetches a name's /.well-known/aasad-verify/ on", applies: .newProcess),
+        Setting(
+            "api.verify-private-addresses", \.api.verifyPrivateAddresses, .bool, flag: "api-verify-private-addresses",
+            help: "Let the ownership check pass for names on loopback or private addresses (a private CA, split-horizon DNS)",
+            applies: .newProcess),
     ]
 
     /// The setting at a key path.

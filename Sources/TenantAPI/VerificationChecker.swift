@@ -21,7 +21,17 @@ public final class VerificationChecker: Sendable {
         /// Longest connect and whole check: an answer is 43 bytes; a server slower than this is
         /// not one that serves this deployment well.
         public var timeoutMilliseconds = 5_000
-        public init(port: Int = 80) { self.port = port }
+        /// Whether loopback and private addresses are fetched (`api.verify-private-addresses`).
+        /// Off by default: a name pointed at 127.0.0.1 or at a private address reaches this
+        /// deployment (or another machine of its network) from here, but never from a public
+        /// CA, so its check would pass and its order fail (Let's Encrypt counts failed
+        /// validations per name and account). On for a private CA or split-horizon DNS, where
+        /// the CA reaches those addresses too, and in tests (`*.localhost`).
+        public var allowsPrivateAddresses = false
+        public init(port: Int = 80, allowsPrivateAddresses: Bool = false) {
+            self.port = port
+            self.allowsPrivateAddresses = allowsPrivateAddresses
+        }
     }
 
     /// First pause after a failed check; doubled per attempt up to `longestBackoff`.
@@ -164,7 +174,9 @@ public final class VerificationChecker: Sendable {
         case .success(let found): addresses = found
         }
         for address in addresses {
-            if let reason = Self.refusal(of: address) { return .failed("refused address: \(reason)") }
+            if let reason = Self.refusal(of: address, allowsPrivate: configuration.allowsPrivateAddresses) {
+                return .failed("refused address: \(reason)")
+            }
         }
         guard let address = addresses.first else { return .failed("the name does not resolve") }
         let port = configuration.port
@@ -276,36 +288,49 @@ public final class VerificationChecker: Sendable {
         return out.isEmpty ? .failure(Failure("the name does not resolve")) : .success(out)
     }
 
-    /// Why the checker does not connect to `address`, or nil. Refused: unspecified, link-local
-    /// (169.254.0.0/16, fe80::/10: cloud metadata services live there), multicast, broadcast,
-    /// the IPv6 metadata addresses (AWS fd00:ec2::254), and IPv4-mapped forms of these.
-    /// Loopback and private ranges are allowed: a deployment reaches itself there (behind NAT,
-    /// in tests), and the request is a fixed GET whose answer is compared, never returned.
-    public static func refusal(of address: String) -> String? {
+    /// Why the checker does not connect to `address`, or nil. Always refused: unspecified,
+    /// link-local (169.254.0.0/16, fe80::/10: cloud metadata services live there), multicast,
+    /// broadcast, the IPv6 metadata addresses (AWS fd00:ec2::254), and IPv4-mapped forms of
+    /// these. Refused unless `allowsPrivate` (`Configuration.allowsPrivateAddresses`): loopback
+    /// (127.0.0.0/8, ::1), private (10/8, 172.16/12, 192.168/16, fc00::/7), shared (100.64/10)
+    /// and site-local (fec0::/10) addresses, which a public CA cannot reach.
+    public static func refusal(of address: String, allowsPrivate: Bool = false) -> String? {
         var v4 = in_addr()
         if inet_pton(AF_INET, address, &v4) == 1 {
             let a = [UInt8](withUnsafeBytes(of: v4.s_addr) { Array($0) })
-            return refusal(ipv4: a)
+            return refusal(ipv4: a, allowsPrivate: allowsPrivate)
         }
         var v6 = in6_addr()
         guard inet_pton(AF_INET6, address, &v6) == 1 else { return "not an address" }
         let b = [UInt8](withUnsafeBytes(of: v6) { Array($0) })
         if b.allSatisfy({ $0 == 0 }) { return "unspecified" }
-        if b[0..<10].allSatisfy({ $0 == 0 }) && b[10] == 0xff && b[11] == 0xff { return refusal(ipv4: Array(b[12..<16])) }
+        if b[0..<10].allSatisfy({ $0 == 0 }) && b[10] == 0xff && b[11] == 0xff {
+            return refusal(ipv4: Array(b[12..<16]), allowsPrivate: allowsPrivate)
+        }
         if b[0] == 0xfe && (b[1] & 0xc0) == 0x80 { return "link-local" }
         if b[0] == 0xff { return "multicast" }
         // fd00:ec2::254, the EC2 instance metadata service over IPv6.
         let metadata: [UInt8] = [0xfd, 0, 0x0e, 0xc2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x02, 0x54]
         if b == metadata { return "cloud metadata" }
+        if !allowsPrivate {
+            if b[0..<15].allSatisfy({ $0 == 0 }) && b[15] == 1 { return "loopback" }
+            if (b[0] & 0xfe) == 0xfc { return "private" }
+            if b[0] == 0xfe && (b[1] & 0xc0) == 0xc0 { return "site-local" }
+        }
         return nil
     }
 
-    static func refusal(ipv4 a: [UInt8]) -> String? {
+    static func refusal(ipv4 a: [UInt8], allowsPrivate: Bool) -> String? {
         if a[0] == 0 { return "unspecified" }
         if a[0] == 169 && a[1] == 254 { return "link-local" }
         if a[0] >= 224 { return a == [255, 255, 255, 255] ? "broadcast" : "multicast or reserved" }
         // 100.100.100.200: Alibaba Cloud's metadata service, outside link-local.
         if a == [100, 100, 100, 200] { return "cloud metadata" }
+        if !allowsPrivate {
+            if a[0] == 127 { return "loopback" }
+            if a[0] == 10 || (a[0] == 172 && (a[1] & 0xf0) == 16) || (a[0] == 192 && a[1] == 168) { return "private" }
+            if a[0] == 100 && (a[1] & 0xc0) == 64 { return "shared (100.64.0.0/10)" }
+        }
         return nil
     }
 }

@@ -13,7 +13,7 @@ import Testing
         let store = try VerificationStore(configDirectory: directory.path)
         try store.create("a.localhost", now: 0)
         let record = try #require(store.record("a.localhost"))
-        var configuration = VerificationChecker.Configuration()
+        var configuration = VerificationChecker.Configuration(allowsPrivateAddresses: true)
         configuration.timeoutMilliseconds = 1_000
         for (length, outcome) in [
             (VerificationChecker.maximumAnswerBytes, VerificationCheckerTests.notTheAnswer),
@@ -31,7 +31,7 @@ import Testing
         let store = try VerificationStore(configDirectory: directory.path)
         let count = VerificationChecker.maximumChecksPerPass + 1
         for i in 0..<count { try store.create("n\(i).localhost", now: Double(i)) }
-        var configuration = VerificationChecker.Configuration(port: Loopback.unusedPort())
+        var configuration = VerificationChecker.Configuration(port: Loopback.unusedPort(), allowsPrivateAddresses: true)
         configuration.timeoutMilliseconds = 1_000
         let checker = VerificationChecker(store: store, configuration: configuration, logger: Logger(label: "test")) { _ in }
         checker.pass(now: Double(count))
@@ -86,7 +86,7 @@ import Testing
         verified.verified = true
         try other.write(verified)
         #expect(mine.record("a.localhost")?.verified == false)
-        var configuration = VerificationChecker.Configuration(port: Loopback.unusedPort())
+        var configuration = VerificationChecker.Configuration(port: Loopback.unusedPort(), allowsPrivateAddresses: true)
         configuration.timeoutMilliseconds = 1_000
         VerificationChecker(store: mine, configuration: configuration, logger: Logger(label: "test")) { _ in }.checkAndRecord(record)
         mine.refresh()

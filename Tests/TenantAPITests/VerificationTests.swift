@@ -168,8 +168,19 @@ final class StandInServer: @unchecked Sendable {
             "255.255.255.255", "ff02::1", "fd00:ec2::254", "100.100.100.200", "not-an-address",
         ] {
             #expect(VerificationChecker.refusal(of: address) != nil, "\(address)")
+            #expect(VerificationChecker.refusal(of: address, allowsPrivate: true) != nil, "\(address)")
         }
-        for address in ["127.0.0.1", "::1", "10.0.0.1", "192.168.1.1", "203.0.113.9", "2001:db8::1", "fec0::1", "169.253.1.1"] {
+        // Reachable from here but not from a public CA: refused unless private addresses are allowed.
+        for address in [
+            "127.0.0.1", "127.9.9.9", "::1", "::ffff:127.0.0.1", "10.0.0.1", "172.16.0.1", "172.31.255.255", "192.168.1.1",
+            "100.64.0.1", "100.127.255.255", "fc00::1", "fd12::1", "fec0::1",
+        ] {
+            #expect(VerificationChecker.refusal(of: address) != nil, "\(address)")
+            #expect(VerificationChecker.refusal(of: address, allowsPrivate: true) == nil, "\(address)")
+        }
+        for address in [
+            "203.0.113.9", "2001:db8::1", "169.253.1.1", "172.15.255.255", "172.32.0.1", "100.63.255.255", "100.128.0.1", "8.8.8.8",
+        ] {
             #expect(VerificationChecker.refusal(of: address) == nil, "\(address)")
         }
     }
@@ -199,7 +210,7 @@ final class StandInServer: @unchecked Sendable {
     }
 
     func checker(_ store: VerificationStore, port: Int) -> VerificationChecker {
-        var configuration = VerificationChecker.Configuration(port: port)
+        var configuration = VerificationChecker.Configuration(port: port, allowsPrivateAddresses: true)
         configuration.timeoutMilliseconds = 1_000
         return VerificationChecker(store: store, configuration: configuration, logger: Logger(label: "test")) { _ in }
     }
@@ -284,7 +295,7 @@ final class StandInServer: @unchecked Sendable {
         #expect(store.blocks(record.name))
         let good = try StandInServer(mode: "fixed", body: Self.right(store, record))
         let verified = Mutex<[String]>([])
-        var configuration = VerificationChecker.Configuration(port: good.port)
+        var configuration = VerificationChecker.Configuration(port: good.port, allowsPrivateAddresses: true)
         configuration.timeoutMilliseconds = 1_000
         let passing = VerificationChecker(store: store, configuration: configuration, logger: Logger(label: "test")) { name in
             verified.withLock { $0.append(name) }

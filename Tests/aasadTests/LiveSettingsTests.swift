@@ -25,7 +25,18 @@ final class LiveSettingsTests {
         try config.write("config/aasad.yaml", Array("cache-control: max-age=22\nlogging: {level: debug, format: json}\n".utf8))
         #expect(server.waitForLog("aasad.yaml applied"))
         #expect(eventually { (try? cacheControl(server)) == "max-age=22" })
-        // The log is JSON from the change on, at the debug level.
+        // The log is JSON from the change on, at the debug level: a handshake that fails (bytes
+        // that are not TLS) is logged at debug only (Sources/HTTPServer/Worker+IO.swift).
+        let notTLS = """
+            import socket
+            s = socket.create_connection(("127.0.0.1", \(server.httpsPort)), timeout=10)
+            s.sendall(b"GET / HTTP/1.1\\r\\n\\r\\n")
+            try:
+                s.recv(1024)
+            except OSError:
+                pass
+            """
+        _ = try Tool.run("python3", ["-c", notTLS])
         #expect(server.waitForLog("\"level\":\"debug\""))
 
         // Invalid: nothing changes, the reason is logged.

@@ -17,7 +17,7 @@ final class VerificationServeTests {
             "api-tokens.yaml", Array("tokens:\n  - name: platform\n    sha256: \(digest)\n    scope: write\n    hosts: [\"*\"]\n".utf8))
         return [
             "--api-listen", "127.0.0.1:\(apiPort)", "--api-tokens-file", config.path("api-tokens.yaml"), "--api-verify-port",
-            "\(verifyPort)",
+            "\(verifyPort)", "--api-verify-private-addresses",
         ]
     }
 
