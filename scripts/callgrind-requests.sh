@@ -11,6 +11,7 @@
 # the measurement, so a large config's start-up runs at valgrind's uninstrumented speed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib.sh
 binary=$(realpath "${1:-.build/release/aasad}")
 requests=${2:-20000}
 port=$((20000 + RANDOM % 20000))
@@ -30,19 +31,7 @@ valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$work/callgri
     --https "127.0.0.1:$port" --threads 1 --state "$work/state" --log-level warning >"$work/log" 2>&1 &
 server=$!
 # Valgrind reads the binary's debug information first, and a large config loads slowly: allow minutes.
-ready=""
-for _ in $(seq 1 1200); do
-    if curl -sk -o /dev/null --connect-to "$host:$port:127.0.0.1:$port" "https://$host:$port/"; then
-        ready=yes
-        break
-    fi
-    sleep 1
-done
-[ -n "$ready" ] || {
-    echo "the server did not start under callgrind:" >&2
-    tail -20 "$work/log" >&2
-    exit 1
-}
+wait_for_https "$host" "$port" 1200 1 "$work/log" "the server under callgrind" || exit 1
 # measure LABEL H2LOAD-ARGS...: instructions of the server between a zero and a dump.
 measure() {
     local label=$1

@@ -29,19 +29,7 @@ port=$((20000 + RANDOM % 20000))
 "$binary" serve --config config --https "127.0.0.1:$port" --threads 1 --state "$work/state" \
     --log-level warning >"$work/log" 2>&1 &
 server=$!
-ready=""
-for _ in $(seq 1 300); do
-    if curl -sk -o /dev/null --connect-to "links.localhost:$port:127.0.0.1:$port" "https://links.localhost:$port/"; then
-        ready=yes
-        break
-    fi
-    sleep 0.2
-done
-[ -n "$ready" ] || {
-    echo "aasad did not start:" >&2
-    tail -20 "$work/log" >&2
-    exit 1
-}
+wait_for_https links.localhost "$port" 300 0.2 "$work/log" aasad || exit 1
 # h2spec sends no SNI of its own choosing beyond -h; links.localhost is the example site, and
 # aasad answers a connection for an unknown name with its default certificate anyway.
 # -k: the example certificate is self-signed. -o 2: a case waits 2 s for an answer it expects.

@@ -33,3 +33,17 @@ ensure_python_package() {
         { [ -n "${3:-}" ] && ensure_packages "$3"; }
     python3 -c "import $1" || { echo "error: cannot install the Python module $1" >&2; return 1; }
 }
+
+# wait_for_https HOST PORT TRIES PAUSE LOG WHAT: waits until a server on 127.0.0.1:PORT answers
+# HTTPS for HOST (any status, certificate unchecked), trying TRIES times PAUSE seconds apart;
+# otherwise prints "WHAT did not start:" and LOG's last lines, and returns 1.
+wait_for_https() {
+    local host=$1 port=$2 tries=$3 pause=$4 log=$5 what=$6
+    for _ in $(seq 1 "$tries"); do
+        curl -sk -o /dev/null --connect-to "$host:$port:127.0.0.1:$port" "https://$host:$port/" && return 0
+        sleep "$pause"
+    done
+    echo "$what did not start:" >&2
+    tail -20 "$log" >&2
+    return 1
+}
