@@ -78,15 +78,13 @@ extension Daemon {
         VerificationStore.readStates(configDirectory: config)
     }
 
-    /// The ownership checks (Sources/TenantAPI/VerificationStore.swift): kept when the API can
-    /// write, and read whenever another replica's API left records in the shared config
-    /// directory (this replica then orders no certificate for a name they hold back either).
-    /// nil: no name needs a check.
+    /// The ownership checks (Sources/TenantAPI/VerificationStore.swift): made and kept when the
+    /// API can write; otherwise only read, from whenever another replica's API makes them in the
+    /// shared config directory (this replica then orders no certificate for a name they hold
+    /// back either), even when that is after this replica started.
     static func verificationStore(_ settings: APISettings, config: String) throws -> VerificationStore? {
         let writes = settings.listen != nil && !settings.readOnly
-        let exists = FileManager.default.fileExists(atPath: config + "/" + VerificationStore.directoryName)
-        guard writes || exists else { return nil }
-        return try VerificationStore(configDirectory: config)
+        return try VerificationStore(configDirectory: config, creates: writes)
     }
 
     /// The tenant API when `api.listen` is set: its tokens, its handler over the config

@@ -321,7 +321,8 @@ package final class Daemon: @unchecked Sendable {
             do {
                 try Self.dropPrivileges(
                     to: user, state: settings.state, cacheDirectory: cacheDirectory, manager: certificateManager.value, logger: logger)
-                if let verification {
+                // Only what this process made: a store that only reads owns nothing.
+                if let verification, verification.creates {
                     try Privileges.giveOwnership(
                         of: [verification.directory, verification.directory + "/names", verification.directory + "/key"], to: user)
                 }

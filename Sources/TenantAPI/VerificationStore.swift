@@ -53,24 +53,51 @@ public final class VerificationStore: Sendable {
     public static let directoryName = ".aasad-verify"
 
     public let directory: String
-    private let key: [UInt8]
+    /// The key once read (or made): nil until then. A store opened without `creates` reads it
+    /// when first needed, since another replica's API may make the directory later.
+    private let key = Mutex<[UInt8]?>(nil)
+    /// Whether this store makes the directory and the key (a process whose API writes).
+    public let creates: Bool
     private let records = Mutex<(version: UInt64, byName: [String: VerificationRecord])>((0, [:]))
     /// The `lstat` of each record file as `refresh` last read it.
     private let stamps = Mutex<[String: FileStatus]>([:])
     /// Record files `refresh` has read (the tests' count of its work).
     let fileReads = Atomic<Int>(0)
 
-    /// Opens (creating when absent) `<config>/.aasad-verify/` and its key, and reads the records.
-    public init(configDirectory: String) throws(VerificationError) {
+    /// Opens `<config>/.aasad-verify/` and reads the records. With `creates` (a process whose API
+    /// writes) it makes the directory and the key when absent; without, it makes nothing and
+    /// reads what another replica's API makes, whenever it appears: a replica started before
+    /// the first API write still holds back the names that write adds.
+    public init(configDirectory: String, creates: Bool = true) throws(VerificationError) {
         directory = configDirectory + "/" + Self.directoryName
-        do throws(SystemError) {
-            try Files.makeDirectory(directory, mode: 0o700)
-            try Files.makeDirectory(directory + "/names", mode: 0o700)
-        } catch {
-            throw VerificationError(description: "\(directory): \(error)")
+        self.creates = creates
+        if creates {
+            do throws(SystemError) {
+                try Files.makeDirectory(directory, mode: 0o700)
+                try Files.makeDirectory(directory + "/names", mode: 0o700)
+            } catch {
+                throw VerificationError(description: "\(directory): \(error)")
+            }
+            let made = try Self.loadKey(directory + "/key")
+            key.withLock { $0 = made }
         }
-        key = try Self.loadKey(directory + "/key")
         refresh()
+    }
+
+    /// The key: the one read or made; without `creates`, read now if another replica has made
+    /// it. When it cannot be had, a random key used for this answer only: nothing verifies
+    /// against it (another replica's answer differs), and the next call tries the file again.
+    /// Records are written only after their replica made the key, so a record seen here
+    /// normally has its key on disk.
+    private func currentKey() -> [UInt8] {
+        if let known = key.withLock({ $0 }) { return known }
+        if let bytes = try? Files.readFile(directory + "/key", limit: Self.keyBytes), bytes.count == Self.keyBytes {
+            key.withLock { $0 = bytes }
+            return bytes
+        }
+        var throwaway = [UInt8](repeating: 0, count: Self.keyBytes)
+        precondition(RAND_bytes(&throwaway, Int32(Self.keyBytes)) == 1, "no randomness for the verification key")
+        return throwaway
     }
 
     /// The key file: created with O_EXCL by the first process; a replica that loses the race
@@ -100,7 +127,7 @@ public final class VerificationStore: Sendable {
 
     /// The answer for `name` and `token`: base64url(HMAC-SHA256(key, "aasad-verify" NUL name NUL token)).
     public func expectedAnswer(name: String, token: String) -> [UInt8] {
-        Self.mac(key: key, name: name, token: token)
+        Self.mac(key: currentKey(), name: name, token: token)
     }
 
     static func mac(key: [UInt8], name: String, token: String) -> [UInt8] {

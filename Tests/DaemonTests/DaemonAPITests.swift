@@ -86,6 +86,33 @@ import Testing
         #expect(wanted["b.test"] == nil, "\(wanted)")
     }
 
+    /// The same when this replica (its API off) started before any API made the records'
+    /// directory: it reads the records from when they appear, and makes nothing itself.
+    @Test func aReplicaStartedBeforeTheFirstAPIWriteHoldsItsNamesBackToo() throws {
+        let (folder, base) = try DaemonTests.oneSite()
+        let directory = folder.path("config") + "/" + VerificationStore.directoryName
+        let (daemon, running, _) = try Self.daemonWithAPI(folder, base)
+        defer { daemon.stop(drain: false) }
+        #expect(!FileManager.default.fileExists(atPath: directory), "a replica whose API does not write made \(directory)")
+        // The other replica's API starts now: its records and key appear after this one started.
+        let other = try VerificationStore(configDirectory: folder.path("config"))
+        let api = TenantAPI(
+            configuration: .init(configDirectory: folder.path("config"), verification: other),
+            tokens: APITokenStore(path: folder.path("tokens.yaml"), logger: Logger(label: "other-replica")),
+            state: DaemonServedState(store: running.store, sites: running.sites, automatic: false),
+            logger: Logger(label: "other-replica"))
+        let put = api.handle(
+            APIRequest(
+                method: "PUT", target: "/v1/sites/b.test",
+                headers: [("authorization", "Bearer \(Self.token)"), ("content-type", "application/json")],
+                body: Array(#"{"aasa":\#(DaemonTests.aasa)}"#.utf8)))
+        #expect(put.status == 201, "\(String(decoding: put.body, as: UTF8.self))")
+        let snapshot = try #require(daemon.snapshot)
+        #expect(snapshot.sites["b.test"] != nil)
+        let wanted = running.acmeNames.names(in: snapshot)
+        #expect(wanted["b.test"] == nil, "\(wanted)")
+    }
+
     static let token = "daemon-api-test-token"
 
     /// A watching daemon over `folder`'s config, started, and a tenant API (token `token`, every
