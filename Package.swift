@@ -51,7 +51,7 @@ let package = Package(
         .target(
             name: "HTTPServer",
             dependencies: [
-                "Reactor", "HTTPCore", "HTTP1", "HTTP2", "TLS", "Served",
+                "Reactor", "HTTPCore", "HTTP1", "HTTP2", "TLS", "Served", "SafeText",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings

@@ -1,4 +1,5 @@
 import HTTPCore
+import SafeText
 import Served
 
 /// What the plain listener asks for ACME's HTTP-01 challenge (RFC 8555 §8.3): the key
@@ -44,18 +45,17 @@ enum HTTP01 {
 
     /// The token after the prefix, when it is 1 to `maximumTokenLength` base64url characters.
     static func token(inPath path: UnsafeRawBufferPointer) -> String? {
-        guard isChallengePath(path) else { return nil }
-        let token = path[pathPrefix.count...]
-        guard !token.isEmpty, token.count <= maximumTokenLength, token.allSatisfy(isBase64URL) else { return nil }
-        return String(decoding: token, as: UTF8.self)
+        token(after: pathPrefix, in: path, maximumLength: maximumTokenLength)
     }
 
-    /// RFC 4648 §5: `A-Z a-z 0-9 - _`, no padding.
-    static func isBase64URL(_ byte: UInt8) -> Bool {
-        switch byte {
-        case 65...90, 97...122, 48...57, 45, 95: true
-        default: false
-        }
+    /// The token after `prefix` in a well-known path, when it is 1 to `maximumLength` base64url
+    /// characters (RFC 4648 §5, no padding), checked as bytes and never decoded: the rule of
+    /// both token paths, this one and `OwnershipCheckPath`.
+    static func token(after prefix: [UInt8], in path: UnsafeRawBufferPointer, maximumLength: Int) -> String? {
+        guard path.starts(with: prefix) else { return nil }
+        let token = path[prefix.count...]
+        guard !token.isEmpty, token.count <= maximumLength, Base64URL.isAlphabet(token) else { return nil }
+        return String(decoding: token, as: UTF8.self)
     }
 
     /// Whether `answer` is a key authorization for `token`: `<token>.<base64url>`, bounded.
@@ -64,7 +64,7 @@ enum HTTP01 {
         guard answer.count <= maximumAnswerLength, answer.count > token.count + 1, answer.starts(with: token),
             answer[token.count] == 46
         else { return false }
-        return answer[(token.count + 1)...].allSatisfy(isBase64URL)
+        return Base64URL.isAlphabet(answer[(token.count + 1)...])
     }
 
     /// Answers a request for the HTTP-01 path. `host` is normalised (`HTTPFields.normalizeHost`).

@@ -1,4 +1,5 @@
 import HTTPCore
+import SafeText
 import Served
 
 /// What the listeners ask for the tenant API's ownership check: this deployment's answer for a
@@ -25,10 +26,7 @@ enum OwnershipCheckPath {
     static func isCheckPath(_ path: UnsafeRawBufferPointer) -> Bool { path.starts(with: pathPrefix) }
 
     static func token(inPath path: UnsafeRawBufferPointer) -> String? {
-        guard isCheckPath(path) else { return nil }
-        let token = path[pathPrefix.count...]
-        guard !token.isEmpty, token.count <= maximumTokenLength, token.allSatisfy(HTTP01.isBase64URL) else { return nil }
-        return String(decoding: token, as: UTF8.self)
+        HTTP01.token(after: pathPrefix, in: path, maximumLength: maximumTokenLength)
     }
 
     static func respond(
@@ -39,7 +37,7 @@ enum OwnershipCheckPath {
         guard let token = token(inPath: path) else { return routed(.error(.notFound, close: false)) }
         guard method != .other else { return routed(.error(.methodNotAllowed, close: false)) }
         guard let host, let name = try? HostName(parsing: host), !name.isWildcard, let answer = resolver(name.name, token),
-            answer.count == answerLength, answer.allSatisfy(HTTP01.isBase64URL)
+            answer.count == answerLength, Base64URL.isAlphabet(answer)
         else { return routed(.error(.notFound, close: false)) }
         let fields = PreparedFields([
             (name: "Content-Type", value: "text/plain"), (name: "Content-Length", value: "\(answer.count)"),
