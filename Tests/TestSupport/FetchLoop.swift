@@ -89,7 +89,13 @@ package final class FetchLoop: Sendable {
     private let state = Mutex(State())
     private let done = DispatchSemaphore(value: 0)
 
-    package init(port: Int, host: String) {
+    /// `allowed` and `allow404` hold from the first fetch: the loop starts at once, so setting
+    /// them after `init` would race its first answer.
+    package init(port: Int, host: String, allowing allowed: [[UInt8]] = [], allow404: Bool = false) {
+        state.withLock {
+            $0.allowed = Set(allowed)
+            $0.allow404 = allow404
+        }
         Thread { [self] in
             let client = KeepAliveClient(port: port)
             while state.withLock({ $0.running }) {
@@ -109,7 +115,7 @@ package final class FetchLoop: Sendable {
                         }
                         if state.firstSeen[answer.body] == nil { state.firstSeen[answer.body] = Date() }
                     } else if answer.status == 404 {
-                        if !state.allow404 { state.violations.append("404 while the site exists") }
+                        if !state.allow404 { state.violations.append("404 while \(host) exists") }
                     } else {
                         state.violations.append("status \(answer.status)")
                     }

@@ -176,8 +176,7 @@ final class DrainTests {
     func underLoad() throws {
         let config = try TestConfig()
         let server = try RunningServer(config: config, extra: ["--drain-timeout", "5"])
-        let loop = FetchLoop(port: server.httpPort, host: "a.test")
-        loop.allow(config.aasa)
+        let loop = FetchLoop(port: server.httpPort, host: "a.test", allowing: [config.aasa])
         let idle = server.openConnection()  // never sends anything
         defer { close(idle) }
         // The clients have had answers and the idle connection was taken in before the stop.
