@@ -29,19 +29,34 @@ struct LayeredMap<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             if let change = changes[key] { return change }
             return base.values[key]
         }
-        set {
-            // A key the base lacks needs no mark that it is gone.
-            if newValue == nil, base.values[key] == nil {
-                changes.removeValue(forKey: key)
-            } else {
-                changes.updateValue(newValue, forKey: key)
-            }
+        set { store(newValue, for: key) }
+        // A change in place (`map[site]?[host] = nil`) takes the value out of `changes`, so the
+        // caller changes the only copy of it: with get and set alone, every such write copied the
+        // whole value (a site's refusals), which made deciding k refused aliases cost k².
+        _modify {
+            var value = changes.removeValue(forKey: key) ?? base.values[key]
+            defer { store(value, for: key) }
+            yield &value
         }
     }
 
-    subscript(key: Key, default value: @autoclosure () -> Value) -> Value {
-        get { self[key] ?? value() }
-        set { self[key] = newValue }
+    subscript(key: Key, default fallback: @autoclosure () -> Value) -> Value {
+        get { self[key] ?? fallback() }
+        set { store(newValue, for: key) }
+        _modify {
+            var value = (changes.removeValue(forKey: key) ?? base.values[key]) ?? fallback()
+            defer { store(value, for: key) }
+            yield &value
+        }
+    }
+
+    private mutating func store(_ value: Value?, for key: Key) {
+        // A key the base lacks needs no mark that it is gone.
+        if value == nil, base.values[key] == nil {
+            changes.removeValue(forKey: key)
+        } else {
+            changes.updateValue(value, forKey: key)
+        }
     }
 
     @discardableResult

@@ -509,9 +509,10 @@ struct Multimap<Key: Hashable & Sendable, Value: Equatable & Sendable>: Sendable
             } else {
                 first[key] = nil
             }
-        } else if var more = rest[key], let index = more.firstIndex(of: value) {
-            more.remove(at: index)
-            rest[key] = more.isEmpty ? nil : more
+        } else if let index = rest[key]?.firstIndex(of: value) {
+            // Changed in place (LayeredMap's `_modify`), not copied out and back.
+            rest[key]?.remove(at: index)
+            if rest[key]?.isEmpty == true { rest[key] = nil }
         }
     }
 

@@ -666,4 +666,40 @@ struct OwnershipDifferentialTests {
         large.fold()
         #expect(large.foldThreshold == 100)
     }
+
+    /// A value that can tell whether it was changed in place: `touch` records whether its storage
+    /// was shared with another copy when it was changed, and then copies it (copy on write).
+    private struct Probe: Sendable {
+        final class Storage: Sendable {}
+        var storage = Storage()
+        var sharedWhenTouched: [Bool] = []
+        mutating func touch() {
+            let shared = !isKnownUniquelyReferenced(&storage)
+            if shared { storage = Storage() }
+            sharedWhenTouched.append(shared)
+        }
+    }
+
+    @Test("a value is changed in place through both subscripts, not copied out and back (a site's refusals, k of them, cost k, not k²)")
+    func changedInPlace() {
+        var map = LayeredMap<Int, Probe>()
+        map[1] = Probe()
+        map[1]?.touch()
+        map[1, default: Probe()].touch()
+        map[2, default: Probe()].touch()
+        #expect(map[1]?.sharedWhenTouched == [false, false])
+        #expect(map[2]?.sharedWhenTouched == [false])
+        // A value from the base is shared with it (a copy may hold the base): copied on the first
+        // change after a fold, in place from then on.
+        map.fold()
+        map[1]?.touch()
+        map[1]?.touch()
+        #expect(map[1]?.sharedWhenTouched == [false, false, true, false])
+        #expect(map.pendingChanges == 1)
+        // Removing through the subscript in place leaves no value, and a key the base lacks no mark.
+        map[3, default: Probe()].touch()
+        map[3] = nil
+        #expect(map[3] == nil)
+        #expect(map.pendingChanges == 1)
+    }
 }
