@@ -79,12 +79,14 @@ extension CertificateManager {
                 servedCertificates.withLock { $0[name] = served.source }
                 entry.state = .valid
                 entry.error = nil
+                entry.errorForTenant = nil
                 entry.backoff.succeeded()
                 if dueAlready {
                     next = entry.backoff.failed(now: clock.now(), random: Double.random(in: 0..<1))
                     entry.state = .failed
                     entry.error =
                         "the issued certificate is already due for renewal (notBefore \(served.notBefore), notAfter \(served.notAfter)): check this machine's clock"
+                    entry.errorForTenant = ACMEError.serverSideSummary
                 }
                 state.entries[name] = entry
             }
@@ -128,6 +130,7 @@ extension CertificateManager {
             next = entry.backoff.failed(now: now, retryAfter: (error as? ACMEError)?.retryAfter, random: Double.random(in: 0..<1))
             entry.state = .failed
             entry.error = "\(error)"
+            entry.errorForTenant = (error as? ACMEError)?.tenantSummary ?? ACMEError.serverSideSummary
             state.entries[name] = entry
         }
         logger.error(

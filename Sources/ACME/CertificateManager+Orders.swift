@@ -48,6 +48,7 @@ extension CertificateManager {
             servedCertificates.withLock { $0[name] = loaded.source }
             if let renewAt = entry.renewAt, clock.now() < renewAt { entry.state = .valid }
             entry.error = nil
+            entry.errorForTenant = nil
             entry.backoff.succeeded()
             state.entries[name] = entry
             state.counters.pickedUp += 1

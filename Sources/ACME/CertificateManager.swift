@@ -112,6 +112,7 @@ public final class CertificateManager: Sendable {
         var backoff = Backoff()
         var state: CertificateStatus.State = .queued
         var error: String?
+        var errorForTenant: String?
         /// While another replica holds the name's lock: when to try the lock again.
         var lockRetryAt: Int64 = 0
         /// The version of a stored file found unusable (expired, damaged, another name's).
@@ -216,6 +217,7 @@ public final class CertificateManager: Sendable {
             state.entries[name].map { entry in
                 CertificateStatus(
                     name: name, state: entry.state, notAfter: entry.served?.notAfter, renewAt: entry.renewAt, error: entry.error,
+                    errorForTenant: entry.errorForTenant,
                     nextAttempt: entry.state == .failed ? entry.backoff.nextAttempt : nil)
             }
         }
@@ -229,6 +231,7 @@ public final class CertificateManager: Sendable {
             for (name, entry) in state.entries {
                 statuses[name] = CertificateStatus(
                     name: name, state: entry.state, notAfter: entry.served?.notAfter, renewAt: entry.renewAt, error: entry.error,
+                    errorForTenant: entry.errorForTenant,
                     nextAttempt: entry.state == .failed ? entry.backoff.nextAttempt : nil)
             }
             return (state.version, statuses)

@@ -24,19 +24,26 @@ public struct CertificateStatus: Sendable, Equatable {
     public var notAfter: Int64?
     /// When renewal starts (a third of the lifetime before `notAfter`).
     public var renewAt: Int64?
-    /// The CA's (or the storage's) error from the last failed attempt.
+    /// The CA's (or the storage's) error from the last failed attempt, for the operator (logs,
+    /// the admin listener): it may name paths and a DNS hook's output.
     public var error: String?
+    /// The same failure as a site's tenant may read it (the tenant API): the CA's own words
+    /// about the name, or a category when the cause is on the server's side
+    /// (`ACMEError.tenantSummary`).
+    public var errorForTenant: String?
     /// Seconds since the epoch; set while failed.
     public var nextAttempt: Int64?
 
     public init(
-        name: String, state: State, notAfter: Int64? = nil, renewAt: Int64? = nil, error: String? = nil, nextAttempt: Int64? = nil
+        name: String, state: State, notAfter: Int64? = nil, renewAt: Int64? = nil, error: String? = nil, errorForTenant: String? = nil,
+        nextAttempt: Int64? = nil
     ) {
         self.name = name
         self.state = state
         self.notAfter = notAfter
         self.renewAt = renewAt
         self.error = error
+        self.errorForTenant = errorForTenant
         self.nextAttempt = nextAttempt
     }
 }

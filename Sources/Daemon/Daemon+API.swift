@@ -44,7 +44,7 @@ final class DaemonServedState: APIServedState {
             let statuses = site.hosts.compactMap { certificateStatus($0.name) }
             served.certificateNames = statuses.map { status in
                 APICertificateName(
-                    name: status.name, state: status.state.rawValue, notAfter: status.notAfter.map(Self.date), error: status.error,
+                    name: status.name, state: status.state.rawValue, notAfter: status.notAfter.map(Self.date), error: status.errorForTenant,
                     nextAttempt: status.nextAttempt.map(Self.date))
             }
             served.certificateState = Self.siteState(statuses.map(\.state))

@@ -1,3 +1,4 @@
+import ACME
 import Foundation
 import Glibc
 import Logging
@@ -111,6 +112,26 @@ import Testing
         #expect(snapshot.sites["b.test"] != nil)
         let wanted = running.acmeNames.names(in: snapshot)
         #expect(wanted["b.test"] == nil, "\(wanted)")
+    }
+
+    /// The operator's error text names paths and a DNS hook's command line and output; a tenant
+    /// reads only the CA's words about its name, or a category.
+    @Test func certificateErrorsReachTheTenantAsTheCAsWordsOrACategory() throws {
+        let (folder, base) = try DaemonTests.oneSite()
+        let (daemon, running, _) = try Self.daemonWithAPI(folder, base)
+        defer { daemon.stop(drain: false) }
+        let hook = ACMEError.storage("the dns hook /etc/aasad/dns-hook add _acme-challenge.a.test failed (exit 1): API_KEY=s3cret")
+        let refused = ACMEError.invalid(
+            what: "the http-01 challenge", problem: ACMEProblem(type: "urn:ietf:params:acme:error:connection", detail: "Timeout"))
+        for (error, shown) in [(hook, ACMEError.serverSideSummary), (refused, refused.description)] {
+            let state = DaemonServedState(store: running.store, sites: running.sites, automatic: true) { name in
+                CertificateStatus(name: name, state: .failed, error: "\(error)", errorForTenant: error.tenantSummary, nextAttempt: 0)
+            }
+            let served = try #require(state.served(directory: "a.test"))
+            #expect(served.certificateNames.map(\.error) == [shown])
+        }
+        #expect(!ACMEError.transport("Failed to connect to 10.0.0.7 port 14000").tenantSummary.contains("10.0.0.7"))
+        #expect(!ACMEError.crypto("EVP_PKEY at /var/lib/aasad/account.key").tenantSummary.contains("/var/lib"))
     }
 
     static let token = "daemon-api-test-token"

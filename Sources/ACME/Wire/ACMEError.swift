@@ -27,6 +27,23 @@ public enum ACMEError: Error, Sendable, Equatable, CustomStringConvertible {
     /// name takes dns-01 only, RFC 8555 §7.1.3).
     case noChallenge(name: String, offered: [String], answerable: [String])
 
+    /// The failure in words a site's tenant may read: what the CA said about the order (its
+    /// problem document, a challenge it found invalid, a challenge it does not offer, a wait),
+    /// never what only the operator may see (storage paths, a DNS hook's command line and
+    /// output, libcurl's and OpenSSL's words about this machine).
+    public var tenantSummary: String {
+        switch self {
+        case .problem, .invalid, .timedOut, .noChallenge: description
+        case .malformed: "the CA's answer was malformed"
+        case .transport: "no answer from the CA"
+        case .request(let text): "cannot ask the CA: \(text)"
+        case .crypto, .storage: Self.serverSideSummary
+        }
+    }
+
+    /// What a tenant reads when the cause is on the server's side.
+    public static let serverSideSummary = "the order failed on the server's side; its operator finds the reason in the server's log"
+
     public var description: String {
         switch self {
         case .malformed(let what, let reason): "the CA's \(what) is malformed: \(reason)"
