@@ -279,10 +279,21 @@ public final class OutboundClient: Sendable {
                                     set(CURLOPT_SSLVERSION, Int(CURL_SSLVERSION_TLSv1_2))
                                     if let caFile {
                                         set(CURLOPT_CAINFO, caFile)
+                                        // Debian's libcurl has a built-in CA directory: without
+                                        // this, a private CA file would add to the system's roots
+                                        // instead of replacing them.
                                         if configuration.addsSystemRoots {
                                             Configuration.systemRootsDirectory.withCString { set(CURLOPT_CAPATH, $0) }
+                                        } else {
+                                            set(CURLOPT_CAPATH, nil)
                                         }
                                     }
+                                    // libcurl takes a proxy from the environment (http_proxy,
+                                    // ALL_PROXY) unless told not to. Plain HTTP goes only to
+                                    // loopback or to an address aasad resolved and pinned: a
+                                    // proxy would see the API token, or connect to wherever it
+                                    // resolves the name itself.
+                                    if scheme == "http" { "".withCString { set(CURLOPT_PROXY, $0) } }
                                     set(CURLOPT_CONNECTTIMEOUT_MS, configuration.connectTimeoutMilliseconds)
                                     set(CURLOPT_TIMEOUT_MS, configuration.totalTimeoutMilliseconds)
                                     set(CURLOPT_USERAGENT, agent)

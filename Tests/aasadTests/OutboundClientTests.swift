@@ -1,3 +1,6 @@
+import Foundation
+import Synchronization
+import TestSupport
 import Testing
 
 @testable import Outbound
@@ -60,5 +63,76 @@ struct OutboundClientTests {
         #expect(OutboundClient.isLoopbackHTTP(request) == allowed)
         request.connectTo = ["localhost:8444:example.com:80"]
         #expect(!OutboundClient.isLoopbackHTTP(request))
+    }
+}
+
+/// A listener on loopback that answers each connection with `answer`, closes it, and counts it.
+private final class CountingListener: Sendable {
+    private final class Counter: Sendable { let value = Mutex(0) }
+    let port: Int
+    private let fd: Int32
+    private let accepted = Counter()
+    var count: Int { accepted.value.withLock { $0 } }
+
+    init(answer: [UInt8]) throws {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(listener, $0, length) == 0 && getsockname(listener, $0, &length) == 0
+            }
+        }
+        guard listener >= 0, bound, listen(listener, 16) == 0 else { throw CocoaError(.featureUnsupported) }
+        fd = listener
+        port = Int(UInt16(bigEndian: address.sin_port))
+        let counter = accepted
+        Thread {
+            while true {
+                let client = accept(listener, nil, nil)
+                guard client >= 0 else { return }
+                counter.value.withLock { $0 += 1 }
+                Loopback.setReceiveTimeout(client, seconds: 2)
+                var head = [UInt8](repeating: 0, count: 4096)
+                _ = recv(client, &head, head.count, 0)
+                _ = Loopback.send(client, answer)
+                close(client)
+            }
+        }.start()
+    }
+
+    func stop() {
+        shutdown(fd, Int32(SHUT_RDWR))
+        close(fd)
+    }
+}
+
+@Suite("Outbound client: plain HTTP never through a proxy")
+struct OutboundProxyTests {
+    /// libcurl reads http_proxy from the environment: a request to loopback (the API client's
+    /// token) or to a pinned address (the ownership check) must not go through it.
+    @Test func plainHTTPIgnoresTheEnvironmentsProxy() throws {
+        let origin = try CountingListener(answer: Array("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok".utf8))
+        let proxy = try CountingListener(answer: Array("HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".utf8))
+        defer {
+            origin.stop()
+            proxy.stop()
+        }
+        // Only plain HTTP is sent this way, so other tests' https requests in this process are not
+        // affected while it is set.
+        setenv("http_proxy", "http://127.0.0.1:\(proxy.port)", 1)
+        defer { unsetenv("http_proxy") }
+        let client = try OutboundClient()
+        var loopback = OutboundRequest(url: "http://127.0.0.1:\(origin.port)/v1/sites")
+        loopback.allowsPlainHTTPToLoopback = true
+        #expect(try client.perform(loopback).body == Array("ok".utf8))
+        var pinned = OutboundRequest(url: "http://customer.example:\(origin.port)/.well-known/aasad-verify/t")
+        pinned.pinsPlainHTTP = true
+        pinned.connectTo = ["customer.example:\(origin.port):127.0.0.1:\(origin.port)"]
+        #expect(try client.perform(pinned).body == Array("ok".utf8))
+        #expect(proxy.count == 0)
+        #expect(origin.count == 2)
     }
 }
