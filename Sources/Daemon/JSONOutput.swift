@@ -18,17 +18,17 @@ package enum JSONOutput {
         FileHandle.standardOutput.write(Data(escapingFormatCharacters([UInt8](data)) + [0x0A]))
     }
 
-    /// JSON text with each character `TerminalText` escapes that JSONEncoder leaves raw (C1
+    /// JSON text with each character `TerminalText` escapes that JSONEncoder leaves raw (DEL, C1
     /// controls, U+2028/2029, bidi formatting: it escapes only C0) written as `\uHHHH`, as
     /// `JSONValue.quote` writes them for the admin endpoints: the same values once parsed, but a
     /// file name holding U+202E or CSI cannot reorder or drive the terminal that shows the JSON
     /// log or `--format json`. Outside strings JSON is ASCII, so every such character is inside one.
     package static func escapingFormatCharacters(_ json: [UInt8]) -> [UInt8] {
-        // ASCII, nearly every line: nothing to do.
-        guard json.contains(where: { $0 >= 0x80 }) else { return json }
+        // Printable ASCII, nearly every line: nothing to do (DEL, 0x7F, is escaped too).
+        guard json.contains(where: { $0 >= 0x7F }) else { return json }
         var out = String.UnicodeScalarView()
         for scalar in String(decoding: json, as: UTF8.self).unicodeScalars {
-            guard scalar.value >= 0x80, TerminalText.isEscaped(scalar) else {
+            guard scalar.value >= 0x7F, TerminalText.isEscaped(scalar) else {
                 out.append(scalar)
                 continue
             }

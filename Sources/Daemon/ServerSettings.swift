@@ -176,6 +176,9 @@ package struct ServerSettings: Equatable, Sendable {
     /// and ones tests and tools set.
     package static let otherVariables: Set<String> = [
         "AASAD_CONFIG", "AASAD_UPDATE_GOLDEN", Upgrade.readyVariable, Upgrade.ticketKeysVariable,
+        // The tenant API client's (`aasad site`, Sources/aasad/SiteCommand.swift), often set in
+        // the same environment as the server's.
+        "AASAD_API_TOKEN", "AASAD_API_URL",
     ]
 
     /// Applies `AASAD_*` variables over these settings (lists comma-separated). Returns problems

@@ -210,12 +210,13 @@ final class EscapingTests {
         #expect(server.stop() == 0)
     }
 
-    @Test("JSON output: C1 controls, line separators and bidi characters as \\u escapes, the same values once parsed")
+    @Test("JSON output: DEL, C1 controls, line separators and bidi characters as \\u escapes, the same values once parsed")
     func jsonOutput() throws {
-        let compact = JSONOutput.compact(["k": "a\u{202E}b\u{85}c\u{2028}d\u{1B}é🙂"])
-        #expect(String(decoding: compact, as: UTF8.self) == #"{"k":"a\u202Eb\u0085c\u2028d\u001bé🙂"}"#)
+        let compact = JSONOutput.compact(["k": "a\u{202E}b\u{85}c\u{2028}d\u{1B}é🙂\u{7F}"])
+        #expect(String(decoding: compact, as: UTF8.self) == #"{"k":"a\u202Eb\u0085c\u2028d\u001bé🙂\u007F"}"#)
+        #expect(String(decoding: JSONOutput.compact(["k": "DEL\u{7F}"]), as: UTF8.self) == #"{"k":"DEL\u007F"}"#)
         let parsed = try JSONSerialization.jsonObject(with: Data(compact)) as? [String: String]
-        #expect(parsed == ["k": "a\u{202E}b\u{85}c\u{2028}d\u{1B}é🙂"])
+        #expect(parsed == ["k": "a\u{202E}b\u{85}c\u{2028}d\u{1B}é🙂\u{7F}"])
         // A site directory whose name holds a bidi override and NEL, through validate --format json.
         try directory.write("config/sites/rtl\u{202E}\u{85}.test/apple-app-site-association", Self.aasa)
         let out = try Tool.run(AASAD.binary.path, ["validate", "--format", "json", config])
