@@ -29,8 +29,13 @@ struct AdminPages: Sendable {
     var cdn: @Sendable () -> CDNWatch? = { nil }
     /// The tenant API's ownership checks; nil while no name has one.
     var verification: VerificationStore? = nil
+    /// The HTML status page (`/`, StatusPage.swift): its sorted index and problem list.
+    var status = StatusPages()
 
     func answer(_ path: String) -> AdminEndpoint.Answer? {
+        if path == "/" || path.hasPrefix("/?") {
+            return status.answer(target: path, sources: self)
+        }
         switch path {
         case "/healthz":
             return .init(status: .ok, body: Array("ok\n".utf8))
@@ -83,6 +88,10 @@ package final class AdminView: Sendable {
         /// Its fallback answers by platform, read when the page is rendered; nil when it has no
         /// fallback or page.
         var fallbackCounts: FallbackCounts?
+        /// Its state and how many of its names the ownership rule refused: the status page finds
+        /// its problems by these without decoding `open`.
+        var state: SiteState = .serving
+        var refusedHosts = 0
     }
 
     /// What changed about one site in a reload: nil status when it is no longer a site.
@@ -125,7 +134,8 @@ package final class AdminView: Sendable {
                 continue
             }
             entries[change.directory] = Entry(
-                open: open, ownCertificate: change.ownCertificate, hosts: status.hosts, fallbackCounts: change.fallbackCounts)
+                open: open, ownCertificate: change.ownCertificate, hosts: status.hosts, fallbackCounts: change.fallbackCounts,
+                state: status.state, refusedHosts: status.refusedHosts.count)
         }
         return entries
     }

@@ -12,11 +12,16 @@ public struct AdminEndpoint: Sendable {
         public var status: Status
         public var contentType: String
         public var body: [UInt8]
+        /// Fields sent besides the four every answer has (an HTML page's Content-Security-Policy).
+        public var fields: [(name: String, value: String)]
 
-        public init(status: Status, contentType: String = "text/plain; charset=utf-8", body: [UInt8]) {
+        public init(
+            status: Status, contentType: String = "text/plain; charset=utf-8", body: [UInt8], fields: [(name: String, value: String)] = []
+        ) {
             self.status = status
             self.contentType = contentType
             self.body = body
+            self.fields = fields
         }
     }
 
@@ -40,10 +45,11 @@ public struct AdminEndpoint: Sendable {
         guard hosts.admits(authority) else { return .error(.misdirected, close: false) }
         guard let answer = handler(path) else { return .error(.notFound, close: false) }
         guard method != .other else { return .error(.methodNotAllowed, close: false) }
-        let headers = PreparedFields([
-            (name: "Content-Type", value: answer.contentType), (name: "Content-Length", value: "\(answer.body.count)"),
-            (name: "Cache-Control", value: "no-store"), (name: "X-Content-Type-Options", value: "nosniff"),
-        ])
+        let headers = PreparedFields(
+            [
+                (name: "Content-Type", value: answer.contentType), (name: "Content-Length", value: "\(answer.body.count)"),
+                (name: "Cache-Control", value: "no-store"), (name: "X-Content-Type-Options", value: "nosniff"),
+            ] + answer.fields)
         // The HEAD rule is applied where every response's is: Exchange.answer.
         return Response(status: answer.status, headers: headers, body: answer.body, sendsBody: true, close: false)
     }
