@@ -32,10 +32,10 @@ struct AdminPages: Sendable {
     /// The HTML status page (`/`, StatusPage.swift): its sorted index and problem list.
     var status = StatusPages()
 
-    func answer(_ path: String) -> AdminEndpoint.Answer? {
-        if path == "/" || path.hasPrefix("/?") {
-            return status.answer(target: path, sources: self)
-        }
+    /// `target`: the path, and the query when one was sent.
+    func answer(_ target: String) -> AdminEndpoint.Answer? {
+        let path = target.firstIndex(of: "?").map { String(target[..<$0]) } ?? target
+        if path == "/" { return status.answer(target: target, sources: self) }
         switch path {
         case "/healthz":
             return .init(status: .ok, body: Array("ok\n".utf8))

@@ -85,7 +85,7 @@ struct StatusHTML {
         text(time(now))
         raw("</span></p>")
         if !index.counts.isEmpty {
-            raw("<p>")
+            raw("<p class=\"summary\">")
             for kind in StatusIndex.Kind.allCases {
                 guard let count = index.counts[kind] else { continue }
                 raw("<span class=\"reason\">")

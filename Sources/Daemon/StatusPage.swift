@@ -96,7 +96,7 @@ final class StatusPages: Sendable {
         table{border-collapse:collapse;width:100%;margin:.5em 0}th,td{border-bottom:1px solid #ddd;padding:4px 6px;\
         text-align:left;vertical-align:top}th{background:#f4f4f4}.bad{background:#fde8e8}.warn{background:#fff6dd}\
         .reason{color:#a00;font-weight:600}.muted{color:#777}code{font-size:12px;word-break:break-all}\
-        td.name{word-break:break-all;max-width:24em}.summary span{margin-right:1.5em}
+        td.name{overflow-wrap:anywhere;min-width:10em;max-width:24em}.summary span{margin-right:1.5em}
         """
     static let script = "setTimeout(function(){location.reload()},\(refreshSeconds * 1000));"
 

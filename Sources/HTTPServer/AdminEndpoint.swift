@@ -25,7 +25,8 @@ public struct AdminEndpoint: Sendable {
         }
     }
 
-    /// Answers a GET for a path; nil for an unknown path (404).
+    /// Answers a GET for a target: the path, and `?` and the query when one was sent (the status
+    /// page reads it; the other pages look at the path only); nil for an unknown path (404).
     public typealias Handler = @Sendable (String) -> Answer?
 
     private let handler: Handler
@@ -39,11 +40,11 @@ public struct AdminEndpoint: Sendable {
 
     /// `authority` is the request's `Host` (or an absolute-form target's authority) as sent;
     /// nil when there was none.
-    func respond(method: Method, authority: UnsafeRawBufferPointer?, path: String) -> Response {
+    func respond(method: Method, authority: UnsafeRawBufferPointer?, target: String) -> Response {
         // Before the path: a page reached through a name that is not the admin listener's learns
         // nothing, not even which paths exist.
         guard hosts.admits(authority) else { return .error(.misdirected, close: false) }
-        guard let answer = handler(path) else { return .error(.notFound, close: false) }
+        guard let answer = handler(target) else { return .error(.notFound, close: false) }
         guard method != .other else { return .error(.methodNotAllowed, close: false) }
         let headers = PreparedFields(
             [

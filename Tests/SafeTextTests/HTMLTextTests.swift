@@ -32,8 +32,8 @@ struct HTMLTextTests {
             #expect(!out.contains("<") && !out.contains(">") && !out.contains("\"") && !out.contains("'"))
             #expect(!out.unicodeScalars.contains { TerminalText.isEscaped($0) })
             // Every `&` begins one of the four references the escaper writes.
-            let ampersands = out.components(separatedBy: "&").dropFirst()
-            #expect(ampersands.allSatisfy { ["amp;", "lt;", "gt;", "quot;", "#39;"].contains { p in $0.hasPrefix(p) } })
+            let ampersands = out.split(separator: "&", omittingEmptySubsequences: false).dropFirst()
+            #expect(ampersands.allSatisfy { part in ["amp;", "lt;", "gt;", "quot;", "#39;"].contains { part.hasPrefix($0) } })
         }
     }
 
