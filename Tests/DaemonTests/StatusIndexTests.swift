@@ -93,6 +93,34 @@ struct StatusIndexTests {
         #expect(index.problemIndex(after: (.refused, "")) == 0)
     }
 
+    @Test("a search looks at searchBudget names a request: a match at N is found on the first page, one at N+1 after `Search on`")
+    func searchBudget() throws {
+        let budget = StatusPages.searchBudget
+        var entries: TreeDictionary<String, AdminView.Entry> = [:]
+        let one = Self.entry(["x.test"])
+        // Names sort by their zero-padded number; the only matches are the ones named "needle".
+        for k in 0..<(budget + 1) {
+            let name = "s\(String(repeating: "0", count: 7 - String(k).count))\(k).test"
+            entries[name] = one
+        }
+        func page(_ target: String, _ entries: TreeDictionary<String, AdminView.Entry>) -> String {
+            var html = StatusHTML(now: 1_700_000_000)
+            html.overview(index: Self.index(Self.view(0, entries)), query: Query(target)!)
+            return String(decoding: html.finish(), as: UTF8.self)
+        }
+        // The match is the budget's last name: found.
+        var atBudget = entries
+        atBudget["s\(String(repeating: "0", count: 7 - String(budget - 1).count))\(budget - 1).test"] = Self.entry(["needle.test"])
+        #expect(page("/?q=needle", atBudget).contains("href=\"/?site=s0099999.test\""))
+        // One past it: the first page says where it stopped and links on; the next finds it.
+        var past = entries
+        past["s\(String(repeating: "0", count: 7 - String(budget).count))\(budget).test"] = Self.entry(["needle.test"])
+        let first = page("/?q=needle", past)
+        #expect(!first.contains("href=\"/?site=s0100000.test\""))
+        #expect(first.contains("Searched up to s0099999.test") && first.contains(">Search on</a>"))
+        #expect(page("/?after=s0099999.test&q=needle", past).contains("href=\"/?site=s0100000.test\""))
+    }
+
     /// Sites in the scale test: 100,000 keeps it near 5 s in a debug build; with 1,000,000 (the
     /// figures in docs/reliability.md) it takes a minute.
     static let scale = 100_000
