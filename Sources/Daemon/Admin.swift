@@ -92,6 +92,9 @@ package final class AdminView: Sendable {
         /// its problems by these without decoding `open`.
         var state: SiteState = .serving
         var refusedHosts = 0
+        /// The version served, for the status page's files and certificate (the snapshot holds
+        /// it anyway); nil when nothing is served.
+        var served: ServedSite? = nil
     }
 
     /// What changed about one site in a reload: nil status when it is no longer a site.
@@ -100,6 +103,7 @@ package final class AdminView: Sendable {
         var status: SiteStatus?
         var ownCertificate: Bool?
         var fallbackCounts: FallbackCounts?
+        var served: ServedSite? = nil
     }
 
     let generation: UInt64
@@ -135,7 +139,7 @@ package final class AdminView: Sendable {
             }
             entries[change.directory] = Entry(
                 open: open, ownCertificate: change.ownCertificate, hosts: status.hosts, fallbackCounts: change.fallbackCounts,
-                state: status.state, refusedHosts: status.refusedHosts.count)
+                state: status.state, refusedHosts: status.refusedHosts.count, served: change.served)
         }
         return entries
     }
@@ -376,7 +380,7 @@ final class LockedRegistry: @unchecked Sendable {
         let changes = Parallel.map(Array(names), threshold: 256) { name in
             AdminView.Change(
                 directory: name, status: registry.status(of: name), ownCertificate: snapshot.sites[name].map { $0.certificate != nil },
-                fallbackCounts: snapshot.sites[name]?.fallbackCounts)
+                fallbackCounts: snapshot.sites[name]?.fallbackCounts, served: snapshot.sites[name])
         }
         let shared: CertificateKind = snapshot.defaultCertificate != nil ? .default : fallback
         return (changes, shared, registry.stateCounts, registry.conflictingHosts)

@@ -4,7 +4,9 @@ import Foundation
 import HTTPCore
 import HTTPServer
 import SafeText
+import Served
 import SiteStore
+import TLS
 
 /// One status page being written: the overview or a site's page. Text the page did not write
 /// itself goes through `text(_:)` (`HTMLText.escaped`), URLs' values through
@@ -180,7 +182,7 @@ struct StatusHTML {
         raw("<form method=\"get\" action=\"/\"><input type=\"search\" name=\"q\" placeholder=\"host contains\" value=\"")
         text(search)
         raw("\"> <button type=\"submit\">Search</button></form>")
-        raw("<table><thead><tr><th>Site</th><th>Hosts</th><th>State</th><th>AASA file</th><th>Certificate</th><th>Apple CDN</th>")
+        raw("<table><thead><tr><th>Site</th><th>Hosts</th><th>State</th><th>Files served</th><th>Certificate</th><th>Apple CDN</th>")
         raw("<th>Apple fetches</th><th>Fallback</th></tr></thead><tbody>")
         var position =
             after.map { name in
@@ -228,16 +230,15 @@ struct StatusHTML {
         raw("</td>")
         cell(entry.state.rawValue)
         raw("<td>")
-        if let etag = status?.etag {
-            raw("<code>")
-            text(etag)
-            raw("</code>")
-            if let loaded = status?.loadedAt {
+        let files = Self.files(entry)
+        if files.isEmpty {
+            raw("<span class=\"muted\">none</span>")
+        } else {
+            list(files.map { "\($0.name) \($0.etag), \($0.size) bytes" }, limit: 2)
+            if let loaded = entry.served?.loadedAt ?? status?.loadedAt {
                 raw("<br>since ")
                 text(time(loaded))
             }
-        } else {
-            raw("<span class=\"muted\">none</span>")
         }
         raw("</td>")
         cell(certificate(entry, index: index))
@@ -269,7 +270,8 @@ struct StatusHTML {
         line(&self, "Problems", kinds.isEmpty ? ["none"] : kinds.sorted().map(\.label))
         line(&self, "State", [entry.state.rawValue])
         line(&self, "Hosts", entry.hosts)
-        line(&self, "AASA file", [status?.etag.map { "ETag \($0)" } ?? "none", status?.loadedAt.map { "loaded \(time($0))" } ?? ""])
+        let files = Self.files(entry).map { "\($0.name): ETag \($0.etag), \($0.size) bytes, modified \(time($0.modified))" }
+        line(&self, "Files served", files.isEmpty ? ["none"] : files + [entry.served.map { "loaded \(time($0.loadedAt))" } ?? ""])
         var certificates = [certificate(entry, index: index)]
         for host in entry.hosts {
             guard let state = index.acme?[host] else { continue }
@@ -308,9 +310,26 @@ struct StatusHTML {
         try? JSONDecoder().decode(SiteStatus.self, from: Data(entry.open + Array("}".utf8)))
     }
 
+    /// The files a site serves: name, ETag, size and modification time.
+    static func files(_ entry: AdminView.Entry) -> [(name: String, etag: String, size: Int, modified: Int64)] {
+        guard let served = entry.served else { return [] }
+        var files: [(name: String, etag: String, size: Int, modified: Int64)] = []
+        if let aasa = served.aasa { files.append((ConfigLoader.aasaFileName, aasa.etag, aasa.body.count, aasa.lastModified)) }
+        if let links = served.assetLinks {
+            files.append((ConfigLoader.assetLinksFileName, links.etag, links.body.count, links.lastModified))
+        }
+        return files
+    }
+
     private func certificate(_ entry: AdminView.Entry, index: StatusIndex) -> String {
         guard let own = entry.ownCertificate else { return "none (not served)" }
-        if own { return "the site's own (tls/)" }
+        if own {
+            // The site's own pair: its leaf read here, for the page's rows only.
+            guard let pem = entry.served?.certificate?.chainPEM, let info = try? CertificateInfo(leafPEM: pem) else {
+                return "the site's own (tls/)"
+            }
+            return "the site's own (tls/), issuer \(info.issuer), not after \(time(info.notAfter))"
+        }
         let automatic = entry.hosts.compactMap { index.acme?[$0] }
         if !automatic.isEmpty {
             let ends = automatic.compactMap(\.notAfter).min()

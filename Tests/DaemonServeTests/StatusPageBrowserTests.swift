@@ -144,6 +144,12 @@ final class StatusPageBrowserTests {
         #expect(sites.count == 100)
         #expect(sites.first?.hasPrefix("*.w.test") == true, "\(sites.first ?? "")")
         #expect(sites.contains { $0.hasPrefix("a.test a.test www.a.test serving") }, "\(sites.prefix(5))")
+        // Per site: the files served (ETag, size), the certificate with its issuer and end.
+        let a = sites.first { $0.hasPrefix("a.test ") } ?? ""
+        #expect(a.contains("apple-app-site-association \"") && a.contains(", \(config.aasa.count) bytes"), "\(a)")
+        #expect(a.contains("assetlinks.json \"") && a.contains(", \(config.assetLinks.count) bytes"), "\(a)")
+        let own = sites.first { $0.hasPrefix("own.test ") } ?? ""
+        #expect(own.contains("the site's own (tls/), issuer /") && own.contains("not after 20"), "\(own)")
         let next = try #require(dom.range(of: "id=\"next\" href=\"").map { dom[$0.upperBound...].prefix { $0 != "\"" } })
         let second = Self.rows(try Chromium.dumpDOM(base + Self.text(String(next))), section: "sites")
         #expect(total > 100 && second.count == total - 100, "\(total) \(second)")
