@@ -29,8 +29,13 @@ struct AdminPages: Sendable {
     var cdn: @Sendable () -> CDNWatch? = { nil }
     /// The tenant API's ownership checks; nil while no name has one.
     var verification: VerificationStore? = nil
+    /// The HTML status page (`/`, StatusPage.swift): its sorted index and problem list.
+    var status = StatusPages()
 
-    func answer(_ path: String) -> AdminEndpoint.Answer? {
+    /// `target`: the path, and the query when one was sent.
+    func answer(_ target: String) -> AdminEndpoint.Answer? {
+        let path = target.firstIndex(of: "?").map { String(target[..<$0]) } ?? target
+        if path == "/" { return status.answer(target: target, sources: self) }
         switch path {
         case "/healthz":
             return .init(status: .ok, body: Array("ok\n".utf8))
@@ -83,6 +88,13 @@ package final class AdminView: Sendable {
         /// Its fallback answers by platform, read when the page is rendered; nil when it has no
         /// fallback or page.
         var fallbackCounts: FallbackCounts?
+        /// Its state and how many of its names the ownership rule refused: the status page finds
+        /// its problems by these without decoding `open`.
+        var state: SiteState = .serving
+        var refusedHosts = 0
+        /// The version served, for the status page's files and certificate (the snapshot holds
+        /// it anyway); nil when nothing is served.
+        var served: ServedSite? = nil
     }
 
     /// What changed about one site in a reload: nil status when it is no longer a site.
@@ -91,6 +103,7 @@ package final class AdminView: Sendable {
         var status: SiteStatus?
         var ownCertificate: Bool?
         var fallbackCounts: FallbackCounts?
+        var served: ServedSite? = nil
     }
 
     let generation: UInt64
@@ -125,7 +138,8 @@ package final class AdminView: Sendable {
                 continue
             }
             entries[change.directory] = Entry(
-                open: open, ownCertificate: change.ownCertificate, hosts: status.hosts, fallbackCounts: change.fallbackCounts)
+                open: open, ownCertificate: change.ownCertificate, hosts: status.hosts, fallbackCounts: change.fallbackCounts,
+                state: status.state, refusedHosts: status.refusedHosts.count, served: change.served)
         }
         return entries
     }
@@ -366,7 +380,7 @@ final class LockedRegistry: @unchecked Sendable {
         let changes = Parallel.map(Array(names), threshold: 256) { name in
             AdminView.Change(
                 directory: name, status: registry.status(of: name), ownCertificate: snapshot.sites[name].map { $0.certificate != nil },
-                fallbackCounts: snapshot.sites[name]?.fallbackCounts)
+                fallbackCounts: snapshot.sites[name]?.fallbackCounts, served: snapshot.sites[name])
         }
         let shared: CertificateKind = snapshot.defaultCertificate != nil ? .default : fallback
         return (changes, shared, registry.stateCounts, registry.conflictingHosts)

@@ -12,15 +12,21 @@ public struct AdminEndpoint: Sendable {
         public var status: Status
         public var contentType: String
         public var body: [UInt8]
+        /// Fields sent besides the four every answer has (an HTML page's Content-Security-Policy).
+        public var fields: [(name: String, value: String)]
 
-        public init(status: Status, contentType: String = "text/plain; charset=utf-8", body: [UInt8]) {
+        public init(
+            status: Status, contentType: String = "text/plain; charset=utf-8", body: [UInt8], fields: [(name: String, value: String)] = []
+        ) {
             self.status = status
             self.contentType = contentType
             self.body = body
+            self.fields = fields
         }
     }
 
-    /// Answers a GET for a path; nil for an unknown path (404).
+    /// Answers a GET for a target: the path, and `?` and the query when one was sent (the status
+    /// page reads it; the other pages look at the path only); nil for an unknown path (404).
     public typealias Handler = @Sendable (String) -> Answer?
 
     private let handler: Handler
@@ -34,16 +40,17 @@ public struct AdminEndpoint: Sendable {
 
     /// `authority` is the request's `Host` (or an absolute-form target's authority) as sent;
     /// nil when there was none.
-    func respond(method: Method, authority: UnsafeRawBufferPointer?, path: String) -> Response {
+    func respond(method: Method, authority: UnsafeRawBufferPointer?, target: String) -> Response {
         // Before the path: a page reached through a name that is not the admin listener's learns
         // nothing, not even which paths exist.
         guard hosts.admits(authority) else { return .error(.misdirected, close: false) }
-        guard let answer = handler(path) else { return .error(.notFound, close: false) }
+        guard let answer = handler(target) else { return .error(.notFound, close: false) }
         guard method != .other else { return .error(.methodNotAllowed, close: false) }
-        let headers = PreparedFields([
-            (name: "Content-Type", value: answer.contentType), (name: "Content-Length", value: "\(answer.body.count)"),
-            (name: "Cache-Control", value: "no-store"), (name: "X-Content-Type-Options", value: "nosniff"),
-        ])
+        let headers = PreparedFields(
+            [
+                (name: "Content-Type", value: answer.contentType), (name: "Content-Length", value: "\(answer.body.count)"),
+                (name: "Cache-Control", value: "no-store"), (name: "X-Content-Type-Options", value: "nosniff"),
+            ] + answer.fields)
         // The HEAD rule is applied where every response's is: Exchange.answer.
         return Response(status: answer.status, headers: headers, body: answer.body, sendsBody: true, close: false)
     }

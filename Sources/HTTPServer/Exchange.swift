@@ -108,8 +108,10 @@ struct Exchange: RequestAnswering {
     mutating func answer(_ request: RequestView, peer: Peer, tls: Responder.TLSIdentity) -> Response {
         if peer.isAdmin, let admin {
             // Admin answers are neither counted nor logged: they are not traffic.
-            return admin.respond(method: request.method, authority: request.authority, path: String(decoding: request.path, as: UTF8.self))
-                .answering(request.method)
+            return admin.respond(
+                method: request.method, authority: request.authority, target: String(decoding: request.pathAndQuery, as: UTF8.self)
+            )
+            .answering(request.method)
         }
         let host = request.authority.map(HTTPFields.normalizeHost)
         var routed: Responder.Routed

@@ -12,6 +12,12 @@ public struct CertificateInfo: Sendable, Equatable {
     /// names against these only, never against the subject's common name when any is present
     /// (RFC 6125 §6.4.4); aasad ignores the common name altogether.
     public var dnsNames: [String]
+    /// The issuer's name in OpenSSL's one-line form (`/C=US/O=Let's Encrypt/CN=R11`), as the
+    /// status page shows it; at most `maximumIssuerLength` bytes, empty when unreadable.
+    public var issuer: String = ""
+
+    /// Longest issuer name kept: a CA's name is a few dozen bytes; a longer one is cut.
+    public static let maximumIssuerLength = 256
 
     public init(notBefore: Int64, notAfter: Int64, dnsNames: [String]) {
         self.notBefore = notBefore
@@ -39,6 +45,12 @@ public struct CertificateInfo: Sendable, Equatable {
         notBefore = start
         notAfter = end
         dnsNames = CertificateNames.of(x509).dnsNames
+        var buffer = [CChar](repeating: 0, count: Self.maximumIssuerLength + 1)
+        // X509_NAME_oneline writes at most the buffer's size, NUL included, and escapes
+        // non-printable bytes as \xHH.
+        if let name = X509_get_issuer_name(x509), X509_NAME_oneline(name, &buffer, Int32(buffer.count)) != nil {
+            issuer = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        }
     }
 
     /// An ASN1_TIME as seconds since the epoch.

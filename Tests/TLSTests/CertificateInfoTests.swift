@@ -39,6 +39,8 @@ struct CertificateInfoTests {
         let now = Int64(Date().timeIntervalSince1970)
         #expect(info.notBefore <= now && info.notAfter > now)
         #expect(info.notAfter - info.notBefore <= Int64(DevelopmentCertificate.leafDays + 1) * 86_400)
+        // The issuer, as the status page shows it: the development CA's name.
+        #expect(info.issuer.hasPrefix("/") && info.issuer.contains("O=aasad development"), "\(info.issuer)")
     }
 
     @Test("text without a certificate is refused")

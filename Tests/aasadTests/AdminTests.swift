@@ -154,7 +154,7 @@ struct AdminEndpointTests {
     @Test("an answer's status is the status sent, never a silent 200", arguments: statuses)
     func statusKept(_ status: Status) {
         let endpoint = AdminEndpoint { _ in .init(status: status, body: Array("x\n".utf8)) }
-        let response = endpoint.respond(method: .get, authority: nil, path: "/x")
+        let response = endpoint.respond(method: .get, authority: nil, target: "/x")
         #expect(response.status == status)
         var bytes: [UInt8] = []
         response.serialize(into: &bytes, dateLine: [])
