@@ -29,3 +29,24 @@ extension TestConfig {
                 """.utf8))
     }
 }
+
+extension AdminPages {
+    /// The `acme` entries of `/sites`, by name.
+    package func automaticCertificates() throws -> [String: [String: Any]] {
+        let page = try admin("/sites")
+        let json = try JSONSerialization.jsonObject(with: Data(page.body)) as? [String: Any]
+        var byName: [String: [String: Any]] = [:]
+        for site in json?["sites"] as? [[String: Any]] ?? [] {
+            for entry in site["acme"] as? [[String: Any]] ?? [] { byName[entry["name"] as? String ?? ""] = entry }
+        }
+        return byName
+    }
+
+    /// The order budget's tiers from `/sites`' `acme` summary: each tier's queued names and the
+    /// oldest one's wait in seconds.
+    package func acmeTiers() throws -> [String: (queued: Int, oldestWaitSeconds: Int)] {
+        let page = try JSONSerialization.jsonObject(with: Data(try admin("/sites").body)) as? [String: Any]
+        let tiers = (page?["acme"] as? [String: Any])?["tiers"] as? [String: [String: Int]] ?? [:]
+        return tiers.mapValues { ($0["queued"] ?? -1, $0["oldestWaitSeconds"] ?? -1) }
+    }
+}
