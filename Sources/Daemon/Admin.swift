@@ -345,7 +345,7 @@ final class LockedRegistry: @unchecked Sendable {
             cached.acme == acmeVersion, cached.fallbacks == fallbacks, cached.cdn == cdnVersion,
             cached.verification == verification?.version
         {
-            return cached.bytes
+            return acme.map { Self.withTiers(cached.bytes, $0) } ?? cached.bytes
         }
         let statuses = acme?.statusesByName()
         let checks = verification.map { ($0.version, $0.verifiedByName()) }

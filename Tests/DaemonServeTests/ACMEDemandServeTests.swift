@@ -46,7 +46,8 @@ final class ACMEDemandServeTests {
     func describe(_ daemon: TestDaemon) -> String {
         let entries = (try? daemon.automaticCertificates()) ?? [:]
         let shown = entries.filter { !$0.key.hasPrefix("q") }
-        return "tiers \((try? daemon.acmeTiers()) ?? [:]); \(shown); orders \(orders())"
+        let page = (try? daemon.admin("/sites").body) ?? []
+        return "tiers \((try? daemon.acmeTiers()) ?? [:]); \(shown); orders \(orders()); /sites ends \(String(decoding: page.suffix(300), as: UTF8.self))"
     }
 
     /// A ClientHello with `name` as its SNI, and whatever the server answers first (nothing is
@@ -73,17 +74,20 @@ final class ACMEDemandServeTests {
         // none is a demand.
         var answered = 0
         let random = 10_000
+        let flood = Date()
         for i in 0..<random {
             let name = i % 2 == 0 ? "r\(i).w.test" : "r\(i).random.example"
             if hello(daemon, name) > 0 { answered += 1 }
         }
         #expect(answered == random)
+        print("\(random) ClientHellos with random SNI in \(String(format: "%.1f", Date().timeIntervalSince(flood))) s")
         let odd = [
             "a.test\u{0}", "\r\nq1.test", "q1.test\r\n", String(repeating: "a", count: 255), String(repeating: "q", count: 300),
             "\u{202E}q1.test", "q1.tést", "*.w.test", "..", "",
         ]
         for name in odd { _ = hello(daemon, name) }
-        #expect(try daemon.https("a.test", Self.path).status == 200, "the server still serves")
+        // own.test (its own pair: not a name the manager wants, so this handshake is no demand).
+        #expect(try daemon.https("own.test", Self.path, ["-k"]).status == 200)
         #expect(orders().count == 3, "\(orders())")
         #expect(try daemon.acmeTiers()["demanded"]?.queued == 0, "\(describe(daemon))")
 
@@ -150,7 +154,7 @@ final class ACMEDemandServeTests {
         #expect(try daemon.http("cdn.test", Self.path, ["-A", "AASA-Bot/1.0.0"]).status == 200)
         #expect(try daemon.http("q1.test", Self.path, ["-A", "Mozilla/5.0"]).status == 200)
         #expect(eventually(attempts: 300) { (try? daemon.acmeTiers())?["demanded"]?.queued == 3 }, "\(describe(daemon))")
-        #expect(try daemon.acmeTiers()["new"]?.queued == Self.backlogNames)
+        #expect(try daemon.acmeTiers()["new"]?.queued == Self.backlogNames, "\(describe(daemon))")
         let metrics = try Metrics(daemon)
         #expect(metrics["aasad_acme_tier_queue_length", ["tier": "demanded"]] == 3)
         #expect(metrics["aasad_acme_tier_queue_length", ["tier": "renewal"]] == 1)
@@ -176,7 +180,7 @@ final class ACMEDemandServeTests {
         for name in ["fresh.test", "cdn.test", "renew.test"] {
             #expect((try? daemon.https(name, Self.path, cacert: root))?.status == 200, "\(name)")
         }
-        #expect(try daemon.acmeTiers()["new"]?.queued == Self.backlogNames)
+        #expect(try daemon.acmeTiers()["new"]?.queued == Self.backlogNames, "\(describe(daemon))")
         #expect(daemon.stop())
     }
 }
