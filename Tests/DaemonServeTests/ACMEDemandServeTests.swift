@@ -47,19 +47,12 @@ final class ACMEDemandServeTests {
         let entries = (try? daemon.automaticCertificates()) ?? [:]
         let shown = entries.filter { !$0.key.hasPrefix("q") }
         let page = (try? daemon.admin("/sites").body) ?? []
-        return "tiers \((try? daemon.acmeTiers()) ?? [:]); \(shown); orders \(orders()); /sites ends \(String(decoding: page.suffix(300), as: UTF8.self))"
+        return
+            "tiers \((try? daemon.acmeTiers()) ?? [:]); \(shown); orders \(orders()); /sites ends \(String(decoding: page.suffix(300), as: UTF8.self))"
     }
 
-    /// A ClientHello with `name` as its SNI, and whatever the server answers first (nothing is
-    /// completed: the SNI callback has run by then).
-    func hello(_ daemon: TestDaemon, _ name: String) -> Int {
-        guard let fd = Loopback.connect(port: daemon.httpsPort) else { return -1 }
-        defer { close(fd) }
-        Loopback.setReceiveTimeout(fd, seconds: 5)
-        _ = Loopback.send(fd, HandBuiltClientHello.record(serverName: name, alpnBody: nil))
-        var buffer = [UInt8](repeating: 0, count: 512)
-        return recv(fd, &buffer, buffer.count, 0)
-    }
+    /// A ClientHello with `name` as its SNI; the size of the server's first answer.
+    func hello(_ daemon: TestDaemon, _ name: String) -> Int { HandBuiltClientHello.send(serverName: name, port: daemon.httpsPort) }
 
     @Test("a new site's first SNI gets it a trusted certificate while 1,000 names wait; random and odd SNI names order nothing")
     func firstSNI() throws {
