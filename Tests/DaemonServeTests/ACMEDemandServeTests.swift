@@ -8,7 +8,7 @@ import Testing
 /// certificate that a client asks for (an SNI, Apple's CDN fetching its file) is ordered ahead of
 /// 1,000 names nobody asked for, within the budget; renewals go first; names the config does not
 /// hold never cause an order (docs/acme.md, "Tiers and demand").
-@Suite("serve: certificates on demand against pebble", .serialized)
+@Suite("serve: certificates on demand against pebble")
 final class ACMEDemandServeTests {
     let config: TestConfig
     let pebble: Pebble
