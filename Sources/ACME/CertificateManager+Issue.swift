@@ -15,7 +15,7 @@ extension CertificateManager {
     /// The budget's window.
     static let budgetWindowSeconds: Int64 = 3600
 
-    func order(_ name: String) {
+    func order(_ name: String, tier: OrderQueue.Class) {
         let now = clock.now()
         do {
             guard try locks.tryLock(name) else {
@@ -47,12 +47,12 @@ extension CertificateManager {
         do {
             // The account first: a CA that cannot be reached costs no order from the budget.
             let client = try acmeClient()
-            guard try spendBudget(name: name, now: now) else { return }
+            guard try spendBudget(name: name, tier: tier, now: now) else { return }
             // The order is placed: the name's site goes behind every other site.
             state.withLock { $0.queue.ordered(name) }
             setState(name) { $0.state = .ordering }
             let renewing = state.withLock { $0.entries[name]?.served != nil }
-            logger.info("ordering a certificate", metadata: ["name": "\(name)", "renewal": "\(renewing)"])
+            logger.info("ordering a certificate", metadata: ["name": "\(name)", "renewal": "\(renewing)", "tier": "\(tier.label)"])
             let issued = try client.issue(
                 names: [name],
                 solver: StorageSolver(storage: storage, configuration: configuration, book: challenges, pause: { [self] in pause($0) }),
@@ -76,6 +76,7 @@ extension CertificateManager {
                 state.counters.issued += 1
                 guard var entry = state.entries[name] else { return }
                 entry.serve(served)
+                servedNow(name, &entry)
                 servedCertificates.withLock { $0[name] = served.source }
                 entry.state = .valid
                 entry.error = nil
@@ -160,9 +161,10 @@ extension CertificateManager {
     }
 
     /// Takes one order from the budget shared through `<storage>/orders.log` (under its own
-    /// lock, so replicas count each other's orders); false when the hour's budget is spent or
-    /// the budget's lock is busy, and the manager then waits.
-    func spendBudget(name: String, now: Int64) throws(ACMEError) -> Bool {
+    /// lock, so replicas count each other's orders); false when the hour's budget is spent for
+    /// `tier` (names nobody asked for may not spend the part kept for the others:
+    /// `OrderBudget`) or the budget's lock is busy, and the manager then waits.
+    func spendBudget(name: String, tier: OrderQueue.Class, now: Int64) throws(ACMEError) -> Bool {
         let budgetLock = "_orders"
         guard try locks.tryLock(budgetLock) else {
             state.withLock { $0.budgetBlockedUntil = now + Self.budgetLockRetrySeconds }
@@ -178,12 +180,24 @@ extension CertificateManager {
             // Entries ahead of this clock (another replica's clock runs fast) count too.
             if time > now - Self.budgetWindowSeconds { recent.append((time, line)) }
         }
-        if recent.count >= configuration.ordersPerHour {
-            let reopens = (recent.map(\.time).min() ?? now) + Self.budgetWindowSeconds
-            state.withLock { $0.budgetBlockedUntil = reopens }
+        let limit = OrderBudget.limit(for: tier, ordersPerHour: configuration.ordersPerHour)
+        if recent.count >= limit {
+            let reopens = OrderBudget.reopens(times: recent.map(\.time), limit: limit, window: Self.budgetWindowSeconds)
+            state.withLock { state in
+                // The whole budget spent holds every tier; the background's share only the last.
+                if tier == .new {
+                    state.backgroundBlockedUntil = reopens
+                } else {
+                    state.budgetBlockedUntil = reopens
+                }
+            }
             logger.notice(
-                "order budget spent; due names wait",
-                metadata: ["ordersPerHour": "\(configuration.ordersPerHour)", "reopensAt": "\(reopens)"])
+                tier == .new
+                    ? "the order budget's share for names nobody asked for is spent; they wait" : "order budget spent; due names wait",
+                metadata: [
+                    "ordersPerHour": "\(configuration.ordersPerHour)", "limit": "\(limit)", "tier": "\(tier.label)",
+                    "reopensAt": "\(reopens)",
+                ])
             return false
         }
         var kept: [UInt8] = []

@@ -16,13 +16,47 @@ extension CertificateManager {
                 for name in wanted.withLock({ Array($0) }) { refresh(name) }
                 nextRescan = now + configuration.rescanInterval
             }
-            if let name = nextDue(now: now) {
-                order(name)
+            takeDemand(now: now)
+            if let (name, tier) = nextDue(now: now) {
+                order(name, tier: tier)
                 continue
             }
             checkRenewalWindows(now: now)
             wakeup.wait(milliseconds: Self.idleMilliseconds)
         }
+    }
+
+    /// Moves the names asked for since the last pass into the demanded tier: those still wanted
+    /// and without a certificate (one may have been stored by another replica meanwhile).
+    func takeDemand(now: Int64) {
+        let names = intake.withLock { $0.take() }
+        guard !names.isEmpty else { return }
+        var demanded: [String] = []
+        var done: [String] = []
+        state.withLock { state in
+            for name in names {
+                guard var entry = state.entries[name], entry.served == nil else {
+                    done.append(name)
+                    continue
+                }
+                guard entry.demandedAt == nil else { continue }
+                entry.demandedAt = now
+                state.entries[name] = entry
+                demanded.append(name)
+            }
+        }
+        if !done.isEmpty { intake.withLock { intake in for name in done { intake.release(name) } } }
+        for name in demanded {
+            logger.info(
+                "a name without a certificate was asked for; it is ordered ahead of names nobody asked for", metadata: ["name": "\(name)"])
+        }
+    }
+
+    /// Notes that `name` is served a certificate now: it leaves the demanded tier.
+    func servedNow(_ name: String, _ entry: inout Entry) {
+        guard entry.demandedAt != nil else { return }
+        entry.demandedAt = nil
+        intake.withLock { $0.release(name) }
     }
 
     /// Re-reads `name`'s stored certificate when its file changed; keeps what is served when the
@@ -45,6 +79,7 @@ extension CertificateManager {
         let kept = state.withLock { state -> Bool in
             guard var entry = state.entries[name] else { return false }
             entry.serve(loaded)
+            servedNow(name, &entry)
             servedCertificates.withLock { $0[name] = loaded.source }
             if let renewAt = entry.renewAt, clock.now() < renewAt { entry.state = .valid }
             entry.error = nil
@@ -89,14 +124,17 @@ extension CertificateManager {
         }
     }
 
-    /// The name to order now (`OrderQueue`: renewals first, sites in turn), or nil. Also brings
-    /// every entry's state up to date (queued, capped, needs a hook, valid).
-    func nextDue(now: Int64) -> String? {
+    /// The name to order now and its tier (`OrderQueue`: renewals, then names asked for, then
+    /// the rest; sites in turn), or nil. Also brings every entry's state up to date (queued,
+    /// capped, needs a hook, valid) and counts each tier's queued names.
+    func nextDue(now: Int64) -> (String, OrderQueue.Class)? {
         let hasHook = configuration.dnsHook != nil
-        return state.withLock { state -> String? in
+        return state.withLock { state -> (String, OrderQueue.Class)? in
             let budgetOpen = now >= state.budgetBlockedUntil
+            let backgroundOpen = budgetOpen && now >= state.backgroundBlockedUntil
             let capped = state.queue.capped { state.entries[$0]?.served != nil }
             var due: [(String, OrderQueue.Class)] = []
+            var tiers: [OrderQueue.Class: TierWait] = [:]
             for (name, entry) in state.entries {
                 let next: CertificateStatus.State
                 if let renewAt = entry.renewAt, now < renewAt {
@@ -112,12 +150,18 @@ extension CertificateManager {
                     next = .waiting
                 } else {
                     next = .queued
-                    if budgetOpen { due.append((name, entry.served == nil ? .new : .renewal)) }
+                    let tier = entry.tier
+                    let since = entry.waitingSince
+                    tiers[tier, default: TierWait()].queued += 1
+                    if tiers[tier]?.oldestSince.map({ since < $0 }) ?? true { tiers[tier]?.oldestSince = since }
+                    if tier == .new ? backgroundOpen : budgetOpen { due.append((name, tier)) }
                 }
                 // Written only when it changed: every write moves the version pages are built on.
                 if next != entry.state { state.entries[name]?.state = next }
             }
-            return state.queue.next(among: due)
+            state.tiers = tiers
+            guard let name = state.queue.next(among: due) else { return nil }
+            return (name, state.entries[name]?.tier ?? .new)
         }
     }
 

@@ -11,8 +11,9 @@ public import TLS
 /// - Stored certificates load before the first network call (`loadStored`), so a CA outage
 ///   never stops serving what was issued.
 /// - A name is due when it has no certificate, or a third of its certificate's lifetime is left.
-///   Due names are ordered fairly across sites (`OrderQueue`: renewals first, then sites in
-///   turn, at most `acme.names-per-site` names per site), within the order budget
+///   Due names are ordered in tiers, fairly across sites inside each (`OrderQueue`: renewals
+///   first, then names someone asked for (`demand`), then the rest; sites in turn, at most
+///   `acme.names-per-site` names per site), within the order budget
 ///   (`acme.orders-per-hour`, shared by every replica through the storage's order log), one
 ///   order at a time, each under the name's storage lock so that one replica orders and the
 ///   others pick the result up from storage (`rescanInterval`).
@@ -121,6 +122,23 @@ public final class CertificateManager: Sendable {
         /// and when to ask the CA again; reset when another certificate is served.
         var ariRenewAt: Int64?
         var ariCheckAt: Int64 = 0
+        /// When the name was first wanted (seconds since the epoch): its wait in the last tier.
+        var wantedAt: Int64 = 0
+        /// When someone first asked for it while it had no certificate (`demand`): it is in the
+        /// demanded tier from then until it has one.
+        var demandedAt: Int64?
+
+        /// The tier the name waits in when it is due.
+        var tier: OrderQueue.Class { served != nil ? .renewal : demandedAt != nil ? .demanded : .new }
+
+        /// Since when it waits in its tier: its renewal time, its demand, or its first want.
+        var waitingSince: Int64 {
+            switch tier {
+            case .renewal: renewAt ?? wantedAt
+            case .demanded: demandedAt ?? wantedAt
+            case .new: wantedAt
+            }
+        }
 
         /// When the served certificate is due: the third-of-lifetime rule, or earlier when the
         /// CA's renewal window says so.
@@ -143,6 +161,11 @@ public final class CertificateManager: Sendable {
         var counters = CertificateCounters()
         /// The order budget is spent until then (seconds since the epoch).
         var budgetBlockedUntil: Int64 = 0
+        /// The share of the budget names nobody asked for may spend is spent until then
+        /// (`OrderBudget`): renewals and demanded names may still be ordered.
+        var backgroundBlockedUntil: Int64 = 0
+        /// Each tier's queued names and the oldest one's `waitingSince`, as of the last pass.
+        var tiers: [OrderQueue.Class: TierWait] = [:]
         /// No renewal window is asked for until then (after a temporary error).
         var renewalPausedUntil: Int64 = 0
         var stopped = false
@@ -161,6 +184,9 @@ public final class CertificateManager: Sendable {
     /// What handshakes read: each name's served certificate, apart from `state` (which the
     /// manager's thread holds for passes over every name), changed only when a certificate is.
     let servedCertificates = Mutex<[String: TLSServer.CertificateSource]>([:])
+    /// Names asked for by handshakes, Apple's CDN and the tenant API, on their way to the
+    /// manager's thread (`demand`).
+    let intake = Mutex(DemandIntake())
     /// Pending challenge answers, in memory for the serving loops.
     public let challenges: ChallengeBook
     /// The ACME client, made on the manager's thread when first needed, and whether its account
@@ -190,6 +216,39 @@ public final class CertificateManager: Sendable {
             if let source = served[name] { return source }
             guard let dot = name.firstIndex(of: ".") else { return nil }
             return served["*" + name[dot...]]
+        }
+    }
+
+    /// Notes that someone asked for `name`: a handshake's SNI (when no certificate of the
+    /// manager's is served for it), Apple's CDN fetching its site's file, the tenant API creating
+    /// it. A wanted name without a certificate then goes ahead of every name nobody asked for,
+    /// within the budget; anything else (a name not wanted: random SNI, a name the ownership
+    /// check holds back) is ignored after one look-up. Called on serving threads: two short
+    /// locks and, for a name not yet asked for, a write to the manager's wake-up pipe; the
+    /// caller's handshake gets the current certificate and never waits for the order.
+    public func demand(_ name: String) {
+        guard wanted.withLock({ $0.contains(name) }) else { return }
+        if intake.withLock({ $0.offer(name) }) { wakeup.wake() }
+    }
+
+    /// The names in the demanded tier (or on their way to it): what a manager replaced by a
+    /// settings change hands to the new one.
+    public func demandedNames() -> [String] {
+        let pending = intake.withLock { $0.pending }
+        let held = state.withLock { state in
+            state.entries.compactMap { $0.value.demandedAt != nil && $0.value.served == nil ? $0.key : nil }
+        }
+        return held + pending
+    }
+
+    /// Each tier's queued names and how long the oldest has waited (seconds), as of the
+    /// manager's last pass: what `/sites` and metrics show.
+    package func tierWaits() -> [(tier: OrderQueue.Class, queued: Int, oldestAge: Int64)] {
+        let now = clock.now()
+        let tiers = state.withLock { $0.tiers }
+        return OrderQueue.Class.allCases.map { tier in
+            let wait = tiers[tier] ?? TierWait()
+            return (tier, wait.queued, wait.oldestSince.map { max(0, now - $0) } ?? 0)
         }
     }
 
@@ -262,11 +321,15 @@ public final class CertificateManager: Sendable {
     /// only DNS-01 can prove. Names not given are forgotten. The site decides the name's turn and
     /// its cap (`OrderQueue`).
     public func want(_ sites: [String: [String]]) {
+        let now = clock.now()
         state.withLock { state in
             let gone = state.queue.want(sites)
             for name in gone { state.entries[name] = nil }
-            if !gone.isEmpty { servedCertificates.withLock { served in for name in gone { served[name] = nil } } }
-            for name in state.queue.names where state.entries[name] == nil { state.entries[name] = Entry() }
+            if !gone.isEmpty {
+                servedCertificates.withLock { served in for name in gone { served[name] = nil } }
+                intake.withLock { intake in for name in gone { intake.release(name) } }
+            }
+            for name in state.queue.names where state.entries[name] == nil { state.entries[name] = Entry(wantedAt: now) }
             // Built before the lock that handshakes' challenge look-ups take.
             let names = Set(state.queue.names)
             wanted.withLock { $0 = names }
@@ -295,5 +358,16 @@ public final class CertificateManager: Sendable {
         wakeup.wake()
         thread?.join()
         challenges.stop()
+    }
+}
+
+/// One tier's wait: its queued names, and since when the oldest waits (seconds since the epoch).
+package struct TierWait: Sendable, Equatable {
+    package var queued = 0
+    package var oldestSince: Int64?
+
+    package init(queued: Int = 0, oldestSince: Int64? = nil) {
+        self.queued = queued
+        self.oldestSince = oldestSince
     }
 }

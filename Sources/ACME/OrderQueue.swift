@@ -5,8 +5,10 @@
 /// order was placed (`ordered`), so tests drive it with plain values.
 ///
 /// The next name is the best by, in turn:
-/// 1. its class: every due renewal before any new name (a served site losing its certificate is
-///    an outage; a new name waiting is not);
+/// 1. its class, the tier (`Class`): every due renewal first (a served site losing its
+///    certificate is an outage), then names someone asked for (a handshake's SNI, Apple's CDN
+///    fetching the site's file, the tenant API creating it: someone is waiting for them now),
+///    then the rest (names nobody has asked for yet);
 /// 2. its site's last turn: the site that placed an order longest ago (or never) goes first, so
 ///    sites take turns (round robin by site, not first in, first out by name). A site that
 ///    leaves the queue (no name wanted) and comes back keeps its last turn
@@ -21,16 +23,26 @@
 /// restart, which loads stored certificates before its first pass, and in `aasad sites`, which
 /// asks this type without a server (`SitesCommand.swift`).
 ///
-/// A priority class (say, certificates asked for on demand by a handshake) is one more case of
-/// `Class` with a lower raw value than `renewal`: its names then go before every renewal, taking
-/// turns by site as the others do, and count against the same per-site cap.
+/// Inside each tier sites take turns as above, and every tier counts against the same per-site
+/// cap: a tenant asking for its own junk aliases gets them no sooner than one turn per site.
 package struct OrderQueue: Sendable {
-    /// Classes of due names, served in the order of their raw values.
+    /// Classes of due names (the budget's tiers), served in the order of their raw values.
     package enum Class: Int, Sendable, Comparable, CaseIterable {
         /// A name whose served certificate is due for renewal.
         case renewal = 0
-        /// A name without a certificate.
-        case new = 1
+        /// A name without a certificate that someone asked for (`CertificateManager.demand`).
+        case demanded = 1
+        /// A name without a certificate that nobody has asked for yet.
+        case new = 2
+
+        /// The tier's name in `/sites` and metrics labels.
+        package var label: String {
+            switch self {
+            case .renewal: "renewal"
+            case .demanded: "demanded"
+            case .new: "new"
+            }
+        }
 
         package static func < (a: Class, b: Class) -> Bool { a.rawValue < b.rawValue }
     }

@@ -359,14 +359,24 @@ final class LockedRegistry: @unchecked Sendable {
             cached.acme == acmeVersion, cached.fallbacks == fallbacks, cached.cdn == cdnVersion,
             cached.verification == verification?.version
         {
-            return cached.bytes
+            return acme.map { Self.withTiers(cached.bytes, $0) } ?? cached.bytes
         }
         let statuses = acme?.statusesByName()
         let checks = verification.map { ($0.version, $0.verifiedByName()) }
         let bytes = view.render(fetches: fetches.sites(), acme: statuses?.statuses, cdn: cdn?.bySite(), verification: checks?.1)
         let acmeSource = acme.flatMap { manager in statuses.map { Source(object: ObjectIdentifier(manager), version: $0.version) } }
         page.withLock { $0 = (view.generation, version, acmeSource, fallbacks, cdnVersion, checks?.0, bytes) }
-        return bytes
+        return acme.map { Self.withTiers(bytes, $0) } ?? bytes
+    }
+
+    /// The page with the order budget's tiers added to its `acme` summary: each tier's queued
+    /// names and how long the oldest has waited, read now (the rest of the page is rebuilt only
+    /// when something changed; waits grow every second). `page` ends with the summary's `}`
+    /// and the page's own (`AdminView.render` with a manager).
+    static func withTiers(_ page: [UInt8], _ manager: CertificateManager) -> [UInt8] {
+        guard page.count >= 2, page[page.count - 1] == UInt8(ascii: "}"), page[page.count - 2] == UInt8(ascii: "}") else { return page }
+        let tiers = manager.tierWaits().map { "\"\($0.tier.label)\":{\"queued\":\($0.queued),\"oldestWaitSeconds\":\($0.oldestAge)}" }
+        return page.dropLast(2) + Array(",\"tiers\":{\(tiers.joined(separator: ","))}}}".utf8)
     }
 
     /// The named sites' statuses and certificates, with the counts: plain values, taken under

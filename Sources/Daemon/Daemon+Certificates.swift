@@ -31,6 +31,9 @@ extension Daemon {
         guard let site = snapshot.site(forHost: name) else { return automatic?.certificate(for: name) }
         if let own = site.certificate { return own.source }
         if let issued = automatic?.certificate(for: name) { return issued }
+        // Someone wants this name now: a wanted name without a certificate goes ahead of names
+        // nobody asked for. The handshake is not held; it gets what is served today.
+        automatic?.demand(name)
         guard let development, snapshot.defaultCertificate == nil else { return nil }
         // The site's directory is its main host: the common case needs no walk over its aliases.
         if site.directory == name || site.hosts.contains(where: { $0.name == name }) { return development.source(for: name) }

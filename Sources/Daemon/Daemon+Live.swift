@@ -199,6 +199,11 @@ extension Daemon {
         if new.acme != old.acme {
             // The new manager runs before it is in force; the old one stops on its own thread
             // (an order in flight may take minutes) and answers its own challenges meanwhile.
+            // Names someone asked for stay asked for under the new settings (a raised budget
+            // is how an operator gets them ordered sooner).
+            if let manager, let previous = certificateManager.value {
+                for name in previous.demandedNames() { manager.demand(name) }
+            }
             manager?.start()
             let previous = certificateManager.swap(manager)
             _ = retiringManager.swap(previous)

@@ -259,7 +259,8 @@ package final class Daemon: @unchecked Sendable {
             logger.critical("cannot listen", metadata: ["error": "\(error)"])
             throw StartFailure()
         }
-        let fetches = FetchLog()
+        // A fetch by Apple's CDN means the app is out and its users wait on this site's file.
+        let fetches = FetchLog(appleFetched: { host in certificateManager.value?.demand(host) })
         let traffic = TrafficCounters()
         let acme: @Sendable () -> CertificateManager? = { certificateManager.value }
         let cdnWatch: Current<CDNWatch>
@@ -302,8 +303,11 @@ package final class Daemon: @unchecked Sendable {
                     store: records,
                     configuration: .init(port: settings.api.verifyPort, allowsPrivateAddresses: settings.api.verifyPrivateAddresses),
                     logger: logger
-                ) { _ in
+                ) { name in
                     certificateManager.value?.want(acmeNames.names(in: store.snapshot()))
+                    // The tenant API made this name (the check exists for names it creates),
+                    // and its owner is waiting for it: it goes ahead of names nobody asked for.
+                    certificateManager.value?.demand(name)
                 }
             })
         let api: (listener: APIListener, tokens: APITokenStore)?

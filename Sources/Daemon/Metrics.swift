@@ -77,7 +77,7 @@ final class MetricsExporter: Sendable {
         let view = sites.current
         let (states, conflicts, reloads) = (view.stateCounts, view.conflictingHosts, view.reloads)
         let manager = acme()
-        let certificates = manager.map { ($0.counters(), $0.stateCounts()) }
+        let certificates = manager.map { ($0.counters(), $0.stateCounts(), $0.tierWaits()) }
         let registry = self.registry
         state.withLock { state in
             /// One series: the name and its labels.
@@ -159,7 +159,7 @@ final class MetricsExporter: Sendable {
             level("aasad_config_last_reload_successful", [], reloads.lastSuccessful ? 1 : 0)
             level("aasad_config_last_reload_success_timestamp_seconds", [], Double(reloads.lastSuccessAt))
 
-            if let (counters, names) = certificates {
+            if let (counters, names, tiers) = certificates {
                 count("aasad_acme_orders_total", [("result", "issued")], counters.issued)
                 count("aasad_acme_orders_total", [("result", "failed")], counters.failed)
                 count("aasad_acme_certificates_picked_up_total", [], counters.pickedUp)
@@ -167,6 +167,11 @@ final class MetricsExporter: Sendable {
                     level("aasad_acme_names", [("state", nameState.rawValue)], Double(names[nameState] ?? 0))
                 }
                 level("aasad_acme_queue_length", [], Double(counters.queued))
+                // The budget's tiers (docs/acme.md): three series each, whatever the names.
+                for wait in tiers {
+                    level("aasad_acme_tier_queue_length", [("tier", wait.tier.label)], Double(wait.queued))
+                    level("aasad_acme_tier_oldest_wait_seconds", [("tier", wait.tier.label)], Double(wait.oldestAge))
+                }
                 level("aasad_acme_earliest_not_after_timestamp_seconds", [], Double(counters.earliestNotAfter ?? 0))
             }
 
@@ -210,7 +215,7 @@ final class MetricsExporter: Sendable {
     /// Families that exist only while automatic certificates are on (the manager's figures).
     static let automaticCertificateFamilies: Set<String> = [
         "aasad_acme_orders_total", "aasad_acme_certificates_picked_up_total", "aasad_acme_names", "aasad_acme_queue_length",
-        "aasad_acme_earliest_not_after_timestamp_seconds",
+        "aasad_acme_earliest_not_after_timestamp_seconds", "aasad_acme_tier_queue_length", "aasad_acme_tier_oldest_wait_seconds",
     ]
 
     /// Families that exist only while the CDN watch is on.
@@ -251,6 +256,10 @@ final class MetricsExporter: Sendable {
         "aasad_acme_certificates_picked_up_total": "Certificates loaded from the ACME storage (at start, or stored by another replica).",
         "aasad_acme_names": "Names wanting an automatic certificate, by state.",
         "aasad_acme_queue_length": "Names due for an order and waiting for the order budget (acme.orders-per-hour).",
+        "aasad_acme_tier_queue_length":
+            "Names due for an order by tier: renewal (served certificates), demanded (asked for by a handshake, Apple's CDN or the tenant API), new (the rest).",
+        "aasad_acme_tier_oldest_wait_seconds":
+            "How long the oldest queued name of each tier has waited, in seconds (0 when the tier is empty).",
         "aasad_cdn_sites":
             "Sites by the state of Apple's CDN copy against what is served (the site's worst host), once the CDN watch has asked; only with cdn-watch.enabled.",
         "aasad_cdn_oldest_since_timestamp_seconds":

@@ -179,6 +179,6 @@ struct Exchange: RequestAnswering {
         guard let fetchLog, FetchLog.isApple(agent), routed.path == .wellKnownAASA || routed.path == .rootAASA else { return }
         let site = routed.site == .configured ? host.flatMap { snapshot.site(forHost: $0)?.directory } : nil
         let fromAppleNetwork = (try? Socket.peerAddress(peer.fd)).map(FetchLog.isAppleNetwork) ?? false
-        fetchLog.record(site: site, status: routed.response.status, at: wallSeconds, fromAppleNetwork: fromAppleNetwork)
+        fetchLog.record(site: site, host: host, status: routed.response.status, at: wallSeconds, fromAppleNetwork: fromAppleNetwork)
     }
 }

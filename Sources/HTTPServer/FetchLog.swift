@@ -40,8 +40,13 @@ public final class FetchLog: Sendable {
 
     private let state = Mutex(State())
     private let recorded = Atomic<UInt64>(0)
+    /// Told the host of each fetch of a configured site's file (the certificate manager puts
+    /// the name ahead of names nobody asked for: docs/acme.md).
+    private let appleFetched: (@Sendable (String) -> Void)?
 
-    public init() {}
+    public init(appleFetched: (@Sendable (_ host: String) -> Void)? = nil) {
+        self.appleFetched = appleFetched
+    }
 
     /// The user agent Apple's CDN sends.
     static let applePrefix = Array("AASA-Bot".utf8)
@@ -68,8 +73,10 @@ public final class FetchLog: Sendable {
         }
     }
 
-    /// Notes one fetch; `site` is nil when no configured site answers for the host.
-    func record(site: String?, status: Status, at seconds: Int64, fromAppleNetwork: Bool) {
+    /// Notes one fetch; `site` is nil when no configured site answers for the host, `host` the
+    /// configured site's host it was for.
+    func record(site: String?, host: String? = nil, status: Status, at seconds: Int64, fromAppleNetwork: Bool) {
+        if site != nil, let host, let appleFetched { appleFetched(host) }
         state.withLock { state in
             state.buckets[Bucket(status: Traffic.StatusClass(status), fromAppleNetwork: fromAppleNetwork), default: 0] += 1
             guard let site else { return }

@@ -12,6 +12,8 @@ struct OrderQueueTests {
         var queue: OrderQueue
         var served: Set<String> = []
         var renewals: Set<String> = []
+        /// Names someone asked for (not served): due in the demanded tier.
+        var demanded: Set<String> = []
 
         init(namesPerSite: Int = 100, _ sites: [String: [String]]) {
             queue = OrderQueue(namesPerSite: namesPerSite)
@@ -27,6 +29,8 @@ struct OrderQueueTests {
             for name in queue.names where !capped.contains(name) {
                 if renewals.contains(name) {
                     due.append((name, .renewal))
+                } else if demanded.contains(name) && !served.contains(name) {
+                    due.append((name, .demanded))
                 } else if !served.contains(name) {
                     due.append((name, .new))
                 }
@@ -35,6 +39,7 @@ struct OrderQueueTests {
             queue.ordered(next)
             served.insert(next)
             renewals.remove(next)
+            demanded.remove(next)
             return next
         }
 
@@ -69,6 +74,37 @@ struct OrderQueueTests {
         // Renewals of both sites: in turn, and before any new name.
         run.renewals = ["a.test", "b.test"]
         #expect(run.steps(4) == ["a.test", "b.test", "x1.a.test", "www.b.test"])
+    }
+
+    @Test("the tiers: renewals, then names asked for, then the rest; sites take turns inside each tier")
+    func tiers() {
+        var run = Run([
+            "a.test": ["a.test", "x1.a.test", "x2.a.test"], "b.test": ["b.test", "www.b.test"], "c.test": ["c.test", "www.c.test"],
+            "new.test": ["new.test", "www.new.test"],
+        ])
+        #expect(run.steps(3) == ["a.test", "b.test", "c.test"])
+        // new.test never had a turn and sorts last by site among those due; asked for, it goes
+        // before every name nobody asked for, though x1.a.test was wanted first.
+        run.demanded = ["www.new.test"]
+        #expect(run.steps(1) == ["www.new.test"])
+        // A renewal and demanded names together: the renewal first (a served site losing its
+        // certificate is an outage), then the demanded ones, sites in turn (a.test's two asked-for
+        // names do not both go before c.test's), then the rest.
+        run.renewals = ["b.test"]
+        run.demanded = ["x1.a.test", "x2.a.test", "www.c.test"]
+        #expect(run.steps(5) == ["b.test", "x1.a.test", "www.c.test", "x2.a.test", "new.test"])
+        #expect(run.steps(2) == ["www.b.test"])
+        // Each tier's order does not depend on the raw values' spelling: the tiers compare as listed.
+        #expect(OrderQueue.Class.allCases == [.renewal, .demanded, .new])
+        #expect(OrderQueue.Class.renewal < .demanded && OrderQueue.Class.demanded < .new)
+    }
+
+    @Test("a demanded name past its site's cap stays capped: asking for it buys no seat")
+    func demandedCapped() {
+        var run = Run(namesPerSite: 2, ["a.test": ["a.test", "x1.a.test", "x2.a.test"], "b.test": ["b.test"]])
+        run.demanded = ["x2.a.test"]
+        #expect(run.capped == ["x2.a.test"])
+        #expect(run.steps(5) == ["a.test", "b.test", "x1.a.test"])
     }
 
     @Test("the cap: N names are all ordered, of N+1 the last wanted is capped and never ordered")

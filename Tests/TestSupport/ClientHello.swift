@@ -1,3 +1,5 @@
+import Glibc
+
 /// A TLS 1.2 ClientHello built byte by byte (RFC 5246 §7.4.1.2), for tests that send what no TLS
 /// library would: an ALPN extension whose lengths lie. Everything else in it is ordinary, so
 /// OpenSSL reaches the server's ClientHello callback with it.
@@ -22,6 +24,18 @@ package enum HandBuiltClientHello {
         body += u16(extensions.count) + extensions
         let handshake = [1] + u24(body.count) + body
         return [22, 3, 1] + u16(handshake.count) + handshake
+    }
+
+    /// Sends a ClientHello with SNI `serverName` to `port` on loopback and returns how many bytes
+    /// the server's first answer had (-1: no connection; 0 or less: closed or nothing in 5 s).
+    /// Nothing is completed: the server's SNI callback has run by the time it answers.
+    package static func send(serverName: String, port: Int) -> Int {
+        guard let fd = Loopback.connect(port: port) else { return -1 }
+        defer { close(fd) }
+        Loopback.setReceiveTimeout(fd, seconds: 5)
+        _ = Loopback.send(fd, record(serverName: serverName, alpnBody: nil))
+        var buffer = [UInt8](repeating: 0, count: 512)
+        return recv(fd, &buffer, buffer.count, 0)
     }
 
     /// A well-formed ALPN extension body (RFC 7301 §3.1) for `protocols`.

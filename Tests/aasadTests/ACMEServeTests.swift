@@ -41,15 +41,7 @@ final class ACMEServeTests {
     }
 
     /// The `acme` entries of `/sites`, by name.
-    static func automatic(_ server: RunningServer) throws -> [String: [String: Any]] {
-        let page = try server.admin("/sites")
-        let json = try JSONSerialization.jsonObject(with: Data(page.body)) as? [String: Any]
-        var byName: [String: [String: Any]] = [:]
-        for site in json?["sites"] as? [[String: Any]] ?? [] {
-            for entry in site["acme"] as? [[String: Any]] ?? [] { byName[entry["name"] as? String ?? ""] = entry }
-        }
-        return byName
-    }
+    static func automatic(_ server: RunningServer) throws -> [String: [String: Any]] { try server.automaticCertificates() }
 
     func describe(_ server: RunningServer) -> String { "\((try? Self.automatic(server)) ?? [:])" }
 
@@ -90,7 +82,7 @@ final class ACMEServeTests {
         #expect(try server.https("new.test", "/apple-app-site-association", cacert: root).status == 200)
         print("new.test: added to served with a CA certificate in \(String(format: "%.1f", Date().timeIntervalSince(added))) s")
         let page = try JSONSerialization.jsonObject(with: Data(try server.admin("/sites").body)) as? [String: Any]
-        let summary = page?["acme"] as? [String: Int]
+        let summary = (page?["acme"] as? [String: Any])?.compactMapValues { $0 as? Int }
         #expect(summary?["names"] == 4 && summary?["queued"] == 0, "\(String(describing: summary))")
         let metrics = String(decoding: try server.admin("/metrics").body, as: UTF8.self)
         #expect(metrics.contains("aasad_acme_orders_total{result=\"issued\"} 3"), "\(metrics)")
@@ -114,9 +106,10 @@ final class ACMEServeTests {
         #expect(!sites.text.contains("acme:own.test"), "\(sites.text)")
     }
 
-    @Test("a tenant's eight junk aliases under orders-per-hour 8 leave no new site queued: sites take turns")
+    @Test("a tenant's eight junk aliases under a backlog share of 8 orders leave no new site queued: sites take turns")
     func fairAcrossSites() throws {
-        try settings(challenges: "tls-alpn-01", extra: "  orders-per-hour: 8")
+        // 10 an hour: names nobody asked for may spend 8 (OrderBudget keeps 2 for renewals and demand).
+        try settings(challenges: "tls-alpn-01", extra: "  orders-per-hour: 10")
         try junkSite()
         // A new customer's site, whose name sorts after every junk alias (first in, first out by
         // name ordered the eight aliases and left it queued for the hour).
@@ -150,7 +143,7 @@ final class ACMEServeTests {
         let capped = Set((3...8).map { "alias\($0).junk.test" })
         #expect(names(server, "capped") == capped, "\(describe(server))")
         let page = try JSONSerialization.jsonObject(with: Data(try server.admin("/sites").body)) as? [String: Any]
-        let summary = page?["acme"] as? [String: Int]
+        let summary = (page?["acme"] as? [String: Any])?.compactMapValues { $0 as? Int }
         #expect(summary?["capped"] == 6 && summary?["queued"] == 0, "\(String(describing: summary))")
         let metrics = String(decoding: try server.admin("/metrics").body, as: UTF8.self)
         #expect(metrics.contains("aasad_acme_names{state=\"capped\"} 6"), "\(metrics)")
@@ -237,35 +230,5 @@ final class ACMEServeTests {
             #expect(extra.isEmpty, "\(name) inherited: \(extra)")
         }
         #expect(server.stop() == 0)
-    }
-}
-
-extension TestConfig {
-    /// A config with a pebble of its own whose validation reaches every name on loopback, and
-    /// the path of pebble's issuing root written into the config's folder (for curl's --cacert).
-    static func withPebble() throws -> (TestConfig, Pebble, String) {
-        let config = try TestConfig()
-        let pebble = try Pebble(resolveEverythingToLoopback: true)
-        try config.write("pebble-root.pem", try pebble.issuingRoot())
-        return (config, pebble, config.path("pebble-root.pem"))
-    }
-
-    /// Writes config/aasad.yaml with an `acme` section aimed at `pebble` (its directory and CA,
-    /// storage under this config's folder), `challenges` as YAML list items and `extra` lines of
-    /// that section (two spaces in).
-    func writeACMESettings(_ pebble: Pebble, challenges: String, storage: String = "acme", extra: String = "") throws {
-        try write(
-            "config/aasad.yaml",
-            Array(
-                """
-                acme:
-                  directory: "\(pebble.directory)"
-                  directory-ca: "\(pebble.caFile)"
-                  storage: "\(path(storage))"
-                  challenges: [\(challenges)]
-                  email: ops@example.com
-                \(extra)
-
-                """.utf8))
     }
 }

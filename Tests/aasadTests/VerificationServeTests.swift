@@ -102,7 +102,8 @@ final class VerificationServeTests {
     @Test("the gate: no order for a name added over the API until it is verified, then one", .timeLimit(.minutes(3)))
     func gateWithPebble() throws {
         let (config, pebble, _) = try TestConfig.withPebble()
-        try config.writeACMESettings(pebble, challenges: "http-01")
+        // Four orders an hour: names nobody asked for may spend three (OrderBudget).
+        try config.writeACMESettings(pebble, challenges: "http-01", extra: "  orders-per-hour: 4")
         // A hand-written site: ordered at once (the operator vouches for it). It shows that
         // orders run while the API's name waits.
         try FileManager.default.removeItem(atPath: config.path("config/sites"))
@@ -119,12 +120,21 @@ final class VerificationServeTests {
                 let check = (try? Self.json(Self.api(config, apiPort, "GET", "/v1/sites/v.localhost/verification"))) ?? [:]
                 return (check["attempts"] as? Int ?? 0) >= 1
             })
+        // A flood of handshakes for the unverified name: the gate wins (it is not a wanted name,
+        // so no handshake demands it).
+        for _ in 0..<200 { #expect(HandBuiltClientHello.send(serverName: "v.localhost", port: server.httpsPort) > 0) }
         // Orders ran (a.test is valid) and the checker failed: no order names v.localhost.
         let orders = (try? String(contentsOfFile: config.path("acme/orders.log"), encoding: .utf8)) ?? ""
         #expect(orders.contains("a.test") && !orders.contains("v.localhost"), "\(orders)")
         #expect(try ACMEServeTests.automatic(server)["v.localhost"] == nil)
         #expect(!pebble.log().contains("v.localhost"))
         _ = server.stop()
+        // Two more orders this hour (another replica's): with a.test's, the share of names nobody
+        // asked for is spent. A name the API made and the check verified is asked for: its
+        // owner is waiting, so it goes ahead, on the order kept for such names.
+        let now = Int(Date().timeIntervalSince1970)
+        let seeded = orders + "\(now) other1.example\n\(now) other2.example\n"
+        try config.write("acme/orders.log", Array(seeded.utf8))
         // The checker now reaches this server's plain listener: verified, then ordered.
         server = try RunningServer(
             config: config, extra: listeners + (try Self.apiFlags(config, apiPort: apiPort, verifyPort: pebble.httpPort)))

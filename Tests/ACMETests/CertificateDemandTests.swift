@@ -1,0 +1,112 @@
+import Logging
+import TestSupport
+import Testing
+
+@testable import ACME
+
+/// The manager's demand path without a CA (the thread is never started): what `demand` lets in
+/// (wanted names without a certificate only), its bound, and the tiers a pass builds from it.
+@Suite("ACME certificate manager: demand and tiers")
+struct CertificateDemandTests {
+    let folder: TemporaryDirectory
+    let manager: CertificateManager
+    /// The manager's clock: fixed, so waits are exact.
+    static let now: Int64 = 1_800_000_000
+
+    init() throws {
+        folder = try TemporaryDirectory(prefix: "acme-demand")
+        let configuration = CertificateManager.Configuration(
+            directory: try ACMEURL("https://127.0.0.1:1/dir"), storage: folder.path("storage"), ordersPerHour: 8)
+        manager = try CertificateManager(
+            configuration: configuration, clock: CertificateManager.Clock(now: { Self.now }, monotonic: { 0 }),
+            logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+    }
+
+    /// `sites` sites of `perSite` names each: site0.test, n1.site0.test, …
+    static func sites(_ sites: Int, perSite: Int) -> [String: [String]] {
+        var out: [String: [String]] = [:]
+        for s in 0..<sites {
+            out["site\(s).test"] = ["site\(s).test"] + (1..<max(perSite, 1)).map { "n\($0).site\(s).test" }
+        }
+        return out
+    }
+
+    @Test("10,000 random SNI names, odd bytes and names the ownership check holds back add nothing; a wanted name is taken once")
+    func onlyWantedNames() {
+        manager.want(Self.sites(10, perSite: 100))
+        for i in 0..<10_000 { manager.demand("r\(i).random\(i % 97).example") }
+        let odd = [
+            "", "\u{0}", "site0.test\u{0}", "site0.test\r\n", "SITE0.TEST", "site0.test.", String(repeating: "a", count: 256),
+            "*.site0.test",
+        ]
+        for name in odd { manager.demand(name) }
+        // held.test: a site the tenant API made, its name not yet verified, so never wanted.
+        for _ in 0..<1_000 { manager.demand("held.test") }
+        #expect(manager.intake.withLock { $0.pendingCount } == 0)
+        for _ in 0..<1_000 { manager.demand("n5.site3.test") }
+        #expect(manager.intake.withLock { $0.pendingCount } == 1)
+        manager.takeDemand(now: Self.now)
+        // Held now: further handshakes for it add nothing.
+        for _ in 0..<1_000 { manager.demand("n5.site3.test") }
+        #expect(manager.intake.withLock { $0.pendingCount } == 0)
+        #expect(manager.demandedNames() == ["n5.site3.test"])
+    }
+
+    @Test("the intake's bound with wanted names: N pending, the N+1st dropped, taken at the next pass")
+    func boundWithWantedNames() {
+        let n = DemandIntake.capacity
+        manager.want(Self.sites(n + 1, perSite: 1))
+        for s in 0...n { manager.demand("site\(s).test") }
+        #expect(manager.intake.withLock { $0.pendingCount } == n)
+        manager.takeDemand(now: Self.now)
+        #expect(manager.demandedNames().count == n)
+        // The one dropped gets in at its next handshake.
+        manager.demand("site\(n).test")
+        #expect(manager.intake.withLock { $0.pendingCount } == 1)
+    }
+
+    @Test("a demanded name goes before 1,000 names wanted earlier; the tiers show it; the backlog's share spent holds only the backlog")
+    func demandedFirst() {
+        manager.want(Self.sites(10, perSite: 100))
+        manager.want(Self.sites(10, perSite: 100).merging(["fresh.test": ["fresh.test"]]) { a, _ in a })
+        #expect(manager.nextDue(now: Self.now)?.0 == "site0.test")
+        manager.demand("fresh.test")
+        manager.takeDemand(now: Self.now - 7)
+        let next = manager.nextDue(now: Self.now)
+        #expect(next?.0 == "fresh.test" && next?.1 == .demanded)
+        let tiers = Dictionary(uniqueKeysWithValues: manager.tierWaits().map { ($0.tier, ($0.queued, $0.oldestAge)) })
+        #expect(tiers[.demanded]?.0 == 1 && tiers[.demanded]?.1 == 7)
+        #expect(tiers[.new]?.0 == 1_000 && tiers[.new]?.1 == 0)
+        #expect(tiers[.renewal]?.0 == 0)
+        // The backlog's share of the budget spent: names nobody asked for wait, the demanded one not.
+        manager.state.withLock { $0.backgroundBlockedUntil = Self.now + 60 }
+        #expect(manager.nextDue(now: Self.now)?.0 == "fresh.test")
+        manager.state.withLock { $0.entries["fresh.test"]?.demandedAt = nil }
+        #expect(manager.nextDue(now: Self.now) == nil)
+        // Still queued, and counted: waiting for the budget, not forgotten.
+        #expect(manager.counters().queued == 1_001)
+        // The whole budget spent: nothing goes.
+        manager.state.withLock {
+            $0.entries["fresh.test"]?.demandedAt = Self.now
+            $0.budgetBlockedUntil = Self.now + 60
+        }
+        #expect(manager.nextDue(now: Self.now) == nil)
+    }
+
+    @Test("a name that leaves the config is released: back, and asked for again, it is demanded again")
+    func leavesAndComesBack() {
+        manager.want(["a.test": ["a.test"], "b.test": ["b.test"]])
+        manager.demand("a.test")
+        manager.takeDemand(now: Self.now)
+        #expect(manager.intake.withLock { $0.held } == ["a.test"])
+        manager.want(["b.test": ["b.test"]])
+        #expect(manager.intake.withLock { $0.held }.isEmpty)
+        #expect(manager.demandedNames().isEmpty)
+        manager.demand("a.test")
+        #expect(manager.intake.withLock { $0.pendingCount } == 0)
+        manager.want(["a.test": ["a.test"], "b.test": ["b.test"]])
+        manager.demand("a.test")
+        manager.takeDemand(now: Self.now)
+        #expect(manager.nextDue(now: Self.now)?.1 == .demanded)
+    }
+}
