@@ -6,10 +6,11 @@
 # HEALTHCHECK that reports healthy, and a drain on SIGTERM within the grace; then the same with
 # deploy/compose/docker-compose.yml through podman-compose. Prints the image's size.
 #
-#   scripts/image-test.sh [--short]
+#   scripts/image-test.sh [--short | --base-only]
 #   AASAD_BINARY=path/to/aasad scripts/image-test.sh
 #
-# --short (scripts/test): skips the compose run. The base image, localhost/debian:bookworm-slim,
+# --short (scripts/test): skips the compose run. --base-only: makes the base image when absent and
+# stops (scripts/test does it while the release binary builds). The base image, localhost/debian:bookworm-slim,
 # is made once from Debian's own packages (debootstrap) when absent: no registry is needed.
 # Needs root (podman's networking and debootstrap), podman and runc; says so and exits 0 when
 # they are missing, unless IMAGE_TEST_REQUIRED=1 (then exits 1).
@@ -18,7 +19,13 @@ trap 'echo "error: scripts/image-test.sh line $LINENO: \"$BASH_COMMAND\" exited 
 cd "$(dirname "$0")/.."
 
 short=0
-[ "${1:-}" = --short ] && short=1
+base_only=0
+case "${1:-}" in
+--short) short=1 ;;
+--base-only) base_only=1 ;;
+"") ;;
+*) echo "usage: scripts/image-test.sh [--short | --base-only]" >&2; exit 64 ;;
+esac
 
 cannot() {
     echo "image test: cannot run: $1" >&2
@@ -89,11 +96,16 @@ EOF
     rm -rf "$root"/usr/share/man/* "$root"/usr/share/info/* "$root"/usr/share/locale/* \
         "$root"/var/lib/apt/lists/* "$root"/var/cache/apt/* "$root"/var/cache/debconf/*-old \
         "$root"/var/log/* "$root"/tmp/*
-    tar -C "$root" -c . | podman import --change 'CMD ["bash"]' - "$base" >/dev/null
+    tar -C "$root" -c . | podman import --quiet --change 'CMD ["bash"]' - "$base" >/dev/null
     rm -rf "$root"
     echo "image test: base made in $((SECONDS - started)) s: $(podman image inspect --format '{{.Size}}' "$base") bytes"
 }
+# One base at a time: scripts/test starts --base-only beside the build, then the test itself.
+exec 9>/run/lock/aasad-image-base.lock
+flock 9
 podman image exists "$base" || make_base
+flock -u 9
+[ "$base_only" = 1 ] && exit 0
 
 # The binary, stripped, in an image of its own for the Dockerfile's AASAD_BINARY_IMAGE: the one
 # scripts/check-binary.sh builds, or AASAD_BINARY when set (a release binary built the same way).
