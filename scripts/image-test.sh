@@ -101,7 +101,7 @@ EOF
     echo "image test: base made in $((SECONDS - started)) s: $(podman image inspect --format '{{.Size}}' "$base") bytes"
 }
 # One base at a time: scripts/test starts --base-only beside the build, then the test itself.
-exec 9>/run/lock/aasad-image-base.lock
+exec 9>"${TMPDIR:-/tmp}/aasad-image-base.lock"
 flock 9
 podman image exists "$base" || make_base
 flock -u 9
@@ -136,7 +136,8 @@ check_serving() {
     local name=$1 port url
     port=$(podman port "$name" 8443/tcp | head -1 | sed 's/.*://')
     url="https://links.localhost:$port/.well-known/apple-app-site-association"
-    for _ in $(seq 1 100); do
+    # Up to 60 s for the container to start serving (a loaded machine is slow to start one).
+    for _ in $(seq 1 300); do
         curl -sk -o /dev/null --connect-to "links.localhost:$port:127.0.0.1:$port" "$url" && break
         sleep 0.2
     done
