@@ -6,11 +6,13 @@
 # HEALTHCHECK that reports healthy, and a drain on SIGTERM within the grace; then the same with
 # deploy/compose/docker-compose.yml through podman-compose. Prints the image's size.
 #
-#   scripts/image-test.sh [--short | --base-only]
+#   scripts/image-test.sh [--short | --prepare]
 #   AASAD_BINARY=path/to/aasad scripts/image-test.sh
 #
-# --short (scripts/test): skips the compose run. --base-only: makes the base image when absent and
-# stops (scripts/test does it while the release binary builds). The base image, localhost/debian:bookworm-slim,
+# --short (scripts/test): skips the compose run. --prepare: makes the base image when absent and
+# builds the runtime stage's package layer around an empty placeholder binary, then stops:
+# scripts/test does it while the release binary builds, so that the test proper only adds the
+# binary's layer and the checks. The base image, localhost/debian:bookworm-slim,
 # is made once from Debian's own packages (debootstrap) when absent: no registry is needed.
 # Needs root (podman's networking and debootstrap), podman and runc; says so and exits 0 when
 # they are missing, unless IMAGE_TEST_REQUIRED=1 (then exits 1).
@@ -19,12 +21,12 @@ trap 'echo "error: scripts/image-test.sh line $LINENO: \"$BASH_COMMAND\" exited 
 cd "$(dirname "$0")/.."
 
 short=0
-base_only=0
+prepare=0
 case "${1:-}" in
 --short) short=1 ;;
---base-only) base_only=1 ;;
+--prepare) prepare=1 ;;
 "") ;;
-*) echo "usage: scripts/image-test.sh [--short | --base-only]" >&2; exit 64 ;;
+*) echo "usage: scripts/image-test.sh [--short | --prepare]" >&2; exit 64 ;;
 esac
 
 cannot() {
@@ -100,33 +102,47 @@ EOF
     rm -rf "$root"
     echo "image test: base made in $((SECONDS - started)) s: $(podman image inspect --format '{{.Size}}' "$base") bytes"
 }
-# One base at a time: scripts/test starts --base-only beside the build, then the test itself.
+# One base at a time: scripts/test starts --prepare beside the build, then the test itself.
 exec 9>"${TMPDIR:-/tmp}/aasad-image-base.lock"
 flock 9
 podman image exists "$base" || make_base
 flock -u 9
-[ "$base_only" = 1 ] && exit 0
 
-# The binary, stripped, in an image of its own for the Dockerfile's AASAD_BINARY_IMAGE: the one
-# scripts/check-binary.sh builds, or AASAD_BINARY when set (a release binary built the same way).
+# build_runtime BINARY_FILE: the runtime stage around BINARY_FILE, tagged $tag. The binary goes in
+# an image of its own for the Dockerfile's AASAD_BINARY_IMAGE. --format docker: podman keeps
+# HEALTHCHECK only in Docker's image format (OCI has no field for it).
+build_runtime() {
+    rm -rf "$work/binary"
+    mkdir "$work/binary"
+    cp "$1" "$work/binary/aasad"
+    printf 'FROM scratch\nCOPY aasad /out/aasad\n' >"$work/binary/Containerfile"
+    podman build --pull=never -q -t "$binary_tag" -f "$work/binary/Containerfile" "$work/binary" >/dev/null
+    podman build --runtime runc --pull=never --format docker --target runtime \
+        --build-arg AASAD_BINARY_IMAGE="$binary_tag" -t "$tag" . >"$work/build.log" 2>&1 || {
+        tail -30 "$work/build.log" >&2
+        return 1
+    }
+}
+
+if [ "$prepare" = 1 ]; then
+    : >"$work/placeholder"
+    started=$SECONDS
+    build_runtime "$work/placeholder"
+    echo "image test: the runtime stage's packages installed in $((SECONDS - started)) s (cached for the test)"
+    exit 0
+fi
+
+# The release binary scripts/check-binary.sh builds, or AASAD_BINARY when set (one built the same
+# way), stripped as the Dockerfile's build stage strips it.
 bin=${AASAD_BINARY:-}
 if [ -z "$bin" ]; then
     scripts/check-binary.sh --build-only
     bin="$(swift build -c release --static-swift-stdlib --scratch-path .build-static --show-bin-path)/aasad"
 fi
-mkdir "$work/binary"
-strip -o "$work/binary/aasad" "$bin"
-printf 'FROM scratch\nCOPY aasad /out/aasad\n' >"$work/binary/Containerfile"
-podman build --pull=never -q -t "$binary_tag" -f "$work/binary/Containerfile" "$work/binary" >/dev/null
-echo "image test: binary $(stat -c %s "$bin") bytes, $(stat -c %s "$work/binary/aasad") stripped"
-
-# --format docker: podman keeps HEALTHCHECK only in Docker's image format (OCI has no field for it).
+strip -o "$work/aasad" "$bin"
+echo "image test: binary $(stat -c %s "$bin") bytes, $(stat -c %s "$work/aasad") stripped"
 started=$SECONDS
-podman build --runtime runc --pull=never --format docker --target runtime \
-    --build-arg AASAD_BINARY_IMAGE="$binary_tag" -t "$tag" . >"$work/build.log" 2>&1 || {
-    tail -30 "$work/build.log" >&2
-    exit 1
-}
+build_runtime "$work/aasad"
 size=$(podman image inspect --format '{{.Size}}' "$tag")
 echo "image test: built $tag in $((SECONDS - started)) s: $size bytes ($((size / 1000000)) MB)"
 
