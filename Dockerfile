@@ -4,14 +4,12 @@
 #   docker build -t aasad .
 #   docker run -p 443:8443 -p 127.0.0.1:9190:9190 -v /path/to/config:/config:ro aasad
 #
-# Where the binary comes from: the build stage below, or an image holding a binary built
-# elsewhere at /out/aasad (scripts/image-test.sh passes one made from scripts/check-binary.sh's
-# build, on machines with no registry to pull the Swift image from).
-ARG AASAD_BINARY_IMAGE=build
-
 # The config directory is a volume (read-only is fine: aasad only reads it); certificates go in
 # its tls/ and sites/*/tls/ directories, or a development certificate is made in /state.
 
+# The build stage makes /out/aasad. scripts/image-test.sh, on machines with no registry to pull
+# Swift's image from, puts in its place an image holding the release binary scripts/check-binary.sh
+# builds the same way, and builds the runtime stage below as it is.
 FROM swift:6.0-bookworm AS build
 RUN apt-get update \
     && apt-get install -y --no-install-recommends libssl-dev libnghttp2-dev zlib1g-dev libcurl4-openssl-dev pkg-config \
@@ -23,15 +21,13 @@ COPY Tests ./Tests
 RUN swift build -c release --product aasad --static-swift-stdlib \
     && install -D --strip "$(swift build -c release --show-bin-path)/aasad" /out/aasad
 
-FROM ${AASAD_BINARY_IMAGE} AS binary
-
 FROM debian:bookworm-slim AS runtime
 RUN apt-get update \
     && apt-get install -y --no-install-recommends libssl3 libnghttp2-14 zlib1g libcurl4 ca-certificates curl \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --system --uid 10001 --home-dir /state --shell /usr/sbin/nologin aasad \
     && mkdir -p /config /state && chown aasad:aasad /state
-COPY --from=binary /out/aasad /usr/local/bin/aasad
+COPY --from=build /out/aasad /usr/local/bin/aasad
 COPY config /config
 USER aasad
 VOLUME ["/config", "/state"]

@@ -108,17 +108,25 @@ flock 9
 podman image exists "$base" || make_base
 flock -u 9
 
-# build_runtime BINARY_FILE: the runtime stage around BINARY_FILE, tagged $tag. The binary goes in
-# an image of its own for the Dockerfile's AASAD_BINARY_IMAGE. --format docker: podman keeps
-# HEALTHCHECK only in Docker's image format (OCI has no field for it).
+# build_runtime BINARY_FILE: the Dockerfile's runtime stage around BINARY_FILE, tagged $tag. The
+# binary goes in an image of its own at /out/aasad, and the Dockerfile's build stage (from its
+# `FROM … AS build` line to the next FROM) is replaced by that image; every other line is the
+# Dockerfile's own. --format docker: podman keeps HEALTHCHECK only in Docker's image format (OCI
+# has no field for it).
 build_runtime() {
     rm -rf "$work/binary"
     mkdir "$work/binary"
     cp "$1" "$work/binary/aasad"
     printf 'FROM scratch\nCOPY aasad /out/aasad\n' >"$work/binary/Containerfile"
     podman build --pull=never -q -t "$binary_tag" -f "$work/binary/Containerfile" "$work/binary" >/dev/null
+    awk -v image="$binary_tag" '
+        /^FROM / { skipping = 0 }
+        /^FROM .* AS build$/ { print "FROM " image " AS build"; skipping = 1; replaced = 1; next }
+        !skipping { print }
+        END { if (!replaced) { print "the Dockerfile has no \"FROM … AS build\" stage" > "/dev/stderr"; exit 1 } }
+    ' Dockerfile >"$work/Dockerfile"
     podman build --runtime runc --pull=never --format docker --target runtime \
-        --build-arg AASAD_BINARY_IMAGE="$binary_tag" -t "$tag" . >"$work/build.log" 2>&1 || {
+        -f "$work/Dockerfile" -t "$tag" . >"$work/build.log" 2>&1 || {
         tail -30 "$work/build.log" >&2
         return 1
     }
