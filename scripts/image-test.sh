@@ -68,10 +68,13 @@ trap cleanup EXIT
 # reads removed, as Debian's own bookworm-slim image does (docs, man pages, locales, apt's lists
 # and caches), and dpkg told to leave them out of packages installed later.
 make_base() {
-    local mirror root="$work/base" started=$SECONDS
+    local mirror security root="$work/base" started=$SECONDS
     mirror=$(grep -hoE '^(URIs:|deb) +https?://[^ ]+' /etc/apt/sources.list /etc/apt/sources.list.d/* 2>/dev/null |
         grep -v -- -security | awk '{print $2}' | head -1 || true)
     mirror=${mirror:-http://deb.debian.org/debian}
+    security=$(grep -hoE '^(URIs:|deb) +https?://[^ ]+' /etc/apt/sources.list /etc/apt/sources.list.d/* 2>/dev/null |
+        grep -- -security | awk '{print $2}' | head -1 || true)
+    security=${security:-http://deb.debian.org/debian-security}
     echo "image test: making $base with debootstrap from $mirror"
     # tzdata: aasad prints times in UTC and reads no zone; e2fsprogs: no file system is made in a
     # container. Neither is a dependency of anything installed.
@@ -94,12 +97,20 @@ Dir::Cache::pkgcache "";
 Dir::Cache::srcpkgcache "";
 Acquire::Languages "none";
 EOF
+    # Security and point-release updates, as Debian's image has them: the runtime stage's libssl3
+    # comes from there. debootstrap installs from the release alone.
+    printf 'deb %s bookworm main\ndeb %s bookworm-updates main\ndeb %s bookworm-security main\n' \
+        "$mirror" "$mirror" "$security" >"$root/etc/apt/sources.list"
+    DEBIAN_FRONTEND=noninteractive chroot "$root" sh -c 'apt-get update -qq && apt-get upgrade -y -qq' >>"$work/debootstrap.log" 2>&1 || {
+        tail -20 "$work/debootstrap.log" >&2
+        return 1
+    }
     find "$root/usr/share/doc" -mindepth 1 -not -name copyright -not -type d -delete
     rm -rf "$root"/usr/share/man/* "$root"/usr/share/info/* "$root"/usr/share/locale/* \
         "$root"/var/lib/apt/lists/* "$root"/var/cache/apt/* "$root"/var/cache/debconf/*-old \
         "$root"/var/log/* "$root"/tmp/*
     tar -C "$root" -c . | podman import --quiet --change 'CMD ["bash"]' - "$base" >/dev/null
-    rm -rf "$root"
+    rm -rf --one-file-system "$root"
     echo "image test: base made in $((SECONDS - started)) s: $(podman image inspect --format '{{.Size}}' "$base") bytes"
 }
 # One base at a time: scripts/test starts --prepare beside the build, then the test itself.
