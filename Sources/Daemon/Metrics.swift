@@ -6,7 +6,6 @@ package import Glibc
 package import HTTPCore
 package import HTTPServer
 package import Prometheus
-package import Served
 package import SiteStore
 package import Synchronization
 package import TLS
@@ -48,6 +47,11 @@ final class MetricsExporter: Sendable {
     /// What is served now: which sites have an AASA file for Apple's CDN to fetch.
     private let served: @Sendable () -> Snapshot?
 
+    /// The last `appleFetchLook`, with the snapshot generation and fetch log version it was made
+    /// from: a scrape with neither changed reuses it (a walk of 100,000 sites took a scrape from
+    /// about 1 ms to 40 to 90 ms).
+    private let appleLookCache = Mutex<(generation: UInt64, fetches: UInt64, look: (unfetched: Int, oldestLast: Int64?))?>(nil)
+
     init(
         traffic: TrafficCounters, fetches: FetchLog, sites: LockedRegistry, acme: @escaping @Sendable () -> CertificateManager? = { nil },
         development: DevelopmentAuthority? = nil, cdn: @escaping @Sendable () -> CDNWatch? = { nil },
@@ -84,7 +88,7 @@ final class MetricsExporter: Sendable {
         let (states, conflicts, reloads) = (view.stateCounts, view.conflictingHosts, view.reloads)
         let manager = acme()
         let certificates = manager.map { ($0.counters(), $0.stateCounts()) }
-        let appleLook = served().map { Self.appleFetchLook($0, fetches.sites()) }
+        let appleLook = served().map(appleFetchLook)
         let registry = self.registry
         state.withLock { state in
             /// One series: the name and its labels.
@@ -210,6 +214,18 @@ final class MetricsExporter: Sendable {
             }
         }
         return registry.emitToBuffer()
+    }
+
+    /// `appleFetchLook` of the snapshot and the fetch log now, made again only when either changed.
+    private func appleFetchLook(_ snapshot: Snapshot) -> (unfetched: Int, oldestLast: Int64?) {
+        // The version is read before the log: a fetch in between makes the next scrape walk again.
+        let version = fetches.version
+        if let cached = appleLookCache.withLock({ $0 }), cached.generation == snapshot.generation, cached.fetches == version {
+            return cached.look
+        }
+        let look = Self.appleFetchLook(snapshot, fetches.sites())
+        appleLookCache.withLock { $0 = (snapshot.generation, version, look) }
+        return look
     }
 
     /// Of the sites serving an AASA file now: how many no request with User-Agent AASA-Bot fetched
