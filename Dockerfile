@@ -7,6 +7,9 @@
 # The config directory is a volume (read-only is fine: aasad only reads it); certificates go in
 # its tls/ and sites/*/tls/ directories, or a development certificate is made in /state.
 
+# The build stage makes /out/aasad. scripts/image-test.sh, on machines with no registry to pull
+# Swift's image from, puts in its place an image holding the release binary scripts/check-binary.sh
+# builds the same way, and builds the runtime stage below as it is.
 FROM swift:6.0-bookworm AS build
 RUN apt-get update \
     && apt-get install -y --no-install-recommends libssl-dev libnghttp2-dev zlib1g-dev libcurl4-openssl-dev pkg-config \
@@ -16,9 +19,9 @@ COPY Package.swift ./
 COPY Sources ./Sources
 COPY Tests ./Tests
 RUN swift build -c release --product aasad --static-swift-stdlib \
-    && install -D "$(swift build -c release --show-bin-path)/aasad" /out/aasad
+    && install -D --strip "$(swift build -c release --show-bin-path)/aasad" /out/aasad
 
-FROM debian:bookworm-slim
+FROM debian:bookworm-slim AS runtime
 RUN apt-get update \
     && apt-get install -y --no-install-recommends libssl3 libnghttp2-14 zlib1g libcurl4 ca-certificates curl \
     && rm -rf /var/lib/apt/lists/* \

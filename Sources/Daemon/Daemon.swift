@@ -273,7 +273,8 @@ package final class Daemon: @unchecked Sendable {
         let pages = AdminPages(
             sites: sites, ready: ready, fetches: fetches,
             metrics: MetricsExporter(
-                traffic: traffic, fetches: fetches, sites: sites, acme: acme, development: development, cdn: { cdnWatch.value }),
+                traffic: traffic, fetches: fetches, sites: sites, acme: acme, development: development, cdn: { cdnWatch.value },
+                served: { store.snapshot() }),
             acme: acme, cdn: { cdnWatch.value }, verification: verification)
         let adminHosts = AdminHosts(settings.adminHosts)
         let endpoint = AdminEndpoint(hosts: adminHosts) { path in pages.answer(path) }

@@ -126,6 +126,42 @@ final class MetricsTests {
         #expect(site?["lastAppleFetch"] as? Int ?? 0 > 0)
     }
 
+    @Test("sites Apple's CDN has not fetched, and the oldest last fetch: two series whatever the sites (deploy/monitoring alerts on them)")
+    func appleFetchLook() throws {
+        // A site with assetlinks.json only has nothing for Apple to fetch: never counted.
+        try config.write("config/sites/android.test/assetlinks.json", config.assetLinks)
+        let server = try TestDaemon(config: config)
+        let start = Date().timeIntervalSince1970
+        var metrics = try Metrics(server)
+        // a.test, *.w.test and own.test serve an AASA file; bad.test is refused.
+        #expect(metrics["aasad_apple_unfetched_sites"] == 3)
+        #expect(metrics["aasad_apple_fetch_oldest_last_timestamp_seconds"] == 0)
+        // Not fetches of a site: a browser's request, Apple's User-Agent for a host of no site or
+        // for the Android file.
+        let aasa = "/.well-known/apple-app-site-association"
+        #expect(try server.http("a.test", aasa).status == 200)
+        #expect(try server.http("nobody.test", aasa, ["-A", "AASA-Bot/1.0.0"]).status == 404)
+        #expect(try server.http("android.test", "/.well-known/assetlinks.json", ["-A", "AASA-Bot/1.0.0"]).status == 200)
+        metrics = try Metrics(server)
+        #expect(metrics["aasad_apple_unfetched_sites"] == 3)
+        #expect(metrics["aasad_apple_fetch_oldest_last_timestamp_seconds"] == 0)
+
+        // The alias fetches its site's file: a.test counts as fetched.
+        #expect(try server.http("www.a.test", aasa, ["-A", "AASA-Bot/1.0.0"]).status == 200)
+        metrics = try Metrics(server)
+        #expect(metrics["aasad_apple_unfetched_sites"] == 2)
+        let oldest = metrics["aasad_apple_fetch_oldest_last_timestamp_seconds"]
+        #expect(oldest >= start.rounded(.down) && oldest <= Date().timeIntervalSince1970)
+
+        // A removed site's fetch no longer counts: it would hold the oldest back for good.
+        try FileManager.default.removeItem(atPath: config.path("config/sites/www.a.test"))
+        try FileManager.default.removeItem(atPath: config.path("config/sites/a.test"))
+        #expect(server.reload())
+        metrics = try Metrics(server)
+        #expect(metrics["aasad_apple_unfetched_sites"] == 2)
+        #expect(metrics["aasad_apple_fetch_oldest_last_timestamp_seconds"] == 0)
+    }
+
     @Test("labels stay bounded whatever hosts and paths clients send")
     func boundedLabels() throws {
         let server = try TestDaemon(config: config)
