@@ -228,7 +228,13 @@ public final class CertificateManager: Sendable {
     /// caller's handshake gets the current certificate and never waits for the order.
     public func demand(_ name: String) {
         guard wanted.withLock({ $0.contains(name) }) else { return }
-        if intake.withLock({ $0.offer(name) }) { wakeup.wake() }
+        // A name served a certificate of the manager's needs no order (its renewal has a tier of
+        // its own): without this, each Apple fetch of a certified site (about four a day each, 46
+        // a second at 1,000,000 sites) or a client sending its User-Agent woke the manager for a
+        // pass over every name.
+        guard servedCertificates.withLock({ $0[name] == nil }) else { return }
+        // Woken once per batch: names offered while some wait are taken by the same pass.
+        if intake.withLock({ $0.offer(name) && $0.pendingCount == 1 }) { wakeup.wake() }
     }
 
     /// The names in the demanded tier (or on their way to it): what a manager replaced by a
@@ -331,8 +337,10 @@ public final class CertificateManager: Sendable {
             }
             for name in state.queue.names where state.entries[name] == nil { state.entries[name] = Entry(wantedAt: now) }
             // Built before the lock that handshakes' challenge look-ups take.
-            let names = Set(state.queue.names)
-            wanted.withLock { $0 = names }
+            var names = Set(state.queue.names)
+            // The old set (up to every wanted name) is freed after the swap, outside the lock
+            // that handshakes' demand and challenge look-ups take.
+            wanted.withLock { swap(&$0, &names) }
         }
         wakeup.wake()
     }

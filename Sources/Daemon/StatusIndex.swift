@@ -159,22 +159,25 @@ final class StatusIndex: Sendable {
         return kinds
     }
 
-    /// The view's names sorted: the previous list with the names added and removed since, or a
-    /// sort when there is no previous list or most names changed (a start, a full rescan).
+    /// The view's names sorted: the previous list with the names removed since skipped and the
+    /// names added merged in, in one pass (O(n + k log k) for k added; inserting them one by one
+    /// moved the array's tail each time, minutes on the admin thread for a bulk import at
+    /// 1,000,000 sites), or a sort when there is no previous list.
     static func sortedNames(_ view: AdminView, previous: StatusIndex?) -> [String] {
         guard let previous else { return view.entries.keys.sorted() }
         if previous.view.generation == view.generation { return previous.sorted }
-        let added = view.entries.keys.subtracting(previous.view.entries.keys)
-        let removed = previous.view.entries.keys.subtracting(view.entries.keys)
-        // Each insertion or removal moves the array's tail: past an eighth of the names, one
-        // sort is cheaper.
-        guard added.count + removed.count <= previous.sorted.count / 8 + 64 else { return view.entries.keys.sorted() }
-        var names = previous.sorted
-        for name in removed {
-            let at = lowerBound(names, name)
-            if at < names.count, names[at] == name { names.remove(at: at) }
+        let added = view.entries.keys.filter { previous.view.entries[$0] == nil }.sorted()
+        var names: [String] = []
+        names.reserveCapacity(view.entries.count)
+        var next = added.startIndex
+        for name in previous.sorted where view.entries[name] != nil {
+            while next < added.endIndex, added[next] < name {
+                names.append(added[next])
+                next += 1
+            }
+            names.append(name)
         }
-        for name in added { names.insert(name, at: lowerBound(names, name)) }
+        names.append(contentsOf: added[next...])
         return names
     }
 

@@ -1,4 +1,5 @@
 import Logging
+import TLS
 import TestSupport
 import Testing
 
@@ -50,6 +51,18 @@ struct CertificateDemandTests {
         for _ in 0..<1_000 { manager.demand("n5.site3.test") }
         #expect(manager.intake.withLock { $0.pendingCount } == 0)
         #expect(manager.demandedNames() == ["n5.site3.test"])
+    }
+
+    @Test("a name served a certificate of the manager's is never demanded: Apple's fetches of certified sites cost one look-up, not a pass")
+    func certifiedNamesAreNotDemanded() {
+        manager.want(Self.sites(10, perSite: 100))
+        manager.servedCertificates.withLock {
+            $0["n5.site3.test"] = TLSServer.CertificateSource(identity: "n5.site3.test", chainPEM: [], keyPEM: [], label: "acme")
+        }
+        for _ in 0..<1_000 { manager.demand("n5.site3.test") }
+        #expect(manager.intake.withLock { $0.pendingCount } == 0)
+        manager.demand("n6.site3.test")
+        #expect(manager.intake.withLock { $0.pendingCount } == 1)
     }
 
     @Test("the intake's bound with wanted names: N pending, the N+1st dropped, taken at the next pass")
