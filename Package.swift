@@ -127,6 +127,7 @@ let package = Package(
                 "CAASAOpenSSL", "CAASALinux", "Outbound",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),
+                .product(name: "HeapModule", package: "swift-collections"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -41,7 +41,8 @@ import Glibc
     @main
     enum TenantFuzzUnbuilt {
         static func main() {
-            fputs("aasad-tenant-fuzz: build it with scripts/fuzz.sh tokens (or api)\n", stderr)
+            let message = Array("aasad-tenant-fuzz: build it with scripts/fuzz.sh tokens (or api)\n".utf8)
+            _ = message.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
             exit(2)
         }
     }
