@@ -1,5 +1,5 @@
 import Glibc
-public import Logging
+import Logging
 import Synchronization
 
 /// One ownership checker per config volume (docs/api.md, "Several replicas"): replicas sharing

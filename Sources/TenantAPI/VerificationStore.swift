@@ -146,9 +146,10 @@ public final class VerificationStore: Sendable {
     /// A host one label below a wildcard with a record (`x.a.example` for `*.a.example`) is
     /// answered for the wildcard when the token is the wildcard's: the checker asks a fresh random
     /// child of the wildcard, and only the wildcard's DNS leads such a name here. The HMAC names
-    /// the wildcard, so that answer never passes the check of an exact name, nor the reverse.
+    /// the wildcard, so that answer never passes the check of an exact name, nor the reverse. A
+    /// wildcard is never a host asked for (the listeners refuse one too).
     public func answer(host: String, token: String) -> [UInt8]? {
-        guard token.utf8.count <= Self.maximumTokenLength else { return nil }
+        guard token.utf8.count <= Self.maximumTokenLength, !host.hasPrefix("*") else { return nil }
         let presented = Array(token.utf8)
         let (exact, wildcard) = records.withLock { state in
             (state.byName[host], Self.wildcard(above: host).flatMap { state.byName[$0] })
