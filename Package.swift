@@ -127,6 +127,7 @@ let package = Package(
                 "CAASAOpenSSL", "CAASALinux", "Outbound",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),
+                .product(name: "HeapModule", package: "swift-collections"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -159,6 +160,10 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The tenant API's fuzz targets (scripts/fuzz.sh tokens and api): the tokens file needs
+        // Yams, so SwiftPM builds them, with -sanitize=fuzzer and -D FUZZ_TENANT; an ordinary
+        // build makes a binary that only says so.
+        .executableTarget(name: "aasad-tenant-fuzz", dependencies: ["TenantAPI"], path: "Fuzz/Tenant", swiftSettings: swiftSettings),
         // Helpers for test targets only: fuzz corpus replay, temporary directories, loopback
         // connections, readiness polling, command line tools.
         .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: swiftSettings),

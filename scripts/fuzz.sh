@@ -9,11 +9,15 @@
 #   acme    what a CA sends: ACME JSON, problems, header lines, PEM chains        Fuzz/acme-corpus, Fuzz/acme-fail-cases
 #   check   CDN and origin bodies as canonical JSON, entitlements entries/plists  Fuzz/check-corpus, Fuzz/check-fail-cases
 #   ownership  which site holds which host: programs of directory, symlink and alias changes  Fuzz/ownership-corpus, Fuzz/ownership-fail-cases
+#   tokens  the tenant API's tokens file (api.tokens-file: YAML, digests, host patterns)  Fuzz/tokens-corpus, Fuzz/tokens-fail-cases
+#   api     a tenant API request's bytes: the listener's reading, route, {host}, Authorization,
+#           the list's query, If-Match, the PUT body                                Fuzz/api-corpus, Fuzz/api-fail-cases
+#   tenant  tokens, then api, from one build (CI's smoke)
 # New inputs that add coverage are merged into the target's corpus; a crash, timeout, leak or
 # out-of-memory input is moved to its fail-cases folder. The normal test run replays both folders of
 # every target. Each run is recorded in Fuzz/ledger.tsv (date, commit, inputs, exec/s, coverage,
 # units added, result); scripts/fuzz-ledger.py sums it into docs/reliability.md's table.
-# Usage: scripts/fuzz.sh [seconds per target] [aasa|http1|fields|http2|config|pem|acme|check|ownership|all]   (default 60, all)
+# Usage: scripts/fuzz.sh [seconds per target] [aasa|http1|fields|http2|config|pem|acme|check|ownership|tokens|api|tenant|all]   (default 60, all)
 # FUZZ_RUNS=N runs N inputs per target instead of a time (the documented campaign: 10,000,000).
 # FUZZ_SMOKE=1 is CI's check that every target builds and runs: it compiles without optimisation
 # (a third of -O's compile time), starts from an empty corpus (the committed corpora are replayed
@@ -25,8 +29,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 which="${2:-all}"
-case "$which" in aasa | http1 | fields | http2 | config | pem | acme | check | ownership | all) ;; *)
-    echo "usage: scripts/fuzz.sh [seconds] [aasa|http1|fields|http2|config|pem|acme|check|ownership|all]" >&2
+case "$which" in aasa | http1 | fields | http2 | config | pem | acme | check | ownership | tokens | api | tenant | all) ;; *)
+    echo "usage: scripts/fuzz.sh [seconds] [aasa|http1|fields|http2|config|pem|acme|check|ownership|tokens|api|tenant|all]" >&2
     exit 64
     ;;
 esac
@@ -190,6 +194,37 @@ if [ "$which" = all ] || [ "$which" = ownership ]; then
         Sources/SiteStore/AliasPolicy.swift Sources/Served/HostName.swift Sources/Served/Punycode.swift \
         Sources/SafeText/*.swift) Fuzz/FuzzOwnership.swift -o "$out/fuzz-ownership"
     run ownership Fuzz/ownership-corpus Fuzz/ownership-fail-cases 512
+fi
+
+if [ "$which" = all ] || [ "$which" = tokens ] || [ "$which" = api ] || [ "$which" = tenant ]; then
+    # The tokens file is read with Yams, and the request's parts are TenantAPI's (which needs
+    # SiteStore and Yams), so SwiftPM builds one binary for both, in its own scratch path, with
+    # -D FUZZ_TENANT: Fuzz/Tenant/TenantFuzzEntry.swift hands it to libFuzzer, which calls
+    # TenantFuzz.tokens or .request (Sources/TenantAPI/TenantFuzz.swift, the checks
+    # TenantFuzzReplayTests runs in every test run) as AASAD_FUZZ_TARGET says. The smoke builds it
+    # without optimisation, as the other targets.
+    tenant_config=release
+    [ -z "${FUZZ_SMOKE:-}" ] || tenant_config=debug
+    swift build -c "$tenant_config" --scratch-path .build-fuzz-tenant --product aasad-tenant-fuzz \
+        -Xswiftc -sanitize=fuzzer,address -Xswiftc -DFUZZ_TENANT 2>&1 | { grep -v "Cannot export local symbol" || true; }
+    tenant_binary=".build-fuzz-tenant/$tenant_config/aasad-tenant-fuzz"
+    if [ "$which" != api ]; then
+        mkdir -p Fuzz/tokens-corpus
+        printf 'tokens:\n  - name: platform\n    sha256: %s\n    scope: write\n    hosts: ["*"]\n  - name: customer-a\n    sha256: %s\n    scope: read\n    hosts: ["*.customer-a.example", links.customer-a.com]\n' \
+            "$(printf a | sha256sum | cut -c1-64)" "$(printf b | sha256sum | cut -c1-64)" >Fuzz/tokens-corpus/seed-two-tokens.yaml
+        printf 'tokens: [{name: a, sha256: %s, scope: write, hosts: [&h "*.a.example", *h]}]\n' \
+            "$(printf c | sha256sum | cut -c1-64)" >Fuzz/tokens-corpus/seed-flow-anchor.yaml
+        AASAD_FUZZ_TARGET=tokens run tokens Fuzz/tokens-corpus Fuzz/tokens-fail-cases 4096 "$tenant_binary"
+    fi
+    if [ "$which" != tokens ]; then
+        mkdir -p Fuzz/api-corpus
+        body='{"aasa":{"applinks":{"details":[]}},"assetlinks":[],"settings":{"aliases":["www.a.example"]},"page":"<p>"}'
+        printf 'PUT /v1/sites/a.example HTTP/1.1\r\nHost: api\r\nAuthorization: Bearer t0k3n\r\nIf-Match: "%s", W/"x"\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s' \
+            "$(printf a | sha256sum | cut -c1-64)" "${#body}" "$body" >Fuzz/api-corpus/seed-put
+        printf 'GET /v1/sites?limit=10&cursor=abc HTTP/1.1\r\nHost: api\r\n\r\n' >Fuzz/api-corpus/seed-list
+        printf 'GET /v1/sites/*.a.example/verification HTTP/1.0\r\nIf-None-Match: *\r\n\r\n' >Fuzz/api-corpus/seed-verification
+        AASAD_FUZZ_TARGET=api run api Fuzz/api-corpus Fuzz/api-fail-cases 8192 "$tenant_binary"
+    fi
 fi
 
 if [ "$which" = all ] || [ "$which" = aasa ]; then

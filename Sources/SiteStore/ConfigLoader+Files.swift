@@ -184,6 +184,15 @@ extension ConfigLoader {
         if rules.singleName && status.links > 1 {
             return "has \(status.links) names (a hard link); a page must be a file of the site itself, with one name"
         }
+        // A hard link to the ownership checks' key lies in the site's directory by every path
+        // check; the key is the one file there with other names that is compared (one `stat`,
+        // only for a file with several names). Other site files may have several names: `cp -al`
+        // and `rsync --link-dest` deployments link unchanged files between copies.
+        if status.links > 1, let root = rules.configRoot, let key = try? Files.status(root + "/" + verifyKeyPath),
+            key.device == status.device, key.inode == status.inode
+        {
+            return "is the ownership checks' key (a hard link to \(verifyKeyPath)); a site's files are never read from there"
+        }
         guard rules.siteDirectory != nil || rules.within != nil, linked || !rules.plainDirectory else { return nil }
         // Where the descriptor is, as the kernel says now: every symbolic link resolved.
         let opened = try Files.path(of: fd)
@@ -192,6 +201,10 @@ extension ConfigLoader {
         }
         if let site = rules.siteDirectory, lies(opened, inTLSOf: site, root: rules.configRoot) {
             return "leads into a tls/ directory, where keys are kept; a site's files are never read from there"
+        }
+        if let root = rules.configRoot, lies(opened, inVerifyOf: root) {
+            return
+                "leads into \(verifyDirectoryName)/, where the ownership checks' key and records are kept; a site's files are never read from there"
         }
         return nil
     }
@@ -229,6 +242,25 @@ extension ConfigLoader {
             guard let real = try? Files.realPath(folder) else { return false }
             return path(opened, below: real) != nil
         }
+    }
+
+    /// The ownership checks' directory at the config root (Sources/TenantAPI/VerificationStore.swift
+    /// keeps its HMAC key and records there), and its key file.
+    public static let verifyDirectoryName = ".aasad-verify"
+    static let verifyKeyPath = verifyDirectoryName + "/key"
+
+    /// Whether the real path `opened` is inside the config root's `.aasad-verify/` (by its real
+    /// path: it may be a link to a shared volume), or any folder so named below the root (any
+    /// case, as `tls` above).
+    static func lies(_ opened: String, inVerifyOf root: String) -> Bool {
+        guard let rootReal = try? Files.realPath(root) else { return false }
+        if let below = path(opened, below: rootReal),
+            below.split(separator: "/").dropLast().contains(where: { $0.lowercased() == verifyDirectoryName })
+        {
+            return true
+        }
+        guard let real = try? Files.realPath(root + "/" + verifyDirectoryName) else { return false }
+        return path(opened, below: real) != nil
     }
 
     /// The part of `path` below the directory `directory` (without the `/` between), or nil when

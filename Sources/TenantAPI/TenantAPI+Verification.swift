@@ -21,7 +21,9 @@ extension TenantAPI {
         guard let store = configuration.verification else { return [] }
         let now = Date().timeIntervalSince1970
         var names = created ? [host] : []
-        for alias in aliases where !alias.isWildcard && !namedBefore.contains(alias.name) { names.append(alias.name) }
+        // Wildcards too: a wildcard's certificate is ordered over DNS-01, and its check asks a
+        // random child of it (VerificationChecker.fetchedName).
+        for alias in aliases where !namedBefore.contains(alias.name) { names.append(alias.name) }
         var made: [String] = []
         // As the disk has it: another replica on the volume may have made (or verified) it; a
         // file that is no record (`VerificationStore.placeholder`) is replaced by one.
@@ -75,7 +77,7 @@ extension TenantAPI {
         case .foreign(let reason): return Self.error(404, "not-found", "no site directory holds \(host): \(reason)")
         case .site:
             // The aliases site.yaml names are names too, each with its own check.
-            let aliases = problems(host, directory.sitesPath + "/" + host).aliases.filter { !$0.isWildcard }.map(\.name)
+            let aliases = problems(host, directory.sitesPath + "/" + host).aliases.map(\.name)
             func one(_ name: String) -> String {
                 configuration.verification?.json(name, port: configuration.verifyPort)
                     ?? VerificationStore.notRequiredJSON(name)

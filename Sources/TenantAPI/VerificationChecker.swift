@@ -1,7 +1,9 @@
 import CAASALinux
+import CAASAOpenSSL
 import Foundation
 public import Logging
 import Outbound
+import Served
 import Synchronization
 
 /// The ownership checker (docs/api.md, "Ownership check"; docs/threat-model.md): on a thread of
@@ -61,6 +63,13 @@ public final class VerificationChecker: Sendable {
     private let wake = DispatchSemaphore(value: 0)
     private let started = Atomic<Bool>(false)
     private let done = DispatchSemaphore(value: 0)
+    /// The lock that makes this the one checker of the config volume.
+    let lease: CheckerLease
+    /// Turns of the checker's loop, whether or not it held the lease (the tests wait on it).
+    let passes = Atomic<Int>(0)
+
+    /// Whether this checker holds the volume's lease now (it checks; the others only read).
+    public var holdsLease: Bool { lease.held }
 
     public init(
         store: VerificationStore, configuration: Configuration, logger: Logger, onVerified: @escaping @Sendable (String) -> Void
@@ -69,6 +78,7 @@ public final class VerificationChecker: Sendable {
         self.configuration = configuration
         self.logger = logger
         self.onVerified = onVerified
+        lease = CheckerLease(path: store.directory + "/" + CheckerLease.fileName)
     }
 
     /// The URL fetched for `name` and `token`.
@@ -85,9 +95,11 @@ public final class VerificationChecker: Sendable {
                     store.refresh()
                     lastRefresh = now
                 }
-                pass(now: now)
+                if lease.take(logger: logger) { pass(now: now) }
+                passes.add(1, ordering: .releasing)
                 _ = wake.wait(timeout: .now() + Self.passInterval)
             }
+            lease.release()
             done.signal()
         }
         thread.name = "aasad-verify"
@@ -106,10 +118,8 @@ public final class VerificationChecker: Sendable {
 
     /// Checks the due names, at most `maximumChecksPerPass`, `maximumConcurrentChecks` at once.
     func pass(now: Double) {
-        let due = store.all().filter { !$0.verified && $0.nextCheck <= now }.sorted { $0.nextCheck < $1.nextCheck }
-            .prefix(Self.maximumChecksPerPass)
-        guard !due.isEmpty else { return }
-        let batch = Array(due)
+        let batch = store.due(now: now, limit: Self.maximumChecksPerPass)
+        guard !batch.isEmpty else { return }
         var start = 0
         while start < batch.count, !stopped.load(ordering: .acquiring) {
             let part = Array(batch[start..<min(batch.count, start + Self.maximumConcurrentChecks)])
@@ -166,10 +176,26 @@ public final class VerificationChecker: Sendable {
         case failed(String)
     }
 
+    /// The name fetched for a record: the record's own, or for a wildcard `*.a.example` a fresh
+    /// random child `aasad-<hex>.a.example` each time. A wildcard site is served for any child
+    /// only when the wildcard's DNS leads here, which one answered child nobody could have set up
+    /// in advance proves; a fixed child could be pointed here alone. The label is cut to keep the
+    /// name within `HostName.maximumLength`.
+    static func fetchedName(_ name: String) -> String {
+        guard name.hasPrefix("*.") else { return name }
+        let suffix = name.dropFirst(2)
+        var random = [UInt8](repeating: 0, count: 8)
+        precondition(RAND_bytes(&random, Int32(random.count)) == 1, "no randomness for a wildcard's check")
+        let label = "aasad-" + random.map { String(format: "%02x", $0) }.joined()
+        let room = max(1, HostName.maximumLength - 1 - suffix.utf8.count)
+        return String(label.suffix(room)) + "." + suffix
+    }
+
     /// Fetches the name's URL at an address checked here, and compares the answer.
     func check(_ record: VerificationRecord) -> Outcome {
+        let name = Self.fetchedName(record.name)
         let addresses: [String]
-        switch Self.resolve(record.name, timeoutMilliseconds: configuration.timeoutMilliseconds) {
+        switch Self.resolve(name, timeoutMilliseconds: configuration.timeoutMilliseconds) {
         case .failure(let failure): return .failed(failure.reason)
         case .success(let found): addresses = found
         }
@@ -186,9 +212,9 @@ public final class VerificationChecker: Sendable {
         options.maximumBodyBytes = Self.maximumAnswerBytes
         options.userAgent = "aasad-verify"
         options.isCancelled = { [self] in stopped.load(ordering: .relaxed) }
-        var request = OutboundRequest(.get, url: Self.url(name: record.name, token: record.token, port: port))
+        var request = OutboundRequest(.get, url: Self.url(name: name, token: record.token, port: port))
         let literal = address.contains(":") ? "[\(address)]" : address
-        request.connectTo = ["\(record.name):\(port):\(literal):\(port)"]
+        request.connectTo = ["\(name):\(port):\(literal):\(port)"]
         request.pinsPlainHTTP = true
         let response: OutboundResponse
         do {

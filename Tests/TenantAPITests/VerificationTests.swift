@@ -21,6 +21,11 @@ final class StandInServer: @unchecked Sendable {
             def do_GET(self):
                 if mode == "slow":
                     time.sleep(5)
+                if mode == "host":
+                    with open(sys.argv[3], "a") as f: f.write(self.headers.get("Host", "") + "\n")
+                if mode == "count":
+                    with open(body, "a") as f: f.write(self.path + "\n")
+                    self.send_response(404); self.send_header("Content-Length", "0"); self.end_headers(); return
                 if mode == "redirect":
                     self.send_response(301); self.send_header("Location", body.decode()); self.send_header("Content-Length", "0"); self.end_headers(); return
                 out = self.path.encode() if mode == "echo" else (body * 40000 if mode == "huge" else body)
@@ -30,9 +35,9 @@ final class StandInServer: @unchecked Sendable {
         s.serve_forever()
         """#
 
-    init(mode: String, body: String = "") throws {
+    init(mode: String, body: String = "", log: String = "") throws {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", Self.script, mode, body]
+        process.arguments = ["python3", "-c", Self.script, mode, body, log]
         let out = Pipe()
         process.standardOutput = out
         try process.run()

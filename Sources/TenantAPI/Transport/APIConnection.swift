@@ -71,8 +71,8 @@ struct APIConnection {
         }
         if head.length > limits.maximumHeaderBytes { throw Refusal(response: Self.headersTooLarge) }
 
-        let request = try readHead(buffer, head)
-        let contentLength = try bodyLength(buffer, head, method: request.method)
+        let request = try Self.readHead(buffer, head, peer: peer, secure: stream.isSecure)
+        let contentLength = try Self.bodyLength(buffer, head, method: request.method, limits: limits)
         let isHTTP11 = head.version == .http11
         // A body not yet sent, announced with `Expect: 100-continue` (RFC 9110 §10.1.1): the
         // client waits for the 100 before sending it, which comes only now that the head is
@@ -105,6 +105,37 @@ struct APIConnection {
         return keepAlive
     }
 
+    /// What the listener makes of the bytes of one request, without a socket: the same parser,
+    /// head checks and body bound as `serveOne`, for the request fuzz target
+    /// (Sources/TenantAPI/TenantFuzz.swift). `incomplete`: more bytes are needed.
+    enum Reading {
+        case incomplete
+        case refused(APIResponse)
+        case request(APIRequest, consumed: Int)
+    }
+
+    static func read(_ buffer: [UInt8], limits: APIListenerLimits) -> Reading {
+        var parser = HTTP1Parser(acceptsBodies: true)
+        let head: RequestHead
+        switch buffer.withUnsafeBytes({ parser.parse($0) }) {
+        case .complete(let h): head = h
+        case .failed(let error): return .refused(refusal(for: error))
+        case .incomplete: return buffer.count > limits.maximumHeaderBytes ? .refused(headersTooLarge) : .incomplete
+        }
+        if head.length > limits.maximumHeaderBytes { return .refused(headersTooLarge) }
+        do {
+            var request = try readHead(buffer, head, peer: "127.0.0.1", secure: false)
+            let length = try bodyLength(buffer, head, method: request.method, limits: limits)
+            guard buffer.count - head.length >= length else { return .incomplete }
+            request.body = Array(buffer[head.length..<(head.length + length)])
+            return .request(request, consumed: head.length + length)
+        } catch let refusal as Refusal {
+            return .refused(refusal.response)
+        } catch {
+            return .refused(Self.error(500, "internal", "The server could not read the request."))
+        }
+    }
+
     /// Reads what the socket holds (at least one byte) onto the end of `buffer`.
     private func receive(into buffer: inout [UInt8], until deadline: ContinuousClock.Instant) throws(APIStreamEnd) {
         var chunk = [UInt8](repeating: 0, count: Self.readChunk)
@@ -121,7 +152,7 @@ struct APIConnection {
     }
 
     /// The request as the handler sees it, without its body; refuses what the API never takes.
-    private func readHead(_ buffer: [UInt8], _ head: RequestHead) throws -> APIRequest {
+    private static func readHead(_ buffer: [UInt8], _ head: RequestHead, peer: String, secure: Bool) throws -> APIRequest {
         try buffer.withUnsafeBytes { (b) throws -> APIRequest in
             // The request line starts after any empty lines the parser skipped.
             var start = 0
@@ -146,13 +177,13 @@ struct APIConnection {
             if head.transferEncoding {
                 throw Refusal(response: Self.error(411, "length-required", "Transfer-Encoding is not taken; send a Content-Length."))
             }
-            return APIRequest(method: method, target: target, headers: fields, peer: peer, secure: stream.isSecure)
+            return APIRequest(method: method, target: target, headers: fields, peer: peer, secure: secure)
         }
     }
 
     /// The body's length from Content-Length (the parser checked digits only, and equal values
     /// when repeated), bounded before any of the body is read.
-    private func bodyLength(_ buffer: [UInt8], _ head: RequestHead, method: String) throws -> Int {
+    private static func bodyLength(_ buffer: [UInt8], _ head: RequestHead, method: String, limits: APIListenerLimits) throws -> Int {
         guard let range = head.contentLength else {
             if ["PUT", "POST", "PATCH"].contains(method) {
                 throw Refusal(response: Self.error(411, "length-required", "A request with a body needs a Content-Length."))
