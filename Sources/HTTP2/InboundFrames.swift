@@ -70,7 +70,23 @@ struct InboundFrames {
                 i += n
                 continue
             }
-            // A header byte: the first of each field starts it afresh.
+            if headerRead == 0 && end - i >= Self.headerLength {
+                // The usual case, a whole header in this read: read at once, not byte by byte
+                // (this runs for every frame of every request).
+                length = Int(bytes[i]) << 16 | Int(bytes[i + 1]) << 8 | Int(bytes[i + 2])
+                type = bytes[i + 3]
+                stream =
+                    (UInt32(bytes[i + 5]) << 24 | UInt32(bytes[i + 6]) << 16 | UInt32(bytes[i + 7]) << 8 | UInt32(bytes[i + 8]))
+                    & Self.streamMask
+                i += Self.headerLength
+                payloadLeft = length
+                dependency = 0
+                dependencyRead = 0
+                if type <= 1 { return (i - 1, .frame(type: type, stream: Int32(bitPattern: stream))) }
+                continue
+            }
+            // A header split across reads, a byte at a time: the first of each field starts it
+            // afresh.
             let byte = bytes[i]
             switch headerRead {
             case 0: length = Int(byte)

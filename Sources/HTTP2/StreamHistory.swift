@@ -25,16 +25,21 @@ struct StreamHistory {
     private func bit(_ stream: Int32) -> UInt128? {
         guard stream & 1 == 1, stream <= highest else { return nil }
         let k = Int(highest - stream) / 2  // both odd, so exact; highest - stream never overflows
-        return k < Self.window ? UInt128(1) << k : nil
+        return k < Self.window ? UInt128(1) &<< k : nil
     }
 
     /// A HEADERS frame on `stream`, above `highest` (a new stream): the window moves up to it.
     mutating func open(_ stream: Int32) {
         guard stream & 1 == 1, stream > highest else { return }
-        // Smart shifts: a move past the whole window clears it, never traps.
         let move = highest == 0 ? Self.window : Int(stream - highest) / 2
-        opened = opened << move | 1
-        ended = ended << move
+        if move < Self.window {
+            // Masking shifts (the amount is in range): this runs for every request.
+            opened = opened &<< move | 1
+            ended = ended &<< move
+        } else {
+            opened = 1
+            ended = 0
+        }
         highest = stream
     }
 
