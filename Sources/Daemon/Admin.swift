@@ -83,6 +83,8 @@ package final class AdminView: Sendable {
         /// Its fallback answers by platform, read when the page is rendered; nil when it has no
         /// fallback or page.
         var fallbackCounts: FallbackCounts?
+        /// Its answers per route; nil without routes.
+        var routeCounts: RouteCounts? = nil
     }
 
     /// What changed about one site in a reload: nil status when it is no longer a site.
@@ -91,6 +93,7 @@ package final class AdminView: Sendable {
         var status: SiteStatus?
         var ownCertificate: Bool?
         var fallbackCounts: FallbackCounts?
+        var routeCounts: RouteCounts? = nil
     }
 
     let generation: UInt64
@@ -125,7 +128,8 @@ package final class AdminView: Sendable {
                 continue
             }
             entries[change.directory] = Entry(
-                open: open, ownCertificate: change.ownCertificate, hosts: status.hosts, fallbackCounts: change.fallbackCounts)
+                open: open, ownCertificate: change.ownCertificate, hosts: status.hosts, fallbackCounts: change.fallbackCounts,
+                routeCounts: change.routeCounts)
         }
         return entries
     }
@@ -176,6 +180,12 @@ package final class AdminView: Sendable {
             if let counts = entry.fallbackCounts {
                 let members = ClientPlatform.allCases.map { "\"\($0.label)\":\(counts.value($0))" }
                 out += Array(",\"fallback\":{\(members.joined(separator: ","))}".utf8)
+            }
+            // routes: answers per route, in the table's order (the index is /metrics' label);
+            // a path holds only URL bytes, `{`, `}`, `*` and `?` (RoutePattern): no JSON escape.
+            if let counts = entry.routeCounts {
+                let members = counts.paths.indices.map { "{\"path\":\"\(counts.paths[$0])\",\"answers\":\(counts.value($0))}" }
+                out += Array(",\"routes\":[\(members.joined(separator: ","))]".utf8)
             }
             // cdn: Apple's CDN copy against what is served (the watch's worst host for the
             // site); null until the watch has asked; absent while the watch is off.
@@ -366,7 +376,7 @@ final class LockedRegistry: @unchecked Sendable {
         let changes = Parallel.map(Array(names), threshold: 256) { name in
             AdminView.Change(
                 directory: name, status: registry.status(of: name), ownCertificate: snapshot.sites[name].map { $0.certificate != nil },
-                fallbackCounts: snapshot.sites[name]?.fallbackCounts)
+                fallbackCounts: snapshot.sites[name]?.fallbackCounts, routeCounts: snapshot.sites[name]?.routeCounts)
         }
         let shared: CertificateKind = snapshot.defaultCertificate != nil ? .default : fallback
         return (changes, shared, registry.stateCounts, registry.conflictingHosts)
