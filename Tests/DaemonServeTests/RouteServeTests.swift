@@ -86,6 +86,31 @@ final class RouteServeTests {
         #expect(metrics.contains(#"aasad_route_responses_total{route="1"} 2"#))
     }
 
+    @Test("match --config names the route each platform's browser takes, or the fallback")
+    func match() throws {
+        let out = try Tool.run(
+            Binary.aasad.path,
+            [
+                "match", "--config", config.config, "--format", "json", "https://link.test/p/42?utm=x", "https://link.test/invite/a",
+                "https://link.test/x",
+            ])
+        let reports = try #require(try JSONSerialization.jsonObject(with: Data(out.stdout)) as? [[String: Any]])
+        let product = try #require(reports[0]["browser"] as? [[String: Any]])
+        #expect(product.map { $0["route"] as? Int } == [0, 0, 0])
+        #expect(product.map { $0["routePath"] as? String } == ["/p/{id}", "/p/{id}", "/p/{id}"])
+        #expect(
+            product.map { $0["location"] as? String } == [
+                "https://shop.example/products/42?utm=x", Self.appStore, "https://play.google.com/store/apps/details?id=com.example",
+            ])
+        let invite = try #require(reports[1]["browser"] as? [[String: Any]])
+        #expect(invite.map { $0["status"] as? Int } == [307, 307, 307])
+        #expect(invite.map { $0["route"] as? Int } == [1, 1, 1])
+        let other = try #require(reports[2]["browser"] as? [[String: Any]])
+        #expect(other.allSatisfy { $0["route"] == nil && $0["status"] as? Int == 302 })
+        let text = try Tool.run(Binary.aasad.path, ["match", "--config", config.config, "https://link.test/p/42"]).text
+        #expect(text.contains("in a browser on ios: 302 \(Self.appStore) (routes[0]: /p/{id})"), "\(text)")
+    }
+
     /// The tags Python's html.parser finds in a page, one `name=value` line per meta/link tag.
     func tags(_ html: [UInt8]) throws -> [String: String] {
         let script = """
