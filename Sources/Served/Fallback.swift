@@ -285,11 +285,14 @@ public final class PreparedFallback: Sendable {
         case tooLong
     }
 
-    /// Nil when the site answers no other path (no targets, no page).
-    public static func prepare(_ settings: FallbackSettings?, hasPage: Bool) -> PreparedFallback? {
+    /// Nil when the site answers no other path (no targets, no page). `alwaysVaries`: the site's
+    /// routes, preview or interstitial make its other paths' answers depend on the User-Agent
+    /// even where the fallback's targets do not (a crawler gets the preview).
+    public static func prepare(_ settings: FallbackSettings?, hasPage: Bool, alwaysVaries: Bool = false) -> PreparedFallback? {
         guard answerKinds(settings, hasPage: hasPage).contains(where: { $0 != nil }) else { return nil }
         return PreparedFallback(
-            settings: settings ?? FallbackSettings(), hasPage: hasPage, varies: variesByUserAgent(settings, hasPage: hasPage))
+            settings: settings ?? FallbackSettings(), hasPage: hasPage,
+            varies: alwaysVaries || variesByUserAgent(settings, hasPage: hasPage))
     }
 
     /// Whether the answers differ by platform, so that every one must say `Vary: User-Agent`

@@ -224,6 +224,11 @@ public struct SiteLinkSettings: Sendable, Equatable {
     public var cacheControl: String?
 
     public init() {}
+
+    /// Whether a path's answer may depend on the User-Agent beyond the fallback's targets: a
+    /// route may answer one platform and not another, and crawlers and in-app browsers may get
+    /// pages of their own. Every answer of other paths then says `Vary: User-Agent`.
+    public var variesByUserAgent: Bool { !routes.isEmpty || preview != nil || interstitial }
 }
 
 /// One row of `routes:`.

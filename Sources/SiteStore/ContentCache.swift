@@ -80,8 +80,7 @@ extension ContentCache {
         // With routes, a preview or an interstitial, the page's URL may answer a crawler or an
         // in-app browser otherwise too.
         options.varyUserAgent =
-            PreparedFallback.variesByUserAgent(settings.fallback, hasPage: true) || !settings.links.routes.isEmpty
-            || settings.links.preview != nil || settings.links.interstitial
+            PreparedFallback.variesByUserAgent(settings.fallback, hasPage: true) || settings.links.variesByUserAgent
         return choose(
             file, name: Self.pageKey, file: .page, unreadable: source.unreadable.contains(name) ? [Self.pageKey] : [],
             previous: record.served?.page, record: &record, validity: &validity, options: options, errors: &errors)

@@ -66,7 +66,8 @@ struct SitePreparer {
         if aasa == nil && assetLinks == nil {
             record.served = nil
         } else if !unchanged {
-            let fallback = PreparedFallback.prepare(settings.fallback, hasPage: page != nil)
+            let fallback = PreparedFallback.prepare(
+                settings.fallback, hasPage: page != nil, alwaysVaries: settings.links.variesByUserAgent)
             if fallback != nil && record.fallbackCounts == nil { record.fallbackCounts = FallbackCounts() }
             let routes = PreparedRoutes.prepare(settings.links.routes, site: settings.links)
             // Counts follow the route paths: kept while they stay the same, from 0 when they change.

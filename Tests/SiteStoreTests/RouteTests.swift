@@ -19,7 +19,8 @@ private func site(_ yaml: String) throws -> ServedSite {
     #expect(problems.filter { $0.severity == .error }.isEmpty, "\(problems)")
     return ServedSite(
         directory: "a.test", hosts: [], aasa: nil, assetLinks: nil, certificate: nil, loadedAt: 0,
-        fallback: PreparedFallback.prepare(settings.fallback, hasPage: false), fallbackSettings: settings.fallback,
+        fallback: PreparedFallback.prepare(settings.fallback, hasPage: false, alwaysVaries: settings.links.variesByUserAgent),
+        fallbackSettings: settings.fallback,
         routes: PreparedRoutes.prepare(settings.links.routes, site: settings.links), links: settings.links,
         routeCounts: RouteCounts(paths: settings.links.routes.map(\.pattern.text)))
 }
@@ -295,6 +296,21 @@ struct LinkPageTests {
         #expect(errors("preview:\n  title: \(fits)\n").isEmpty)
         #expect(errors("preview:\n  title: \(fits)t\n").first?.contains("at most 1024") == true)
         #expect(errors("interstitial: maybe\n").first?.contains("true or false") == true)
+    }
+
+    @Test("with a site preview, even a web-only fallback's redirect says Vary: User-Agent (a crawler gets the page)")
+    func varies() throws {
+        let s = try site("fallback:\n  web: https://www.example.com{path}\npreview:\n  title: T\n")
+        guard
+            case .redirect(let r, _)? = Array("/x".utf8).withUnsafeBytes({
+                s.linkAnswer(host: "a.test", path: $0, pathAndQuery: $0, userAgent: nil)?.kind
+            })
+        else {
+            Issue.record("no redirect")
+            return
+        }
+        #expect(r.headers.value(of: "Vary") == "User-Agent")
+        #expect(ask(s, "/x", agent: slack)?.body.contains("<meta property=\"og:title\" content=\"T\">") == true)
     }
 
     @Test("a long capture is cut in the preview's text")
