@@ -142,44 +142,54 @@ package enum ConfigFuzz {
             }
             return out
         }
+        // The input's bytes, and a fixed hostile capture (a preview cuts a capture at 200
+        // characters, so the input's own quotes may lie past what is shown).
+        let segments = [segment, Array("\"'<&>%22%3Cscript%3E%0d%0a%E2%80%AE".utf8)].filter { !$0.isEmpty }
+        for route in settings.links.routes.prefix(8) {
+            for hostile in segments.map({ path(route, $0) }) {
+                failures += routeAnswers(site, route: route, plain: path(route, Array("x".utf8)), hostile: hostile)
+            }
+        }
+        return failures
+    }
+
+    /// One route asked for a plain and a hostile path, by each of `agents`.
+    private static func routeAnswers(_ site: ServedSite, route: RouteSettings, plain: [UInt8], hostile: [UInt8]) -> [String] {
+        var failures: [String] = []
         func shape(_ body: [UInt8]) -> [Int] {
             [body.count(where: { $0 == UInt8(ascii: "<") }), body.count(where: { $0 == UInt8(ascii: "\"") })]
         }
-        for route in settings.links.routes.prefix(8) where !segment.isEmpty {
-            let plain = path(route, Array("x".utf8))
-            let hostile = path(route, segment)
-            for agent in agents {
-                func ask(_ p: [UInt8]) -> LinkAnswer? {
-                    p.withUnsafeBytes { p in
-                        agent.withUnsafeBytes { site.linkAnswer(host: "a.test", path: p, pathAndQuery: p, userAgent: $0) }
-                    }
+        for agent in agents {
+            func ask(_ p: [UInt8]) -> LinkAnswer? {
+                p.withUnsafeBytes { p in
+                    agent.withUnsafeBytes { site.linkAnswer(host: "a.test", path: p, pathAndQuery: p, userAgent: $0) }
                 }
-                guard let answer = ask(hostile) else { continue }
-                switch answer.kind {
-                case .redirect(_, let location?):
-                    let problem = HTTPField.valueProblem(location)
-                    let tooLong = if case .tooLong? = problem { true } else { false }
-                    if location.count <= RedirectTarget.maximumLocationLength, problem != nil, !tooLong {
-                        failures.append("a route's Location that is not a field value, from \(route.pattern.text.debugDescription)")
-                    }
-                case .preview(_, let body), .interstitial(_, let body):
-                    let text = String(decoding: body, as: UTF8.self)
-                    if text.unicodeScalars.contains(where: { LinkPages.isUnsafe($0) && $0 != "\n" }) {
-                        failures.append("a page with a control or bidi character, for \(route.pattern.text.debugDescription)")
-                    }
-                    if let reference = ask(plain), case .preview(_, let b) = reference.kind, case .preview = answer.kind,
-                        shape(b) != shape(body)
-                    {
-                        failures.append("a capture changed the preview's tags or quotes, for \(route.pattern.text.debugDescription)")
-                    }
-                    if let reference = ask(plain), case .interstitial(_, let b) = reference.kind, case .interstitial = answer.kind,
-                        shape(b) != shape(body)
-                    {
-                        failures.append("a capture changed the interstitial's tags or quotes, for \(route.pattern.text.debugDescription)")
-                    }
-                default:
-                    break
+            }
+            guard let answer = ask(hostile) else { continue }
+            switch answer.kind {
+            case .redirect(_, let location?):
+                let problem = HTTPField.valueProblem(location)
+                let tooLong = if case .tooLong? = problem { true } else { false }
+                if location.count <= RedirectTarget.maximumLocationLength, problem != nil, !tooLong {
+                    failures.append("a route's Location that is not a field value, from \(route.pattern.text.debugDescription)")
                 }
+            case .preview(_, let body), .interstitial(_, let body):
+                let text = String(decoding: body, as: UTF8.self)
+                if text.unicodeScalars.contains(where: { LinkPages.isUnsafe($0) && $0 != "\n" }) {
+                    failures.append("a page with a control or bidi character, for \(route.pattern.text.debugDescription)")
+                }
+                if let reference = ask(plain), case .preview(_, let b) = reference.kind, case .preview = answer.kind,
+                    shape(b) != shape(body)
+                {
+                    failures.append("a capture changed the preview's tags or quotes, for \(route.pattern.text.debugDescription)")
+                }
+                if let reference = ask(plain), case .interstitial(_, let b) = reference.kind, case .interstitial = answer.kind,
+                    shape(b) != shape(body)
+                {
+                    failures.append("a capture changed the interstitial's tags or quotes, for \(route.pattern.text.debugDescription)")
+                }
+            default:
+                break
             }
         }
         return failures
