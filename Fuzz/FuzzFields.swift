@@ -10,6 +10,7 @@ public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let bytes = UnsafeRawBufferPointer(start: data, count: size)
     checkFieldValue(bytes)
     checkRedirectTarget(bytes)
+    checkRouteCapture(bytes)
     checkClientPlatform(bytes)
     return 0
 }
@@ -85,6 +86,21 @@ func checkRedirectTarget(_ bytes: UnsafeRawBufferPointer) {
     var again: [UInt8] = []
     out.withUnsafeBytes { RedirectTarget.appendPath($0, to: &again) }
     precondition(again == out, "encoding a target again changed it")
+}
+
+/// RedirectTarget.appendEncoded, as a route's capture fills a target: `appendPath` without the
+/// `/` it may add; and a capture (one path segment: no `/`, and no `?` or `#`, which end a path)
+/// stays one segment of the target's path: no `/`, `?` or `#` comes out of it.
+func checkRouteCapture(_ bytes: UnsafeRawBufferPointer) {
+    var encoded: [UInt8] = []
+    RedirectTarget.appendEncoded(bytes, to: &encoded)
+    var path: [UInt8] = []
+    RedirectTarget.appendPath(bytes, to: &path)
+    precondition(encoded == (bytes.first == 0x2F ? path : Array(path.dropFirst())), "a capture encoded unlike {path}")
+    let segment = Array(bytes).filter { $0 != 0x2F && $0 != 0x3F && $0 != 0x23 }
+    var out: [UInt8] = []
+    segment.withUnsafeBytes { RedirectTarget.appendEncoded($0, to: &out) }
+    precondition(!out.contains(0x2F) && !out.contains(0x3F) && !out.contains(0x23), "a capture left its segment")
 }
 
 /// ClientPlatform.of: any bytes give a platform; a suffix of space and `;` (no letter or digit) cannot

@@ -152,6 +152,9 @@ if [ "$which" = all ] || [ "$which" = config ]; then
     printf 'listen: {https: [":8443", "[::1]:8443"], http: []}\ncache-control: no-cache\ntimeouts: {idle: 5}\n' \
         >Fuzz/config-corpus/seed-aasad-flow.yaml
     printf 'max-age=300, stale-while-revalidate=60' >Fuzz/config-corpus/seed-value
+    # Routes, previews and the interstitial (docs/link-domain.md): captures, globs, placeholders.
+    printf 'fallback:\n  web: https://w.example{path}\npreview: {site-name: S}\ninterstitial: true\nroutes:\n  - path: /p/{id}/*\n    web: https://s.example/p/{id}?{query}\n    ios: https://apps.apple.com/app/id1\n    preview: {title: "P {id}", image: "https://c.example/{id}.png"}\n  - {path: /i/*a?b, web: "https://s.example/i", status: 303}\n' \
+        >Fuzz/config-corpus/seed-site-routes.yaml
     run config Fuzz/config-corpus Fuzz/config-fail-cases 4096 .build-fuzz-config/release/aasad
 fi
 

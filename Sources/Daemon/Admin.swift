@@ -95,6 +95,8 @@ package final class AdminView: Sendable {
         /// The version served, for the status page's files and certificate (the snapshot holds
         /// it anyway); nil when nothing is served.
         var served: ServedSite? = nil
+        /// Its answers per route; nil without routes.
+        var routeCounts: RouteCounts? = nil
     }
 
     /// What changed about one site in a reload: nil status when it is no longer a site.
@@ -104,6 +106,7 @@ package final class AdminView: Sendable {
         var ownCertificate: Bool?
         var fallbackCounts: FallbackCounts?
         var served: ServedSite? = nil
+        var routeCounts: RouteCounts? = nil
     }
 
     let generation: UInt64
@@ -139,7 +142,7 @@ package final class AdminView: Sendable {
             }
             entries[change.directory] = Entry(
                 open: open, ownCertificate: change.ownCertificate, hosts: status.hosts, fallbackCounts: change.fallbackCounts,
-                state: status.state, refusedHosts: status.refusedHosts.count, served: change.served)
+                state: status.state, refusedHosts: status.refusedHosts.count, served: change.served, routeCounts: change.routeCounts)
         }
         return entries
     }
@@ -190,6 +193,12 @@ package final class AdminView: Sendable {
             if let counts = entry.fallbackCounts {
                 let members = ClientPlatform.allCases.map { "\"\($0.label)\":\(counts.value($0))" }
                 out += Array(",\"fallback\":{\(members.joined(separator: ","))}".utf8)
+            }
+            // routes: answers per route, in the table's order (the index is /metrics' label);
+            // a path holds only URL bytes, `{`, `}`, `*` and `?` (RoutePattern): no JSON escape.
+            if let counts = entry.routeCounts {
+                let members = counts.paths.indices.map { "{\"path\":\"\(counts.paths[$0])\",\"answers\":\(counts.value($0))}" }
+                out += Array(",\"routes\":[\(members.joined(separator: ","))]".utf8)
             }
             // cdn: Apple's CDN copy against what is served (the watch's worst host for the
             // site); null until the watch has asked; absent while the watch is off.
@@ -390,7 +399,8 @@ final class LockedRegistry: @unchecked Sendable {
         let changes = Parallel.map(Array(names), threshold: 256) { name in
             AdminView.Change(
                 directory: name, status: registry.status(of: name), ownCertificate: snapshot.sites[name].map { $0.certificate != nil },
-                fallbackCounts: snapshot.sites[name]?.fallbackCounts, served: snapshot.sites[name])
+                fallbackCounts: snapshot.sites[name]?.fallbackCounts, served: snapshot.sites[name],
+                routeCounts: snapshot.sites[name]?.routeCounts)
         }
         let shared: CertificateKind = snapshot.defaultCertificate != nil ? .default : fallback
         return (changes, shared, registry.stateCounts, registry.conflictingHosts)

@@ -42,6 +42,7 @@ package enum ConfigFuzz {
             failures.append("site.yaml: a page name that is not a plain file name: \(page.debugDescription)")
         }
         if let target = try? RedirectTemplate(parsing: text) { failures += redirects(target, path: bytes) }
+        failures += routes(site, value: bytes)
 
         var settings = ServerSettings()
         let settingsProblems = settings.apply(yaml: text, file: "aasad.yaml")
@@ -102,6 +103,96 @@ package enum ConfigFuzz {
         case nil, .tooLong?: return []
         default: return ["a Location that is not a field value, from \(target.text.debugDescription)"]
         }
+    }
+
+    /// User-Agents of a phone, a crawler and an in-app browser: each answer kind a route gives.
+    private static let agents = [
+        "Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X)", "Slackbot-LinkExpanding 1.0",
+        "Mozilla/5.0 (iPhone) Instagram 334.0", "",
+    ].map { Array($0.utf8) }
+
+    /// Every accepted route, asked for a path whose captures hold the input (less '/', '?' and
+    /// '#', which a segment cannot): a redirect stays on its target's host as a field value, and
+    /// a preview or interstitial page has exactly the tags and quotes it has with a plain capture
+    /// (no capture adds a tag or ends an attribute), and no control or bidi character.
+    private static func routes(_ settings: SiteSettings, value: [UInt8]) -> [String] {
+        guard !settings.links.routes.isEmpty else { return [] }
+        var failures: [String] = []
+        let segment = value.filter { $0 != UInt8(ascii: "/") && $0 != UInt8(ascii: "?") && $0 != UInt8(ascii: "#") }
+        let site = ServedSite(
+            directory: "a.test", hosts: [], aasa: nil, assetLinks: nil, certificate: nil, loadedAt: 0,
+            fallback: PreparedFallback.prepare(settings.fallback, hasPage: settings.page != nil), fallbackSettings: settings.fallback,
+            routes: PreparedRoutes.prepare(settings.links.routes, site: settings.links), links: settings.links)
+        func path(_ route: RouteSettings, _ capture: [UInt8]) -> [UInt8] {
+            var out: [UInt8] = []
+            var inName = false
+            for c in route.pattern.text.utf8 {
+                if inName {
+                    if c == UInt8(ascii: "}") {
+                        inName = false
+                        out += capture
+                    }
+                    continue
+                }
+                switch c {
+                case UInt8(ascii: "{"): inName = true
+                case UInt8(ascii: "*"), UInt8(ascii: "?"): out.append(UInt8(ascii: "x"))
+                default: out.append(c)
+                }
+            }
+            return out
+        }
+        // The input's bytes, and a fixed hostile capture (a preview cuts a capture at 200
+        // characters, so the input's own quotes may lie past what is shown).
+        let segments = [segment, Array("\"'<&>%22%3Cscript%3E%0d%0a%E2%80%AE".utf8)].filter { !$0.isEmpty }
+        for route in settings.links.routes.prefix(8) {
+            for hostile in segments.map({ path(route, $0) }) {
+                failures += routeAnswers(site, route: route, plain: path(route, Array("x".utf8)), hostile: hostile)
+            }
+        }
+        return failures
+    }
+
+    /// One route asked for a plain and a hostile path, by each of `agents`.
+    private static func routeAnswers(_ site: ServedSite, route: RouteSettings, plain: [UInt8], hostile: [UInt8]) -> [String] {
+        var failures: [String] = []
+        func shape(_ body: [UInt8]) -> [Int] {
+            [body.count(where: { $0 == UInt8(ascii: "<") }), body.count(where: { $0 == UInt8(ascii: "\"") })]
+        }
+        for agent in agents {
+            func ask(_ p: [UInt8]) -> LinkAnswer? {
+                p.withUnsafeBytes { p in
+                    agent.withUnsafeBytes { site.linkAnswer(host: "a.test", path: p, pathAndQuery: p, userAgent: $0) }
+                }
+            }
+            guard let answer = ask(hostile) else { continue }
+            switch answer.kind {
+            case .redirect(_, let location?):
+                let problem = HTTPField.valueProblem(location)
+                let tooLong = if case .tooLong? = problem { true } else { false }
+                if location.count <= RedirectTarget.maximumLocationLength, problem != nil, !tooLong {
+                    failures.append("a route's Location that is not a field value, from \(route.pattern.text.debugDescription)")
+                }
+            case .preview(_, let body), .interstitial(_, let body):
+                let text = String(decoding: body, as: UTF8.self)
+                if text.unicodeScalars.contains(where: { LinkPages.isUnsafe($0) && $0 != "\n" }) {
+                    failures.append("a page with a control or bidi character, for \(route.pattern.text.debugDescription)")
+                }
+                if let reference = ask(plain), case .preview(_, let b) = reference.kind, case .preview = answer.kind,
+                    shape(b) != shape(body)
+                {
+                    failures.append("a capture changed the preview's tags or quotes, for \(route.pattern.text.debugDescription)")
+                }
+                if let reference = ask(plain), case .interstitial(_, let b) = reference.kind, case .interstitial = answer.kind,
+                    shape(b) != shape(body)
+                {
+                    failures.append("a capture changed the interstitial's tags or quotes, for \(route.pattern.text.debugDescription)")
+                }
+            default:
+                break
+            }
+        }
+        return failures
     }
 
     private static func isHostByte(_ byte: UInt8) -> Bool {

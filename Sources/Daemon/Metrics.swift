@@ -149,6 +149,16 @@ final class MetricsExporter: Sendable {
                         statistics.fallbacks[Traffic.FallbackKey(platform: platform, status: status)] ?? 0)
                 }
             }
+            // route: the index in a site's `routes:` (never its path), summed over the sites with
+            // routes; at most RouteSettings.maximumCount values. Per site: /sites.
+            var routes: [Int: Int] = [:]
+            for (_, entry) in view.entries {
+                guard let counts = entry.routeCounts else { continue }
+                for i in 0..<counts.count { routes[i, default: 0] += counts.value(i) }
+            }
+            for (route, value) in routes where value > 0 {
+                count("aasad_route_responses_total", [("route", "\(route)")], value)
+            }
             for (phase, value) in statistics.timeouts {
                 count("aasad_connection_timeouts_total", [("phase", phase.label)], value)
             }
@@ -296,6 +306,8 @@ final class MetricsExporter: Sendable {
         "aasad_config_last_reload_success_timestamp_seconds":
             "When a reload (or start-up) last refused nothing, in seconds since the epoch.",
         "aasad_build_info": "The running version, as a label; always 1.",
+        "aasad_route_responses_total":
+            "Answers of site.yaml routes by the route's index in its table, summed over sites (per site: /sites).",
         "aasad_fallback_responses_total":
             "Sites' fallback answers (redirects, and the page with its 304s) by the platform read from User-Agent and status class.",
         "aasad_acme_challenge_handshakes_total": "TLS-ALPN-01 validation handshakes answered (RFC 8737), closed after the handshake.",

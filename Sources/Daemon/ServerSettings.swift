@@ -147,7 +147,7 @@ package struct ServerSettings: Equatable, Sendable {
                     values = scalars
                 case .scalar(let scalar):
                     values = [scalar]
-                case .list, .other:
+                case .list, .other, .table, .mapping:
                     problems.append(problem(key.isList ? "must be a value or a list" : "must be a single value"))
                     return
                 }

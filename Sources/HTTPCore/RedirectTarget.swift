@@ -41,6 +41,13 @@ public enum RedirectTarget {
     public static func appendPath(_ path: UnsafeRawBufferPointer, to out: inout [UInt8]) {
         out.reserveCapacity(out.count + path.count + 1)
         if path.first != UInt8(ascii: "/") { out.append(UInt8(ascii: "/")) }
+        appendEncoded(path, to: &out)
+    }
+
+    /// Appends bytes from a request's path or query with `appendPath`'s encoding, and nothing
+    /// before them: a part of a path (a route's capture, always after a `/` the target wrote) or a
+    /// query, which the caller places after the host.
+    public static func appendEncoded(_ path: UnsafeRawBufferPointer, to out: inout [UInt8]) {
         var index = 0
         var run = 0
         while index < path.count {

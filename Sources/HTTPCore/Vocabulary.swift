@@ -29,6 +29,8 @@ public enum Status: Int, Sendable, CaseIterable {
     /// 308 keep the method and content.
     case movedPermanently = 301
     case found = 302
+    /// A route's redirect may be 303: "see this other resource", always fetched with GET.
+    case seeOther = 303
     case notModified = 304
     case temporaryRedirect = 307
     case permanentRedirect = 308
@@ -48,6 +50,7 @@ public enum Status: Int, Sendable, CaseIterable {
         case .ok: "OK"
         case .movedPermanently: "Moved Permanently"
         case .found: "Found"
+        case .seeOther: "See Other"
         case .notModified: "Not Modified"
         case .temporaryRedirect: "Temporary Redirect"
         case .permanentRedirect: "Permanent Redirect"

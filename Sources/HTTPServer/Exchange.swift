@@ -141,6 +141,7 @@ struct Exchange: RequestAnswering {
         // A fallback answer counts once it is the answer sent (not a refused body's 413).
         let fallback = request.hasBody ? nil : routed.fallback
         if let fallback { routed.fallbackCounts?.add(fallback) }
+        if fallback != nil, let route = routed.route { routed.routeCounts?.add(route) }
         if peer.counted != nil {
             counters.request(
                 request.version, routed.site, fallback == nil && routed.path == .fallback ? .other : routed.path, response.status)

@@ -27,6 +27,9 @@ enum Responder {
         /// and the site's counts, which the exchange adds to once the answer is final.
         var fallback: ClientPlatform? = nil
         var fallbackCounts: FallbackCounts? = nil
+        /// For a route's answer: its index, and the site's route counts.
+        var route: Int? = nil
+        var routeCounts: RouteCounts? = nil
     }
 
     static func pathClass(_ path: UnsafeRawBufferPointer) -> Traffic.PathClass {
@@ -63,11 +66,18 @@ enum Responder {
         case .wellKnownAASA, .rootAASA: file = site.aasa
         case .assetLinks: file = site.assetLinks
         case .other, .acmeChallenge, .fallback:
-            let (response, platform) = fallback(
-                method: method, site: site, path: path, pathAndQuery: pathAndQuery ?? path, userAgent: userAgent,
+            let (response, answer) = fallback(
+                method: method, host: host, site: site, path: path, pathAndQuery: pathAndQuery ?? path, userAgent: userAgent,
                 ifNoneMatch: ifNoneMatch, ifModifiedSince: ifModifiedSince, acceptsGzip: acceptsGzip)
-            guard let platform else { return routed(response) }
-            return Routed(response: response, site: .configured, path: .fallback, fallback: platform, fallbackCounts: site.fallbackCounts)
+            guard let answer else { return routed(response) }
+            // A route's answer counts under its route; the fallback's under the platform.
+            if let route = answer.route {
+                return Routed(
+                    response: response, site: .configured, path: .fallback, fallback: answer.platform, route: route,
+                    routeCounts: site.routeCounts)
+            }
+            return Routed(
+                response: response, site: .configured, path: .fallback, fallback: answer.platform, fallbackCounts: site.fallbackCounts)
         }
         guard let file else { return routed(.error(.notFound, close: false)) }
         guard method != .other else { return routed(.error(.methodNotAllowed, close: false)) }
@@ -90,30 +100,31 @@ enum Responder {
         return Response(status: .ok, headers: gzip?.headers ?? file.headers, body: gzip?.body ?? file.body, sendsBody: true, close: false)
     }
 
-    /// Every other path of a site with `fallback` or `page` (docs/link-domain.md): the
-    /// platform's redirect, or the page; 404 without, and for the paths a fallback never covers
-    /// (`PreparedFallback.covers`). Counting is the exchange's (a request with content is
-    /// refused after this).
+    /// Every other path of a site with `routes`, `fallback` or `page` (docs/link-domain.md): the
+    /// first matching route's answer, else the fallback's, for the platform (a preview for a
+    /// crawler, the interstitial for an in-app browser, where site.yaml asks); 404 without, and
+    /// for the paths they never cover (`PreparedFallback.covers`). Counting is the exchange's (a
+    /// request with content is refused after this).
     private static func fallback(
-        method: Method, site: ServedSite, path: UnsafeRawBufferPointer, pathAndQuery: UnsafeRawBufferPointer,
+        method: Method, host: String, site: ServedSite, path: UnsafeRawBufferPointer, pathAndQuery: UnsafeRawBufferPointer,
         userAgent: UnsafeRawBufferPointer?, ifNoneMatch: UnsafeRawBufferPointer?, ifModifiedSince: UnsafeRawBufferPointer?,
         acceptsGzip: Bool
-    ) -> (Response, ClientPlatform?) {
-        let platform = ClientPlatform.of(userAgent: userAgent)
-        let decision = site.fallbackDecision(path: path, pathAndQuery: pathAndQuery, platform: platform)
-        if case .none = decision { return (.error(.notFound, close: false), nil) }
-        guard method != .other else { return (.error(.methodNotAllowed, close: false), nil) }
-        switch decision {
-        case .none:
+    ) -> (Response, LinkAnswer?) {
+        guard let answer = site.linkAnswer(host: host, path: path, pathAndQuery: pathAndQuery, userAgent: userAgent) else {
             return (.error(.notFound, close: false), nil)
+        }
+        guard method != .other else { return (.error(.methodNotAllowed, close: false), nil) }
+        switch answer.kind {
         case .tooLong:
             return (.error(.uriTooLong, close: false), nil)
         case .page(let page):
-            return (serve(page, ifNoneMatch: ifNoneMatch, ifModifiedSince: ifModifiedSince, acceptsGzip: acceptsGzip), platform)
+            return (serve(page, ifNoneMatch: ifNoneMatch, ifModifiedSince: ifModifiedSince, acceptsGzip: acceptsGzip), answer)
+        case .preview(let headers, let body), .interstitial(let headers, let body):
+            return (Response(status: .ok, headers: headers, body: body, sendsBody: true, close: false), answer)
         case .redirect(let redirect, let location):
             return (
                 Response(status: redirect.status, headers: redirect.headers, body: [], sendsBody: false, close: false, location: location),
-                platform
+                answer
             )
         }
     }

@@ -16,35 +16,71 @@ public struct RedirectTemplate: Sendable, Equatable, CustomStringConvertible {
     package let prefix: [UInt8]
     /// The bytes after `{path}`; nil when the template has no `{path}`.
     package let suffix: [UInt8]?
+    /// The template cut at its placeholders: bytes as written, and slots numbered as in the
+    /// `placeholders` it was parsed with (a route's `{path}`, `{query}` and captures).
+    package let parts: [Part]
+
+    package enum Part: Sendable, Equatable {
+        case bytes([UInt8])
+        case slot(Int)
+    }
 
     public static let placeholder = "{path}"
     /// Longest template: a URL over 2 KB is refused by some clients and is never a store link.
     public static let maximumLength = 2048
+    /// Most placeholders in one template: a route has at most `RoutePattern.maximumCaptures`
+    /// captures, and a URL naming each a few times is already more than a link needs.
+    public static let maximumPlaceholders = 16
 
     public var description: String { text }
 
     /// True when the target does not depend on the request: its `Location` is prepared once.
-    public var isFixed: Bool { suffix == nil }
+    public var isFixed: Bool { !parts.contains { if case .slot = $0 { true } else { false } } }
 
     public struct Problem: Error, Sendable, Equatable, CustomStringConvertible {
         public var description: String
         init(_ description: String) { self.description = description }
     }
 
+    /// A fallback's target: `{path}` at most once.
     public init(parsing text: String) throws(Problem) {
+        try self.init(parsing: text, placeholders: ["path"])
+        guard parts.count(where: { $0 == .slot(0) }) <= 1 else { throw Problem("{path} may appear once") }
+    }
+
+    /// A target whose `{NAME}` placeholders are among `placeholders` (slot i is `placeholders[i]`).
+    /// `{path}` (placeholder "path", which starts with `/`) may follow the host directly; any other
+    /// placeholder only after the `/`, `?` or `#` that ends the host, so that no value can extend
+    /// the host (`https://shop.example{id}` with id `.evil.example`).
+    public init(parsing text: String, placeholders: [String]) throws(Problem) {
         let bytes = Array(text.utf8)
         guard !bytes.isEmpty else { throw Problem("must be an https URL, e.g. https://www.example.com{path}") }
         guard bytes.count <= Self.maximumLength else { throw Problem("\(bytes.count) bytes; at most \(Self.maximumLength)") }
-        let placeholder = Array(Self.placeholder.utf8)
-        var marks: [Int] = []
+        var parts: [Part] = []
+        var literal: [UInt8] = []
+        // Where each slot starts in `bytes`, and which it is.
+        var marks: [(at: Int, slot: Int)] = []
         var i = 0
         while i < bytes.count {
-            if bytes[i...].starts(with: placeholder) {
-                marks.append(i)
-                i += placeholder.count
+            let c = bytes[i]
+            if c == UInt8(ascii: "{") {
+                var j = i + 1
+                while j < bytes.count && j - i <= RoutePattern.maximumNameLength + 1 && bytes[j] != UInt8(ascii: "}") { j += 1 }
+                let name = j < bytes.count && bytes[j] == UInt8(ascii: "}") ? String(decoding: bytes[(i + 1)..<j], as: UTF8.self) : nil
+                guard let name, let slot = placeholders.firstIndex(of: name) else {
+                    let known = placeholders.map { "{\($0)}" }.joined(separator: ", ")
+                    throw Problem("byte \(i + 1) is '{': the placeholders here are \(known); write any other '{' as %7B")
+                }
+                guard marks.count < Self.maximumPlaceholders else {
+                    throw Problem("more than \(Self.maximumPlaceholders) placeholders")
+                }
+                if !literal.isEmpty { parts.append(.bytes(literal)) }
+                literal = []
+                parts.append(.slot(slot))
+                marks.append((at: i, slot: slot))
+                i = j + 1
                 continue
             }
-            let c = bytes[i]
             // A Location value is a URL: visible ASCII that a URL may hold as it is (RFC 3986),
             // so neither CR/LF nor anything a browser would reinterpret (`\`, space) gets in.
             guard RedirectTarget.isKept(c) || c == UInt8(ascii: "#") else {
@@ -52,20 +88,25 @@ public struct RedirectTemplate: Sendable, Equatable, CustomStringConvertible {
                 throw Problem(
                     "byte \(i + 1) is \(shown); write the URL in its encoded form (percent-encode it), with {path} at most once")
             }
+            literal.append(c)
             i += 1
         }
-        guard marks.count <= 1 else { throw Problem("{path} may appear once") }
+        if !literal.isEmpty { parts.append(.bytes(literal)) }
         let scheme = Array("https://".utf8)
         guard bytes.count > scheme.count, bytes[..<scheme.count].map({ $0 | 0x20 }) == scheme.map({ $0 | 0x20 }) else {
             throw Problem("must be an absolute https URL (https://...), e.g. https://www.example.com{path}")
         }
-        // The authority ends at the first '/', '?' or '#', or at {path}.
+        // The authority ends at the first '/', '?' or '#', or at the first placeholder.
         let mark = marks.first
         var end = scheme.count
-        while end < bytes.count && end != mark && !"/?#".utf8.contains(bytes[end]) { end += 1 }
+        while end < bytes.count && end != mark?.at && !"/?#".utf8.contains(bytes[end]) { end += 1 }
         let authority = String(decoding: bytes[scheme.count..<end], as: UTF8.self)
         guard !authority.isEmpty else {
             throw Problem("names no host: {path} must come after the host, as in https://www.example.com{path}")
+        }
+        if let mark, mark.at == end, placeholders[mark.slot] != "path" {
+            throw Problem(
+                "{\(placeholders[mark.slot])} must come after the host and a '/', '?' or '#': a value there could extend the host")
         }
         guard !authority.contains("@") else { throw Problem("must not hold user info (user@host): it is how links are disguised") }
         var host = Substring(authority)
@@ -84,9 +125,11 @@ public struct RedirectTemplate: Sendable, Equatable, CustomStringConvertible {
         }
         guard !name.isWildcard else { throw Problem("the host must be one name, not a wildcard") }
         self.text = text
-        if let mark {
-            prefix = Array(bytes[..<mark])
-            suffix = Array(bytes[(mark + placeholder.count)...])
+        self.parts = parts
+        let placeholderBytes = Array(Self.placeholder.utf8)
+        if let mark, placeholders[mark.slot] == "path" {
+            prefix = Array(bytes[..<mark.at])
+            suffix = Array(bytes[(mark.at + placeholderBytes.count)...])
         } else {
             prefix = bytes
             suffix = nil
@@ -101,6 +144,19 @@ public struct RedirectTemplate: Sendable, Equatable, CustomStringConvertible {
         out.append(contentsOf: prefix)
         RedirectTarget.appendPath(pathAndQuery, to: &out)
         out.append(contentsOf: suffix)
+        return out
+    }
+
+    /// The URL with each slot filled by `fill` (which appends the slot's value, encoded).
+    package func render(fill: (Int, inout [UInt8]) -> Void) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(text.utf8.count + 64)
+        for part in parts {
+            switch part {
+            case .bytes(let b): out.append(contentsOf: b)
+            case .slot(let slot): fill(slot, &out)
+            }
+        }
         return out
     }
 }
@@ -176,6 +232,8 @@ public final class PreparedFallback: Sendable {
         public let headers: PreparedFields
         /// The target, when `Location` is built per request; nil when it is in `headers`.
         public let template: RedirectTemplate?
+        /// The `Location` when it is in `headers` (the interstitial links to it too).
+        public let fixedLocation: [UInt8]?
 
         init(status: Status, target: RedirectTemplate, cacheControl: String, varyUserAgent: Bool) {
             self.status = status
@@ -186,6 +244,7 @@ public final class PreparedFallback: Sendable {
             if varyUserAgent { fields.append((name: "Vary", value: "User-Agent")) }
             headers = PreparedFields(fields)
             template = target.isFixed ? nil : target
+            fixedLocation = target.isFixed ? Array(target.text.utf8) : nil
         }
     }
 
@@ -226,11 +285,14 @@ public final class PreparedFallback: Sendable {
         case tooLong
     }
 
-    /// Nil when the site answers no other path (no targets, no page).
-    public static func prepare(_ settings: FallbackSettings?, hasPage: Bool) -> PreparedFallback? {
+    /// Nil when the site answers no other path (no targets, no page). `alwaysVaries`: the site's
+    /// routes, preview or interstitial make its other paths' answers depend on the User-Agent
+    /// even where the fallback's targets do not (a crawler gets the preview).
+    public static func prepare(_ settings: FallbackSettings?, hasPage: Bool, alwaysVaries: Bool = false) -> PreparedFallback? {
         guard answerKinds(settings, hasPage: hasPage).contains(where: { $0 != nil }) else { return nil }
         return PreparedFallback(
-            settings: settings ?? FallbackSettings(), hasPage: hasPage, varies: variesByUserAgent(settings, hasPage: hasPage))
+            settings: settings ?? FallbackSettings(), hasPage: hasPage,
+            varies: alwaysVaries || variesByUserAgent(settings, hasPage: hasPage))
     }
 
     /// Whether the answers differ by platform, so that every one must say `Vary: User-Agent`

@@ -38,7 +38,8 @@ public struct HostName: Sendable, Hashable, Comparable, CustomStringConvertible 
                 "the host name is \(n) characters; at most \(HostName.maximumLength) are allowed"
             case .unicode(let suggested):
                 if let suggested {
-                    "the host name is not ASCII; name it in A-label (Punycode) form: \(suggested)"
+                    // Escaped: the name's ASCII labels are kept as written, a tab or CR included.
+                    "the host name is not ASCII; name it in A-label (Punycode) form: \(TerminalText.escaped(suggested))"
                 } else {
                     "the host name is not ASCII and has no valid A-label (Punycode) form"
                 }

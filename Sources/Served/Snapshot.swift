@@ -23,11 +23,18 @@ public final class ServedSite: Sendable {
     public let fallbackSettings: FallbackSettings?
     /// Fallback answers by platform, kept across the site's versions; nil without a fallback.
     public let fallbackCounts: FallbackCounts?
+    /// The route table (site.yaml `routes:`), prepared; nil without routes.
+    public let routes: PreparedRoutes?
+    /// The link settings `routes` was prepared from, with the site's preview and interstitial.
+    public let links: SiteLinkSettings
+    /// Answers per route, kept across versions with the same route paths; nil without routes.
+    public let routeCounts: RouteCounts?
 
     public init(
         directory: String, hosts: [HostName], aasa: PreparedFile?, assetLinks: PreparedFile?, certificate: CertificateFiles?,
         loadedAt: Int64, page: PreparedFile? = nil, fallback: PreparedFallback? = nil, fallbackSettings: FallbackSettings? = nil,
-        fallbackCounts: FallbackCounts? = nil
+        fallbackCounts: FallbackCounts? = nil, routes: PreparedRoutes? = nil, links: SiteLinkSettings = SiteLinkSettings(),
+        routeCounts: RouteCounts? = nil
     ) {
         self.directory = directory
         self.hosts = hosts
@@ -40,13 +47,17 @@ public final class ServedSite: Sendable {
         self.fallback = fallback
         self.fallbackSettings = fallbackSettings
         self.fallbackCounts = fallbackCounts
+        self.routes = routes
+        self.links = links
+        self.routeCounts = routeCounts
     }
 
     /// The same site answering for other names (after a conflict appeared or went away).
     package func with(hosts: [HostName]) -> ServedSite {
         ServedSite(
             directory: directory, hosts: hosts, aasa: aasa, assetLinks: assetLinks, certificate: certificate, loadedAt: loadedAt,
-            page: page, fallback: fallback, fallbackSettings: fallbackSettings, fallbackCounts: fallbackCounts)
+            page: page, fallback: fallback, fallbackSettings: fallbackSettings, fallbackCounts: fallbackCounts, routes: routes,
+            links: links, routeCounts: routeCounts)
     }
 }
 

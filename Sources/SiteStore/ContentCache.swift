@@ -77,7 +77,10 @@ extension ContentCache {
         options.contentType = ServingOptions.html
         // Platforms with their own redirect get it, the others the page: the same URL answers by
         // User-Agent (the same rule as the redirects' own Vary).
-        options.varyUserAgent = PreparedFallback.variesByUserAgent(settings.fallback, hasPage: true)
+        // With routes, a preview or an interstitial, the page's URL may answer a crawler or an
+        // in-app browser otherwise too.
+        options.varyUserAgent =
+            PreparedFallback.variesByUserAgent(settings.fallback, hasPage: true) || settings.links.variesByUserAgent
         return choose(
             file, name: Self.pageKey, file: .page, unreadable: source.unreadable.contains(name) ? [Self.pageKey] : [],
             previous: record.served?.page, record: &record, validity: &validity, options: options, errors: &errors)

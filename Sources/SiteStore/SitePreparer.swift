@@ -61,17 +61,23 @@ struct SitePreparer {
         let unchanged =
             record.served.map {
                 $0.aasa === aasa && $0.assetLinks === assetLinks && $0.certificate == certificate && $0.page === page
-                    && $0.fallbackSettings == settings.fallback
+                    && $0.fallbackSettings == settings.fallback && $0.links == settings.links
             } ?? false
         if aasa == nil && assetLinks == nil {
             record.served = nil
         } else if !unchanged {
-            let fallback = PreparedFallback.prepare(settings.fallback, hasPage: page != nil)
+            let fallback = PreparedFallback.prepare(
+                settings.fallback, hasPage: page != nil, alwaysVaries: settings.links.variesByUserAgent)
             if fallback != nil && record.fallbackCounts == nil { record.fallbackCounts = FallbackCounts() }
+            let routes = PreparedRoutes.prepare(settings.links.routes, site: settings.links)
+            // Counts follow the route paths: kept while they stay the same, from 0 when they change.
+            let paths = settings.links.routes.map(\.pattern.text)
+            if routes != nil && record.routeCounts?.paths != paths { record.routeCounts = RouteCounts(paths: paths) }
             record.served = ServedSite(
                 directory: name, hosts: hosts, aasa: aasa, assetLinks: assetLinks, certificate: certificate, loadedAt: clock(),
                 page: page, fallback: fallback, fallbackSettings: settings.fallback,
-                fallbackCounts: fallback == nil ? nil : record.fallbackCounts)
+                fallbackCounts: fallback == nil ? nil : record.fallbackCounts, routes: routes, links: settings.links,
+                routeCounts: routes == nil ? nil : record.routeCounts)
         }
         return errors
     }

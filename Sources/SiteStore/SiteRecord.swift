@@ -32,6 +32,8 @@ struct SiteRecord {
     /// Fallback answers by platform, across the site's versions; made when the site first
     /// has a fallback (most sites never do: no allocation for them).
     var fallbackCounts: FallbackCounts?
+    /// Answers per route, while the site has routes.
+    var routeCounts: RouteCounts?
 
     init(host: HostName, source: SiteSource) {
         self.host = host

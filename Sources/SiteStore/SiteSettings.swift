@@ -27,10 +27,13 @@ public struct SiteSettings: Sendable, Equatable {
     public var fallback: FallbackSettings?
     /// The name of the page served for other paths, in the site's directory.
     public var page: String?
+    /// `routes`, the site's `preview` and `interstitial`, and `fallback-cache-control` again
+    /// (the routes' answers share it).
+    public var links = SiteLinkSettings()
 
     /// Largest site.yaml read.
     public static let maximumFileSize = 64 * 1024
-    static let keys = ["aliases", "cache-control", "fallback", "fallback-cache-control", "page"]
+    static let keys = ["aliases", "cache-control", "fallback", "fallback-cache-control", "page", "routes", "preview", "interstitial"]
     static let fallbackKeys = ["web", "ios", "android", "status"]
     /// Longest page file name (NAME_MAX).
     static let maximumPageNameLength = 255
@@ -63,7 +66,9 @@ public struct SiteSettings: Sendable, Equatable {
         var sawFallback = false
         var fallbackStatus: Status?
         var fallbackCacheControl: String?
-        YAMLKeys.walk(text, isSection: { $0 == "fallback" }, enter: { _ in sawFallback = true }) { entry in
+        var previewKeys: [YAMLEntry] = []
+        YAMLKeys.walk(text, isSection: { $0 == "fallback" || $0 == "preview" }, enter: { if $0 == "fallback" { sawFallback = true } }) {
+            entry in
             // The key and its line, so that a long file's problem can be found (1-based).
             let at = entry.path + (entry.line.map { " (line \($0))" } ?? "")
             switch entry.path {
@@ -134,6 +139,16 @@ public struct SiteSettings: Sendable, Equatable {
                     return
                 }
                 settings.page = text
+            case "routes":
+                settings.links.routes = parseRoutes(entry, problem: problem)
+            case "interstitial":
+                guard case .scalar(let text) = entry.value, let flag = boolean(text) else {
+                    problem("\(at): must be true or false")
+                    return
+                }
+                settings.links.interstitial = flag
+            case let path where path.hasPrefix("preview."):
+                previewKeys.append(YAMLEntry(path: String(path.dropFirst("preview.".count)), value: entry.value, line: entry.line))
             case let path where path.hasPrefix("fallback."):
                 problem(
                     "unknown key \"\(entry.path)\"\(entry.line.map { " (line \($0))" } ?? ""); fallback knows \(fallbackKeys.joined(separator: ", "))"
@@ -151,8 +166,20 @@ public struct SiteSettings: Sendable, Equatable {
                 problem(
                     "fallback: must be a mapping of keys (\(fallbackKeys.joined(separator: ", "))), e.g. web: https://www.example.com{path}"
                 )
+            case .notMapping(section: "preview"):
+                problem("preview: must be a mapping of keys (\(PreviewSettings.keys.joined(separator: ", "))), e.g. title: Example")
             case .notMapping: problem("must be a mapping of keys (\(keys.joined(separator: ", ")))")
             }
+        }
+        if !previewKeys.isEmpty {
+            settings.links.preview = parsePreview(previewKeys, captures: []) { key, line, message in
+                problem("preview.\(key)" + (line.map { " (line \($0))" } ?? "") + ": " + message)
+            }
+        }
+        settings.links.cacheControl = fallbackCacheControl
+        for (index, route) in settings.links.routes.enumerated() where route.page != nil && route.page != settings.page {
+            problem(
+                "routes[\(index)].page: \(quoted(route.page!)) is not the site's page; a site has one page, named by page: in site.yaml")
         }
         let broken = problems.contains { $0.severity == .error }
         if var fallback = settings.fallback {
@@ -175,7 +202,7 @@ public struct SiteSettings: Sendable, Equatable {
                         "fallback has no web target and there is no page: browsers \((["desktop"] + missing).joined(separator: ", ")) get 404"
                 ))
         }
-        if fallbackCacheControl != nil && settings.fallback == nil && !broken {
+        if fallbackCacheControl != nil && settings.fallback == nil && settings.links.routes.isEmpty && !broken {
             problems.append(ConfigProblem(severity: .warning, file: file, message: "fallback-cache-control: unused without fallback"))
         }
         return (settings, problems)

@@ -8,6 +8,10 @@ public struct YAMLEntry: Sendable {
         case scalar(String)
         /// A sequence; an item that is not a scalar is nil.
         case list([String?])
+        /// A non-empty sequence of mappings (site.yaml's `routes`): each item's keys in file order.
+        case table([[YAMLEntry]])
+        /// A mapping inside a table's item (a route's `preview`): its keys in file order.
+        case mapping([YAMLEntry])
         /// A mapping or anything else that is neither a scalar nor a list.
         case other
     }
@@ -158,15 +162,41 @@ public enum YAMLKeys {
                 walk(value, prefix: path + ".", isSection: isSection, enter: enter, visit: visit, fail: fail)
                 continue
             }
-            let shape: YAMLEntry.Value
-            if let scalar = value.scalar?.string {
-                shape = .scalar(scalar)
-            } else if let list = value.sequence {
-                shape = .list(list.map { $0.scalar?.string })
-            } else {
-                shape = .other
+            visit(YAMLEntry(path: path, value: shape(value, nested: false), line: keyNode.mark?.line, column: keyNode.mark?.column))
+        }
+    }
+
+    /// A value's shape. A sequence whose items are all mappings is a table; inside a table's
+    /// item (`nested`), a mapping is given key by key, one level down only (a route's `preview`),
+    /// so that the depth a file can make the walk go is fixed.
+    private static func shape(_ value: Node, nested: Bool) -> YAMLEntry.Value {
+        if let scalar = value.scalar?.string { return .scalar(scalar) }
+        if let list = value.sequence {
+            if !nested, !list.isEmpty, list.allSatisfy({ $0.mapping != nil }) {
+                return .table(list.map { entries($0, nestedShapes: true) })
             }
-            visit(YAMLEntry(path: path, value: shape, line: keyNode.mark?.line, column: keyNode.mark?.column))
+            return .list(list.map { $0.scalar?.string })
+        }
+        if nested, value.mapping != nil { return .mapping(entries(value, nestedShapes: false)) }
+        return .other
+    }
+
+    /// A mapping's keys (escaped as the walk escapes them) and their shapes, in file order.
+    private static func entries(_ node: Node, nestedShapes: Bool) -> [YAMLEntry] {
+        guard let mapping = node.mapping else { return [] }
+        return mapping.map { keyNode, value in
+            let path = TerminalText.escaped(keyNode.string ?? "\(keyNode)")
+            let valueShape: YAMLEntry.Value
+            if nestedShapes {
+                valueShape = shape(value, nested: true)
+            } else if let scalar = value.scalar?.string {
+                valueShape = .scalar(scalar)
+            } else if let list = value.sequence {
+                valueShape = .list(list.map { $0.scalar?.string })
+            } else {
+                valueShape = .other
+            }
+            return YAMLEntry(path: path, value: valueShape, line: keyNode.mark?.line, column: keyNode.mark?.column)
         }
     }
 }

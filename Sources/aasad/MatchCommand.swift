@@ -155,26 +155,37 @@ struct MatchCommand: ParsableCommand {
         }
     }
 
-    /// What a browser gets for the URL when no app opens it, per platform, for a site with a
-    /// fallback or page (the same answers serve gives); nil for other sites.
+    /// What a browser gets for the URL when no app opens it, per platform, for a site with
+    /// routes, a fallback or a page (the same decision serve makes, `ServedSite.linkAnswer`, for a
+    /// phone or desktop browser of each platform); nil for other sites.
     static func browserAnswers(_ url: LinkURL, site: ServedSite) -> [URLReport.BrowserAnswer]? {
-        guard site.fallback != nil else { return nil }
+        guard site.fallback != nil || site.routes != nil else { return nil }
         // An empty path is requested as "/" (RFC 9110 §4.2.3).
         let path = Array((url.path.isEmpty ? "/" : url.path).utf8)
         let pathAndQuery = path + (url.query.map { Array("?\($0)".utf8) } ?? [])
+        // A browser of each platform, as ClientPlatform reads it.
+        let agents: [ClientPlatform: [UInt8]] = [.web: [], .ios: Array("(iPhone)".utf8), .android: Array("(Linux; Android 14)".utf8)]
         return ClientPlatform.allCases.map { platform in
             var answer = URLReport.BrowserAnswer(platform: platform.label, status: 404)
-            let decision = path.withUnsafeBytes { path in
-                pathAndQuery.withUnsafeBytes { site.fallbackDecision(path: path, pathAndQuery: $0, platform: platform) }
+            let host = site.hosts.first?.description ?? site.directory
+            let link = path.withUnsafeBytes { path in
+                pathAndQuery.withUnsafeBytes { pathAndQuery in
+                    (agents[platform] ?? []).withUnsafeBytes {
+                        site.linkAnswer(host: host, path: path, pathAndQuery: pathAndQuery, userAgent: $0)
+                    }
+                }
             }
-            switch decision {
-            case .none:
-                break
+            guard let link else { return answer }
+            answer.route = link.route
+            answer.routePath = link.route.map { site.links.routes[$0].pattern.text }
+            switch link.kind {
             case .tooLong:
                 answer.status = 414
             case .page:
                 answer.status = 200
                 answer.page = true
+            case .preview, .interstitial:
+                answer.status = 200
             case .redirect(let redirect, let location):
                 answer.status = redirect.status.rawValue
                 answer.location = location.map { String(decoding: $0, as: UTF8.self) } ?? redirect.headers.value(of: "Location")

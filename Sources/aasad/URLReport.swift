@@ -57,6 +57,10 @@ struct URLReport: Encodable {
         var location: String?
         /// True when the answer is the site's page.
         var page: Bool?
+        /// The route that answered: its index in site.yaml's `routes:` and its path; nil when
+        /// the fallback did (or nothing).
+        var route: Int?
+        var routePath: String?
     }
 
     var url: String
@@ -137,7 +141,8 @@ struct URLReport: Encodable {
         // Without the app (not installed, or no app opens it): what serve answers a browser.
         for answer in browser ?? [] {
             let what = answer.location ?? (answer.page == true ? "the site's page" : "")
-            show("  in a browser on \(answer.platform): \(answer.status)\(what.isEmpty ? "" : " \(what)")")
+            let by = answer.route.map { " (routes[\($0)]: \(answer.routePath ?? ""))" } ?? (answer.status == 404 ? "" : " (fallback)")
+            show("  in a browser on \(answer.platform): \(answer.status)\(what.isEmpty ? "" : " \(what)")\(by)")
         }
     }
 

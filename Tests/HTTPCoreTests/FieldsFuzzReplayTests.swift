@@ -36,6 +36,13 @@ struct FieldsFuzzReplayTests {
             // A link domain's fallback: the input as a request path, and as a User-Agent.
             let target = RedirectTargetTests.encode(input)
             #expect(RedirectTargetTests.problem(input: input, output: target) == nil, "\(input)")
+            // A route's capture: encoded as {path} is, and never out of its segment.
+            var encoded: [UInt8] = []
+            RedirectTarget.appendEncoded(bytes, to: &encoded)
+            #expect(encoded == (input.first == 0x2F ? target : Array(target.dropFirst())), "\(input)")
+            var segment: [UInt8] = []
+            input.filter { $0 != 0x2F && $0 != 0x3F && $0 != 0x23 }.withUnsafeBytes { RedirectTarget.appendEncoded($0, to: &segment) }
+            #expect(!segment.contains(0x2F) && !segment.contains(0x3F) && !segment.contains(0x23), "\(input)")
             let platform = ClientPlatform.of(userAgent: bytes)
             #expect(ClientPlatformTests.platform(bytes: input + Array(" ;".utf8)) == platform, "\(input)")
             #expect(ClientPlatformTests.platform(bytes: Array("Windows Phone ".utf8) + input) == .web, "\(input)")

@@ -12,6 +12,8 @@ struct YAMLKeysTests {
             switch entry.value {
             case .scalar(let s): value = s
             case .list(let items): value = "[" + items.map { $0 ?? "nil" }.joined(separator: ",") + "]"
+            case .table(let rows): value = "table(\(rows.map { $0.map(\.path).joined(separator: ",") }.joined(separator: ";")))"
+            case .mapping(let keys): value = "mapping(\(keys.map(\.path).joined(separator: ",")))"
             case .other: value = "other"
             }
             seen.append("\(entry.path)=\(value)@\(entry.line ?? 0):\(entry.column ?? 0)")
@@ -34,6 +36,12 @@ struct YAMLKeysTests {
         #expect(walk("- 1\n") == ["notMapping(section: \"\")"])
         #expect(walk("a: [\n").first?.hasPrefix("syntax(") == true)
         #expect(walk("").isEmpty)
+        // A list of mappings is a table (site.yaml's routes), one mapping level inside its rows;
+        // a list mixing mappings and scalars stays a list.
+        #expect(walk("r:\n  - {p: 1, q: {t: 2}}\n  - {p: 3}\n") == ["r=table(p,q;p)@1:1"])
+        #expect(walk("r: [{p: 1}, 2]\n") == ["r=[nil,2]@1:1"])
+        #expect(walk("r: {p: 1}\n") == ["r=other@1:1"])
+        #expect(walk("r: [{\"a\\e\": 1}]\n") == [#"r=table(a\x1B)@1:1"#])
     }
 
     /// The syntax failure of `text`, or nil when it parses.
