@@ -136,17 +136,7 @@ public final class VerificationChecker: Sendable {
         guard let before = store.reread(record.name), before.token == record.token, !before.verified else { return }
         let outcome = check(record)
         guard var current = store.reread(record.name), current.token == record.token, !current.verified else { return }
-        let now = Date().timeIntervalSince1970
-        current.attempts = min(current.attempts + 1, 1_000_000)
-        current.lastCheck = now
-        switch outcome {
-        case .verified:
-            current.verified = true
-            current.lastError = nil
-        case .failed(let reason):
-            current.lastError = reason
-            current.nextCheck = now + Self.backoff(attempts: current.attempts)
-        }
+        current = Self.recorded(outcome, in: current, now: Date().timeIntervalSince1970)
         do {
             try store.write(current)
         } catch {
@@ -157,6 +147,30 @@ public final class VerificationChecker: Sendable {
             logger.notice("name verified: automatic certificates may be ordered for it", metadata: ["host": "\(record.name)"])
             onVerified(record.name)
         }
+    }
+
+    /// `record` after a check with `outcome` at `now`: verified; failed, with one more attempt
+    /// and the back-off; or not attempted, due again soon with its attempts unchanged.
+    static func recorded(_ outcome: Outcome, in record: VerificationRecord, now: Double) -> VerificationRecord {
+        var current = record
+        current.lastCheck = now
+        switch outcome {
+        case .verified:
+            current.attempts = min(current.attempts + 1, 1_000_000)
+            current.verified = true
+            current.lastError = nil
+        case .failed(let reason):
+            current.attempts = min(current.attempts + 1, 1_000_000)
+            current.lastError = reason
+            current.nextCheck = now + Self.backoff(attempts: current.attempts)
+        case .notAttempted(let reason):
+            // Not this name's failure: other names' lookups hold every slot (a zone whose DNS
+            // never answers). Counted as an attempt, it would back this name off for up to an
+            // hour because of another tenant's names; it is tried again soon instead.
+            current.lastError = reason
+            current.nextCheck = now + Self.notAttemptedRetry
+        }
+        return current
     }
 
     /// Pause after the `attempts`-th failed check: 30 s doubling, at most an hour, ±10 %.
@@ -174,28 +188,48 @@ public final class VerificationChecker: Sendable {
     enum Outcome: Equatable {
         case verified
         case failed(String)
+        /// Not checked: the lookup slots were all taken by other names' lookups.
+        case notAttempted(String)
     }
+
+    /// Seconds until a check that could not be made (`Outcome.notAttempted`) is tried again:
+    /// long enough for left-behind lookups to end, short beside the back-off.
+    static let notAttemptedRetry: Double = 10
+
+    /// What `resolve` answers when `maximumPendingLookups` lookups are still running.
+    static let resolverBusy = Failure("the resolver is busy with earlier lookups")
+
+    /// Random hex digits a wildcard's child label keeps at least: 64 bits, so nobody can have
+    /// pointed the child at this server in advance without a wildcard of their own. A wildcard
+    /// whose parent is too long to leave room for them cannot be checked (a wildcard of a
+    /// 238-byte parent or longer).
+    static let minimumRandomHexDigits = 16
 
     /// The name fetched for a record: the record's own, or for a wildcard `*.a.example` a fresh
     /// random child `aasad-<hex>.a.example` each time. A wildcard site is served for any child
     /// only when the wildcard's DNS leads here, which one answered child nobody could have set up
     /// in advance proves; a fixed child could be pointed here alone. The label is cut to keep the
     /// name within `HostName.maximumLength`.
-    static func fetchedName(_ name: String) -> String {
+    static func fetchedName(_ name: String) -> String? {
         guard name.hasPrefix("*.") else { return name }
         let suffix = name.dropFirst(2)
         var random = [UInt8](repeating: 0, count: 8)
         precondition(RAND_bytes(&random, Int32(random.count)) == 1, "no randomness for a wildcard's check")
         let label = "aasad-" + random.map { String(format: "%02x", $0) }.joined()
-        let room = max(1, HostName.maximumLength - 1 - suffix.utf8.count)
+        let room = HostName.maximumLength - 1 - suffix.utf8.count
+        // The label is cut from its front, so the random digits at its end are kept.
+        guard room >= minimumRandomHexDigits else { return nil }
         return String(label.suffix(room)) + "." + suffix
     }
 
     /// Fetches the name's URL at an address checked here, and compares the answer.
     func check(_ record: VerificationRecord) -> Outcome {
-        let name = Self.fetchedName(record.name)
+        guard let name = Self.fetchedName(record.name) else {
+            return .failed("the wildcard's parent name leaves no room for a child label of 64 random bits")
+        }
         let addresses: [String]
         switch Self.resolve(name, timeoutMilliseconds: configuration.timeoutMilliseconds) {
+        case .failure(let failure) where failure == Self.resolverBusy: return .notAttempted(failure.reason)
         case .failure(let failure): return .failed(failure.reason)
         case .success(let found): addresses = found
         }
@@ -264,10 +298,9 @@ public final class VerificationChecker: Sendable {
         lookup: @escaping @Sendable (String) -> Result<[String], Failure> = lookUp
     ) -> Result<[String], Failure> {
         if name == "localhost" || name.hasSuffix(".localhost") { return .success(["127.0.0.1"]) }
-        let busy = Failure("the resolver is busy with earlier lookups")
         guard slots.running.add(1, ordering: .acquiringAndReleasing).newValue <= maximumPendingLookups else {
             slots.running.subtract(1, ordering: .acquiringAndReleasing)
-            return .failure(busy)
+            return .failure(resolverBusy)
         }
         let found = LookupResult()
         let finished = DispatchSemaphore(value: 0)

@@ -46,6 +46,16 @@ final class CheckerLease: Sendable {
                 close(opened)
                 return false
             }
+            // The file locked must still be the one named: another replica may have removed it
+            // and made a new one (and locked that) between this open and this lock.
+            var openStatus = stat()
+            var named = stat()
+            guard fstat(opened, &openStatus) == 0, stat(path, &named) == 0, openStatus.st_ino == named.st_ino,
+                openStatus.st_dev == named.st_dev
+            else {
+                close(opened)
+                return false
+            }
             fd = opened
             logger.notice("this replica runs the ownership checks of the config directory", metadata: ["lock": "\(path)"])
             return true

@@ -41,6 +41,20 @@ import Testing
         #expect(!checked.contains("n\(count - 1).localhost"))
     }
 
+    /// A check the lookup slots could not take (other names' lookups hold them all: a zone
+    /// whose DNS never answers) is no attempt of this name: its back-off does not grow, and it
+    /// is due again soon, whatever another tenant's names do.
+    @Test func aCheckTheResolverWasTooBusyForIsNoAttempt() {
+        let record = VerificationRecord(
+            name: "a.example", token: "t", verified: false, attempts: 5, lastCheck: nil, lastError: nil, nextCheck: 0)
+        let busy = VerificationChecker.recorded(.notAttempted(VerificationChecker.resolverBusy.reason), in: record, now: 1_000)
+        #expect(busy.attempts == 5 && !busy.verified)
+        #expect(busy.nextCheck == 1_000 + VerificationChecker.notAttemptedRetry)
+        let failed = VerificationChecker.recorded(.failed("no answer"), in: record, now: 1_000)
+        #expect(failed.attempts == 6)
+        #expect(failed.nextCheck >= 1_000 + VerificationChecker.backoff(attempts: 6) * 0.8)
+    }
+
     /// A DNS server that never answers holds getaddrinfo for its own timeouts: the check waits
     /// the checker's timeout only, and the lookups left running are bounded (at N a lookup
     /// still starts, at N+1 it is refused at once).

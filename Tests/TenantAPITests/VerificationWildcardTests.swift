@@ -73,8 +73,14 @@ import Testing
         let label = String(repeating: "a", count: 63)
         let suffix = [label, label, label, String(repeating: "b", count: 59)].joined(separator: ".")
         #expect(suffix.utf8.count == 251)
-        for wildcard in ["*." + suffix, "*." + String(suffix.dropFirst(10)), "*.w.example"] {
-            let child = VerificationChecker.fetchedName(wildcard)
+        // 64 random bits at least: a parent leaving 16 characters for the label is checked, one
+        // leaving 15 is not.
+        let longest = String(suffix.dropFirst(251 - (HostName.maximumLength - 1 - VerificationChecker.minimumRandomHexDigits)))
+        #expect(VerificationChecker.fetchedName("*." + longest) != nil)
+        #expect(VerificationChecker.fetchedName("*.a" + longest) == nil)
+        #expect(VerificationChecker.fetchedName("*." + suffix) == nil)
+        for wildcard in ["*." + longest, "*." + String(suffix.dropFirst(20)), "*.w.example"] {
+            let child = try #require(VerificationChecker.fetchedName(wildcard))
             let parsed = try HostName(parsing: child)
             #expect(parsed.name == child && !parsed.isWildcard && child.utf8.count <= HostName.maximumLength, "\(child)")
             #expect(child.hasSuffix(String(wildcard.dropFirst(1))))
