@@ -57,7 +57,9 @@ struct InboundFrames {
                     dependencyRead += 1
                     payloadLeft -= 1
                     i += 1
-                    if dependencyRead == 4 {
+                    // Only a PRIORITY frame that breaks a rule is a checkpoint: any other would split
+                    // the input and cost nghttp2 a call per 14-byte frame, which it skips unread.
+                    if dependencyRead == 4, stream == 0 || dependency & Self.streamMask == stream {
                         return (
                             i - 1,
                             .priority(stream: Int32(bitPattern: stream), dependsOn: Int32(bitPattern: dependency & Self.streamMask))
