@@ -273,6 +273,9 @@ final class MetricsExporter: Sendable {
         "aasad_acme_earliest_not_after_timestamp_seconds", "aasad_acme_tier_queue_length", "aasad_acme_tier_oldest_wait_seconds",
     ]
 
+    /// Families that exist only once a site's route has answered (site.yaml `routes:`).
+    static let routeFamilies: Set<String> = ["aasad_route_responses_total"]
+
     /// Families that exist only while the CDN watch is on.
     static let cdnWatchFamilies: Set<String> = ["aasad_cdn_sites", "aasad_cdn_oldest_since_timestamp_seconds"]
 

@@ -63,12 +63,12 @@ final class MetricsTests {
             let text = index > 0 && lines[index - 1].hasPrefix(help) ? String(lines[index - 1].dropFirst(help.count)) : ""
             #expect(!text.isEmpty && text == MetricsExporter.helpTexts[name], "\(name): help \(text.debugDescription)")
         }
-        // This server has no automatic certificates and no CDN watch: those families are absent
-        // (ACMEServeTests and CDNWatchTests read them).
+        // This server has no automatic certificates, no CDN watch and no routes: those families
+        // are absent (ACMEServeTests, CDNWatchTests and RouteServeTests read them).
         #expect(
             families
                 == Set(MetricsExporter.helpTexts.keys).subtracting(MetricsExporter.automaticCertificateFamilies)
-                .subtracting(MetricsExporter.cdnWatchFamilies),
+                .subtracting(MetricsExporter.cdnWatchFamilies).subtracting(MetricsExporter.routeFamilies),
             "families without help text, or help text without a family")
     }
 
