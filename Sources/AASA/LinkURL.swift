@@ -1,3 +1,5 @@
+import SafeText
+
 /// A URL to test against an AASA file, split as RFC 3986 §3 does (spec §6 step 1).
 ///
 /// Path, query and fragment keep their percent-encoding, as the URL is transmitted. Characters
@@ -134,7 +136,7 @@ public struct LinkURL: Sendable, Equatable, CustomStringConvertible {
         var i = 0
         while i < utf8.count {
             if utf8[i] == UInt8(ascii: "%"), i + 2 < utf8.count,
-                let hi = hexValue(utf8[i + 1]), let lo = hexValue(utf8[i + 2])
+                let hi = HexDigit.value(utf8[i + 1]), let lo = HexDigit.value(utf8[i + 2])
             {
                 bytes.append(hi << 4 | lo)
                 i += 3
@@ -144,15 +146,6 @@ public struct LinkURL: Sendable, Equatable, CustomStringConvertible {
             }
         }
         return String(validating: bytes, as: UTF8.self) ?? s
-    }
-
-    private static func hexValue(_ b: UInt8) -> UInt8? {
-        switch b {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): b - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): b - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): b - UInt8(ascii: "A") + 10
-        default: nil
-        }
     }
 
     /// The query's items as NSURLComponents reads them (spec §1.6): split at `&`, empty pieces

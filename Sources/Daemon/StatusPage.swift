@@ -135,7 +135,7 @@ struct Query {
             switch byte {
             case UInt8(ascii: "+"): bytes.append(UInt8(ascii: " "))
             case UInt8(ascii: "%"):
-                guard let high = utf8.next().flatMap(hex), let low = utf8.next().flatMap(hex) else { return nil }
+                guard let high = utf8.next().flatMap(HexDigit.value), let low = utf8.next().flatMap(HexDigit.value) else { return nil }
                 bytes.append(high << 4 | low)
             default: bytes.append(byte)
             }
@@ -145,12 +145,4 @@ struct Query {
         return String(decoding: bytes, as: UTF8.self)
     }
 
-    private static func hex(_ c: UInt8) -> UInt8? {
-        switch c {
-        case 0x30...0x39: c - 0x30
-        case 0x41...0x46: c - 0x41 + 10
-        case 0x61...0x66: c - 0x61 + 10
-        default: nil
-        }
-    }
 }

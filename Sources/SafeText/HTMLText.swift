@@ -30,7 +30,15 @@ package enum HTMLText {
         guard visible.utf8.contains(where: { Self.isSpecial($0) }) else { return visible }
         var out: [UInt8] = []
         out.reserveCapacity(visible.utf8.count + 32)
-        for byte in visible.utf8 {
+        appendEntities(visible.utf8, to: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Appends `bytes` with `& < > " '` written as entities: safe in element content and in a
+    /// quoted attribute (HTML's syntax, WHATWG HTML §13.1.2.3). Controls and bidi characters are
+    /// the caller's (`escaped` makes them visible; link previews replace them).
+    package static func appendEntities(_ bytes: some Sequence<UInt8>, to out: inout [UInt8]) {
+        for byte in bytes {
             switch byte {
             case UInt8(ascii: "&"): out += Array("&amp;".utf8)
             case UInt8(ascii: "<"): out += Array("&lt;".utf8)
@@ -40,7 +48,6 @@ package enum HTMLText {
             default: out.append(byte)
             }
         }
-        return String(decoding: out, as: UTF8.self)
     }
 
     /// Bytes meant to be UTF-8 as escaped HTML text: each byte that is not part of a well-formed

@@ -1,5 +1,6 @@
 import Glibc
 public import HTTPCore
+import SafeText
 
 /// Who asks for a link, beyond its platform: a link-preview crawler (shown a preview page) or an
 /// app's in-app browser (shown the interstitial). Read from User-Agent tokens, case-sensitive,
@@ -71,16 +72,7 @@ public enum LinkPages {
 
     /// Appends `text` escaped for a double-quoted attribute and for element content.
     static func appendEscaped(_ text: some Sequence<UInt8>, to out: inout [UInt8]) {
-        for c in text {
-            switch c {
-            case UInt8(ascii: "&"): out += Array("&amp;".utf8)
-            case UInt8(ascii: "\""): out += Array("&quot;".utf8)
-            case UInt8(ascii: "'"): out += Array("&#39;".utf8)
-            case UInt8(ascii: "<"): out += Array("&lt;".utf8)
-            case UInt8(ascii: ">"): out += Array("&gt;".utf8)
-            default: out.append(c)
-            }
-        }
+        HTMLText.appendEntities(text, to: &out)
     }
 
     /// A capture as text: percent-decoded, read as UTF-8 (a bad sequence becomes U+FFFD), every
@@ -90,7 +82,9 @@ public enum LinkPages {
         decoded.reserveCapacity(bytes.count)
         var i = 0
         while i < bytes.count {
-            if bytes[i] == UInt8(ascii: "%"), i + 2 < bytes.count, let hi = hex(bytes[i + 1]), let lo = hex(bytes[i + 2]) {
+            if bytes[i] == UInt8(ascii: "%"), i + 2 < bytes.count, let hi = HexDigit.value(bytes[i + 1]),
+                let lo = HexDigit.value(bytes[i + 2])
+            {
                 decoded.append(hi << 4 | lo)
                 i += 3
             } else {
@@ -107,15 +101,6 @@ public enum LinkPages {
             text.append(isUnsafe(scalar) ? "\u{FFFD}" : scalar)
         }
         appendEscaped(String(text).utf8, to: &out)
-    }
-
-    private static func hex(_ c: UInt8) -> UInt8? {
-        switch c {
-        case 0x30...0x39: c - 0x30
-        case 0x41...0x46: c - 0x41 + 10
-        case 0x61...0x66: c - 0x61 + 10
-        default: nil
-        }
     }
 
     static func appendText(_ text: PreviewText, captures: [UnsafeRawBufferPointer], to out: inout [UInt8]) {

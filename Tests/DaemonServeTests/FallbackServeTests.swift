@@ -13,13 +13,6 @@ final class FallbackServeTests {
     static let web = "https://www.example.com{path}"
     static let appStore = "https://apps.apple.com/app/id1234567890"
     static let playStore = "https://play.google.com/store/apps/details?id=com.example"
-    /// Real browsers' User-Agent strings (more in Tests/HTTPCoreTests).
-    static let iPhoneSafari =
-        "Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Mobile/15E148 Safari/604.1"
-    static let androidChrome =
-        "Mozilla/5.0 (Linux; Android 10; K) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/130.0.0.0 Mobile Safari/537.36"
-    static let desktopChrome =
-        "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/130.0.0.0 Safari/537.36"
     static let page = Array(
         ("<!doctype html><meta name=\"apple-itunes-app\" content=\"app-id=1234567890\">"
             + String(repeating: "<p>Get the app</p>", count: 40)).utf8)
@@ -42,8 +35,8 @@ final class FallbackServeTests {
         let server = try TestDaemon(config: config)
         let path = "/buy/42?src=mail&x=%41%2F"
         for (agent, location) in [
-            (Self.iPhoneSafari, Self.appStore), (Self.androidChrome, Self.playStore),
-            (Self.desktopChrome, "https://www.example.com" + path), ("", "https://www.example.com" + path),
+            (BrowserAgents.iPhoneSafari, Self.appStore), (BrowserAgents.androidChrome, Self.playStore),
+            (BrowserAgents.desktopChrome, "https://www.example.com" + path), ("", "https://www.example.com" + path),
         ] {
             for head in [false, true] {
                 let r = try server.https("link.test", path, [version, "-A", agent] + (head ? ["-I"] : []))
@@ -57,7 +50,7 @@ final class FallbackServeTests {
             }
         }
         // The association files are always the files, whatever the User-Agent.
-        for agent in [Self.iPhoneSafari, Self.androidChrome, Self.desktopChrome] {
+        for agent in [BrowserAgents.iPhoneSafari, BrowserAgents.androidChrome, BrowserAgents.desktopChrome] {
             for path in [Self.aasaPath, "/apple-app-site-association"] {
                 let r = try server.https("link.test", path, [version, "-A", agent])
                 #expect(r.status == 200 && r.body == config.aasa && r.headers["location"] == nil, "\(path)")
@@ -66,7 +59,7 @@ final class FallbackServeTests {
             #expect(try server.https("link.test", "/.well-known/security.txt", [version, "-A", agent]).status == 404)
         }
         // A site without fallback answers other paths 404, as before.
-        #expect(try server.https("a.test", "/buy/42", [version, "-A", Self.iPhoneSafari]).status == 404)
+        #expect(try server.https("a.test", "/buy/42", [version, "-A", BrowserAgents.iPhoneSafari]).status == 404)
         // Only GET and HEAD.
         #expect(try server.https("link.test", "/buy/42", [version, "-X", "DELETE"]).status == 405)
     }
@@ -83,7 +76,7 @@ final class FallbackServeTests {
     func hostilePaths(_ path: String, _ expected: String) throws {
         let server = try TestDaemon(config: config)
         for version in ["--http1.1", "--http2"] {
-            let r = try server.https("link.test", path, [version, "-A", Self.desktopChrome])
+            let r = try server.https("link.test", path, [version, "-A", BrowserAgents.desktopChrome])
             #expect(r.status == 302)
             #expect(r.headers["location"] == expected, "\(version)")
             #expect(r.headers["set-cookie"] == nil)
@@ -142,7 +135,7 @@ final class FallbackServeTests {
     func page() throws {
         let server = try TestDaemon(config: config)
         for version in ["--http1.1", "--http2"] {
-            let r = try server.https("page.test", "/promo/summer", [version, "-A", Self.desktopChrome])
+            let r = try server.https("page.test", "/promo/summer", [version, "-A", BrowserAgents.desktopChrome])
             #expect(r.status == 200 && r.body == Self.page)
             #expect(r.headers["content-type"] == "text/html; charset=utf-8")
             #expect(r.headers["vary"] == "Accept-Encoding, User-Agent")
@@ -153,15 +146,15 @@ final class FallbackServeTests {
             #expect(try server.https("page.test", "/other", [version, "-H", "If-Modified-Since: \(since)"]).status == 304)
             // The first client that accepts gzip gets the page as it is (with the same Vary)
             // while the background queue compresses it; later ones get the gzip form.
-            var gzip = try server.https("page.test", "/x", [version, "--compressed", "-A", Self.androidChrome])
+            var gzip = try server.https("page.test", "/x", [version, "--compressed", "-A", BrowserAgents.androidChrome])
             _ = try eventually {
                 if gzip.headers["content-encoding"] != nil { return true }
                 #expect(gzip.status == 200 && gzip.body == Self.page && gzip.headers["vary"] == "Accept-Encoding, User-Agent")
-                gzip = try server.https("page.test", "/x", [version, "--compressed", "-A", Self.androidChrome])
+                gzip = try server.https("page.test", "/x", [version, "--compressed", "-A", BrowserAgents.androidChrome])
                 return false
             }
             #expect(gzip.status == 200 && gzip.body == Self.page && gzip.headers["content-encoding"] == "gzip")
-            let store = try server.https("page.test", "/promo/summer", [version, "-A", Self.iPhoneSafari])
+            let store = try server.https("page.test", "/promo/summer", [version, "-A", BrowserAgents.iPhoneSafari])
             #expect(store.status == 302 && store.headers["location"] == Self.appStore)
             #expect(try server.https("page.test", Self.aasaPath, [version]).body == config.aasa)
         }
@@ -170,17 +163,18 @@ final class FallbackServeTests {
     @Test("a fallback change is served after a reload; an invalid one keeps the last good settings")
     func reload() throws {
         let server = try TestDaemon(config: config)
-        #expect(try server.https("link.test", "/x", ["-A", Self.desktopChrome]).headers["location"] == "https://www.example.com/x")
+        #expect(
+            try server.https("link.test", "/x", ["-A", BrowserAgents.desktopChrome]).headers["location"] == "https://www.example.com/x")
         try config.write(
             "config/sites/link.test/site.yaml", Array("fallback:\n  web: https://web2.example.com/go{path}\n  status: 308\n".utf8))
         #expect(
             try eventually {
-                let r = try server.https("link.test", "/x", ["-A", Self.iPhoneSafari])
+                let r = try server.https("link.test", "/x", ["-A", BrowserAgents.iPhoneSafari])
                 return r.status == 308 && r.headers["location"] == "https://web2.example.com/go/x" && r.headers["vary"] == nil
             })
         try config.write("config/sites/link.test/site.yaml", Array("fallback:\n  web: \"https://web3.example.com/\\r\\nX: y\"\n".utf8))
         #expect(server.waitForLog("fallback.web"))
-        let kept = try server.https("link.test", "/x", ["-A", Self.iPhoneSafari])
+        let kept = try server.https("link.test", "/x", ["-A", BrowserAgents.iPhoneSafari])
         #expect(kept.status == 308 && kept.headers["location"] == "https://web2.example.com/go/x")
         let sites = String(decoding: try server.admin("/sites").body, as: UTF8.self)
         #expect(sites.contains("serving-last-good"))
@@ -227,10 +221,10 @@ final class FallbackServeTests {
     @Test("fallback answers are counted per site and platform on /sites and in /metrics, never by path")
     func counted() throws {
         let server = try TestDaemon(config: config)
-        for agent in [Self.iPhoneSafari, Self.iPhoneSafari, Self.androidChrome, Self.desktopChrome] {
+        for agent in [BrowserAgents.iPhoneSafari, BrowserAgents.iPhoneSafari, BrowserAgents.androidChrome, BrowserAgents.desktopChrome] {
             _ = try server.https("link.test", "/secret-path-\(UUID().uuidString)", ["-A", agent])
         }
-        _ = try server.https("page.test", "/x", ["-A", Self.desktopChrome])
+        _ = try server.https("page.test", "/x", ["-A", BrowserAgents.desktopChrome])
         let sites = try JSONSerialization.jsonObject(with: Data(try server.admin("/sites").body)) as? [String: Any]
         let list = try #require(sites?["sites"] as? [[String: Any]])
         let link = try #require(list.first { $0["directory"] as? String == "link.test" })
@@ -264,7 +258,7 @@ final class FallbackServeTests {
         try config.write("config/sites/other.test/apple-app-site-association", config.aasa)
         let cacert = config.path("config/sites/page.test/tls/cert.pem")
         let server = try TestDaemon(config: config)
-        let good = try server.https("page.test", "/promo", ["-A", Self.desktopChrome], cacert: cacert)
+        let good = try server.https("page.test", "/promo", ["-A", BrowserAgents.desktopChrome], cacert: cacert)
         #expect(good.status == 200 && good.body == Self.page)
         let page = config.path("config/sites/page.test/landing.html")
         let pipe = config.path("config/sites/page.test/pipe")
@@ -310,7 +304,7 @@ final class FallbackServeTests {
                         == true
                 }, "\(planted.name): \((try? self.siteErrors(server, "page.test")) ?? [])")
             for version in ["--http1.1", "--http2"] {
-                let r = try server.https("page.test", "/promo", [version, "-A", Self.desktopChrome], cacert: cacert)
+                let r = try server.https("page.test", "/promo", [version, "-A", BrowserAgents.desktopChrome], cacert: cacert)
                 #expect(r.status == 200 && r.body == Self.page, "\(planted.name): the last good page")
                 #expect(!String(decoding: r.body, as: UTF8.self).contains("PRIVATE KEY"), "\(planted.name) served the key")
             }
@@ -325,7 +319,7 @@ final class FallbackServeTests {
         try config.write("config/sites/page.test/landing.html", Array("<p>new</p>".utf8))
         #expect(
             eventually(attempts: 100) {
-                (try? server.https("page.test", "/promo", ["-A", Self.desktopChrome], cacert: cacert).body)
+                (try? server.https("page.test", "/promo", ["-A", BrowserAgents.desktopChrome], cacert: cacert).body)
                     == Array("<p>new</p>".utf8)
             })
     }

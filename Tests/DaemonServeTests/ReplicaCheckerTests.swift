@@ -9,40 +9,6 @@ import Testing
 /// makes requests, and when it stops the other takes over.
 @Suite("ownership checks: one checker per config directory", .serialized)
 struct ReplicaCheckerTests {
-    /// A name's HTTP server on loopback that never gives the answer (so every check fails and backs
-    /// off 30 s) and writes each path it is asked to `log`.
-    final class CountingServer {
-        let process = Process()
-        let port: Int
-        static let script = #"""
-            import http.server, sys
-            class H(http.server.BaseHTTPRequestHandler):
-                def log_message(self, *a): pass
-                def do_GET(self):
-                    with open(sys.argv[1], "a") as f: f.write(self.path + "\n")
-                    self.send_response(404); self.send_header("Content-Length", "0"); self.end_headers()
-            s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
-            print(s.server_address[1], flush=True)
-            s.serve_forever()
-            """#
-
-        init(log: String) throws {
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = ["python3", "-c", Self.script, log]
-            let out = Pipe()
-            process.standardOutput = out
-            try process.run()
-            var line: [UInt8] = []
-            while let byte = try out.fileHandleForReading.read(upToCount: 1)?.first, byte != 10 { line.append(byte) }
-            port = Int(String(decoding: line, as: UTF8.self)) ?? 0
-        }
-
-        deinit {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
-    }
-
     static let holding = "this replica runs the ownership checks"
 
     @Test("two daemons on one directory: each new name is asked once, by one of them; when it stops, the other asks")
@@ -52,7 +18,7 @@ struct ReplicaCheckerTests {
         try config.write(
             "tokens.yaml", Array("tokens:\n  - name: platform\n    sha256: \(digest)\n    scope: write\n    hosts: [\"*\"]\n".utf8))
         let log = config.path("hits.log")
-        let server = try CountingServer(log: log)
+        let server = try StandInServer(mode: "count", body: log)
         let flags = [
             "--api-listen", "127.0.0.1:0", "--api-tokens-file", config.path("tokens.yaml"), "--api-verify-port", "\(server.port)",
             "--api-verify-private-addresses",

@@ -10,12 +10,6 @@ import Testing
 final class RouteServeTests {
     let config: TestConfig
     static let aasaPath = "/.well-known/apple-app-site-association"
-    static let iPhoneSafari =
-        "Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Mobile/15E148 Safari/604.1"
-    static let androidChrome =
-        "Mozilla/5.0 (Linux; Android 10; K) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/130.0.0.0 Mobile Safari/537.36"
-    static let desktopChrome =
-        "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/130.0.0.0 Safari/537.36"
     static let crawlers = [
         "facebookexternalhit/1.1 (+http://www.facebook.com/externalhit_uatext.php)", "Twitterbot/1.0",
         "Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)", "WhatsApp/2.23.20.0 A",
@@ -59,14 +53,14 @@ final class RouteServeTests {
     func routes(_ version: String) throws {
         let server = try TestDaemon(config: config)
         for (agent, path, status, location) in [
-            (Self.desktopChrome, "/p/42?utm=x", 302, "https://shop.example/products/42?utm=x"),
-            (Self.iPhoneSafari, "/p/42", 302, Self.appStore),
-            (Self.androidChrome, "/p/42", 302, "https://play.google.com/store/apps/details?id=com.example"),
-            (Self.desktopChrome, "/invite/a/b", 307, "https://shop.example/invite"),
-            (Self.iPhoneSafari, "/invite/a", 307, Self.appStore + "?ct=invite"),
-            (Self.desktopChrome, "/other?q=1", 302, "https://www.example.com/other?q=1"),
-            (Self.desktopChrome, "/p/%0d%0aSet-Cookie:%20a=b", 302, "https://shop.example/products/%0d%0aSet-Cookie:%20a=b?"),
-            (Self.desktopChrome, "/p/..", 302, "https://www.example.com/p/.."),
+            (BrowserAgents.desktopChrome, "/p/42?utm=x", 302, "https://shop.example/products/42?utm=x"),
+            (BrowserAgents.iPhoneSafari, "/p/42", 302, Self.appStore),
+            (BrowserAgents.androidChrome, "/p/42", 302, "https://play.google.com/store/apps/details?id=com.example"),
+            (BrowserAgents.desktopChrome, "/invite/a/b", 307, "https://shop.example/invite"),
+            (BrowserAgents.iPhoneSafari, "/invite/a", 307, Self.appStore + "?ct=invite"),
+            (BrowserAgents.desktopChrome, "/other?q=1", 302, "https://www.example.com/other?q=1"),
+            (BrowserAgents.desktopChrome, "/p/%0d%0aSet-Cookie:%20a=b", 302, "https://shop.example/products/%0d%0aSet-Cookie:%20a=b?"),
+            (BrowserAgents.desktopChrome, "/p/..", 302, "https://www.example.com/p/.."),
         ] {
             let r = try server.https("link.test", path, [version, "--path-as-is", "-A", agent])
             #expect(r.status == status, "\(path) \(agent)")
@@ -75,7 +69,7 @@ final class RouteServeTests {
             #expect(r.version == (version == "--http2" ? "2" : "1.1"))
         }
         // The association file is always the file, whatever the User-Agent.
-        for agent in Self.crawlers + Self.inApp + [Self.iPhoneSafari] {
+        for agent in Self.crawlers + Self.inApp + [BrowserAgents.iPhoneSafari] {
             let r = try server.https("link.test", Self.aasaPath, [version, "-A", agent])
             #expect(r.status == 200 && r.body == config.aasa && r.headers["location"] == nil, "\(agent)")
         }
@@ -162,8 +156,8 @@ final class RouteServeTests {
         let found = try tags(r.body)
         #expect(found["og:site_name"] == "Example" && found["twitter:card"] == "summary")
         // A phone and a desktop are unchanged.
-        #expect(try server.https("link.test", hostile, [version, "-A", Self.iPhoneSafari]).status == 302)
-        #expect(try server.https("link.test", "/other", [version, "-A", Self.desktopChrome]).status == 302)
+        #expect(try server.https("link.test", hostile, [version, "-A", BrowserAgents.iPhoneSafari]).status == 302)
+        #expect(try server.https("link.test", "/other", [version, "-A", BrowserAgents.desktopChrome]).status == 302)
     }
 
     @Test("in-app browsers get the interstitial on that route; others the redirect", arguments: ["--http1.1", "--http2"])
@@ -178,7 +172,7 @@ final class RouteServeTests {
             // No interstitial where the route does not ask for one.
             #expect(try server.https("link.test", "/p/1", [version, "-A", agent]).status == 302)
         }
-        #expect(try server.https("link.test", "/invite/abc", [version, "-A", Self.iPhoneSafari]).status == 307)
-        #expect(try server.https("link.test", "/invite/abc", [version, "-A", Self.desktopChrome]).status == 307)
+        #expect(try server.https("link.test", "/invite/abc", [version, "-A", BrowserAgents.iPhoneSafari]).status == 307)
+        #expect(try server.https("link.test", "/invite/abc", [version, "-A", BrowserAgents.desktopChrome]).status == 307)
     }
 }

@@ -7,51 +7,6 @@ import Testing
 
 @testable import TenantAPI
 
-/// A stand-in for a name's HTTP server on loopback, in Python: each mode is one way a server the
-/// tenant controls can answer the checker.
-final class StandInServer: @unchecked Sendable {
-    let process = Process()
-    let port: Int
-
-    static let script = #"""
-        import http.server, sys, time
-        mode, body = sys.argv[1], sys.argv[2].encode()
-        class H(http.server.BaseHTTPRequestHandler):
-            def log_message(self, *a): pass
-            def do_GET(self):
-                if mode == "slow":
-                    time.sleep(5)
-                if mode == "host":
-                    with open(sys.argv[3], "a") as f: f.write(self.headers.get("Host", "") + "\n")
-                if mode == "count":
-                    with open(body, "a") as f: f.write(self.path + "\n")
-                    self.send_response(404); self.send_header("Content-Length", "0"); self.end_headers(); return
-                if mode == "redirect":
-                    self.send_response(301); self.send_header("Location", body.decode()); self.send_header("Content-Length", "0"); self.end_headers(); return
-                out = self.path.encode() if mode == "echo" else (body * 40000 if mode == "huge" else body)
-                self.send_response(200); self.send_header("Content-Length", str(len(out))); self.end_headers(); self.wfile.write(out)
-        s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
-        print(s.server_address[1], flush=True)
-        s.serve_forever()
-        """#
-
-    init(mode: String, body: String = "", log: String = "") throws {
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", Self.script, mode, body, log]
-        let out = Pipe()
-        process.standardOutput = out
-        try process.run()
-        var line: [UInt8] = []
-        while let byte = try out.fileHandleForReading.read(upToCount: 1)?.first, byte != 10 { line.append(byte) }
-        port = Int(String(decoding: line, as: UTF8.self)) ?? 0
-    }
-
-    deinit {
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-    }
-}
-
 @Suite struct VerificationAnswerTests {
     func store() throws -> (TemporaryDirectory, VerificationStore) {
         let directory = try TemporaryDirectory(prefix: "verify")
