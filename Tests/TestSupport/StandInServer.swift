@@ -20,6 +20,15 @@ package final class StandInServer: @unchecked Sendable {
                 if mode == "count":
                     with open(body, "a") as f: f.write(self.path + "\n")
                     self.send_response(404); self.send_header("Content-Length", "0"); self.end_headers(); return
+                if mode == "ask":
+                    # Caddy's on-demand `ask`: 200 for the names listed in body, 404 for others; each
+                    # request's path is logged.
+                    with open(sys.argv[3], "a") as f: f.write(self.path + "\n")
+                    name = self.path.split("domain=")[-1]
+                    code = 200 if name in body.decode().split(",") else 404
+                    self.send_response(code); self.send_header("Content-Length", "0"); self.end_headers(); return
+                if mode == "status":
+                    self.send_response(int(body)); self.send_header("Content-Length", "0"); self.end_headers(); return
                 if mode == "redirect":
                     self.send_response(301); self.send_header("Location", body.decode()); self.send_header("Content-Length", "0"); self.end_headers(); return
                 out = self.path.encode() if mode == "echo" else (body * 40000 if mode == "huge" else body)

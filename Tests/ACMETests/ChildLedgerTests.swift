@@ -1,0 +1,247 @@
+import Testing
+
+@testable import ACME
+
+/// Wildcard children's bookkeeping as a value, time in milliseconds given by the test: floods of
+/// random SNI names with `ask` saying no, down or slow, the caches, the rates, the caps at N and
+/// N+1, the grace period.
+@Suite("ACME wildcard children: caches, rates and caps")
+struct ChildLedgerTests {
+    typealias L = ChildLedger
+
+    /// Answers every pending ask with `answer` at `now`; the names asked.
+    @discardableResult
+    static func answerAll(_ ledger: inout ChildLedger, _ answer: L.Answer, now: Int64) -> [String] {
+        var asked: [String] = []
+        while let (name, parent) = ledger.nextAsk() {
+            asked.append(name)
+            _ = ledger.answered(name, parent: parent, answer, now: now)
+        }
+        return asked
+    }
+
+    @Test("10,000 random names in 10 s with ask saying no: no child, asks bounded by burst plus rate")
+    func floodWithNo() {
+        var ledger = ChildLedger(childrenPerParent: 100, now: 0)
+        var asked = 0
+        for i in 0..<10_000 {
+            let now = Int64(i)  // one a millisecond: 10 s in all
+            _ = ledger.offer("r\(i).w.test", parent: "*.w.test", now: now)
+            asked += Self.answerAll(&ledger, .no, now: now).count
+        }
+        // One parent: its own bucket is the tighter one (10, then 20 a minute).
+        let bound = L.parentAskBurst + L.parentAsksPerMinute * 10 / 60 + 1
+        #expect(asked <= bound, "\(asked) asks")
+        #expect(asked >= L.parentAskBurst)
+        #expect(ledger.childCount == 0)
+        #expect(ledger.counters.dropped[.rate, default: 0] == 10_000 - asked)
+        // Refused names sent again are answered from the cache: no ask.
+        let again = ledger.offer("r0.w.test", parent: "*.w.test", now: 10_000)
+        #expect(again == .refused)
+        #expect(ledger.pendingCount == 0)
+    }
+
+    @Test("many parents flooded at once: the global rate bounds the asks")
+    func floodOverParents() {
+        var ledger = ChildLedger(childrenPerParent: 100, now: 0)
+        var asked = 0
+        for i in 0..<10_000 {
+            let now = Int64(i)
+            _ = ledger.offer("r\(i).p\(i % 500).test", parent: "*.p\(i % 500).test", now: now)
+            asked += Self.answerAll(&ledger, .no, now: now).count
+        }
+        #expect(asked <= L.askBurst + L.asksPerMinute * 10 / 60 + 1, "\(asked) asks")
+    }
+
+    @Test("ask down: a failure pauses every ask, doubling; a no for a minute; the children stay")
+    func askDown() {
+        var ledger = ChildLedger(childrenPerParent: 100, now: 0)
+        // alice is a child before the outage.
+        #expect(ledger.offer("alice.w.test", parent: "*.w.test", now: 0) == .queued)
+        Self.answerAll(&ledger, .yes, now: 0)
+        #expect(ledger.childCount == 1)
+        #expect(ledger.offer("r1.w.test", parent: "*.w.test", now: 1) == .queued)
+        Self.answerAll(&ledger, .failed, now: 1)
+        // Paused for 5 s: new names are dropped without an ask.
+        #expect(ledger.offer("r2.w.test", parent: "*.w.test", now: 2) == .dropped(.paused))
+        #expect(ledger.offer("r2.w.test", parent: "*.w.test", now: 1 + L.failurePauseFirstMilliseconds - 1) == .dropped(.paused))
+        #expect(ledger.offer("r2.w.test", parent: "*.w.test", now: 1 + L.failurePauseFirstMilliseconds) == .queued)
+        // A second failure in a row: 10 s.
+        let second = 1 + L.failurePauseFirstMilliseconds
+        Self.answerAll(&ledger, .failed, now: second)
+        #expect(ledger.offer("r3.w.test", parent: "*.w.test", now: second + 2 * L.failurePauseFirstMilliseconds - 1) == .dropped(.paused))
+        #expect(ledger.offer("r3.w.test", parent: "*.w.test", now: second + 2 * L.failurePauseFirstMilliseconds) == .queued)
+        // The failed name counts as a no for a minute.
+        #expect(ledger.offer("r1.w.test", parent: "*.w.test", now: 1 + L.failureMilliseconds - 1) == .refused)
+        #expect(ledger.childCount == 1, "an outage of ask takes no child away")
+        // The pause never passes its most.
+        var now = second + 2 * L.failurePauseFirstMilliseconds
+        for _ in 0..<40 {
+            Self.answerAll(&ledger, .failed, now: now)
+            now += L.failurePauseMostMilliseconds
+            _ = ledger.offer("x\(now).w.test", parent: "*.w.test", now: now)
+        }
+        #expect(ledger.pendingCount == 1, "after the longest pause, asks go again")
+    }
+
+    @Test("ask slow: at most maximumAsksInFlight run, at most maximumPendingAsks wait (N and N+1)")
+    func slowAsk() {
+        var ledger = ChildLedger(childrenPerParent: 100, now: 0)
+        var taken: [(String, String)] = []
+        for _ in 0..<L.maximumAsksInFlight + 1 {
+            _ = ledger.offer("s\(taken.count).a.test", parent: "*.a.test", now: 0)
+            if let next = ledger.nextAsk() { taken.append(next) }
+        }
+        #expect(taken.count == L.maximumAsksInFlight)
+        #expect(ledger.nextAsk() == nil)
+        #expect(ledger.pendingCount == 1)
+        // One answer frees a place.
+        _ = ledger.answered(taken[0].0, parent: taken[0].1, .failed, now: 1)
+        #expect(ledger.nextAsk() != nil)
+    }
+
+    @Test("pending asks: N wait, the N+1st is dropped as full")
+    func pendingBound() {
+        var ledger = ChildLedger(childrenPerParent: 100, now: 0)
+        // Spread over parents and time so that no rate stops them first.
+        var now: Int64 = 0
+        var queued = 0
+        var i = 0
+        while queued < L.maximumPendingAsks {
+            now += 1_000
+            if ledger.offer("n\(i).p\(i).test", parent: "*.p\(i).test", now: now) == .queued { queued += 1 }
+            i += 1
+        }
+        #expect(ledger.pendingCount == L.maximumPendingAsks)
+        #expect(ledger.offer("one-more.p.test", parent: "*.p.test", now: now + 1_000) == .dropped(.full))
+    }
+
+    @Test("a yes makes a child; a flood of its SNI asks nothing more; the yes runs out and is asked again in the background")
+    func approval() {
+        var ledger = ChildLedger(childrenPerParent: 100, now: 0)
+        #expect(ledger.offer("alice.w.test", parent: "*.w.test", now: 0) == .queued)
+        #expect(ledger.offer("alice.w.test", parent: "*.w.test", now: 1) == .asking)
+        let added = ledger.nextAsk().map { ledger.answered($0.name, parent: $0.parent, .yes, now: 2) }
+        #expect(added == true)
+        for t in 0..<10_000 { #expect(ledger.offer("alice.w.test", parent: "*.w.test", now: 3 + Int64(t)) == .child) }
+        #expect(ledger.pendingCount == 0)
+        // After a day: still a child, and asked again.
+        #expect(ledger.offer("alice.w.test", parent: "*.w.test", now: L.approvalMilliseconds + 2) == .child)
+        #expect(ledger.pendingCount == 1)
+        // The new answer is no: it is no longer a child.
+        let removed = ledger.nextAsk().map { ledger.answered($0.name, parent: $0.parent, .no, now: L.approvalMilliseconds + 3) }
+        #expect(removed == true)
+        #expect(ledger.childCount == 0)
+        #expect(ledger.offer("alice.w.test", parent: "*.w.test", now: L.approvalMilliseconds + 4) == .refused)
+    }
+
+    @Test("a no is kept for refusalMilliseconds (N-1 refused, N asked again)")
+    func refusalLifetime() {
+        var ledger = ChildLedger(childrenPerParent: 100, now: 0)
+        _ = ledger.offer("bob.w.test", parent: "*.w.test", now: 0)
+        Self.answerAll(&ledger, .no, now: 0)
+        #expect(ledger.offer("bob.w.test", parent: "*.w.test", now: L.refusalMilliseconds - 1) == .refused)
+        #expect(ledger.offer("bob.w.test", parent: "*.w.test", now: L.refusalMilliseconds) == .queued)
+    }
+
+    @Test("children per parent: N children, the N+1st approved name is capped; another parent is not")
+    func perParentCap() {
+        let n = 5
+        var ledger = ChildLedger(childrenPerParent: n, now: 0)
+        for i in 0..<n + 1 {
+            _ = ledger.offer("c\(i).w.test", parent: "*.w.test", now: Int64(i))
+            Self.answerAll(&ledger, .yes, now: Int64(i))
+        }
+        #expect(ledger.childCount == n)
+        #expect(ledger.counters.dropped[.capped] == 1)
+        #expect(ledger.offer("c\(n).w.test", parent: "*.w.test", now: 100) == .dropped(.capped))
+        _ = ledger.offer("c0.v.test", parent: "*.v.test", now: 101)
+        Self.answerAll(&ledger, .yes, now: 101)
+        #expect(ledger.childCount == n + 1)
+        // A child refused later frees its seat.
+        _ = ledger.answered("c0.w.test", parent: "*.w.test", .no, now: 102)
+        #expect(ledger.offer("c\(n).w.test", parent: "*.w.test", now: 103) == .child)
+    }
+
+    @Test("new children of one parent: a burst of N, then the parent's rate; the yes is kept for the next handshake")
+    func newChildRate() {
+        var ledger = ChildLedger(childrenPerParent: 1_000, now: 0)
+        var now: Int64 = 0
+        for i in 0..<L.parentNewChildrenBurst + 1 {
+            // Past the ask rate: 3 s apart.
+            now += 3_000
+            _ = ledger.offer("c\(i).w.test", parent: "*.w.test", now: now)
+            Self.answerAll(&ledger, .yes, now: now)
+        }
+        #expect(ledger.childCount == L.parentNewChildrenBurst)
+        let late = "c\(L.parentNewChildrenBurst).w.test"
+        #expect(ledger.offer(late, parent: "*.w.test", now: now) == .dropped(.rate))
+        // One more an hour / 60: a minute later it gets in, without a new ask.
+        now += 3_600_000 / Int64(L.parentNewChildrenPerHour)
+        #expect(ledger.offer(late, parent: "*.w.test", now: now) == .child)
+        #expect(ledger.pendingCount == 0)
+    }
+
+    @Test("children in all: maximumChildren, the next is capped")
+    func totalCap() {
+        var ledger = ChildLedger(childrenPerParent: L.maximumChildren, now: 0)
+        var now: Int64 = 0
+        var i = 0
+        // Many parents, time moving so that every bucket refills: straight to the cap.
+        while ledger.childCount < L.maximumChildren {
+            now += 10_000
+            let parent = "*.p\(i % 1_000).test"
+            _ = ledger.offer("c\(i).p\(i % 1_000).test", parent: parent, now: now)
+            Self.answerAll(&ledger, .yes, now: now)
+            i += 1
+        }
+        now += 10_000
+        _ = ledger.offer("last.q.test", parent: "*.q.test", now: now)
+        Self.answerAll(&ledger, .yes, now: now)
+        #expect(ledger.childCount == L.maximumChildren)
+        #expect(ledger.offer("last.q.test", parent: "*.q.test", now: now + 1) == .dropped(.capped))
+    }
+
+    @Test("a child nobody asked for in the grace period is forgotten; one seen is kept")
+    func grace() {
+        var ledger = ChildLedger(childrenPerParent: 100, now: 0)
+        for name in ["old.w.test", "used.w.test"] {
+            _ = ledger.offer(name, parent: "*.w.test", now: 0)
+        }
+        Self.answerAll(&ledger, .yes, now: 0)
+        ledger.seen("used.w.test", now: L.graceMilliseconds)
+        #expect(ledger.expire(now: L.graceMilliseconds).isEmpty, "at exactly the grace period both stay")
+        let gone = ledger.expire(now: L.graceMilliseconds + 1)
+        #expect(gone == ["old.w.test"])
+        #expect(ledger.allChildren.map(\.name) == ["used.w.test"])
+    }
+
+    @Test("answers kept: N; the N+1st drops the oldest")
+    func answerBound() {
+        var ledger = ChildLedger(childrenPerParent: 100, now: 0)
+        for i in 0..<L.maximumAnswers + 1 {
+            _ = ledger.offer("n\(i).w.test", parent: "*.w.test", now: 0)
+            // Straight to `answered`, past the rates: the cache's own bound.
+            _ = ledger.answered("n\(i).w.test", parent: "*.w.test", .no, now: 0)
+        }
+        #expect(ledger.answerCount == L.maximumAnswers)
+        #expect(ledger.offer("n\(L.maximumAnswers).w.test", parent: "*.w.test", now: 1) == .refused)
+        #expect(ledger.offer("n0.w.test", parent: "*.w.test", now: 1) != .refused, "the oldest answer was dropped")
+    }
+
+    @Test("a token bucket: burst N, the N+1st waits for the rate")
+    func bucket() {
+        var bucket = TokenBucket(burst: 3, per: 60, milliseconds: 60_000, now: 0)
+        for _ in 0..<3 {
+            #expect(bucket.has(now: 0))
+            bucket.take()
+        }
+        #expect(!bucket.has(now: 999))
+        #expect(bucket.has(now: 1_000))
+        // Never more than the burst, however long idle.
+        bucket.take()
+        #expect(bucket.has(now: 10_000_000))
+        for _ in 0..<3 { bucket.take() }
+        #expect(!bucket.has(now: 10_000_000))
+    }
+}
