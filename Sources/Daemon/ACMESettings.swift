@@ -1,4 +1,5 @@
 package import ACME
+package import SiteStore
 
 /// The `acme:` section of aasad.yaml (docs/acme.md): automatic certificates, off unless a directory
 /// is set. Each value is checked as it is applied (ServerSettings' keys); `consistencyProblems`
@@ -16,6 +17,11 @@ package struct ACMESettings: Equatable {
     package var dnsHook: String?
     package var ordersPerHour = CertificateManager.Configuration.defaultOrdersPerHour
     package var namesPerSite = CertificateManager.Configuration.defaultNamesPerSite
+    /// Whether a child of a `per-name` wildcard site gets a certificate: a URL or a program
+    /// (`ChildAsk`); nil: only the site's allow file approves.
+    package var ask: String?
+    /// How every wildcard site without site.yaml `certificates:` gets certificates.
+    package var wildcardCertificates = WildcardCertificates.wildcard
 
     /// What aasad can answer: RFC 8737's, RFC 8555 §8.3's and §8.4's.
     package static let knownChallenges = ["tls-alpn-01", "http-01", "dns-01"]

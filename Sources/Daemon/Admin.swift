@@ -31,6 +31,8 @@ struct AdminPages: Sendable {
     var verification: VerificationStore? = nil
     /// The HTML status page (`/`, StatusPage.swift): its sorted index and problem list.
     var status = StatusPages()
+    /// Wildcard children's approvals, when automatic certificates are on (`/sites`' `acme.children`).
+    var children: ChildApprovals? = nil
 
     /// `target`: the path, and the query when one was sent.
     func answer(_ target: String) -> AdminEndpoint.Answer? {
@@ -50,7 +52,9 @@ struct AdminPages: Sendable {
             let fallbacks = metrics.traffic.statistics().fallbacks.values.reduce(0, &+)
             return .init(
                 status: .ok, contentType: "application/json",
-                body: sites.sitesPage(fetches: fetches, acme: acme(), fallbacks: fallbacks, cdn: cdn(), verification: verification))
+                body: Self.withChildren(
+                    sites.sitesPage(fetches: fetches, acme: acme(), fallbacks: fallbacks, cdn: cdn(), verification: verification),
+                    acme() == nil ? nil : children))
         default:
             return nil
         }

@@ -38,18 +38,44 @@ package final class ACMENames: Sendable {
     /// verified: Sources/TenantAPI/VerificationStore.swift): no order is spent on it, since a CA
     /// counts failed validations per name and account. nil: none waits.
     private let blocked: (@Sendable (String) -> Bool)?
+    /// `acme.wildcard-certificates`: how wildcard sites without site.yaml `certificates:` get theirs.
+    let wildcardCertificates: WildcardCertificates
+    /// The children of `per-name` wildcard sites approved so far (Daemon+Children.swift); nil
+    /// while automatic certificates are off.
+    let children: ChildApprovals?
 
-    package init(blocked: (@Sendable (String) -> Bool)? = nil) { self.blocked = blocked }
+    package init(
+        blocked: (@Sendable (String) -> Bool)? = nil, wildcardCertificates: WildcardCertificates = .wildcard,
+        children: ChildApprovals? = nil
+    ) {
+        self.blocked = blocked
+        self.wildcardCertificates = wildcardCertificates
+        self.children = children
+    }
 
     package func names(in snapshot: Snapshot) -> [String: [String]] {
         let info = defaultCertificateInfo(snapshot)
         var names: [String: [String]] = [:]
         for site in snapshot.sites.values where site.certificate == nil {
-            let hosts = site.hosts.map(\.name).filter { !(info?.covers($0) ?? false) && !(blocked?($0) ?? false) }
+            // A per-name site's wildcard is not ordered: its children each get their own.
+            let perName = isPerName(site)
+            let hosts = site.hosts.filter { !(perName && $0.isWildcard) }.map(\.name).filter {
+                !(info?.covers($0) ?? false) && !(blocked?($0) ?? false)
+            }
             if !hosts.isEmpty { names[site.directory] = hosts }
         }
+        addChildren(to: &names, snapshot: snapshot)
         return names
     }
+
+    /// Whether `site`'s wildcard names get a certificate per child.
+    func isPerName(_ site: ServedSite) -> Bool { (site.wildcardCertificates ?? wildcardCertificates) == .perName }
+
+    /// Whether the default pair in `tls/` covers `name`.
+    func defaultCovers(_ name: String, in snapshot: Snapshot) -> Bool { defaultCertificateInfo(snapshot)?.covers(name) ?? false }
+
+    /// Whether the ownership check holds `name` back.
+    func holdsBack(_ name: String) -> Bool { blocked?(name) ?? false }
 
     private func defaultCertificateInfo(_ snapshot: Snapshot) -> CertificateInfo? {
         guard let files = snapshot.defaultCertificate, let identity = snapshot.defaultCertificateIdentity else { return nil }

@@ -26,10 +26,18 @@ extension Daemon {
     /// pattern for a name under a wildcard site, so one leaf covers them all). Nil: the default.
     /// A name no site serves returns before anything is signed or cached.
     static func certificate(
-        for name: String, snapshot: Snapshot, automatic: CertificateManager?, development: DevelopmentAuthority?
+        for name: String, snapshot: Snapshot, automatic: CertificateManager?, development: DevelopmentAuthority?,
+        names: ACMENames? = nil
     ) -> TLSServer.CertificateSource? {
         guard let site = snapshot.site(forHost: name) else { return automatic?.certificate(for: name) }
         if let own = site.certificate { return own.source }
+        // A child of a per-name wildcard site: its own certificate, or offered for approval
+        // (Daemon+Children.swift), then what the site is served today.
+        if let automatic, let names, site.hosts.contains(where: \.isWildcard),
+            let own = Self.childCertificate(for: name, site: site, snapshot: snapshot, automatic: automatic, names: names)
+        {
+            return own
+        }
         if let issued = automatic?.certificate(for: name) { return issued }
         // Someone wants this name now: a wanted name without a certificate goes ahead of names
         // nobody asked for. The handshake is not held; it gets what is served today.

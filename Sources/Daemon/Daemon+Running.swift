@@ -88,6 +88,7 @@ extension Daemon {
             running.server.tuner.tune(limits: limits, accessLog: running.server.tuner.current.accessLog)
         }
         running.server.stop()
+        running.acmeNames.children?.stop()
         running.certificateManager.value?.stop()
         running.cdnWatch.value?.stop()
         if let path = running.follower.inForce.pidFile { PIDFile.remove(path) }

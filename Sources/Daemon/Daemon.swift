@@ -209,7 +209,15 @@ package final class Daemon: @unchecked Sendable {
         }
         var blocked: (@Sendable (String) -> Bool)? = nil
         if let verification { blocked = { name in verification.blocks(name) } }
-        let acmeNames = ACMENames(blocked: blocked)
+        // Children of per-name wildcard sites, asked about on threads of their own (Daemon+Children.swift).
+        let children: ChildApprovals?
+        do {
+            children = try Self.childApprovals(settings: settings, config: config, logger: logger)
+        } catch {
+            logger.critical("wildcard children cannot be asked about", metadata: ["error": "\(error)"])
+            throw StartFailure()
+        }
+        let acmeNames = ACMENames(blocked: blocked, wildcardCertificates: settings.acme.wildcardCertificates, children: children)
         // Stored certificates load before the listeners accept anything: with SO_REUSEPORT a
         // restarting replica gets clients (Apple's CDN among them) from its first accept.
         let firstManager: CertificateManager?
@@ -240,7 +248,8 @@ package final class Daemon: @unchecked Sendable {
                 defaultCertificate: certificates.defaultSource, minimumVersion: settings.tlsMinimumVersion,
                 challengeResolver: automatic ? challengeResolver : nil
             ) { name in
-                Self.certificate(for: name, snapshot: store.snapshot(), automatic: certificateManager.value, development: development)
+                Self.certificate(
+                    for: name, snapshot: store.snapshot(), automatic: certificateManager.value, development: development, names: acmeNames)
             }
         } catch {
             logger.critical("the default certificate cannot be used", metadata: ["error": "\(error)"])
@@ -274,8 +283,8 @@ package final class Daemon: @unchecked Sendable {
             sites: sites, ready: ready, fetches: fetches,
             metrics: MetricsExporter(
                 traffic: traffic, fetches: fetches, sites: sites, acme: acme, development: development, cdn: { cdnWatch.value },
-                served: { store.snapshot() }),
-            acme: acme, cdn: { cdnWatch.value }, verification: verification)
+                served: { store.snapshot() }, children: children),
+            acme: acme, cdn: { cdnWatch.value }, verification: verification, children: children)
         let adminHosts = AdminHosts(settings.adminHosts)
         let endpoint = AdminEndpoint(hosts: adminHosts) { path in pages.answer(path) }
         var serverConfiguration = Server.Configuration(
@@ -339,6 +348,13 @@ package final class Daemon: @unchecked Sendable {
             }
         }
         certificateManager.value?.start()
+        // A child approved becomes a wanted name at once, and is demanded: it is ordered ahead of
+        // names nobody asked for.
+        children?.onChange { added in
+            certificateManager.value?.want(acmeNames.names(in: store.snapshot()))
+            for name in added { certificateManager.value?.demand(name) }
+        }
+        children?.start()
         cdnWatch.value?.start()
         checker.value?.start()
         api?.listener.start()
@@ -417,6 +433,7 @@ package final class Daemon: @unchecked Sendable {
                 checker.value?.stop()
                 watcher?.stop()
                 server.stop()
+                children?.stop()
                 certificateManager.value?.stop()
                 cdnWatch.value?.stop()
                 throw StartFailure()

@@ -41,6 +41,9 @@ final class MetricsExporter: Sendable {
     /// The development CA, when the development certificate is in use.
     private let development: DevelopmentAuthority?
 
+    /// Wildcard children's approvals, when automatic certificates are on (`aasad_acme_ask_*`).
+    private let children: ChildApprovals?
+
     /// The CDN watch, when on: its gauge appears then.
     private let cdn: @Sendable () -> CDNWatch?
 
@@ -55,8 +58,9 @@ final class MetricsExporter: Sendable {
     init(
         traffic: TrafficCounters, fetches: FetchLog, sites: LockedRegistry, acme: @escaping @Sendable () -> CertificateManager? = { nil },
         development: DevelopmentAuthority? = nil, cdn: @escaping @Sendable () -> CDNWatch? = { nil },
-        served: @escaping @Sendable () -> Snapshot? = { nil }
+        served: @escaping @Sendable () -> Snapshot? = { nil }, children: ChildApprovals? = nil
     ) {
+        self.children = children
         self.cdn = cdn
         self.served = served
         self.acme = acme
@@ -199,6 +203,20 @@ final class MetricsExporter: Sendable {
                 }
                 level("aasad_acme_earliest_not_after_timestamp_seconds", [], Double(counters.earliestNotAfter ?? 0))
             }
+            // Wildcard children (docs/acme.md): labels from fixed sets, whatever the names.
+            if let summary = children?.summary() {
+                for answer in ChildLedger.Answer.allCases {
+                    count("aasad_acme_ask_total", [("answer", answer.rawValue)], summary.counters.asks[answer] ?? 0)
+                }
+                for reason in ChildLedger.Drop.allCases {
+                    count("aasad_acme_ask_dropped_total", [("reason", reason.rawValue)], summary.counters.dropped[reason] ?? 0)
+                }
+                count("aasad_acme_ask_cached_total", [], summary.counters.cached)
+                level("aasad_acme_ask_in_flight", [], Double(summary.inFlight))
+                level("aasad_acme_ask_pending", [], Double(summary.pending))
+                level("aasad_acme_ask_children", [], Double(summary.children))
+                count("aasad_acme_ask_children_forgotten_total", [], summary.counters.forgotten)
+            }
 
             if let cdn = cdn() {
                 var bySite = Dictionary(uniqueKeysWithValues: CDNState.allCases.map { ($0, 0) })
@@ -271,6 +289,8 @@ final class MetricsExporter: Sendable {
     static let automaticCertificateFamilies: Set<String> = [
         "aasad_acme_orders_total", "aasad_acme_certificates_picked_up_total", "aasad_acme_names", "aasad_acme_queue_length",
         "aasad_acme_earliest_not_after_timestamp_seconds", "aasad_acme_tier_queue_length", "aasad_acme_tier_oldest_wait_seconds",
+        "aasad_acme_ask_total", "aasad_acme_ask_dropped_total", "aasad_acme_ask_cached_total", "aasad_acme_ask_in_flight",
+        "aasad_acme_ask_pending", "aasad_acme_ask_children", "aasad_acme_ask_children_forgotten_total",
     ]
 
     /// Families that exist only once a site's route has answered (site.yaml `routes:`).
@@ -324,6 +344,16 @@ final class MetricsExporter: Sendable {
             "Names due for an order by tier: renewal (served certificates), demanded (asked for by a handshake, Apple's CDN or the tenant API), new (the rest).",
         "aasad_acme_tier_oldest_wait_seconds":
             "How long the oldest queued name of each tier has waited, in seconds (0 when the tier is empty).",
+        "aasad_acme_ask_total":
+            "Approvals asked for wildcard children (the allow file, acme.ask), by answer: yes (200, exit 0, listed), no (anything else), failed (no answer, 5xx).",
+        "aasad_acme_ask_dropped_total":
+            "Child names not asked about, by reason: rate (the ask or new-child rate spent), full (asks waiting), paused (after a failed ask), capped (children per site or in all).",
+        "aasad_acme_ask_cached_total": "Child names refused from the cache of answers, without an ask.",
+        "aasad_acme_ask_in_flight": "Approvals being asked now.",
+        "aasad_acme_ask_pending": "Child names waiting for an approval to be asked.",
+        "aasad_acme_ask_children": "Children of per-name wildcard sites approved, each wanting a certificate of its own.",
+        "aasad_acme_ask_children_forgotten_total":
+            "Children forgotten (not renewed): refused on a later ask, or asked for by no handshake in the grace period.",
         "aasad_cdn_sites":
             "Sites by the state of Apple's CDN copy against what is served (the site's worst host), once the CDN watch has asked; only with cdn-watch.enabled.",
         "aasad_cdn_oldest_since_timestamp_seconds":

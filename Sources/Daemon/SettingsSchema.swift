@@ -301,6 +301,14 @@ package enum SettingsSchema {
         Setting(
             "acme.names-per-site", \.acme.namesPerSite, .count(CertificateManager.Configuration.namesPerSiteBounds, "names"),
             help: "Names ordered per site at most, aliases included"),
+        Setting(
+            "acme.ask", \.acme.ask, .optionalText(ChildAsk.problem),
+            help: "Whether a wildcard site's child name may have a certificate: GET URL?domain=NAME (200: yes), or a program (exit 0: yes)",
+            applies: .newProcess),
+        Setting(
+            "acme.wildcard-certificates", \.acme.wildcardCertificates, .choice(listed: true),
+            help: "Wildcard sites: one wildcard certificate (DNS-01), or per-name: a certificate per child name at its first handshake",
+            applies: .newProcess),
         Setting("cdn-watch.enabled", \.cdnWatch.enabled, .bool, help: "Compare Apple's CDN copy of every served host"),
         Setting("cdn-watch.url", \.cdnWatch.url, .text(CDNWatchSettings.urlProblem), help: "The CDN's URL; the host is appended"),
         Setting(

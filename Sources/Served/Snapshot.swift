@@ -29,13 +29,16 @@ public final class ServedSite: Sendable {
     public let links: SiteLinkSettings
     /// Answers per route, kept across versions with the same route paths; nil without routes.
     public let routeCounts: RouteCounts?
+    /// site.yaml `certificates:` (a wildcard site's); nil: `acme.wildcard-certificates` decides.
+    public let wildcardCertificates: WildcardCertificates?
 
     public init(
         directory: String, hosts: [HostName], aasa: PreparedFile?, assetLinks: PreparedFile?, certificate: CertificateFiles?,
         loadedAt: Int64, page: PreparedFile? = nil, fallback: PreparedFallback? = nil, fallbackSettings: FallbackSettings? = nil,
         fallbackCounts: FallbackCounts? = nil, routes: PreparedRoutes? = nil, links: SiteLinkSettings = SiteLinkSettings(),
-        routeCounts: RouteCounts? = nil
+        routeCounts: RouteCounts? = nil, wildcardCertificates: WildcardCertificates? = nil
     ) {
+        self.wildcardCertificates = wildcardCertificates
         self.directory = directory
         self.hosts = hosts
         self.aasa = aasa
@@ -57,7 +60,7 @@ public final class ServedSite: Sendable {
         ServedSite(
             directory: directory, hosts: hosts, aasa: aasa, assetLinks: assetLinks, certificate: certificate, loadedAt: loadedAt,
             page: page, fallback: fallback, fallbackSettings: fallbackSettings, fallbackCounts: fallbackCounts, routes: routes,
-            links: links, routeCounts: routeCounts)
+            links: links, routeCounts: routeCounts, wildcardCertificates: wildcardCertificates)
     }
 }
 

@@ -10,7 +10,11 @@ public enum ConfigLoader {
     public static let aasaFileName = "apple-app-site-association"
     public static let assetLinksFileName = "assetlinks.json"
     /// Names a site directory may hold besides the served files.
-    static let knownSiteEntries: Set<String> = [aasaFileName, assetLinksFileName, "site.yaml", "tls"]
+    static let knownSiteEntries: Set<String> = [aasaFileName, assetLinksFileName, "site.yaml", "tls", allowedChildrenFileName]
+    /// A `per-name` wildcard site's allow file: the child names (or first-label patterns) that get
+    /// a certificate of their own (docs/acme.md, "Wildcard children"); read by the certificate
+    /// approvals, not by the loader.
+    public static let allowedChildrenFileName = "allowed-children"
 
     /// Scans `root/sites/` through the registry `serve` loads it with (one load path: the
     /// same aliases, conflicts and refusals), keeping every site's files and findings.

@@ -62,6 +62,7 @@ struct SitePreparer {
             record.served.map {
                 $0.aasa === aasa && $0.assetLinks === assetLinks && $0.certificate == certificate && $0.page === page
                     && $0.fallbackSettings == settings.fallback && $0.links == settings.links
+                && $0.wildcardCertificates == settings.certificates
             } ?? false
         if aasa == nil && assetLinks == nil {
             record.served = nil
@@ -77,7 +78,7 @@ struct SitePreparer {
                 directory: name, hosts: hosts, aasa: aasa, assetLinks: assetLinks, certificate: certificate, loadedAt: clock(),
                 page: page, fallback: fallback, fallbackSettings: settings.fallback,
                 fallbackCounts: fallback == nil ? nil : record.fallbackCounts, routes: routes, links: settings.links,
-                routeCounts: routes == nil ? nil : record.routeCounts)
+                routeCounts: routes == nil ? nil : record.routeCounts, wildcardCertificates: settings.certificates)
         }
         return errors
     }

@@ -17,6 +17,7 @@ import Served
 ///   status: 302                # 301, 302, 307 or 308
 /// fallback-cache-control: no-store   # the redirects' Cache-Control (default no-store)
 /// page: landing.html           # or: this file of the site's directory, as text/html
+/// certificates: per-name       # a wildcard site: a certificate per child name (docs/acme.md)
 /// ```
 ///
 /// Unknown keys are errors naming the key (a typo must not be silently ignored).
@@ -30,10 +31,14 @@ public struct SiteSettings: Sendable, Equatable {
     /// `routes`, the site's `preview` and `interstitial`, and `fallback-cache-control` again
     /// (the routes' answers share it).
     public var links = SiteLinkSettings()
+    /// `certificates:` (`per-name` or `wildcard`); nil: `acme.wildcard-certificates` decides.
+    public var certificates: WildcardCertificates?
 
     /// Largest site.yaml read.
     public static let maximumFileSize = 64 * 1024
-    static let keys = ["aliases", "cache-control", "fallback", "fallback-cache-control", "page", "routes", "preview", "interstitial"]
+    static let keys = [
+        "aliases", "cache-control", "fallback", "fallback-cache-control", "page", "routes", "preview", "interstitial", "certificates",
+    ]
     static let fallbackKeys = ["web", "ios", "android", "status"]
     /// Longest page file name (NAME_MAX).
     static let maximumPageNameLength = 255
@@ -139,6 +144,13 @@ public struct SiteSettings: Sendable, Equatable {
                     return
                 }
                 settings.page = text
+            case "certificates":
+                let allowed = WildcardCertificates.allCases.map(\.rawValue)
+                guard case .scalar(let text) = entry.value, let mode = WildcardCertificates(rawValue: text) else {
+                    problem("\(at): must be one of \(allowed.joined(separator: ", "))")
+                    return
+                }
+                settings.certificates = mode
             case "routes":
                 settings.links.routes = parseRoutes(entry, problem: problem)
             case "interstitial":
