@@ -121,11 +121,14 @@ final class ACMEChildrenServeTests {
     )
     func allowFile() throws {
         let config = try TestConfig()
-        // No CA answers: approvals need none (orders fail and back off).
+        // No CA answers: approvals need none (orders fail and back off). The `ask` is down.
+        let down = Loopback.unusedPort()
         try config.write(
             "config/aasad.yaml",
-            Array("acme:\n  directory: \"https://127.0.0.1:1/directory\"\n  storage: \"\(config.path("acme"))\"\n".utf8))
-        for site in ["*.v.test", "*.s.test"] {
+            Array(
+                "acme:\n  directory: \"https://127.0.0.1:1/directory\"\n  storage: \"\(config.path("acme"))\"\n  ask: \"http://127.0.0.1:\(down)/ask\"\n"
+                    .utf8))
+        for site in ["*.v.test", "*.s.test", "*.d.test"] {
             try config.write("config/sites/\(site)/apple-app-site-association", config.wildcardAASA)
             try config.write("config/sites/\(site)/site.yaml", Array("certificates: per-name\n".utf8))
         }
@@ -146,6 +149,18 @@ final class ACMEChildrenServeTests {
         // *.w.test has no per-name: its names were never offered.
         let metrics = try Metrics(daemon)
         #expect(metrics["aasad_acme_ask_total", ["answer": "yes"]] == 2)
+        // A flood under *.d.test, whose ask (no allow file) is down: asks pause after the failure
+        // above, so the flood costs at most the parent's burst in asks, and nothing is ordered.
+        let flood = Date()
+        for i in 0..<1_000 { _ = Self.hello(daemon, "d\(i).d.test") }
+        print("1,000 child SNI names with ask down in \(String(format: "%.2f", Date().timeIntervalSince(flood))) s")
+        #expect(
+            eventually(attempts: 300) {
+                (Self.children(daemon)["inFlight"] as? Int) == 0 && (Self.children(daemon)["pending"] as? Int) == 0
+            })
+        #expect(Self.asks(daemon, "failed") <= 1 + 10, "\(Self.children(daemon))")
+        #expect(((Self.children(daemon)["dropped"] as? [String: Int])?["paused"] ?? 0) > 0, "\(Self.children(daemon))")
+        #expect((Self.children(daemon)["children"] as? Int) == 2)
         #expect(daemon.stop())
     }
 }
