@@ -62,7 +62,7 @@ struct SitePreparer {
             record.served.map {
                 $0.aasa === aasa && $0.assetLinks === assetLinks && $0.certificate == certificate && $0.page === page
                     && $0.fallbackSettings == settings.fallback && $0.links == settings.links
-                && $0.wildcardCertificates == settings.certificates
+                    && $0.wildcardCertificates == settings.certificates
             } ?? false
         if aasa == nil && assetLinks == nil {
             record.served = nil

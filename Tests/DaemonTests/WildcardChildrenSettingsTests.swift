@@ -28,7 +28,10 @@ import Testing
         #expect(SiteSettings.parse("certificates: per-name\n", file: "f").0.certificates == .perName)
         #expect(SiteSettings.parse("certificates: wildcard\n", file: "f").0.certificates == .wildcard)
         #expect(SiteSettings.parse("aliases: []\n", file: "f").0.certificates == nil)
-        for bad in ["certificates: Per-Name\n", "certificates: [per-name]\n", "certificates:\n  a: b\n", "certificates: per_name\n", "certificates: \"per-name\u{0}\"\n"] {
+        for bad in [
+            "certificates: Per-Name\n", "certificates: [per-name]\n", "certificates:\n  a: b\n", "certificates: per_name\n",
+            "certificates: \"per-name\u{0}\"\n",
+        ] {
             let (settings, problems) = SiteSettings.parse(bad, file: "f")
             #expect(settings.certificates == nil && !problems.isEmpty, "\(bad.debugDescription)")
         }
@@ -47,7 +50,9 @@ import Testing
             "alice.*.example.com", "*.com", "alice", "al ice.u.example.com", "al\u{0}ice.u.example.com", "-a.u.example.com",
             "é.u.example.com", String(repeating: "a", count: 64) + ".u.example.com",
         ] {
-            #expect(throws: AllowedChildren.Problem.self, "\(bad.debugDescription)") { try AllowedChildren.parse(Array((bad + "\n").utf8)).get() }
+            #expect(throws: AllowedChildren.Problem.self, "\(bad.debugDescription)") {
+                try AllowedChildren.parse(Array((bad + "\n").utf8)).get()
+            }
         }
         // The bounds at N and N+1: entries and bytes.
         let n = AllowedChildren.maximumEntries
