@@ -8,7 +8,7 @@ import Synchronization
 /// URL or program). A name approved becomes a child; the owner is told (`changed`) and makes it a
 /// wanted name of the certificate manager, which orders it in the demanded tier.
 ///
-/// Serving threads only call `offer` and `seen` (one short lock; a new name also writes to the
+/// Serving threads only call `offer` (one short lock; a new name also writes to the
 /// askers' wake-up pipes): the handshake never waits for an ask or an order.
 public final class ChildApprovals: Sendable {
     /// Asks whether `name` (a child of the wildcard site whose directory is `parent`) may have
@@ -66,10 +66,11 @@ public final class ChildApprovals: Sendable {
         return offer
     }
 
-    /// A handshake was served `name`'s own certificate.
-    package func seen(_ name: String) {
+    /// Takes children whose certificates the storage holds (`ChildLedger.adopt`); the number taken.
+    @discardableResult
+    package func adopt(_ stored: [(name: String, parent: String)]) -> Int {
         let now = clock()
-        ledger.withLock { $0.seen(name, now: now) }
+        return ledger.withLock { ledger in stored.count { ledger.adopt($0.name, parent: $0.parent, now: now) } }
     }
 
     // MARK: What the owner reads

@@ -191,9 +191,18 @@ package struct ChildLedger: Sendable {
         return queue(name, parent: parent, now: now)
     }
 
-    /// A handshake got `name`'s own certificate: the child is still in use.
-    package mutating func seen(_ name: String, now: Int64) {
-        children[name]?.lastSeen = now
+    /// Takes `name` as a child without asking: at start, for a name whose certificate the storage
+    /// holds (it was approved before the restart, here or on a replica sharing the storage), so
+    /// that a restart never leaves children on the default certificate while they wait their turn
+    /// for an ask. The caps apply; the rates do not (nothing is ordered: the certificate exists).
+    /// No yes is cached, so the child's first handshake asks about it again in the background,
+    /// and a no then forgets it. False when a cap refused it.
+    package mutating func adopt(_ name: String, parent: String, now: Int64) -> Bool {
+        if children[name] != nil { return true }
+        guard children.count < Self.maximumChildren, perParent[parent, default: 0] < childrenPerParent else { return false }
+        children[name] = Child(parent: parent, lastSeen: now)
+        perParent[parent, default: 0] += 1
+        return true
     }
 
     // MARK: Askers

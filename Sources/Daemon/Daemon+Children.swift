@@ -1,5 +1,6 @@
 package import ACME
 package import Logging
+import Reactor
 package import SiteStore
 package import TLS
 
@@ -16,6 +17,20 @@ extension Daemon {
         return try ChildApprovals(childrenPerParent: settings.acme.namesPerSite, logger: logger) { name, parent in
             Self.askAboutChild(name, parent: parent, config: config, endpoint: endpoint)
         }
+    }
+
+    /// The children of `per-name` wildcard sites whose certificates `storage` holds
+    /// (`<storage>/certificates/<name>.pem`): taken as approved at start, so that a restart serves
+    /// them their certificates from the first handshake (they are asked about again in the
+    /// background). One listing of the folder; a name no longer a child is left alone.
+    static func storedChildren(storage: String, names: ACMENames, snapshot: Snapshot) -> [(name: String, parent: String)] {
+        guard let entries = try? Files.entries(of: storage + "/certificates") else { return [] }
+        var found: [(String, String)] = []
+        for entry in entries where entry.hasSuffix(".pem") {
+            let name = String(entry.dropLast(".pem".count))
+            if let site = names.childSite(of: name, in: snapshot) { found.append((name, site.directory)) }
+        }
+        return found.sorted { $0.0 < $1.0 }
     }
 
     /// Whether `name` may be a child of the site in `sites/<parent>`: its allow file when it has
@@ -45,19 +60,17 @@ extension Daemon {
         }
     }
 
-    /// The SNI callback's part for children: a child's own certificate when it has one (the child
-    /// is in use: it stays wanted), else nil after offering the name for approval. Names that are
+    /// The SNI callback's part for children: the name is offered (`ChildApprovals.offer`), then its
+    /// own certificate is returned when it has one, else nil. Names that are
     /// no child of a `per-name` site return nil at once.
     static func childCertificate(
         for name: String, site: ServedSite, snapshot: Snapshot, automatic: CertificateManager, names: ACMENames
     ) -> TLSServer.CertificateSource? {
         guard let approvals = names.children, names.childSite(of: name, in: snapshot, matched: site) != nil else { return nil }
-        if let own = automatic.ownCertificate(for: name) {
-            approvals.seen(name)
-            return own
-        }
+        // Offered whether or not it has its certificate yet: a child in use stays one (its grace
+        // period starts again), and one whose yes has run out is asked about again.
         approvals.offer(name, parent: site.directory)
-        return nil
+        return automatic.ownCertificate(for: name)
     }
 }
 

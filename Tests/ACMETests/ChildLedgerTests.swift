@@ -235,7 +235,8 @@ struct ChildLedgerTests {
             _ = ledger.offer(name, parent: "*.w.test", now: 0)
         }
         Self.answerAll(&ledger, .yes, now: 0)
-        ledger.seen("used.w.test", now: L.graceMilliseconds)
+        // A handshake for it (served its own certificate or not) is an offer.
+        _ = ledger.offer("used.w.test", parent: "*.w.test", now: L.graceMilliseconds)
         let r24 = ledger.expire(now: L.graceMilliseconds)
         #expect(r24.isEmpty, "at exactly the grace period both stay")
         let gone = ledger.expire(now: L.graceMilliseconds + 1)
@@ -256,6 +257,25 @@ struct ChildLedgerTests {
         #expect(r25 == .refused)
         let r26 = ledger.offer("n0.w.test", parent: "*.w.test", now: 1)
         #expect(r26 != .refused, "the oldest answer was dropped")
+    }
+
+    @Test(
+        "children found in storage at start are adopted without an ask, within the caps (N and N+1), and asked about at their first handshake"
+    )
+    func adoption() {
+        let n = 3
+        var ledger = ChildLedger(childrenPerParent: n, now: 0)
+        var adopted = 0
+        for i in 0..<n + 1 where ledger.adopt("c\(i).w.test", parent: "*.w.test", now: 0) { adopted += 1 }
+        #expect(adopted == n)
+        #expect(ledger.childCount == n && ledger.pendingCount == 0)
+        // The first handshake: served as a child at once, and asked about in the background.
+        let first = ledger.offer("c0.w.test", parent: "*.w.test", now: 1)
+        #expect(first == .child)
+        #expect(ledger.pendingCount == 1)
+        // A no forgets it.
+        Self.answerAll(&ledger, .no, now: 2)
+        #expect(ledger.childCount == n - 1)
     }
 
     @Test("a token bucket: burst N, the N+1st waits for the rate")

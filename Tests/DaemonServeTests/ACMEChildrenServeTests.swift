@@ -114,6 +114,16 @@ final class ACMEChildrenServeTests {
         #expect(!Self.lines(askLog).contains("/ask?domain=taken.w.test"))
         #expect((Self.children(daemon)["children"] as? Int) == 2, "\(describe())")
         #expect(daemon.stop())
+
+        // A restart: alice's stored certificate is served from the first handshake (the child is
+        // adopted from storage and asked about again in the background), with no new order.
+        let ordersBefore = orders()
+        let restarted = try TestDaemon(
+            config: config, flags: ["--https", "127.0.0.1:\(pebble.tlsPort)", "--http", "127.0.0.1:\(pebble.httpPort)"])
+        #expect(try restarted.https("alice.w.test", Self.path, cacert: root).status == 200, "\(Self.children(restarted))")
+        #expect(eventually(attempts: 300) { Self.asks(restarted, "yes") == 1 }, "\(Self.children(restarted))")
+        #expect(orders().filter { $0 == "alice.w.test" } == ordersBefore.filter { $0 == "alice.w.test" })
+        #expect(restarted.stop())
     }
 
     @Test(
