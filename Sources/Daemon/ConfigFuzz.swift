@@ -63,7 +63,35 @@ package enum ConfigFuzz {
             && bytes.last != 0x20 && bytes.last != 0x09
         if accepted != expected { failures.append("value check: accepted \(accepted), expected \(expected)") }
         if accepted { failures += servable(text, from: "value") }
+        failures += allowFile(bytes)
         return failures
+    }
+
+    /// The same bytes as a `per-name` site's allow file (`allowed-children`, Daemon+Children.swift):
+    /// what it accepts is names and first-label patterns in the host grammar, a name it lists is
+    /// allowed, and its refusal quotes no byte of the file.
+    private static func allowFile(_ bytes: [UInt8]) -> [String] {
+        switch AllowedChildren.parse(bytes) {
+        case .failure(let problem):
+            if problem.message.unicodeScalars.contains(where: { !$0.isASCII || $0.value < 0x20 || $0.value == 0x7F }) {
+                return ["allowed-children: a refusal with a byte outside printable ASCII: \(problem.message.debugDescription)"]
+            }
+            return []
+        case .success(let allowed):
+            var failures: [String] = []
+            for name in allowed.names where !HostName.isPlain(name.utf8) || !allowed.allows(name) {
+                failures.append("allowed-children: an entry outside the host grammar, or not allowed: \(name.debugDescription)")
+            }
+            for (rest, patterns) in allowed.patterns {
+                for pattern in patterns {
+                    let example = pattern.prefix + "z" + pattern.suffix + "." + rest
+                    if !HostName.isPlain(example.utf8) || !allowed.allows(example) {
+                        failures.append("allowed-children: a pattern that allows nothing: \(example.debugDescription)")
+                    }
+                }
+            }
+            return failures
+        }
     }
 
     /// A Cache-Control value that was accepted: valid bytes, and a head of exactly its lines.
