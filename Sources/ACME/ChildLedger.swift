@@ -10,8 +10,9 @@
 /// buckets. Nothing waits for the answer: the handshake gets the current certificate, and a
 /// child's own is served on a later handshake once it is issued.
 ///
-/// Caddy (through certmagic's on-demand decision) asks its `ask` endpoint at every handshake for a name it holds no certificate for,
-/// holds the handshake while it asks and orders, and caches no answer (Caddy's
+/// Caddy (through certmagic's on-demand decision) asks its `ask` endpoint at every handshake for
+/// a name it holds no certificate for, holds the handshake while it asks and orders, and caches
+/// no answer (Caddy's
 /// modules/caddytls/ondemand.go; caddyserver/caddy#6245 asks for a cache, and Caddy's
 /// on-demand `rate_limit` is deprecated, leaving limits to the endpoint). Here every answer is cached
 /// (yes and no, each with its lifetime), asks are rate-limited per parent and in all, at most
