@@ -267,6 +267,8 @@ struct StatusIndexTests {
         #expect(
             second.sorted.count == Self.scale + 1 && second.sorted[StatusIndex.lowerBound(second.sorted, "new.example")] == "new.example")
         #expect(second.problems.map(\.directory) == ["new.example"])
+        let secondView = Self.view(1, entries, journal: view.journal.appending(generation: 1, names: ["new.example"]))
+        let bareSecond = Self.index(secondView, previous: bare)
         // A reload that only changed a site shares the sorted names as they are.
         entries["site5.example"] = Self.entry(["site5.example", "www.site5.example"])
         let third = Self.index(
@@ -288,7 +290,7 @@ struct StatusIndexTests {
         let copied = Heap.since(copiesBefore)
         print(
             "status index at \(Self.scale) sites: first build \(Int(first.cost * 1000)) ms (\(Int(bare.cost * 1000)) ms without sources), "
-                + "one-site rebuild \(Int(second.cost * 1000)) ms, "
+                + "one-site rebuild \(Int(second.cost * 1000)) ms (\(Int(bareSecond.cost * 1000)) ms without sources), "
                 + "index holds \(retained / 1024) KB, the copies it used to hold \(copied / 1024) KB, page \(Int(render * 1000)) ms, \(body.count) bytes"
         )
         withExtendedLifetime(copies) {}
