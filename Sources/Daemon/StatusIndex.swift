@@ -17,9 +17,10 @@ import Synchronization
 /// pins no `ServedSite` a reload has replaced. At 1,000,000 sites it is the sorted names (16
 /// bytes each; the strings are the view's own) and the problem list.
 ///
-/// The sorted names follow the views incrementally: the names the reloads since touched
-/// (`NameJournal`) are looked up in the old list and the view, and the ones added or removed are
-/// merged in one pass; a reload that only changed sites reuses the old list as it is.
+/// Both follow the views incrementally: the names the reloads since touched (`NameJournal`) are
+/// looked up in the old list and the view, and the ones added or removed are merged in one pass
+/// (a reload that only changed sites reuses the old list as it is); and when no certificate,
+/// CDN or ownership-check state moved, only the touched sites' problems are found again.
 final class StatusIndex: Sendable {
     /// What a problem is, in the order the page lists them: a site nothing is served for first.
     enum Kind: Int, Sendable, CaseIterable, Comparable {
@@ -116,20 +117,51 @@ final class StatusIndex: Sendable {
     let builtAtWall: Int64
     let builtAt: Double
     let cost: Double
+    /// When every site's problems were last found afresh (seconds since the epoch).
+    let walkedAt: Int64
+
+    /// Seconds after which a rebuild looks at every site again even when only a few changed: a
+    /// certificate enters `expiringWithin` by time passing alone, and is then listed within
+    /// this (an hour against a window of 14 days).
+    static let fullWalkEvery: Int64 = 3_600
+
+    /// The sites touched since `previous` when they are all that can have changed: the same
+    /// certificate, CDN and ownership-check versions, a journal that reaches back, and a full
+    /// walk less than `fullWalkEvery` ago. Nil when every site must be looked at.
+    static func onlyTouched(_ view: AdminView, key: Key, previous: StatusIndex, now: Int64) -> Set<String>? {
+        guard key.acme == previous.key.acme, key.cdn == previous.key.cdn, key.verification == previous.key.verification,
+            now - previous.walkedAt < fullWalkEvery, previous.generation <= view.generation,
+            let touched = view.journal.names(after: previous.generation)
+        else { return nil }
+        return Set(touched)
+    }
 
     init(key: Key, view: AdminView, previous: StatusIndex?, lookups: StatusLookups, now: Int64) {
         let start = Self.monotonic()
         self.key = key
         sorted = Self.sortedNames(view, previous: previous)
         var problems: [Problem] = []
-        var counts = [Int](repeating: 0, count: Kind.allCases.count)
-        for (directory, entry) in view.entries {
-            let kinds = Self.kinds(entry, directory: directory, lookups: lookups, now: now)
-            guard let worst = kinds.worst else { continue }
-            for kind in kinds.sorted { counts[kind.rawValue] += 1 }
-            problems.append(Problem(worst: worst, directory: directory, kinds: kinds))
+        if let previous, let touched = Self.onlyTouched(view, key: key, previous: previous, now: now) {
+            // Nothing but these sites changed since the previous index: its other problems stand.
+            problems = previous.problems.filter { !touched.contains($0.directory) }
+            for directory in touched {
+                guard let entry = view.entries[directory] else { continue }
+                let kinds = Self.kinds(entry, directory: directory, lookups: lookups, now: now)
+                if let worst = kinds.worst { problems.append(Problem(worst: worst, directory: directory, kinds: kinds)) }
+            }
+            walkedAt = previous.walkedAt
+        } else {
+            for (directory, entry) in view.entries {
+                let kinds = Self.kinds(entry, directory: directory, lookups: lookups, now: now)
+                if let worst = kinds.worst { problems.append(Problem(worst: worst, directory: directory, kinds: kinds)) }
+            }
+            walkedAt = now
         }
         problems.sort(by: Problem.precedes)
+        var counts = [Int](repeating: 0, count: Kind.allCases.count)
+        for problem in problems {
+            for kind in problem.kinds.sorted { counts[kind.rawValue] += 1 }
+        }
         self.problems = problems
         self.counts = counts
         builtAtWall = now

@@ -150,6 +150,46 @@ struct StatusIndexTests {
         #expect(index.problemIndex(after: (.refused, "")) == 0)
     }
 
+    @Test(
+        "a rebuild after a reload looks again at the touched sites only, unless a state moved or fullWalkEvery passed, and agrees with a full one"
+    )
+    func touchedOnly() {
+        let now: Int64 = 1_700_000_000
+        var entries: TreeDictionary<String, AdminView.Entry> = [
+            "ok.test": Self.entry(["ok.test"]), "bad.test": Self.entry(["bad.test"], state: .refused, own: nil),
+            "later.test": Self.entry(["later.test"]),
+        ]
+        // later.test's certificate enters the 14-day window one second after the first build.
+        let acme: [String: CertificateStatus] = [
+            "later.test": .init(name: "later.test", state: .valid, notAfter: now + StatusIndex.expiringWithin + 1)
+        ]
+        let lookups = Self.lookups(acme: acme)
+        let view0 = Self.view(0, entries)
+        let first = StatusIndex(key: .init(generation: 0), view: view0, previous: nil, lookups: lookups, now: now)
+        #expect(first.problems.map(\.directory) == ["bad.test"])
+        // A reload fixes bad.test and breaks ok.test.
+        entries["bad.test"] = Self.entry(["bad.test"])
+        entries["ok.test"] = Self.entry(["ok.test"], state: .servingLastGood)
+        let view1 = Self.view(1, entries, journal: view0.journal.appending(generation: 1, names: ["bad.test", "ok.test"]))
+        let second = StatusIndex(key: .init(generation: 1), view: view1, previous: first, lookups: lookups, now: now + 10)
+        #expect(second.problems.map(\.directory) == ["ok.test"])
+        #expect(second.walkedAt == now, "only the touched sites were looked at")
+        // Time alone: later.test is found by the walk that fullWalkEvery brings, not before.
+        let view2 = Self.view(2, entries, journal: view1.journal.appending(generation: 2, names: ["ok.test"]))
+        let within = StatusIndex(
+            key: .init(generation: 2), view: view2, previous: second, lookups: lookups, now: now + StatusIndex.fullWalkEvery - 1)
+        #expect(within.problems.map(\.directory) == ["ok.test"])
+        let past = StatusIndex(
+            key: .init(generation: 2), view: view2, previous: second, lookups: lookups, now: now + StatusIndex.fullWalkEvery)
+        #expect(past.problems.map(\.directory) == ["ok.test", "later.test"] && past.walkedAt == now + StatusIndex.fullWalkEvery)
+        // A certificate state that moved makes a full walk at once.
+        let moved = StatusIndex(
+            key: .init(generation: 2, acme: .init(object: ObjectIdentifier(StatusIndex.self), version: 1)), view: view2,
+            previous: second, lookups: lookups, now: now + StatusIndex.expiringWithin)
+        #expect(moved.problems.map(\.directory) == ["ok.test", "later.test"])
+        #expect(moved.counts[StatusIndex.Kind.certificateExpiring.rawValue] == 1)
+    }
+
     /// `count` sites named so they sort by number, each with `hosts` hosts; the site at `match`
     /// has a host containing "needle".
     static func name(_ k: Int) -> String { "s\(String(repeating: "0", count: 7 - String(k).count))\(k).test" }
