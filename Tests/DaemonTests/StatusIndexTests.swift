@@ -182,12 +182,13 @@ struct StatusIndexTests {
         let past = StatusIndex(
             key: .init(generation: 2), view: view2, previous: second, lookups: lookups, now: now + StatusIndex.fullWalkEvery)
         #expect(past.problems.map(\.directory) == ["ok.test", "later.test"] && past.walkedAt == now + StatusIndex.fullWalkEvery)
-        // A certificate state that moved makes a full walk at once.
+        // A certificate state that moved makes a full walk at once: later.test's order failed.
+        let failed = Self.lookups(acme: ["later.test": .init(name: "later.test", state: .failed, error: "rate limited")])
         let moved = StatusIndex(
             key: .init(generation: 2, acme: .init(object: ObjectIdentifier(StatusIndex.self), version: 1)), view: view2,
-            previous: second, lookups: lookups, now: now + StatusIndex.expiringWithin)
-        #expect(moved.problems.map(\.directory) == ["ok.test", "later.test"])
-        #expect(moved.counts[StatusIndex.Kind.certificateExpiring.rawValue] == 1)
+            previous: second, lookups: failed, now: now + 20)
+        #expect(moved.problems.map(\.directory) == ["ok.test", "later.test"] && moved.walkedAt == now + 20)
+        #expect(moved.counts[StatusIndex.Kind.certificateFailed.rawValue] == 1)
     }
 
     /// `count` sites named so they sort by number, each with `hosts` hosts; the site at `match`
