@@ -310,6 +310,10 @@ struct StatusIndexTests {
         #expect(second.problems.map(\.directory) == ["new.example"])
         let secondView = Self.view(1, entries, journal: view.journal.appending(generation: 1, names: ["new.example"]))
         let bareSecond = Self.index(secondView, previous: bare)
+        // A certificate state moved: every site walked again, the names kept.
+        let walked = StatusIndex(
+            key: .init(generation: 1, acme: .init(object: ObjectIdentifier(StatusIndex.self), version: 1)), view: secondView,
+            previous: second, lookups: lookups, now: 1_700_000_000)
         // A reload that only changed a site shares the sorted names as they are.
         entries["site5.example"] = Self.entry(["site5.example", "www.site5.example"])
         let third = Self.index(
@@ -332,6 +336,7 @@ struct StatusIndexTests {
         print(
             "status index at \(Self.scale) sites: first build \(Int(first.cost * 1000)) ms (\(Int(bare.cost * 1000)) ms without sources), "
                 + "one-site rebuild \(Int(second.cost * 1000)) ms (\(Int(bareSecond.cost * 1000)) ms without sources), "
+                + "after a certificate state moved \(Int(walked.cost * 1000)) ms, "
                 + "index holds \(retained / 1024) KB, the copies it used to hold \(copied / 1024) KB, page \(Int(render * 1000)) ms, \(body.count) bytes"
         )
         withExtendedLifetime(copies) {}
