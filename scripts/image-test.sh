@@ -6,13 +6,16 @@
 # HEALTHCHECK that reports healthy, and a drain on SIGTERM within the grace; then the same with
 # deploy/compose/docker-compose.yml through podman-compose. Prints the image's size.
 #
-#   scripts/image-test.sh [--short | --prepare]
+#   scripts/image-test.sh [--short | --prepare | --compare]
 #   AASAD_BINARY=path/to/aasad scripts/image-test.sh
 #
 # --short (scripts/test): skips the compose run. --prepare: makes the base image when absent and
 # builds the runtime stage's package layer around an empty placeholder binary, then stops:
 # scripts/test does it while the release binary builds, so that the test proper only adds the
-# binary's layer and the checks. The base image, localhost/debian:bookworm-slim,
+# binary's layer and the checks. --compare: builds nginx's and Caddy's Debian packages on the same
+# base, the way the runtime stage installs aasad's libraries, and prints the three images' sizes
+# (docs/container.md); not run by scripts/test: it checks nothing and spends minutes on downloads
+# for figures that change only with Debian's packages. The base image, localhost/debian:bookworm-slim,
 # is made once from Debian's own packages (debootstrap) when absent: no registry is needed.
 # Needs root (podman's networking and debootstrap), podman and runc; says so and exits 0 when
 # they are missing, unless IMAGE_TEST_REQUIRED=1 (then exits 1).
@@ -22,11 +25,13 @@ cd "$(dirname "$0")/.."
 
 short=0
 prepare=0
+compare=0
 case "${1:-}" in
 --short) short=1 ;;
 --prepare) prepare=1 ;;
+--compare) compare=1 ;;
 "") ;;
-*) echo "usage: scripts/image-test.sh [--short | --prepare]" >&2; exit 64 ;;
+*) echo "usage: scripts/image-test.sh [--short | --prepare | --compare]" >&2; exit 64 ;;
 esac
 
 cannot() {
@@ -118,6 +123,30 @@ exec 9>"${TMPDIR:-/tmp}/aasad-image-base.lock"
 flock 9
 podman image exists "$base" || make_base
 flock -u 9
+
+# compressed_size IMAGE: what a registry stores and a pull downloads, as its tags pages show it
+# ("Compressed size"): the image's layers gzipped.
+compressed_size() {
+    podman save --format docker-archive "$1" 2>/dev/null | gzip -6 | wc -c
+}
+
+if [ "$compare" = 1 ]; then
+    # nginx and Caddy from Debian's packages on the same base, installed as the Dockerfile's
+    # runtime stage installs aasad's libraries (no recommends, apt's lists removed): the same
+    # base and packaging for all three, so the difference is the server and what it links.
+    printf '%-28s %14s %14s\n' image bytes gzip
+    for server in nginx caddy; do
+        printf 'FROM %s\nRUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends %s && rm -rf /var/lib/apt/lists/*\n' \
+            "$base" "$server" >"$work/Containerfile.$server"
+        podman build --runtime runc --pull=never -q -t "localhost/compare-$server:debian" -f "$work/Containerfile.$server" "$work" \
+            >"$work/build-$server.log" 2>&1 || { tail -30 "$work/build-$server.log" >&2; exit 1; }
+    done
+    for image in "$base" localhost/compare-nginx:debian localhost/compare-caddy:debian "$tag"; do
+        podman image exists "$image" || { printf '%-28s %14s\n' "$image" "absent"; continue; }
+        printf '%-28s %14s %14s\n' "$image" "$(podman image inspect --format '{{.Size}}' "$image")" "$(compressed_size "$image")"
+    done
+    exit 0
+fi
 
 # build_runtime BINARY_FILE: the Dockerfile's runtime stage around BINARY_FILE, tagged $tag. The
 # binary goes in an image of its own at /out/aasad, and the Dockerfile's build stage (from its

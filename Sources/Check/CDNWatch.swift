@@ -83,6 +83,12 @@ public final class CDNWatch: Sendable {
     /// Sites by their worst host; sites not asked about yet are absent.
     public func bySite() -> [String: CDNWatchSchedule.HostState] { schedule.withLock { $0.bySite() } }
 
+    /// One site's worst host among `hosts`, as `bySite()` has it, by a look-up per host instead
+    /// of a walk of every host (the status page asks per row).
+    public func state(ofSite site: String, hosts: [String]) -> CDNWatchSchedule.HostState? {
+        schedule.withLock { $0.state(ofSite: site, hosts: hosts) }
+    }
+
     private func run() {
         var seen: UInt64?
         let spacing = max(1.0 / settings.rate, 0.001)

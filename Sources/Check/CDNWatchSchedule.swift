@@ -202,6 +202,18 @@ public struct CDNWatchSchedule: Sendable {
         return out
     }
 
+    /// `site`'s worst host among `hosts` (those the schedule holds for that site), as `bySite()`
+    /// picks it.
+    public func state(ofSite site: String, hosts: [String]) -> HostState? {
+        var worst: HostState?
+        for host in hosts {
+            guard let state = entries[host]?.state, state.site == site else { continue }
+            if let known = worst, !Self.worse(state, than: known) { continue }
+            worst = state
+        }
+        return worst
+    }
+
     /// Whether `a` is to stand for its site rather than `b`.
     public static func worse(_ a: HostState, than b: HostState) -> Bool {
         let (x, y) = (rank(a.state), rank(b.state))

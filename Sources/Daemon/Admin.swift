@@ -29,7 +29,8 @@ struct AdminPages: Sendable {
     var cdn: @Sendable () -> CDNWatch? = { nil }
     /// The tenant API's ownership checks; nil while no name has one.
     var verification: VerificationStore? = nil
-    /// The HTML status page (`/`, StatusPage.swift): its sorted index and problem list.
+    /// The HTML status page (`/`, StatusPage.swift): its sorted index and problem list, built on
+    /// a queue of its own.
     var status = StatusPages()
     /// Wildcard children's approvals, when automatic certificates are on (`/sites`' `acme.children`).
     var children: ChildApprovals? = nil
@@ -37,7 +38,7 @@ struct AdminPages: Sendable {
     /// `target`: the path, and the query when one was sent.
     func answer(_ target: String) -> AdminEndpoint.Answer? {
         let path = target.firstIndex(of: "?").map { String(target[..<$0]) } ?? target
-        if path == "/" { return status.answer(target: target, sources: self) }
+        if path == "/" { return status.answer(target: target, source: statusSource()) }
         switch path {
         case "/healthz":
             return .init(status: .ok, body: Array("ok\n".utf8))
@@ -121,10 +122,12 @@ package final class AdminView: Sendable {
     let stateCounts: [SiteState: Int]
     let conflictingHosts: Int
     let reloads: LockedRegistry.ReloadRecord
+    /// The names recent reloads touched, for the status page's sorted names (StatusIndex.swift).
+    let journal: NameJournal
 
     init(
         generation: UInt64, entries: TreeDictionary<String, Entry>, sharedCertificate: CertificateKind, stateCounts: [SiteState: Int],
-        conflictingHosts: Int, reloads: LockedRegistry.ReloadRecord
+        conflictingHosts: Int, reloads: LockedRegistry.ReloadRecord, journal: NameJournal? = nil
     ) {
         self.generation = generation
         self.entries = entries
@@ -132,6 +135,7 @@ package final class AdminView: Sendable {
         self.stateCounts = stateCounts
         self.conflictingHosts = conflictingHosts
         self.reloads = reloads
+        self.journal = journal ?? NameJournal(from: generation)
     }
 
     /// These entries with the changed sites encoded again (and removed ones dropped).
@@ -347,7 +351,8 @@ final class LockedRegistry: @unchecked Sendable {
             let previous = current
             let fresh = AdminView(
                 generation: previous.generation + 1, entries: AdminView.applying(taken.changes, to: previous.entries),
-                sharedCertificate: taken.shared, stateCounts: taken.stateCounts, conflictingHosts: taken.conflicts, reloads: record)
+                sharedCertificate: taken.shared, stateCounts: taken.stateCounts, conflictingHosts: taken.conflicts, reloads: record,
+                journal: previous.journal.appending(generation: previous.generation + 1, names: taken.changes.map(\.directory)))
             view.withLock { $0 = fresh }
             publishedOwnership.withLock { $0 = registry.hostOwnership }
             return snapshot

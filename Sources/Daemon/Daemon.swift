@@ -68,6 +68,8 @@ package final class Daemon: @unchecked Sendable {
         var verification: VerificationChecker? = nil
         /// Which names automatic certificates are for (the ownership check's gate among them).
         var acmeNames = ACMENames()
+        /// The status page's index queue.
+        var statusPages: StatusPages? = nil
     }
 
     /// - Parameters:
@@ -121,6 +123,8 @@ package final class Daemon: @unchecked Sendable {
     package var limitsTakenByEveryWorker: Bool { running?.server.tuner.takenByEveryWorker ?? false }
     /// What the admin pages show, as of the last reload.
     package var adminView: AdminView? { running?.sites.current }
+    /// The status page's index queue (tests hold a build there).
+    package var statusPages: StatusPages? { running?.statusPages }
 
     // MARK: - Start
 
@@ -408,7 +412,7 @@ package final class Daemon: @unchecked Sendable {
         running = Running(
             server: server, store: store, sites: sites, watcher: watcher, follower: follower, upgrade: upgrade, ready: ready,
             certificateManager: certificateManager, cdnWatch: cdnWatch, serveReloaded: serveReloaded, workers: workerCount, api: api,
-            verification: checker.value, acmeNames: acmeNames)
+            verification: checker.value, acmeNames: acmeNames, statusPages: pages.status)
         logger.info(
             "serving",
             metadata: [

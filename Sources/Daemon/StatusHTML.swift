@@ -13,12 +13,18 @@ import TLS
 /// `HTMLText.queryValue`; `raw(_:)` takes only the page's own markup.
 struct StatusHTML {
     let now: Int64
+    /// The view a page's rows are read from (the current one, whatever the index's age) and
+    /// where each name's state is looked up.
+    let view: AdminView
+    let lookups: StatusLookups
     private var body: [UInt8] = []
     /// Set once the body reached `StatusPages.maximumBodyBytes`: nothing more is added.
     private(set) var cut = false
 
-    init(now: Int64) {
+    init(now: Int64, view: AdminView, lookups: StatusLookups) {
         self.now = now
+        self.view = view
+        self.lookups = lookups
         body.reserveCapacity(64 << 10)
     }
 
@@ -34,6 +40,10 @@ struct StatusHTML {
     }
 
     private mutating func text(_ value: String) { raw(HTMLText.escaped(value)) }
+
+    /// A value as it is, for a quoted attribute: `& < > " '` as references, nothing else
+    /// changed (`HTMLText.attribute`).
+    private mutating func attribute(_ value: String) { raw(HTMLText.attribute(value)) }
 
     private mutating func cell(_ value: String, class name: String? = nil) {
         raw(name.map { "<td class=\"\($0)\">" } ?? "<td>")
@@ -74,11 +84,20 @@ struct StatusHTML {
 
     // MARK: the overview
 
-    mutating func overview(index: StatusIndex, query: Query) {
-        let view = index.view
+    /// The overview from `index` (nil: none built yet), which is `current` when built from the
+    /// sources as they are now.
+    mutating func overview(index: StatusIndex?, current: Bool, query: Query) {
         head(title: "aasad status")
         raw("<header><h1>aasad status</h1><p class=\"summary\">")
-        raw("<span>\(view.entries.count) sites</span><span id=\"problem-count\">\(index.problems.count) need attention</span>")
+        raw("<span>\(view.entries.count) sites</span>")
+        guard let index else {
+            // No index yet: a page that reloads itself soon (a meta refresh is no script, so the
+            // Content-Security-Policy needs no change).
+            raw("</p><p id=\"index-age\">The index of the sites is being built; this page reloads itself.</p></header>")
+            raw("<meta http-equiv=\"refresh\" content=\"2\">")
+            return
+        }
+        raw("<span id=\"problem-count\">\(index.problems.count) need attention</span>")
         let reloads = view.reloads
         raw(
             "<span>\(reloads.reloads) reloads, \(reloads.failures) refused something\(reloads.lastSuccessful ? "" : ", the last one too")</span>"
@@ -86,10 +105,15 @@ struct StatusHTML {
         raw("<span class=\"muted\">as of ")
         text(time(now))
         raw("</span></p>")
-        if !index.counts.isEmpty {
+        // How old the list and the problems are: the rows below read the sites as they are now.
+        raw("<p id=\"index-age\" class=\"muted\">Problems and order as of reload \(index.generation), indexed ")
+        text(time(index.builtAtWall))
+        raw(" in \(Int(index.cost * 1000)) ms\(current ? "" : "; a newer index is being built").</p>")
+        if index.counts.contains(where: { $0 > 0 }) {
             raw("<p class=\"summary\">")
             for kind in StatusIndex.Kind.allCases {
-                guard let count = index.counts[kind] else { continue }
+                let count = index.counts[kind.rawValue]
+                guard count > 0 else { continue }
                 raw("<span class=\"reason\">")
                 text(kind.label)
                 raw(": \(count)</span> ")
@@ -117,17 +141,16 @@ struct StatusHTML {
         raw("<table><thead><tr><th>Site</th><th>Problem</th><th>Detail</th></tr></thead><tbody>")
         let shown = index.problems[start...].prefix(StatusPages.rowsPerPage)
         for problem in shown {
-            guard let entry = index.view.entries[problem.directory] else { continue }
+            // Removed since the index was built: its row would say nothing.
+            guard let entry = view.entries[problem.directory] else { continue }
             let status = Self.status(entry)
             let severe = problem.worst <= .certificateExpiring
             raw("<tr class=\"problem \(severe ? "bad" : "warn")\"><td class=\"name\">")
             siteLink(problem.directory)
             raw("</td><td class=\"reason\">")
-            list(problem.kinds.sorted().map(\.label), limit: StatusIndex.Kind.allCases.count)
+            list(problem.kinds.sorted.map(\.label), limit: StatusIndex.Kind.allCases.count)
             raw("</td><td>")
-            list(
-                details(problem.kinds, directory: problem.directory, entry: entry, status: status, index: index),
-                limit: StatusPages.itemsPerCell)
+            list(details(problem.kinds, directory: problem.directory, entry: entry, status: status), limit: StatusPages.itemsPerCell)
             raw("</td></tr>")
         }
         raw("</tbody></table>")
@@ -139,18 +162,16 @@ struct StatusHTML {
     }
 
     /// What explains each problem, one line each: the error, since when, what the CA or the CDN said.
-    private func details(
-        _ kinds: Set<StatusIndex.Kind>, directory: String, entry: AdminView.Entry, status: SiteStatus?, index: StatusIndex
-    ) -> [String] {
+    private func details(_ kinds: StatusIndex.Kinds, directory: String, entry: AdminView.Entry, status: SiteStatus?) -> [String] {
         var lines: [String] = []
-        for kind in kinds.sorted() {
+        for kind in kinds.sorted {
             switch kind {
             case .refused, .fileRefused:
                 lines += status?.errors ?? []
                 if kind == .fileRefused, let loaded = status?.loadedAt { lines.append("serving the version loaded \(time(loaded))") }
             case .certificateFailed, .certificateExpiring:
                 for host in entry.hosts {
-                    guard let state = index.acme?[host] else { continue }
+                    guard let state = lookups.acme?(host) else { continue }
                     if kind == .certificateFailed, state.state == .failed {
                         lines.append(
                             "\(host): \(state.error ?? "order failed")" + (state.nextAttempt.map { ", next attempt \(time($0))" } ?? ""))
@@ -160,7 +181,7 @@ struct StatusHTML {
                     }
                 }
             case .cdnMissing, .cdnStale, .cdnError:
-                if let cdn = index.cdn?[directory] {
+                if let cdn = lookups.cdn?(directory, entry.hosts) {
                     var line = "\(cdn.host): \(cdn.state.rawValue) since \(time(cdn.since))"
                     if let reason = cdn.failureReason ?? cdn.error { line += ": \(reason)" }
                     lines.append(line)
@@ -168,7 +189,7 @@ struct StatusHTML {
             case .namesRefused:
                 lines += (status?.refusedHosts ?? []).map { "\($0.host): \($0.reason)" }
             case .unverified:
-                let waiting = entry.hosts.filter { index.verification?[$0] == false }
+                let waiting = entry.hosts.filter { lookups.verification?($0) == false }
                 lines.append("waiting for the ownership check: " + waiting.prefix(StatusPages.itemsPerCell).joined(separator: ", "))
             }
         }
@@ -176,11 +197,16 @@ struct StatusHTML {
     }
 
     /// The site list: `rowsPerPage` sites after `after` whose directory or a host contains
-    /// `search`, looking at `searchBudget` names at most.
+    /// `search`, comparing `searchBudget` names at most.
     private mutating func sites(index: StatusIndex, search: String, after: String?) {
         raw("<section id=\"sites\"><h2>All sites (\(index.sorted.count))</h2>")
+        // The field holds the query as it was typed: the raw value, only its attribute-ending
+        // characters as references, so that `<script>` or `&amp;` typed shows as typed and a
+        // search sent again is the same search. (`text` would show controls and bidi overrides
+        // as visible escapes, a value the user never typed; in a form field such a character
+        // reorders the field's own text only, and every other place shows the query escaped.)
         raw("<form method=\"get\" action=\"/\"><input type=\"search\" name=\"q\" placeholder=\"host contains\" value=\"")
-        text(search)
+        attribute(search)
         raw("\"> <button type=\"submit\">Search</button></form>")
         raw("<table><thead><tr><th>Site</th><th>Hosts</th><th>State</th><th>Files served</th><th>Certificate</th><th>Apple CDN</th>")
         raw("<th>Apple fetches</th><th>Fallback</th></tr></thead><tbody>")
@@ -193,35 +219,50 @@ struct StatusHTML {
             } ?? 0
         let needle = search.lowercased()
         var shown = 0
-        var looked = 0
+        // Names compared: each site searched counts its directory and every host.
+        var compared = 0
+        var stopped = false
         var last: String?
-        while position < index.sorted.count, shown < StatusPages.rowsPerPage, looked < StatusPages.searchBudget {
+        while position < index.sorted.count, shown < StatusPages.rowsPerPage {
             let directory = index.sorted[position]
+            // Removed since the index was built.
+            guard let entry = view.entries[directory] else {
+                position += 1
+                last = directory
+                continue
+            }
+            if !needle.isEmpty {
+                let cost = 1 + entry.hosts.count
+                // The first site a request looks at is searched whatever its size: each request
+                // gets on.
+                guard compared == 0 || compared + cost <= StatusPages.searchBudget else {
+                    stopped = true
+                    break
+                }
+                compared += cost
+            }
             position += 1
-            looked += 1
             last = directory
-            guard let entry = index.view.entries[directory] else { continue }
             if !needle.isEmpty, !directory.contains(needle), !entry.hosts.contains(where: { $0.contains(needle) }) { continue }
-            row(directory, entry: entry, index: index)
+            row(directory, entry: entry)
             shown += 1
         }
         raw("</tbody></table>")
         if shown == 0 { raw("<p class=\"muted\">No site matches.</p>") }
         if position < index.sorted.count, let last {
-            let searched = looked >= StatusPages.searchBudget && shown < StatusPages.rowsPerPage
-            if searched {
+            if stopped {
                 raw("<p class=\"muted\">Searched up to ")
                 text(last)
                 raw(".</p>")
             }
             var link = "/?after=\(HTMLText.queryValue(last))"
             if !search.isEmpty { link += "&amp;q=\(HTMLText.queryValue(search))" }
-            raw("<p><a id=\"next\" href=\"\(link)\">\(searched ? "Search on" : "Next page")</a></p>")
+            raw("<p><a id=\"next\" href=\"\(link)\">\(stopped ? "Search on" : "Next page")</a></p>")
         }
         raw("</section>")
     }
 
-    private mutating func row(_ directory: String, entry: AdminView.Entry, index: StatusIndex) {
+    private mutating func row(_ directory: String, entry: AdminView.Entry) {
         let status = Self.status(entry)
         raw("<tr class=\"site\"><td class=\"name\">")
         siteLink(directory)
@@ -241,11 +282,11 @@ struct StatusHTML {
             }
         }
         raw("</td>")
-        cell(certificate(entry, index: index))
+        cell(certificate(entry))
         cell(
-            index.cdn?[directory].map { "\($0.state.rawValue) since \(time($0.since))" }
-                ?? (index.cdn == nil ? "not watched" : "not asked yet"))
-        cell(fetches(index.fetches[directory]))
+            lookups.cdn?(directory, entry.hosts).map { "\($0.state.rawValue) since \(time($0.since))" }
+                ?? (lookups.cdn == nil ? "not watched" : "not asked yet"))
+        cell(fetches(lookups.fetches(directory)))
         cell(fallback(entry))
         raw("</tr>")
     }
@@ -253,8 +294,8 @@ struct StatusHTML {
     // MARK: a site's page
 
     /// One site's page; false when there is no such site.
-    mutating func site(_ directory: String, index: StatusIndex) -> Bool {
-        guard let entry = index.view.entries[directory] else { return false }
+    mutating func site(_ directory: String) -> Bool {
+        guard let entry = view.entries[directory] else { return false }
         let status = Self.status(entry)
         head(title: "aasad: " + directory)
         raw("<p><a href=\"/\">All sites</a></p><h1 id=\"site\">")
@@ -265,16 +306,15 @@ struct StatusHTML {
             page.list(values, limit: StatusPages.detailItems)
             page.raw("</td></tr>")
         }
-        let kinds = StatusIndex.kinds(
-            entry, directory: directory, acme: index.acme, cdn: index.cdn, verification: index.verification, now: now)
-        line(&self, "Problems", kinds.isEmpty ? ["none"] : kinds.sorted().map(\.label))
+        let kinds = StatusIndex.kinds(entry, directory: directory, lookups: lookups, now: now)
+        line(&self, "Problems", kinds.isEmpty ? ["none"] : kinds.sorted.map(\.label))
         line(&self, "State", [entry.state.rawValue])
         line(&self, "Hosts", entry.hosts)
         let files = Self.files(entry).map { "\($0.name): ETag \($0.etag), \($0.size) bytes, modified \(time($0.modified))" }
         line(&self, "Files served", files.isEmpty ? ["none"] : files + [entry.served.map { "loaded \(time($0.loadedAt))" } ?? ""])
-        var certificates = [certificate(entry, index: index)]
+        var certificates = [certificate(entry)]
         for host in entry.hosts {
-            guard let state = index.acme?[host] else { continue }
+            guard let state = lookups.acme?(host) else { continue }
             var text = "\(host): \(state.state.rawValue)"
             if let notAfter = state.notAfter { text += ", not after \(time(notAfter))" }
             if let renewAt = state.renewAt { text += ", renews \(time(renewAt))" }
@@ -283,19 +323,19 @@ struct StatusHTML {
             certificates.append(text)
         }
         line(&self, "Certificate", certificates)
-        if let cdn = index.cdn?[directory] {
+        if let cdn = lookups.cdn?(directory, entry.hosts) {
             var text = "\(cdn.host): \(cdn.state.rawValue) since \(time(cdn.since)), asked \(time(cdn.checkedAt))"
             if let code = cdn.status { text += ", status \(code)" }
             line(&self, "Apple CDN", [text] + [cdn.failureReason, cdn.error].compactMap { $0 })
         } else {
-            line(&self, "Apple CDN", [index.cdn == nil ? "not watched" : "not asked yet"])
+            line(&self, "Apple CDN", [lookups.cdn == nil ? "not watched" : "not asked yet"])
         }
-        if let verification = index.verification {
+        if let verification = lookups.verification {
             line(
                 &self, "Ownership check",
-                entry.hosts.compactMap { host in verification[host].map { "\(host): \($0 ? "verified" : "unverified")" } })
+                entry.hosts.compactMap { host in verification(host).map { "\(host): \($0 ? "verified" : "unverified")" } })
         }
-        line(&self, "Apple fetches", [fetches(index.fetches[directory])])
+        line(&self, "Apple fetches", [fetches(lookups.fetches(directory))])
         line(&self, "Fallback answers", [fallback(entry)])
         line(&self, "Last problems", status?.errors.isEmpty == false ? status?.errors ?? [] : ["none"])
         line(&self, "Names refused", (status?.refusedHosts ?? []).map { "\($0.host): \($0.reason)" })
@@ -321,7 +361,7 @@ struct StatusHTML {
         return files
     }
 
-    private func certificate(_ entry: AdminView.Entry, index: StatusIndex) -> String {
+    private func certificate(_ entry: AdminView.Entry) -> String {
         guard let own = entry.ownCertificate else { return "none (not served)" }
         if own {
             // The site's own pair: its leaf read here, for the page's rows only.
@@ -330,13 +370,13 @@ struct StatusHTML {
             }
             return "the site's own (tls/), issuer \(info.issuer), not after \(time(info.notAfter))"
         }
-        let automatic = entry.hosts.compactMap { index.acme?[$0] }
+        let automatic = entry.hosts.compactMap { lookups.acme?($0) }
         if !automatic.isEmpty {
             let ends = automatic.compactMap(\.notAfter).min()
             return "ACME: " + Set(automatic.map(\.state.rawValue)).sorted().joined(separator: ", ")
                 + (ends.map { ", not after \(time($0))" } ?? "")
         }
-        switch index.view.sharedCertificate {
+        switch view.sharedCertificate {
         case .default: return "the default (tls/)"
         case .development: return "development"
         case .otherSite: return "another site's"

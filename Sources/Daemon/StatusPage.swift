@@ -14,7 +14,9 @@ import Synchronization
 /// searchable (`q`) and paged (`after`); `/?site=DIR` shows one site in detail.
 ///
 /// Server-rendered HTML on the admin worker's thread (never a serving one), from the same view
-/// `/sites` reads. No external asset and no script but a constant auto-refresh one; the
+/// `/sites` reads; the overview's sorted names and problem list come from an index built on a
+/// queue of its own (`StatusIndex`), so a page never waits for one at 1,000,000 sites: it shows
+/// the last one published and says how old it is. No external asset and no script but a constant auto-refresh one; the
 /// Content-Security-Policy allows only that script and the page's style, by their SHA-256 (CSP
 /// Level 3 §8.4), so markup that got into a value could not run anything either. Every value that
 /// came from a file, a directory name, a CA or a client goes through `HTMLText.escaped`.
@@ -22,7 +24,7 @@ import Synchronization
 /// Bounded: a page has at most `rowsPerPage` rows a section, every value at most
 /// `HTMLText.maximumScalars`, every list in a row at most `itemsPerCell` items, and the whole
 /// body stops growing at `maximumBodyBytes`.
-final class StatusPages: Sendable {
+package final class StatusPages: Sendable {
     /// Rows in each section of a page: a screenful or two to scan, small enough to render in
     /// milliseconds whatever the number of sites.
     static let rowsPerPage = 100
@@ -31,8 +33,11 @@ final class StatusPages: Sendable {
     static let itemsPerCell = 5
     /// Items of each list on a site's page.
     static let detailItems = 100
-    /// Sites looked at per search request: a substring search of 1,000,000 names goes on from
-    /// where the last page stopped instead of walking them all at once (about 20 ms a request).
+    /// Names compared per search request, directories and hosts together: a substring search of
+    /// 1,000,000 sites goes on from where the last page stopped instead of comparing them all at
+    /// once (about 20 ms a request). A site counts its directory and every host; a site whose
+    /// names do not fit in what is left waits for the next request, unless it is the first one
+    /// a request looks at (a site with more hosts than this is still searched, alone).
     static let searchBudget = 100_000
     /// A body stops at this size with a note: with the bounds above a page is far smaller; this
     /// holds whatever a future column adds.
@@ -40,50 +45,138 @@ final class StatusPages: Sendable {
     /// Longest decoded query value read (a directory name is at most 255 bytes); a longer one is
     /// refused with 400.
     static let maximumQueryValue = 1024
-    /// The index is built again, when a source changed, only once this many times its last build
-    /// time has passed: at 1,000,000 sites a build of a second leaves the admin thread free
-    /// nine tenths of the time, and a small config is always current.
+    /// A new index is started, when a source changed, only once this many times the last build
+    /// time has passed since that build began: at 1,000,000 sites a build of a few seconds takes
+    /// the index's queue a tenth of the time at most, leaving the cores to serving, and a small
+    /// config is always current.
     static let refreshCostShare = 10.0
     /// Seconds between automatic reloads of the page by its script.
     static let refreshSeconds = 30
+    /// Seconds the first overview request waits for the first index: a config of thousands of
+    /// sites is indexed in milliseconds, so its first visit shows the whole page; a larger one
+    /// gets a page that says the index is being built, and the probes that share the admin
+    /// thread wait this long once, within a kubelet probe's default one-second timeout.
+    static let firstIndexWait = 0.5
 
-    private let index = Mutex<StatusIndex?>(nil)
+    /// The last index built, replaced whole when a newer one is done: a page reads one index or
+    /// the other, never one being built.
+    private let published = PublishedIndex()
+    /// What the queue is doing: the key of the build under way, and the newest source asked for
+    /// since (one build waits at most, however many reloads or requests came meanwhile).
+    private let work = Mutex(Work())
+    /// Builds run here, one at a time, never on the admin or a serving thread; utility class, as
+    /// gzip's queue (Served/Gzip.swift).
+    private let queue = DispatchQueue(label: "aasad.status-index", qos: .utility)
+    /// Indexes published since start.
+    private let built = Atomic<Int>(0)
+    /// Called on the queue after an index is built and before it is published (tests hold a
+    /// build there).
+    let beforePublish = Mutex<(@Sendable () -> Void)?>(nil)
+
+    private struct Work {
+        var building: StatusIndex.Key?
+        var pending: StatusSource?
+        /// When the last build began (monotonic seconds) and what it cost.
+        var lastStart: Double = 0
+        var lastCost: Double = 0
+    }
 
     init() {}
 
-    /// The index, built again when a source changed (and its cost share allows).
-    func current(_ sources: AdminPages) -> StatusIndex {
-        let view = sources.sites.current
-        let acme = sources.acme()
-        let cdn = sources.cdn()
-        let key = StatusIndex.Key(
-            generation: view.generation, fetches: sources.fetches.version,
-            acme: acme.map { .init(object: ObjectIdentifier($0), version: $0.version) },
-            cdn: cdn.map { .init(object: ObjectIdentifier($0), version: $0.version) }, verification: sources.verification?.version)
-        return index.withLock { cached in
-            if let cached, cached.key == key { return cached }
-            if let cached, StatusIndex.monotonic() - cached.builtAt < cached.cost * Self.refreshCostShare { return cached }
-            let fresh = StatusIndex(
-                key: key, view: view, previous: cached, acme: acme?.statusesByName().statuses, cdn: cdn?.bySite(),
-                verification: sources.verification?.verifiedByName(), fetches: sources.fetches.sites(), now: Self.now())
-            cached = fresh
-            return fresh
+    /// Indexes built and published since start.
+    package var builds: Int { built.load(ordering: .acquiring) }
+
+    /// Whether a build is under way or waiting.
+    package var isBuilding: Bool { work.withLock { $0.building != nil } }
+
+    /// The view generation of the index published now.
+    package var publishedGeneration: UInt64? { published.current?.generation }
+
+    /// Tests: `hook` runs on the queue after each index is built and before it is published
+    /// (nil: none).
+    package func holdBuilds(_ hook: (@Sendable () -> Void)?) { beforePublish.withLock { $0 = hook } }
+
+    /// The index published now, if any.
+    var index: StatusIndex? { published.current }
+
+    /// Waits until an index for which `predicate` holds is published, at most `timeout` seconds.
+    func waitForIndex(_ predicate: @escaping @Sendable (StatusIndex) -> Bool, timeout: Double) -> StatusIndex? {
+        published.wait(until: predicate, timeout: timeout)
+    }
+
+    /// The published index for the overview, and a build asked for when `source` has changed
+    /// since it was made. With no index yet, waits up to `firstIndexWait` for the first.
+    func index(for source: StatusSource) -> StatusIndex? {
+        let current = published.current
+        if current?.key == source.key { return current }
+        request(source)
+        if current == nil { return published.wait(until: { _ in true }, timeout: Self.firstIndexWait) }
+        return current
+    }
+
+    /// Asks for an index of `source`: started now when the queue is idle, else kept as the one
+    /// to build next in place of any asked for before (a burst of reloads costs the build under
+    /// way and one more).
+    func request(_ source: StatusSource) {
+        let start = work.withLock { work -> Bool in
+            if let building = work.building {
+                // The newest source replaces any waiting one; the one being built needs no other.
+                work.pending = building == source.key ? nil : source
+                return false
+            }
+            work.building = source.key
+            return true
         }
+        if start { queue.async { self.run(source) } }
+    }
+
+    /// On the queue: waits out the cost share, builds from the newest source asked for, publishes,
+    /// and goes on with the one asked for meanwhile, if any.
+    private func run(_ asked: StatusSource) {
+        let delay = work.withLock { $0.lastStart + $0.lastCost * Self.refreshCostShare } - StatusIndex.monotonic()
+        if delay > 0 {
+            queue.asyncAfter(deadline: .now() + delay) { self.run(asked) }
+            return
+        }
+        let source = work.withLock { work -> StatusSource in
+            guard let pending = work.pending else { return asked }
+            work.pending = nil
+            work.building = pending.key
+            return pending
+        }
+        let fresh = StatusIndex(key: source.key, view: source.view, previous: published.current, lookups: source.lookups, now: Self.now())
+        beforePublish.withLock { $0 }?()
+        published.publish(fresh)
+        built.add(1, ordering: .releasing)
+        let next = work.withLock { work -> StatusSource? in
+            work.lastStart = fresh.builtAt
+            work.lastCost = fresh.cost
+            guard let pending = work.pending, pending.key != fresh.key else {
+                work.pending = nil
+                work.building = nil
+                return nil
+            }
+            work.pending = nil
+            work.building = pending.key
+            return pending
+        }
+        if let next { queue.async { self.run(next) } }
     }
 
     /// `target` is the request target as sent: `/` and a query.
-    func answer(target: String, sources: AdminPages) -> AdminEndpoint.Answer {
+    func answer(target: String, source: StatusSource) -> AdminEndpoint.Answer {
         guard let query = Query(target) else {
             return .init(status: .badRequest, body: Array("bad query\n".utf8))
         }
-        let index = current(sources)
-        var page = StatusHTML(now: Self.now())
+        var page = StatusHTML(now: Self.now(), view: source.view, lookups: source.lookups)
         if let site = query["site"] {
-            guard page.site(site, index: index) else {
+            // One site's page reads the current view and the sources, not the index.
+            guard page.site(site) else {
                 return .init(status: .notFound, body: Array("no such site\n".utf8))
             }
         } else {
-            page.overview(index: index, query: query)
+            let index = index(for: source)
+            page.overview(index: index, current: index?.key == source.key, query: query)
         }
         return .init(status: .ok, contentType: "text/html; charset=utf-8", body: page.finish(), fields: Self.fields)
     }
@@ -145,4 +238,63 @@ struct Query {
         return String(decoding: bytes, as: UTF8.self)
     }
 
+}
+
+/// The index published last, with a condition for those who wait for one (the first page
+/// request, tests).
+private final class PublishedIndex: @unchecked Sendable {
+    // @unchecked: `index` is read and written only with `condition` locked.
+    private let condition = NSCondition()
+    private var index: StatusIndex?
+
+    var current: StatusIndex? {
+        condition.lock()
+        defer { condition.unlock() }
+        return index
+    }
+
+    func publish(_ fresh: StatusIndex) {
+        condition.lock()
+        index = fresh
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    func wait(until predicate: (StatusIndex) -> Bool, timeout: Double) -> StatusIndex? {
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        condition.lock()
+        defer { condition.unlock() }
+        while true {
+            if let index, predicate(index) { return index }
+            guard condition.wait(until: deadline) else { return index.flatMap { predicate($0) ? $0 : nil } }
+        }
+    }
+}
+
+/// What an index is built from and a page reads: the view, each name's state by look-up, and the
+/// sources' versions.
+struct StatusSource: Sendable {
+    var key: StatusIndex.Key
+    var view: AdminView
+    var lookups: StatusLookups
+}
+
+extension AdminPages {
+    /// The status page's sources now: references and versions, nothing copied.
+    func statusSource() -> StatusSource {
+        let view = sites.current
+        let acme = acme()
+        let cdn = cdn()
+        let verification = verification
+        let fetches = fetches
+        let key = StatusIndex.Key(
+            generation: view.generation, acme: acme.map { .init(object: ObjectIdentifier($0), version: $0.version) },
+            cdn: cdn.map { .init(object: ObjectIdentifier($0), version: $0.version) }, verification: verification?.version)
+        var lookups = StatusLookups()
+        if let acme { lookups.acme = { name in acme.status(of: name) } }
+        if let cdn { lookups.cdn = { site, hosts in cdn.state(ofSite: site, hosts: hosts) } }
+        if let verification { lookups.verification = { name in verification.record(name)?.verified } }
+        lookups.fetches = { site in fetches.site(site) }
+        return StatusSource(key: key, view: view, lookups: lookups)
+    }
 }

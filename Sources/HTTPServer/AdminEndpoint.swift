@@ -25,8 +25,9 @@ public struct AdminEndpoint: Sendable {
         }
     }
 
-    /// Answers a GET for a target: the path, and `?` and the query when one was sent (the status
-    /// page reads it; the other pages look at the path only); nil for an unknown path (404).
+    /// Answers a GET or HEAD for a target: the path, and `?` and the query when one was sent (the
+    /// status page reads it; the other pages look at the path only); nil for an unknown path
+    /// (404). Never called for another method.
     public typealias Handler = @Sendable (String) -> Answer?
 
     private let handler: Handler
@@ -44,8 +45,11 @@ public struct AdminEndpoint: Sendable {
         // Before the path: a page reached through a name that is not the admin listener's learns
         // nothing, not even which paths exist.
         guard hosts.admits(authority) else { return .error(.misdirected, close: false) }
-        guard let answer = handler(target) else { return .error(.notFound, close: false) }
+        // Before the handler: every admin page is read-only (GET, and HEAD answered as GET without
+        // the body, RFC 9110 §9.3.2), so any other method is 405 with `Allow: GET, HEAD`
+        // (§15.5.6) for every path, and a POST to `/` or `/sites` costs no page built or rendered.
         guard method != .other else { return .error(.methodNotAllowed, close: false) }
+        guard let answer = handler(target) else { return .error(.notFound, close: false) }
         let headers = PreparedFields(
             [
                 (name: "Content-Type", value: answer.contentType), (name: "Content-Length", value: "\(answer.body.count)"),

@@ -96,6 +96,12 @@ public final class FetchLog: Sendable {
         state.withLock { $0.sites }
     }
 
+    /// One site's fetches: what a page row shows, without a reference to the whole dictionary
+    /// (held while the next fetch is recorded, it would make that serving thread copy it).
+    public func site(_ directory: String) -> SiteFetches? {
+        state.withLock { $0.sites[directory] }
+    }
+
     /// Fetches in all (configured sites or not), by status class and Apple's network or not.
     public func buckets() -> [Bucket: Int] {
         state.withLock { $0.buckets }

@@ -34,6 +34,24 @@ package enum HTMLText {
         return String(decoding: out, as: UTF8.self)
     }
 
+    /// `value` as it is for a quoted attribute whose value the user edits and sends back (a
+    /// search field's): only `& < > " '` as character references, so the browser's value is
+    /// `value` exactly, once (`escaped` would show controls and bidirectional overrides as
+    /// `\u{…}` text and make that text the value). Cut to `maximumScalars` like `escaped`.
+    package static func attribute(_ value: String) -> String {
+        var kept = value
+        if value.unicodeScalars.count > maximumScalars {
+            var cut = String.UnicodeScalarView()
+            cut.append(contentsOf: value.unicodeScalars.prefix(maximumScalars))
+            kept = String(cut)
+        }
+        guard kept.utf8.contains(where: { Self.isSpecial($0) }) else { return kept }
+        var out: [UInt8] = []
+        out.reserveCapacity(kept.utf8.count + 32)
+        appendEntities(kept.utf8, to: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
     /// Appends `bytes` with `& < > " '` written as entities: safe in element content and in a
     /// quoted attribute (HTML's syntax, WHATWG HTML §13.1.2.3). Controls and bidi characters are
     /// the caller's (`escaped` makes them visible; link previews replace them).

@@ -1,3 +1,4 @@
+import Daemon
 import DaemonTesting
 import Foundation
 import TestSupport
@@ -90,18 +91,48 @@ final class StatusPageBrowserTests {
             #expect(!dom.contains("pwned</title>") && !dom.contains("<title>pwned"), "\(url): a value's script ran")
             #expect(!dom.contains("id=\"injected\""), "\(url): a value became an element")
             #expect(dom.components(separatedBy: "<script").count == 2, "\(url): one script, the page's own")
-            // The RTL override shows as the escape, never as the character that reorders text.
-            #expect(!dom.contains("\u{202E}"), "\(url): a bidirectional override reached the page")
+            // The RTL override shows as the escape, never as the character that reorders text;
+            // only the search field holds it, as the query typed (it reorders the field's text
+            // alone).
+            #expect(!Self.withoutSearchValue(dom).contains("\u{202E}"), "\(url): a bidirectional override reached the page")
         }
         // And the values are there, as text a person reads.
         let hostile = try Chromium.dumpDOM(base + "/?site=hostile.test")
         #expect(Self.text(hostile).contains(#"<img src=x id=injected onerror="document.title='pwned'">"#), "\(hostile)")
         #expect(Self.text(hostile).contains(#"evil\u{202E}moc.test"#), "\(hostile)")
         let searched = try Chromium.dumpDOM(urls[3])
-        // The search field holds the query as its value, as text (the escape of U+202E shown).
-        let field = try #require(searched.range(of: #"name="q" placeholder="host contains" value=""#))
-        let value = Self.text(String(searched[field.upperBound...].prefix { $0 != "\"" }))
-        #expect(value == #""><script>document.title='pwned'</script><b id=injected>\u{202E}"#, "\(value)")
+        // The search field holds the query as typed: its value is the raw query, escaped once
+        // for the attribute, so a search sent again is the same search.
+        #expect(Self.searchValue(searched) == hostileQuery, "\(Self.searchValue(searched) ?? "no field")")
+        for typed in ["<script>", "&amp;", "a&b<c>\"d'e"] {
+            let dom = try Chromium.dumpDOM(base + "/?q=" + (typed.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""))
+            #expect(Self.searchValue(dom) == typed, "\(typed): \(Self.searchValue(dom) ?? "no field")")
+        }
+    }
+
+    /// The search field's value attribute as the browser serialized it, references read back.
+    static func searchValue(_ dom: String) -> String? {
+        guard let field = dom.range(of: #"name="q" placeholder="host contains" value=""#) else { return nil }
+        return unreference(String(dom[field.upperBound...].prefix { $0 != "\"" }))
+    }
+
+    /// The DOM with the search field's value left out.
+    static func withoutSearchValue(_ dom: String) -> String {
+        guard let field = dom.range(of: #"name="q" placeholder="host contains" value=""#) else { return dom }
+        let rest = dom[field.upperBound...].drop { $0 != "\"" }
+        return String(dom[..<field.upperBound]) + rest
+    }
+
+    /// Character references read back (the serializer writes `&amp;` `&quot;` `&lt;` `&gt;`
+    /// `&nbsp;` in attributes), `&amp;` last so that `&amp;lt;` stays `&lt;`.
+    static func unreference(_ text: String) -> String {
+        var out = text
+        for (reference, character) in [
+            ("&lt;", "<"), ("&gt;", ">"), ("&quot;", "\""), ("&#39;", "'"), ("&nbsp;", "\u{A0}"), ("&amp;", "&"),
+        ] {
+            out = out.replacingOccurrences(of: reference, with: character)
+        }
+        return out
     }
 
     @Test("broken sites are listed first, worst first, each with its reason; then every site, paged; a screenshot is kept")
@@ -181,5 +212,78 @@ final class StatusPageBrowserTests {
         #expect(try server.admin("/?q=" + String(repeating: "a", count: 1025)).status == 400)
         #expect(try server.admin("/?site=nothing.test").status == 404)
         #expect(try server.admin("/?site=a.test").status == 200)
+    }
+
+    /// Holds the status page's builds before they are published, until `release`.
+    final class Gate: Sendable {
+        private let held = DispatchSemaphore(value: 0)
+        private let open = DispatchSemaphore(value: 0)
+        func hold() {
+            held.signal()
+            open.wait()
+        }
+        func waitHeld(timeout: Double = 60) -> Bool { held.wait(timeout: .now() + timeout) == .success }
+        func release() { open.signal() }
+    }
+
+    @Test(
+        "the admin listener answers /metrics, /sites, probes and the status page while an index is being built; the page shows the previous one, whole, then the new"
+    )
+    func answersWhileIndexing() throws {
+        let server = try TestDaemon(config: config)
+        let pages = try #require(server.daemon.statusPages)
+        #expect(try server.admin("/").status == 200)
+        // The first page waits for the first index a little; a loaded machine may take longer.
+        #expect(try eventually { pages.builds == 1 })
+        let gate = Gate()
+        pages.holdBuilds { gate.hold() }
+        defer {
+            pages.holdBuilds(nil)
+            gate.release()
+        }
+        let generation = server.daemon.reloadGeneration
+        try config.write("config/sites/fresh.test/apple-app-site-association", config.aasa)
+        #expect(server.waitForReload(after: generation))
+        // The page asks for a new index and answers with the old one, saying so.
+        let stale = String(decoding: try server.admin("/").body, as: UTF8.self)
+        #expect(stale.contains("a newer index is being built") && !stale.contains(">fresh.test<"), "\(stale.prefix(800))")
+        #expect(gate.waitHeld(), "no build started")
+        // Built and held on the index's queue: the admin thread answers everything meanwhile.
+        #expect(try server.admin("/healthz").status == 200)
+        #expect(try server.admin("/readyz").status == 200)
+        let metrics = try server.admin("/metrics")
+        #expect(metrics.status == 200 && String(decoding: metrics.body, as: UTF8.self).contains("aasad_"))
+        let sites = try server.admin("/sites")
+        #expect(sites.status == 200 && String(decoding: sites.body, as: UTF8.self).contains("fresh.test"))
+        #expect(try server.admin("/?site=fresh.test").status == 200, "a site's page reads the current view")
+        let held = String(decoding: try server.admin("/").body, as: UTF8.self)
+        #expect(held.contains("a newer index is being built") && !held.contains(">fresh.test<"))
+        #expect(pages.isBuilding)
+        pages.holdBuilds(nil)
+        gate.release()
+        #expect(eventually { !pages.isBuilding })
+        let fresh = String(decoding: try server.admin("/").body, as: UTF8.self)
+        #expect(fresh.contains(">fresh.test<") && !fresh.contains("a newer index is being built"), "\(fresh.prefix(800))")
+        #expect(pages.builds == 2)
+    }
+
+    @Test("a method other than GET or HEAD gets 405 with Allow on every admin page, and builds or renders nothing")
+    func wrongMethods() throws {
+        let server = try TestDaemon(config: config)
+        let pages = try #require(server.daemon.statusPages)
+        let paths = ["/", "/?site=a.test", "/?q=a", "/healthz", "/readyz", "/metrics", "/sites", "/nothing"]
+        for method in ["POST", "PUT", "DELETE", "PATCH"] {
+            for path in paths {
+                let answer = try server.curl(["-X", method, "http://127.0.0.1:\(server.adminPort)\(path)"])
+                #expect(answer.status == 405, "\(method) \(path)")
+                #expect(answer.headers["allow"] == "GET, HEAD", "\(method) \(path)")
+            }
+        }
+        // With content, the request is refused before any page too (413, Exchange's rule).
+        #expect(try server.curl(["--data", "x=1", "http://127.0.0.1:\(server.adminPort)/"]).status == 413)
+        // No page was asked for: no index was built.
+        #expect(pages.builds == 0 && !pages.isBuilding)
+        #expect(try server.admin("/").status == 200)
+        #expect(try eventually { pages.builds == 1 })
     }
 }

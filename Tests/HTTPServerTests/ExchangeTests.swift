@@ -1,5 +1,6 @@
 import HTTPCore
 import SiteStore
+import Synchronization
 import Testing
 
 @testable import HTTPServer
@@ -100,4 +101,40 @@ struct ExchangeTests {
         #expect(Self.answer(&exchange, .get, Self.aasaPath, version: .http1, peer: peer).status == .misdirected, "a site's name")
         #expect(Self.requests(exchange, .http1, .init(.ok)) == 0)
     }
+
+    @Test("a method other than GET and HEAD gets 405 with Allow on every admin path, before the page's handler runs")
+    func adminMethodFirst() throws {
+        let calls = CallCounter()
+        let endpoint = AdminEndpoint { target in
+            calls.add()
+            return target == "/missing" ? nil : AdminEndpoint.Answer(status: .ok, body: Array("page\n".utf8))
+        }
+        var exchange = try Self.exchange(admin: endpoint)
+        let peer = Peer(fd: -1, client: "-", isAdmin: true, counted: nil)
+        // Each page the daemon's admin listener has (Sources/Daemon/Admin.swift), an unknown one,
+        // and methods that change things, an unknown one and a lower-case `get` (methods are
+        // case-sensitive, RFC 9110 §9.1).
+        let paths = ["/", "/?q=a&after=b", "/?site=a.test", "/healthz", "/readyz", "/metrics", "/sites", "/missing"]
+        for method in ["POST", "PUT", "DELETE", "PATCH", "OPTIONS", "TRACE", "CONNECT", "get", "BREW"] {
+            for path in paths {
+                let response = Array(method.utf8).withUnsafeBytes { bytes in
+                    Self.answer(&exchange, Method(bytes), path, host: "localhost", version: .http1, peer: peer)
+                }
+                #expect(response.status == .methodNotAllowed, "\(method) \(path)")
+                #expect(String(decoding: response.headers.http1, as: UTF8.self).contains("Allow: GET, HEAD\r\n"), "\(method) \(path)")
+            }
+        }
+        #expect(calls.value == 0, "the handler ran for a method it never answers")
+        // GET and HEAD still reach it, once each.
+        #expect(Self.answer(&exchange, .get, "/sites", host: "localhost", version: .http1, peer: peer).status == .ok)
+        #expect(Self.answer(&exchange, .head, "/missing", host: "localhost", version: .http1, peer: peer).status == .notFound)
+        #expect(calls.value == 2)
+    }
+}
+
+/// Counts calls from any thread.
+final class CallCounter: Sendable {
+    private let count = Mutex(0)
+    func add() { count.withLock { $0 += 1 } }
+    var value: Int { count.withLock { $0 } }
 }
