@@ -91,6 +91,7 @@ extension Daemon {
         running.acmeNames.children?.stop()
         running.certificateManager.value?.stop()
         running.cdnWatch.value?.stop()
+        running.statusPages?.stop()
         if let path = running.follower.inForce.pidFile { PIDFile.remove(path) }
     }
 

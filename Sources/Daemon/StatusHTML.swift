@@ -11,6 +11,9 @@ import TLS
 /// One status page being written: the overview or a site's page. Text the page did not write
 /// itself goes through `text(_:)` (`HTMLText.escaped`), URLs' values through
 /// `HTMLText.queryValue`; `raw(_:)` takes only the page's own markup.
+///
+/// Over 400 lines: the overview and the site's page share their cells and escaping, and keeping
+/// the markup in one file keeps every place a value is written in one reading.
 struct StatusHTML {
     let now: Int64
     /// The view a page's rows are read from (the current one, whatever the index's age) and
@@ -225,10 +228,16 @@ struct StatusHTML {
         var last: String?
         while position < index.sorted.count, shown < StatusPages.rowsPerPage {
             let directory = index.sorted[position]
-            // Removed since the index was built.
+            // Removed since the index was built: a look-up each, counted as a name compared,
+            // so that a page after a bulk removal stops at the budget too.
             guard let entry = view.entries[directory] else {
+                compared += 1
                 position += 1
                 last = directory
+                if compared >= StatusPages.searchBudget {
+                    stopped = true
+                    break
+                }
                 continue
             }
             if !needle.isEmpty {

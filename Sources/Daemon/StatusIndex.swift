@@ -208,6 +208,9 @@ final class StatusIndex: Sendable {
     static func sortedNames(_ view: AdminView, previous: StatusIndex?) -> [String] {
         guard let previous else { return view.entries.keys.sorted() }
         if previous.generation == view.generation { return previous.sorted }
+        // An index of a newer view than this one (never built today): the journal cannot say
+        // what to undo.
+        guard previous.generation < view.generation else { return view.entries.keys.sorted() }
         guard let touched = view.journal.names(after: previous.generation) else { return view.entries.keys.sorted() }
         var added: [String] = []
         var removedAt: [Int] = []

@@ -52,10 +52,12 @@ package final class StatusPages: Sendable {
     static let refreshCostShare = 10.0
     /// Seconds between automatic reloads of the page by its script.
     static let refreshSeconds = 30
-    /// Seconds the first overview request waits for the first index: a config of thousands of
-    /// sites is indexed in milliseconds, so its first visit shows the whole page; a larger one
-    /// gets a page that says the index is being built, and the probes that share the admin
-    /// thread wait this long once, within a kubelet probe's default one-second timeout.
+    /// Seconds the first overview request since start waits for the first index: a config of
+    /// thousands of sites is indexed in milliseconds, so its first visit shows the whole page; a
+    /// larger one gets a page that says the index is being built. Only that one request waits
+    /// (`firstWaitTaken`): the page reloads itself and an operator may keep several open, and the
+    /// probes that share the admin thread must not queue behind each of them (a kubelet probe's
+    /// default timeout is one second).
     static let firstIndexWait = 0.5
 
     /// The last index built, replaced whole when a newer one is done: a page reads one index or
@@ -69,6 +71,10 @@ package final class StatusPages: Sendable {
     private let queue = DispatchQueue(label: "aasad.status-index", qos: .utility)
     /// Indexes published since start.
     private let built = Atomic<Int>(0)
+    /// Set by the request that waited `firstIndexWait`; later ones never wait.
+    private let firstWaitTaken = Atomic<Bool>(false)
+    /// Set by `stop`: nothing waiting is built any more.
+    private let stopped = Atomic<Bool>(false)
     /// Called on the queue after an index is built and before it is published (tests hold a
     /// build there).
     let beforePublish = Mutex<(@Sendable () -> Void)?>(nil)
@@ -105,13 +111,23 @@ package final class StatusPages: Sendable {
     }
 
     /// The published index for the overview, and a build asked for when `source` has changed
-    /// since it was made. With no index yet, waits up to `firstIndexWait` for the first.
+    /// since it was made. With no index yet, the first such request waits up to `firstIndexWait`
+    /// for it; any other returns at once.
     func index(for source: StatusSource) -> StatusIndex? {
         let current = published.current
         if current?.key == source.key { return current }
         request(source)
-        if current == nil { return published.wait(until: { _ in true }, timeout: Self.firstIndexWait) }
+        if current == nil, !firstWaitTaken.exchange(true, ordering: .acquiringAndReleasing) {
+            return published.wait(until: { _ in true }, timeout: Self.firstIndexWait)
+        }
         return current
+    }
+
+    /// The daemon stops: a build waiting for its turn (it holds a view and the sources) is
+    /// dropped, and none starts after the one under way.
+    func stop() {
+        stopped.store(true, ordering: .releasing)
+        work.withLock { $0.pending = nil }
     }
 
     /// Asks for an index of `source`: started now when the queue is idle, else kept as the one
@@ -133,6 +149,10 @@ package final class StatusPages: Sendable {
     /// On the queue: waits out the cost share, builds from the newest source asked for, publishes,
     /// and goes on with the one asked for meanwhile, if any.
     private func run(_ asked: StatusSource) {
+        guard !stopped.load(ordering: .acquiring) else {
+            work.withLock { $0.building = nil }
+            return
+        }
         let delay = work.withLock { $0.lastStart + $0.lastCost * Self.refreshCostShare } - StatusIndex.monotonic()
         if delay > 0 {
             queue.asyncAfter(deadline: .now() + delay) { self.run(asked) }
@@ -146,8 +166,9 @@ package final class StatusPages: Sendable {
         }
         let fresh = StatusIndex(key: source.key, view: source.view, previous: published.current, lookups: source.lookups, now: Self.now())
         beforePublish.withLock { $0 }?()
-        published.publish(fresh)
+        // Counted before it is published: whoever sees the index sees its count.
         built.add(1, ordering: .releasing)
+        published.publish(fresh)
         let next = work.withLock { work -> StatusSource? in
             work.lastStart = fresh.builtAt
             work.lastCost = fresh.cost

@@ -214,18 +214,6 @@ final class StatusPageBrowserTests {
         #expect(try server.admin("/?site=a.test").status == 200)
     }
 
-    /// Holds the status page's builds before they are published, until `release`.
-    final class Gate: Sendable {
-        private let held = DispatchSemaphore(value: 0)
-        private let open = DispatchSemaphore(value: 0)
-        func hold() {
-            held.signal()
-            open.wait()
-        }
-        func waitHeld(timeout: Double = 60) -> Bool { held.wait(timeout: .now() + timeout) == .success }
-        func release() { open.signal() }
-    }
-
     @Test(
         "the admin listener answers /metrics, /sites, probes and the status page while an index is being built; the page shows the previous one, whole, then the new"
     )
