@@ -29,7 +29,7 @@ static const uint8_t CAASANghttp2_NV_FLAG_NONE = NGHTTP2_NV_FLAG_NONE;
 static const uint8_t CAASANghttp2_NV_FLAG_NO_COPY = NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE;
 // A DATA frame whose bytes the send_data callback writes itself.
 static const uint32_t CAASANghttp2_DATA_FLAG_NO_COPY = NGHTTP2_DATA_FLAG_NO_COPY;
-static const int CAASANghttp2_ERR_WOULDBLOCK = NGHTTP2_ERR_WOULDBLOCK;
+static const int CAASANghttp2_ERR_PAUSE = NGHTTP2_ERR_PAUSE;
 static inline size_t CAASANghttp2_frame_padding(const nghttp2_frame *frame) { return frame->data.padlen; }
 
 // The frame type of a frame (frame->hd.type), reached through the union.

@@ -892,12 +892,21 @@ public final class HTTP2Session {
 
     /// Writes a DATA frame whose length `readBody` gave: its 9-byte header, as nghttp2 made it,
     /// then `length` bytes of the body (and the padding nghttp2 asked for, none unless a padding
-    /// callback is set). nghttp2 calls it only from inside `produce`; past the output's limit the
-    /// frame waits (WOULDBLOCK: nghttp2 asks again on the next `produce`).
+    /// callback is set). nghttp2 calls it only from inside `produce`.
+    ///
+    /// The frame is always written whole, and once the output reaches `produce`'s limit nghttp2
+    /// is told to return (NGHTTP2_ERR_PAUSE: the frame counts as sent), so the output passes the
+    /// limit by one frame at most, as a frame nghttp2 copied out did. Never WOULDBLOCK, which
+    /// would leave the frame's header in nghttp2's frame buffer until the next `produce`: that
+    /// buffer is shared by the worker's sessions (`SharedFrameBuffer`), and another session's
+    /// frame would be written over it meanwhile (the HTTP/2 fuzz target's shared-buffer check
+    /// found it: Fuzz/http2-fail-cases).
     fileprivate func sendBody(_ stream: Int32, header: UnsafePointer<UInt8>, length: Int, padding: Int) -> Int32 {
-        guard let out = sink, out.pointee.count < sinkLimit else { return Int32(CAASANghttp2_ERR_WOULDBLOCK) }
-        guard let i = bodies.firstIndex(where: { $0.stream == stream }), length <= bodies[i].body.count - bodies[i].offset else {
-            // Never: nghttp2 asks only for a length `readBody` gave. The stream is reset.
+        guard let out = sink,
+            let i = bodies.firstIndex(where: { $0.stream == stream }), length <= bodies[i].body.count - bodies[i].offset
+        else {
+            // Never: nghttp2 asks only within `produce`, for a length `readBody` gave. The stream
+            // is reset.
             return Int32(CAASANghttp2_ERR_TEMPORAL_CALLBACK_FAILURE)
         }
         let offset = bodies[i].offset
@@ -912,7 +921,7 @@ public final class HTTP2Session {
         } else {
             bodies[i].offset = offset + length
         }
-        return 0
+        return out.pointee.count < sinkLimit ? 0 : Int32(CAASANghttp2_ERR_PAUSE)
     }
 
     static func of(_ userData: UnsafeMutableRawPointer?) -> HTTP2Session {
