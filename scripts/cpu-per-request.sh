@@ -16,6 +16,9 @@
 # installed is skipped with a note.
 # Usage: scripts/cpu-per-request.sh AASAD_BINARY [rounds] [requests] [workloads] [servers]
 #   e.g. scripts/cpu-per-request.sh .build/release/aasad 5 100000 h1,h2,resumed,newconn aasad,nginx,h2o
+# The server `aasad-before` is a second aasad binary, AASAD_BEFORE=BINARY, in the same alternating
+# rounds (a change's before and after beside nginx and h2o in one run):
+#   AASAD_BEFORE=/tmp/aasad-old scripts/cpu-per-request.sh .build/release/aasad 3 50000 h2 aasad,aasad-before,h2o,nginx
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ $# -ge 1 ] || {
@@ -52,7 +55,7 @@ active=()
 n=0
 IFS=, read -r -a wanted <<<"$servers"
 for server in "${wanted[@]}"; do
-    if [ "$server" != aasad ] && ! command -v "$server" >/dev/null 2>&1; then
+    if [ "$server" != aasad ] && [ "$server" != aasad-before ] && ! command -v "$server" >/dev/null 2>&1; then
         echo "note: $server is not installed; skipped" >&2
         continue
     fi
@@ -60,6 +63,7 @@ for server in "${wanted[@]}"; do
     port[$server]=$((24000 + RANDOM % 8000 + n))
     args=(--server "$server")
     [ "$server" = aasad ] && args=(--server cmd --cmd "$aasad serve --config {config} --https 127.0.0.1:{port} --threads {workers} --state {run}/state --log-level warning")
+    [ "$server" = aasad-before ] && args=(--server cmd --cmd "$(realpath "${AASAD_BEFORE:?aasad-before needs AASAD_BEFORE=BINARY}") serve --config {config} --https 127.0.0.1:{port} --threads {workers} --state {run}/state --log-level warning")
     "$bench/start-server.sh" "${args[@]}" --sites "$work/fx/ecdsa/sites" --port "${port[$server]}" \
         --run-dir "$work/run-$server" --cpus 0 >/dev/null
     started+=("$work/run-$server")

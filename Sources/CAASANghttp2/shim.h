@@ -25,6 +25,12 @@ static const int32_t CAASANghttp2_SETTINGS_MAX_HEADER_LIST_SIZE = NGHTTP2_SETTIN
 static const int32_t CAASANghttp2_SETTINGS_INITIAL_WINDOW_SIZE = NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE;
 static const int32_t CAASANghttp2_SETTINGS_NO_RFC7540_PRIORITIES = NGHTTP2_SETTINGS_NO_RFC7540_PRIORITIES;
 static const uint8_t CAASANghttp2_NV_FLAG_NONE = NGHTTP2_NV_FLAG_NONE;
+// A field whose name (lower case) and value nghttp2 points at instead of copying.
+static const uint8_t CAASANghttp2_NV_FLAG_NO_COPY = NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE;
+// A DATA frame whose bytes the send_data callback writes itself.
+static const uint32_t CAASANghttp2_DATA_FLAG_NO_COPY = NGHTTP2_DATA_FLAG_NO_COPY;
+static const int CAASANghttp2_ERR_PAUSE = NGHTTP2_ERR_PAUSE;
+static inline size_t CAASANghttp2_frame_padding(const nghttp2_frame *frame) { return frame->data.padlen; }
 
 // The frame type of a frame (frame->hd.type), reached through the union.
 static inline uint8_t CAASANghttp2_frame_type(const nghttp2_frame *frame) { return frame->hd.type; }

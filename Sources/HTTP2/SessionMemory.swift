@@ -62,7 +62,7 @@ enum SessionMemory {
     /// A block for the session at `user` (nghttp2's `mem_user_data`, the `HTTP2Session`): its
     /// shared frame buffer when that is what nghttp2 asks for.
     static func allocate(_ size: Int, zeroed: Bool, for user: UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? {
-        guard size >= clientBlockThreshold else { return allocate(size, zeroed: zeroed) }
+        guard size >= clientBlockThreshold else { return heapBlock(size, zeroed: zeroed) }
         if size == frameBufferSize, let user, let shared = HTTP2Session.of(user).claimSharedFrameBuffer() {
             if zeroed { shared.initializeMemory(as: UInt8.self, repeating: 0, count: size) }
             return shared
@@ -109,24 +109,39 @@ enum SessionMemory {
         return base + headerSize
     }
 
+    /// A block from the heap with its header: what nghttp2 asks for per stream and per frame
+    /// (about five a request), kept apart from the mapping path, whose shared count (a global
+    /// reached through its lazy initialiser, and retained) cost every block a `swift_once`, a
+    /// retain and a release (`scripts/callgrind-requests.sh`). `size` is below
+    /// `clientBlockThreshold`, so the total cannot overflow.
+    @inline(__always)
+    private static func heapBlock(_ size: Int, zeroed: Bool) -> UnsafeMutableRawPointer? {
+        let total = size + headerSize
+        guard let base = zeroed ? calloc(1, total) : malloc(total) else { return nil }
+        base.storeBytes(of: Header(size: size, mapped: 0), as: Header.self)
+        return base + headerSize
+    }
+
     /// Whether `block` is a mapping of its own (for tests).
     static func isMapped(_ block: UnsafeMutableRawPointer) -> Bool { (block - headerSize).load(as: Header.self).mapped > 0 }
 
-    static func release(_ block: UnsafeMutableRawPointer?, count: MappingCount = SessionMemory.mappings) {
+    /// Frees `block`; a mapping is given back to `count` (nil: the process-wide one, looked up
+    /// only for a mapped block, see `heapBlock`).
+    static func release(_ block: UnsafeMutableRawPointer?, count: MappingCount? = nil) {
         guard let block else { return }
         let base = block - headerSize
         let header = base.load(as: Header.self)
-        if header.mapped == shared { return }  // the worker's, which outlives its sessions
-        if header.mapped > 0 {
-            // munmap fails (ENOMEM) only when it must split a region and the process has none
-            // left: the pages at least go back to the system; the region stays, and counted.
-            if munmap(base, header.mapped) == 0 {
-                count.give()
-            } else {
-                _ = madvise(base, header.mapped, MADV_DONTNEED)
-            }
-        } else {
+        if header.mapped == 0 {
             free(base)
+            return
+        }
+        if header.mapped == shared { return }  // the worker's, which outlives its sessions
+        // munmap fails (ENOMEM) only when it must split a region and the process has none
+        // left: the pages at least go back to the system; the region stays, and counted.
+        if munmap(base, header.mapped) == 0 {
+            (count ?? mappings).give()
+        } else {
+            _ = madvise(base, header.mapped, MADV_DONTNEED)
         }
     }
 
