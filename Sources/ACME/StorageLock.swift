@@ -150,7 +150,8 @@ public final class StorageLock: Sendable {
             Files.close(fd)
             throw .storage("cannot write \(file): \(error.reason)")
         }
-        held.withLock { $0[name] = (0, fd) }
+        // A lock of this name held before and taken over meanwhile: its descriptor goes.
+        if let before = held.withLock({ $0.updateValue((0, fd), forKey: name) }) { Files.close(before.descriptor) }
         return true
     }
 
