@@ -149,11 +149,14 @@ struct StorageLockTests {
 
         // A real process holding a lock of this kernel, killed (-9): taken with no clock moved.
         let lock = dir.path("locks/k.test.lock")
-        try dir.write("locks/k.test.lock", Array(#"{"owner":"gone","updated":1,"heartbeat":0,"boot":"\#(DeadHolder.bootID!)","pid":1}"#.utf8))
+        try dir.write(
+            "locks/k.test.lock", Array(#"{"owner":"gone","updated":1,"heartbeat":0,"boot":"\#(DeadHolder.bootID!)","pid":1}"#.utf8))
         // One process holding the flock itself (flock(1) would hand it to a child that outlives it).
         let holder = Process()
         holder.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        holder.arguments = ["-c", "import fcntl,os,sys,time\nfd=os.open(sys.argv[1],os.O_RDONLY)\nfcntl.flock(fd,fcntl.LOCK_EX)\ntime.sleep(600)", lock]
+        holder.arguments = [
+            "-c", "import fcntl,os,sys,time\nfd=os.open(sys.argv[1],os.O_RDONLY)\nfcntl.flock(fd,fcntl.LOCK_EX)\ntime.sleep(600)", lock,
+        ]
         try holder.run()
         #expect(eventually { Self.flockHeld(lock) })
         #expect(try !l[1].tryLock("k.test"))
@@ -164,7 +167,9 @@ struct StorageLockTests {
 
         // Another kernel's lock (another machine on a shared volume): its flock says nothing
         // here, so only the heartbeat rule takes it (at staleAfter + 1, not at staleAfter).
-        try dir.write("locks/o.test.lock", Array(#"{"owner":"far","updated":1,"heartbeat":0,"boot":"00000000-0000-0000-0000-000000000000","pid":1}"#.utf8))
+        try dir.write(
+            "locks/o.test.lock",
+            Array(#"{"owner":"far","updated":1,"heartbeat":0,"boot":"00000000-0000-0000-0000-000000000000","pid":1}"#.utf8))
         #expect(try !l[1].tryLock("o.test"))
         clock.advance(StorageLock.staleAfter)
         #expect(try !l[1].tryLock("o.test"))
@@ -180,7 +185,9 @@ struct StorageLockTests {
         return flock(fd, LOCK_SH | LOCK_NB) != 0
     }
 
-    @Test("a lock file that is a symbolic link, a FIFO or a directory is never followed or waited on: a lock of unknown bytes, stale after the interval")
+    @Test(
+        "a lock file that is a symbolic link, a FIFO or a directory is never followed or waited on: a lock of unknown bytes, stale after the interval"
+    )
     func notAFile() throws {
         let dir = try TemporaryDirectory(prefix: "acme-lock-link")
         let clock = TestClock()

@@ -60,7 +60,9 @@ final class ACMEReplicaServeTests {
         // One process holding the flock itself (flock(1) would hand it to a child that outlives it).
         let holder = Process()
         holder.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        holder.arguments = ["-c", "import fcntl,os,sys,time\nfd=os.open(sys.argv[1],os.O_RDONLY)\nfcntl.flock(fd,fcntl.LOCK_EX)\ntime.sleep(600)", lock]
+        holder.arguments = [
+            "-c", "import fcntl,os,sys,time\nfd=os.open(sys.argv[1],os.O_RDONLY)\nfcntl.flock(fd,fcntl.LOCK_EX)\ntime.sleep(600)", lock,
+        ]
         try holder.run()
         #expect(eventually { Self.flockHeld(lock) })
         kill(holder.processIdentifier, SIGKILL)
@@ -114,7 +116,9 @@ final class ACMEReplicaServeTests {
         return flock(fd, LOCK_SH | LOCK_NB) != 0
     }
 
-    @Test("a live change of orders-per-hour keeps the running manager: the order in flight is not placed again, a failed name keeps its back-off, counters go on")
+    @Test(
+        "a live change of orders-per-hour keeps the running manager: the order in flight is not placed again, a failed name keeps its back-off, counters go on"
+    )
     func liveBudget() throws {
         try config.writeACMESettings(pebble, challenges: "tls-alpn-01", extra: "  orders-per-hour: 8")
         // 6 of 8 spent: the backlog waits; two orders are kept for demanded names.
@@ -136,7 +140,8 @@ final class ACMEReplicaServeTests {
 
         // slow.test's order in flight, its CA stalled, while the budget changes.
         _ = HandBuiltClientHello.send(serverName: "slow.test", port: daemon.httpsPort)
-        #expect(eventually(attempts: 600, interval: 0.02) { self.state(daemon, "slow.test") == "ordering" }, "\(entry(daemon, "slow.test"))")
+        #expect(
+            eventually(attempts: 600, interval: 0.02) { self.state(daemon, "slow.test") == "ordering" }, "\(entry(daemon, "slow.test"))")
         pebble.suspend()
         try config.writeACMESettings(pebble, challenges: "tls-alpn-01", extra: "  orders-per-hour: 14")
         let applied = daemon.waitForLog("aasad.yaml applied")
