@@ -180,7 +180,7 @@ extension CertificateManager {
             // Entries ahead of this clock (another replica's clock runs fast) count too.
             if time > now - Self.budgetWindowSeconds { recent.append((time, line)) }
         }
-        let limit = OrderBudget.limit(for: tier, ordersPerHour: configuration.ordersPerHour)
+        let limit = OrderBudget.limit(for: tier, ordersPerHour: ordersPerHour)
         if recent.count >= limit {
             let reopens = OrderBudget.reopens(times: recent.map(\.time), limit: limit, window: Self.budgetWindowSeconds)
             state.withLock { state in
@@ -195,7 +195,7 @@ extension CertificateManager {
                 tier == .new
                     ? "the order budget's share for names nobody asked for is spent; they wait" : "order budget spent; due names wait",
                 metadata: [
-                    "ordersPerHour": "\(configuration.ordersPerHour)", "limit": "\(limit)", "tier": "\(tier.label)",
+                    "ordersPerHour": "\(ordersPerHour)", "limit": "\(limit)", "tier": "\(tier.label)",
                     "reopensAt": "\(reopens)",
                 ])
             return false

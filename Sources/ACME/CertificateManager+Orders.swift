@@ -133,7 +133,7 @@ extension CertificateManager {
             let budgetOpen = now >= state.budgetBlockedUntil
             let backgroundOpen = budgetOpen && now >= state.backgroundBlockedUntil
             let capped = state.queue.capped { state.entries[$0]?.served != nil }
-            var due: [(String, OrderQueue.Class)] = []
+            var due: [(String, OrderQueue.Class, Int64)] = []
             var tiers: [OrderQueue.Class: TierWait] = [:]
             for (name, entry) in state.entries {
                 let next: CertificateStatus.State
@@ -154,13 +154,13 @@ extension CertificateManager {
                     let since = entry.waitingSince
                     tiers[tier, default: TierWait()].queued += 1
                     if tiers[tier]?.oldestSince.map({ since < $0 }) ?? true { tiers[tier]?.oldestSince = since }
-                    if tier == .new ? backgroundOpen : budgetOpen { due.append((name, tier)) }
+                    if tier == .new ? backgroundOpen : budgetOpen { due.append((name, tier, entry.demandedAt ?? 0)) }
                 }
                 // Written only when it changed: every write moves the version pages are built on.
                 if next != entry.state { state.entries[name]?.state = next }
             }
             state.tiers = tiers
-            guard let name = state.queue.next(among: due) else { return nil }
+            guard let name = state.queue.next(asked: due) else { return nil }
             return (name, state.entries[name]?.tier ?? .new)
         }
     }

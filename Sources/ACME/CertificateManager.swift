@@ -187,6 +187,9 @@ public final class CertificateManager: Sendable {
     /// Names asked for by handshakes, Apple's CDN and the tenant API, on their way to the
     /// manager's thread (`demand`).
     let intake = Mutex(DemandIntake())
+    /// The order budget in force (`acme.orders-per-hour`): the configuration's at the start,
+    /// changed on the running manager by `setOrdersPerHour` (CertificateManager+Budget.swift).
+    let budget: Atomic<Int>
     /// Pending challenge answers, in memory for the serving loops.
     public let challenges: ChallengeBook
     /// The ACME client, made on the manager's thread when first needed, and whether its account
@@ -199,6 +202,7 @@ public final class CertificateManager: Sendable {
         self.clock = clock
         self.logger = logger
         state = Mutex(State(queue: OrderQueue(namesPerSite: configuration.namesPerSite)))
+        budget = Atomic(configuration.ordersPerHour)
         locks = try StorageLock(directory: storage.locks, clock: clock.monotonic)
         challenges = try ChallengeBook(storage: storage)
         do {

@@ -14,8 +14,10 @@
 ///    leaves the queue (no name wanted) and comes back keeps its last turn
 ///    (`maximumDepartedTurns`): a tenant can take its site out and back in (a `tls/` pair of its
 ///    own added and removed), and must not go first again each time;
-/// 3. when it was first wanted, oldest first (within a site, and among sites never served);
-/// 4. its name, so that equal ranks always give the same answer.
+/// 3. in the demanded tier, when it was asked for, earliest first (the caller's `asked`: a name
+///    wanted for months and asked for today waits behind one asked for yesterday);
+/// 4. when it was first wanted, oldest first (within a site, and among sites never served);
+/// 5. its name, so that equal ranks always give the same answer.
 ///
 /// A site's names past `namesPerSite` are capped: never ordered. Seats go first to names that
 /// hold a certificate (so a new alias never takes the seat of a served name), then in the
@@ -150,17 +152,23 @@ package struct OrderQueue: Sendable {
         return capped
     }
 
-    /// The rank of a due name (lower goes first); nil for a name not wanted.
-    package func rank(of name: String, _ due: Class) -> Rank? {
+    /// The rank of a due name (lower goes first); nil for a name not wanted. `asked`: when a
+    /// demanded name was asked for (seconds since the epoch); ignored in the other tiers.
+    package func rank(of name: String, _ due: Class, asked: Int64 = 0) -> Rank? {
         guard let member = members[name] else { return nil }
-        return Rank(due: due, lastTurn: lastTurn[member.site] ?? 0, since: member.since, name: name)
+        return Rank(due: due, lastTurn: lastTurn[member.site] ?? 0, asked: due == .demanded ? asked : 0, since: member.since, name: name)
     }
 
     /// The next name to order among the due ones (with their class), none of them capped.
     package func next<Due: Sequence<(String, Class)>>(among due: Due) -> String? {
+        next(asked: due.lazy.map { ($0.0, $0.1, 0) })
+    }
+
+    /// The same, each due name with when it was asked for (`rank(of:_:asked:)`).
+    package func next<Due: Sequence<(String, Class, Int64)>>(asked due: Due) -> String? {
         var best: Rank?
-        for (name, dueClass) in due {
-            guard let rank = rank(of: name, dueClass) else { continue }
+        for (name, dueClass, asked) in due {
+            guard let rank = rank(of: name, dueClass, asked: asked) else { continue }
             if best.map({ rank < $0 }) ?? true { best = rank }
         }
         return best?.name
@@ -173,15 +181,17 @@ package struct OrderQueue: Sendable {
         lastTurn[site] = turns
     }
 
-    /// Where a due name stands: compared by class, its site's last turn, when it was wanted, name.
+    /// Where a due name stands: compared by class, its site's last turn, when it was asked for
+    /// (demanded names), when it was wanted, name.
     package struct Rank: Comparable, Sendable {
         var due: Class
         var lastTurn: UInt64
+        var asked: Int64
         var since: UInt64
         package var name: String
 
         package static func < (a: Rank, b: Rank) -> Bool {
-            (a.due.rawValue, a.lastTurn, a.since, a.name) < (b.due.rawValue, b.lastTurn, b.since, b.name)
+            (a.due.rawValue, a.lastTurn, a.asked, a.since, a.name) < (b.due.rawValue, b.lastTurn, b.asked, b.since, b.name)
         }
     }
 }

@@ -1,5 +1,6 @@
 import Glibc
 import Reactor
+import SafeText
 import Synchronization
 
 /// Locks per name in a storage directory that several aasad processes share (docs/acme.md: pods on
@@ -18,6 +19,19 @@ import Synchronization
 ///
 /// A heartbeat rewrites the file in place through the descriptor it opened, so a heartbeat that
 /// races a takeover writes into the file moved aside, never over the taker's new lock.
+///
+/// A holder that dies on this machine costs no wait: the holder keeps an exclusive `flock(2)` on
+/// its lock file while it holds it (the kernel drops it when the process dies, `kill -9`
+/// included) and writes this kernel's boot id in it. A locker that finds a lock with its own
+/// boot id whose flock is free takes it over at once (`DeadHolder`), verified as any takeover.
+/// flock is trusted only between processes of one kernel, where it is exact on every
+/// filesystem; between machines (another boot id) only the heartbeat rule above decides, so a
+/// volume whose flock does not reach other clients (NFS mounted `local_lock=flock`, some FUSE
+/// filesystems) never lets a live lock on another machine look dead.
+///
+/// What is not a lock file of ours (a symbolic link, a FIFO, a directory, a file too large or
+/// not readable) is never followed or opened for writing: it counts as a lock of unknown bytes,
+/// stale once it stays for `staleAfter`, and is then moved aside like any stale lock.
 ///
 /// Which volumes lock correctly: those where O_EXCL create and rename are atomic across clients:
 /// local filesystems, NFSv3+ and most CSI volumes in ReadWriteMany mode. Object-store FUSE mounts
@@ -42,8 +56,9 @@ public final class StorageLock: Sendable {
     /// Per name: the bytes last seen in another holder's lock file, and when this locker first
     /// saw exactly those bytes.
     private let observed = Mutex<[String: (bytes: [UInt8], since: Int64)]>([:])
-    /// Per held name: the heartbeat count written into the file.
-    private let held = Mutex<[String: Int]>([:])
+    /// Per held name: the heartbeat count written into the file, and the descriptor holding the
+    /// file's flock (closed when the lock is let go or lost).
+    private let held = Mutex<[String: (count: Int, descriptor: Int32)]>([:])
     /// Tests only: runs between judging a lock stale and moving it aside, where another
     /// process's heartbeat or takeover can land.
     let beforeTakeover: (@Sendable (String) -> Void)?
@@ -73,25 +88,29 @@ public final class StorageLock: Sendable {
     }
 
     private func contents(count: Int) -> [UInt8] {
-        Array(#"{"owner":"\#(owner)","updated":\#(clock()),"heartbeat":\#(count)}"#.utf8) + [0x0A]
+        // The boot id and pid say who holds it to an operator reading the file; the boot id also
+        // tells a locker on the same kernel that the flock it probes is this holder's.
+        Array(
+            #"{"owner":"\#(owner)","updated":\#(clock()),"heartbeat":\#(count),"boot":"\#(DeadHolder.bootID ?? "")","pid":\#(getpid())}"#
+                .utf8) + [0x0A]
     }
 
     /// Takes the lock of `name` if it is free or stale; false when another holder has it.
     public func tryLock(_ name: String) throws(ACMEError) -> Bool {
         let file = try path(of: name)
         if try create(file, name) { return true }
-        let current: [UInt8]
-        do {
-            current = try Files.readFile(file, limit: Self.maximumLockFileBytes)
-        } catch  where error.isNoSuchFile {
+        guard let (current, holderGone) = try DeadHolder.peek(file, limit: Self.maximumLockFileBytes) else {
             // Released between our create and our read: one more try.
             return try create(file, name)
-        } catch  where error.errno == EFBIG {
-            current = Array("oversized".utf8)
-        } catch {
-            throw .storage("cannot read \(file): \(error.reason)")
         }
         if owns(current) { return true }
+        if holderGone {
+            // Its holder on this kernel died (or let go and is removing it): no wait.
+            beforeTakeover?(name)
+            guard try takeOver(file, expected: current) else { return false }
+            observed.withLock { _ = $0.removeValue(forKey: name) }
+            return try create(file, name)
+        }
         let now = clock()
         let stale = observed.withLock { seen -> Bool in
             if let last = seen[name], last.bytes == current { return now - last.since > Self.staleAfter }
@@ -115,15 +134,24 @@ public final class StorageLock: Sendable {
         } catch {
             throw .storage("cannot create \(file): \(error.reason)")
         }
-        defer { Files.close(fd) }
+        // The flock before the bytes: a locker that reads this boot id knows the flock is taken.
+        // Only a process that opened this new file can hold it; one that does is not ours to
+        // fight, and the file goes.
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            Files.close(fd)
+            try? Files.remove(file)
+            return false
+        }
         do {
             try Files.writeAll(fd, contents(count: 0), at: 0)
             try Files.sync(fd)
         } catch {
             try? Files.remove(file)
+            Files.close(fd)
             throw .storage("cannot write \(file): \(error.reason)")
         }
-        held.withLock { $0[name] = 0 }
+        // A lock of this name held before and taken over meanwhile: its descriptor goes.
+        if let before = held.withLock({ $0.updateValue((0, fd), forKey: name) }) { Files.close(before.descriptor) }
         return true
     }
 
@@ -138,7 +166,7 @@ public final class StorageLock: Sendable {
         } catch {
             throw .storage("cannot move the stale lock \(file) aside: \(error.reason)")
         }
-        let moved = (try? Files.readFile(aside, limit: Self.maximumLockFileBytes)) ?? Array("oversized".utf8)
+        let moved = (try? DeadHolder.peek(aside, limit: Self.maximumLockFileBytes, probe: false))??.bytes ?? DeadHolder.unreadable
         if moved == expected {
             try? Files.remove(aside)
             return true
@@ -159,17 +187,17 @@ public final class StorageLock: Sendable {
     /// this locker's (taken over after this process stalled, or removed): stop the work it guards.
     public func refresh(_ name: String) throws(ACMEError) -> Bool {
         let file = try path(of: name)
-        guard let count = held.withLock({ $0[name] }) else { return false }
+        guard let count = held.withLock({ $0[name]?.count }) else { return false }
         let fd: Int32
         do {
             fd = try Files.openForUpdating(file)
         } catch {
-            held.withLock { _ = $0.removeValue(forKey: name) }
+            lose(name)
             return false
         }
         defer { Files.close(fd) }
         guard let current = try? Files.readAll(fd, limit: Self.maximumLockFileBytes), owns(current) else {
-            held.withLock { _ = $0.removeValue(forKey: name) }
+            lose(name)
             return false
         }
         let next = contents(count: count + 1)
@@ -180,15 +208,23 @@ public final class StorageLock: Sendable {
         } catch {
             throw .storage("cannot refresh \(file): \(error.reason)")
         }
-        held.withLock { $0[name] = count + 1 }
+        held.withLock { $0[name]?.count = count + 1 }
         return true
+    }
+
+    /// Forgets a lock this locker lost, and lets its flock go.
+    private func lose(_ name: String) {
+        if let lost = held.withLock({ $0.removeValue(forKey: name) }) { Files.close(lost.descriptor) }
     }
 
     /// Releases `name` if this locker holds it (moved aside and checked, as a takeover is, so a
     /// lock taken over meanwhile is left to its new holder).
     public func unlock(_ name: String) throws(ACMEError) {
         let file = try path(of: name)
-        guard held.withLock({ $0.removeValue(forKey: name) }) != nil else { return }
+        guard let released = held.withLock({ $0.removeValue(forKey: name) }) else { return }
+        // The flock goes last, once the file is no longer at its name: a locker that probes it
+        // free meanwhile finds its name empty or another's lock, and its takeover checks that.
+        defer { Files.close(released.descriptor) }
         let aside = file + ".release-" + randomHex(8)
         do {
             try Files.rename(file, to: aside)
@@ -203,4 +239,57 @@ public final class StorageLock: Sendable {
 
     /// Whether this locker believes it holds `name` (until a refresh says otherwise).
     public func holds(_ name: String) -> Bool { held.withLock { $0[name] != nil } }
+}
+
+/// What a locker reads of another's lock file, and whether its holder is known to be gone: the
+/// file names this kernel's boot id and nobody holds its flock (`StorageLock`).
+enum DeadHolder {
+    /// This kernel's boot id (`/proc/sys/kernel/random/boot_id`, random at each boot): two
+    /// processes with the same one share a kernel, and so share flocks exactly. nil without /proc:
+    /// the heartbeat rule alone decides.
+    static let bootID: String? = {
+        guard let bytes = try? Files.readFile("/proc/sys/kernel/random/boot_id", limit: 64) else { return nil }
+        let id = String(decoding: bytes.prefix { $0 != 0x0A }, as: UTF8.self)
+        return id.count == 36 && id.utf8.allSatisfy({ $0 == UInt8(ascii: "-") || HexDigit.value($0) != nil }) ? id : nil
+    }()
+
+    /// What stands for the bytes of a lock file that is not a regular file of ours (a symbolic
+    /// link, a FIFO, a directory, too large, not readable): compared like bytes, so it is stale
+    /// once it stays `staleAfter`.
+    static let unreadable = Array("unreadable".utf8)
+
+    /// The bytes of the lock file at `file` (never following a link, never waiting on a FIFO)
+    /// and, with `probe`, whether its holder is gone; nil when there is no file.
+    static func peek(_ file: String, limit: Int, probe: Bool = true) throws(ACMEError) -> (bytes: [UInt8], holderGone: Bool)? {
+        let fd: Int32
+        do {
+            fd = try Files.openForReadingNotFollowing(file)
+        } catch  where error.isNoSuchFile {
+            return nil
+        } catch  where error.errno == ELOOP || error.errno == EACCES {
+            return (unreadable, false)
+        } catch {
+            throw .storage("cannot read \(file): \(error.reason)")
+        }
+        defer { Files.close(fd) }
+        let bytes: [UInt8]
+        do {
+            bytes = try Files.readAll(fd, limit: limit)
+        } catch  where error.errno == EFBIG || error.errno == EINVAL || error.errno == EISDIR {
+            return (unreadable, false)
+        } catch {
+            throw .storage("cannot read \(file): \(error.reason)")
+        }
+        // Read before the probe: a holder writes its boot id only once it holds the flock, so a
+        // free flock after reading it means the holder let go.
+        guard probe, let bootID, contains(bytes, #""boot":"\#(bootID)""#) else { return (bytes, false) }
+        guard flock(fd, LOCK_SH | LOCK_NB) == 0 else { return (bytes, false) }
+        return (bytes, true)
+    }
+
+    private static func contains(_ bytes: [UInt8], _ text: String) -> Bool {
+        let needle = Array(text.utf8)
+        guard needle.count <= bytes.count else { return false }
+        return (0...(bytes.count - needle.count)).contains { bytes[$0..<($0 + needle.count)].elementsEqual(needle) }
+    }
 }

@@ -156,8 +156,12 @@ extension Daemon {
                 throw ApplyFailure(description: "\(error)")
             }
         }
+        // A new budget alone is set on the running manager; any other acme change replaces it.
+        let running = certificateManager.value
+        let budgetOnly = running != nil && new.acme.differsOnlyInBudget(from: old.acme)
+        let replaceManager = new.acme != old.acme && !budgetOnly
         let manager: CertificateManager?
-        if new.acme != old.acme {
+        if replaceManager {
             do {
                 manager = try Self.certificateManager(settings: new, names: names(), logger: logger)
             } catch {
@@ -196,7 +200,11 @@ extension Daemon {
             sites.setOptions(ServingOptions(cacheControl: new.cacheControl))
             changed.append("cache-control")
         }
-        if new.acme != old.acme {
+        if budgetOnly, let running {
+            running.setOrdersPerHour(new.acme.ordersPerHour)
+            changed.append("acme.orders-per-hour")
+        }
+        if replaceManager {
             // The new manager runs before it is in force; the old one stops on its own thread
             // (an order in flight may take minutes) and answers its own challenges meanwhile.
             // Names someone asked for stay asked for under the new settings (a raised budget

@@ -46,6 +46,23 @@ struct OrderQueueTests {
         mutating func steps(_ count: Int) -> [String] { (0..<count).compactMap { _ in step() } }
     }
 
+    @Test("inside the demanded tier, the name asked for first goes first, whenever each was first wanted; other tiers ignore it")
+    func demandedByAsked() {
+        var queue = OrderQueue(namesPerSite: 100)
+        queue.want(["old.test": ["old.test"]])
+        queue.want(["old.test": ["old.test"], "new.test": ["new.test"]])
+        // old.test was wanted first; new.test was asked for first.
+        #expect(queue.next(asked: [("old.test", .demanded, 200), ("new.test", .demanded, 100)]) == "new.test")
+        #expect(queue.next(asked: [("old.test", .demanded, 100), ("new.test", .demanded, 200)]) == "old.test")
+        // Asked at the same second: first wanted first.
+        #expect(queue.next(asked: [("new.test", .demanded, 100), ("old.test", .demanded, 100)]) == "old.test")
+        #expect(queue.next(asked: [("old.test", .new, 200), ("new.test", .new, 100)]) == "old.test")
+        #expect(queue.next(asked: [("old.test", .renewal, 200), ("new.test", .renewal, 100)]) == "old.test")
+        // Site turns still go first: a site that just had its turn waits behind the other.
+        queue.ordered("new.test")
+        #expect(queue.next(asked: [("old.test", .demanded, 200), ("new.test", .demanded, 100)]) == "old.test")
+    }
+
     @Test("sites take turns: one name per site per round, a site's own names oldest first (its directory name first)")
     func roundRobin() {
         var run = Run([

@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import Synchronization
 import TestSupport
 import Testing
@@ -133,6 +134,81 @@ struct StorageLockTests {
         clock.advance(StorageLock.staleAfter + 1)
         #expect(try l[0].tryLock("e.test") && l[0].tryLock("o.test"))
         #expect(try !FileManager.default.contentsOfDirectory(atPath: dir.path("locks")).contains { $0.contains("stale") })
+    }
+
+    @Test("a holder on this kernel that dies (its flock gone) loses its lock at once; a live one, heartbeats and all, never does")
+    func deadHolder() throws {
+        let dir = try TemporaryDirectory(prefix: "acme-lock-dead")
+        let clock = TestClock()
+        let l = try Self.lockers(2, in: dir, clock: clock)
+        try #require(DeadHolder.bootID != nil)
+        #expect(try l[0].tryLock("a.test"))
+        #expect(try l[0].refresh("a.test"))  // a heartbeat's own descriptor leaves the flock held
+        #expect(try !l[1].tryLock("a.test"))
+        #expect(try !l[1].tryLock("a.test"))
+
+        // A real process holding a lock of this kernel, killed (-9): taken with no clock moved.
+        let lock = dir.path("locks/k.test.lock")
+        try dir.write(
+            "locks/k.test.lock", Array(#"{"owner":"gone","updated":1,"heartbeat":0,"boot":"\#(DeadHolder.bootID!)","pid":1}"#.utf8))
+        // One process holding the flock itself (flock(1) would hand it to a child that outlives it).
+        let holder = Process()
+        holder.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        holder.arguments = [
+            "-c", "import fcntl,os,sys,time\nfd=os.open(sys.argv[1],os.O_RDONLY)\nfcntl.flock(fd,fcntl.LOCK_EX)\ntime.sleep(600)", lock,
+        ]
+        try holder.run()
+        #expect(eventually { Self.flockHeld(lock) })
+        #expect(try !l[1].tryLock("k.test"))
+        kill(holder.processIdentifier, SIGKILL)
+        holder.waitUntilExit()
+        #expect(try l[1].tryLock("k.test"))
+        #expect(try !l[0].tryLock("k.test"))
+
+        // Another kernel's lock (another machine on a shared volume): its flock says nothing
+        // here, so only the heartbeat rule takes it (at staleAfter + 1, not at staleAfter).
+        try dir.write(
+            "locks/o.test.lock",
+            Array(#"{"owner":"far","updated":1,"heartbeat":0,"boot":"00000000-0000-0000-0000-000000000000","pid":1}"#.utf8))
+        #expect(try !l[1].tryLock("o.test"))
+        clock.advance(StorageLock.staleAfter)
+        #expect(try !l[1].tryLock("o.test"))
+        clock.advance(1)
+        #expect(try l[1].tryLock("o.test"))
+    }
+
+    /// Whether another open file holds `path`'s flock.
+    static func flockHeld(_ path: String) -> Bool {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        return flock(fd, LOCK_SH | LOCK_NB) != 0
+    }
+
+    @Test(
+        "a lock file that is a symbolic link, a FIFO or a directory is never followed or waited on: a lock of unknown bytes, stale after the interval"
+    )
+    func notAFile() throws {
+        let dir = try TemporaryDirectory(prefix: "acme-lock-link")
+        let clock = TestClock()
+        let l = try Self.lockers(1, in: dir, clock: clock)
+        try #require(DeadHolder.bootID != nil)
+        // The link leads to a file that looks like a dead holder's lock of this kernel (no
+        // flock): following it would take the lock at once, and a takeover could write there.
+        let target = #"{"owner":"bait","updated":1,"heartbeat":0,"boot":"\#(DeadHolder.bootID!)","pid":1}"#
+        try dir.write("elsewhere/bait", Array(target.utf8))
+        try FileManager.default.createDirectory(atPath: dir.path("locks"), withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: dir.path("locks/s.test.lock"), withDestinationPath: dir.path("elsewhere/bait"))
+        #expect(mkfifo(dir.path("locks/f.test.lock"), 0o600) == 0)
+        try FileManager.default.createDirectory(atPath: dir.path("locks/d.test.lock"), withIntermediateDirectories: false)
+        for name in ["s.test", "f.test", "d.test"] { #expect(try !l[0].tryLock(name), "\(name)") }
+        clock.advance(StorageLock.staleAfter)
+        for name in ["s.test", "f.test", "d.test"] { #expect(try !l[0].tryLock(name), "\(name)") }
+        clock.advance(1)
+        for name in ["s.test", "f.test", "d.test"] { #expect(try l[0].tryLock(name), "\(name)") }
+        #expect(try String(contentsOfFile: dir.path("elsewhere/bait"), encoding: .utf8) == target)
+        let kind = try FileManager.default.attributesOfItem(atPath: dir.path("locks/s.test.lock"))[.type] as? FileAttributeType
+        #expect(kind == .typeRegular)
     }
 
     @Test("names are host names, never paths")

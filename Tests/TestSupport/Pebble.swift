@@ -105,6 +105,16 @@ package final class Pebble {
         process.waitUntilExit()
     }
 
+    /// Stops pebble's process without ending it (SIGSTOP) until `resume`: a request under way
+    /// waits, as an order in flight against a slow CA does.
+    package func suspend() { kill(process.processIdentifier, SIGSTOP) }
+
+    package func resume() { kill(process.processIdentifier, SIGCONT) }
+
+    /// Certificates pebble issued (its log's `Issued certificate serial` lines): orders spent,
+    /// counted at the CA.
+    package func issuedCount() -> Int { log().components(separatedBy: "Issued certificate serial").count - 1 }
+
     package func log() -> String { (try? String(contentsOfFile: folder.path("pebble.log"), encoding: .utf8)) ?? "" }
 
     /// The root pebble signs issued chains with (its management interface's `/roots/0`).
