@@ -1,6 +1,7 @@
 /// What `aasad check` reports for one host, in the shape `--format json` prints. A stable
-/// interface for scripts: `host`, `ok`, `origin`, `cdn` and `problems` are always present
-/// (`cdn` is null when the CDN was not asked); fields are only ever added.
+/// interface for scripts: `host`, `ok`, `origin`, `cdn`, `dal` and `problems` are always present
+/// (`cdn` is null when the CDN was not asked, `dal` when Google's API was not); fields are only
+/// ever added.
 public struct HostReport: Sendable, Encodable, Equatable {
     public var host: String
     /// True when no problem is an error (warnings do not count).
@@ -9,15 +10,22 @@ public struct HostReport: Sendable, Encodable, Equatable {
     /// `/.well-known/assetlinks.json`: null when the origin answers 404 (the site has none).
     public var assetLinks: FileReport?
     public var cdn: CDNReport?
+    /// Google's Digital Asset Links API against the served assetlinks.json; null when not asked
+    /// (`--dal none`, or the origin has no assetlinks.json).
+    public var dal: DALReport?
     /// With `--app` (or an entitlements file naming the app): what the origin's file gives it.
     public var apps: [AppReport]
     public var problems: [Problem]
 
-    public init(host: String, origin: OriginReport, assetLinks: FileReport?, cdn: CDNReport?, apps: [AppReport], problems: [Problem]) {
+    public init(
+        host: String, origin: OriginReport, assetLinks: FileReport?, cdn: CDNReport?, dal: DALReport? = nil, apps: [AppReport],
+        problems: [Problem]
+    ) {
         self.host = host
         self.origin = origin
         self.assetLinks = assetLinks
         self.cdn = cdn
+        self.dal = dal
         self.apps = apps
         self.problems = problems
         ok = !problems.contains { $0.severity == .error }
@@ -31,11 +39,12 @@ public struct HostReport: Sendable, Encodable, Equatable {
         try c.encode(origin, forKey: .origin)
         try c.encode(assetLinks, forKey: .assetLinks)
         try c.encode(cdn, forKey: .cdn)
+        try c.encode(dal, forKey: .dal)
         try c.encode(apps, forKey: .apps)
         try c.encode(problems, forKey: .problems)
     }
 
-    private enum Keys: String, CodingKey { case host, ok, origin, assetLinks, cdn, apps, problems }
+    private enum Keys: String, CodingKey { case host, ok, origin, assetLinks, cdn, dal, apps, problems }
 }
 
 /// One fetched file as Apple's (or Google's) fetcher would see it.
@@ -156,6 +165,65 @@ public enum CDNState: String, Sendable, Codable, Equatable, CaseIterable {
     /// The CDN holds no copy (404): devices go without, or to the origin directly.
     case missing
     /// The CDN could not be asked, or answered something else.
+    case error
+}
+
+/// Google's Digital Asset Links API (`statements:list`) compared with the origin's
+/// assetlinks.json: the apps (package and certificate fingerprint) each side gives
+/// `handle_all_urls` to.
+public struct DALReport: Sendable, Encodable, Equatable {
+    /// The API request made.
+    public var url: String
+    public var state: DALState
+    /// The API's HTTP status; null when it could not be reached.
+    public var status: Int?
+    /// How long Google's answer holds (`maxAge`, e.g. `599.998s`), as it gave it.
+    public var maxAge: String?
+    /// Google's `debugString` (what its fetch of the file found), escaped, at most 4 KB.
+    public var debugString: String?
+    /// The apps the API lists, sorted.
+    public var listed: [AndroidApp]
+    /// Listed by the API but not in the served file (Google's view is older, or comes from an
+    /// included list), and the reverse.
+    public var onlyAtGoogle: [AndroidApp]
+    public var onlyServed: [AndroidApp]
+    /// Why the API could not be asked, or what it answered instead of a list.
+    public var error: String?
+
+    public init(url: String, state: DALState) {
+        self.url = url
+        self.state = state
+        listed = []
+        onlyAtGoogle = []
+        onlyServed = []
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: Keys.self)
+        try c.encode(url, forKey: .url)
+        try c.encode(state, forKey: .state)
+        try c.encode(status, forKey: .status)
+        try c.encode(maxAge, forKey: .maxAge)
+        try c.encode(debugString, forKey: .debugString)
+        try c.encode(listed, forKey: .listed)
+        try c.encode(onlyAtGoogle, forKey: .onlyAtGoogle)
+        try c.encode(onlyServed, forKey: .onlyServed)
+        try c.encode(error, forKey: .error)
+    }
+
+    private enum Keys: String, CodingKey { case url, state, status, maxAge, debugString, listed, onlyAtGoogle, onlyServed, error }
+}
+
+/// What Google's API lists for a site, against the origin's assetlinks.json.
+public enum DALState: String, Sendable, Codable, Equatable, CaseIterable {
+    /// The same apps and fingerprints on both sides.
+    case current
+    /// Other apps or fingerprints than the origin's file gives (`onlyAtGoogle`, `onlyServed`).
+    case stale
+    /// The API lists no app for the site: Google could not read the file, or has not yet.
+    case missing
+    /// The API could not be asked, or its answer was refused (a status other than 200, not JSON,
+    /// statements about another site, a value that is no package name or fingerprint).
     case error
 }
 

@@ -24,6 +24,11 @@ public struct HostChecker: Sendable {
     public struct Options: Sendable {
         /// The CDN base URL; nil skips the CDN (developer and managed modes bypass it).
         public var cdn: String? = HostChecker.appleCDN
+        /// Google's Digital Asset Links API endpoint (`DALProbe.google`); nil skips it. Asked
+        /// only for a host whose origin has an assetlinks.json (answers other than 404).
+        public var dal: String? = nil
+        /// curl's connect-to entries for the API's requests (a test server).
+        public var dalConnectTo: [String] = []
         /// curl's `HOST1:PORT1:HOST2:PORT2` entries for the origin's requests (a staging
         /// address); the CDN is asked where it is (and holds production's copy: `cdn: nil` to
         /// leave it out of a staging check).
@@ -57,8 +62,9 @@ public struct HostChecker: Sendable {
     public func check(_ host: String) -> HostReport {
         var problems: [Problem] = []
         let (origin, body, document) = fetchOrigin(host, &problems)
-        let assetLinks = origin.file.status == nil ? nil : fetchAssetLinks(host, &problems)
+        let (assetLinks, links) = origin.file.status == nil ? (nil, nil) : fetchAssetLinks(host, &problems)
         let cdn = options.cdn.map { checkCDN($0, host, origin: body, originFailed: problems.contains { $0.severity == .error }, &problems) }
+        let dal = assetLinks == nil ? nil : options.dal.map { checkDAL($0, host, served: links, &problems) }
         var apps: [AppReport] = []
         for app in options.apps {
             let report = Self.appReport(app, in: document)
@@ -80,7 +86,7 @@ public struct HostChecker: Sendable {
                         fix: "give its entry components, e.g. [{\"/\": \"/*\"}]"))
             }
         }
-        return HostReport(host: host, origin: origin, assetLinks: assetLinks, cdn: cdn, apps: apps, problems: problems)
+        return HostReport(host: host, origin: origin, assetLinks: assetLinks, cdn: cdn, dal: dal, apps: apps, problems: problems)
     }
 
     // MARK: - The origin
@@ -234,8 +240,9 @@ public struct HostChecker: Sendable {
 
     static func isJSON(_ bytes: [UInt8]) -> Bool { (try? JSONParser.parse(bytes)) != nil }
 
-    /// `/.well-known/assetlinks.json`: nil when the origin has none (404).
-    private func fetchAssetLinks(_ host: String, _ problems: inout [Problem]) -> FileReport? {
+    /// `/.well-known/assetlinks.json`: nil when the origin has none (404); with the file's
+    /// statements when it is valid.
+    private func fetchAssetLinks(_ host: String, _ problems: inout [Problem]) -> (FileReport?, AssetLinks?) {
         let url = "https://\(host)/.well-known/assetlinks.json"
         var file = FileReport(url: url)
         var request = OutboundRequest(url: url)
@@ -249,13 +256,15 @@ public struct HostChecker: Sendable {
                 Problem(
                     "assetlinks-unreachable", .warning, "assetlinks.json could not be read: \(file.error ?? "")",
                     fix: "serve /.well-known/assetlinks.json as reliably as the AASA file (or 404 when the site has no Android app)"))
-            return file
+            return (file, nil)
         }
-        if response.status == 404 { return nil }
+        if response.status == 404 { return (nil, nil) }
         describe(response, into: &file)
+        var document: AssetLinks? = nil
         switch response.status {
         case 200:
             let result = AssetLinks.validate(response.body)
+            document = result.isValid ? result.document : nil
             file.valid = result.isValid
             file.errors = result.diagnostics.errors.map(\.description)
             if !result.isValid {
@@ -283,7 +292,67 @@ public struct HostChecker: Sendable {
                     "assetlinks-status", .warning, "assetlinks.json answers \(response.status)",
                     fix: "serve it with status 200, or 404 when the site has no Android app"))
         }
-        return file
+        return (file, document)
+    }
+
+    // MARK: - Google's Digital Asset Links API
+
+    /// What Google's API lists for `host` against the served file's apps (`served`: nil when the
+    /// origin's file could not be read or is invalid, whose own problem then says why).
+    private func checkDAL(_ base: String, _ host: String, served document: AssetLinks?, _ problems: inout [Problem]) -> DALReport {
+        let probe = DALProbe(client: client, base: base, connectTo: options.dalConnectTo)
+        let (status, result) = probe.observe(host)
+        let served = document.map(DALListing.served) ?? (apps: [], includes: false)
+        let comparison = DALComparison(status: status, result: result, served: served.apps)
+        var report = comparison.report(url: probe.url(host))
+        switch report.state {
+        case .current:
+            break
+        case .stale:
+            let differences =
+                (report.onlyAtGoogle.isEmpty ? "" : "; only at Google: " + report.onlyAtGoogle.map(\.description).joined(separator: ", "))
+                + (report.onlyServed.isEmpty
+                    ? "" : "; only in the served file: " + report.onlyServed.map(\.description).joined(separator: ", "))
+            if served.includes && report.onlyServed.isEmpty {
+                // Google follows "include" statements, which this check does not fetch: apps only
+                // at Google may come from an included list.
+                problems.append(
+                    Problem(
+                        "dal-include", .warning,
+                        "Google's Digital Asset Links API lists apps the origin's assetlinks.json does not name itself\(differences)",
+                        fix:
+                            "check that they come from the lists the file includes; if not, Google's copy is older: wait for its maxAge, then check again"
+                    ))
+            } else {
+                problems.append(
+                    Problem(
+                        "dal-stale", "Google's Digital Asset Links API lists other apps than the origin's assetlinks.json\(differences)",
+                        fix:
+                            "Google keeps its copy for its maxAge\(report.maxAge.map { " (\($0))" } ?? ""): check again after it; if the difference stays, make sure Google's fetcher gets the file (status 200, application/json, no redirect, no WAF block)"
+                    ))
+            }
+        case .missing:
+            // Nothing served to compare with: the origin's own problem says why.
+            if document != nil && !served.apps.isEmpty {
+                problems.append(
+                    Problem(
+                        "dal-missing", "Google's Digital Asset Links API lists no app for https://\(host)",
+                        fix:
+                            "Google could not read or accept the file (its debugString says why); serve it with status 200 and application/json, without a redirect, then check again after the maxAge"
+                    ))
+            }
+        case .error:
+            report.error = report.error ?? "unknown"
+            problems.append(
+                Problem(
+                    "dal-error", "Google's Digital Asset Links API could not be used: \(report.error ?? "")",
+                    fix: status == 429
+                        ? "the API's quota is used up: check again later, or fewer hosts at once"
+                        : status == nil
+                            ? "check this machine's access to \(base) (a proxy, DNS), then check again"
+                            : "check again later; if it persists, check the URL given with --dal"))
+        }
+        return report
     }
 
     // MARK: - Apple's CDN

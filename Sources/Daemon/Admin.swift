@@ -124,13 +124,19 @@ package final class AdminView: Sendable {
     let reloads: LockedRegistry.ReloadRecord
     /// The names recent reloads touched, for the status page's sorted names (StatusIndex.swift).
     let journal: NameJournal
+    /// The route counters of only the sites with routes, by directory: what /metrics sums on
+    /// each scrape, so that a scrape costs nothing more for the sites without routes (kept as
+    /// `entries` is, one change at a time).
+    let routed: TreeDictionary<String, RouteCounts>
 
     init(
         generation: UInt64, entries: TreeDictionary<String, Entry>, sharedCertificate: CertificateKind, stateCounts: [SiteState: Int],
-        conflictingHosts: Int, reloads: LockedRegistry.ReloadRecord, journal: NameJournal? = nil
+        conflictingHosts: Int, reloads: LockedRegistry.ReloadRecord, journal: NameJournal? = nil,
+        routed: TreeDictionary<String, RouteCounts> = [:]
     ) {
         self.generation = generation
         self.entries = entries
+        self.routed = routed
         self.sharedCertificate = sharedCertificate
         self.stateCounts = stateCounts
         self.conflictingHosts = conflictingHosts
@@ -153,6 +159,14 @@ package final class AdminView: Sendable {
                 state: status.state, refusedHosts: status.refusedHosts.count, served: change.served, routeCounts: change.routeCounts)
         }
         return entries
+    }
+
+    /// These route counters with the changed sites' put in (and those of sites without routes,
+    /// or no longer sites, taken out).
+    static func routing(_ changes: [Change], to routed: TreeDictionary<String, RouteCounts>) -> TreeDictionary<String, RouteCounts> {
+        var routed = routed
+        for change in changes { routed[change.directory] = change.status == nil ? nil : change.routeCounts }
+        return routed
     }
 
     /// A site's status as a JSON object without its closing brace: the members of `SiteStatus`
@@ -326,7 +340,8 @@ final class LockedRegistry: @unchecked Sendable {
         view = Mutex(
             AdminView(
                 generation: 0, entries: AdminView.applying(taken.changes, to: [:]), sharedCertificate: taken.shared,
-                stateCounts: taken.stateCounts, conflictingHosts: taken.conflicts, reloads: record))
+                stateCounts: taken.stateCounts, conflictingHosts: taken.conflicts, reloads: record,
+                routed: AdminView.routing(taken.changes, to: [:])))
     }
 
     /// Applies a change to the registry, counts it as a reload and publishes the admin view, in
@@ -352,7 +367,8 @@ final class LockedRegistry: @unchecked Sendable {
             let fresh = AdminView(
                 generation: previous.generation + 1, entries: AdminView.applying(taken.changes, to: previous.entries),
                 sharedCertificate: taken.shared, stateCounts: taken.stateCounts, conflictingHosts: taken.conflicts, reloads: record,
-                journal: previous.journal.appending(generation: previous.generation + 1, names: taken.changes.map(\.directory)))
+                journal: previous.journal.appending(generation: previous.generation + 1, names: taken.changes.map(\.directory)),
+                routed: AdminView.routing(taken.changes, to: previous.routed))
             view.withLock { $0 = fresh }
             publishedOwnership.withLock { $0 = registry.hostOwnership }
             return snapshot

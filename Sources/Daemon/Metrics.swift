@@ -154,10 +154,10 @@ final class MetricsExporter: Sendable {
                 }
             }
             // route: the index in a site's `routes:` (never its path), summed over the sites with
-            // routes; at most RouteSettings.maximumCount values. Per site: /sites.
+            // routes; at most RouteSettings.maximumCount values. Per site: /sites. Only the sites
+            // with routes are looked at (`AdminView.routed`).
             var routes: [Int: Int] = [:]
-            for (_, entry) in view.entries {
-                guard let counts = entry.routeCounts else { continue }
+            for (_, counts) in view.routed {
                 for i in 0..<counts.count { routes[i, default: 0] += counts.value(i) }
             }
             for (route, value) in routes where value > 0 {

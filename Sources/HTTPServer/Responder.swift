@@ -110,7 +110,7 @@ enum Responder {
         userAgent: UnsafeRawBufferPointer?, ifNoneMatch: UnsafeRawBufferPointer?, ifModifiedSince: UnsafeRawBufferPointer?,
         acceptsGzip: Bool
     ) -> (Response, LinkAnswer?) {
-        guard let answer = site.linkAnswer(host: host, path: path, pathAndQuery: pathAndQuery, userAgent: userAgent) else {
+        guard let answer = site.linkAnswer(host: host, target: pathAndQuery, userAgent: userAgent) else {
             return (.error(.notFound, close: false), nil)
         }
         guard method != .other else { return (.error(.methodNotAllowed, close: false), nil) }

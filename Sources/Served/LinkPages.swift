@@ -231,6 +231,17 @@ public struct LinkAnswer {
 }
 
 extension ServedSite {
+    /// What the site's routes and fallback answer a request target as sent (`target`: the path
+    /// and query, an absolute-form target's scheme and authority left out): the path is the
+    /// bytes before the first `?`, as both request parsers split it (RFC 9112 §3.2.1; the
+    /// HTTP/2 `:path` the same way, RFC 9113 §8.3.1). `serve`'s responder and `aasad match
+    /// --config` both ask through here, so they read a path in one form: as sent, not decoded
+    /// (`%2F`, `%2e%2e` and `..` stay as written).
+    public func linkAnswer(host: String, target: UnsafeRawBufferPointer, userAgent: UnsafeRawBufferPointer?) -> LinkAnswer? {
+        let end = target.firstIndex(of: UInt8(ascii: "?")) ?? target.count
+        return linkAnswer(host: host, path: UnsafeRawBufferPointer(rebasing: target[..<end]), pathAndQuery: target, userAgent: userAgent)
+    }
+
     /// What the site's routes and fallback answer `path` (without its query) for this
     /// User-Agent; nil: 404, as without them. `host` is the served name asked for (the preview's
     /// canonical URL); `pathAndQuery` what targets carry over.

@@ -15,7 +15,9 @@ struct CheckCommand: ParsableCommand {
             For each host: the origin's /.well-known/apple-app-site-association over verified TLS \
             (no redirect followed, asked as AASA-Bot), its status, Content-Type, size, validity and \
             certificate; /.well-known/assetlinks.json when there is one; and Apple's CDN copy \
-            (current, stale, missing or error), compared with the origin's file as JSON. Each \
+            (current, stale, missing or error), compared with the origin's file as JSON; and, for a \
+            host with an assetlinks.json, what Google's Digital Asset Links API lists for it \
+            (current, stale, missing or error), compared with the file's apps and fingerprints. Each \
             problem comes with a code and a fix. --entitlements reads the hosts (and the services \
             each needs) from an app's entitlements; developer- and managed-mode entries skip the \
             CDN, which those devices bypass. Exit status 0 when every host is ok, 1 otherwise.
@@ -37,6 +39,12 @@ struct CheckCommand: ParsableCommand {
 
     @Option(name: .customLong("cdn-connect-to"), help: .hidden)
     var cdnConnectTo: [String] = []
+
+    @Option(help: "Google's Digital Asset Links API (statements:list) URL. 'none' skips it.")
+    var dal: String = DALProbe.google
+
+    @Option(name: .customLong("dal-connect-to"), help: .hidden)
+    var dalConnectTo: [String] = []
 
     @Option(help: ArgumentHelp("Also check that this app is in each host's file, and which paths it gets.", valueName: "teamid.bundle.id"))
     var app: String?
@@ -70,6 +78,9 @@ struct CheckCommand: ParsableCommand {
         }
         if cdn != "none", let problem = CDNWatchSettings.urlProblem(cdn) {
             throw ValidationError("--cdn \(problem), or none.")
+        }
+        if dal != "none", let problem = DALProbe.urlProblem(dal) {
+            throw ValidationError("--dal \(problem), or none.")
         }
         guard (1...300).contains(timeout) else { throw ValidationError("--timeout takes 1 to 300 seconds.") }
     }
@@ -135,6 +146,8 @@ struct CheckCommand: ParsableCommand {
         for target in targets {
             var options = HostChecker.Options()
             options.cdn = cdn == "none" || !target.usesCDN ? nil : cdn
+            options.dal = dal == "none" ? nil : dal
+            options.dalConnectTo = dalConnectTo
             options.connectTo = connectTo
             options.apps = apps
             options.services = target.services
@@ -194,6 +207,14 @@ struct CheckCommand: ParsableCommand {
         if let cdn = report.cdn {
             lines.append(
                 "  Apple CDN: \(cdn.state.rawValue)" + (cdn.status.map { " (\($0))" } ?? "") + (cdn.failureReason.map { ": \($0)" } ?? ""))
+        }
+        if let dal = report.dal {
+            lines.append(
+                "  Google DAL: \(dal.state.rawValue)" + (dal.status.map { " (\($0))" } ?? "") + (dal.maxAge.map { ", maxAge \($0)" } ?? "")
+                    + (dal.error.map { ": \($0)" } ?? ""))
+            for app in dal.listed { lines.append("    listed: \(app.description)") }
+            for app in dal.onlyServed { lines.append("    not listed: \(app.description)") }
+            if dal.state != .current, let debug = dal.debugString { lines.append("    debugString: \(debug)") }
         }
         for app in report.apps {
             if app.services.isEmpty {

@@ -160,20 +160,17 @@ struct MatchCommand: ParsableCommand {
     /// phone or desktop browser of each platform); nil for other sites.
     static func browserAnswers(_ url: LinkURL, site: ServedSite) -> [URLReport.BrowserAnswer]? {
         guard site.fallback != nil || site.routes != nil else { return nil }
-        // An empty path is requested as "/" (RFC 9110 §4.2.3).
-        let path = Array((url.path.isEmpty ? "/" : url.path).utf8)
-        let pathAndQuery = path + (url.query.map { Array("?\($0)".utf8) } ?? [])
+        // The request target a client sends for the URL: its path and query as written (what a
+        // URL may not hold percent-encoded, as clients do, LinkURL), an empty path as "/" (RFC
+        // 9110 §4.2.3), no fragment. It goes through the same entry as serve's requests.
+        let target = Array((url.path.isEmpty ? "/" : url.path).utf8) + (url.query.map { Array("?\($0)".utf8) } ?? [])
         // A browser of each platform, as ClientPlatform reads it.
         let agents: [ClientPlatform: [UInt8]] = [.web: [], .ios: Array("(iPhone)".utf8), .android: Array("(Linux; Android 14)".utf8)]
         return ClientPlatform.allCases.map { platform in
             var answer = URLReport.BrowserAnswer(platform: platform.label, status: 404)
             let host = site.hosts.first?.description ?? site.directory
-            let link = path.withUnsafeBytes { path in
-                pathAndQuery.withUnsafeBytes { pathAndQuery in
-                    (agents[platform] ?? []).withUnsafeBytes {
-                        site.linkAnswer(host: host, path: path, pathAndQuery: pathAndQuery, userAgent: $0)
-                    }
-                }
+            let link = target.withUnsafeBytes { target in
+                (agents[platform] ?? []).withUnsafeBytes { site.linkAnswer(host: host, target: target, userAgent: $0) }
             }
             guard let link else { return answer }
             answer.route = link.route

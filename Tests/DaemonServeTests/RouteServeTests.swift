@@ -105,6 +105,25 @@ final class RouteServeTests {
         #expect(text.contains("in a browser on ios: 302 \(Self.appStore) (routes[0]: /p/{id})"), "\(text)")
     }
 
+    @Test("match --config says what serve answers for percent-encoded paths and dot segments, read as sent")
+    func matchAgreesWithServe() throws {
+        let server = try TestDaemon(config: config)
+        let paths = [
+            "/p/%2e%2e", "/p/%2E", "/p/a%2Fb", "/p/..", "/p/./x", "/p/%41?x=%20", "/p/caf%C3%A9?a=1&b", "/invite/%2e%2e/x", "/p/a%0d%0ab",
+            "/p/", "/p",
+        ]
+        let out = try Tool.run(
+            Binary.aasad.path, ["match", "--config", config.config, "--format", "json"] + paths.map { "https://link.test" + $0 })
+        let reports = try #require(try JSONSerialization.jsonObject(with: Data(out.stdout)) as? [[String: Any]], "\(out.text)")
+        #expect(reports.count == paths.count)
+        for (path, report) in zip(paths, reports) {
+            let web = try #require((report["browser"] as? [[String: Any]])?.first { $0["platform"] as? String == "web" }, "\(path)")
+            let served = try server.https("link.test", path, ["--path-as-is", "-A", BrowserAgents.desktopChrome])
+            #expect(web["status"] as? Int == served.status, "\(path)")
+            #expect(web["location"] as? String == served.headers["location"], "\(path)")
+        }
+    }
+
     /// The tags Python's html.parser finds in a page, one `name=value` line per meta/link tag.
     func tags(_ html: [UInt8]) throws -> [String: String] {
         let script = """

@@ -16,7 +16,7 @@ package final class FakeOriginCDN {
 
     package init() throws {
         directory = try TemporaryDirectory(prefix: "aasad-fake-cdn")
-        for folder in ["origin", "cdn", "certs/default", "certs/wrongname.test", "certs/expired.test"] {
+        for folder in ["origin", "cdn", "dal", "certs/default", "certs/wrongname.test", "certs/expired.test"] {
             try FileManager.default.createDirectory(atPath: directory.path(folder), withIntermediateDirectories: true)
         }
         try makeCertificates()
@@ -58,12 +58,17 @@ package final class FakeOriginCDN {
     package var cdn: String { "https://cdn.test:\(port)/a/v1/" }
     /// The same by address, for a client that cannot be given `--connect-to` (serve's watch).
     package var cdnByAddress: String { "https://127.0.0.1:\(port)/a/v1/" }
+    /// The fake Digital Asset Links API (`--dal`).
+    package var dal: String { "https://dal.test:\(port)/v1/statements:list" }
     /// Every connection goes to the fake server, whatever the host and port.
     package var connectTo: String { "::127.0.0.1:\(port)" }
 
     /// `aasad check` arguments that aim at this server.
     package func arguments(_ hosts: [String]) -> [String] {
-        ["check", "--cacert", caFile, "--cdn", cdn, "--connect-to", connectTo, "--cdn-connect-to", connectTo, "--timeout", "10"] + hosts
+        [
+            "check", "--cacert", caFile, "--cdn", cdn, "--connect-to", connectTo, "--cdn-connect-to", connectTo, "--dal", dal,
+            "--dal-connect-to", connectTo, "--timeout", "10",
+        ] + hosts
     }
 
     package func origin(_ host: String, _ bytes: [UInt8]?) throws {
@@ -91,6 +96,24 @@ package final class FakeOriginCDN {
         }
     }
 
+    /// The fake Digital Asset Links API's answer for `host`: `body` with `status`, after `sleep`
+    /// seconds; nil body and status: the statements of the origin's assetlinks.json, as Google lists them.
+    package func dalAnswer(_ host: String, _ body: [UInt8]?, status: Int? = nil, sleep: Double? = nil) throws {
+        for (suffix, value) in [("", body), (".status", status.map { Array("\($0)".utf8) }), (".sleep", sleep.map { Array("\($0)".utf8) })]
+        {
+            if let value {
+                try directory.write("dal/\(host)\(suffix)", value)
+            } else {
+                try? FileManager.default.removeItem(atPath: directory.path("dal/\(host)\(suffix)"))
+            }
+        }
+    }
+
+    /// The queries the fake API was asked, in order.
+    package var dalRequests: [String] {
+        (try? String(contentsOfFile: directory.path("dal-requests"), encoding: .utf8))?.split(separator: "\n").map(String.init) ?? []
+    }
+
     /// The hosts the fake CDN was asked for, in order.
     package var cdnRequests: [String] {
         (try? String(contentsOfFile: directory.path("cdn-requests"), encoding: .utf8))?.split(separator: "\n").map(String.init) ?? []
@@ -108,7 +131,8 @@ package final class FakeOriginCDN {
             "-days", "3", "-keyout", d.path("ca.key"), "-out", d.path("ca.pem"),
         ])
         let everyHost = [
-            "cdn.test", "good.test", "stale.test", "missing.test", "cdnerror.test", "reformatted.test", "redirect.test", "html.test",
+            "cdn.test", "dal.test", "good.test", "stale.test", "missing.test", "cdnerror.test", "reformatted.test", "redirect.test",
+            "html.test",
             "invalid.test", "botblock.test", "notfound.test", "app.test", "expiring.test", "hostile.test", "127.0.0.1",
         ]
         try leaf("certs/default", everyHost, days: 30)

@@ -8,14 +8,24 @@ Usage: fake_origin_cdn.py PORT DIR   (PORT 0: any free port; the port is printed
   DIR/cdn/<host>                     the CDN's copy (200); absent: 404 with Apple-Failure-Reason
   DIR/cdn/<host>.status              the CDN answers this status instead
   DIR/cdn-requests                   one line per CDN request: the host asked for
+  /v1/statements:list?source.web.site=https://HOST&relation=…
+                                     a fake Digital Asset Links API: the statements Google would
+                                     list from DIR/origin/<host>.assetlinks (none without it), or
+  DIR/dal/<host>                     this body instead (200, as it is)
+  DIR/dal/<host>.status              this status instead (the body from dal/<host>, if any)
+  DIR/dal/<host>.sleep               seconds to wait before answering
+  DIR/dal-requests                   one line per API request: its query as received
 Hosts with a fixed misbehaviour: redirect.test (301), html.test (text/html), botblock.test
 (403 to User-Agents starting with AASA-Bot). Files are read on every request, so a test can
 change them while the server runs.
 """
 import http.server
+import json
 import os
 import ssl
 import sys
+import time
+import urllib.parse
 
 PORT = int(sys.argv[1])
 DIR = sys.argv[2]
@@ -44,8 +54,46 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
+    def statements(self, site):
+        # What Google's API lists for a site: one statement per app and certificate of the
+        # origin's file, the site written with the root's trailing dot as Google writes it.
+        name = site[len("https://"):] if site.startswith("https://") else site
+        try:
+            served = json.loads(read("origin", name + ".assetlinks") or b"[]")
+        except ValueError:
+            served = []
+        listed = []
+        for statement in served if isinstance(served, list) else []:
+            target = statement.get("target", {}) if isinstance(statement, dict) else {}
+            if "delegate_permission/common.handle_all_urls" not in statement.get("relation", []) or target.get("namespace") != "android_app":
+                continue
+            for fingerprint in target.get("sha256_cert_fingerprints", []):
+                listed.append({
+                    "source": {"web": {"site": site + "."}},
+                    "relation": "delegate_permission/common.handle_all_urls",
+                    "target": {"androidApp": {"packageName": target.get("package_name"), "certificate": {"sha256Fingerprint": fingerprint}}},
+                })
+        answer = {"maxAge": "599.998s", "debugString": "********************* ERRORS *********************\nNone!\n"}
+        if listed:
+            answer["statements"] = listed
+        return json.dumps(answer).encode()
+
     def do_GET(self):
         host = (self.headers.get("Host") or "").split(":")[0].lower()
+        if self.path.startswith("/v1/statements:list?"):
+            query = self.path.split("?", 1)[1]
+            with open(os.path.join(DIR, "dal-requests"), "a") as log:
+                log.write(query + "\n")
+            site = urllib.parse.parse_qs(query).get("source.web.site", [""])[0]
+            name = site[len("https://"):]
+            pause = read("dal", name + ".sleep")
+            if pause is not None:
+                time.sleep(float(pause))
+            status = read("dal", name + ".status")
+            body = read("dal", name)
+            if status is not None:
+                return self.answer(int(status.strip()), body or b"")
+            return self.answer(200, body if body is not None else self.statements(site))
         agent = self.headers.get("User-Agent") or ""
         if self.path.startswith("/a/v1/"):
             name = self.path[len("/a/v1/"):]
