@@ -11,8 +11,9 @@ included, whatever else the machine runs. Each answer is checked first (302 and 
 Location, with curl). Tables:
   10-routes       /r0/{id} … /r9/{id}; the request is /r9/42
   1000-routes     /r0/{id} … /r999/{id}; the request is /r999/42 (the prefix index finds it)
-  1000-wildcards  /*x0 … /*x999, every route starting with `/*`: the request /ax999 tries all
-                  (a hundredth of the requests: each costs milliseconds)
+  64-wildcards    /*x0 … /*x63, every route starting with `/*` (the most site.yaml allows,
+                  PreparedRoutes.maximumCandidates): the request /ax63 tries all
+                  (a tenth of the requests)
   fallback-only   no routes, the fallback alone (the cost of everything but matching)
 Prints one line per table and round, then the median per table.
 """
@@ -34,8 +35,8 @@ def tables():
            "/r9/42", "https://shop.example/r9/42", 1)
     yield ("1000-routes", fallback + routes((f"/r{i}/{{id}}", f"https://shop.example/r{i}/{{id}}") for i in range(1000)),
            "/r999/42", "https://shop.example/r999/42", 1)
-    yield ("1000-wildcards", fallback + routes((f"/*x{i}", f"https://shop.example/w{i}") for i in range(1000)),
-           "/ax999", "https://shop.example/w999", 100)
+    yield ("64-wildcards", fallback + routes((f"/*x{i}", f"https://shop.example/w{i}") for i in range(64)),
+           "/ax63", "https://shop.example/w63", 10)
     yield ("fallback-only", fallback, "/r9/42", "https://www.example.com/r9/42", 1)
 
 

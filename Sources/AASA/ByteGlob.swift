@@ -13,6 +13,8 @@ package struct ByteGlob: Sendable, Equatable {
     }
 
     package let tokens: [Token]
+    /// How many different bytes the pattern names: `matches` scans the subject once for each.
+    package let distinctBytes: Int
 
     /// Consecutive `*` are folded into one, as `Pattern` does.
     package init(_ tokens: [Token]) {
@@ -20,6 +22,9 @@ package struct ByteGlob: Sendable, Equatable {
         folded.reserveCapacity(tokens.count)
         for token in tokens where !(token == .anyRun && folded.last == .anyRun) { folded.append(token) }
         self.tokens = folded
+        var seen = Set<UInt8>()
+        for case .byte(let b) in folded { seen.insert(b) }
+        distinctBytes = seen.count
     }
 
     /// Whether the whole of `subject` matches.

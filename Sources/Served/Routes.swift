@@ -114,6 +114,14 @@ public struct RoutePattern: Sendable, Equatable, CustomStringConvertible {
         (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == UInt8(ascii: "_")
     }
 
+    /// What trying this pattern on a path of `length` bytes costs, in the units
+    /// `PreparedRoutes.maximumWork` counts: a pass over the path for the head, and for the tail
+    /// `ByteGlob`'s tokens × words plus a scan of the path per distinct byte it names.
+    func cost(pathLength length: Int) -> Int {
+        let glob = tail.map { $0.tokens.count * (length / 64 + 1) + $0.distinctBytes * length } ?? 0
+        return head.count + length + glob
+    }
+
     /// Whether `path` (without its query) matches; the captures' byte ranges go to `captures`.
     /// Linear in the path: the head is one pass, the tail one `ByteGlob` run.
     func match(_ path: UnsafeRawBufferPointer, captures: inout [Range<Int>]) -> Bool {
@@ -305,6 +313,25 @@ public final class PreparedRoutes: Sendable {
     let varies: [Bool]
     private let index: PrefixIndex
 
+    /// Work one request may spend trying routes (`RoutePattern.cost`: about a word operation a
+    /// unit). A table the index keeps small (`maximumCandidates`) spends a few hundred; the
+    /// bound is for a tenant's pathological one (many 512-byte `*a*a…` patterns against a 16 KB
+    /// path would be milliseconds each): past it, no further route is tried and the site's
+    /// fallback answers, so a request costs at most about what a TLS handshake does.
+    public static let maximumWork = 1 << 18
+    /// Most routes one path can be tried against: the routes whose literal prefixes all lie on
+    /// one path of the index (e.g. every route starting `/*` or `/{id}`). site.yaml is refused
+    /// past it, so a request never walks a long list route by route; a table of `/p/{id}`-like
+    /// routes with their own prefixes has one or two per path at any size.
+    public static let maximumCandidates = 64
+
+    /// The most routes one path can be tried against in `routes`, and the literal prefix the
+    /// last of them starts with (to name it in site.yaml's error).
+    public static func widestCandidates(_ routes: [RouteSettings]) -> (count: Int, prefix: String) {
+        let index = PrefixIndex(routes.map(\.pattern.literalPrefix))
+        return (index.maximumCandidates.count, String(decoding: index.maximumCandidates.prefix, as: UTF8.self))
+    }
+
     /// nil without routes.
     public static func prepare(_ routes: [RouteSettings], site: SiteLinkSettings) -> PreparedRoutes? {
         routes.isEmpty ? nil : PreparedRoutes(routes, site: site)
@@ -337,18 +364,29 @@ public final class PreparedRoutes: Sendable {
     }
 
     /// The first route that matches `path` and answers `platform`, with its captures.
+    /// Past `maximumWork`, none (the fallback answers).
     func first(path: UnsafeRawBufferPointer, platform: ClientPlatform) -> (route: Int, captures: [Range<Int>])? {
         var captures: [Range<Int>] = []
+        var spent = 0
         for route in index.candidates(path) where answers[route][platform.rawValue] != nil {
+            spent += settings[route].pattern.cost(pathLength: path.count)
+            guard spent <= Self.maximumWork else { return nil }
             if settings[route].pattern.match(path, captures: &captures) { return (route, captures) }
         }
         return nil
     }
 
-    /// The route a path matches, whatever the platform (for `aasad match`).
+    /// The route a path matches, whatever the platform (for `aasad match`), within the same
+    /// work as a request.
     public func first(path: UnsafeRawBufferPointer) -> Int? {
         var captures: [Range<Int>] = []
-        return index.candidates(path).first { settings[$0].pattern.match(path, captures: &captures) }
+        var spent = 0
+        for route in index.candidates(path) {
+            spent += settings[route].pattern.cost(pathLength: path.count)
+            guard spent <= Self.maximumWork else { return nil }
+            if settings[route].pattern.match(path, captures: &captures) { return route }
+        }
+        return nil
     }
 }
 
@@ -362,6 +400,9 @@ struct PrefixIndex: Sendable {
     private let children: [[(UInt8, Int32)]]
     /// Node i's routes: those whose whole prefix ends at i.
     private let routes: [[Int32]]
+    /// The most routes one path collects walking down (a node's routes and its ancestors'), and
+    /// the prefix of the node where that many are reached.
+    let maximumCandidates: (count: Int, prefix: [UInt8])
 
     init(_ prefixes: [[UInt8]]) {
         var children: [[UInt8: Int32]] = [[:]]
@@ -383,6 +424,15 @@ struct PrefixIndex: Sendable {
         }
         self.children = children.map { $0.sorted { $0.key < $1.key }.map { ($0.key, $0.value) } }
         self.routes = routes
+        // Depth first from the root, with the routes collected above each node.
+        var widest: (count: Int, prefix: [UInt8]) = (routes[0].count, [])
+        var stack: [(node: Int, above: Int, prefix: [UInt8])] = [(0, 0, [])]
+        while let (node, above, prefix) = stack.popLast() {
+            let here = above + routes[node].count
+            if here > widest.count { widest = (here, prefix) }
+            for (byte, next) in self.children[node] { stack.append((Int(next), here, prefix + [byte])) }
+        }
+        maximumCandidates = widest
     }
 
     /// The routes whose prefix `path` starts with, in table order.

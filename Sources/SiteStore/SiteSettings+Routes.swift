@@ -109,6 +109,13 @@ extension SiteSettings {
             seen[pattern.text] = index
             routes.append(route)
         }
+        let widest = PreparedRoutes.widestCandidates(routes)
+        guard widest.count <= PreparedRoutes.maximumCandidates else {
+            problem(
+                "\(at): \(widest.count) routes start with \(quoted(widest.prefix)) or a part of it, so a request would try each in turn; "
+                    + "at most \(PreparedRoutes.maximumCandidates): give them literal prefixes of their own (/p/{id}, /invite/*)")
+            return []
+        }
         return routes
     }
 

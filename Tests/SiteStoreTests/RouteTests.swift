@@ -243,6 +243,45 @@ struct RouteTableTests {
         #expect(errors(table(RouteSettings.maximumCount + 1)).first?.contains("at most 1000") == true)
     }
 
+    @Test("at most 64 routes one path can be tried against: 64 starting `/*` load, 65 are refused; distinct prefixes do not add up")
+    func candidatesBound() {
+        func table(_ n: Int, _ path: (Int) -> String) -> String {
+            "routes:\n" + (0..<n).map { "  - {path: \"\(path($0))\", web: \"https://a.example/\($0)\"}\n" }.joined()
+        }
+        let wild = { (i: Int) in "/*x\(i)" }
+        #expect(errors(table(PreparedRoutes.maximumCandidates, wild)).isEmpty)
+        let refused = errors(table(PreparedRoutes.maximumCandidates + 1, wild))
+        #expect(refused.first?.contains("65 routes start with \"/\"") == true, "\(refused)")
+        // Nested prefixes add up along one path: /a/*, /a/b/*, … all lie on /a/b/c/….
+        let nested = { (i: Int) in "/" + String(repeating: "a/", count: i + 1) + "*" }
+        #expect(errors(table(PreparedRoutes.maximumCandidates + 1, nested)).first?.contains("65 routes") == true)
+        // 1,000 routes of their own prefixes: one candidate a path.
+        #expect(errors(table(RouteSettings.maximumCount, { "/r\($0)/{id}" })).isEmpty)
+    }
+
+    @Test("a request's matching work is bounded: past maximumWork no route is tried, the fallback answers")
+    func workBound() throws {
+        // 63 routes of 510 bytes (near the longest pattern) that never match a path of `a`s, then
+        // one that does: against a short path every route is tried and the last matches.
+        let slow = "/" + String(repeating: "*a", count: 253) + "c"
+        var yaml = "routes:\n"
+        for i in 0..<(PreparedRoutes.maximumCandidates - 1) {
+            yaml += "  - {path: \"\(slow)\(i / 10)\(i % 10)\", web: \"https://a.example/\(i)\"}\n"
+        }
+        yaml += "  - {path: \"/*\", web: \"https://a.example/last\"}\n"
+        let s = try site(yaml)
+        #expect(ask(s, "/aaaa")?.route == PreparedRoutes.maximumCandidates - 1)
+        // Against a 16 KB path each try is 511 × 257 word operations and more: the budget stops
+        // the walk long before the last route, and the fallback answers.
+        let long = "/" + String(repeating: "a", count: 16 * 1024)
+        let clock = ContinuousClock()
+        let start = clock.now
+        let answer = ask(s, long)
+        let took = clock.now - start
+        #expect(answer?.route == nil, "\(String(describing: answer?.route))")
+        print("route match, 64 routes of 511 tokens against a 16 KB path, within maximumWork: \(took)")
+    }
+
     @Test("matching cost is flat in the table's size (1,000 routes with distinct prefixes)")
     func flat() throws {
         func timed(_ n: Int) throws -> Duration {
