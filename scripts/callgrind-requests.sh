@@ -15,13 +15,7 @@ cd "$(dirname "$0")/.."
 binary=$(realpath "${1:-.build/release/aasad}")
 requests=${2:-20000}
 port=$((20000 + RANDOM % 20000))
-work=$(mktemp -d)
-server=""
-cleanup() {
-    [ -n "$server" ] && kill "$server" 2>/dev/null && wait "$server" 2>/dev/null
-    rm -rf "$work"
-}
-trap cleanup EXIT
+with_work_and_server
 url="https://127.0.0.1:$port${CALLGRIND_PATH:-/.well-known/apple-app-site-association}"
 config=${CALLGRIND_CONFIG:-config}
 host=${CALLGRIND_HOST:-links.localhost}

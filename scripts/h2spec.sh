@@ -13,13 +13,7 @@ cd "$(dirname "$0")/.."
 . scripts/lib.sh
 source_dir=$(realpath "${1:?usage: scripts/h2spec.sh H2SPEC_SOURCE_DIR [BINARY]}")
 binary=$(realpath "${2:-.build/release/aasad}")
-work=$(mktemp -d)
-server=""
-cleanup() {
-    [ -n "$server" ] && kill "$server" 2>/dev/null && wait "$server" 2>/dev/null
-    rm -rf "$work"
-}
-trap cleanup EXIT
+with_work_and_server
 if [ -n "${H2SPEC_BINARY:-}" ]; then
     cp "$H2SPEC_BINARY" "$work/h2spec"
 else

@@ -47,3 +47,13 @@ wait_for_https() {
     tail -20 "$log" >&2
     return 1
 }
+
+# with_work_and_server: sets `work` to a new temporary folder and `server` to "" (the caller puts
+# its background server's process id there), and on exit stops that server, waits for it, and
+# removes the folder. The script's own exit status stands: the stopped server's (143, SIGTERM)
+# would otherwise replace it under `set -e`.
+with_work_and_server() {
+    work=$(mktemp -d)
+    server=""
+    trap 'status=$?; if [ -n "$server" ]; then kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; fi; rm -rf "$work"; exit "$status"' EXIT
+}

@@ -22,6 +22,8 @@ import urllib.request
 
 import yaml
 
+from aasad_ready import https_port, read_ready
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MONITORING = os.path.join(ROOT, "deploy", "monitoring")
 RULES = os.path.join(MONITORING, "aasad-alerts.yml")
@@ -94,19 +96,11 @@ def exposed(args):
             [args.bin, "serve", "--config", config, "--state", os.path.join(work, "state"), "--https", "127.0.0.1:0",
              "--threads", "1", "--admin", "127.0.0.1:0"], stdout=subprocess.PIPE, stderr=log)
         try:
-            ready = None
-            deadline = time.time() + 60
-            while time.time() < deadline:
-                line = proc.stdout.readline().decode()
-                if not line:
-                    break
-                if line.startswith("aasad ready:"):
-                    ready = dict(part.split("=", 1) for part in line.split()[2:])
-                    break
+            ready = read_ready(proc.stdout)
             if ready is None:
                 log.flush()
                 sys.exit("error: aasad did not become ready:\n" + open(os.path.join(work, "server.log")).read()[-3000:])
-            https = ready["https"].split(",")[0].rsplit(":", 1)[1]
+            https = https_port(ready)
             # One answered request: requests and handshakes are counted once they happened.
             subprocess.run(["curl", "-sk", "-o", "/dev/null", "--connect-to", f"a.test:{https}:127.0.0.1:{https}",
                             f"https://a.test:{https}/.well-known/apple-app-site-association"], check=True, timeout=30)

@@ -34,6 +34,8 @@ import tempfile
 import threading
 import time
 
+from aasad_ready import https_port, read_ready
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ABUSE = os.path.join(HERE, "..", "Tests", "aasadTests", "Fixtures", "h2abuse.py")
 PATH = "/.well-known/apple-app-site-association"
@@ -389,15 +391,8 @@ def main():
         [args.bin, "serve", "--config", config, "--state", os.path.join(work, "state"), "--https", "127.0.0.1:0",
          "--threads", "2", "--admin", "127.0.0.1:0", "--handshake-timeout", "2"],
         stdout=subprocess.PIPE, stderr=open(os.path.join(work, "server.log"), "wb"))
-    port = None
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        line = proc.stdout.readline().decode()
-        if not line:
-            break
-        if line.startswith("aasad ready:"):
-            port = int(line.split("https=")[1].split()[0].rstrip(",").split(":")[-1])
-            break
+    ready = read_ready(proc.stdout)
+    port = https_port(ready) if ready else None
     if port is None:
         print("error: the server did not become ready", file=sys.stderr)
         proc.kill()

@@ -1,17 +1,32 @@
 #!/usr/bin/env python3
-"""Splits the test suites into groups that scripts/test runs as separate `swift test` processes
-at once. Swift Testing runs a process's tests on a pool as wide as the machine's cores, and most
-of this project's tests wait (on a server, curl, pebble) rather than compute: on two cores one
-process runs two tests at a time with the cores mostly idle. Each group is a --filter regular
-expression naming whole suites (the part of a test's identifier before the first '/'), so every
-test runs exactly once. Groups are balanced by test count, largest suites first.
+"""Splits the test suites into groups that scripts/test runs as separate test processes at once.
+Swift Testing runs a process's tests on a pool as wide as the machine's cores, and most of this
+project's tests wait (on a server, curl, pebble) rather than compute: on two cores one process
+runs two tests at a time with the cores mostly idle. Each group is a --filter regular expression
+naming whole suites (the part of a test's identifier before the first '/'), so every test runs
+exactly once.
 
-Usage: swift test list | scripts/test-groups.py GROUPS   (prints one regular expression a line)
+Groups are balanced by each suite's measured wall time alone (WEIGHTS, a table written by
+scripts/test-weights.py), longest first, each to the group with the least so far: balanced by test
+count instead, one group held both ACME-against-pebble suites and the ownership corpus replay and
+ended minutes after the others. A suite not in the table (new, or renamed) weighs its test count
+times the table's median seconds per test, so a new suite needs no table change to run.
+
+Usage: swift test list | scripts/test-groups.py GROUPS [WEIGHTS]   (prints one regular expression a line)
 """
 import re
+import statistics
 import sys
 
 groups = int(sys.argv[1])
+weights = {}
+if len(sys.argv) > 2:
+    with open(sys.argv[2]) as f:
+        for line in f:
+            if line.startswith("#") or not line.strip():
+                continue
+            suite, wall = line.rstrip("\n").split("\t")[:2]
+            weights[suite] = float(wall)
 counts = {}
 for line in sys.stdin:
     line = line.strip()
@@ -21,11 +36,14 @@ for line in sys.stdin:
     counts[suite] = counts.get(suite, 0) + 1
 if not counts:
     sys.exit("no tests listed")
-load = [0] * groups
+known = [weights[s] / counts[s] for s in counts if s in weights]
+per_test = statistics.median(known) if known else 1.0
+cost = {s: weights.get(s, n * per_test) for s, n in counts.items()}
+load = [0.0] * groups
 members = [[] for _ in range(groups)]
-for suite, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+for suite in sorted(counts, key=lambda s: (-cost[s], s)):
     i = load.index(min(load))
-    load[i] += n
+    load[i] += cost[suite]
     members[i].append(suite)
 for names in members:
     if names:

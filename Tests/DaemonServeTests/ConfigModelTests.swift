@@ -10,14 +10,16 @@ import Testing
 @Suite("Config directory against a model under load")
 struct ConfigModelTests {
     @Test("random site, alias, certificate and ConfigMap changes: each step converges, no wrong answer in between")
-    func model() throws {
+    func model() async throws {
         let config = try TestConfig()
         let script = TestConfig.fixtures.appendingPathComponent("config_model.py").path
         let work = config.path("model")
         let prepared = try Tool.run("python3", [script, "prepare", config.config, work])
         try #require(prepared.status == 0, "\(prepared.stderr)")
         let server = try TestDaemon(config: config)
-        let out = try Tool.run("python3", [script, "run", config.config, work, "\(server.httpsPort)"])
+        // Minutes of waiting on the model's client: on a thread of its own (TestSupport/OwnThread.swift).
+        let arguments = [script, "run", config.config, work, "\(server.httpsPort)"]
+        let out = try await onOwnThread { try Tool.run("python3", arguments) }
         // The figures (operations, time, convergence) go to the test log for docs/reliability.md.
         print(out.text)
         let summary = out.text.split(separator: "\n").last { $0.hasPrefix("ok ") || $0.hasPrefix("fail ") } ?? ""

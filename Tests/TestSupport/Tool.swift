@@ -2,7 +2,7 @@ import Foundation
 
 /// Runs a command line tool (curl, openssl, python3) found on PATH and collects its output.
 package enum Tool {
-    package struct Output {
+    package struct Output: Sendable {
         package var status: Int32
         package var stdout: [UInt8]
         package var stderr: String

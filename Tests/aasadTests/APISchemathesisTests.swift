@@ -11,7 +11,7 @@ struct APISchemathesisTests {
     @Test(
         "no 5xx and every answer as docs/api.yaml says (50 examples per operation)",
         .timeLimit(.minutes(15)))
-    func schemathesis() throws {
+    func schemathesis() async throws {
         // TestConfig's sites (a symlinked alias, a wildcard, an invalid file, a site with tls/)
         // give GET, list and the API's 409 something to answer about.
         let config = try TestConfig()
@@ -31,7 +31,8 @@ struct APISchemathesisTests {
         let base = "http://127.0.0.1:\(server.apiPort)"
         #expect(eventually { (try? Tool.run("curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}", base + "/v1/sites"]).text) == "401" })
         let script = AASAD.repositoryRoot.appendingPathComponent("scripts/api-schemathesis").path
-        let run = try Tool.run("env", ["AASAD_API_TOKEN=\(token)", "EXAMPLES=50", script, base])
+        // Minutes of waiting on the child: on a thread of its own (TestSupport/OwnThread.swift).
+        let run = try await onOwnThread { try Tool.run("env", ["AASAD_API_TOKEN=\(token)", "EXAMPLES=50", script, base]) }
         #expect(run.status == 0, "\(run.text)\n\(run.stderr)")
     }
 }
