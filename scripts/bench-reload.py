@@ -11,18 +11,22 @@ per request, medians). Prints key=value lines. Everything stays on 127.0.0.1.
 With --certs, every other site carries a certificate of its own (tls/cert.pem and tls/key.pem,
 ECDSA P-256, all signed with one key so that 50,000 of them take seconds) and the rest are served
 under a default wildcard certificate for *.bench.test (config/tls/); needs Python's cryptography.
-AASAD=PATH runs that binary instead of the release build's.
+AASAD=PATH runs that binary instead of the release build's. --tree=DIR generates the sites in DIR
+(config/ and state/) and keeps them, or reuses what an earlier run left there (a million sites
+take minutes to generate); --no-keepalive skips the keep-alive runs. EDITS may be 0.
 
-Usage: scripts/bench-reload.py SITES [EDITS] [--certs]   (build first: swift build -c release --product aasad)
+Usage: scripts/bench-reload.py SITES [EDITS] [--certs] [--tree=DIR] [--no-keepalive]   (build first: swift build -c release --product aasad)
 """
 import datetime, http.client, json, os, random, re, shutil, subprocess, sys, tempfile, time
 
 args = [a for a in sys.argv[1:] if not a.startswith("--")]
 certs = "--certs" in sys.argv[1:]
+keepalive = "--no-keepalive" not in sys.argv[1:]
+tree = next((a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--tree=")), None)
 sites = int(args[0]) if len(args) > 0 else 10
 edits = int(args[1]) if len(args) > 1 else 50
 binary = os.environ.get("AASAD") or subprocess.run(["swift", "build", "-c", "release", "--show-bin-path"], capture_output=True, text=True, check=True).stdout.strip() + "/aasad"
-work = tempfile.mkdtemp(prefix="aasad-reload-")
+work = tree or tempfile.mkdtemp(prefix="aasad-reload-")
 
 def certificate_writer():
     """Writes a (chain, key) pair for a name: one key for every certificate, self-signed leaves."""
@@ -66,25 +70,28 @@ def start(label):
     rss = next(int(l.split()[1]) for l in open(f"/proc/{server.pid}/status") if l.startswith("VmRSS"))
     # CPU seconds the server spent getting ready (user + system): steadier than wall time on a busy machine.
     stat = open(f"/proc/{server.pid}/stat").read().rsplit(")", 1)[1].split()
-    cpu = (int(stat[11]) + int(stat[12])) / os.sysconf("SC_CLK_TCK")
-    print(f"bench=reload sites={sites} certs={'half' if certs else 'none'} start={label} startup_s={ready:.2f} startup_cpu_s={cpu:.2f} rss_kb={rss} rss_per_site_bytes={rss * 1024 // max(sites, 1)}", flush=True)
+    user, system = int(stat[11]) / os.sysconf("SC_CLK_TCK"), int(stat[12]) / os.sysconf("SC_CLK_TCK")
+    print(f"bench=reload sites={sites} certs={'half' if certs else 'none'} start={label} startup_s={ready:.2f} startup_cpu_s={user + system:.2f} user_s={user:.2f} sys_s={system:.2f} rss_kb={rss} rss_per_site_bytes={rss * 1024 // max(sites, 1)}", flush=True)
     return server, port
 
 try:
     shared = aasa("shared")
     t = time.time()
-    for i in range(sites):
+    reused = tree is not None and os.path.isdir(f"{work}/config/sites")
+    for i in range(0 if reused else sites):
         d = f"{work}/config/sites/s{i}.bench.test"
         os.makedirs(d)
         with open(f"{d}/apple-app-site-association", "w") as f:
             f.write(shared if i % 2 == 0 else aasa(f"site {i}"))
-    if certs:
+    if certs and not reused:
         write = certificate_writer()
         write(f"{work}/config/tls", "*.bench.test")
         for i in range(1, sites, 2):
             write(f"{work}/config/sites/s{i}.bench.test/tls", f"s{i}.bench.test")
-    print(f"bench=reload sites={sites} certs={'half' if certs else 'none'} generate_s={time.time() - t:.1f} file_bytes={len(shared)}", flush=True)
+    print(f"bench=reload sites={sites} certs={'half' if certs else 'none'} generate_s={time.time() - t:.1f} reused={reused} file_bytes={len(shared)}", flush=True)
 
+    # A first start has no state: a reused tree's verdicts are removed.
+    shutil.rmtree(f"{work}/state", ignore_errors=True)
     # First start: every file validated. The restart after the edits finds the verdicts of the
     # unchanged contents in the state directory (STATE/cache/validated-contents).
     server, port = start("first")
@@ -112,11 +119,12 @@ try:
             time.sleep(0.002)
         latencies.append(time.time() - t0)
     latencies.sort()
+    latencies = latencies or [0.0]
     p = lambda q: latencies[min(len(latencies) - 1, int(q * len(latencies)))]
     print(f"bench=reload sites={sites} edits={edits} p50_ms={p(0.5) * 1000:.0f} p99_ms={p(0.99) * 1000:.0f} max_ms={latencies[-1] * 1000:.0f}", flush=True)
 
     # Keep-alive at this size: the host is looked up among all the sites' names on every request.
-    if shutil.which("h2load"):
+    if keepalive and shutil.which("h2load"):
         def server_cpu():
             stat = open(f"/proc/{server.pid}/stat").read().rsplit(")", 1)[1].split()
             return (int(stat[11]) + int(stat[12])) / os.sysconf("SC_CLK_TCK")
@@ -137,9 +145,10 @@ try:
         med = lambda v: sorted(v)[len(v) // 2]
         print(f"bench=reload sites={sites} keepalive_rps={med(rates):.0f} keepalive_us_per_req={med(costs):.1f} runs={len(rates)}", flush=True)
     server.terminate()
-    server.wait(timeout=10)
+    server.wait(timeout=60)
     server, port = start("restart")
     server.terminate()
     server.wait(timeout=10)
 finally:
-    shutil.rmtree(work, ignore_errors=True)
+    if tree is None:
+        shutil.rmtree(work, ignore_errors=True)
