@@ -20,14 +20,18 @@ import Synchronization
 /// A heartbeat rewrites the file in place through the descriptor it opened, so a heartbeat that
 /// races a takeover writes into the file moved aside, never over the taker's new lock.
 ///
-/// A holder that dies on this machine costs no wait: the holder keeps an exclusive `flock(2)` on
-/// its lock file while it holds it (the kernel drops it when the process dies, `kill -9`
-/// included) and writes this kernel's boot id in it. A locker that finds a lock with its own
-/// boot id whose flock is free takes it over at once (`DeadHolder`), verified as any takeover.
-/// flock is trusted only between processes of one kernel, where it is exact on every
-/// filesystem; between machines (another boot id) only the heartbeat rule above decides, so a
-/// volume whose flock does not reach other clients (NFS mounted `local_lock=flock`, some FUSE
-/// filesystems) never lets a live lock on another machine look dead.
+/// A holder that dies on this machine costs a shorter wait: the holder keeps an exclusive
+/// `flock(2)` on its lock file while it holds it (the kernel drops it when the process dies,
+/// `kill -9` included) and writes this kernel's boot id in it. A locker that finds a lock with
+/// its own boot id whose flock is free takes it over once its bytes have stayed unchanged for
+/// `deadHolderAfter` (two heartbeats) instead of `staleAfter` (`DeadHolder`), verified as any
+/// takeover. A free flock is only a hint, never enough alone: two mounts of one network volume
+/// on one machine (NFS `nosharecache` or `local_lock=flock`, a FUSE filesystem without flock),
+/// a cloned VM or a restored snapshot can show a live holder's flock as free, and a live holder
+/// rewrites its file every `heartbeatInterval`, so its bytes never stay unchanged that long.
+/// Between machines (another boot id) only the heartbeat rule above decides. On a volume where
+/// flock fails outright (ENOLCK without lockd, EOPNOTSUPP) the lock is held without it, and the
+/// heartbeat rule alone decides there too.
 ///
 /// What is not a lock file of ours (a symbolic link, a FIFO, a directory, a file too large or
 /// not readable) is never followed or opened for writing: it counts as a lock of unknown bytes,
@@ -42,6 +46,10 @@ public final class StorageLock: Sendable {
     /// How long a lock's bytes must stay unchanged before it is taken over: six missed heartbeats,
     /// so a holder stalled by a slow shared volume (EFS, NFS) is not robbed of its lock.
     public static let staleAfter: Int64 = 30_000
+    /// How long a lock whose holder's flock is free on this kernel must stay unchanged: two
+    /// heartbeats, so a live holder (which rewrites it every `heartbeatInterval`) is never taken
+    /// for dead on a flock that does not see it.
+    public static let deadHolderAfter: Int64 = 2 * heartbeatInterval
     /// Largest lock file read: the holder writes about 100 bytes; a larger file is not ours and
     /// counts as unreadable (stale once unchanged for `staleAfter`).
     static let maximumLockFileBytes = 1024
@@ -104,16 +112,12 @@ public final class StorageLock: Sendable {
             return try create(file, name)
         }
         if owns(current) { return true }
-        if holderGone {
-            // Its holder on this kernel died (or let go and is removing it): no wait.
-            beforeTakeover?(name)
-            guard try takeOver(file, expected: current) else { return false }
-            observed.withLock { _ = $0.removeValue(forKey: name) }
-            return try create(file, name)
-        }
+        // Its holder on this kernel died (or let go and is removing it): a shorter wait, with
+        // the same rule of bytes unchanged while this locker watched.
+        let after = holderGone ? Self.deadHolderAfter : Self.staleAfter
         let now = clock()
         let stale = observed.withLock { seen -> Bool in
-            if let last = seen[name], last.bytes == current { return now - last.since > Self.staleAfter }
+            if let last = seen[name], last.bytes == current { return now - last.since > after }
             seen[name] = (current, now)
             return false
         }
@@ -137,7 +141,9 @@ public final class StorageLock: Sendable {
         // The flock before the bytes: a locker that reads this boot id knows the flock is taken.
         // Only a process that opened this new file can hold it; one that does is not ours to
         // fight, and the file goes.
-        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+        // A volume without working flock (ENOLCK, EOPNOTSUPP, ENOSYS) holds the lock without
+        // it: the heartbeat rule is what keeps holders apart there.
+        if flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK {
             Files.close(fd)
             try? Files.remove(file)
             return false

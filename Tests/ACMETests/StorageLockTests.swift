@@ -136,7 +136,9 @@ struct StorageLockTests {
         #expect(try !FileManager.default.contentsOfDirectory(atPath: dir.path("locks")).contains { $0.contains("stale") })
     }
 
-    @Test("a holder on this kernel that dies (its flock gone) loses its lock at once; a live one, heartbeats and all, never does")
+    @Test(
+        "a holder on this kernel that dies (its flock gone) loses its lock after deadHolderAfter, not staleAfter; a live one, heartbeats and all, never does"
+    )
     func deadHolder() throws {
         let dir = try TemporaryDirectory(prefix: "acme-lock-dead")
         let clock = TestClock()
@@ -147,7 +149,14 @@ struct StorageLockTests {
         #expect(try !l[1].tryLock("a.test"))
         #expect(try !l[1].tryLock("a.test"))
 
-        // A real process holding a lock of this kernel, killed (-9): taken with no clock moved.
+        // A live holder whose flock this locker cannot see (two mounts of one volume): its
+        // heartbeats change the bytes, so two heartbeats' time never takes it.
+        clock.advance(StorageLock.deadHolderAfter + 1)
+        #expect(try l[0].refresh("a.test"))
+        #expect(try !l[1].tryLock("a.test"))
+
+        // A real process holding a lock of this kernel, killed (-9): taken once its bytes stayed
+        // unchanged for deadHolderAfter, not staleAfter.
         let lock = dir.path("locks/k.test.lock")
         try dir.write(
             "locks/k.test.lock", Array(#"{"owner":"gone","updated":1,"heartbeat":0,"boot":"\#(DeadHolder.bootID!)","pid":1}"#.utf8))
@@ -162,6 +171,10 @@ struct StorageLockTests {
         #expect(try !l[1].tryLock("k.test"))
         kill(holder.processIdentifier, SIGKILL)
         holder.waitUntilExit()
+        #expect(try !l[1].tryLock("k.test"), "a free flock alone is only a hint")
+        clock.advance(StorageLock.deadHolderAfter)
+        #expect(try !l[1].tryLock("k.test"))
+        clock.advance(1)
         #expect(try l[1].tryLock("k.test"))
         #expect(try !l[0].tryLock("k.test"))
 
