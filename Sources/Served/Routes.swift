@@ -114,18 +114,22 @@ public struct RoutePattern: Sendable, Equatable, CustomStringConvertible {
         (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == UInt8(ascii: "_")
     }
 
-    /// What trying this pattern on a path of `length` bytes costs, in the units
-    /// `PreparedRoutes.maximumWork` counts: a pass over the path for the head, and for the tail
-    /// `ByteGlob`'s tokens × words plus a scan of the path per distinct byte it names.
-    func cost(pathLength length: Int) -> Int {
-        let glob = tail.map { $0.tokens.count * (length / 64 + 1) + $0.distinctBytes * length } ?? 0
-        return head.count + length + glob
-    }
+    /// What a try charges before its tail: the head's pass and the captures' scans.
+    static let tryWork = 256
 
     /// Whether `path` (without its query) matches; the captures' byte ranges go to `captures`.
     /// Linear in the path: the head is one pass, the tail one `ByteGlob` run.
     func match(_ path: UnsafeRawBufferPointer, captures: inout [Range<Int>]) -> Bool {
+        var unbounded = Int.max
+        return match(path, captures: &captures, work: &unbounded)
+    }
+
+    /// `match`, charging `work` as it goes (`ByteGlob.matches(_:work:)`): false, with `work`
+    /// below zero, once it is spent.
+    func match(_ path: UnsafeRawBufferPointer, captures: inout [Range<Int>], work: inout Int) -> Bool {
         captures.removeAll(keepingCapacity: true)
+        work -= Self.tryWork + path.count
+        if work < 0 { return false }
         var p = 0
         let n = path.count
         for token in head {
@@ -144,7 +148,7 @@ public struct RoutePattern: Sendable, Equatable, CustomStringConvertible {
             }
         }
         guard let tail else { return p == n }
-        return tail.matches(UnsafeRawBufferPointer(rebasing: path[p..<n]))
+        return tail.matches(UnsafeRawBufferPointer(rebasing: path[p..<n]), work: &work)
     }
 
     /// `.` or `..`, also with either dot written `%2e` (browsers resolve those too: the WHATWG
@@ -313,12 +317,13 @@ public final class PreparedRoutes: Sendable {
     let varies: [Bool]
     private let index: PrefixIndex
 
-    /// Work one request may spend trying routes (`RoutePattern.cost`: about a word operation a
-    /// unit). A table the index keeps small (`maximumCandidates`) spends a few hundred; the
-    /// bound is for a tenant's pathological one (many 512-byte `*a*a…` patterns against a 16 KB
-    /// path would be milliseconds each): past it, no further route is tried and the site's
-    /// fallback answers, so a request costs at most about what a TLS handshake does.
-    public static let maximumWork = 1 << 18
+    /// Work one request may spend trying routes, charged as the matcher works
+    /// (`RoutePattern.match(_:captures:work:)`, `ByteGlob.matches(_:work:)`: about a nanosecond a
+    /// unit in a release build). 64 routes of short patterns spend about 200,000; the bound is
+    /// for a tenant's pathological table (64 patterns of 500 `*a` tokens against a 300-byte path
+    /// were 5 ms a request): once it is spent no further route is tried and the site's fallback
+    /// answers, so a request's matching costs at most about half a millisecond.
+    public static let maximumWork = 1 << 19
     /// Most routes one path can be tried against: the routes whose literal prefixes all lie on
     /// one path of the index (e.g. every route starting `/*` or `/{id}`). site.yaml is refused
     /// past it, so a request never walks a long list route by route; a table of `/p/{id}`-like
@@ -367,24 +372,10 @@ public final class PreparedRoutes: Sendable {
     /// Past `maximumWork`, none (the fallback answers).
     func first(path: UnsafeRawBufferPointer, platform: ClientPlatform) -> (route: Int, captures: [Range<Int>])? {
         var captures: [Range<Int>] = []
-        var spent = 0
+        var work = Self.maximumWork
         for route in index.candidates(path) where answers[route][platform.rawValue] != nil {
-            spent += settings[route].pattern.cost(pathLength: path.count)
-            guard spent <= Self.maximumWork else { return nil }
-            if settings[route].pattern.match(path, captures: &captures) { return (route, captures) }
-        }
-        return nil
-    }
-
-    /// The route a path matches, whatever the platform (for `aasad match`), within the same
-    /// work as a request.
-    public func first(path: UnsafeRawBufferPointer) -> Int? {
-        var captures: [Range<Int>] = []
-        var spent = 0
-        for route in index.candidates(path) {
-            spent += settings[route].pattern.cost(pathLength: path.count)
-            guard spent <= Self.maximumWork else { return nil }
-            if settings[route].pattern.match(path, captures: &captures) { return route }
+            if settings[route].pattern.match(path, captures: &captures, work: &work) { return (route, captures) }
+            if work < 0 { return nil }
         }
         return nil
     }

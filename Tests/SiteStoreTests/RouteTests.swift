@@ -1,3 +1,4 @@
+import AASA
 import Foundation
 import HTTPCore
 import Testing
@@ -259,7 +260,7 @@ struct RouteTableTests {
         #expect(errors(table(RouteSettings.maximumCount, { "/r\($0)/{id}" })).isEmpty)
     }
 
-    @Test("a request's matching work is bounded: past maximumWork no route is tried, the fallback answers")
+    @Test("a request's matching work is bounded: once maximumWork is spent no route is tried, the fallback answers")
     func workBound() throws {
         // 63 routes of 510 bytes (near the longest pattern) that never match a path of `a`s, then
         // one that does: against a short path every route is tried and the last matches.
@@ -271,15 +272,33 @@ struct RouteTableTests {
         yaml += "  - {path: \"/*\", web: \"https://a.example/last\"}\n"
         let s = try site(yaml)
         #expect(ask(s, "/aaaa")?.route == PreparedRoutes.maximumCandidates - 1)
-        // Against a 16 KB path each try is 511 × 257 word operations and more: the budget stops
-        // the walk long before the last route, and the fallback answers.
-        let long = "/" + String(repeating: "a", count: 16 * 1024)
+        // Against 300 bytes of `a` each try runs all its 507 tokens (a path a client chooses;
+        // 5 ms of CPU for the 63 before the budget): the budget stops the walk after a few, and
+        // the fallback answers; the same against 16 KB.
         let clock = ContinuousClock()
-        let start = clock.now
-        let answer = ask(s, long)
-        let took = clock.now - start
-        #expect(answer?.route == nil, "\(String(describing: answer?.route))")
-        print("route match, 64 routes of 511 tokens against a 16 KB path, within maximumWork: \(took)")
+        for length in [300, 16 * 1024] {
+            let path = "/" + String(repeating: "a", count: length)
+            let start = clock.now
+            let answer = ask(s, path)
+            let took = clock.now - start
+            #expect(answer?.route == nil, "\(length): \(String(describing: answer?.route))")
+            print("route match, 63 routes of 507 tokens against a \(length)-byte path, within maximumWork: \(took)")
+        }
+    }
+
+    @Test("a try charges its work as it goes: with exactly what it needs it matches, with one unit less it stops below zero")
+    func workCharged() throws {
+        let pattern = try RoutePattern(parsing: "/p/{id}/" + String(repeating: "*a", count: 40) + "*z")
+        let path = Array(("/p/42/" + String(repeating: "a", count: 200) + "z").utf8)
+        var captures: [Range<Int>] = []
+        var unbounded = Int.max
+        #expect(path.withUnsafeBytes { pattern.match($0, captures: &captures, work: &unbounded) })
+        let needed = Int.max - unbounded
+        #expect(needed > ByteGlob.setUpWork)
+        var exact = needed
+        #expect(path.withUnsafeBytes { pattern.match($0, captures: &captures, work: &exact) } && exact == 0)
+        var short = needed - 1
+        #expect(!path.withUnsafeBytes { pattern.match($0, captures: &captures, work: &short) } && short < 0)
     }
 
     @Test("matching cost is flat in the table's size (1,000 routes with distinct prefixes)")
