@@ -222,14 +222,7 @@ package final class Daemon: @unchecked Sendable {
             throw StartFailure()
         }
         let acmeNames = ACMENames(blocked: blocked, wildcardCertificates: settings.acme.wildcardCertificates, children: children)
-        if let children {
-            let stored = Self.storedChildren(
-                storage: settings.acme.storage ?? settings.state + "/acme", names: acmeNames, snapshot: registry.snapshot)
-            let adopted = children.adopt(stored)
-            if adopted > 0 {
-                logger.info("wildcard children with stored certificates taken as approved", metadata: ["count": "\(adopted)"])
-            }
-        }
+        if let children { Self.adoptStoredChildren(children, names: acmeNames, snapshot: registry.snapshot, logger: logger) }
         // Stored certificates load before the listeners accept anything: with SO_REUSEPORT a
         // restarting replica gets clients (Apple's CDN among them) from its first accept.
         let firstManager: CertificateManager?
