@@ -12,9 +12,9 @@
 ///
 /// Caddy (through certmagic's on-demand decision) asks its `ask` endpoint at every handshake for
 /// a name it holds no certificate for, holds the handshake while it asks and orders, and caches
-/// no answer (Caddy's
-/// modules/caddytls/ondemand.go; caddyserver/caddy#6245 asks for a cache, and Caddy's
-/// on-demand `rate_limit` is deprecated, leaving limits to the endpoint). Here every answer is cached
+/// no answer (Caddy's modules/caddytls/ondemand.go in github.com/caddyserver/caddy: a request
+/// for a cache there was answered by caching in the endpoint, and Caddy's on-demand
+/// `rate_limit` is deprecated, leaving limits to the endpoint). Here every answer is cached
 /// (yes and no, each with its lifetime), asks are rate-limited per parent and in all, at most
 /// `maximumAsksInFlight` run at once, an `ask` that fails pauses all asks, and a flood only costs
 /// the ask budget: it never reaches the CA, whose orders only approved children get.
