@@ -50,7 +50,10 @@ public final class ChildApprovals: Sendable {
     /// wanted and demanded at once; removed ones are simply no longer in `children()`.
     let changed: Mutex<(@Sendable (_ added: [String]) -> Void)?>
     let wakeups: [Wakeup]
-    let run = Mutex<(stopped: Bool, threads: [LoopThread], nextExpiry: Int64)>((false, [], 0))
+    /// `armed`: `start` was called; the threads are made at the first name to ask about (or at
+    /// `start` when children were taken back from storage), so that a server without `per-name`
+    /// sites runs none.
+    let run = Mutex<(stopped: Bool, armed: Bool, threads: [LoopThread], nextExpiry: Int64)>((false, false, [], 0))
 
     package init(
         childrenPerParent: Int, logger: Logger, records: ChildRecords? = nil,
@@ -87,7 +90,10 @@ public final class ChildApprovals: Sendable {
     package func offer(_ name: String, parent: String) -> ChildLedger.Offer {
         let now = clock()
         let (offer, admitted) = ledger.withLock { ($0.offer(name, parent: parent, now: now), $0.hasAdmitted) }
-        if offer == .queued || admitted { for wakeup in wakeups { wakeup.wake() } }
+        if offer == .queued || admitted {
+            spawnIfNeeded()
+            for wakeup in wakeups { wakeup.wake() }
+        }
         return offer
     }
 
@@ -150,10 +156,21 @@ public final class ChildApprovals: Sendable {
 
     // MARK: Askers
 
+    /// Lets the askers run: at once when there are children (taken back from storage: their
+    /// grace period is watched), else at the first name offered for an ask.
     package func start() {
-        var threads: [LoopThread] = []
-        for index in wakeups.indices { threads.append(LoopThread.spawn { [self] in work(index) }) }
-        run.withLock { $0.threads = threads }
+        run.withLock { $0.armed = true }
+        if ledger.withLock({ $0.childCount }) > 0 { spawnIfNeeded() }
+    }
+
+    /// The askers' threads running (0 until one is needed).
+    package var threadCount: Int { run.withLock { $0.threads.count } }
+
+    private func spawnIfNeeded() {
+        run.withLock { run in
+            guard run.armed, !run.stopped, run.threads.isEmpty else { return }
+            for index in wakeups.indices { run.threads.append(LoopThread.spawn { [self] in work(index) }) }
+        }
     }
 
     /// Stops the askers; an ask over the network under way is cut short (`isCancelled`); a

@@ -3,6 +3,7 @@ package import ACME
 package import Logging
 import Reactor
 package import SiteStore
+import Synchronization
 package import TLS
 
 /// Wildcard children on demand (docs/acme.md, "Wildcard children"): a child name of a `per-name`
@@ -20,6 +21,19 @@ extension Daemon {
         return try ChildApprovals(childrenPerParent: settings.acme.namesPerSite, logger: logger, records: records) {
             name, parent, isCancelled in
             Self.askAboutChild(name, parent: parent, config: config, endpoint: endpoint, isCancelled: isCancelled)
+        }
+    }
+
+    /// What hands the certificate manager its wanted names: computed from `snapshot()` (the
+    /// newest published) and handed over under one lock, so that two callers (a reload, an
+    /// asker that approved a child, a passed ownership check) cannot hand them over in the
+    /// other order than they computed them, an older snapshot's names last.
+    static func wantNames(
+        manager: @escaping @Sendable () -> CertificateManager?, names: ACMENames, snapshot: @escaping @Sendable () -> Snapshot
+    ) -> @Sendable () -> Void {
+        let lock = Mutex(())
+        return {
+            lock.withLock { _ in manager()?.want(names.names(in: snapshot())) }
         }
     }
 

@@ -234,6 +234,10 @@ package final class Daemon: @unchecked Sendable {
         }
         // The manager in force: a changed acme section replaces it while serving.
         let certificateManager = Current(firstManager)
+        // The wanted names, computed from the newest snapshot and handed over under one lock
+        // (Daemon+Children.swift): an asker's or a check's call never undoes a reload's with an
+        // older snapshot.
+        let wantNames = Self.wantNames(manager: { certificateManager.value }, names: acmeNames, snapshot: { store.snapshot() })
         // One replaced by a change, until it has stopped: it still answers its orders' challenges.
         let retiringManager = Current<CertificateManager>(nil)
         let automatic = firstManager != nil
@@ -319,7 +323,7 @@ package final class Daemon: @unchecked Sendable {
                     configuration: .init(port: settings.api.verifyPort, allowsPrivateAddresses: settings.api.verifyPrivateAddresses),
                     logger: logger
                 ) { name in
-                    certificateManager.value?.want(acmeNames.names(in: store.snapshot()))
+                    wantNames()
                     // The tenant API made this name (the check exists for names it creates),
                     // and its owner is waiting for it: it goes ahead of names nobody asked for.
                     certificateManager.value?.demand(name)
@@ -356,7 +360,7 @@ package final class Daemon: @unchecked Sendable {
         // A child approved becomes a wanted name at once, and is demanded: it is ordered ahead of
         // names nobody asked for.
         children?.onChange { added in
-            certificateManager.value?.want(acmeNames.names(in: store.snapshot()))
+            wantNames()
             for name in added { certificateManager.value?.demand(name) }
         }
         children?.start()
@@ -379,7 +383,7 @@ package final class Daemon: @unchecked Sendable {
             verification?.learnRecords(of: snapshot, directories: directories)
             Self.followDefaultCertificate(snapshot, tls: tls, fallback: certificates.defaultSource, logger: logger)
             store.publish(snapshot)
-            certificateManager.value?.want(acmeNames.names(in: snapshot))
+            wantNames()
             if let development, !automatic {
                 Self.noteUnpermitted(snapshot, directories: directories, development: development, logger: logger)
             }

@@ -107,6 +107,25 @@ struct ChildRecordsTests {
         #expect(rig2.records.all().isEmpty)
     }
 
+    @Test("no asker thread runs until a name is offered for an ask, or children were taken back from storage")
+    func threadsOnlyWhenNeeded() throws {
+        let rig = try Rig()
+        let idle = try rig.approvals()
+        idle.start()
+        #expect(idle.threadCount == 0)
+        // The first name to ask about starts them.
+        idle.offer("alice.w.test", parent: "*.w.test")
+        #expect(idle.threadCount == ChildLedger.maximumAsksInFlight)
+        idle.stop()
+        try rig.records.write("bob.w.test", ChildRecords.Record(approvedUntil: 0, lastSeen: rig.wall.withLock { $0 }))
+        let restarted = try rig.approvals()
+        #expect(restarted.adoptStored(parent: Rig.parent) == 1)
+        #expect(restarted.threadCount == 0, "not before start")
+        restarted.start()
+        #expect(restarted.threadCount == ChildLedger.maximumAsksInFlight)
+        restarted.stop()
+    }
+
     @Test("hostile record files: a symlink, garbage, CR/LF, a number too long (N and N+1 digits), a file too large")
     func hostileRecords() throws {
         let rig = try Rig()
