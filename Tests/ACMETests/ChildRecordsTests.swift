@@ -126,6 +126,27 @@ struct ChildRecordsTests {
         restarted.stop()
     }
 
+    @Test("stop cuts an ask under way short: the ask sees isCancelled turn true")
+    func stopCancelsTheAsk() throws {
+        let sawCancel = Mutex(false)
+        let approvals = try ChildApprovals(
+            childrenPerParent: 10, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+        ) { _, _, isCancelled in
+            // An ask that answers only when cancelled (at most 30 s: the input, not an order of events).
+            let start = Date()
+            while !isCancelled() && Date().timeIntervalSince(start) < 30 { usleep(1_000) }
+            sawCancel.withLock { $0 = isCancelled() }
+            return ChildApprovals.Heard(.failed, "cancelled")
+        }
+        approvals.start()
+        approvals.offer("slow.w.test", parent: "*.w.test")
+        #expect(eventually(attempts: 100, interval: 0.05) { approvals.summary().inFlight == 1 })
+        let start = Date()
+        approvals.stop()
+        #expect(Date().timeIntervalSince(start) < 10)
+        #expect(sawCancel.withLock { $0 })
+    }
+
     @Test("hostile record files: a symlink, garbage, CR/LF, a number too long (N and N+1 digits), a file too large")
     func hostileRecords() throws {
         let rig = try Rig()
