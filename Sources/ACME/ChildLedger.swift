@@ -130,7 +130,8 @@ package struct ChildLedger: Sendable {
     package struct Counters: Sendable, Equatable {
         package var asks: [Answer: Int] = [:]
         package var dropped: [Drop: Int] = [:]
-        /// Offers answered from the cache without asking (a refused name sent again).
+        /// Offers refused without asking: a refused name sent again (from the cache), or a name of
+        /// a parent refusing every new name for now (`refusedParent`).
         package var cached = 0
         /// Children forgotten after the grace period, or on a no.
         package var forgotten = 0
