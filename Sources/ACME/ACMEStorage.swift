@@ -36,7 +36,7 @@ public struct ACMEStorage: Sendable {
         guard create else { return }
         for directory in [
             root, root + "/accounts", root + "/certificates", root + "/challenges", root + "/challenges/http-01",
-            root + "/challenges/tls-alpn-01", root + "/locks",
+            root + "/challenges/tls-alpn-01", root + "/locks", root + "/children",
         ] {
             do {
                 try Files.makeDirectory(directory, mode: 0o700)
@@ -50,7 +50,7 @@ public struct ACMEStorage: Sendable {
     public var directories: [String] {
         [
             root, root + "/accounts", root + "/certificates", root + "/challenges", root + "/challenges/http-01",
-            root + "/challenges/tls-alpn-01", root + "/locks",
+            root + "/challenges/tls-alpn-01", root + "/locks", root + "/children",
         ]
     }
 

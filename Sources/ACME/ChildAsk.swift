@@ -8,7 +8,7 @@ public import Outbound
 ///   any other status no (a redirect is not followed: Caddy's contract,
 ///   modules/caddytls/ondemand.go in caddyserver/caddy). No answer within the time limit, a
 ///   refused connection or a 5xx is a failure (`ChildLedger.Answer.failed`: a no kept for a
-///   shorter time). The body is read up to `maximumBodyBytes` and ignored.
+///   shorter time). The body is read up to `maximumBodyBytes` and ignored (reading stops there).
 /// - **a program** (an absolute path): run with the name as its one argument, no shell
 ///   (`HookProgram`: descriptors 0 to 2 only, its own process group, killed at the time limit,
 ///   its output bounded). Exit status 0 means yes, any other no; killed or not run, a failure.
@@ -20,7 +20,8 @@ public enum ChildAsk {
     public static let timeoutMilliseconds: Int32 = 5_000
     /// The TCP (and TLS) connect: an `ask` on the same machine or network connects at once.
     public static let connectTimeoutMilliseconds = 2_000
-    /// The body read, at most (it is ignored): a longer one makes the ask a failure.
+    /// The body read, at most (it is ignored): the answer is the status alone, so reading stops at
+    /// this bound and a longer body changes nothing (a 200 is still a yes).
     public static let maximumBodyBytes = 16 * 1024
     /// The longest `acme.ask` value.
     public static let maximumLength = 2_048
@@ -99,15 +100,19 @@ public enum ChildAsk {
             configuration.isCancelled = isCancelled
             var request = OutboundRequest(url: url(base, name: name))
             request.allowsPlainHTTPToLoopback = true
+            let status: Int
             do {
-                let response = try OutboundClient(configuration: configuration).perform(request)
-                switch response.status {
-                case 200: return (.yes, "200")
-                case 500...: return (.failed, "\(response.status)")
-                default: return (.no, "\(response.status)")
-                }
+                status = try OutboundClient(configuration: configuration).perform(request).status
+            } catch  where error.kind == .tooLarge && error.status != nil {
+                // The status came before the body: it is the answer.
+                status = error.status ?? 0
             } catch {
                 return (.failed, "\(error.kind.rawValue): \(error.message)")
+            }
+            switch status {
+            case 200: return (.yes, "200")
+            case 500...: return (.failed, "\(status)")
+            default: return (.no, "\(status)")
             }
         case .program(let path):
             do {

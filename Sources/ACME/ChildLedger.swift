@@ -12,9 +12,9 @@
 ///
 /// Caddy (through certmagic's on-demand decision) asks its `ask` endpoint at every handshake for
 /// a name it holds no certificate for, holds the handshake while it asks and orders, and caches
-/// no answer (Caddy's
-/// modules/caddytls/ondemand.go; caddyserver/caddy#6245 asks for a cache, and Caddy's
-/// on-demand `rate_limit` is deprecated, leaving limits to the endpoint). Here every answer is cached
+/// no answer (Caddy's modules/caddytls/ondemand.go in github.com/caddyserver/caddy: a request
+/// for a cache there was answered by caching in the endpoint, and Caddy's on-demand
+/// `rate_limit` is deprecated, leaving limits to the endpoint). Here every answer is cached
 /// (yes and no, each with its lifetime), asks are rate-limited per parent and in all, at most
 /// `maximumAsksInFlight` run at once, an `ask` that fails pauses all asks, and a flood only costs
 /// the ask budget: it never reaches the CA, whose orders only approved children get.
@@ -26,9 +26,10 @@ package struct ChildLedger: Sendable {
         /// Any other answer: another status (a redirect is not followed), another exit status,
         /// a name the allow file does not list.
         case no
-        /// No answer: a timeout, a refused connection, a 5xx, a program that could not run or was
-        /// killed, an allow file that cannot be read. A no as well, kept for a shorter time, and
-        /// all asks pause for a while (an `ask` that is down is not hammered).
+        /// No answer from `acme.ask`: a timeout, a refused connection, a 5xx, a program that could
+        /// not run or was killed. A no as well, kept for a shorter time, and all asks pause for a
+        /// while (an `ask` that is down is not hammered). A parent's own allow file that cannot
+        /// be used is not this: it is that parent's no (`refusedParent`), and pauses no one else.
         case failed
     }
 
@@ -68,6 +69,13 @@ package struct ChildLedger: Sendable {
     /// offered again at the client's next handshake). The rates below keep it short; this bounds
     /// it whatever they are.
     package static let maximumPendingAsks = 64
+    /// Names of one parent waiting for an asker, at most: a few, so that parents flooded with
+    /// random names hold a few places each, and the askers, taking the parents in turn, reach a
+    /// quiet parent's real name within a few asks whatever the floods' sizes.
+    package static let maximumPendingPerParent = 4
+    /// Parents refusing every new name (`refusedParent`) listed in `/sites` by name, at most: one
+    /// line each, so that the page stays small whatever the number of sites with a broken file.
+    package static let maximumRefusingParentsShown = 100
     /// Asks for new names, in all: a burst of `askBurst`, then `asksPerMinute` (one a second).
     /// A platform adds users by the minute, not by the second; a scanner's 100,000 random names
     /// cost one ask a second whatever its rate.
@@ -122,7 +130,8 @@ package struct ChildLedger: Sendable {
     package struct Counters: Sendable, Equatable {
         package var asks: [Answer: Int] = [:]
         package var dropped: [Drop: Int] = [:]
-        /// Offers answered from the cache without asking (a refused name sent again).
+        /// Offers refused without asking: a refused name sent again (from the cache), or a name of
+        /// a parent refusing every new name for now (`refusedParent`).
         package var cached = 0
         /// Children forgotten after the grace period, or on a no.
         package var forgotten = 0
@@ -142,7 +151,15 @@ package struct ChildLedger: Sendable {
     /// `answers`' names, oldest first from `answerHead` (a queue without moving its elements).
     private var answerOrder: [String] = []
     private var answerHead = 0
-    private(set) var pending: [(name: String, parent: String)] = []
+    /// Names waiting for an ask, by parent; the parents in turn (`nextAsk` takes one name of
+    /// the first and puts it at the end while it has more), so tokens go round the parents.
+    private var pendingByParent: [String: [String]] = [:]
+    private var pendingParents: [String] = []
+    private var pendingTotal = 0
+    /// Parents whose new names are refused without an ask until a time: their allow file cannot
+    /// be used, or nothing can approve for them (no allow file, no `acme.ask`). What was found,
+    /// for `/sites`.
+    private var refusingParents: [String: (until: Int64, detail: String)] = [:]
     /// Names pending or being asked about.
     private var asking: Set<String> = []
     private(set) var inFlight = 0
@@ -152,6 +169,9 @@ package struct ChildLedger: Sendable {
     private var parentNewChildren: [String: TokenBucket] = [:]
     private var pausedUntil: Int64 = 0
     private var failuresInARow = 0
+    /// Names admitted by `offer` not yet taken (`takeAdmitted`); at most `maximumChildren`, as
+    /// each is a child.
+    private var admitted: [String] = []
     package private(set) var counters = Counters()
 
     package init(childrenPerParent: Int, now: Int64) {
@@ -163,7 +183,13 @@ package struct ChildLedger: Sendable {
     /// Every child and its parent.
     package var allChildren: [(name: String, parent: String)] { children.map { ($0.key, $0.value.parent) } }
     package var childCount: Int { children.count }
-    package var pendingCount: Int { pending.count }
+    package var pendingCount: Int { pendingTotal }
+    /// Parents refusing every new name now, and why (at most `maximumRefusingParentsShown`, by
+    /// name).
+    package func refusing(now: Int64) -> [(parent: String, detail: String)] {
+        let live = refusingParents.filter { $0.value.until > now }.sorted { $0.key < $1.key }
+        return live.prefix(Self.maximumRefusingParentsShown).map { ($0.key, $0.value.detail) }
+    }
     package var answerCount: Int { answers.count }
 
     // MARK: Serving threads
@@ -183,42 +209,111 @@ package struct ChildLedger: Sendable {
         if let cached = answer(for: name, now: now) {
             if cached == .yes {
                 if let drop = admit(name, parent: parent, now: now) { return note(.dropped(drop)) }
+                admitted.append(name)
                 return .child
             }
             counters.cached += 1
             return .refused
         }
         if asking.contains(name) { return .asking }
+        if parentRefuses(parent, now: now) {
+            counters.cached += 1
+            return .refused
+        }
         return queue(name, parent: parent, now: now)
     }
 
-    /// Takes `name` as a child without asking: at start, for a name whose certificate the storage
-    /// holds (it was approved before the restart, here or on a replica sharing the storage), so
-    /// that a restart never leaves children on the default certificate while they wait their turn
-    /// for an ask. The caps apply; the rates do not (nothing is ordered: the certificate exists).
-    /// No yes is cached, so the child's first handshake asks about it again in the background,
-    /// and a no then forgets it. False when a cap refused it.
-    package mutating func adopt(_ name: String, parent: String, now: Int64) -> Bool {
+    /// Takes `name` as a child without asking: at start, for a child whose record the storage
+    /// holds (`ChildRecords`: approved before the restart, here or on a replica sharing the
+    /// storage, and seen within the grace period), so that a restart never leaves children on the
+    /// default certificate while they wait their turn for an ask. `lastSeen` is the record's (in
+    /// this ledger's time): the grace period goes on from it. `approvedUntil`, when still ahead,
+    /// is cached as a yes; without it the child's first handshake asks about it again in the
+    /// background, and a no then forgets it. The caps apply; the rates do not. False when a cap
+    /// refused it.
+    package mutating func adopt(_ name: String, parent: String, lastSeen: Int64, approvedUntil: Int64? = nil, now: Int64) -> Bool {
         if children[name] != nil { return true }
         guard children.count < Self.maximumChildren, perParent[parent, default: 0] < childrenPerParent else { return false }
-        children[name] = Child(parent: parent, lastSeen: now)
+        children[name] = Child(parent: parent, lastSeen: min(lastSeen, now))
         perParent[parent, default: 0] += 1
+        if let approvedUntil, approvedUntil > now { remember(name, .yes, until: min(approvedUntil, now + Self.approvalMilliseconds)) }
         return true
     }
 
+    /// Whether `name` is a child now.
+    package func isChild(_ name: String) -> Bool { children[name] != nil }
+
+    /// Children made on a serving thread (a yes kept past a rate, taken at a later handshake)
+    /// since the last call: the askers announce them (wanted, demanded, recorded).
+    package mutating func takeAdmitted() -> [String] {
+        defer { admitted = [] }
+        return admitted
+    }
+    package var hasAdmitted: Bool { !admitted.isEmpty }
+
     // MARK: Askers
 
-    /// The next name to ask about, or nil when none waits or `maximumAsksInFlight` run.
-    package mutating func nextAsk() -> (name: String, parent: String)? {
-        guard inFlight < Self.maximumAsksInFlight, !pending.isEmpty else { return nil }
-        inFlight += 1
-        return pending.removeFirst()
+    /// The next name to ask about, or nil when none waits, `maximumAsksInFlight` run, asks are
+    /// paused after a failure, or the global ask rate is spent. The parents take turns, one name
+    /// each, and the global token is spent here, when the ask is made: a parent flooded with
+    /// names cannot take the tokens of the next minute by offering first.
+    package mutating func nextAsk(now: Int64) -> (name: String, parent: String)? {
+        guard inFlight < Self.maximumAsksInFlight, now >= pausedUntil else { return nil }
+        while let parent = pendingParents.first {
+            guard var names = pendingByParent[parent], !names.isEmpty else {
+                pendingParents.removeFirst()
+                continue
+            }
+            if parentRefuses(parent, now: now) {
+                // Its names are refused as their offer would be now: no token spent.
+                pendingParents.removeFirst()
+                pendingByParent[parent] = nil
+                pendingTotal -= names.count
+                for name in names { asking.remove(name) }
+                counters.cached += names.count
+                continue
+            }
+            guard asks.has(now: now) else { return nil }
+            asks.take()
+            let name = names.removeFirst()
+            pendingTotal -= 1
+            pendingParents.removeFirst()
+            if names.isEmpty {
+                pendingByParent[parent] = nil
+            } else {
+                pendingByParent[parent] = names
+                pendingParents.append(parent)
+            }
+            inFlight += 1
+            return (name, parent)
+        }
+        return nil
+    }
+
+    /// The ask about `name` found that no new name of `parent` can be approved now: its allow
+    /// file cannot be used (`detail` says why), or it has neither an allow file nor `acme.ask`.
+    /// That parent's new names are refused without an ask for `failureMilliseconds` (a fixed
+    /// file is read again within a minute) and the tokens of this ask are given back (nothing
+    /// was asked of `acme.ask`); its children stay, as they do while `acme.ask` is down; no
+    /// other parent is paused.
+    package mutating func refusedParent(_ name: String, parent: String, detail: String, now: Int64) {
+        inFlight = max(0, inFlight - 1)
+        asking.remove(name)
+        counters.asks[.no, default: 0] += 1
+        asks.give()
+        if var bucket = parentAsks[parent] {
+            bucket.give()
+            parentAsks[parent] = bucket
+        }
+        remember(name, .no, until: now + Self.failureMilliseconds)
+        refusingParents[parent] = (now + Self.failureMilliseconds, detail)
     }
 
     /// The answer about `name`; true when the children changed (one added, or one removed by a no).
     package mutating func answered(_ name: String, parent: String, _ answer: Answer, now: Int64) -> Bool {
         inFlight = max(0, inFlight - 1)
         asking.remove(name)
+        refusingParents[parent] = nil
         counters.asks[answer, default: 0] += 1
         switch answer {
         case .yes:
@@ -241,14 +336,26 @@ package struct ChildLedger: Sendable {
             failuresInARow += 1
             let shift = Int64(min(failuresInARow - 1, 16))
             pausedUntil = now + min(Self.failurePauseFirstMilliseconds << shift, Self.failurePauseMostMilliseconds)
+            // The names waiting are dropped as those offered during the pause are (their clients'
+            // next handshakes offer them again): none is asked while the pause lasts, and none
+            // is kept through it.
+            for (_, names) in pendingByParent {
+                for name in names { asking.remove(name) }
+                counters.dropped[.paused, default: 0] += names.count
+            }
+            pendingByParent = [:]
+            pendingParents = []
+            pendingTotal = 0
             return false
         }
     }
 
     /// Forgets children no handshake asked for within the grace period; returns their names.
+    /// Drops the parents' refusals that have run out too.
     package mutating func expire(now: Int64) -> [String] {
         let gone = children.filter { now - $0.value.lastSeen > Self.graceMilliseconds }.map(\.key)
         for name in gone { _ = forget(name) }
+        refusingParents = refusingParents.filter { $0.value.until > now }
         return gone
     }
 
@@ -264,21 +371,30 @@ package struct ChildLedger: Sendable {
         return cached.answer
     }
 
+    private func parentRefuses(_ parent: String, now: Int64) -> Bool {
+        guard let refusal = refusingParents[parent] else { return false }
+        return refusal.until > now
+    }
+
     private mutating func queue(_ name: String, parent: String, now: Int64) -> Offer {
         guard now >= pausedUntil else { return note(.dropped(.paused)) }
-        guard pending.count < Self.maximumPendingAsks else { return note(.dropped(.full)) }
+        if parentRefuses(parent, now: now) { return .refused }
+        let waiting = pendingByParent[parent]?.count ?? 0
+        guard pendingTotal < Self.maximumPendingAsks, waiting < Self.maximumPendingPerParent else { return note(.dropped(.full)) }
         var parentBucket =
             parentAsks[parent] ?? TokenBucket(burst: Self.parentAskBurst, per: Self.parentAsksPerMinute, milliseconds: 60_000, now: now)
-        // Both buckets must have a token before either is spent: a parent over its rate does not
-        // use up the global one, nor the reverse.
-        guard parentBucket.has(now: now), asks.has(now: now) else {
+        // The parent's token is spent here; the global one when the ask is made (`nextAsk`), the
+        // parents taking turns: a quiet parent's name waits behind a few of each flooded
+        // parent's, never behind the global rate they spend.
+        guard parentBucket.has(now: now) else {
             parentAsks[parent] = parentBucket
             return note(.dropped(.rate))
         }
         parentBucket.take()
-        asks.take()
         parentAsks[parent] = parentBucket
-        pending.append((name, parent))
+        if waiting == 0 { pendingParents.append(parent) }
+        pendingByParent[parent, default: []].append(name)
+        pendingTotal += 1
         asking.insert(name)
         return .queued
     }
@@ -350,4 +466,7 @@ package struct TokenBucket: Sendable, Equatable {
 
     /// Spends a token (after `has` said one is there).
     package mutating func take() { tokens = max(0, tokens - 1) }
+
+    /// Gives back a token spent on nothing (never past the burst).
+    package mutating func give() { tokens = min(burst, tokens + 1) }
 }

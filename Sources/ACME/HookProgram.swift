@@ -61,11 +61,13 @@ public enum HookProgram {
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP))
         let argv = ([path] + arguments).map { strdup($0) } + [nil]
         defer { for p in argv { free(p) } }
-        // The environment without the EAB MAC key: a hook has no business with the account.
+        // The environment without the server's own variables: they carry its settings and secrets
+        // (the EAB MAC key, AASAD_ACME_EAB_*; the tenant API's token, AASAD_API_TOKEN), and a
+        // DNS hook or an `acme.ask` program has no business with either.
         var inherited: [UnsafeMutablePointer<CChar>?] = []
         var entry = environ
         while let variable = entry.pointee {
-            if !String(cString: variable).hasPrefix("AASAD_ACME_EAB_") { inherited.append(variable) }
+            if !String(cString: variable).hasPrefix("AASAD_") { inherited.append(variable) }
             entry += 1
         }
         inherited.append(nil)

@@ -1,7 +1,9 @@
+import AASA
 package import ACME
 package import Logging
 import Reactor
 package import SiteStore
+import Synchronization
 package import TLS
 
 /// Wildcard children on demand (docs/acme.md, "Wildcard children"): a child name of a `per-name`
@@ -11,33 +13,47 @@ package import TLS
 /// current certificate, and the child's own on a later handshake.
 extension Daemon {
     /// The approvals, when automatic certificates are on; their askers are not started yet.
+    /// Children are kept in the storage directory (`ChildRecords`).
     static func childApprovals(settings: ServerSettings, config: String, logger: Logger) throws(ACMEError) -> ChildApprovals? {
         guard settings.acme.directory != nil else { return nil }
         let endpoint = settings.acme.ask.map(ChildAsk.Endpoint.init)
-        return try ChildApprovals(childrenPerParent: settings.acme.namesPerSite, logger: logger) { name, parent in
-            Self.askAboutChild(name, parent: parent, config: config, endpoint: endpoint)
+        let records = ChildRecords(storage: settings.acme.storage ?? settings.state + "/acme")
+        return try ChildApprovals(childrenPerParent: settings.acme.namesPerSite, logger: logger, records: records) {
+            name, parent, isCancelled in
+            Self.askAboutChild(name, parent: parent, config: config, endpoint: endpoint, isCancelled: isCancelled)
         }
     }
 
-    /// The children of `per-name` wildcard sites whose certificates `storage` holds
-    /// (`<storage>/certificates/<name>.pem`): taken as approved at start, so that a restart serves
-    /// them their certificates from the first handshake (they are asked about again in the
-    /// background). One listing of the folder; a name no longer a child is left alone.
-    static func storedChildren(storage: String, names: ACMENames, snapshot: Snapshot) -> [(name: String, parent: String)] {
-        guard let entries = try? Files.entries(of: storage + "/certificates") else { return [] }
-        var found: [(String, String)] = []
-        for entry in entries where entry.hasSuffix(".pem") {
-            let name = String(entry.dropLast(".pem".count))
-            if let site = names.childSite(of: name, in: snapshot) { found.append((name, site.directory)) }
+    /// What hands the certificate manager its wanted names: computed from `snapshot()` (the
+    /// newest published) and handed over under one lock, so that two callers (a reload, an
+    /// asker that approved a child, a passed ownership check) cannot hand them over in the
+    /// other order than they computed them, an older snapshot's names last.
+    static func wantNames(
+        manager: @escaping @Sendable () -> CertificateManager?, names: ACMENames, snapshot: @escaping @Sendable () -> Snapshot
+    ) -> @Sendable () -> Void {
+        let lock = Mutex(())
+        return {
+            lock.withLock { _ in manager()?.want(names.names(in: snapshot())) }
         }
-        return found.sorted { $0.0 < $1.0 }
+    }
+
+    /// Takes again, at start, the children the storage keeps records of (approved, not refused
+    /// since, seen within the grace period) that are still children of a `per-name` site, so
+    /// that a restart serves them their certificates from the first handshake; a certificate in
+    /// storage without a record is no child.
+    static func adoptStoredChildren(_ children: ChildApprovals, names: ACMENames, snapshot: Snapshot, logger: Logger) {
+        let adopted = children.adoptStored { names.childSite(of: $0, in: snapshot)?.directory }
+        if adopted > 0 { logger.info("wildcard children kept in storage taken again", metadata: ["count": "\(adopted)"]) }
     }
 
     /// Whether `name` may be a child of the site in `sites/<parent>`: its allow file when it has
-    /// one, else `acme.ask`, else no.
+    /// one, else `acme.ask`, else no. An allow file that cannot be used, or a site with neither,
+    /// is a no for every new name of that site for a while (`ChildLedger.refusedParent`), never
+    /// a failure: a tenant's broken file must not pause the asks of every other site.
     static func askAboutChild(
-        _ name: String, parent: String, config: String, endpoint: ChildAsk.Endpoint?
-    ) -> (answer: ChildLedger.Answer, detail: String) {
+        _ name: String, parent: String, config: String, endpoint: ChildAsk.Endpoint?,
+        isCancelled: @escaping @Sendable () -> Bool = { false }
+    ) -> ChildApprovals.Heard {
         let directory = config + "/sites/" + parent
         // Read as the loader reads a page: a regular file of the site's own directory with one
         // name, never from a tls/ or the ownership checks' folder (a symlink or hard link there
@@ -48,15 +64,17 @@ extension Daemon {
         {
         case .success(let file):
             switch AllowedChildren.parse(file.bytes) {
-            case .success(let allowed): return allowed.allows(name) ? (.yes, "listed") : (.no, "not listed")
+            case .success(let allowed):
+                return ChildApprovals.Heard(allowed.allows(name) ? .yes : .no, allowed.allows(name) ? "listed" : "not listed")
             case .failure(let problem):
-                return (.failed, "\(parent)/\(ConfigLoader.allowedChildrenFileName): \(problem.message)")
+                return ChildApprovals.Heard(.no, "\(ConfigLoader.allowedChildrenFileName): \(problem.message)", wholeParent: true)
             }
         case .failure(let error) where error.isMissing:
-            guard let endpoint else { return (.no, "no allow file and no acme.ask") }
-            return ChildAsk.ask(endpoint, name: name)
+            guard let endpoint else { return ChildApprovals.Heard(.no, "no allow file and no acme.ask", wholeParent: true) }
+            let (answer, detail) = ChildAsk.ask(endpoint, name: name, isCancelled: isCancelled)
+            return ChildApprovals.Heard(answer, detail)
         case .failure(let error):
-            return (.failed, "\(parent)/\(ConfigLoader.allowedChildrenFileName): \(error.description)")
+            return ChildApprovals.Heard(.no, "\(ConfigLoader.allowedChildrenFileName): \(error.description)", wholeParent: true)
         }
     }
 
@@ -79,7 +97,8 @@ extension ACMENames {
     /// in normal form (`HostName.isPlain`: lower case, no final dot, letters, digits and inner
     /// hyphens) exactly one label under one of its wildcards, not one of its own names, not another
     /// site's (the snapshot gives an exact name its own site first, so the ownership rule wins),
-    /// not covered by the default pair, not held back by the ownership check. `matched`: the site
+    /// not covered by the default pair, not held back by the ownership check (neither the name
+    /// nor its wildcard: a wildcard whose owner has not proven it gets no children). `matched`: the site
     /// `snapshot.site(forHost: name)` gave, when the caller has it.
     func childSite(of name: String, in snapshot: Snapshot, matched: ServedSite? = nil) -> ServedSite? {
         guard HostName.isPlain(name.utf8), let site = matched ?? snapshot.site(forHost: name), site.certificate == nil, isPerName(site),
@@ -87,7 +106,7 @@ extension ACMENames {
         else { return nil }
         let pattern = "*" + name[dot...]
         guard site.hosts.contains(where: { $0.name == pattern }), !site.hosts.contains(where: { $0.name == name }),
-            !defaultCovers(name, in: snapshot), !holdsBack(name)
+            !defaultCovers(name, in: snapshot), !holdsBack(name), !holdsBack(pattern)
         else { return nil }
         return site
     }
@@ -194,7 +213,15 @@ extension AdminPages {
         let object =
             "\"children\":{\"children\":\(summary.children),\"pending\":\(summary.pending),\"inFlight\":\(summary.inFlight),"
             + "\"answersKept\":\(summary.answersKept),\"asks\":{\(asks)},\"dropped\":{\(dropped)},\"cached\":\(counters.cached),"
-            + "\"forgotten\":\(counters.forgotten)}"
+            + "\"forgotten\":\(counters.forgotten),\"refusing\":{\(refusing(summary.refusing))}}"
         return page.dropLast(2) + Array(",\(object)}}".utf8)
+    }
+
+    /// The parents refusing every new name, each its site's directory and what was found, as
+    /// JSON members (escaped: a file's problem may quote what the tenant wrote).
+    private static func refusing(_ list: [ChildApprovals.Refusing]) -> String {
+        list.map {
+            JSONValue.quote($0.parent) + ":" + JSONValue.quote($0.detail)
+        }.joined(separator: ",")
     }
 }

@@ -222,14 +222,7 @@ package final class Daemon: @unchecked Sendable {
             throw StartFailure()
         }
         let acmeNames = ACMENames(blocked: blocked, wildcardCertificates: settings.acme.wildcardCertificates, children: children)
-        if let children {
-            let stored = Self.storedChildren(
-                storage: settings.acme.storage ?? settings.state + "/acme", names: acmeNames, snapshot: registry.snapshot)
-            let adopted = children.adopt(stored)
-            if adopted > 0 {
-                logger.info("wildcard children with stored certificates taken as approved", metadata: ["count": "\(adopted)"])
-            }
-        }
+        if let children { Self.adoptStoredChildren(children, names: acmeNames, snapshot: registry.snapshot, logger: logger) }
         // Stored certificates load before the listeners accept anything: with SO_REUSEPORT a
         // restarting replica gets clients (Apple's CDN among them) from its first accept.
         let firstManager: CertificateManager?
@@ -241,6 +234,10 @@ package final class Daemon: @unchecked Sendable {
         }
         // The manager in force: a changed acme section replaces it while serving.
         let certificateManager = Current(firstManager)
+        // The wanted names, computed from the newest snapshot and handed over under one lock
+        // (Daemon+Children.swift): an asker's or a check's call never undoes a reload's with an
+        // older snapshot.
+        let wantNames = Self.wantNames(manager: { certificateManager.value }, names: acmeNames, snapshot: { store.snapshot() })
         // One replaced by a change, until it has stopped: it still answers its orders' challenges.
         let retiringManager = Current<CertificateManager>(nil)
         let automatic = firstManager != nil
@@ -326,7 +323,7 @@ package final class Daemon: @unchecked Sendable {
                     configuration: .init(port: settings.api.verifyPort, allowsPrivateAddresses: settings.api.verifyPrivateAddresses),
                     logger: logger
                 ) { name in
-                    certificateManager.value?.want(acmeNames.names(in: store.snapshot()))
+                    wantNames()
                     // The tenant API made this name (the check exists for names it creates),
                     // and its owner is waiting for it: it goes ahead of names nobody asked for.
                     certificateManager.value?.demand(name)
@@ -363,7 +360,7 @@ package final class Daemon: @unchecked Sendable {
         // A child approved becomes a wanted name at once, and is demanded: it is ordered ahead of
         // names nobody asked for.
         children?.onChange { added in
-            certificateManager.value?.want(acmeNames.names(in: store.snapshot()))
+            wantNames()
             for name in added { certificateManager.value?.demand(name) }
         }
         children?.start()
@@ -386,7 +383,7 @@ package final class Daemon: @unchecked Sendable {
             verification?.learnRecords(of: snapshot, directories: directories)
             Self.followDefaultCertificate(snapshot, tls: tls, fallback: certificates.defaultSource, logger: logger)
             store.publish(snapshot)
-            certificateManager.value?.want(acmeNames.names(in: snapshot))
+            wantNames()
             if let development, !automatic {
                 Self.noteUnpermitted(snapshot, directories: directories, development: development, logger: logger)
             }

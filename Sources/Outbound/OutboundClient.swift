@@ -84,6 +84,9 @@ public struct OutboundError: Error, Sendable, Equatable, CustomStringConvertible
     public var certificateProblem: CertificateProblem?
     /// The refused certificate, when it could be read.
     public var certificate: CertificateInfo?
+    /// The response's status, when a `tooLarge` body came after it (a caller that needs only
+    /// the status, as `acme.ask`'s contract, reads it here).
+    public var status: Int?
 
     public init(_ kind: Kind, _ message: String, certificateProblem: CertificateProblem? = nil, certificate: CertificateInfo? = nil) {
         self.kind = kind
@@ -342,7 +345,12 @@ public final class OutboundClient: Sendable {
         defer { curl_easy_reset(curl) }
         if let failed { throw OutboundError(.request, "libcurl refused \(failed)") }
         let certificate = request.wantsCertificate ? Self.leafCertificate(curl) : nil
-        if let overflow = transfer.overflow { throw OutboundError(.tooLarge, "\(request.url): \(overflow)") }
+        if let overflow = transfer.overflow {
+            var error = OutboundError(.tooLarge, "\(request.url): \(overflow)")
+            var status = 0
+            if CAASACurl_getinfo_long(curl, CURLINFO_RESPONSE_CODE, &status) == CURLE_OK, status > 0 { error.status = status }
+            throw error
+        }
         if code == CURLE_ABORTED_BY_CALLBACK { throw OutboundError(.request, "\(request.url): cancelled") }
         guard code == CURLE_OK else {
             let detail = String(decoding: errorBuffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)

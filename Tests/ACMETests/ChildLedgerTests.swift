@@ -13,7 +13,7 @@ struct ChildLedgerTests {
     @discardableResult
     static func answerAll(_ ledger: inout ChildLedger, _ answer: L.Answer, now: Int64) -> [String] {
         var asked: [String] = []
-        while let (name, parent) = ledger.nextAsk() {
+        while let (name, parent) = ledger.nextAsk(now: now) {
             asked.append(name)
             _ = ledger.answered(name, parent: parent, answer, now: now)
         }
@@ -98,15 +98,15 @@ struct ChildLedgerTests {
         var taken: [(String, String)] = []
         for _ in 0..<L.maximumAsksInFlight + 1 {
             _ = ledger.offer("s\(taken.count).a.test", parent: "*.a.test", now: 0)
-            if let next = ledger.nextAsk() { taken.append(next) }
+            if let next = ledger.nextAsk(now: 0) { taken.append(next) }
         }
         #expect(taken.count == L.maximumAsksInFlight)
-        let r9 = ledger.nextAsk()
+        let r9 = ledger.nextAsk(now: 0)
         #expect(r9 == nil)
         #expect(ledger.pendingCount == 1)
         // One answer frees a place.
-        _ = ledger.answered(taken[0].0, parent: taken[0].1, .failed, now: 1)
-        let r10 = ledger.nextAsk()
+        _ = ledger.answered(taken[0].0, parent: taken[0].1, .no, now: 1)
+        let r10 = ledger.nextAsk(now: 1)
         #expect(r10 != nil)
     }
 
@@ -134,7 +134,7 @@ struct ChildLedgerTests {
         #expect(r12 == .queued)
         let r13 = ledger.offer("alice.w.test", parent: "*.w.test", now: 1)
         #expect(r13 == .asking)
-        let asked = ledger.nextAsk()
+        let asked = ledger.nextAsk(now: 2)
         let added = asked.map { ledger.answered($0.name, parent: $0.parent, .yes, now: 2) }
         #expect(added == true)
         var children = 0
@@ -146,7 +146,7 @@ struct ChildLedgerTests {
         #expect(r15 == .child)
         #expect(ledger.pendingCount == 1)
         // The new answer is no: it is no longer a child.
-        let again = ledger.nextAsk()
+        let again = ledger.nextAsk(now: L.approvalMilliseconds + 3)
         let removed = again.map { ledger.answered($0.name, parent: $0.parent, .no, now: L.approvalMilliseconds + 3) }
         #expect(removed == true)
         #expect(ledger.childCount == 0)
@@ -266,7 +266,7 @@ struct ChildLedgerTests {
         let n = 3
         var ledger = ChildLedger(childrenPerParent: n, now: 0)
         var adopted = 0
-        for i in 0..<n + 1 where ledger.adopt("c\(i).w.test", parent: "*.w.test", now: 0) { adopted += 1 }
+        for i in 0..<n + 1 where ledger.adopt("c\(i).w.test", parent: "*.w.test", lastSeen: 0, now: 0) { adopted += 1 }
         #expect(adopted == n)
         #expect(ledger.childCount == n && ledger.pendingCount == 0)
         // The first handshake: served as a child at once, and asked about in the background.
@@ -276,6 +276,112 @@ struct ChildLedgerTests {
         // A no forgets it.
         Self.answerAll(&ledger, .no, now: 2)
         #expect(ledger.childCount == n - 1)
+    }
+
+    @Test("a parent whose allow file cannot be used refuses its own new names for a minute; no other parent pauses")
+    func brokenAllowFileRefusesOnlyItsParent() {
+        var ledger = ChildLedger(childrenPerParent: 100, now: 0)
+        // A child of the broken parent from before: it stays one.
+        _ = ledger.offer("old.bad.test", parent: "*.bad.test", now: 0)
+        Self.answerAll(&ledger, .yes, now: 0)
+        let r1 = ledger.offer("r0.bad.test", parent: "*.bad.test", now: 1)
+        #expect(r1 == .queued)
+        let asked = ledger.nextAsk(now: 1)
+        #expect(asked?.name == "r0.bad.test")
+        ledger.refusedParent("r0.bad.test", parent: "*.bad.test", detail: "allowed-children: line 1", now: 1)
+        #expect(ledger.refusing(now: 1).map(\.parent) == ["*.bad.test"])
+        #expect(ledger.refusing(now: 1).map(\.detail) == ["allowed-children: line 1"])
+        // Its random names are refused at once: nothing queued, nothing asked, no rate spent.
+        var refused = 0
+        for i in 1..<1_000 where ledger.offer("r\(i).bad.test", parent: "*.bad.test", now: 2) == .refused { refused += 1 }
+        #expect(refused == 999)
+        #expect(ledger.pendingCount == 0)
+        let old = ledger.offer("old.bad.test", parent: "*.bad.test", now: 2)
+        #expect(old == .child)
+        // Every other parent is asked at once: no pause.
+        let r2 = ledger.offer("alice.good.test", parent: "*.good.test", now: 3)
+        #expect(r2 == .queued)
+        #expect(ledger.nextAsk(now: 3)?.name == "alice.good.test")
+        // A minute later (N-1 still refused, N asked) the file is read again.
+        let r3 = ledger.offer("r1.bad.test", parent: "*.bad.test", now: 1 + L.failureMilliseconds - 1)
+        #expect(r3 == .refused)
+        let r4 = ledger.offer("r1.bad.test", parent: "*.bad.test", now: 1 + L.failureMilliseconds)
+        #expect(r4 == .queued)
+        #expect(ledger.refusing(now: 1 + L.failureMilliseconds).isEmpty)
+    }
+
+    @Test("a parent nothing can approve for costs no token: the global burst is still whole")
+    func refusedParentCostsNoToken() {
+        var ledger = ChildLedger(childrenPerParent: 100, now: 0)
+        _ = ledger.offer("x.none.test", parent: "*.none.test", now: 0)
+        if let asked = ledger.nextAsk(now: 0) {
+            ledger.refusedParent(asked.name, parent: asked.parent, detail: "no allow file and no acme.ask", now: 0)
+        }
+        // askBurst names of as many parents: all asked at once (N), the N+1st waits.
+        for i in 0..<L.askBurst + 1 { _ = ledger.offer("n.p\(i).test", parent: "*.p\(i).test", now: 0) }
+        var asked = 0
+        while let next = ledger.nextAsk(now: 0) {
+            asked += 1
+            _ = ledger.answered(next.name, parent: next.parent, .no, now: 0)
+        }
+        #expect(asked == L.askBurst)
+    }
+
+    @Test("after a failed ask the names waiting are not asked during the pause")
+    func pauseHoldsTheQueue() {
+        var ledger = ChildLedger(childrenPerParent: 100, now: 0)
+        for i in 0..<3 { _ = ledger.offer("n\(i).p\(i).test", parent: "*.p\(i).test", now: 0) }
+        let first = ledger.nextAsk(now: 0)
+        #expect(first != nil)
+        _ = first.map { ledger.answered($0.name, parent: $0.parent, .failed, now: 1) }
+        let during = ledger.nextAsk(now: 2)
+        #expect(during == nil)
+        #expect(ledger.pendingCount == 0)
+        #expect(ledger.counters.dropped[.paused] == 2)
+        // After the pause, offered again, asked again.
+        let r1 = ledger.offer("n1.p1.test", parent: "*.p1.test", now: 1 + L.failurePauseFirstMilliseconds)
+        #expect(r1 == .queued)
+        #expect(ledger.nextAsk(now: 1 + L.failurePauseFirstMilliseconds)?.name == "n1.p1.test")
+    }
+
+    @Test("six parents flooded at their full rate (twice the global rate) do not starve a quiet parent's real name")
+    func floodsShareTheGlobalRate() {
+        var ledger = ChildLedger(childrenPerParent: 100, now: 0)
+        var askedAt: Int64?
+        var i = 0
+        // Ninety seconds, one random name a millisecond under each flooded parent (each spends its
+        // own rate, 20 a minute: 120 a minute in all), every ask a no.
+        for now in stride(from: Int64(0), to: 90_000, by: 1) {
+            for p in 0..<6 {
+                _ = ledger.offer("r\(i).f\(p).test", parent: "*.f\(p).test", now: now)
+                i += 1
+            }
+            if now == 60_500 {
+                let r = ledger.offer("alice.q.test", parent: "*.q.test", now: now)
+                #expect(r == .queued)
+            }
+            while let next = ledger.nextAsk(now: now) {
+                if next.name == "alice.q.test" { askedAt = now }
+                _ = ledger.answered(next.name, parent: next.parent, .no, now: now)
+            }
+        }
+        let waited = askedAt.map { $0 - 60_500 }
+        // Six flooded parents ahead of it at most, one name each, at the global rate of one a second.
+        #expect(waited != nil && waited! <= 7_000, "asked after \(waited.map(String.init) ?? "never") ms")
+        #expect(ledger.pendingCount <= 6 * L.maximumPendingPerParent)
+    }
+
+    @Test("one parent holds maximumPendingPerParent waiting names (N), the N+1st is dropped as full")
+    func pendingPerParent() {
+        var ledger = ChildLedger(childrenPerParent: 100, now: 0)
+        for i in 0..<L.maximumPendingPerParent {
+            let r = ledger.offer("n\(i).w.test", parent: "*.w.test", now: 0)
+            #expect(r == .queued)
+        }
+        let r = ledger.offer("one-more.w.test", parent: "*.w.test", now: 0)
+        #expect(r == .dropped(.full))
+        let other = ledger.offer("n.v.test", parent: "*.v.test", now: 0)
+        #expect(other == .queued)
     }
 
     @Test("a token bucket: burst N, the N+1st waits for the rate")

@@ -1,4 +1,6 @@
+import ACME
 import Foundation
+import Logging
 import SiteStore
 import Testing
 
@@ -63,5 +65,54 @@ import Testing
         let padded = "a.u.example.com\n" + String(repeating: "#", count: bytes - 16)
         #expect(throws: Never.self) { try AllowedChildren.parse(Array(padded.utf8)).get() }
         #expect(throws: AllowedChildren.Problem.self) { try AllowedChildren.parse(Array((padded + "#").utf8)).get() }
+    }
+
+    /// A config directory with the `per-name` wildcard site `*.w.test`, and its snapshot.
+    static func perNameSite() throws -> (config: String, snapshot: Snapshot) {
+        let config = FileManager.default.temporaryDirectory.appendingPathComponent("children-\(UUID().uuidString)").path
+        let site = config + "/sites/*.w.test"
+        try FileManager.default.createDirectory(atPath: site, withIntermediateDirectories: true)
+        try Data(#"{"applinks": {"apps": [], "details": [{"appID": "ABCDE12345.com.example.w", "paths": ["*"]}]}}"#.utf8).write(
+            to: URL(fileURLWithPath: site + "/apple-app-site-association"))
+        try Data("certificates: per-name\n".utf8).write(to: URL(fileURLWithPath: site + "/site.yaml"))
+        let registry = SiteRegistry(root: config, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+        registry.reloadAll()
+        return (config, registry.snapshot)
+    }
+
+    @Test func anUnusableAllowFileIsItsParentsNoNeverAFailure() throws {
+        let (config, _) = try Self.perNameSite()
+        defer { try? FileManager.default.removeItem(atPath: config) }
+        let file = config + "/sites/*.w.test/allowed-children"
+        func ask() -> ChildApprovals.Heard { Daemon.askAboutChild("alice.w.test", parent: "*.w.test", config: config, endpoint: nil) }
+        // Neither an allow file nor acme.ask: nothing can approve, for the whole parent.
+        #expect(ask().answer == .no && ask().wholeParent)
+        try Data("alice.w.test\n".utf8).write(to: URL(fileURLWithPath: file))
+        #expect(ask() == ChildApprovals.Heard(.yes, "listed"))
+        // A CRLF line, a bad line, an oversize file, a directory, a symlink: the parent's no, not
+        // a failure (which would pause every other site's asks).
+        let oversize = "alice.w.test\n" + String(repeating: "#", count: AllowedChildren.maximumFileBytes)
+        for bad in ["alice.w.test\r\n", "Alice.w.test\n", oversize] {
+            try Data(bad.utf8).write(to: URL(fileURLWithPath: file))
+            let heard = ask()
+            #expect(heard.answer == .no && heard.wholeParent, "\(heard)")
+        }
+        try FileManager.default.removeItem(atPath: file)
+        try FileManager.default.createDirectory(atPath: file, withIntermediateDirectories: false)
+        #expect(ask().answer == .no && ask().wholeParent, "\(ask())")
+        try FileManager.default.removeItem(atPath: file)
+        try Data("alice.w.test\n".utf8).write(to: URL(fileURLWithPath: config + "/elsewhere"))
+        try FileManager.default.createSymbolicLink(atPath: file, withDestinationPath: config + "/elsewhere")
+        #expect(ask().answer == .no && ask().wholeParent, "\(ask())")
+    }
+
+    @Test func aWildcardTheOwnershipCheckHoldsBackHasNoChildren() throws {
+        let (config, snapshot) = try Self.perNameSite()
+        defer { try? FileManager.default.removeItem(atPath: config) }
+        let open = ACMENames(blocked: { _ in false })
+        #expect(open.childSite(of: "alice.w.test", in: snapshot)?.directory == "*.w.test")
+        // The wildcard's record is not verified: the child name itself has no record.
+        let held = ACMENames(blocked: { $0 == "*.w.test" })
+        #expect(held.childSite(of: "alice.w.test", in: snapshot) == nil)
     }
 }

@@ -1,0 +1,85 @@
+import Reactor
+
+/// Wildcard children kept in the storage directory (`<storage>/children/<name>`, one small file
+/// each), so that a restart brings back the children approved and still in use, and no others:
+/// a child refused or past its grace period has its record removed, and a certificate left in
+/// `certificates/` (storage never deletes one) is not a child without its record. A record
+/// holds two times, in seconds since the epoch (wall clock: it outlives the process), one a line:
+/// `approved-until N` (its last yes, plus `ChildLedger.approvalMilliseconds`) and `last-seen N`
+/// (written with each yes, so at most a day behind the handshakes that asked for it). Written
+/// atomically (`AtomicFile`, as every other storage file), read without following a symlink and
+/// bounded, parsed strictly: anything else is not a record.
+package struct ChildRecords: Sendable {
+    /// Largest record read: two lines of about 30 bytes.
+    package static let maximumRecordBytes = 256
+    /// Records read at start, at most: the children a server holds (`ChildLedger.maximumChildren`);
+    /// the rest of a larger folder is left unread.
+    package static let maximumRecords = ChildLedger.maximumChildren
+    /// Digits of a time at most: seconds since the epoch have 10 until the year 2286.
+    static let maximumDigits = 12
+
+    package struct Record: Sendable, Equatable {
+        package var approvedUntil: Int64
+        package var lastSeen: Int64
+
+        package init(approvedUntil: Int64, lastSeen: Int64) {
+            self.approvedUntil = approvedUntil
+            self.lastSeen = lastSeen
+        }
+    }
+
+    /// `<storage>/children`, made by `ACMEStorage`.
+    package let directory: String
+
+    package init(storage: String) { directory = storage + "/children" }
+
+    package func write(_ name: String, _ record: Record) throws(ACMEError) {
+        let path = directory + "/" + (try StorageName.component(name))
+        try AtomicFile.write(Array(Self.text(record).utf8), to: path, mode: 0o600)
+    }
+
+    package func remove(_ name: String) {
+        guard let component = try? StorageName.component(name) else { return }
+        try? Files.remove(directory + "/" + component)
+    }
+
+    package func read(_ name: String) -> Record? {
+        guard let component = try? StorageName.component(name),
+            let bytes = try? Files.readFile(directory + "/" + component, limit: Self.maximumRecordBytes)
+        else { return nil }
+        return Self.parse(bytes)
+    }
+
+    /// Every readable record, at most `maximumRecords`, by name; a file that is not one (a
+    /// temporary file, a wildcard's, a bad record) is skipped.
+    package func all() -> [(name: String, record: Record)] {
+        guard let entries = try? Files.entries(of: directory) else { return [] }
+        var found: [(String, Record)] = []
+        for entry in entries.sorted() where found.count < Self.maximumRecords {
+            guard (try? StorageName.component(entry)) == entry, !entry.hasPrefix("_wildcard_"), let record = read(entry) else {
+                continue
+            }
+            found.append((entry, record))
+        }
+        return found
+    }
+
+    static func text(_ record: Record) -> String { "approved-until \(record.approvedUntil)\nlast-seen \(record.lastSeen)\n" }
+
+    /// Exactly `text`'s form: two lines, each a key, one space, 1 to `maximumDigits` digits.
+    static func parse(_ bytes: [UInt8]) -> Record? {
+        let lines = bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
+        guard lines.count == 3, lines[2].isEmpty, let approved = number(lines[0], key: "approved-until "),
+            let seen = number(lines[1], key: "last-seen ")
+        else { return nil }
+        return Record(approvedUntil: approved, lastSeen: seen)
+    }
+
+    private static func number(_ line: ArraySlice<UInt8>, key: String) -> Int64? {
+        let keyBytes = Array(key.utf8)
+        guard line.starts(with: keyBytes) else { return nil }
+        let digits = line.dropFirst(keyBytes.count)
+        guard !digits.isEmpty, digits.count <= maximumDigits, digits.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
+        return digits.reduce(Int64(0)) { $0 * 10 + Int64($1 - 0x30) }
+    }
+}
