@@ -167,7 +167,7 @@ struct StorageLockTests {
             "-c", "import fcntl,os,sys,time\nfd=os.open(sys.argv[1],os.O_RDONLY)\nfcntl.flock(fd,fcntl.LOCK_EX)\ntime.sleep(600)", lock,
         ]
         try holder.run()
-        #expect(eventually { Self.flockHeld(lock) })
+        #expect(eventually { flockHeld(lock) })
         #expect(try !l[1].tryLock("k.test"))
         kill(holder.processIdentifier, SIGKILL)
         holder.waitUntilExit()
@@ -188,14 +188,6 @@ struct StorageLockTests {
         #expect(try !l[1].tryLock("o.test"))
         clock.advance(1)
         #expect(try l[1].tryLock("o.test"))
-    }
-
-    /// Whether another open file holds `path`'s flock.
-    static func flockHeld(_ path: String) -> Bool {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
-        return flock(fd, LOCK_SH | LOCK_NB) != 0
     }
 
     @Test(

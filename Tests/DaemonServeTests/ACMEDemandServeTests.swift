@@ -25,17 +25,6 @@ final class ACMEDemandServeTests {
         for i in 0..<Self.backlog { try config.write("config/sites/q\(i).test/apple-app-site-association", config.aasa) }
     }
 
-    /// `count` orders of this hour in the shared order log, as another replica's.
-    func seedOrders(_ count: Int) throws {
-        let now = Int(Date().timeIntervalSince1970)
-        try config.write("acme/orders.log", Array((0..<count).map { "\(now) other\($0).example\n" }.joined().utf8))
-    }
-
-    func orders() -> [String] {
-        let log = (try? String(contentsOfFile: config.path("acme/orders.log"), encoding: .utf8)) ?? ""
-        return log.split(separator: "\n").compactMap { $0.split(separator: " ").last.map(String.init) }
-    }
-
     /// The daemon on the ports pebble's validation reaches.
     func serve() throws -> TestDaemon {
         try TestDaemon(config: config, flags: ["--https", "127.0.0.1:\(pebble.tlsPort)", "--http", "127.0.0.1:\(pebble.httpPort)"])
@@ -48,7 +37,7 @@ final class ACMEDemandServeTests {
         let shown = entries.filter { !$0.key.hasPrefix("q") }
         let page = (try? daemon.admin("/sites").body) ?? []
         return
-            "tiers \((try? daemon.acmeTiers()) ?? [:]); \(shown); orders \(orders()); /sites ends \(String(decoding: page.suffix(300), as: UTF8.self))"
+            "tiers \((try? daemon.acmeTiers()) ?? [:]); \(shown); orders \(config.orderLog()); /sites ends \(String(decoding: page.suffix(300), as: UTF8.self))"
     }
 
     /// A ClientHello with `name` as its SNI; the size of the server's first answer.
@@ -58,7 +47,7 @@ final class ACMEDemandServeTests {
     func firstSNI() throws {
         try config.writeACMESettings(pebble, challenges: "tls-alpn-01", extra: "  orders-per-hour: 4")
         // Three orders this hour already: the backlog's share (3 of 4) is spent, one is kept.
-        try seedOrders(3)
+        try config.seedOrders(3)
         let daemon = try serve()
         #expect(eventually(attempts: 300) { (try? daemon.acmeTiers())?["new"]?.queued == Self.backlogNames }, "\(describe(daemon))")
 
@@ -81,7 +70,7 @@ final class ACMEDemandServeTests {
         for name in odd { _ = hello(daemon, name) }
         // own.test (its own pair: not a name the manager wants, so this handshake is no demand).
         #expect(try daemon.https("own.test", Self.path, ["-k"]).status == 200)
-        #expect(orders().count == 3, "\(orders())")
+        #expect(config.orderLog().count == 3, "\(config.orderLog())")
         #expect(try daemon.acmeTiers()["demanded"]?.queued == 0, "\(describe(daemon))")
 
         // The new customer's site.
@@ -95,7 +84,7 @@ final class ACMEDemandServeTests {
             eventually(attempts: 600, interval: 0.05) { (try? daemon.https("fresh.test", Self.path, cacert: self.root))?.status == 200 })
         let seconds = Date().timeIntervalSince(start)
         print("fresh.test: first SNI to a trusted handshake in \(String(format: "%.2f", seconds)) s, \(Self.backlogNames) names waiting")
-        #expect(orders() == ["other0.example", "other1.example", "other2.example", "fresh.test"], "\(describe(daemon))")
+        #expect(config.orderLog() == ["other0.example", "other1.example", "other2.example", "fresh.test"], "\(describe(daemon))")
         let tiers = try daemon.acmeTiers()
         #expect(tiers["new"]?.queued == Self.backlogNames && (tiers["new"]?.oldestWaitSeconds ?? -1) >= 0, "\(describe(daemon))")
         #expect(tiers["demanded"]?.queued == 0 && tiers["renewal"]?.queued == 0, "\(describe(daemon))")
@@ -110,7 +99,7 @@ final class ACMEDemandServeTests {
     func renewalsFirst() throws {
         try config.writeACMESettings(pebble, challenges: "tls-alpn-01", extra: "  orders-per-hour: 4")
         // The whole budget spent: everything waits until it is raised.
-        try seedOrders(4)
+        try config.seedOrders(4)
         // renew.test: a served certificate whose last third began days ago.
         var maker = try TestCertificates(root: config.root)
         let now = Date()
@@ -151,7 +140,7 @@ final class ACMEDemandServeTests {
         let metrics = try Metrics(daemon)
         #expect(metrics["aasad_acme_tier_queue_length", ["tier": "demanded"]] == 3)
         #expect(metrics["aasad_acme_tier_queue_length", ["tier": "renewal"]] == 1)
-        #expect(orders().count == 4)
+        #expect(config.orderLog().count == 4)
 
         // The budget raised to 8: 4 more orders, kept from the backlog (its share is 6, and the
         // log holds 4 already; the tiers go first while any is due).
@@ -162,7 +151,7 @@ final class ACMEDemandServeTests {
             "\(describe(daemon))")
         #expect(eventually(attempts: 300) { self.state(daemon, "renew.test") == "valid" }, "\(describe(daemon))")
         #expect(eventually(attempts: 300) { self.state(daemon, "fail.test") == "failed" }, "\(describe(daemon))")
-        let placed = Array(orders().dropFirst(4))
+        let placed = Array(config.orderLog().dropFirst(4))
         #expect(placed.first == "renew.test", "\(placed)")
         #expect(Set(placed.dropFirst()) == ["cdn.test", "fail.test", "fresh.test"], "\(placed)")
         #expect(placed.count == 4, "the backlog got none of the kept orders: \(placed)")

@@ -20,18 +20,6 @@ final class ACMEReplicaServeTests {
         (config, pebble, root) = try TestConfig.withPebble()
     }
 
-    /// `count` orders of this hour in the shared order log, as another replica's.
-    func seedOrders(_ count: Int) throws {
-        let now = Int(Date().timeIntervalSince1970)
-        try config.write("acme/orders.log", Array((0..<count).map { "\(now) other\($0).example\n" }.joined().utf8))
-    }
-
-    /// The names of the order log, oldest first.
-    func orders() -> [String] {
-        let log = (try? String(contentsOfFile: config.path("acme/orders.log"), encoding: .utf8)) ?? ""
-        return log.split(separator: "\n").compactMap { $0.split(separator: " ").last.map(String.init) }
-    }
-
     func serve() throws -> TestDaemon {
         try TestDaemon(config: config, flags: ["--https", "127.0.0.1:\(pebble.tlsPort)", "--http", "127.0.0.1:\(pebble.httpPort)"])
     }
@@ -46,7 +34,7 @@ final class ACMEReplicaServeTests {
         try config.writeACMESettings(pebble, challenges: "tls-alpn-01", extra: "  orders-per-hour: 40")
         // 30 orders this hour: names nobody asked for (a.test, www.a.test) wait; 10 are kept for
         // demanded names, room for every name below to be ordered twice if the lock failed.
-        try seedOrders(30)
+        try config.seedOrders(30)
         let names = (0..<5).map { "f\($0).test" }
         for name in names + ["crashed.test"] { try config.write("config/sites/\(name)/apple-app-site-association", config.aasa) }
 
@@ -64,7 +52,7 @@ final class ACMEReplicaServeTests {
             "-c", "import fcntl,os,sys,time\nfd=os.open(sys.argv[1],os.O_RDONLY)\nfcntl.flock(fd,fcntl.LOCK_EX)\ntime.sleep(600)", lock,
         ]
         try holder.run()
-        #expect(eventually { Self.flockHeld(lock) })
+        #expect(eventually { flockHeld(lock) })
         kill(holder.processIdentifier, SIGKILL)
         holder.waitUntilExit()
 
@@ -84,13 +72,13 @@ final class ACMEReplicaServeTests {
         for daemon in both {
             #expect(
                 eventually(attempts: 600) { (names + ["crashed.test"]).allSatisfy { self.state(daemon, $0) == "valid" } },
-                "\((try? daemon.automaticCertificates()) ?? [:]) orders \(orders())")
+                "\((try? daemon.automaticCertificates()) ?? [:]) orders \(config.orderLog())")
         }
         // The dead holder's lock was taken after StorageLock.deadHolderAfter (10 s), not after
         // staleAfter (30 s, and then the order).
         #expect(Date().timeIntervalSince(start) < 30, "\(Date().timeIntervalSince(start)) s")
         // One order per name, counted in the shared log, at pebble, and by the daemons.
-        let placed = Array(orders().dropFirst(30))
+        let placed = Array(config.orderLog().dropFirst(30))
         #expect(placed.sorted() == (names + ["crashed.test"]).sorted(), "\(placed)")
         #expect(pebble.issuedCount() == names.count + 1)
         let counts = try both.map { try Metrics($0) }
@@ -109,21 +97,13 @@ final class ACMEReplicaServeTests {
         #expect(second.stop())
     }
 
-    /// Whether another open file holds `path`'s flock.
-    static func flockHeld(_ path: String) -> Bool {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
-        return flock(fd, LOCK_SH | LOCK_NB) != 0
-    }
-
     @Test(
         "a live change of orders-per-hour keeps the running manager: the order in flight is not placed again, a failed name keeps its back-off, counters go on"
     )
     func liveBudget() throws {
         try config.writeACMESettings(pebble, challenges: "tls-alpn-01", extra: "  orders-per-hour: 8")
         // 6 of 8 spent: the backlog waits; two orders are kept for demanded names.
-        try seedOrders(6)
+        try config.seedOrders(6)
         for site in ["fail.test", "slow.test"] { try config.write("config/sites/\(site)/apple-app-site-association", config.aasa) }
         // fail.test resolves where nothing answers pebble's validation: its order fails.
         let added = try Tool.run(
@@ -149,14 +129,15 @@ final class ACMEReplicaServeTests {
         pebble.resume()
         #expect(applied)
         #expect(daemon.log().contains("order budget changed"))
-        #expect(eventually(attempts: 600) { self.state(daemon, "slow.test") == "valid" }, "\(entry(daemon, "slow.test")) \(orders())")
+        #expect(
+            eventually(attempts: 600) { self.state(daemon, "slow.test") == "valid" }, "\(entry(daemon, "slow.test")) \(config.orderLog())")
         #expect((try? daemon.https("slow.test", Self.path, cacert: root))?.status == 200)
 
         // Neither name was ordered again: fail.test waits out its back-off, slow.test's order was
         // not placed twice. The raised budget opened the backlog's share (11 of 14): a.test and
         // www.a.test go now.
         #expect(eventually(attempts: 600) { self.state(daemon, "a.test") == "valid" && self.state(daemon, "www.a.test") == "valid" })
-        let placed = Array(orders().dropFirst(6))
+        let placed = Array(config.orderLog().dropFirst(6))
         #expect(placed.filter { $0 == "fail.test" }.count == 1 && placed.filter { $0 == "slow.test" }.count == 1, "\(placed)")
         #expect(placed.count == 4, "\(placed)")
         #expect(state(daemon, "fail.test") == "failed")

@@ -1,6 +1,19 @@
 import Foundation
 
 extension TestConfig {
+    /// `count` orders of this hour in the shared order log (`acme/orders.log`), as another
+    /// replica's: the budget is then that much spent.
+    package func seedOrders(_ count: Int) throws {
+        let now = Int(Date().timeIntervalSince1970)
+        try write("acme/orders.log", Array((0..<count).map { "\(now) other\($0).example\n" }.joined().utf8))
+    }
+
+    /// The names of the order log, oldest first.
+    package func orderLog() -> [String] {
+        let log = (try? String(contentsOfFile: path("acme/orders.log"), encoding: .utf8)) ?? ""
+        return log.split(separator: "\n").compactMap { $0.split(separator: " ").last.map(String.init) }
+    }
+
     /// A config with a pebble of its own whose validation reaches every name on loopback, and
     /// the path of pebble's issuing root written into the config's folder (for curl's --cacert).
     package static func withPebble() throws -> (TestConfig, Pebble, String) {
