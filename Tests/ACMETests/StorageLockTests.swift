@@ -160,14 +160,7 @@ struct StorageLockTests {
         let lock = dir.path("locks/k.test.lock")
         try dir.write(
             "locks/k.test.lock", Array(#"{"owner":"gone","updated":1,"heartbeat":0,"boot":"\#(DeadHolder.bootID!)","pid":1}"#.utf8))
-        // One process holding the flock itself (flock(1) would hand it to a child that outlives it).
-        let holder = Process()
-        holder.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        holder.arguments = [
-            "-c", "import fcntl,os,sys,time\nfd=os.open(sys.argv[1],os.O_RDONLY)\nfcntl.flock(fd,fcntl.LOCK_EX)\ntime.sleep(600)", lock,
-        ]
-        try holder.run()
-        #expect(eventually { flockHeld(lock) })
+        let holder = try processHoldingFlock(lock)
         #expect(try !l[1].tryLock("k.test"))
         kill(holder.processIdentifier, SIGKILL)
         holder.waitUntilExit()

@@ -44,13 +44,7 @@ final class ACMEChildrenServeTests {
         // An exact site under the wildcard: the ownership rule gives it its own site, never a child's.
         try config.write("config/sites/taken.w.test/apple-app-site-association", config.aasa)
         // fail.w.test resolves where nothing answers pebble's validation: every order fails.
-        let added = try Tool.run(
-            "curl",
-            [
-                "-sS", "--fail", "-d", #"{"host":"fail.w.test.","addresses":["127.0.0.2"]}"#,
-                "http://127.0.0.1:\(pebble.challengeManagementPort)/add-a",
-            ])
-        #expect(added.status == 0, "\(added.stderr)")
+        try pebble.resolve("fail.w.test", to: "127.0.0.2")
         let daemon = try TestDaemon(
             config: config, flags: ["--https", "127.0.0.1:\(pebble.tlsPort)", "--http", "127.0.0.1:\(pebble.httpPort)"])
         func orders() -> [String] {

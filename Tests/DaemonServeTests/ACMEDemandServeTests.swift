@@ -114,13 +114,7 @@ final class ACMEDemandServeTests {
             try config.write("config/sites/\(site)/apple-app-site-association", config.aasa)
         }
         // fail.test resolves where nothing answers pebble's validation: every order fails.
-        let added = try Tool.run(
-            "curl",
-            [
-                "-sS", "--fail", "-d", #"{"host":"fail.test.","addresses":["127.0.0.2"]}"#,
-                "http://127.0.0.1:\(pebble.challengeManagementPort)/add-a",
-            ])
-        #expect(added.status == 0, "\(added.stderr)")
+        try pebble.resolve("fail.test", to: "127.0.0.2")
         let daemon = try serve()
         #expect(
             eventually(attempts: 300) {

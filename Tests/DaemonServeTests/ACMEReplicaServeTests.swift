@@ -45,14 +45,7 @@ final class ACMEReplicaServeTests {
         let lock = config.path("acme/locks/crashed.test.lock")
         try config.write(
             "acme/locks/crashed.test.lock", Array(#"{"owner":"gone","updated":1,"heartbeat":3,"boot":"\#(bootID)","pid":1}"#.utf8) + [0x0A])
-        // One process holding the flock itself (flock(1) would hand it to a child that outlives it).
-        let holder = Process()
-        holder.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        holder.arguments = [
-            "-c", "import fcntl,os,sys,time\nfd=os.open(sys.argv[1],os.O_RDONLY)\nfcntl.flock(fd,fcntl.LOCK_EX)\ntime.sleep(600)", lock,
-        ]
-        try holder.run()
-        #expect(eventually { flockHeld(lock) })
+        let holder = try processHoldingFlock(lock)
         kill(holder.processIdentifier, SIGKILL)
         holder.waitUntilExit()
 
@@ -106,13 +99,7 @@ final class ACMEReplicaServeTests {
         try config.seedOrders(6)
         for site in ["fail.test", "slow.test"] { try config.write("config/sites/\(site)/apple-app-site-association", config.aasa) }
         // fail.test resolves where nothing answers pebble's validation: its order fails.
-        let added = try Tool.run(
-            "curl",
-            [
-                "-sS", "--fail", "-d", #"{"host":"fail.test.","addresses":["127.0.0.2"]}"#,
-                "http://127.0.0.1:\(pebble.challengeManagementPort)/add-a",
-            ])
-        #expect(added.status == 0, "\(added.stderr)")
+        try pebble.resolve("fail.test", to: "127.0.0.2")
         let daemon = try serve()
         #expect(eventually(attempts: 300) { self.state(daemon, "fail.test") == "queued" })
         _ = HandBuiltClientHello.send(serverName: "fail.test", port: daemon.httpsPort)

@@ -111,6 +111,18 @@ package final class Pebble {
 
     package func resume() { kill(process.processIdentifier, SIGCONT) }
 
+    /// Makes challtestsrv answer `host`'s A queries with `address` (pebble-challtestsrv's
+    /// `/add-a`): a name whose validation reaches nothing (127.0.0.2) has every order fail.
+    package func resolve(_ host: String, to address: String) throws {
+        let added = try Tool.run(
+            "curl",
+            [
+                "-sS", "--fail", "-d", #"{"host":"\#(host).","addresses":["\#(address)"]}"#,
+                "http://127.0.0.1:\(challengeManagementPort)/add-a",
+            ])
+        guard added.status == 0 else { throw PebbleError("challtestsrv refused \(host): \(added.stderr)") }
+    }
+
     /// Certificates pebble issued (its log's `Issued certificate serial` lines): orders spent,
     /// counted at the CA.
     package func issuedCount() -> Int { log().components(separatedBy: "Issued certificate serial").count - 1 }
