@@ -25,6 +25,8 @@ import subprocess
 import sys
 import tempfile
 
+from aasad_ready import https_port, read_ready
+
 AASA = '{"applinks": {"details": [{"appIDs": ["ABCDE12345.com.example.app"], "components": [{"/": "/app/*"}]}]}}'
 
 
@@ -58,14 +60,10 @@ def measure(binary, work, name, yaml, path, location, requests):
     proc = subprocess.Popen([binary, "serve", "--config", config, "--state", os.path.join(work, name, "state"),
                              "--https", "127.0.0.1:0", "--threads", "1"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     try:
-        while True:
-            line = proc.stdout.readline().decode()
-            if not line:
-                sys.exit(f"error: {name}: the server did not become ready")
-            if line.startswith("aasad ready:"):
-                break
-        address = dict(part.split("=", 1) for part in line.split()[2:])["https"]
-        port = address.rsplit(":", 1)[1]
+        ready = read_ready(proc.stdout)
+        if ready is None:
+            sys.exit(f"error: {name}: the server did not become ready")
+        port = https_port(ready)
         check = subprocess.run(["curl", "-sk", "-o", "/dev/null", "-w", "%{http_code} %{redirect_url}",
                                 "--connect-to", f"link.test:{port}:127.0.0.1:{port}", f"https://link.test:{port}{path}"],
                                capture_output=True, text=True)
