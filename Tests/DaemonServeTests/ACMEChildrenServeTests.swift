@@ -47,10 +47,9 @@ final class ACMEChildrenServeTests {
         try pebble.resolve("fail.w.test", to: "127.0.0.2")
         let daemon = try TestDaemon(
             config: config, flags: ["--https", "127.0.0.1:\(pebble.tlsPort)", "--http", "127.0.0.1:\(pebble.httpPort)"])
-        func orders() -> [String] {
-            Self.lines(config.path("acme/orders.log")).compactMap { $0.split(separator: " ").last.map(String.init) }
+        func describe() -> String {
+            "children \(Self.children(daemon)); orders \(config.orderLog()); asks \(Self.lines(askLog).suffix(20))"
         }
-        func describe() -> String { "children \(Self.children(daemon)); orders \(orders()); asks \(Self.lines(askLog).suffix(20))" }
 
         // Hostile first: 10,000 random child names (ask says no to each), and odd bytes and lengths.
         let flood = Date()
@@ -78,7 +77,7 @@ final class ACMEChildrenServeTests {
         #expect(Self.asks(daemon, "no") == asked.count, "\(describe())")
         #expect((Self.children(daemon)["children"] as? Int) == 0)
         #expect(((Self.children(daemon)["dropped"] as? [String: Int])?["rate"] ?? 0) > 0)
-        #expect(!orders().contains { $0.hasSuffix(".w.test") && $0 != "taken.w.test" }, "\(orders())")
+        #expect(!config.orderLog().contains { $0.hasSuffix(".w.test") && $0 != "taken.w.test" }, "\(config.orderLog())")
         let metrics = try Metrics(daemon)
         #expect(metrics["aasad_acme_ask_total", ["answer": "no"]] == Double(asked.count))
         #expect(metrics.series("aasad_acme_ask_dropped_total").count == 4)
@@ -97,12 +96,12 @@ final class ACMEChildrenServeTests {
             eventually(attempts: 600) {
                 _ = Self.hello(daemon, "bob.w.test")
                 _ = Self.hello(daemon, "fail.w.test")
-                return Self.lines(askLog).contains("/ask?domain=bob.w.test") && orders().contains("fail.w.test")
+                return Self.lines(askLog).contains("/ask?domain=bob.w.test") && config.orderLog().contains("fail.w.test")
             }, "\(describe())")
         #expect(eventually(attempts: 600) { ((try? Metrics(daemon))?["aasad_acme_names", ["state": "failed"]] ?? 0) == 1 }, "\(describe())")
-        #expect(!orders().contains("bob.w.test"), "\(orders())")
+        #expect(!config.orderLog().contains("bob.w.test"), "\(config.orderLog())")
         #expect((try? daemon.https("bob.w.test", Self.path, cacert: root))?.status != 200)
-        #expect(orders().filter { $0 == "alice.w.test" }.count == 1, "\(orders())")
+        #expect(config.orderLog().filter { $0 == "alice.w.test" }.count == 1, "\(config.orderLog())")
         // taken.w.test is another site's name: never asked about, whatever its handshakes.
         for _ in 0..<20 { _ = Self.hello(daemon, "taken.w.test") }
         #expect(!Self.lines(askLog).contains("/ask?domain=taken.w.test"))
@@ -112,14 +111,14 @@ final class ACMEChildrenServeTests {
         // A restart: alice's stored certificate is served from the first handshake (the child is
         // taken back from its storage record, its yes still fresh: nothing asked), with no new
         // order; bob, refused, has no record and stays no child.
-        let ordersBefore = orders()
+        let ordersBefore = config.orderLog()
         let asksBefore = Self.lines(askLog).count
         let restarted = try TestDaemon(
             config: config, flags: ["--https", "127.0.0.1:\(pebble.tlsPort)", "--http", "127.0.0.1:\(pebble.httpPort)"])
         #expect((Self.children(restarted)["children"] as? Int) == 2, "\(Self.children(restarted))")
         #expect(try restarted.https("alice.w.test", Self.path, cacert: root).status == 200, "\(Self.children(restarted))")
         #expect(Self.lines(askLog).count == asksBefore, "\(Self.lines(askLog).suffix(5))")
-        #expect(orders().filter { $0 == "alice.w.test" } == ordersBefore.filter { $0 == "alice.w.test" })
+        #expect(config.orderLog().filter { $0 == "alice.w.test" } == ordersBefore.filter { $0 == "alice.w.test" })
         #expect(restarted.stop())
     }
 
