@@ -80,8 +80,10 @@ package final class Pebble {
         try process.run()
         var ports = [port, managementPort]
         if dns != nil { ports.append(challengeManagementPort) }
+        // Up to 30 s a port: on a CI machine at load 25 and more pebble, a Go binary started
+        // beside three test processes and two builds, was seen to take over 10 s to listen.
         for port in ports {
-            let up = eventually(attempts: 100, interval: 0.1) {
+            let up = eventually(attempts: 300, interval: 0.1) {
                 guard let fd = Loopback.connect(port: port) else { return false }
                 close(fd)
                 return true
