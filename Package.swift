@@ -154,6 +154,7 @@ let package = Package(
                 "Outbound",
                 "SafeText",
                 "StrictJSON",
+                "LibFuzzerDriver",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),
@@ -163,7 +164,10 @@ let package = Package(
         // The tenant API's fuzz targets (scripts/fuzz.sh tokens and api): the tokens file needs
         // Yams, so SwiftPM builds them, with -sanitize=fuzzer and -D FUZZ_TENANT; an ordinary
         // build makes a binary that only says so.
-        .executableTarget(name: "aasad-tenant-fuzz", dependencies: ["TenantAPI"], path: "Fuzz/Tenant", swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "aasad-tenant-fuzz", dependencies: ["TenantAPI", "LibFuzzerDriver"], path: "Fuzz/Tenant", swiftSettings: swiftSettings),
+        // The libFuzzer shim both of the above use in their fuzzing builds (empty otherwise).
+        .target(name: "LibFuzzerDriver", swiftSettings: swiftSettings),
         // Helpers for test targets only: fuzz corpus replay, temporary directories, loopback
         // connections, readiness polling, command line tools.
         .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: swiftSettings),

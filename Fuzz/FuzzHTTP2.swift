@@ -2,7 +2,8 @@
 // (libnghttp2), every request answered as the worker answers it, the session's output produced.
 // Built by scripts/fuzz.sh with Sources/HTTP2, Sources/HTTP1 and Sources/HTTPCore as one module
 // (hence no imports), linked with -lnghttp2. The checks are repeated in
-// Tests/HTTP2Tests/HTTP2FuzzReplayTests.swift.
+// Tests/HTTP2Tests/HTTP2FuzzReplayTests.swift; the shared frame buffer's is
+// Sources/HTTP2/HTTP2Fuzz.swift, which both run.
 
 let clientPreface = Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8)
 /// A body larger than one DATA frame and the default window, so flow control is exercised.
@@ -15,43 +16,10 @@ public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     // Inputs may carry the preface or not: without it, the fuzzer's bytes start at the frames.
     let bytes = input.starts(with: clientPreface) ? Array(input) : clientPreface + Array(input)
     exerciseHTTP2(bytes)
-    exerciseSharedFrameBuffer(bytes)
-    return 0
-}
-
-/// Two sessions of one worker write their frames into one `SharedFrameBuffer`, taking turns in
-/// small steps (so that a frame of one is produced while the other's is half out): each must
-/// produce, byte for byte, what a session with a frame buffer of its own produces from the same
-/// input.
-func exerciseSharedFrameBuffer(_ bytes: [UInt8]) {
-    let shared = SharedFrameBuffer()
-    let sessions = [HTTP2Session(frameBuffer: shared), HTTP2Session(frameBuffer: shared), HTTP2Session()]
-    var outputs: [[UInt8]] = [[], [], []]
-    let step = 1 + Int(bytes.last ?? 0) % 700
-    var alive = [true, true, true]
-    for start in stride(from: 0, to: bytes.count, by: 4096) {
-        let piece = bytes[start..<min(start + 4096, bytes.count)]
-        for i in sessions.indices where alive[i] {
-            alive[i] = piece.withUnsafeBytes { sessions[i].receive($0, now: 0) }
-            sessions[i].answer { request in
-                sessions[i].respond(
-                    stream: request.stream, status: .ok, fields: responseHeaders, date: Array("Sun, 06 Nov 1994 08:49:37 GMT".utf8),
-                    body: responseBody, sendsBody: request.method == .get)
-            }
-        }
-        // Turns of `step` bytes at most (a call past the limit finishes its frame's part).
-        for _ in 0..<256 {
-            var wrote = false
-            for i in sessions.indices where sessions[i].wantsWrite {
-                let before = outputs[i].count
-                sessions[i].produce(into: &outputs[i], limit: before + step)
-                wrote = wrote || outputs[i].count > before
-            }
-            if !wrote { break }
-        }
+    if let failure = HTTP2Fuzz.sharedFrameBuffer(bytes, fields: responseHeaders, body: responseBody) {
+        preconditionFailure("a session writing through the shared frame buffer produced other bytes: \(failure)")
     }
-    precondition(
-        outputs[0] == outputs[2] && outputs[1] == outputs[2], "a session writing through the shared frame buffer produced other bytes")
+    return 0
 }
 
 /// A process-wide budget below one session's own (48 KB against 64 KB), so that inputs reach

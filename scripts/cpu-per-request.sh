@@ -31,23 +31,9 @@ requests=${3:-100000}
 workloads=${4:-h1,h2,resumed,newconn}
 servers=${5:-aasad,nginx,h2o}
 newconn_seconds=${NEWCONN_SECONDS:-3}
-bench=$(realpath "${BENCH_DIR:-../shared/bench}")
-# shellcheck source=/dev/null
-source "$bench/lib.sh"
-host=a.example.test
-path=/.well-known/apple-app-site-association
-hz=$(getconf CLK_TCK)
-work=$(mktemp -d)
-chmod 755 "$work" # nginx workers run as nobody and read the fixtures
-started=()
-cleanup() {
-    local run
-    for run in "${started[@]}"; do "$bench/stop-server.sh" "$run" >/dev/null 2>&1 || true; done
-    rm -rf "$work"
-}
-trap cleanup EXIT
-ulimit -n "$(ulimit -Hn)"
-"$bench/gen-fixtures.sh" "$work/fx" >/dev/null
+# shellcheck source=scripts/lib.sh
+source scripts/lib.sh
+bench_fixtures
 
 # Start every server once, each on its own port; only the one under load uses its core.
 declare -A port pid
@@ -61,12 +47,10 @@ for server in "${wanted[@]}"; do
     fi
     n=$((n + 1))
     port[$server]=$((24000 + RANDOM % 8000 + n))
-    args=(--server "$server")
-    [ "$server" = aasad ] && args=(--server cmd --cmd "$aasad serve --config {config} --https 127.0.0.1:{port} --threads {workers} --state {run}/state --log-level warning")
-    [ "$server" = aasad-before ] && args=(--server cmd --cmd "$(realpath "${AASAD_BEFORE:?aasad-before needs AASAD_BEFORE=BINARY}") serve --config {config} --https 127.0.0.1:{port} --threads {workers} --state {run}/state --log-level warning")
-    "$bench/start-server.sh" "${args[@]}" --sites "$work/fx/ecdsa/sites" --port "${port[$server]}" \
-        --run-dir "$work/run-$server" --cpus 0 >/dev/null
-    started+=("$work/run-$server")
+    binary=$server
+    [ "$server" = aasad ] && binary=$aasad
+    [ "$server" = aasad-before ] && binary=${AASAD_BEFORE:?aasad-before needs AASAD_BEFORE=BINARY}
+    bench_start "$binary" "${port[$server]}" "$work/run-$server"
     pid[$server]=$(cat "$work/run-$server/pid")
     active+=("$server")
 done

@@ -57,3 +57,45 @@ with_work_and_server() {
     server=""
     trap 'status=$?; if [ -n "$server" ]; then kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; fi; rm -rf "$work"; exit "$status"' EXIT
 }
+
+# bench_fixtures: the set-up of the scripts that measure servers on shared/bench's fixtures
+# (cpu-per-request.sh, perf-h2-dso.sh), run from the repository's root. Sources shared/bench's
+# lib.sh (BENCH_DIR, default ../shared/bench) and sets `bench`, `host` and `path` (the fixtures'
+# first site and its AASA file), `hz` (clock ticks a second, /proc/PID/stat's unit) and `work`: a
+# new temporary folder, readable by nginx's workers (they run as nobody), with the fixtures in
+# $work/fx. On exit every server `bench_start` started is stopped and the folder removed. Raises
+# the open-file limit to its hard limit (thousands of connections).
+bench_fixtures() {
+    bench=$(realpath "${BENCH_DIR:-../shared/bench}")
+    # shellcheck source=/dev/null
+    source "$bench/lib.sh"
+    host=a.example.test
+    path=/.well-known/apple-app-site-association
+    hz=$(getconf CLK_TCK)
+    work=$(mktemp -d)
+    chmod 755 "$work"
+    bench_runs=()
+    trap bench_cleanup EXIT
+    ulimit -n "$(ulimit -Hn)"
+    "$bench/gen-fixtures.sh" "$work/fx" >/dev/null
+}
+
+# bench_cleanup: stops the servers `bench_start` started and removes `work` (bench_fixtures' trap).
+bench_cleanup() {
+    local run
+    for run in "${bench_runs[@]}"; do "$bench/stop-server.sh" "$run" >/dev/null 2>&1 || true; done
+    rm -rf "$work"
+}
+
+# bench_start SERVER PORT RUN_DIR: starts SERVER (h2o, nginx, or the path of an aasad binary) on
+# the fixtures' ECDSA sites on 127.0.0.1:PORT, pinned to core 0, with its files in RUN_DIR (its
+# process id in RUN_DIR/pid); it is stopped on exit.
+bench_start() {
+    local server=$1 args
+    case $server in
+        h2o | nginx) args=(--server "$server") ;;
+        *) args=(--server cmd --cmd "$(realpath "$server") serve --config {config} --https 127.0.0.1:{port} --threads {workers} --state {run}/state --log-level warning") ;;
+    esac
+    bench_runs+=("$3")
+    "$bench/start-server.sh" "${args[@]}" --sites "$work/fx/ecdsa/sites" --port "$2" --run-dir "$3" --cpus 0 >/dev/null
+}

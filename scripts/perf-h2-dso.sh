@@ -15,27 +15,11 @@ cd "$(dirname "$0")/.."
 }
 server=$1
 requests=${2:-300000}
-bench=$(realpath "${BENCH_DIR:-../shared/bench}")
-# shellcheck source=/dev/null
-source "$bench/lib.sh"
-host=a.example.test
-path=/.well-known/apple-app-site-association
-hz=$(getconf CLK_TCK)
-work=$(mktemp -d)
-chmod 755 "$work" # nginx workers run as nobody and read the fixtures
-cleanup() {
-    "$bench/stop-server.sh" "$work/run" >/dev/null 2>&1 || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
-ulimit -n "$(ulimit -Hn)"
-"$bench/gen-fixtures.sh" "$work/fx" >/dev/null
+# shellcheck source=scripts/lib.sh
+source scripts/lib.sh
+bench_fixtures
 port=$((24000 + RANDOM % 8000))
-case $server in
-    h2o | nginx) args=(--server "$server") ;;
-    *) args=(--server cmd --cmd "$(realpath "$server") serve --config {config} --https 127.0.0.1:{port} --threads {workers} --state {run}/state --log-level warning") ;;
-esac
-"$bench/start-server.sh" "${args[@]}" --sites "$work/fx/ecdsa/sites" --port "$port" --run-dir "$work/run" --cpus 0 >/dev/null
+bench_start "$server" "$port" "$work/run"
 pid=$(cat "$work/run/pid")
 url="https://$host:$port$path"
 taskset -c 1 h2load -t1 -c10 -n 20000 --connect-to "127.0.0.1:$port" "$url" >/dev/null 2>&1 || true

@@ -1,6 +1,7 @@
 import Glibc
 
 #if FUZZ_TENANT
+    import LibFuzzerDriver
     import TenantAPI
 
     /// Which check runs: `AASAD_FUZZ_TARGET=tokens` (the tokens file) or `api` (a request's
@@ -16,25 +17,13 @@ import Glibc
     /// replay tests (Tests/TenantAPITests/TenantFuzzReplayTests.swift) run on every saved input.
     @_cdecl("LLVMFuzzerTestOneInput")
     public func fuzzTenant(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
-        let bytes = data.map { Array(UnsafeBufferPointer(start: $0, count: size)) } ?? []
-        let failures = target == "tokens" ? TenantFuzz.tokens(bytes) : TenantFuzz.request(bytes)
-        precondition(failures.isEmpty, failures.joined(separator: "\n"))
-        return 0
+        LibFuzzer.check(data, size, target == "tokens" ? TenantFuzz.tokens : TenantFuzz.request)
     }
 
-    @_silgen_name("LLVMFuzzerRunDriver")
-    func runFuzzerDriver(
-        _ argc: UnsafeMutablePointer<CInt>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
-        _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt
-    ) -> CInt
-
-    /// SwiftPM links an executable with `main` renamed to `<module>_main`: this is that symbol,
-    /// and it hands over to libFuzzer's driver (as Sources/aasad/FuzzEntry.swift does for config).
+    /// SwiftPM's renamed `main` (Sources/LibFuzzerDriver/LibFuzzer.swift).
     @_cdecl("aasad_tenant_fuzz_main")
     public func fuzzMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
-        var count = argc
-        var arguments = argv
-        return runFuzzerDriver(&count, &arguments, fuzzTenant)
+        LibFuzzer.run(argc, argv, fuzzTenant)
     }
 #else
     /// Built without `-D FUZZ_TENANT` (any ordinary `swift build`): there is no fuzzer to run.

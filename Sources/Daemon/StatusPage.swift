@@ -82,6 +82,10 @@ package final class StatusPages: Sendable {
     private struct Work {
         var building: StatusIndex.Key?
         var pending: StatusSource?
+        /// The queue waits out the cost share (`run`): `pending` is then the one source it will
+        /// build, `building` its key, and a newer source replaces it. Only one source waits, so
+        /// only one view older than the current one is held (a view holds every site's state).
+        var delayed = false
         /// When the last build began (monotonic seconds) and what it cost.
         var lastStart: Double = 0
         var lastCost: Double = 0
@@ -94,6 +98,18 @@ package final class StatusPages: Sendable {
 
     /// Whether a build is under way or waiting.
     package var isBuilding: Bool { work.withLock { $0.building != nil } }
+
+    /// Whether the queue is waiting out the cost share before its next build (for tests).
+    package var waitsForCostShare: Bool { work.withLock { $0.delayed } }
+
+    /// Tests: the next build waits `seconds` from now, as if the last build began now and cost
+    /// `seconds / refreshCostShare`.
+    package func spaceNextBuild(_ seconds: Double) {
+        work.withLock {
+            $0.lastStart = StatusIndex.monotonic()
+            $0.lastCost = seconds / Self.refreshCostShare
+        }
+    }
 
     /// The view generation of the index published now.
     package var publishedGeneration: UInt64? { published.current?.generation }
@@ -135,6 +151,12 @@ package final class StatusPages: Sendable {
     /// way and one more).
     func request(_ source: StatusSource) {
         let start = work.withLock { work -> Bool in
+            if work.delayed {
+                // Waiting out the cost share: the newest source is the one to build.
+                work.pending = source
+                work.building = source.key
+                return false
+            }
             if let building = work.building {
                 // The newest source replaces any waiting one; the one being built needs no other.
                 work.pending = building == source.key ? nil : source
@@ -150,12 +172,24 @@ package final class StatusPages: Sendable {
     /// and goes on with the one asked for meanwhile, if any.
     private func run(_ asked: StatusSource) {
         guard !stopped.load(ordering: .acquiring) else {
-            work.withLock { $0.building = nil }
+            work.withLock {
+                $0.building = nil
+                $0.pending = nil
+            }
             return
         }
         let delay = work.withLock { $0.lastStart + $0.lastCost * Self.refreshCostShare } - StatusIndex.monotonic()
         if delay > 0 {
-            queue.asyncAfter(deadline: .now() + delay) { self.run(asked) }
+            // The source waits in `work` alone, not in the timer's closure too: the closure held
+            // `asked` while a newer source waited as `pending`, two older views (every site's
+            // state, tens of megabytes at 1,000,000 sites) through the wait. A newer one asked
+            // for while waiting replaces it (`request`).
+            work.withLock { work in
+                if work.pending == nil { work.pending = asked }
+                work.building = work.pending?.key
+                work.delayed = true
+            }
+            queue.asyncAfter(deadline: .now() + delay) { self.runWaiting() }
             return
         }
         let source = work.withLock { work -> StatusSource in
@@ -182,6 +216,21 @@ package final class StatusPages: Sendable {
             return pending
         }
         if let next { queue.async { self.run(next) } }
+    }
+
+    /// On the queue, once the cost share is waited out: builds the source waiting, if `stop` left
+    /// it.
+    private func runWaiting() {
+        let source = work.withLock { work -> StatusSource? in
+            work.delayed = false
+            guard let source = work.pending else {
+                work.building = nil
+                return nil
+            }
+            work.pending = nil
+            return source
+        }
+        if let source { run(source) }
     }
 
     /// `target` is the request target as sent: `/` and a query.

@@ -269,6 +269,15 @@ public final class HTTP2Session {
         var offset: Int
         /// Kept until the body's last byte is out: nghttp2 encodes a stream's HEADERS before it
         /// asks for its first DATA, so the field bytes it was pointed at live long enough.
+        /// nghttp2.h (`nghttp2_submit_response`) asks that uncopied fields be kept until
+        /// `nghttp2_on_frame_send_callback` or `nghttp2_on_frame_not_send_callback` would be
+        /// called; the entry goes sooner only when the stream closes (`streamClosed`), and then
+        /// nghttp2 never reads them: a frame queued for a closed stream is dropped unencoded
+        /// (lib/nghttp2_session.c: `nghttp2_session_close_stream` leaves a queued item to "be
+        /// deleted when it is popped", where `session_prep_frame` fails with
+        /// NGHTTP2_ERR_STREAM_CLOSED from `session_predicate_for_stream_send` and
+        /// `nghttp2_session_mem_send_internal` frees the item; a HEADERS frame already encoded
+        /// points at nothing of ours).
         var fields: PreparedFields
         var date: [UInt8]
     }
@@ -472,12 +481,18 @@ public final class HTTP2Session {
     public func answer(_ body: (HTTP2Request) -> Void) {
         swap(&ready, &answering)
         // Each request lent to `body` in place: a `for` loop copied each out of the array, with a
-        // retain and a release of its buffer.
+        // retain and a release of its buffer. The pointer is into `answering`'s storage, which
+        // nothing may replace meanwhile: `releaseIdleStorage` leaves it while `isAnswering`.
+        isAnswering = true
+        defer { isAnswering = false }
         answering.withUnsafeBufferPointer { requests in
             for i in requests.indices where CAASANghttp2_stream_is_open(session, requests[i].stream) != 0 { body(requests[i]) }
         }
         answering.removeAll(keepingCapacity: true)
     }
+
+    /// True while `answer` lends `answering`'s requests to its caller.
+    @exclusivity(unchecked) private var isAnswering = false
 
     /// The requests complete since the last call (for tests).
     func takeRequests() -> [HTTP2Request] {
@@ -493,6 +508,9 @@ public final class HTTP2Session {
     /// Tables within `keptCapacity` stay: a busy connection goes idle after every batch of
     /// streams, and growing them again each time cost 2.7 % more instructions per request.
     public func releaseIdleStorage() {
+        // Called from `answer`'s body (no path does today), dropping `answering` would free the
+        // buffer `answer` is reading; and a connection answering requests is not idle.
+        guard !isAnswering else { return }
         if streams.isEmpty && streams.capacity > Self.keptCapacity { streams = [:] }
         if bodies.isEmpty && bodies.capacity > Self.keptCapacity { bodies = [] }
         if ready.isEmpty && ready.capacity > Self.keptCapacity { ready = [] }
@@ -574,7 +592,8 @@ public final class HTTP2Session {
                 }
             }
         }
-        // Refused (the stream already has a response): the body just added is not wanted.
+        // Refused (the stream already has a response): the body just added is not wanted, and
+        // nghttp2 queued nothing that points at its fields.
         if result != 0 && hasBody { bodies.removeLast() }
     }
 
@@ -865,6 +884,8 @@ public final class HTTP2Session {
         if currentStream == stream { current!.hasBody = true } else { streams[stream]?.hasBody = true }
     }
 
+    /// nghttp2 closed `stream`: what the session kept for it goes, a response's uncopied fields
+    /// included (`Outgoing.fields`: nghttp2 drops whatever it still had queued for the stream).
     fileprivate func streamClosed(_ stream: Int32) {
         if currentStream == stream, let request = current.take() {
             currentStream = 0

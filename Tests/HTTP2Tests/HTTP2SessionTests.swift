@@ -145,6 +145,33 @@ struct HTTP2SessionTests {
         #expect(session.tableCapacity <= 3 * HTTP2Session.keptCapacity)
     }
 
+    @Test("idle storage released from inside `answer`: the batch being lent keeps its buffer, every request is answered")
+    func releaseWhileAnswering() {
+        // `answer` lends requests from its batch's buffer in place; dropping that buffer from
+        // inside it (releaseIdleStorage, were a future path to call it there) would leave it
+        // reading freed memory. 40 GETs: a batch past keptCapacity, which an idle release drops.
+        let session = HTTP2Session()
+        var bytes = ClientFrames.preface + ClientFrames.settings
+        for k in 0..<40 { bytes += ClientFrames.get(stream: Int32(1 + 2 * k)) }
+        #expect(bytes.withUnsafeBytes { session.receive($0, now: 0) })
+        var streams: [Int32] = []
+        var capacityInside = 0
+        session.answer { request in
+            if streams.isEmpty {
+                let before = session.tableCapacity
+                session.releaseIdleStorage()
+                capacityInside = session.tableCapacity
+                #expect(capacityInside == before, "storage released while a batch was being answered")
+            }
+            streams.append(request.stream)
+        }
+        #expect(streams == (0..<40).map { Int32(1 + 2 * $0) })
+        #expect(capacityInside > 2 * HTTP2Session.keptCapacity)
+        // Once the batch is answered, the same call releases it.
+        session.releaseIdleStorage()
+        #expect(session.tableCapacity <= 3 * HTTP2Session.keptCapacity)
+    }
+
     @Test("a request with a body beside a plain GET: each keeps its own fields, repeated if-none-match lines are joined")
     func interleavedRequests() {
         // Stream 1's header block ends without END_STREAM (a body follows; a POST, since a GET

@@ -99,13 +99,22 @@ struct HTTP2UncopiedResponseTests {
         let bodies: [Int32: [UInt8]] = [
             1: (0..<100_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }, 3: Array(repeating: 0x42, count: 20_000),
         ]
+        // Stream 1's fields, watched: nghttp2 points into their bytes until it has encoded the
+        // HEADERS frame, so the session must keep the object alive (`HTTP2Session.Outgoing`).
+        // Freed bytes often stay intact in glibc's heap, so the output alone could come out right
+        // with them freed; the reference cannot. (Stream 3's are the last ones answered, which the
+        // session's reused field list also holds.)
+        weak var firstFields: PreparedFields?
         for request in requests {
             // The fields, the date and the body are made here and dropped at once: only the
             // session holds them when their frames are written.
+            let fields = Self.fields(request.stream == 1 ? "json" : "pkcs7-mime")
+            if request.stream == 1 { firstFields = fields }
             session.respond(
-                stream: request.stream, status: .ok, fields: Self.fields(request.stream == 1 ? "json" : "pkcs7-mime"),
+                stream: request.stream, status: .ok, fields: fields,
                 date: Array("Fri, 27 Nov 2026 07:00:0\(request.stream) GMT".utf8), body: bodies[request.stream]!, sendsBody: true)
         }
+        #expect(firstFields != nil, "stream 1's fields were freed before nghttp2 encoded them")
         // Whatever the allocator hands out next reuses blocks freed above, if any were.
         let clobber = (0..<64).map { _ in [UInt8](repeating: 0x58, count: 48) + [UInt8](repeating: 0x58, count: 16) }
         let out = Self.produce(session, limit: 700)
@@ -138,6 +147,7 @@ struct HTTP2UncopiedResponseTests {
         }
         #expect(session.activeStreams == 0)
         #expect(session.heldStreamsAreOpen)
+        #expect(firstFields == nil, "the session holds a finished response's fields")
     }
 
     @Test("one limit for all output: a body's frames wait for the next call rather than pass it by more than a frame")
