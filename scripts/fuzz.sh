@@ -43,10 +43,15 @@ mkdir -p "$out"
 status=0
 # compile ARGS...: swiftc with libFuzzer and ASan; the linker's notes on ASan's local symbols are dropped.
 # -package-name: HTTPCore has `package` declarations, which need one.
+# AASAD_FRONTEND: a frontend at low priority (scripts/lib.sh nice_frontend; scripts/test's smoke).
+frontend=()
+tenant_frontend=()
+[ -z "${AASAD_FRONTEND:-}" ] || frontend=(-driver-use-frontend-path "$AASAD_FRONTEND")
+[ -z "${AASAD_FRONTEND:-}" ] || tenant_frontend=(-Xswiftc -driver-use-frontend-path -Xswiftc "$AASAD_FRONTEND")
 compile() {
     local optimisation=-O
     [ -z "${FUZZ_SMOKE:-}" ] || optimisation=-Onone
-    swiftc "$optimisation" -sanitize=fuzzer,address -parse-as-library -enable-upcoming-feature ExistentialAny -package-name aasad "$@" 2>&1 |
+    swiftc "${frontend[@]}" "$optimisation" -sanitize=fuzzer,address -parse-as-library -enable-upcoming-feature ExistentialAny -package-name aasad "$@" 2>&1 |
         { grep -v "Cannot export local symbol" || true; }
     return "${PIPESTATUS[0]}"
 }
@@ -212,7 +217,7 @@ if [ "$which" = all ] || [ "$which" = tokens ] || [ "$which" = api ] || [ "$whic
     tenant_config=release
     [ -z "${FUZZ_SMOKE:-}" ] || tenant_config=debug
     swift build -c "$tenant_config" --scratch-path .build-fuzz-tenant --product aasad-tenant-fuzz \
-        -Xswiftc -sanitize=fuzzer,address -Xswiftc -DFUZZ_TENANT 2>&1 | { grep -v "Cannot export local symbol" || true; }
+        -Xswiftc -sanitize=fuzzer,address -Xswiftc -DFUZZ_TENANT "${tenant_frontend[@]}" 2>&1 | { grep -v "Cannot export local symbol" || true; }
     tenant_binary=".build-fuzz-tenant/$tenant_config/aasad-tenant-fuzz"
     if [ "$which" != api ]; then
         mkdir -p Fuzz/tokens-corpus

@@ -22,6 +22,22 @@ require_swift() {
     fi
 }
 
+# nice_frontend DIR: makes DIR a view of the Swift toolchain whose bin/swift-frontend runs the real
+# one at nice 19, and prints that path. `nice` on `swift build` or `swiftc` does not reach the
+# compilers: the driver starts each swift-frontend at priority 0 (`ps -o ni`), so the builds
+# scripts/test runs beside the tests (the release binary, the fuzz targets) took the cores from
+# them. `-driver-use-frontend-path` runs another frontend; the driver finds the toolchain's
+# libraries (the sanitizers' runtimes, the static standard library) beside it, hence DIR/lib.
+nice_frontend() {
+    local real
+    real="$(readlink -f "$(command -v swift-frontend)")"
+    mkdir -p "$1/bin"
+    ln -sfn "$(dirname "$(dirname "$real")")/lib" "$1/lib"
+    printf '#!/bin/sh\nexec nice -n 19 %s "$@"\n' "$real" >"$1/bin/swift-frontend"
+    chmod +x "$1/bin/swift-frontend"
+    echo "$1/bin/swift-frontend"
+}
+
 # ensure_python_package MODULE REQUIREMENT [DEBIAN_PACKAGE]: makes MODULE importable by the python3
 # on PATH: from PyPI with pip, or, where that python3 has no usable pip (Debian's own), from
 # Debian's package.

@@ -12,6 +12,11 @@ count instead, one group held both ACME-against-pebble suites and the ownership 
 ended minutes after the others. A suite not in the table (new, or renamed) weighs its test count
 times the table's median seconds per test, so a new suite needs no table change to run.
 
+The suites that run pebble (the ACME test CA: Tests/TestSupport/Pebble.swift), named by SPREAD,
+are dealt first, each to the group with the least pebble time so far, and the rest after them:
+balanced by total time alone, one group held the five longest pebble suites, whose CA processes
+and waits then ran in one test process while the others had none.
+
 Usage: swift test list | scripts/test-groups.py GROUPS [WEIGHTS]   (prints one regular expression a line)
 """
 import re
@@ -39,9 +44,18 @@ if not counts:
 known = [weights[s] / counts[s] for s in counts if s in weights]
 per_test = statistics.median(known) if known else 1.0
 cost = {s: weights.get(s, n * per_test) for s, n in counts.items()}
+# The suites that start pebble (a suite's name after its module's).
+SPREAD = re.compile(r"\.(Pebble\w*|ACME\w*ServeTests|CertificateManagerTests|OwnershipACMETests|VerificationServeTests|HTTPSClientTests)$")
 load = [0.0] * groups
+spread_load = [0.0] * groups
 members = [[] for _ in range(groups)]
-for suite in sorted(counts, key=lambda s: (-cost[s], s)):
+spread = [s for s in counts if SPREAD.search(s)]
+for suite in sorted(spread, key=lambda s: (-cost[s], s)):
+    i = min(range(groups), key=lambda g: (spread_load[g], load[g]))
+    spread_load[i] += cost[suite]
+    load[i] += cost[suite]
+    members[i].append(suite)
+for suite in sorted(set(counts) - set(spread), key=lambda s: (-cost[s], s)):
     i = load.index(min(load))
     load[i] += cost[suite]
     members[i].append(suite)

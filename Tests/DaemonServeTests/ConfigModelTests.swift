@@ -6,7 +6,7 @@ import Testing
 /// The watched config directory of a daemon in-process against a model: Fixtures/config_model.py
 /// changes `sites/` at random (seeded) while clients fetch, and checks every answer against what the
 /// model allows. AASAD_MODEL_SEED, AASAD_MODEL_OPERATIONS and AASAD_MODEL_BATCH choose the run (a
-/// seeded 1,000 operations by default); scripts/model-test.sh runs the long one.
+/// seeded 300 by default, every kind of operation among them); scripts/model-test.sh runs the long one.
 @Suite("Config directory against a model under load")
 struct ConfigModelTests {
     @Test("random site, alias, certificate and ConfigMap changes: each step converges, no wrong answer in between")

@@ -26,6 +26,16 @@ package enum FuzzCorpus {
         }
     }
 
+    /// Every `stride`-th of `inputs` (the first, then one in `stride`, in name order), or all of
+    /// them when `AASAD_FUZZ_REPLAY=full` (scripts/fuzz-replay.sh): for a corpus whose full replay
+    /// costs minutes of CPU in a debug build, which CI's time cannot carry on two cores
+    /// (docs/reliability.md, "CI time"). The sample is the same every run, so a failure in it
+    /// reproduces; the saved failures are always replayed whole.
+    package static func sample(_ inputs: [Input], stride: Int) -> [Input] {
+        if ProcessInfo.processInfo.environment["AASAD_FUZZ_REPLAY"] == "full" || stride <= 1 { return inputs }
+        return inputs.indices.filter { $0 % stride == 0 }.map { inputs[$0] }
+    }
+
     /// The saved failures of a target (`Fuzz/<target>-fail-cases`, or `Fuzz/fail-cases` for the
     /// AASA target). Records an issue when there are none: a replay of an empty folder proves
     /// nothing, and every folder is seeded with the inputs of the defects its target guards.
