@@ -15,7 +15,7 @@
 #   tenant  tokens, then api, from one build (CI's smoke)
 # New inputs that add coverage are merged into the target's corpus; a crash, timeout, leak or
 # out-of-memory input is moved to its fail-cases folder. The normal test run replays both folders of
-# every target. Each run is recorded in Fuzz/ledger.tsv (date, commit, inputs, exec/s, coverage,
+# every target (of the ownership corpus, one share in 8 a day: scripts/fuzz-replay.sh replays all). Each run is recorded in Fuzz/ledger.tsv (date, commit, inputs, exec/s, coverage,
 # units added, result); scripts/fuzz-ledger.py sums it into docs/reliability.md's table.
 # Usage: scripts/fuzz.sh [seconds per target] [aasa|http1|fields|http2|config|pem|acme|check|ownership|tokens|api|tenant|all]   (default 60, all)
 # FUZZ_RUNS=N runs N inputs per target instead of a time (the documented campaign: 10,000,000).

@@ -23,18 +23,25 @@ require_swift() {
 }
 
 # nice_frontend DIR: makes DIR a view of the Swift toolchain whose bin/swift-frontend runs the real
-# one at nice 19, and prints that path. `nice` on `swift build` or `swiftc` does not reach the
-# compilers: the driver starts each swift-frontend at priority 0 (`ps -o ni`), so the builds
-# scripts/test runs beside the tests (the release binary, the fuzz targets) took the cores from
-# them. `-driver-use-frontend-path` runs another frontend; the driver finds the toolchain's
-# libraries (the sanitizers' runtimes, the static standard library) beside it, hence DIR/lib.
+# one at nice 19, and prints that path; fails (prints nothing) when the real frontend cannot be
+# found. `nice` on `swift build` or `swiftc` does not reach the compilers: the driver starts each
+# swift-frontend at priority 0 (`ps -o ni`), so the builds scripts/test runs beside the tests (the
+# release binary, the fuzz targets) took the cores from them. `-driver-use-frontend-path` runs
+# another frontend; the driver finds the toolchain's libraries (the sanitizers' runtimes, the
+# static standard library) beside it, hence DIR/lib. The frontend is found from the compiler's own
+# resource path, not from PATH: a toolchain manager's bin folder (swiftly's) holds links to the
+# manager, not to the compiler. DIR must outlive the builds' products: a fuzz binary's run path
+# names DIR/lib.
 nice_frontend() {
-    local real
-    real="$(readlink -f "$(command -v swift-frontend)")"
-    mkdir -p "$1/bin"
-    ln -sfn "$(dirname "$(dirname "$real")")/lib" "$1/lib"
-    printf '#!/bin/sh\nexec nice -n 19 %s "$@"\n' "$real" >"$1/bin/swift-frontend"
-    chmod +x "$1/bin/swift-frontend"
+    local resources usr real
+    resources="$(swiftc -print-target-info 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["paths"]["runtimeResourcePath"])' 2>/dev/null)" || return 1
+    usr="$(dirname "$(dirname "$resources")")"
+    real="$usr/bin/swift-frontend"
+    [ -n "$resources" ] && [ -x "$real" ] && [ -d "$usr/lib" ] || return 1
+    mkdir -p "$1/bin" || return 1
+    ln -sfn "$usr/lib" "$1/lib" || return 1
+    printf '#!/bin/sh\nexec nice -n 19 %q "$@"\n' "$real" >"$1/bin/swift-frontend" || return 1
+    chmod +x "$1/bin/swift-frontend" || return 1
     echo "$1/bin/swift-frontend"
 }
 
@@ -103,13 +110,13 @@ bench_cleanup() {
     rm -rf "$work"
 }
 
-# bench_start SERVER PORT RUN_DIR: starts SERVER (h2o, nginx, or the path of an aasad binary) on
+# bench_start SERVER PORT RUN_DIR: starts SERVER (h2o, nginx, caddy, or the path of an aasad binary) on
 # the fixtures' ECDSA sites on 127.0.0.1:PORT, pinned to core 0, with its files in RUN_DIR (its
 # process id in RUN_DIR/pid); it is stopped on exit.
 bench_start() {
     local server=$1 args
     case $server in
-        h2o | nginx) args=(--server "$server") ;;
+        h2o | nginx | caddy) args=(--server "$server") ;;
         *) args=(--server cmd --cmd "$(realpath "$server") serve --config {config} --https 127.0.0.1:{port} --threads {workers} --state {run}/state --log-level warning") ;;
     esac
     bench_runs+=("$3")

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The model-based config test (Tests/aasadTests/ConfigModelTests.swift) with more operations than
+# The model-based config test (Tests/DaemonServeTests/ConfigModelTests.swift) with more operations than
 # CI's seeded 300: scripts/model-test.sh [operations] [seed]. Builds, runs only that test, and
 # prints its figures (operations, seconds, answers checked, wrong answers, convergence times).
 # docs/reliability.md records the documented run (at least 10,000 operations).

@@ -26,14 +26,31 @@ package enum FuzzCorpus {
         }
     }
 
-    /// Every `stride`-th of `inputs` (the first, then one in `stride`, in name order), or all of
-    /// them when `AASAD_FUZZ_REPLAY=full` (scripts/fuzz-replay.sh): for a corpus whose full replay
-    /// costs minutes of CPU in a debug build, which CI's time cannot carry on two cores
-    /// (docs/reliability.md, "CI time"). The sample is the same every run, so a failure in it
-    /// reproduces; the saved failures are always replayed whole.
-    package static func sample(_ inputs: [Input], stride: Int) -> [Input] {
-        if ProcessInfo.processInfo.environment["AASAD_FUZZ_REPLAY"] == "full" || stride <= 1 { return inputs }
-        return inputs.indices.filter { $0 % stride == 0 }.map { inputs[$0] }
+    /// One share of `inputs` in `stride`, or all of them when `AASAD_FUZZ_REPLAY=full`
+    /// (scripts/fuzz-replay.sh): for a corpus whose full replay costs minutes of CPU in a debug
+    /// build, which CI's time cannot carry on two cores (docs/reliability.md, "CI time").
+    ///
+    /// An input's share is a hash of its file name (libFuzzer names an input by its content's
+    /// SHA-1), so it stays in the same share as the corpus grows. Which share runs changes each
+    /// day (the day number modulo `stride`), so every input is replayed within `stride` days of
+    /// CI runs; `AASAD_FUZZ_REPLAY_OFFSET` picks one, and `share` says which ran, so a failure
+    /// reproduces. The saved failures are always replayed whole.
+    package static func sample(_ inputs: [Input], stride: Int) -> (inputs: [Input], share: Int) {
+        let environment = ProcessInfo.processInfo.environment
+        if environment["AASAD_FUZZ_REPLAY"] == "full" || stride <= 1 { return (inputs, 0) }
+        let today = Int(Date().timeIntervalSince1970 / 86_400)
+        let share = environment["AASAD_FUZZ_REPLAY_OFFSET"].flatMap { Int($0) }.map { (($0 % stride) + stride) % stride } ?? today % stride
+        return (inputs.filter { Int(shareHash($0.name) % UInt64(stride)) == share }, share)
+    }
+
+    /// FNV-1a over the name's bytes: stable across runs and machines, unlike `Hasher`.
+    static func shareHash(_ name: String) -> UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in name.utf8 {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x0000_0100_0000_01b3
+        }
+        return hash
     }
 
     /// The saved failures of a target (`Fuzz/<target>-fail-cases`, or `Fuzz/fail-cases` for the
