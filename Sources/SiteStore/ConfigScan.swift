@@ -87,7 +87,8 @@ public struct SiteSource: Sendable {
 
     /// True when everything the site has may be served.
     public var isValid: Bool {
-        !problems.contains { $0.severity == .error } && aasa?.isValid != false && assetLinks?.isValid != false && pages.values.allSatisfy(\.isValid)
+        !problems.contains { $0.severity == .error } && aasa?.isValid != false && assetLinks?.isValid != false
+            && pages.values.allSatisfy(\.isValid)
     }
 }
 

@@ -32,10 +32,19 @@ struct SitePreparer {
         // So does a page it names that cannot be served: one missing, refused by the file rules,
         // or invalid, with no last good version (a page only the new settings name has none).
         // The problem itself (the file, what takes it) is the read's.
-        if !settingsBroken, let name = Self.unservablePage(source, served: record.served), source.settings != record.settings {
+        let unservable = settingsBroken || source.settings == record.settings ? [] : Self.unservablePages(source, served: record.served)
+        if !unservable.isEmpty {
             settingsBroken = true
+            // The read reported a page it could not read; an invalid one is reported here, since
+            // the settings in force do not name it.
+            for name in unservable {
+                guard let file = source.pages[name] else { continue }
+                for d in file.result.diagnostics.errors {
+                    errors.append("\(file.relativePath): \(d) (it is \(source.settings.takers(of: name)))")
+                }
+            }
             errors.append(
-                "\(source.directory)/site.yaml: not applied: the page \(name) cannot be served (see its error); the last good settings stay in force"
+                "\(source.directory)/site.yaml: not applied: \(unservable.joined(separator: ", ")) cannot be served; the last good settings stay in force"
             )
         }
         let settings = settingsBroken ? record.settings : source.settings
@@ -110,16 +119,14 @@ struct SitePreparer {
         a.count == b.count && a.allSatisfy { entry in b[entry.key] === entry.value }
     }
 
-    /// The first page the source's settings name that has nothing to serve: not read (missing,
-    /// or refused by the file rules) or invalid, and without a last good version in `served`
+    /// The pages the source's settings name that have nothing to serve: not read (missing, or
+    /// refused by the file rules) or invalid, and without a last good version in `served`
     /// (which has one only for a page the settings in force name too, and not for one deleted).
-    static func unservablePage(_ source: SiteSource, served: ServedSite?) -> String? {
-        for name in source.settings.pageNames.prefix(SiteSettings.maximumPages) {
-            if let file = source.pages[name], file.isValid { continue }
+    static func unservablePages(_ source: SiteSource, served: ServedSite?) -> [String] {
+        source.settings.pageNames.prefix(SiteSettings.maximumPages).filter { name in
+            if let file = source.pages[name], file.isValid { return false }
             let missing = source.pages[name] == nil && !source.unreadable.contains(name)
-            if !missing && served?.pages[name] != nil { continue }
-            return name
+            return missing || served?.pages[name] == nil
         }
-        return nil
     }
 }
