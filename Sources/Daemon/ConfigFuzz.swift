@@ -38,8 +38,16 @@ package enum ConfigFuzz {
         for target in [site.fallback?.web, site.fallback?.ios, site.fallback?.android].compactMap({ $0 }) {
             failures += redirects(target, path: bytes)
         }
-        if let page = site.page, page.hasPrefix(".") || page.contains("/") || page.isEmpty {
+        // Every page (the site's and the routes'): a plain name of the site directory, never one
+        // of its other files, and no more of them than a site may hold.
+        for page in site.pageNames
+        where page.hasPrefix(".") || page.contains("/") || page.isEmpty || page.utf8.contains(where: { $0 < 0x21 || $0 > 0x7E })
+            || ["tls", "site.yaml", "apple-app-site-association", "assetlinks.json", "allowed-children"].contains(page)
+        {
             failures.append("site.yaml: a page name that is not a plain file name: \(page.debugDescription)")
+        }
+        if site.pageNames.count > SiteSettings.maximumPages {
+            failures.append("site.yaml: \(site.pageNames.count) pages accepted; at most \(SiteSettings.maximumPages)")
         }
         if let target = try? RedirectTemplate(parsing: text) { failures += redirects(target, path: bytes) }
         failures += routes(site, value: bytes)

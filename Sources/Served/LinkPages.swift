@@ -318,8 +318,11 @@ extension ServedSite {
         }
         switch answer {
         case .page:
-            guard let page else { return nil }
-            return LinkAnswer(kind: .page(page), route: route, platform: platform)
+            // A route's own page (looked up per route at load); the fallback's is the site's. A
+            // route whose page is gone answers 404, never another page.
+            let file: PreparedFile? = if let route { routePages[route] } else { page }
+            guard let file else { return nil }
+            return LinkAnswer(kind: .page(file), route: route, platform: platform)
         case .redirect(let r):
             return LinkAnswer(kind: .redirect(r, location: location), route: route, platform: platform)
         }

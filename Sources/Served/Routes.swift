@@ -249,7 +249,8 @@ public struct RouteSettings: Sendable, Equatable {
     public var web: RedirectTemplate?
     public var ios: RedirectTemplate?
     public var android: RedirectTemplate?
-    /// The site's page (a route may name only the page site.yaml's `page:` names).
+    /// A page of the site's directory (the site's own `page:` or another file), read, checked
+    /// and served as the site's page is (`ServedSite.routePages`).
     public var page: String?
     public var status: Status = .found
     public var preview: PreviewSettings?

@@ -17,6 +17,14 @@ public final class ServedSite: Sendable {
     public let loadedAt: Int64
     /// The page served for other paths (site.yaml `page:`).
     public let page: PreparedFile?
+    /// Every page the site serves (its `page:` and its routes' `page:`), by file name: one
+    /// prepared file per name, whatever number of routes take it (at most
+    /// `SiteSettings.maximumPages`); empty for most sites.
+    public let pages: [String: PreparedFile]
+    /// Per route (index in `routes:`), the page it answers with, looked up once here so that a
+    /// request does no lookup by name; nil for a route without a page, or whose page is gone
+    /// (deleted: 404, as for the site's page). Empty without routes.
+    public let routePages: [PreparedFile?]
     /// What other paths get, by platform; nil: 404, as without site.yaml's `fallback` and `page`.
     public let fallback: PreparedFallback?
     /// The settings `fallback` was prepared from (to tell whether a reload changed it).
@@ -34,9 +42,9 @@ public final class ServedSite: Sendable {
 
     public init(
         directory: String, hosts: [HostName], aasa: PreparedFile?, assetLinks: PreparedFile?, certificate: CertificateFiles?,
-        loadedAt: Int64, page: PreparedFile? = nil, fallback: PreparedFallback? = nil, fallbackSettings: FallbackSettings? = nil,
-        fallbackCounts: FallbackCounts? = nil, routes: PreparedRoutes? = nil, links: SiteLinkSettings = SiteLinkSettings(),
-        routeCounts: RouteCounts? = nil, wildcardCertificates: WildcardCertificates? = nil
+        loadedAt: Int64, page: PreparedFile? = nil, pages: [String: PreparedFile] = [:], fallback: PreparedFallback? = nil,
+        fallbackSettings: FallbackSettings? = nil, fallbackCounts: FallbackCounts? = nil, routes: PreparedRoutes? = nil,
+        links: SiteLinkSettings = SiteLinkSettings(), routeCounts: RouteCounts? = nil, wildcardCertificates: WildcardCertificates? = nil
     ) {
         self.wildcardCertificates = wildcardCertificates
         self.directory = directory
@@ -47,6 +55,8 @@ public final class ServedSite: Sendable {
         certificateIdentity = certificate?.identity
         self.loadedAt = loadedAt
         self.page = page
+        self.pages = pages
+        routePages = routes?.settings.map { route in route.page.flatMap { pages[$0] } } ?? []
         self.fallback = fallback
         self.fallbackSettings = fallbackSettings
         self.fallbackCounts = fallbackCounts
@@ -59,7 +69,8 @@ public final class ServedSite: Sendable {
     package func with(hosts: [HostName]) -> ServedSite {
         ServedSite(
             directory: directory, hosts: hosts, aasa: aasa, assetLinks: assetLinks, certificate: certificate, loadedAt: loadedAt,
-            page: page, fallback: fallback, fallbackSettings: fallbackSettings, fallbackCounts: fallbackCounts, routes: routes,
+            page: page, pages: pages, fallback: fallback, fallbackSettings: fallbackSettings, fallbackCounts: fallbackCounts,
+            routes: routes,
             links: links, routeCounts: routeCounts, wildcardCertificates: wildcardCertificates)
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 public import Reactor
+import SafeText
 
 /// Reading the config directory's files: bounded, never blocking, and telling "gone" apart
 /// from "cannot be read now" (only a file that is gone stops being served).
@@ -197,7 +198,8 @@ extension ConfigLoader {
         // Where the descriptor is, as the kernel says now: every symbolic link resolved.
         let opened = try Files.path(of: fd)
         if let within = rules.within, path(opened, below: (try? Files.realPath(within)) ?? within) == nil {
-            return "leads outside the site's directory (to \(opened)); a page must be a file of the site itself"
+            // The path is quoted escaped: a directory name may hold a line break.
+            return "leads outside the site's directory (to \(TerminalText.escaped(opened))); a page must be a file of the site itself"
         }
         if let site = rules.siteDirectory, lies(opened, inTLSOf: site, root: rules.configRoot) {
             return "leads into a tls/ directory, where keys are kept; a site's files are never read from there"

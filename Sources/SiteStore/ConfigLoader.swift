@@ -160,8 +160,9 @@ public enum ConfigLoader {
             if let cacheControl = site.settings.cacheControl { options.cacheControl = cacheControl }
             return options
         }
+        let pageNames = Set(site.settings.pageNames)
         for entry in entries.sorted()
-        where !knownSiteEntries.contains(entry) && entry != site.settings.page && (!entry.hasPrefix(".") || entry == ".well-known") {
+        where !knownSiteEntries.contains(entry) && !pageNames.contains(entry) && (!entry.hasPrefix(".") || entry == ".well-known") {
             let message: String
             switch entry {
             case "apple-app-site-association.json":
@@ -170,7 +171,7 @@ public enum ConfigLoader {
                 message = "not served: put apple-app-site-association directly in the site directory"
             default:
                 message =
-                    "ignored: a site directory holds apple-app-site-association, assetlinks.json, site.yaml, tls/ and the page site.yaml names"
+                    "ignored: a site directory holds apple-app-site-association, assetlinks.json, site.yaml, tls/ and the pages site.yaml names"
             }
             site.problems.append(ConfigProblem(severity: .warning, file: "\(relative)/\(entry)", message: message))
         }
@@ -187,23 +188,7 @@ public enum ConfigLoader {
         {
             site.assetLinks = siteFile(file, .assetLinks, known, prepareWith, AssetLinks.validate)
         }
-        if let name = site.settings.page {
-            // The page is served whatever it holds: it must be a file of the site directory
-            // itself, not a symlink out of it (to a key, another site's files, /proc), and have
-            // one name only (a hard link to another site's key is inside by every path).
-            var pageRules = rules
-            pageRules.within = directory
-            pageRules.singleName = true
-            if let file = readSiteFile(directory, relative, name, LandingPage.maximumFileSize, &site, pageRules) {
-                site.page = SiteFile(
-                    relativePath: file.path, bytes: file.bytes, modified: file.modified,
-                    result: LandingPage.validate(file.bytes, name: name))
-            } else if !site.unreadable.contains(name) {
-                site.problems.append(
-                    ConfigProblem(
-                        severity: .error, file: "\(relative)/\(name)", message: "missing: site.yaml names it as the site's page"))
-            }
-        }
+        readPages(directory, relative, &site, rules)
         var certificateUnreadable = false
         if mayExist("tls") {
             site.certificate = readCertificate(directory, relative + "/tls", &site.problems, unreadable: &certificateUnreadable)
@@ -266,7 +251,7 @@ public enum ConfigLoader {
     /// Reads a file if it exists. Reads at most `limit + 1` bytes, so an oversized file is
     /// reported by the validator without being loaded whole. A file that is there but cannot be
     /// read is a problem and is marked unreadable on the site (its last good version stays).
-    private static func readSiteFile(
+    static func readSiteFile(
         _ directory: String, _ relative: String, _ name: String, _ limit: Int, _ site: inout SiteSource, _ rules: FileRules
     ) -> (path: String, bytes: [UInt8], modified: Int64)? {
         let relativePath = "\(relative)/\(name)"

@@ -53,8 +53,14 @@ public struct SiteSource: Sendable {
     public var aliases: [HostName]
     public var aasa: SiteFile<AppSiteAssociation>?
     public var assetLinks: SiteFile<AssetLinks>?
-    /// The page site.yaml names (`page:`), as read.
-    public var page: SiteFile<LandingPage>?
+    /// The pages site.yaml names (`page:` and the routes' `page:`), as read, by file name; a page
+    /// that is missing or cannot be read is absent (its problem says why).
+    public var pages: [String: SiteFile<LandingPage>] = [:]
+    /// The site's own page (`page:` of `settings`), as read.
+    public var page: SiteFile<LandingPage>? { settings.page.flatMap { pages[$0] } }
+    /// What takes each page of `pages`, as the site.yaml read with them says (the settings in
+    /// force may be older ones): for reports.
+    public var pageUses: [String: PageUse] = [:]
     /// The site's own certificate (`tls/cert.pem` and `tls/key.pem`), if it has one.
     public var certificate: CertificateFiles?
     /// The TLS layer's verdict on `certificate` when the read asked for it already (serve's
@@ -81,8 +87,17 @@ public struct SiteSource: Sendable {
 
     /// True when everything the site has may be served.
     public var isValid: Bool {
-        !problems.contains { $0.severity == .error } && aasa?.isValid != false && assetLinks?.isValid != false && page?.isValid != false
+        !problems.contains { $0.severity == .error } && aasa?.isValid != false && assetLinks?.isValid != false
+            && pages.values.allSatisfy(\.isValid)
     }
+}
+
+/// What takes one page of a site.
+public struct PageUse: Sendable, Equatable {
+    /// "the site's page" and/or "the page of routes[i] (PATH), …" (`SiteSettings.takers`).
+    public var takenBy: String
+    /// The routes that answer with it (indices in `routes:`).
+    public var routes: [Int]
 }
 
 /// Everything found in a config directory: the sites and the problems. `aasad validate` prints it;

@@ -44,8 +44,11 @@ struct ContentCache {
 
     /// A prepared file's content under other options (the settings changed while the file's new
     /// version is invalid or unreadable): one more use of the same content.
-    mutating func reprepare(_ file: PreparedFile, options: ServingOptions) throws(PreparedFile.InvalidField) -> PreparedFile {
-        let prepared = try PreparedFile(content: file.content, modified: file.lastModified, options: options)
+    /// `modified`: another Last-Modified (a restamped page); nil keeps the file's.
+    mutating func reprepare(_ file: PreparedFile, options: ServingOptions, modified: Int64? = nil) throws(PreparedFile.InvalidField)
+        -> PreparedFile
+    {
+        let prepared = try PreparedFile(content: file.content, modified: modified ?? file.lastModified, options: options)
         if entries[file.content.digest] != nil { entries[file.content.digest]!.uses += 1 }
         return prepared
     }
@@ -63,16 +66,18 @@ struct ContentCache {
 /// Which version of a site's file is served: the new one when valid, else the last good one,
 /// with the Last-Modified rule; the contents come from (and are shared through) the cache.
 extension ContentCache {
-    /// The page to serve: the one the settings in force name, chosen like the other files. While
-    /// site.yaml is broken, the settings in force are the previous ones: a page they name that
-    /// was not read with them keeps its last good version.
-    mutating func choosePage(
-        _ source: SiteSource, settings: SiteSettings, settingsBroken: Bool, record: inout SiteRecord, validity: inout ValidityCache,
+    /// The pages to serve, by name: those the settings in force name (`SiteSettings.pageNames`),
+    /// each chosen like the other files, as `text/html; charset=utf-8` with the site's options.
+    /// A page the read did not look at (its site.yaml was broken or refused, and named other
+    /// pages) keeps its last good version. `restamp`: which page a path takes has changed, so
+    /// every page gets a new Last-Modified (see `choose`).
+    mutating func choosePages(
+        _ source: SiteSource, settings: SiteSettings, restamp: Bool, record: inout SiteRecord, validity: inout ValidityCache,
         options: ServingOptions, errors: inout [String]
-    ) -> PreparedFile? {
-        guard let name = settings.page else { return nil }
-        let file = source.page?.relativePath == source.directory + "/" + name ? source.page : nil
-        if file == nil && settingsBroken { return record.served?.page }
+    ) -> [String: PreparedFile] {
+        let names = settings.pageNames.prefix(SiteSettings.maximumPages)
+        guard !names.isEmpty else { return [:] }
+        let read = Set(source.settings.pageNames)
         var options = options
         options.contentType = ServingOptions.html
         // Platforms with their own redirect get it, the others the page: the same URL answers by
@@ -81,14 +86,22 @@ extension ContentCache {
         // in-app browser otherwise too.
         options.varyUserAgent =
             PreparedFallback.variesByUserAgent(settings.fallback, hasPage: true) || settings.links.variesByUserAgent
-        return choose(
-            file, name: Self.pageKey, file: .page, unreadable: source.unreadable.contains(name) ? [Self.pageKey] : [],
-            previous: record.served?.page, record: &record, validity: &validity, options: options, errors: &errors)
+        var pages: [String: PreparedFile] = [:]
+        for name in names {
+            let previous = record.served?.pages[name]
+            guard read.contains(name) else {
+                pages[name] = previous
+                continue
+            }
+            let before = errors.count
+            pages[name] = choose(
+                source.pages[name], name: name, file: .page, unreadable: source.unreadable, previous: previous, restamp: restamp,
+                record: &record, validity: &validity, options: options, errors: &errors)
+            // An invalid page: say what takes it.
+            for i in before..<errors.count { errors[i] += " (it is \(settings.takers(of: name)))" }
+        }
+        return pages
     }
-
-    /// The page's key among a record's files (its Last-Modified moves forward across renames);
-    /// no file of a site directory has this name.
-    static let pageKey = ":page"
 
     /// The file to serve: the new one when valid; the previous one when the new one is invalid
     /// or cannot be read (only a file that is gone stops being served); none when it is gone.
@@ -100,14 +113,29 @@ extension ContentCache {
     /// ctime ties, still move forward, and a client's If-Modified-Since of an older version
     /// never gets 304 for a newer one. Unchanged content keeps its Last-Modified (a chmod or a
     /// touch changes nothing a client sees). Across restarts the ctime carries the rule.
+    /// A site's pages share one `which` (`.page`), since one URL may take one page, then another
+    /// (a route's page changed, a page renamed): a page's new content is later than any page of
+    /// the site had, and `restamp` gives unchanged content such a time too, for when the URLs'
+    /// pages changed (an If-Modified-Since of one page then never gets 304 for another).
     mutating func choose<D>(
         _ file: SiteFile<D>?, name: String, file which: SiteRecord.FileKind, kind: KnownValid.Kind? = nil, unreadable: Set<String>,
-        previous: PreparedFile?, record: inout SiteRecord, validity: inout ValidityCache, options: ServingOptions, errors: inout [String]
+        previous: PreparedFile?, restamp: Bool = false, record: inout SiteRecord, validity: inout ValidityCache,
+        options: ServingOptions, errors: inout [String]
     ) -> PreparedFile? {
+        // A time later than any served for `which`.
+        func later(_ time: Int64) -> Int64 {
+            guard let last = record.lastModified[which], time <= last else { return time }
+            return last + 1
+        }
         // The last good version, under the options in force now: a changed cache-control, or a
         // page that now varies by User-Agent, applies to it too.
         func kept() -> PreparedFile? {
-            guard let previous, previous.options != options else { return previous }
+            guard let previous else { return nil }
+            if restamp, let restamped = try? reprepare(previous, options: options, modified: later(previous.lastModified)) {
+                record.lastModified[which] = restamped.lastModified
+                return restamped
+            }
+            guard previous.options != options else { return previous }
             return (try? reprepare(previous, options: options)) ?? previous
         }
         guard let file else { return unreadable.contains(name) ? kept() : nil }
@@ -116,11 +144,11 @@ extension ContentCache {
             return kept()
         }
         var modified = file.modified
-        if let previous, previous.content.body == file.bytes {
+        if let previous, previous.content.body == file.bytes, !restamp {
             if previous.options == options { return previous }
             modified = previous.lastModified
-        } else if let last = record.lastModified[which], modified <= last {
-            modified = last + 1
+        } else {
+            modified = later(modified)
         }
         do {
             let prepared = try prepare(file, modified: modified, options: options)

@@ -27,9 +27,29 @@ struct SitePreparer {
         for problem in source.problems where problem.severity == .error { errors.append("\(problem.file): \(problem.message)") }
 
         // site.yaml errors leave its previous settings in force (and the files served under them).
-        let settingsBroken =
+        var settingsBroken =
             source.unreadable.contains("site.yaml") || source.problems.contains { $0.severity == .error && $0.file.hasSuffix("/site.yaml") }
+        // So does a page it names that cannot be served: one missing, refused by the file rules,
+        // or invalid, with no last good version (a page only the new settings name has none).
+        // The problem itself (the file, what takes it) is the read's.
+        let unservable = settingsBroken || source.settings == record.settings ? [] : Self.unservablePages(source, served: record.served)
+        if !unservable.isEmpty {
+            settingsBroken = true
+            // The read reported a page it could not read; an invalid one is reported here, since
+            // the settings in force do not name it.
+            for name in unservable {
+                guard let file = source.pages[name] else { continue }
+                for d in file.result.diagnostics.errors {
+                    errors.append("\(file.relativePath): \(d) (it is \(source.settings.takers(of: name)))")
+                }
+            }
+            errors.append(
+                "\(source.directory)/site.yaml: not applied: \(unservable.joined(separator: ", ")) cannot be served; the last good settings stay in force"
+            )
+        }
         let settings = settingsBroken ? record.settings : source.settings
+        // Which page a URL takes changed: every page is served with a later Last-Modified.
+        let restamp = record.served != nil && settings.pagePaths != record.settings.pagePaths
         record.settings = settings
         var siteOptions = options
         if let cacheControl = settings.cacheControl { siteOptions.cacheControl = cacheControl }
@@ -49,22 +69,26 @@ struct SitePreparer {
             errors.append("\(files.directory): \(problem)")
             certificate = record.served?.certificate  // the last pair that loaded
         }
-        let page = contents.choosePage(
-            source, settings: settings, settingsBroken: settingsBroken, record: &record, validity: &validity, options: siteOptions,
-            errors: &errors)
+        let pages = contents.choosePages(
+            source, settings: settings, restamp: restamp, record: &record, validity: &validity, options: siteOptions, errors: &errors)
+        let page = settings.page.flatMap { pages[$0] }
         if record.served?.aasa !== aasa { contents.release(record.served?.aasa) }
         if record.served?.assetLinks !== assetLinks { contents.release(record.served?.assetLinks) }
-        if record.served?.page !== page { contents.release(record.served?.page) }
+        for (name, old) in record.served?.pages ?? [:] where pages[name] !== old { contents.release(old) }
 
         // Claimed hosts: the directory's own, its site.yaml aliases, its alias symlinks'.
         let hosts = [source.host] + settings.aliases + symlinkHosts
         let unchanged =
             record.served.map {
-                $0.aasa === aasa && $0.assetLinks === assetLinks && $0.certificate == certificate && $0.page === page
+                $0.aasa === aasa && $0.assetLinks === assetLinks && $0.certificate == certificate
+                    && $0.page === page && Self.same($0.pages, pages)
                     && $0.fallbackSettings == settings.fallback && $0.links == settings.links
                     && $0.wildcardCertificates == settings.certificates
             } ?? false
         if aasa == nil && assetLinks == nil {
+            // Nothing is served, so neither are the pages: their uses go back, or every version
+            // read meanwhile would stay in the cache.
+            for file in pages.values { contents.release(file) }
             record.served = nil
         } else if !unchanged {
             let fallback = PreparedFallback.prepare(
@@ -76,7 +100,7 @@ struct SitePreparer {
             if routes != nil && record.routeCounts?.paths != paths { record.routeCounts = RouteCounts(paths: paths) }
             record.served = ServedSite(
                 directory: name, hosts: hosts, aasa: aasa, assetLinks: assetLinks, certificate: certificate, loadedAt: clock(),
-                page: page, fallback: fallback, fallbackSettings: settings.fallback,
+                page: page, pages: pages, fallback: fallback, fallbackSettings: settings.fallback,
                 fallbackCounts: fallback == nil ? nil : record.fallbackCounts, routes: routes, links: settings.links,
                 routeCounts: routes == nil ? nil : record.routeCounts, wildcardCertificates: settings.certificates)
         }
@@ -87,6 +111,22 @@ struct SitePreparer {
     mutating func release(_ served: ServedSite?) {
         contents.release(served?.aasa)
         contents.release(served?.assetLinks)
-        contents.release(served?.page)
+        for page in served?.pages.values.map({ $0 }) ?? [] { contents.release(page) }
+    }
+
+    /// Whether two sets of pages are the same prepared files.
+    static func same(_ a: [String: PreparedFile], _ b: [String: PreparedFile]) -> Bool {
+        a.count == b.count && a.allSatisfy { entry in b[entry.key] === entry.value }
+    }
+
+    /// The pages the source's settings name that have nothing to serve: not read (missing, or
+    /// refused by the file rules) or invalid, and without a last good version in `served`
+    /// (which has one only for a page the settings in force name too, and not for one deleted).
+    static func unservablePages(_ source: SiteSource, served: ServedSite?) -> [String] {
+        source.settings.pageNames.prefix(SiteSettings.maximumPages).filter { name in
+            if let file = source.pages[name], file.isValid { return false }
+            let missing = source.pages[name] == nil && !source.unreadable.contains(name)
+            return missing || served?.pages[name] == nil
+        }
     }
 }

@@ -50,6 +50,7 @@ extension SiteRecord {
     struct LastModified {
         var aasa: Int64?
         var assetLinks: Int64?
+        /// Every page of the site: the latest Last-Modified any of them was served with.
         var page: Int64?
 
         subscript(file: FileKind) -> Int64? {

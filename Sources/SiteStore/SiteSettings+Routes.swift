@@ -60,8 +60,12 @@ extension SiteSettings {
                         bad("\(quoted(text)): \(error)")
                     }
                 case "page":
-                    guard case .scalar(let text) = item.value, pageNameProblem(text) == nil else {
-                        bad("must be the name of the site's page, e.g. landing.html")
+                    guard case .scalar(let text) = item.value else {
+                        bad("must be a file name of the site's directory, e.g. help.html")
+                        continue
+                    }
+                    if let message = pageNameProblem(text) {
+                        bad("\(quoted(text)): \(message)")
                         continue
                     }
                     route.page = text

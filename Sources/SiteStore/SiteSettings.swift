@@ -17,6 +17,9 @@ import Served
 ///   status: 302                # 301, 302, 307 or 308
 /// fallback-cache-control: no-store   # the redirects' Cache-Control (default no-store)
 /// page: landing.html           # or: this file of the site's directory, as text/html
+/// routes:                      # per path (docs/link-domain.md); a route may name a page of its own
+///   - path: /help
+///     page: help.html
 /// certificates: per-name       # a wildcard site: a certificate per child name (docs/acme.md)
 /// ```
 ///
@@ -42,12 +45,46 @@ public struct SiteSettings: Sendable, Equatable {
     static let fallbackKeys = ["web", "ios", "android", "status"]
     /// Longest page file name (NAME_MAX).
     static let maximumPageNameLength = 255
+    /// Most distinct pages one site.yaml names (`page:` and the routes' `page:` together). Each is
+    /// read, checked and held in memory as the site's page is (at most
+    /// `LandingPage.maximumFileSize`), so this bounds what one site holds in pages to 2 MB and
+    /// what one reload reads for it; a link domain's fixed pages (help, privacy, an invite or
+    /// two) are a handful. Routes may share a page: the bound counts names, not routes.
+    public static let maximumPages = 16
 
     public init(aliases: [HostName] = [], cacheControl: String? = nil, fallback: FallbackSettings? = nil, page: String? = nil) {
         self.aliases = aliases
         self.cacheControl = cacheControl
         self.fallback = fallback
         self.page = page
+    }
+
+    /// Every page this site.yaml names, each once: `page:` first, then the routes' in table order.
+    public var pageNames: [String] {
+        var names: [String] = []
+        for name in [page] + links.routes.map(\.page) {
+            if let name, !names.contains(name) { names.append(name) }
+        }
+        return names
+    }
+
+    /// Which page each path may take: `page:`, and every route's path and page in order (a route
+    /// without a page still decides which paths the others take). When it changes, a URL may
+    /// take another page than before.
+    var pagePaths: [String?] { [page] + links.routes.flatMap { [$0.pattern.text, $0.page] } }
+
+    /// What takes the page `name`: "the site's page" and/or "the page of routes[i] (PATH), …", for messages
+    /// (the first few routes, then how many more). Route paths hold only URL bytes, and are
+    /// escaped all the same.
+    public func takers(of name: String) -> String {
+        var routes = links.routes.enumerated().filter { $0.element.page == name }.prefix(4).map { index, route in
+            "routes[\(index)] (\(TerminalText.escaped(route.pattern.text)))"
+        }
+        let count = links.routes.count { $0.page == name }
+        if count > 3 { routes = routes.prefix(3) + ["\(count - 3) more"] }
+        let site = page == name ? "the site's page" : nil
+        let taken = routes.isEmpty ? nil : "the page of " + routes.joined(separator: ", ")
+        return [site, taken].compactMap { $0 }.joined(separator: " and ")
     }
 
     /// Why a name cannot be a site's page, or nil when it can: a plain file name of the site's
@@ -189,9 +226,16 @@ public struct SiteSettings: Sendable, Equatable {
             }
         }
         settings.links.cacheControl = fallbackCacheControl
-        for (index, route) in settings.links.routes.enumerated() where route.page != nil && route.page != settings.page {
+        // Each page is read and held as the site's page is: a bounded number per site. Past the
+        // bound the routes are dropped (as past any other route bound), so that nothing reads
+        // the names beyond it.
+        let pageNames = settings.pageNames
+        if pageNames.count > maximumPages {
+            let index = settings.links.routes.firstIndex { $0.page == pageNames[maximumPages] } ?? 0
             problem(
-                "routes[\(index)].page: \(quoted(route.page!)) is not the site's page; a site has one page, named by page: in site.yaml")
+                "routes[\(index)].page: \(quoted(pageNames[maximumPages])) is page \(maximumPages + 1) of this site; "
+                    + "a site names at most \(maximumPages) pages (routes may share one)")
+            settings.links.routes = []
         }
         let broken = problems.contains { $0.severity == .error }
         if var fallback = settings.fallback {

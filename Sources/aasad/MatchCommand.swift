@@ -178,9 +178,10 @@ struct MatchCommand: ParsableCommand {
             switch link.kind {
             case .tooLong:
                 answer.status = 414
-            case .page:
+            case .page(let file):
                 answer.status = 200
                 answer.page = true
+                answer.pageFile = site.pages.first { $0.value === file }?.key
             case .preview, .interstitial:
                 answer.status = 200
             case .redirect(let redirect, let location):

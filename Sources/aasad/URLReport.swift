@@ -55,8 +55,10 @@ struct URLReport: Encodable {
         var status: Int
         /// The redirect's target.
         var location: String?
-        /// True when the answer is the site's page.
+        /// True when the answer is a page (the site's, or the route's own).
         var page: Bool?
+        /// The page's file name in the site's directory, when the answer is a page.
+        var pageFile: String?
         /// The route that answered: its index in site.yaml's `routes:` and its path; nil when
         /// the fallback did (or nothing).
         var route: Int?
@@ -140,7 +142,7 @@ struct URLReport: Encodable {
         }
         // Without the app (not installed, or no app opens it): what serve answers a browser.
         for answer in browser ?? [] {
-            let what = answer.location ?? (answer.page == true ? "the site's page" : "")
+            let what = answer.location ?? (answer.page == true ? "the page " + (answer.pageFile ?? "") : "")
             let by = answer.route.map { " (routes[\($0)]: \(answer.routePath ?? ""))" } ?? (answer.status == 404 ? "" : " (fallback)")
             show("  in a browser on \(answer.platform): \(answer.status)\(what.isEmpty ? "" : " \(what)")\(by)")
         }

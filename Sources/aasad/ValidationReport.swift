@@ -25,6 +25,10 @@ struct ValidationReport: Encodable {
         var host: String?
         var valid: Bool
         var findings: [Finding]
+        /// For a page: what takes it, "the site's page" and/or "the page of routes[i] (PATH), …".
+        var takenBy: String? = nil
+        /// For a page: the routes (indices in `routes:`) that answer with it.
+        var routes: [Int]? = nil
     }
 
     var valid: Bool
@@ -62,7 +66,12 @@ struct ValidationReport: Encodable {
             site.problems.forEach(collect)
             if let a = site.aasa { out.append(file(a, kind: ConfigLoader.aasaFileName, host: site.host.name, root: root)) }
             if let a = site.assetLinks { out.append(file(a, kind: ConfigLoader.assetLinksFileName, host: site.host.name, root: root)) }
-            if let p = site.page { out.append(file(p, kind: "page", host: site.host.name, root: root)) }
+            for (name, p) in site.pages.sorted(by: { $0.key < $1.key }) {
+                var page = file(p, kind: "page", host: site.host.name, root: root)
+                page.takenBy = site.pageUses[name]?.takenBy
+                page.routes = site.pageUses[name]?.routes
+                out.append(page)
+            }
         }
         for name in order {
             let problems = byFile[name]!
@@ -96,6 +105,10 @@ struct ValidationReport: Encodable {
                 print(TerminalText.escaped(line))
                 if f.severity == .error { errors += 1 } else { warnings += 1 }
             }
+        }
+        // Which page each route takes (the site's own page is named by site.yaml alone).
+        for file in files where file.routes?.isEmpty == false {
+            print(TerminalText.escaped("page: \(file.file): \(file.takenBy ?? "")"))
         }
         let checked = files.filter { $0.kind != "config" }.count
         var summary = "\(checked) file\(checked == 1 ? "" : "s") checked"
