@@ -84,6 +84,10 @@ final class Worker {
     /// Until when (monotonic milliseconds) a spent process budget refuses new HTTPS connections
     /// without looking for a holder to close: set when a look found none (`evictHeaviestHolder`).
     var evictionPausedUntil: Int64 = 0
+    /// What the serving workers tell each other about their holders, and this worker's part of
+    /// it (nil: the admin worker).
+    let holders: HolderBoard?
+    let holderSlot: HolderBoard.Slot?
     /// Whether the listeners are in the epoll set (they leave it while accepting is paused).
     var listening = true
     var drainDeadline: Int64 = .max
@@ -112,7 +116,7 @@ final class Worker {
         index: Int, listeners: [Listener], tls: TLSServer?, store: SnapshotStore, limits: Limits, logger: Logger,
         stopFlag: AtomicFlag, tuning: Tuning, counters: WorkerCounters, admin: AdminEndpoint? = nil, fetchLog: FetchLog? = nil,
         accessLog: AccessLog? = nil, http01: HTTP01Resolver? = nil, httpsRedirect: HTTPSRedirect.Prepared? = nil,
-        budget: RequestBudget? = nil, ownershipAnswer: OwnershipAnswerResolver? = nil
+        budget: RequestBudget? = nil, holders: HolderBoard? = nil, ownershipAnswer: OwnershipAnswerResolver? = nil
     ) throws(SystemError) {
         self.counters = counters
         self.index = index
@@ -125,6 +129,8 @@ final class Worker {
         tuningVersion = tuning.version
         tuningSlot = tuning.join(version: tuningVersion)
         loop = try EventLoop()
+        self.holders = holders
+        holderSlot = holders?.join(loop)
         let milliseconds = clock.milliseconds()
         let exchange = Exchange(
             snapshot: store.snapshot(), counters: counters, fetchLog: fetchLog, accessLog: accessLog.map(AccessLogBuffer.init),
@@ -270,6 +276,7 @@ final class Worker {
 
     func tick() {
         readClock()
+        evictForOtherWorkers()
         if tuning.version != tuningVersion { retune() }
         context.answerer.tick(wallSeconds: WallClock.seconds())
         // Carried out once the wheel is no longer being advanced: each connection's output is
