@@ -48,6 +48,9 @@ public final class RequestBudget: Sendable {
         if delta > 0 { _ = highWater.max(now, ordering: .relaxed) }
     }
 
+    /// The most `used` has been since `takeHighWater` last asked, without starting a new period.
+    public var highWaterMark: Int { highWater.load(ordering: .relaxed) }
+
     /// The highest use since the last call, which starts the next period at the current use.
     public func takeHighWater() -> Int {
         highWater.exchange(used.load(ordering: .relaxed), ordering: .relaxed)

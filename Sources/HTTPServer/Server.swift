@@ -158,13 +158,14 @@ public final class Server {
             // The port as bound: `--https 127.0.0.1:0` redirects to the port the kernel picked.
             httpsRedirectPort = configuration.httpsRedirect.map { $0.port ?? boundHTTPS.first?.port ?? 443 }
             let redirect = httpsRedirectPort.map(HTTPSRedirect.Prepared.init(port:))
+            let holders = HolderBoard()
             for i in 0..<count {
                 workers.append(
                     try Worker(
                         index: i, listeners: perWorker[i], tls: tls, store: store, limits: configuration.limits, logger: logger,
                         stopFlag: stopFlag, tuning: tuning, counters: configuration.traffic.makeWorkerCounters(),
                         fetchLog: configuration.fetchLog, accessLog: configuration.accessLog, http01: configuration.http01Resolver,
-                        httpsRedirect: redirect, budget: requestBudget, ownershipAnswer: configuration.ownershipAnswer))
+                        httpsRedirect: redirect, budget: requestBudget, holders: holders, ownershipAnswer: configuration.ownershipAnswer))
             }
             let passedAdmin = inherited("admin").first
             if let endpoint = configuration.adminEndpoint, passedAdmin != nil || configuration.admin != nil {

@@ -1,5 +1,6 @@
 import Logging
 import Reactor
+import Synchronization
 import TLS
 
 /// Accepting: batches per readiness event, pausing at the connection limit or when descriptors
@@ -59,8 +60,10 @@ extension Worker {
             // Only the HTTPS listeners: HTTP/2 is negotiated by ALPN alone, so a plain HTTP
             // connection never holds what the budget counts, and refusing it would only let
             // whoever holds the budget also stop ACME's HTTP-01 checks and the redirects to
-            // HTTPS. Admin connections never count.
-            if listener.kind == .https, context.budget?.isExhausted == true, !evictHeaviestHolder() {
+            // HTTPS. Admin connections never count. The holders may all be in another worker's
+            // table (each worker has its own SO_REUSEPORT listener and the kernel spreads new
+            // connections over them by address): that worker is asked to close its heaviest.
+            if listener.kind == .https, context.budget?.isExhausted == true, !evictHeaviestHolder(), !askAnotherWorker() {
                 Socket.close(fd)
                 counters.refusedForMemory()
                 continue
@@ -118,8 +121,10 @@ extension Worker {
     /// is freed). Each pass over the table either closes a holder, which its client paid a TLS
     /// handshake for, or finds none, and then is not repeated for a second: a flood of new
     /// connections with nothing to close costs one pass a second, not one per connection.
-    func evictHeaviestHolder() -> Bool {
-        guard context.milliseconds >= evictionPausedUntil else { return false }
+    /// A session of this worker growing past `evictableHolding` (`noteHolding`) lifts the pause
+    /// at once: a look would now find it.
+    func evictHeaviestHolder(whenPaused: Bool = false) -> Bool {
+        guard whenPaused || context.milliseconds >= evictionPausedUntil else { return false }
         var heaviest: Connection?
         var most = Self.evictableHolding - 1
         for case let c? in connections {
@@ -129,10 +134,74 @@ extension Worker {
         }
         guard let heaviest else {
             evictionPausedUntil = context.milliseconds + 1000
+            holderSlot?.holdsNone.store(true, ordering: .relaxed)
             return false
         }
         close(heaviest)
         counters.evictedForMemory()
         return true
+    }
+
+    /// After a read: a session that now holds `evictableHolding` or more is one a look would close,
+    /// so this worker may be asked again, and may look again itself. Only reads add to what a
+    /// session holds (`HTTP2Session.receive`).
+    func noteHolding(_ c: Connection) {
+        guard evictionPausedUntil != 0, case .http2(let session) = c.machine.framing, session.heldBytes >= Self.evictableHolding else {
+            return
+        }
+        evictionPausedUntil = 0
+        holderSlot?.holdsNone.store(false, ordering: .relaxed)
+    }
+
+    /// With nothing here worth closing: asks a worker not known to hold nothing worth closing to
+    /// close its heaviest holder, and takes the new connection. True when one was asked. The
+    /// budget stays a bound whatever the answer: the new connection's streams are checked
+    /// against it as any other's (`HTTP2Session.room`). A worker asked that finds nothing says so
+    /// (`HolderBoard.Slot.holdsNone`) and is not asked again until one of its sessions grows past
+    /// `evictableHolding`; so at most one connection per such growth gets in with nothing closed.
+    func askAnotherWorker() -> Bool {
+        guard let holderSlot, let other = holders?.slot(besides: holderSlot) else { return false }
+        other.asked.add(1, ordering: .relaxed)
+        other.loop.wake()
+        return true
+    }
+
+    /// Closes a holder for each new connection another worker took in asking for one, while the
+    /// budget is still spent (once per loop iteration, `tick`).
+    func evictForOtherWorkers() {
+        guard let holderSlot, holderSlot.asked.load(ordering: .relaxed) > 0 else { return }
+        var asked = holderSlot.asked.exchange(0, ordering: .relaxed)
+        while asked > 0, context.budget?.isExhausted == true, evictHeaviestHolder(whenPaused: true) { asked -= 1 }
+    }
+}
+
+/// What the serving workers tell each other about their holders: which one to ask to close a
+/// holder when the new connection came to a worker with none (`Worker.askAnotherWorker`).
+/// Slots are added while the server is made, before any worker thread starts, and never after.
+final class HolderBoard: @unchecked Sendable {
+    /// One worker's part. `loop` is only woken from other threads, which `EventLoop` allows.
+    final class Slot: @unchecked Sendable {
+        let loop: EventLoop
+        /// New connections other workers took in, each waiting for this worker to close a holder.
+        let asked = Atomic<Int>(0)
+        /// This worker's last look found no session holding `Worker.evictableHolding`, and none
+        /// has grown past it since.
+        let holdsNone = Atomic<Bool>(false)
+
+        init(loop: EventLoop) { self.loop = loop }
+    }
+
+    private(set) var slots: [Slot] = []
+
+    /// A slot for a worker being made (before the workers start).
+    func join(_ loop: EventLoop) -> Slot {
+        let slot = Slot(loop: loop)
+        slots.append(slot)
+        return slot
+    }
+
+    /// The first other worker that may hold something worth closing.
+    func slot(besides mine: Slot) -> Slot? {
+        slots.first { $0 !== mine && !$0.holdsNone.load(ordering: .relaxed) }
     }
 }

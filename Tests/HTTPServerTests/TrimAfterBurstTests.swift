@@ -28,6 +28,18 @@ struct TrimAfterBurstTests {
         #expect(!Worker.burstIsOver(peakConnections: 0, openConnections: 0, heldHighWater: high - 1, held: 0))
     }
 
+    @Test("still closing: a burst over by its bounds waits while connections or held bytes fell since the last check")
+    func stillClosing() {
+        let high = Worker.trimHeldBytes
+        // Held bytes a second ago: the same is settled, one byte more then is still falling (the
+        // other worker's connections of the burst are closing).
+        #expect(Worker.burstIsOver(peakConnections: 0, openConnections: 0, heldHighWater: high, held: 0, heldBefore: 0))
+        #expect(!Worker.burstIsOver(peakConnections: 0, openConnections: 0, heldHighWater: high, held: 0, heldBefore: 1))
+        let drop = Worker.trimConnectionDrop
+        #expect(Worker.burstIsOver(peakConnections: 2 * drop, openConnections: drop, heldHighWater: 0, held: 0, openBefore: drop))
+        #expect(!Worker.burstIsOver(peakConnections: 2 * drop, openConnections: drop, heldHighWater: 0, held: 0, openBefore: drop + 1))
+    }
+
     @Test("a budget with connectionRoom left takes a new connection; one byte less left refuses it")
     func connectionRoom() {
         let budget = RequestBudget(limit: 1 << 20)

@@ -67,6 +67,10 @@ final class HTTP2BudgetServeTests {
     /// RSS growth allowed per attacking connection: generous for TLS state and allocator slack
     /// (about 35 KB measured, docs/benchmarks.md), far below the 1,659 KB each cost before.
     static let growthPerConnection = 256
+    /// Workers for the eviction tests: with four or five holders spread by the kernel over eight
+    /// tables, a newcomer lands in a table without one in nearly every run (with RunningServer's
+    /// two, about one run in eight of `processBudget`).
+    static let eightWorkers = ["--threads", "8"]
 
     init() throws {
         config = try TestConfig()
@@ -157,10 +161,12 @@ final class HTTP2BudgetServeTests {
 
     @Test("the process budget spent: a new connection closes the worker's heaviest holder and is served")
     func processBudget() throws {
-        // 256 KB: four connections' 64 KB. One worker, so the holders and the newcomers meet in
-        // one connection table (each worker closes its own holders).
-        try config.write("config/aasad.yaml", Array("threads: 1\nlimits: { incomplete-request-kb: 256 }\n".utf8))
-        let server = try RunningServer(config: config)
+        // 256 KB: four connections' 64 KB. Eight workers, each its own SO_REUSEPORT listener: the
+        // kernel spreads the connections over them, so a newcomer often finds no holder in its
+        // own worker's table and must have another worker close one (`--threads` on the command
+        // line wins over the file's `threads`).
+        try config.write("config/aasad.yaml", Array("limits: { incomplete-request-kb: 256 }\n".utf8))
+        let server = try RunningServer(config: config, extra: Self.eightWorkers)
         let clients = try HoldingClients(port: server.httpsPort, connections: 8, copies: 1)
         // Each connection past the fourth found the budget spent and closed a holder to get in.
         #expect(clients.refusedConnections == 0, "a connection was refused: \(clients.report)")
@@ -199,8 +205,8 @@ final class HTTP2BudgetServeTests {
 
     @Test("the process budget spent by holders of three 4 KB streams each (12 KB): the newcomer closes one and is served")
     func processBudgetSmallHolders() throws {
-        try config.write("config/aasad.yaml", Array("threads: 1\nlimits: { incomplete-request-kb: 64 }\n".utf8))
-        let server = try RunningServer(config: config)
+        try config.write("config/aasad.yaml", Array("limits: { incomplete-request-kb: 64 }\n".utf8))
+        let server = try RunningServer(config: config, extra: Self.eightWorkers)
         let clients = try HoldingClients(port: server.httpsPort, connections: 8, copies: 1, streams: 3)
         #expect(clients.refusedConnections == 0, "a connection was refused: \(clients.report)")
         #expect(clients.closedByServer >= 1, "no holder was closed: \(clients.report)")
