@@ -9,7 +9,25 @@ import Synchronization
 /// "changed at T, CDN current since T+y" — or not. `CDNWatchSchedule` decides what to ask and
 /// keeps what is known; this is its thread: one request at a time, at most `rate` a second in
 /// all, never on a serving thread. Each replica watches on its own (N replicas ask N times).
+///
+/// With `google`, the same thread also asks Google's Digital Asset Links API what it lists for
+/// every host serving an assetlinks.json (`DALProbe.observation`), kept in a second schedule of
+/// the same kind: the same interval, the same one request at a time and the same `rate` shared by
+/// both services (when both have a host due they take turns), each paused on its own by a 429.
 public final class CDNWatch: Sendable {
+    /// Google's part: the API's endpoint and key.
+    public struct Google: Sendable, Equatable {
+        /// `statements:list`'s URL (`DALProbe.google`).
+        public var url: String
+        /// The API key (`DALProbe.keyProblem`); nil: none.
+        public var key: String?
+
+        public init(url: String, key: String?) {
+            self.url = url
+            self.key = key
+        }
+    }
+
     public struct Settings: Sendable, Equatable {
         /// The CDN base; the host is appended.
         public var url: String
@@ -19,21 +37,50 @@ public final class CDNWatch: Sendable {
         public var rate: Double
         /// Extra roots for the CDN's HTTPS (a test CDN); the system's are trusted too.
         public var caFile: String?
+        /// Whether Apple's CDN is asked (off when only Google's view is watched).
+        public var apple: Bool
+        /// Google's view too, when set.
+        public var google: Google?
 
-        public init(url: String, interval: Int64, rate: Double, caFile: String?) {
+        public init(url: String, interval: Int64, rate: Double, caFile: String?, apple: Bool = true, google: Google? = nil) {
             self.url = url
             self.interval = interval
             self.rate = rate
             self.caFile = caFile
+            self.apple = apple
+            self.google = google
+        }
+    }
+
+    /// What the watch asks about: Apple's targets (a host and its AASA file's digest) and
+    /// Google's (a host, its assetlinks.json's apps' digest, `DALListing.digest`, and the apps
+    /// themselves with whether the file includes other lists, `DALListing.served`).
+    public struct Targets: Sendable {
+        public var apple: [CDNWatchSchedule.Target]
+        public var google: [CDNWatchSchedule.Target]
+        /// By host, for Google's targets.
+        public var served: [String: (apps: Set<AndroidApp>, includes: Bool)]
+
+        public init(
+            apple: [CDNWatchSchedule.Target], google: [CDNWatchSchedule.Target] = [],
+            served: [String: (apps: Set<AndroidApp>, includes: Bool)] = [:]
+        ) {
+            self.apple = apple
+            self.google = google
+            self.served = served
         }
     }
 
     public let settings: Settings
     private let probe: CDNProbe
+    private let dal: DALProbe?
     private let logger: Logger
     private let generation: @Sendable () -> UInt64
-    private let targets: @Sendable () -> [CDNWatchSchedule.Target]
+    private let targets: @Sendable () -> Targets
     private let schedule: Mutex<CDNWatchSchedule>
+    private let googleSchedule: Mutex<CDNWatchSchedule>
+    /// Google's targets' served apps, by host (the thread's own, read only between looks).
+    private let served = Mutex<[String: (apps: Set<AndroidApp>, includes: Bool)]>([:])
     private let stopping = StopFlag()
     private let wake = DispatchSemaphore(value: 0)
     private let finished = DispatchSemaphore(value: 0)
@@ -43,18 +90,22 @@ public final class CDNWatch: Sendable {
     /// hosts served, only when it moved.
     public init(
         settings: Settings, logger: Logger, generation: @escaping @Sendable () -> UInt64,
-        targets: @escaping @Sendable () -> [CDNWatchSchedule.Target]
+        targets: @escaping @Sendable () -> Targets
     ) throws(OutboundError) {
         var configuration = CDNProbe.configuration(caFile: settings.caFile, userAgent: "aasad-cdn-watch")
         // A stop aborts the request in flight instead of waiting out its timeout.
         let flag = stopping
         configuration.isCancelled = { flag.isRaised }
-        probe = CDNProbe(client: try OutboundClient(configuration: configuration), base: settings.url)
+        // One client for both services, used by this thread only, one request at a time.
+        let client = try OutboundClient(configuration: configuration)
+        probe = CDNProbe(client: client, base: settings.url)
+        dal = settings.google.map { DALProbe(client: client, base: $0.url, key: $0.key) }
         self.settings = settings
         self.logger = logger
         self.generation = generation
         self.targets = targets
         schedule = Mutex(CDNWatchSchedule(interval: settings.interval))
+        googleSchedule = Mutex(CDNWatchSchedule(interval: settings.interval))
     }
 
     public func start() {
@@ -74,14 +125,23 @@ public final class CDNWatch: Sendable {
         if started.load(ordering: .relaxed) { finished.wait() }
     }
 
+    /// Whether Google's view is watched.
+    public var watchesGoogle: Bool { dal != nil }
+
     /// Every host's state, by host.
     public var states: [String: CDNWatchSchedule.HostState] { schedule.withLock { $0.states } }
 
-    /// Moves on whenever what `/sites` shows changes.
-    public var version: UInt64 { schedule.withLock { $0.version } }
+    /// Google's view, every host's state, by host.
+    public var googleStates: [String: CDNWatchSchedule.HostState] { googleSchedule.withLock { $0.states } }
+
+    /// Moves on whenever what `/sites` shows changes (either service's states).
+    public var version: UInt64 { schedule.withLock { $0.version } &+ googleSchedule.withLock { $0.version } }
 
     /// Sites by their worst host; sites not asked about yet are absent.
     public func bySite() -> [String: CDNWatchSchedule.HostState] { schedule.withLock { $0.bySite() } }
+
+    /// Google's view, sites by their worst host.
+    public func googleBySite() -> [String: CDNWatchSchedule.HostState] { googleSchedule.withLock { $0.bySite() } }
 
     /// One site's worst host among `hosts`, as `bySite()` has it, by a look-up per host instead
     /// of a walk of every host (the status page asks per row).
@@ -89,40 +149,75 @@ public final class CDNWatch: Sendable {
         schedule.withLock { $0.state(ofSite: site, hosts: hosts) }
     }
 
+    /// Google's view of one site, as `state(ofSite:hosts:)`.
+    public func googleState(ofSite site: String, hosts: [String]) -> CDNWatchSchedule.HostState? {
+        googleSchedule.withLock { $0.state(ofSite: site, hosts: hosts) }
+    }
+
     private func run() {
         var seen: UInt64?
         let spacing = max(1.0 / settings.rate, 0.001)
+        // Whose turn it is when both services have a host due: a start with 10,000 hosts must not
+        // hold Google's first looks back until every Apple host was asked.
+        var googleTurn = false
         while !stopping.isRaised {
             let now = Self.now()
             let current = generation()
             if current != seen {
                 seen = current
                 let hosts = targets()
-                schedule.withLock { $0.reconcile(hosts, now: now) }
+                schedule.withLock { $0.reconcile(settings.apple ? hosts.apple : [], now: now) }
+                if dal != nil {
+                    googleSchedule.withLock { $0.reconcile(hosts.google, now: now) }
+                    served.withLock { $0 = hosts.served }
+                }
             }
-            let (host, wait) = schedule.withLock { $0.next(now: now) }
-            guard let host else {
-                _ = wake.wait(timeout: .now() + .seconds(Int(max(wait, 1))))
+            let apple = schedule.withLock { $0.next(now: now) }
+            let google = dal == nil ? (host: nil, wait: 1) : googleSchedule.withLock { $0.next(now: now) }
+            let useGoogle: Bool
+            switch (apple.host, google.host) {
+            case (nil, nil):
+                _ = wake.wait(timeout: .now() + .seconds(Int(max(min(apple.wait, google.wait), 1))))
                 continue
+            case (_?, nil): useGoogle = false
+            case (nil, _?): useGoogle = true
+            case (_?, _?): useGoogle = googleTurn
             }
-            let observation = probe.observe(host)
-            if stopping.isRaised { break }
-            let (before, after) = schedule.withLock { schedule in
-                let before = schedule.states[host]?.state
-                schedule.record(host, observation, now: Self.now())
-                return (before, schedule.states[host]?.state)
-            }
-            if let after, before != after {
-                // The first look at each host is not news (10,000 lines at a start).
-                let level: Logger.Level = before == nil ? .debug : .info
-                logger.log(
-                    level: level, "Apple's CDN copy is \(after.rawValue)",
-                    metadata: [
-                        "host": "\(host)", "status": "\(observation.status.map(String.init) ?? "none")",
-                        "reason": "\(TerminalText.escaped(observation.failureReason ?? observation.error ?? ""))",
-                    ])
+            googleTurn = !useGoogle
+            if useGoogle, let dal, let host = google.host {
+                let observation = dal.observation(host, served: served.withLock { $0[host] } ?? (apps: [], includes: false))
+                if stopping.isRaised { break }
+                look(googleSchedule, host, observation, service: "Google's Digital Asset Links view")
+            } else if let host = apple.host {
+                let observation = probe.observe(host)
+                if stopping.isRaised { break }
+                look(schedule, host, observation, service: "Apple's CDN copy")
             }
             _ = wake.wait(timeout: .now() + spacing)
+        }
+    }
+
+    /// Records a look and logs a change of state (every value escaped: a service's reason or
+    /// error may hold any byte).
+    private func look(_ schedule: borrowing Mutex<CDNWatchSchedule>, _ host: String, _ observation: CDNObservation, service: String) {
+        let (before, after) = schedule.withLock { schedule in
+            let before = schedule.states[host]?.state
+            schedule.record(host, observation, now: Self.now())
+            return (before, schedule.states[host]?.state)
+        }
+        if let after, before != after {
+            // The first look at each host is not news (10,000 lines at a start).
+            let level: Logger.Level = before == nil ? .debug : .info
+            logger.log(
+                level: level, "\(service) is \(after.rawValue)",
+                metadata: [
+                    "host": "\(host)", "status": "\(observation.status.map(String.init) ?? "none")",
+                    "reason": "\(TerminalText.escaped(observation.failureReason ?? observation.error ?? ""))",
+                ])
+        }
+        if observation.isThrottled {
+            let until = schedule.withLock { $0.pausedUntil }
+            logger.warning("\(service): 429, paused", metadata: ["until": "\(until)"])
         }
     }
 

@@ -46,7 +46,7 @@ final class CDNWatchTests {
         let targets = (0..<10_000).map { CDNWatchSchedule.Target(host: "h\($0).test", site: "h\($0).test", digest: digest, changedAt: 0) }
         let watch = try CDNWatch(
             settings: CDNWatch.Settings(url: cdn.cdnByAddress, interval: 3_600, rate: 5, caFile: cdn.caFile),
-            logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }), generation: { 1 }, targets: { targets })
+            logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }), generation: { 1 }, targets: { CDNWatch.Targets(apple: targets) })
         let started = Date()
         watch.start()
         // Two seconds' worth at the bound; a watch over it gets there sooner and fails below.
