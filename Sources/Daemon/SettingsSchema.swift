@@ -1,4 +1,5 @@
 package import ACME
+import Check
 package import Foundation
 package import HTTPServer
 package import Reactor
@@ -328,6 +329,15 @@ package enum SettingsSchema {
                     return .success(rate)
                 }, show: { "\($0)" }), help: "Most CDN requests a second, all hosts together"),
         Setting("cdn-watch.ca-file", \.cdnWatch.caFile, .path, help: "Extra roots for the CDN's HTTPS"),
+        Setting(
+            "cdn-watch.google", \.cdnWatch.google, .bool,
+            help: "Compare what Google's Digital Asset Links API lists for every host serving an assetlinks.json"),
+        Setting(
+            "cdn-watch.google-url", \.cdnWatch.googleURL, .text(DALProbe.urlProblem),
+            help: "The Digital Asset Links API's statements:list URL; the query is appended"),
+        Setting(
+            "cdn-watch.google-key", \.cdnWatch.googleKey, .optionalText(DALProbe.keyProblem),
+            help: "A Google API key for that API, sent as key=; never logged or shown"),
         // The tenant API (docs/api.md): its own listener, made at start.
         Setting(
             "api.listen", \.api.listen, .optionalText(offIsNone: true, addressProblem), flag: "api-listen",
