@@ -37,6 +37,15 @@ struct SettingsSchemaTests {
         #expect(refusal("acme.orders-per-hour", "100001") != nil)
         #expect(refusal("cdn-watch.rate", "20") == nil)
         #expect(refusal("cdn-watch.rate", "20.01") != nil)
+        // Google's API key: 256 unreserved bytes at most; a refused key is never quoted back.
+        #expect(refusal("cdn-watch.google-key", String(repeating: "K", count: 256)) == nil)
+        for (yaml, key) in [
+            (String(repeating: "K", count: 257), String(repeating: "K", count: 257)), (#""k\r\nX-A: 1""#, "X-A: 1"),
+            ("k&x=1", "k&x=1"), (#""k y""#, "k y"),
+        ] {
+            let message = refusal("cdn-watch.google-key", yaml)
+            #expect(message?.hasPrefix("must be 1 to 256 bytes") == true && message?.contains(key) == false, "\(String(describing: message))")
+        }
         // A number far past every bound, and one past Int64, never trap.
         #expect(refusal("timeouts.idle", "99999999999999999999999") != nil)
         #expect(refusal("threads", "-1") != nil)
@@ -131,7 +140,8 @@ struct SettingsSchemaTests {
             "timeouts.shutdown-delay", "limits.max-connections", "admin-hosts", "logging.level", "logging.format",
             "logging.access-log", "acme.email", "acme.directory-ca", "acme.storage", "acme.challenges", "acme.eab.kid",
             "acme.eab.hmac-key", "acme.dns-hook", "acme.orders-per-hour", "acme.names-per-site", "cdn-watch.enabled",
-            "cdn-watch.url", "cdn-watch.interval", "cdn-watch.rate", "cdn-watch.ca-file",
+            "cdn-watch.url", "cdn-watch.interval", "cdn-watch.rate", "cdn-watch.ca-file", "cdn-watch.google", "cdn-watch.google-url",
+            "cdn-watch.google-key",
         ]
         let live = Set(SettingsSchema.all.filter { $0.applies == .live }.map(\.path))
         #expect(live.subtracting(applied).isEmpty, "live, applied by nothing: \(live.subtracting(applied).sorted())")

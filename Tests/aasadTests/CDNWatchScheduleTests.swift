@@ -124,4 +124,38 @@ struct CDNWatchScheduleTests {
         #expect(schedule.bySite()["a.test"]?.host == "b.test")
         #expect(schedule.bySite()["b.test"] == nil)
     }
+
+    @Test("a 429 pauses every host: a minute, doubling while 429s go on, at most an hour; another answer ends it")
+    func throttled() {
+        var schedule = CDNWatchSchedule(interval: 60)
+        schedule.reconcile([Self.target("a.test"), Self.target("b.test")], now: 0)
+        let tooMany = CDNObservation(status: 429, error: "the API answered 429")
+        schedule.record("a.test", tooMany, now: 0)
+        #expect(schedule.states["a.test"]?.state == .error)
+        // b.test is due, but nothing is asked for the first pause.
+        #expect(schedule.next(now: CDNWatchSchedule.firstPause - 1).host == nil)
+        #expect(schedule.next(now: CDNWatchSchedule.firstPause).host != nil)
+        var now = CDNWatchSchedule.firstPause
+        var pauses: [Int64] = []
+        for _ in 0..<8 {
+            schedule.record("b.test", tooMany, now: now)
+            pauses.append(schedule.pausedUntil - now)
+            now = schedule.pausedUntil
+        }
+        #expect(pauses == [120, 240, 480, 960, 1_920, 3_600, 3_600, 3_600])
+        schedule.record("b.test", CDNObservation(status: 404), now: now)
+        schedule.record("a.test", tooMany, now: now)
+        #expect(schedule.pausedUntil - now == CDNWatchSchedule.firstPause, "an answer other than 429 starts the pauses over")
+    }
+
+    @Test("Google's answers in the schedule's terms: no app listed is missing, a refused 200 an error, the served apps current")
+    func googleStates() {
+        let apps: Set<AndroidApp> = [AndroidApp(packageName: "com.example", fingerprint: "AA")]
+        let digest = DALListing.digest(apps)
+        #expect(CDNObservation(status: 200, digest: digest).state(against: digest) == .current)
+        #expect(CDNObservation(status: 200, digest: DALListing.digest([])).state(against: digest) == .stale)
+        #expect(CDNObservation(status: 200, listsNothing: true).state(against: digest) == .missing)
+        #expect(CDNObservation(status: 200, error: "not JSON", refused: true).state(against: digest) == .error)
+        #expect(CDNObservation(status: 429, error: "quota", refused: true).isThrottled)
+    }
 }

@@ -156,4 +156,49 @@ final class CheckDALTests {
     func usage(_ url: String) throws {
         #expect(try AASAD.run(["check", "--dal", url, "good.test"]).status == 64)
     }
+
+    /// A key shaped as Google's: `AIza` and 35 more.
+    static let key = "AIzaSyD-k3y_SECRET.value~0123456789abcd"
+
+    @Test("--dal-key (or AASAD_DAL_KEY) is sent as key=, and never printed: not in the report's url, text or JSON")
+    func key() throws {
+        let result = try check(["good.test"], ["--dal-key", Self.key])
+        #expect(result.status == 0, "\(result.stdout)")
+        #expect(server.dalRequests.last?.hasSuffix("&key=\(Self.key)") == true, "\(server.dalRequests)")
+        #expect(!result.stdout.contains(Self.key))
+        #expect((Self.dal(try #require(result.hosts.first))?["url"] as? String)?.contains("key") == false)
+        // From the environment, and in the text form; an API error echoing the key shows it
+        // redacted.
+        try server.dalAnswer(
+            "cdnerror.test", Array(#"{"error": {"code": 400, "message": "API key \#(Self.key) not valid"}}"#.utf8), status: 400)
+        defer { try? server.dalAnswer("cdnerror.test", nil) }
+        let text = try AASAD.run(server.arguments(["good.test", "cdnerror.test"]) + ["--cdn", "none"], environment: ["AASAD_DAL_KEY": Self.key])
+        #expect(server.dalRequests.suffix(2).allSatisfy { $0.hasSuffix("&key=\(Self.key)") }, "\(server.dalRequests)")
+        #expect(!text.stdout.contains(Self.key) && !text.stderr.contains(Self.key), "\(text.stdout)")
+        #expect(text.stdout.contains("API key [key] not valid"), "\(text.stdout)")
+        #expect(text.stdout.contains("check the key given with --dal-key"))
+    }
+
+    @Test(
+        "a key that is not 1 to 256 unreserved bytes is refused (exit 64) without being echoed",
+        arguments: ["k\r\nX-Injected: 1", "k&relation=x", "k%0d", "k y", "k\u{202E}", "", String(repeating: "K", count: 257)])
+    func badKey(_ key: String) throws {
+        let out = try AASAD.run(["check", "--dal-key", key, "good.test"])
+        #expect(out.status == 64, "\(out.stderr)")
+        #expect(out.stderr.contains("--dal-key must be 1 to 256 bytes"), "\(out.stderr)")
+        if key.count > 1 { #expect(!out.stderr.contains(key)) }
+        let fromEnvironment = try AASAD.run(server.arguments(["good.test"]) + ["--cdn", "none"], environment: ["AASAD_DAL_KEY": key])
+        #expect(fromEnvironment.status == (key.isEmpty ? 0 : 64), "an empty variable is no key: \(fromEnvironment.stderr)")
+        if key.count > 1 { #expect(!fromEnvironment.stderr.contains(key)) }
+    }
+
+    @Test("without a way to Google the API is a dal-error (exit 1) whose fix names --dal none; with it, exit 0")
+    func noEgress() throws {
+        // Port 9 on loopback: nothing listens, as on a machine without a route out.
+        let out = try AASAD.run(server.arguments(["good.test"]) + ["--cdn", "none", "--dal", "https://127.0.0.1:9/v1/statements:list"])
+        #expect(out.status == 1)
+        #expect(out.stdout.contains("error [dal-error]") && out.stdout.contains("give --dal none"), "\(out.stdout)")
+        let none = try AASAD.run(server.arguments(["good.test"]) + ["--cdn", "none", "--dal", "none"])
+        #expect(none.status == 0, "\(none.stdout)")
+    }
 }
