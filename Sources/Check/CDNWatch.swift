@@ -230,3 +230,33 @@ private final class StopFlag: Sendable {
     var isRaised: Bool { value.load(ordering: .relaxed) }
     func raise() { value.store(true, ordering: .relaxed) }
 }
+
+extension DALProbe {
+    /// What the watch keeps of a `debugString` (`/sites`' `failureReason`), as much as of Apple's
+    /// `Apple-Failure-Reason`: enough for Google's first error line.
+    static let maximumWatchReasonCharacters = 512
+
+    /// One look for the CDN watch, in its terms (`CDNWatchSchedule` keeps Google's view as it
+    /// keeps Apple's copy): a listing read is a 200 whose digest is its apps'
+    /// (`DALListing.digest`), or `listsNothing` when it names none (`missing`); anything else is
+    /// an error with its message. `served` is the site's file's apps and whether it includes
+    /// other lists: Google lists an included list's apps too, which the watch does not fetch, so
+    /// a listing that holds every served app and more is taken as the served file's own (as
+    /// `aasad check` makes it a warning, `dal-include`, not `dal-stale`).
+    public func observation(_ host: String, served: (apps: Set<AndroidApp>, includes: Bool)) -> CDNObservation {
+        let (status, result) = observe(host)
+        switch result {
+        case .failure(let refusal):
+            return CDNObservation(status: status, error: refusal.message, refused: true)
+        case .success(let listing):
+            let reason = listing.debugString.map {
+                String(String.UnicodeScalarView($0.unicodeScalars.prefix(Self.maximumWatchReasonCharacters)))
+            }
+            if listing.apps.isEmpty { return CDNObservation(status: 200, failureReason: reason, listsNothing: true) }
+            let asServed = served.includes && listing.apps.isSuperset(of: served.apps)
+            return CDNObservation(
+                status: 200, failureReason: listing.apps == served.apps ? nil : reason,
+                digest: DALListing.digest(asServed ? served.apps : listing.apps))
+        }
+    }
+}

@@ -100,7 +100,8 @@ extension Daemon {
                         fresh[file.etag] = digest
                         for host in hosts {
                             targets.apple.append(
-                                CDNWatchSchedule.Target(host: host.name, site: site.directory, digest: digest, changedAt: file.lastModified))
+                                CDNWatchSchedule.Target(host: host.name, site: site.directory, digest: digest, changedAt: file.lastModified)
+                            )
                         }
                     }
                     if settings.google, let file = site.assetLinks {

@@ -176,7 +176,9 @@ struct MatchCommand: ParsableCommand {
             // the same walk when no route answered, so that a fallback answer says why.
             if link?.route == nil, let routes = site.routes {
                 let end = target.firstIndex(of: UInt8(ascii: "?")) ?? target.count
-                let cut = target[..<end].withUnsafeBytes { PreparedFallback.covers(path: $0) && routes.walk(path: $0, platform: platform).cut }
+                let cut = target[..<end].withUnsafeBytes {
+                    PreparedFallback.covers(path: $0) && routes.walk(path: $0, platform: platform).cut
+                }
                 if cut { answer.routeWalkCut = true }
             }
             guard let link else { return answer }

@@ -146,7 +146,9 @@ struct URLReport: Encodable {
         for answer in browser ?? [] {
             let what = answer.location ?? (answer.page == true ? "the site's page" : "")
             let by = answer.route.map { " (routes[\($0)]: \(answer.routePath ?? ""))" } ?? (answer.status == 404 ? "" : " (fallback)")
-            let cut = answer.routeWalkCut == true ? "; the route walk was cut by the work budget (PreparedRoutes.maximumWork): later routes were not tried" : ""
+            let cut =
+                answer.routeWalkCut == true
+                ? "; the route walk was cut by the work budget (PreparedRoutes.maximumWork): later routes were not tried" : ""
             show("  in a browser on \(answer.platform): \(answer.status)\(what.isEmpty ? "" : " \(what)")\(by)\(cut)")
         }
     }

@@ -149,7 +149,9 @@ final class CDNWatchServeTests {
         // The served file names another certificate: stale at once, since the change.
         try config.write(
             "config/sites/a.test/assetlinks.json",
-            Array(String(decoding: config.assetLinks, as: UTF8.self).replacingOccurrences(of: Self.fingerprint, with: Self.otherFingerprint).utf8))
+            Array(
+                String(decoding: config.assetLinks, as: UTF8.self).replacingOccurrences(of: Self.fingerprint, with: Self.otherFingerprint)
+                    .utf8))
         _ = try Self.waitForDAL(server, "a.test", "stale")
         // Google's quota spent: an error, and the watch pauses Google.
         try cdn.dalAnswer("a.test", Array(#"{"error": {"code": 429, "message": "Quota exceeded"}}"#.utf8), status: 429)

@@ -213,7 +213,8 @@ final class RouteServeTests {
             let r = try server.https("slow.test", long)
             #expect(r.status == 302 && r.headers["location"] == "https://www.example.com/")
         }
-        #expect(try sites().contains(#""routeWalksCut":2"#), "\(try sites())")
+        let page = try sites()
+        #expect(page.contains(#""routeWalksCut":2"#), "\(page)")
         let metrics = String(decoding: try server.admin("/metrics").body, as: UTF8.self)
         #expect(metrics.contains("aasad_route_walks_cut_total 2"), "\(metrics)")
         let out = try Tool.run(Binary.aasad.path, ["match", "--config", config.config, "--format", "json", "https://slow.test" + long])

@@ -44,7 +44,8 @@ struct SettingsSchemaTests {
             ("k&x=1", "k&x=1"), (#""k y""#, "k y"),
         ] {
             let message = refusal("cdn-watch.google-key", yaml)
-            #expect(message?.hasPrefix("must be 1 to 256 bytes") == true && message?.contains(key) == false, "\(String(describing: message))")
+            #expect(
+                message?.hasPrefix("must be 1 to 256 bytes") == true && message?.contains(key) == false, "\(String(describing: message))")
         }
         // A number far past every bound, and one past Int64, never trap.
         #expect(refusal("timeouts.idle", "99999999999999999999999") != nil)

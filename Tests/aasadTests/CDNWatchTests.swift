@@ -46,7 +46,8 @@ final class CDNWatchTests {
         let targets = (0..<10_000).map { CDNWatchSchedule.Target(host: "h\($0).test", site: "h\($0).test", digest: digest, changedAt: 0) }
         let watch = try CDNWatch(
             settings: CDNWatch.Settings(url: cdn.cdnByAddress, interval: 3_600, rate: 5, caFile: cdn.caFile),
-            logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }), generation: { 1 }, targets: { CDNWatch.Targets(apple: targets) })
+            logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }), generation: { 1 },
+            targets: { CDNWatch.Targets(apple: targets) })
         let started = Date()
         watch.start()
         // Two seconds' worth at the bound; a watch over it gets there sooner and fails below.
@@ -61,5 +62,33 @@ final class CDNWatchTests {
         // CDN may have counted already.
         #expect((asked - 1...asked).contains(watch.states.count), "\(watch.states.count) states for \(asked) requests")
         #expect(watch.states.values.allSatisfy { $0.state == .missing })
+    }
+
+    @Test("with Google's view too, both services share the one rate and take turns: 5,000 hosts each")
+    func sharedRate() throws {
+        let digest = JSONComparison.digest(FakeOriginCDN.aasa(1))
+        let apple = (0..<5_000).map { CDNWatchSchedule.Target(host: "h\($0).test", site: "h\($0).test", digest: digest, changedAt: 0) }
+        let apps: Set<AndroidApp> = [AndroidApp(packageName: "com.example", fingerprint: "AA")]
+        let google = (0..<5_000).map {
+            CDNWatchSchedule.Target(host: "g\($0).test", site: "g\($0).test", digest: DALListing.digest(apps), changedAt: 0)
+        }
+        let served = Dictionary(uniqueKeysWithValues: google.map { ($0.host, (apps: apps, includes: false)) })
+        let watch = try CDNWatch(
+            settings: CDNWatch.Settings(
+                url: cdn.cdnByAddress, interval: 3_600, rate: 5, caFile: cdn.caFile,
+                google: CDNWatch.Google(url: "https://127.0.0.1:\(cdn.port)/v1/statements:list", key: nil)),
+            logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }), generation: { 1 },
+            targets: { CDNWatch.Targets(apple: apple, google: google, served: served) })
+        let started = Date()
+        watch.start()
+        #expect(eventually { cdn.cdnRequests.count + cdn.dalRequests.count >= 10 })
+        watch.stop()
+        let elapsed = Date().timeIntervalSince(started)
+        let (toApple, toGoogle) = (cdn.cdnRequests.count, cdn.dalRequests.count)
+        #expect(Double(toApple + toGoogle) <= elapsed * 5 + 1, "\(toApple) + \(toGoogle) requests in \(elapsed) s, over 5 a second")
+        #expect(abs(toApple - toGoogle) <= 1, "turns: \(toApple) to Apple, \(toGoogle) to Google")
+        // Google lists nothing for these hosts: missing, with its debugString as the reason.
+        #expect(watch.googleStates.values.allSatisfy { $0.state == .missing && $0.failureReason?.contains("ERRORS") == true })
+        #expect(watch.googleStates.count >= toGoogle - 1)
     }
 }

@@ -172,7 +172,8 @@ final class CheckDALTests {
         try server.dalAnswer(
             "cdnerror.test", Array(#"{"error": {"code": 400, "message": "API key \#(Self.key) not valid"}}"#.utf8), status: 400)
         defer { try? server.dalAnswer("cdnerror.test", nil) }
-        let text = try AASAD.run(server.arguments(["good.test", "cdnerror.test"]) + ["--cdn", "none"], environment: ["AASAD_DAL_KEY": Self.key])
+        let text = try AASAD.run(
+            server.arguments(["good.test", "cdnerror.test"]) + ["--cdn", "none"], environment: ["AASAD_DAL_KEY": Self.key])
         #expect(server.dalRequests.suffix(2).allSatisfy { $0.hasSuffix("&key=\(Self.key)") }, "\(server.dalRequests)")
         #expect(!text.stdout.contains(Self.key) && !text.stderr.contains(Self.key), "\(text.stdout)")
         #expect(text.stdout.contains("API key [key] not valid"), "\(text.stdout)")
