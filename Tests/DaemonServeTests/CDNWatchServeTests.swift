@@ -153,6 +153,9 @@ final class CDNWatchServeTests {
                 String(decoding: config.assetLinks, as: UTF8.self).replacingOccurrences(of: Self.fingerprint, with: Self.otherFingerprint)
                     .utf8))
         _ = try Self.waitForDAL(server, "a.test", "stale")
+        // Back to what Google lists: current at once, compared with the answers already seen.
+        try config.write("config/sites/a.test/assetlinks.json", config.assetLinks)
+        _ = try Self.waitForDAL(server, "a.test", "current")
         // Google's quota spent: an error, and the watch pauses Google.
         try cdn.dalAnswer("a.test", Array(#"{"error": {"code": 429, "message": "Quota exceeded"}}"#.utf8), status: 429)
         let error = try #require(try Self.waitForDAL(server, "a.test", "error"))

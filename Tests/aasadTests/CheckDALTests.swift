@@ -195,8 +195,12 @@ final class CheckDALTests {
 
     @Test("without a way to Google the API is a dal-error (exit 1) whose fix names --dal none; with it, exit 0")
     func noEgress() throws {
-        // Port 9 on loopback: nothing listens, as on a machine without a route out.
-        let out = try AASAD.run(server.arguments(["good.test"]) + ["--cdn", "none", "--dal", "https://127.0.0.1:9/v1/statements:list"])
+        // Port 9 on loopback: nothing listens, as on a machine without a route out (no
+        // --dal-connect-to, which would send it to the fake API).
+        let out = try AASAD.run([
+            "check", "--cacert", server.caFile, "--cdn", "none", "--connect-to", server.connectTo, "--dal",
+            "https://127.0.0.1:9/v1/statements:list", "--timeout", "10", "good.test",
+        ])
         #expect(out.status == 1)
         #expect(out.stdout.contains("error [dal-error]") && out.stdout.contains("give --dal none"), "\(out.stdout)")
         let none = try AASAD.run(server.arguments(["good.test"]) + ["--cdn", "none", "--dal", "none"])
