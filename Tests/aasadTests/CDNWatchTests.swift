@@ -87,6 +87,7 @@ final class CDNWatchTests {
         let (toApple, toGoogle) = (cdn.cdnRequests.count, cdn.dalRequests.count)
         #expect(Double(toApple + toGoogle) <= elapsed * 5 + 1, "\(toApple) + \(toGoogle) requests in \(elapsed) s, over 5 a second")
         #expect(abs(toApple - toGoogle) <= 1, "turns: \(toApple) to Apple, \(toGoogle) to Google")
+        print("CDN watch at rate 5 with Google's view: \(toApple) requests to Apple, \(toGoogle) to Google in \(elapsed) s")
         // Google lists nothing for these hosts: missing, with its debugString as the reason.
         #expect(watch.googleStates.values.allSatisfy { $0.state == .missing && $0.failureReason?.contains("ERRORS") == true })
         #expect(watch.googleStates.count >= toGoogle - 1)
