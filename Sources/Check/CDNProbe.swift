@@ -45,6 +45,14 @@ public struct CDNObservation: Sendable, Equatable {
     /// Whether the service asked to be asked less (429, Too Many Requests, RFC 6585 §4): the
     /// watch then pauses that service (`CDNWatchSchedule.pausedUntil`).
     public var isThrottled: Bool { status == 429 }
+
+    /// Whether the service itself failed (not reached, timed out, or a 5xx): a few in a row pause
+    /// the service as a 429 does (`CDNWatchSchedule.failuresBeforePause`), so that one service
+    /// that hangs does not hold the watch's one thread for the other.
+    public var isServiceFailure: Bool {
+        guard let status else { return true }
+        return (500...599).contains(status)
+    }
 }
 
 /// Asks the CDN for hosts' copies through the one outbound client.
@@ -65,8 +73,13 @@ public struct CDNProbe: Sendable {
         self.connectTo = connectTo
     }
 
+    /// The longest a CDN, origin or API request may take in all.
+    public static let timeoutSeconds = 20
+
     /// The client configuration for CDN and origin requests: the system's roots, plus `caFile`.
-    public static func configuration(caFile: String?, userAgent: String, timeoutSeconds: Int = 20) -> OutboundClient.Configuration {
+    public static func configuration(caFile: String?, userAgent: String, timeoutSeconds: Int = timeoutSeconds)
+        -> OutboundClient.Configuration
+    {
         var configuration = OutboundClient.Configuration(caFile: caFile)
         configuration.addsSystemRoots = caFile != nil
         configuration.userAgent = userAgent

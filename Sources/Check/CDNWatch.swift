@@ -13,7 +13,10 @@ import Synchronization
 /// With `google`, the same thread also asks Google's Digital Asset Links API what it lists for
 /// every host serving an assetlinks.json (`DALProbe.observation`), kept in a second schedule of
 /// the same kind: the same interval, the same one request at a time and the same `rate` shared by
-/// both services (when both have a host due they take turns), each paused on its own by a 429.
+/// both services, each paused on its own by a 429 or by failures in a row
+/// (`CDNWatchSchedule.failuresBeforePause`). When both have a host due they share the thread by
+/// time, not by turns: a service whose look took T seconds (a timeout) waits until the other had
+/// T seconds too, so a hanging service slows the other by half at most, and only until its pause.
 public final class CDNWatch: Sendable {
     /// Google's part: the API's endpoint and key.
     public struct Google: Sendable, Equatable {
@@ -41,14 +44,20 @@ public final class CDNWatch: Sendable {
         public var apple: Bool
         /// Google's view too, when set.
         public var google: Google?
+        /// Seconds a request may take in all (`CDNProbe.configuration`'s timeout; tests shorten it).
+        public var timeoutSeconds: Int
 
-        public init(url: String, interval: Int64, rate: Double, caFile: String?, apple: Bool = true, google: Google? = nil) {
+        public init(
+            url: String, interval: Int64, rate: Double, caFile: String?, apple: Bool = true, google: Google? = nil,
+            timeoutSeconds: Int = CDNProbe.timeoutSeconds
+        ) {
             self.url = url
             self.interval = interval
             self.rate = rate
             self.caFile = caFile
             self.apple = apple
             self.google = google
+            self.timeoutSeconds = timeoutSeconds
         }
     }
 
@@ -92,7 +101,8 @@ public final class CDNWatch: Sendable {
         settings: Settings, logger: Logger, generation: @escaping @Sendable () -> UInt64,
         targets: @escaping @Sendable () -> Targets
     ) throws(OutboundError) {
-        var configuration = CDNProbe.configuration(caFile: settings.caFile, userAgent: "aasad-cdn-watch")
+        var configuration = CDNProbe.configuration(
+            caFile: settings.caFile, userAgent: "aasad-cdn-watch", timeoutSeconds: settings.timeoutSeconds)
         // A stop aborts the request in flight instead of waiting out its timeout.
         let flag = stopping
         configuration.isCancelled = { flag.isRaised }
@@ -123,6 +133,20 @@ public final class CDNWatch: Sendable {
         stopping.raise()
         wake.signal()
         if started.load(ordering: .relaxed) { finished.wait() }
+    }
+
+    /// Takes over `previous`'s pauses (a reload of the watch's settings makes a new watch): a
+    /// service that answered 429 or kept failing is not asked again at once. Only for the same
+    /// service (the same URL); call before `start()`.
+    public func takePauses(from previous: CDNWatch) {
+        if previous.settings.url == settings.url {
+            let pause = previous.schedule.withLock { $0.pauseState }
+            schedule.withLock { $0.carryPause(pause) }
+        }
+        if let url = settings.google?.url, previous.settings.google?.url == url {
+            let pause = previous.googleSchedule.withLock { $0.pauseState }
+            googleSchedule.withLock { $0.carryPause(pause) }
+        }
     }
 
     /// Whether Google's view is watched.
@@ -160,6 +184,9 @@ public final class CDNWatch: Sendable {
         // Whose turn it is when both services have a host due: a start with 10,000 hosts must not
         // hold Google's first looks back until every Apple host was asked.
         var googleTurn = false
+        // Seconds Google's looks took beyond Apple's while both had hosts due (negative: Apple's
+        // beyond Google's); within one spacing of even the two alternate.
+        var lead = 0.0
         while !stopping.isRaised {
             let now = Self.now()
             let current = generation()
@@ -177,13 +204,20 @@ public final class CDNWatch: Sendable {
             let useGoogle: Bool
             switch (apple.host, google.host) {
             case (nil, nil):
+                lead = 0
                 _ = wake.wait(timeout: .now() + .seconds(Int(max(min(apple.wait, google.wait), 1))))
                 continue
-            case (_?, nil): useGoogle = false
-            case (nil, _?): useGoogle = true
-            case (_?, _?): useGoogle = googleTurn
+            case (_?, nil):
+                useGoogle = false
+                lead = 0
+            case (nil, _?):
+                useGoogle = true
+                lead = 0
+            case (_?, _?):
+                useGoogle = abs(lead) < spacing ? googleTurn : lead < 0
             }
             googleTurn = !useGoogle
+            let began = Date()
             if useGoogle, let dal, let host = google.host {
                 let observation = dal.observation(host, served: served.withLock { $0[host] } ?? (apps: [], includes: false))
                 if stopping.isRaised { break }
@@ -194,16 +228,21 @@ public final class CDNWatch: Sendable {
                 look(schedule, host, observation, service: "Apple's CDN copy")
             }
             _ = wake.wait(timeout: .now() + spacing)
+            // The turn's whole time, the spacing after the look included: a look that took T
+            // seconds is worth T × rate of the other's looks.
+            let took = Date().timeIntervalSince(began)
+            lead += useGoogle ? took : -took
         }
     }
 
     /// Records a look and logs a change of state (every value escaped: a service's reason or
     /// error may hold any byte).
     private func look(_ schedule: borrowing Mutex<CDNWatchSchedule>, _ host: String, _ observation: CDNObservation, service: String) {
-        let (before, after) = schedule.withLock { schedule in
+        let (before, after, pausedBefore) = schedule.withLock { schedule in
             let before = schedule.states[host]?.state
+            let pausedBefore = schedule.pausedUntil
             schedule.record(host, observation, now: Self.now())
-            return (before, schedule.states[host]?.state)
+            return (before, schedule.states[host]?.state, pausedBefore)
         }
         if let after, before != after {
             // The first look at each host is not news (10,000 lines at a start).
@@ -215,9 +254,10 @@ public final class CDNWatch: Sendable {
                     "reason": "\(TerminalText.escaped(observation.failureReason ?? observation.error ?? ""))",
                 ])
         }
-        if observation.isThrottled {
-            let until = schedule.withLock { $0.pausedUntil }
-            logger.warning("\(service): 429, paused", metadata: ["until": "\(until)"])
+        let (until, paused) = schedule.withLock { ($0.pausedUntil, $0.pausedUntil > pausedBefore) }
+        if paused {
+            let why = observation.isThrottled ? "429" : "failing"
+            logger.warning("\(service): \(why), paused", metadata: ["until": "\(until)"])
         }
     }
 
@@ -236,6 +276,12 @@ extension DALProbe {
     /// `Apple-Failure-Reason`: enough for Google's first error line.
     static let maximumWatchReasonCharacters = 512
 
+    /// A reason or error as the watch keeps it: at most `maximumWatchReasonCharacters` (an
+    /// error's message holds the request's URL and whatever a proxy answered).
+    static func watchText(_ text: String) -> String {
+        String(String.UnicodeScalarView(text.unicodeScalars.prefix(maximumWatchReasonCharacters)))
+    }
+
     /// One look for the CDN watch, in its terms (`CDNWatchSchedule` keeps Google's view as it
     /// keeps Apple's copy): a listing read is a 200 whose digest is its apps'
     /// (`DALListing.digest`), or `listsNothing` when it names none (`missing`); anything else is
@@ -247,13 +293,11 @@ extension DALProbe {
         let (status, result) = observe(host)
         switch result {
         case .failure(let refusal):
-            return CDNObservation(status: status, error: refusal.message, refused: true)
+            return CDNObservation(status: status, error: Self.watchText(refusal.message), refused: true)
         case .success(let listing):
-            let reason = listing.debugString.map {
-                String(String.UnicodeScalarView($0.unicodeScalars.prefix(Self.maximumWatchReasonCharacters)))
-            }
+            let reason = listing.debugString.map(Self.watchText)
             if listing.apps.isEmpty { return CDNObservation(status: 200, failureReason: reason, listsNothing: true) }
-            let asServed = served.includes && listing.apps.isSuperset(of: served.apps)
+            let asServed = DALComparison.mayComeFromIncludes(listed: listing.apps, served: served)
             return CDNObservation(
                 status: 200, failureReason: listing.apps == served.apps ? nil : reason,
                 digest: DALListing.digest(asServed ? served.apps : listing.apps))

@@ -316,13 +316,36 @@ public struct DALProbe: Sendable {
         return text.replacingOccurrences(of: key, with: "[key]")
     }
 
+    /// An answer's body with the key replaced by `[key]` before anything reads it: what is read
+    /// from it is cut (`maximumDebugBytes`, `maximumErrorMessageBytes`, a quoted site's 100
+    /// characters), and a cut through the key would leave a prefix that `redacted(_:)` of the
+    /// cut text no longer finds.
+    func redacted(body: [UInt8]) -> [UInt8] {
+        guard let key, !key.isEmpty, body.count >= key.utf8.count else { return body }
+        let needle = Array(key.utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(body.count)
+        var index = 0
+        while index < body.count {
+            if body[index] == needle[0], index + needle.count <= body.count, body[index..<index + needle.count].elementsEqual(needle) {
+                out.append(contentsOf: "[key]".utf8)
+                index += needle.count
+            } else {
+                out.append(body[index])
+                index += 1
+            }
+        }
+        return out
+    }
+
     /// One answer: the status (nil when none came) and either the listing or why there is none.
     public func observe(_ host: String) -> (status: Int?, result: Result<DALListing, DALListing.Refusal>) {
         var request = OutboundRequest(url: url(host) + (key.map { "&key=" + $0 } ?? ""))
         request.connectTo = connectTo
-        let response: OutboundResponse
+        var response: OutboundResponse
         do {
             response = try client.perform(request)
+            response.body = redacted(body: response.body)
         } catch {
             return (nil, .failure(DALListing.Refusal(message: redacted(TerminalText.escaped(error.message)))))
         }
@@ -361,6 +384,14 @@ public struct DALComparison: Sendable {
         self.status = status
         self.result = result
         self.served = served
+    }
+
+    /// Whether a listing may be the served file's own plus the lists it includes: the file
+    /// includes other lists (Google follows them; `check` and the watch do not fetch them) and
+    /// every app it names itself is listed. `check` then warns (`dal-include`) instead of
+    /// reporting `dal-stale`, and the watch takes the listing as current.
+    public static func mayComeFromIncludes(listed: Set<AndroidApp>, served: (apps: Set<AndroidApp>, includes: Bool)) -> Bool {
+        served.includes && listed.isSuperset(of: served.apps)
     }
 
     /// The report for the request `url`.

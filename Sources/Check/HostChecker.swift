@@ -315,7 +315,7 @@ public struct HostChecker: Sendable {
                 (report.onlyAtGoogle.isEmpty ? "" : "; only at Google: " + report.onlyAtGoogle.map(\.description).joined(separator: ", "))
                 + (report.onlyServed.isEmpty
                     ? "" : "; only in the served file: " + report.onlyServed.map(\.description).joined(separator: ", "))
-            if served.includes && report.onlyServed.isEmpty {
+            if DALComparison.mayComeFromIncludes(listed: Set(report.listed), served: served) {
                 // Google follows "include" statements, which this check does not fetch: apps only
                 // at Google may come from an included list.
                 problems.append(

@@ -52,6 +52,38 @@ struct SettingsSchemaTests {
         #expect(refusal("threads", "-1") != nil)
     }
 
+    @Test("a YAML syntax error on a line holding a secret (google-key, hmac-key) quotes the line without the value")
+    func secretsNeverQuoted() {
+        #expect(ServerSettings.secretNames == ["google-key", "hmac-key"])
+        let cases = [
+            ("cdn-watch:\n  google-key: AIzaSyD-SECRET: x\n", "AIzaSyD-SECRET", 2),
+            ("cdn-watch: {google-key: AIzaSyD-SECRET: x}\n", "AIzaSyD-SECRET", 1),
+            ("acme:\n  eab:\n    \"hmac-key\" : SECRETMAC-abc: x\n", "SECRETMAC-abc", 3),
+            // The value on the lines below its key, broken there.
+            ("acme:\n  eab:\n    hmac-key:\n      SECRETMAC-abc: x: y\n", "SECRETMAC-abc", 4),
+        ]
+        for (yaml, secret, line) in cases {
+            var settings = ServerSettings()
+            let message = settings.apply(yaml: yaml, file: "aasad.yaml").first?.message ?? ""
+            #expect(message.contains("line \(line), column "), "\(message)")
+            #expect(!message.contains(secret) && message.contains("<hidden>"), "\(message)")
+        }
+        // Other keys' lines are quoted whole; a secret key's name followed by a colon anywhere hides
+        // what follows it (a flow mapping, or a value that only looks like one: safe either way).
+        var settings = ServerSettings()
+        let message = settings.apply(yaml: "cdn-watch:\n  url: https://x/google-key: y\n", file: "aasad.yaml").first?.message ?? ""
+        #expect(message.contains("google-key:") && message.contains("<hidden>"), "\(message)")
+        let other = settings.apply(yaml: "cdn-watch:\n  url: https://x/a: y\n", file: "aasad.yaml").first?.message ?? ""
+        #expect(other.contains("https://x/a: y"), "\(other)")
+    }
+
+    @Test("AASAD_DAL_KEY (aasad check's) is no unknown variable to serve")
+    func checkVariableKnown() {
+        var settings = ServerSettings()
+        #expect(settings.apply(environment: ["AASAD_DAL_KEY": "k"]).unknown.isEmpty)
+        #expect(settings.apply(environment: ["AASAD_DAL_KEYS": "k"]).unknown == ["AASAD_DAL_KEYS"])
+    }
+
     @Test("a parsed value lands in its field")
     func parses() {
         var settings = ServerSettings()
