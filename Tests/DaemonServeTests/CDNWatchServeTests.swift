@@ -156,16 +156,38 @@ final class CDNWatchServeTests {
         // Back to what Google lists: current at once, compared with the answers already seen.
         try config.write("config/sites/a.test/assetlinks.json", config.assetLinks)
         _ = try Self.waitForDAL(server, "a.test", "current")
-        // Google's quota spent: an error, and the watch pauses Google.
+        // Google's quota spent: the watch pauses Google; a 429 is no news about the host, whose
+        // state stays current.
         try cdn.dalAnswer("a.test", Array(#"{"error": {"code": 429, "message": "Quota exceeded"}}"#.utf8), status: 429)
-        let error = try #require(try Self.waitForDAL(server, "a.test", "error"))
-        #expect((error["error"] as? String)?.contains("429") == true)
+        try cdn.dalAnswer("www.a.test", Array(#"{"error": {"code": 429, "message": "Quota exceeded"}}"#.utf8), status: 429)
         #expect(server.waitForLog("429, paused"))
+        #expect(try Self.dalState(server, "a.test")?["state"] as? String == "current")
         let metrics = String(decoding: try server.admin("/metrics").body, as: UTF8.self)
-        #expect(metrics.contains(#"aasad_dal_sites{state="error"} 1"#), "\(metrics)")
+        #expect(metrics.contains(#"aasad_dal_sites{state="current"} 1"#), "\(metrics)")
         #expect(!metrics.contains("aasad_cdn_sites"))
         for text in [metrics, String(decoding: try server.admin("/sites").body, as: UTF8.self), server.log()] {
             #expect(!text.contains(Self.key))
+        }
+    }
+
+    @Test(
+        "an unreachable google-url with a key: the error names the URL with [key]; /sites, the status page and the log never hold the key")
+    func unreachableKeepsKey() throws {
+        let config = try TestConfig()
+        // Port 9 on loopback: nothing listens, the connection is refused at once.
+        let environment = [
+            "AASAD_CDN_WATCH_GOOGLE": "true", "AASAD_CDN_WATCH_GOOGLE_URL": "https://127.0.0.1:9/v1/statements:list",
+            "AASAD_CDN_WATCH_GOOGLE_KEY": Self.key, "AASAD_CDN_WATCH_INTERVAL": "1s", "AASAD_CDN_WATCH_RATE": "20",
+        ]
+        let server = try TestDaemon(config: config, environment: environment)
+        let error = try #require(try Self.waitForDAL(server, "a.test", "error"))
+        let message = try #require(error["error"] as? String)
+        #expect(message.contains("127.0.0.1:9") && message.contains("[key]"), "\(message)")
+        let page = String(decoding: try server.admin("/").body, as: UTF8.self)
+        // Failures in a row pause Google (CDNWatchSchedule.failuresBeforePause).
+        #expect(server.waitForLog("failing, paused"), "\(server.log())")
+        for text in [String(decoding: try server.admin("/sites").body, as: UTF8.self), page, server.log()] {
+            #expect(!text.contains(Self.key) && !text.contains("SECRET") && !text.contains("AIzaSyD"), "\(text)")
         }
     }
 }

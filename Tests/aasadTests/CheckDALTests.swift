@@ -1,4 +1,5 @@
 import Foundation
+import SafeText
 import TestSupport
 import Testing
 
@@ -187,10 +188,13 @@ final class CheckDALTests {
         let out = try AASAD.run(["check", "--dal-key", key, "good.test"])
         #expect(out.status == 64, "\(out.stderr)")
         #expect(out.stderr.contains("--dal-key must be 1 to 256 bytes"), "\(out.stderr)")
-        if key.count > 1 { #expect(!out.stderr.contains(key)) }
+        // Neither the key nor its escaped form (a raw CR LF or U+202E would be escaped on the
+        // way out, and the raw form alone would then never be found).
+        let forms = key.count > 1 ? [key, TerminalText.escaped(key)] : []
+        for form in forms { #expect(!out.stderr.contains(form), "\(out.stderr)") }
         let fromEnvironment = try AASAD.run(server.arguments(["good.test"]) + ["--cdn", "none"], environment: ["AASAD_DAL_KEY": key])
         #expect(fromEnvironment.status == (key.isEmpty ? 0 : 64), "an empty variable is no key: \(fromEnvironment.stderr)")
-        if key.count > 1 { #expect(!fromEnvironment.stderr.contains(key)) }
+        for form in forms { #expect(!fromEnvironment.stderr.contains(form), "\(fromEnvironment.stderr)") }
     }
 
     @Test("without a way to Google the API is a dal-error (exit 1) whose fix names --dal none; with it, exit 0")
@@ -203,6 +207,18 @@ final class CheckDALTests {
         ])
         #expect(out.status == 1)
         #expect(out.stdout.contains("error [dal-error]") && out.stdout.contains("give --dal none"), "\(out.stdout)")
+        // With a key: the refused connection's message names the URL, the key redacted.
+        for format in [["--format", "text"], ["--format", "json"]] {
+            let keyed = try AASAD.run(
+                [
+                    "check", "--cacert", server.caFile, "--cdn", "none", "--connect-to", server.connectTo, "--dal",
+                    "https://127.0.0.1:9/v1/statements:list", "--dal-key", Self.key, "--timeout", "10", "good.test",
+                ] + format)
+            #expect(keyed.status == 1)
+            #expect(keyed.stdout.contains("127.0.0.1") && keyed.stdout.contains("[key]"), "\(keyed.stdout)")
+            #expect(!keyed.stdout.contains(Self.key) && !keyed.stderr.contains(Self.key), "\(keyed.stdout)\(keyed.stderr)")
+            #expect(!keyed.stdout.contains("AIzaSyD") && !keyed.stderr.contains("AIzaSyD"))
+        }
         let none = try AASAD.run(server.arguments(["good.test"]) + ["--cdn", "none", "--dal", "none"])
         #expect(none.status == 0, "\(none.stdout)")
     }
