@@ -264,6 +264,14 @@ public final class CDNWatch: Sendable {
     static func now() -> Int64 { Int64(Date().timeIntervalSince1970) }
 }
 
+/// Google's part as `"\(google)"`, `String(reflecting:)` and `dump` show it (in `Settings` too):
+/// the URL, and whether a key is set, never the key.
+extension CDNWatch.Google: CustomReflectable {
+    public var customMirror: Mirror {
+        Mirror(self, children: ["url": url, "key": key == nil ? "none" : "<hidden>"], displayStyle: .struct)
+    }
+}
+
 /// A flag shared with the client's cancel check.
 private final class StopFlag: Sendable {
     private let value = Atomic<Bool>(false)

@@ -58,3 +58,16 @@ package struct CDNWatchSettings: Equatable {
             google: google ? CDNWatch.Google(url: googleURL, key: googleKey) : nil)
     }
 }
+
+/// The settings as `"\(settings)"`, `String(reflecting:)` and `dump` show them: every field but
+/// the key, which shows as set or none (a debug print of the settings must not leak it).
+extension CDNWatchSettings: CustomReflectable {
+    package var customMirror: Mirror {
+        Mirror(
+            self,
+            children: [
+                "enabled": enabled, "google": google, "googleURL": googleURL, "googleKey": googleKey == nil ? "none" : "<hidden>",
+                "url": url, "interval": interval, "rate": rate, "caFile": caFile as Any,
+            ], displayStyle: .struct)
+    }
+}

@@ -77,6 +77,24 @@ struct SettingsSchemaTests {
         #expect(other.contains("https://x/a: y"), "\(other)")
     }
 
+    @Test("the settings holding the Google key print without it: description, debugDescription, dump")
+    func keyNotDescribed() {
+        var settings = ServerSettings()
+        #expect(
+            settings.apply(environment: ["AASAD_CDN_WATCH_GOOGLE_KEY": "AIzaSECRETkey", "AASAD_CDN_WATCH_GOOGLE": "true"]).problems.isEmpty)
+        var dumped = ""
+        dump(settings.cdnWatch, to: &dumped)
+        var dumpedWatch = ""
+        dump(settings.cdnWatch.watchSettings, to: &dumpedWatch)
+        for text in [
+            "\(settings.cdnWatch)", String(reflecting: settings.cdnWatch), dumped, "\(settings.cdnWatch.watchSettings)",
+            String(reflecting: settings.cdnWatch.watchSettings), dumpedWatch, "\(settings)",
+        ] {
+            #expect(!text.contains("SECRET"), "\(text)")
+        }
+        #expect("\(settings.cdnWatch)".contains("<hidden>"))
+    }
+
     @Test("AASAD_DAL_KEY (aasad check's) is no unknown variable to serve")
     func checkVariableKnown() {
         var settings = ServerSettings()
