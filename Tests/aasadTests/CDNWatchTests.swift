@@ -183,6 +183,16 @@ final class CDNWatchTests {
         #expect(cdn.dalRequests.count == 1, "Google asked once, then paused: \(cdn.dalRequests.count)")
         #expect(watch.googleStates.isEmpty, "a 429 is no state")
         #expect(watch.states.count >= 19)
+        // A reload makes a new watch: the pause carries over, Google is not asked again at once.
+        let reloaded = try CDNWatch(
+            settings: watch.settings, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }), generation: { 1 },
+            targets: { CDNWatch.Targets(apple: apple, google: google, served: served) })
+        reloaded.takePauses(from: watch)
+        let asked = cdn.cdnRequests.count
+        reloaded.start()
+        #expect(eventually { cdn.cdnRequests.count >= asked + 10 }, "Apple asked \(cdn.cdnRequests.count - asked) times")
+        reloaded.stop()
+        #expect(cdn.dalRequests.count == 1, "the pause carried over: \(cdn.dalRequests.count)")
     }
 
     @Test("a Google API that never answers leaves Apple's watch near its rate: time shared, then the failing service paused")
