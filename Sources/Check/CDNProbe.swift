@@ -2,7 +2,8 @@ public import Outbound
 import SafeText
 
 /// One look at Apple's CDN copy of a host: what `aasad check`, `aasad sites --cdn` and the CDN
-/// watch each ask, made one way.
+/// watch each ask, made one way; and, in the same terms, one look at what Google's Digital Asset
+/// Links API lists for it (`DALProbe.observation`), which the watch keeps beside Apple's.
 public struct CDNObservation: Sendable, Equatable {
     /// The CDN's status; nil when it could not be reached.
     public var status: Int?
@@ -12,21 +13,45 @@ public struct CDNObservation: Sendable, Equatable {
     public var error: String?
     /// The digest of the copy's canonical JSON (`JSONComparison.digest`), for a 200 that is JSON.
     public var digest: [UInt8]?
+    /// The answer was refused whatever its status (Google's: not JSON, about another site): an
+    /// error, even with status 200.
+    public var refused: Bool
+    /// A 200 that lists nothing (Google's API names no app for the site): missing, as Apple's 404.
+    public var listsNothing: Bool
 
-    public init(status: Int?, failureReason: String? = nil, error: String? = nil, digest: [UInt8]? = nil) {
+    public init(
+        status: Int?, failureReason: String? = nil, error: String? = nil, digest: [UInt8]? = nil, refused: Bool = false,
+        listsNothing: Bool = false
+    ) {
         self.status = status
         self.failureReason = failureReason
         self.error = error
         self.digest = digest
+        self.refused = refused
+        self.listsNothing = listsNothing
     }
 
     /// The state against the origin's file (its digest; nil when the origin served none).
     public func state(against origin: [UInt8]?) -> CDNState {
+        if refused { return .error }
         switch status {
-        case 200: digest != nil && digest == origin ? .current : .stale
-        case 404: .missing
-        default: .error
+        case 200 where listsNothing: return .missing
+        case 200: return digest != nil && digest == origin ? .current : .stale
+        case 404: return .missing
+        default: return .error
         }
+    }
+
+    /// Whether the service asked to be asked less (429, Too Many Requests, RFC 6585 §4): the
+    /// watch then pauses that service (`CDNWatchSchedule.pausedUntil`).
+    public var isThrottled: Bool { status == 429 }
+
+    /// Whether the service itself failed (not reached, timed out, or a 5xx): a few in a row pause
+    /// the service as a 429 does (`CDNWatchSchedule.failuresBeforePause`), so that one service
+    /// that hangs does not hold the watch's one thread for the other.
+    public var isServiceFailure: Bool {
+        guard let status else { return true }
+        return (500...599).contains(status)
     }
 }
 
@@ -48,8 +73,13 @@ public struct CDNProbe: Sendable {
         self.connectTo = connectTo
     }
 
+    /// The longest a CDN, origin or API request may take in all.
+    public static let timeoutSeconds = 20
+
     /// The client configuration for CDN and origin requests: the system's roots, plus `caFile`.
-    public static func configuration(caFile: String?, userAgent: String, timeoutSeconds: Int = 20) -> OutboundClient.Configuration {
+    public static func configuration(caFile: String?, userAgent: String, timeoutSeconds: Int = timeoutSeconds)
+        -> OutboundClient.Configuration
+    {
         var configuration = OutboundClient.Configuration(caFile: caFile)
         configuration.addsSystemRoots = caFile != nil
         configuration.userAgent = userAgent

@@ -9,6 +9,14 @@
 ///   so that "current since" is known to within a quarter interval.
 /// - What is kept of a copy is the digest of its canonical JSON: when the served file changes,
 ///   a known copy is compared with it at once (`stale` since the change) without asking again.
+/// - A 429 (Too Many Requests) pauses every host of the schedule: a minute, doubling while the
+///   answers stay 429, up to an hour; any other answer ends the pause (`pausedUntil`). A 429 is
+///   no news about the host: its state stays what it was, and it is next due when the pause ends.
+/// - So do `failuresBeforePause` failures of the service in a row (not reached, timed out, a
+///   5xx): each such look may have held the watch's one thread for the whole timeout.
+///
+/// Google's view of assetlinks.json (`cdn-watch.google`) has a schedule of its own, with the apps
+/// the served file names as the digest (`DALListing.digest`).
 public struct CDNWatchSchedule: Sendable {
     /// One host aasad serves, and what it serves there.
     public struct Target: Sendable, Equatable {
@@ -87,6 +95,22 @@ public struct CDNWatchSchedule: Sendable {
     /// Moves on whenever what `states` shows changes (not for a look that changed nothing but
     /// its time), so that the admin page is rendered again only then.
     public private(set) var version: UInt64 = 0
+    /// No host is asked before this time (seconds since the epoch): the service answered 429.
+    public private(set) var pausedUntil: Int64 = 0
+    /// The pause the last 429 or failure began (0: none since the last other answer).
+    private var pause: Int64 = 0
+    /// The service's failures in a row (`CDNObservation.isServiceFailure`).
+    private var failures = 0
+    /// How many failures of the service in a row begin a pause: one or two may be a host's or a
+    /// network's blip, three in a row (each up to the client's timeout, 20 s) is a service that
+    /// is down, and asking it every quarter interval would only hold the thread.
+    public static let failuresBeforePause = 3
+    /// The first pause after a 429: a minute, long enough for a per-minute quota (the unit Google
+    /// Cloud's API quotas are usually counted in) to refill, short beside the watch's interval.
+    public static let firstPause: Int64 = 60
+    /// The longest pause: a service that keeps answering 429 is still asked once an hour, so the
+    /// watch sees it recover without a restart.
+    public static let maximumPause: Int64 = 3_600
 
     public init(interval: Int64) {
         self.interval = max(1, interval)
@@ -143,6 +167,7 @@ public struct CDNWatchSchedule: Sendable {
 
     /// The host to ask now, or how many seconds to wait (at most a second: hosts may change).
     public func next(now: Int64) -> (host: String?, wait: Int64) {
+        if now < pausedUntil { return (nil, min(pausedUntil - now, 1)) }
         var best: Entry?
         for entry in entries.values {
             if let known = best, (known.due, known.target.host) <= (entry.due, entry.target.host) { continue }
@@ -155,6 +180,23 @@ public struct CDNWatchSchedule: Sendable {
 
     /// Records a look at `host`'s copy.
     public mutating func record(_ host: String, _ observation: CDNObservation, now: Int64) {
+        if observation.isThrottled {
+            beginPause(now: now)
+            // The answer says nothing of the host: its state stays, and it is asked again first
+            // when the pause ends (not a quarter interval later, as an error would be).
+            if var entry = entries[host] {
+                entry.due = pausedUntil
+                entries[host] = entry
+            }
+            return
+        }
+        if observation.isServiceFailure {
+            failures += 1
+            if failures >= Self.failuresBeforePause { beginPause(now: now) }
+        } else {
+            failures = 0
+            pause = 0
+        }
         guard var entry = entries[host] else { return }
         let state = observation.state(against: entry.target.digest)
         entry.copy = observation.status == 200 ? observation.digest : nil
@@ -175,6 +217,22 @@ public struct CDNWatchSchedule: Sendable {
         var unchangedLook = next
         unchangedLook.checkedAt = previous?.checkedAt ?? -1
         if previous != unchangedLook { version &+= 1 }
+    }
+
+    /// Pauses every host: `firstPause`, doubling while the pauses go on, at most `maximumPause`.
+    private mutating func beginPause(now: Int64) {
+        pause = pause == 0 ? Self.firstPause : min(pause * 2, Self.maximumPause)
+        pausedUntil = now + pause
+    }
+
+    /// The pause in force, to carry over to a schedule made anew (a reload of the watch's
+    /// settings): a service that answered 429 is not asked again at once.
+    public var pauseState: (until: Int64, pause: Int64) { (pausedUntil, pause) }
+
+    /// Takes over another schedule's pause (`pauseState`).
+    public mutating func carryPause(_ state: (until: Int64, pause: Int64)) {
+        pausedUntil = state.until
+        pause = state.pause
     }
 
     /// A quarter interval (at least a second): how soon a copy that is not current is asked again.

@@ -1,4 +1,5 @@
 public import AASA
+import Hashing
 public import Outbound
 import SafeText
 import StrictJSON
@@ -161,6 +162,13 @@ public struct DALListing: Sendable, Equatable {
         return (apps, includes)
     }
 
+    /// What the CDN watch keeps of a set of apps (`CDNWatchSchedule.Target.digest`, the copy's
+    /// digest): SHA-256 of the pairs sorted, one `package fingerprint` line each, so that the
+    /// served file's apps and the API's compare as sets.
+    public static func digest(_ apps: Set<AndroidApp>) -> [UInt8] {
+        Digest.sha256(Array(apps.sorted().map { $0.description + "\n" }.joined().utf8))
+    }
+
     /// `https://HOST` as Google writes a site: the host in lower case, maybe with the root's
     /// trailing dot (`https://example.com.`), no port, path or user.
     static func isSite(_ site: String, host: String) -> Bool {
@@ -236,23 +244,33 @@ public struct DALListing: Sendable, Equatable {
 
 /// Asks Google's Digital Asset Links API for a site's statements through the one outbound client
 /// (its bounds: verified TLS, the client's timeouts, 256 KB of body, no redirect followed: the
-/// API answers in place, and a redirect would be a proxy's).
+/// API answers in place, and a redirect would be a proxy's). `aasad check --dal` and the CDN
+/// watch's Google part (`cdn-watch.google`) both ask through here.
 public struct DALProbe: Sendable {
     /// Google's `statements:list` endpoint.
     public static let google = "https://digitalassetlinks.googleapis.com/v1/statements:list"
     /// The longest message kept from an error answer's `error.message`.
     static let maximumErrorMessageBytes = 512
+    /// The longest API key taken: Google's keys are 39 bytes (`AIza` and 35 more); a key of
+    /// kilobytes is no key and would only lengthen every request line.
+    public static let maximumKeyBytes = 256
 
     let client: OutboundClient
     /// The endpoint; the query is appended.
     public let base: String
     /// curl's connect-to entries for the API's requests (a test server).
     public let connectTo: [String]
+    /// Google's API key, sent as the `key` query parameter (the form Google's APIs take it in,
+    /// https://cloud.google.com/docs/authentication/api-keys-use); nil: none (the quota is then
+    /// per address). Never in a report, a log line or an error: `url(_:)` leaves it out and
+    /// messages are redacted (`redacted(_:)`).
+    let key: String?
 
-    public init(client: OutboundClient, base: String, connectTo: [String] = []) {
+    public init(client: OutboundClient, base: String, connectTo: [String] = [], key: String? = nil) {
         self.client = client
         self.base = base
         self.connectTo = connectTo
+        self.key = key
     }
 
     /// Why `text` cannot be the endpoint (nil when it can): an https URL of visible ASCII, at
@@ -266,25 +284,80 @@ public struct DALProbe: Sendable {
         return nil
     }
 
-    /// The request URL for `host`: `source.web.site` and the relation, percent-encoded.
+    /// Why `key` cannot be an API key (nil when it can): 1 to `maximumKeyBytes` bytes of
+    /// letters, digits, `-`, `_`, `.` and `~` (RFC 3986's unreserved characters, which a query
+    /// carries as they are, so no byte of it can end the request line or start another
+    /// parameter; Google's keys are letters, digits, `-` and `_`). The message never quotes
+    /// the key.
+    public static func keyProblem(_ key: String) -> String? {
+        let bytes = key.utf8
+        let unreserved = bytes.allSatisfy {
+            ($0 >= UInt8(ascii: "a") && $0 <= UInt8(ascii: "z")) || ($0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z"))
+                || ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9")) || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_")
+                || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "~")
+        }
+        guard !bytes.isEmpty, bytes.count <= maximumKeyBytes, unreserved else {
+            return
+                "must be 1 to \(maximumKeyBytes) bytes of letters, digits, '-', '_', '.' and '~' (a Google API key; the value given is not shown)"
+        }
+        return nil
+    }
+
+    /// The request URL for `host` as reports show it: `source.web.site` and the relation,
+    /// percent-encoded; without the key.
     public func url(_ host: String) -> String {
         base + "?source.web.site=https%3A%2F%2F\(host)&relation=delegate_permission%2Fcommon.handle_all_urls"
     }
 
+    /// `text` with the key, wherever it appears (an error echoing the request, a proxy's page
+    /// quoting it), replaced by `[key]`.
+    func redacted(_ text: String) -> String {
+        guard let key, !key.isEmpty else { return text }
+        return text.replacingOccurrences(of: key, with: "[key]")
+    }
+
+    /// An answer's body with the key replaced by `[key]` before anything reads it: what is read
+    /// from it is cut (`maximumDebugBytes`, `maximumErrorMessageBytes`, a quoted site's 100
+    /// characters), and a cut through the key would leave a prefix that `redacted(_:)` of the
+    /// cut text no longer finds.
+    func redacted(body: [UInt8]) -> [UInt8] {
+        guard let key, !key.isEmpty, body.count >= key.utf8.count else { return body }
+        let needle = Array(key.utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(body.count)
+        var index = 0
+        while index < body.count {
+            if body[index] == needle[0], index + needle.count <= body.count, body[index..<index + needle.count].elementsEqual(needle) {
+                out.append(contentsOf: "[key]".utf8)
+                index += needle.count
+            } else {
+                out.append(body[index])
+                index += 1
+            }
+        }
+        return out
+    }
+
     /// One answer: the status (nil when none came) and either the listing or why there is none.
     public func observe(_ host: String) -> (status: Int?, result: Result<DALListing, DALListing.Refusal>) {
-        var request = OutboundRequest(url: url(host))
+        var request = OutboundRequest(url: url(host) + (key.map { "&key=" + $0 } ?? ""))
         request.connectTo = connectTo
-        let response: OutboundResponse
+        var response: OutboundResponse
         do {
             response = try client.perform(request)
+            response.body = redacted(body: response.body)
         } catch {
-            return (nil, .failure(DALListing.Refusal(message: TerminalText.escaped(error.message))))
+            return (nil, .failure(DALListing.Refusal(message: redacted(TerminalText.escaped(error.message)))))
         }
         guard response.status == 200 else {
-            return (response.status, .failure(DALListing.Refusal(message: Self.errorMessage(response))))
+            return (response.status, .failure(DALListing.Refusal(message: redacted(Self.errorMessage(response)))))
         }
-        return (200, DALListing.read(response.body, host: host))
+        switch DALListing.read(response.body, host: host) {
+        case .failure(let refusal): return (200, .failure(DALListing.Refusal(message: redacted(refusal.message))))
+        case .success(var listing):
+            listing.debugString = listing.debugString.map(redacted)
+            return (200, .success(listing))
+        }
     }
 
     /// What an answer other than 200 says: the status, and Google's `error.message` when the body
@@ -311,6 +384,14 @@ public struct DALComparison: Sendable {
         self.status = status
         self.result = result
         self.served = served
+    }
+
+    /// Whether a listing may be the served file's own plus the lists it includes: the file
+    /// includes other lists (Google follows them; `check` and the watch do not fetch them) and
+    /// every app it names itself is listed. `check` then warns (`dal-include`) instead of
+    /// reporting `dal-stale`, and the watch takes the listing as current.
+    public static func mayComeFromIncludes(listed: Set<AndroidApp>, served: (apps: Set<AndroidApp>, includes: Bool)) -> Bool {
+        served.includes && listed.isSuperset(of: served.apps)
     }
 
     /// The report for the request `url`.

@@ -29,6 +29,8 @@ public struct HostChecker: Sendable {
         public var dal: String? = nil
         /// curl's connect-to entries for the API's requests (a test server).
         public var dalConnectTo: [String] = []
+        /// Google's API key (`DALProbe.keyProblem`), sent as `key=`; never reported.
+        public var dalKey: String? = nil
         /// curl's `HOST1:PORT1:HOST2:PORT2` entries for the origin's requests (a staging
         /// address); the CDN is asked where it is (and holds production's copy: `cdn: nil` to
         /// leave it out of a staging check).
@@ -300,7 +302,7 @@ public struct HostChecker: Sendable {
     /// What Google's API lists for `host` against the served file's apps (`served`: nil when the
     /// origin's file could not be read or is invalid, whose own problem then says why).
     private func checkDAL(_ base: String, _ host: String, served document: AssetLinks?, _ problems: inout [Problem]) -> DALReport {
-        let probe = DALProbe(client: client, base: base, connectTo: options.dalConnectTo)
+        let probe = DALProbe(client: client, base: base, connectTo: options.dalConnectTo, key: options.dalKey)
         let (status, result) = probe.observe(host)
         let served = document.map(DALListing.served) ?? (apps: [], includes: false)
         let comparison = DALComparison(status: status, result: result, served: served.apps)
@@ -313,7 +315,7 @@ public struct HostChecker: Sendable {
                 (report.onlyAtGoogle.isEmpty ? "" : "; only at Google: " + report.onlyAtGoogle.map(\.description).joined(separator: ", "))
                 + (report.onlyServed.isEmpty
                     ? "" : "; only in the served file: " + report.onlyServed.map(\.description).joined(separator: ", "))
-            if served.includes && report.onlyServed.isEmpty {
+            if DALComparison.mayComeFromIncludes(listed: Set(report.listed), served: served) {
                 // Google follows "include" statements, which this check does not fetch: apps only
                 // at Google may come from an included list.
                 problems.append(
@@ -349,8 +351,10 @@ public struct HostChecker: Sendable {
                     fix: status == 429
                         ? "the API's quota is used up: check again later, or fewer hosts at once"
                         : status == nil
-                            ? "check this machine's access to \(base) (a proxy, DNS), then check again"
-                            : "check again later; if it persists, check the URL given with --dal"))
+                            ? "check this machine's access to \(base) (a proxy, DNS), then check again; on a machine that cannot reach Google, give --dal none"
+                            : status == 400 || status == 403
+                                ? "the API refused the request: check the key given with --dal-key (or AASAD_DAL_KEY) and that the Digital Asset Links API is enabled for it"
+                                : "check again later; if it persists, check the URL given with --dal"))
         }
         return report
     }

@@ -193,7 +193,8 @@ package final class AdminView: Sendable {
     /// sort), with no lock held but the fetch log's for a dictionary copy.
     func render(
         fetches: [String: FetchLog.SiteFetches], acme: [String: CertificateStatus]? = nil,
-        cdn: [String: CDNWatchSchedule.HostState]? = nil, verification: [String: Bool]? = nil
+        cdn: [String: CDNWatchSchedule.HostState]? = nil, dal: [String: CDNWatchSchedule.HostState]? = nil,
+        verification: [String: Bool]? = nil
     ) -> [UInt8] {
         var out = Array(#"{"sites":["#.utf8)
         out.reserveCapacity(entries.reduce(64) { $0 + $1.value.open.count + 200 })
@@ -221,11 +222,19 @@ package final class AdminView: Sendable {
             if let counts = entry.routeCounts {
                 let members = counts.paths.indices.map { "{\"path\":\"\(counts.paths[$0])\",\"answers\":\(counts.value($0))}" }
                 out += Array(",\"routes\":[\(members.joined(separator: ","))]".utf8)
+                // routeWalksCut: requests whose route walk the work budget cut short
+                // (PreparedRoutes.maximumWork), answered by the fallback or a 404.
+                out += Array(",\"routeWalksCut\":\(counts.cutWalks)".utf8)
             }
             // cdn: Apple's CDN copy against what is served (the watch's worst host for the
-            // site); null until the watch has asked; absent while the watch is off.
+            // site); null until the watch has asked; absent while the watch is off. dal: the
+            // same for Google's Digital Asset Links view (cdn-watch.google), null also for a
+            // site without an assetlinks.json giving an app handle_all_urls.
             if let cdn {
                 out += Array(",\"cdn\":".utf8) + (cdn[directory].map(Self.json) ?? Array("null".utf8))
+            }
+            if let dal {
+                out += Array(",\"dal\":".utf8) + (dal[directory].map(Self.json) ?? Array("null".utf8))
             }
             // verification: the tenant API's ownership check of the site's names (docs/api.md):
             // `unverified` while any name it holds waits for it (no certificate is ordered for
@@ -387,6 +396,8 @@ final class LockedRegistry: @unchecked Sendable {
     ) -> [UInt8] {
         let view = current
         let version = fetches.version
+        // Cut route walks change the page too (one answered by a 404 moves no fallback count).
+        let fallbacks = fallbacks &+ view.routed.values.reduce(0) { $0 &+ $1.cutWalks }
         let acmeVersion = acme.map { Source(object: ObjectIdentifier($0), version: $0.version) }
         let cdnVersion = cdn.map { Source(object: ObjectIdentifier($0), version: $0.version) }
         if let cached = page.withLock({ $0 }), cached.generation == view.generation, cached.fetches == version,
@@ -397,7 +408,9 @@ final class LockedRegistry: @unchecked Sendable {
         }
         let statuses = acme?.statusesByName()
         let checks = verification.map { ($0.version, $0.verifiedByName()) }
-        let bytes = view.render(fetches: fetches.sites(), acme: statuses?.statuses, cdn: cdn?.bySite(), verification: checks?.1)
+        let bytes = view.render(
+            fetches: fetches.sites(), acme: statuses?.statuses, cdn: cdn.flatMap { $0.settings.apple ? $0.bySite() : nil },
+            dal: cdn.flatMap { $0.watchesGoogle ? $0.googleBySite() : nil }, verification: checks?.1)
         let acmeSource = acme.flatMap { manager in statuses.map { Source(object: ObjectIdentifier(manager), version: $0.version) } }
         page.withLock { $0 = (view.generation, version, acmeSource, fallbacks, cdnVersion, checks?.0, bytes) }
         return acme.map { Self.withTiers(bytes, $0) } ?? bytes

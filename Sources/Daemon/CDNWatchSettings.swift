@@ -2,9 +2,16 @@ package import AASA
 package import Check
 
 /// The `cdn-watch:` section of aasad.yaml (`Sources/Check/CDNWatch.swift`): Apple's CDN copy of every served host,
-/// compared with what aasad serves. Off unless enabled.
+/// compared with what aasad serves, and (`google`) what Google's Digital Asset Links API lists for
+/// every host serving an assetlinks.json. Each off unless turned on: both make outbound requests.
 package struct CDNWatchSettings: Equatable {
     package var enabled = false
+    /// Google's view of each served assetlinks.json, watched beside Apple's CDN.
+    package var google = false
+    /// `statements:list`'s URL.
+    package var googleURL = DALProbe.google
+    /// The API key (`DALProbe.keyProblem`); nil: none. Never logged or shown.
+    package var googleKey: String?
     /// The CDN base; the host is appended.
     package var url = HostChecker.appleCDN
     /// Seconds between two checks of one host (6 hours): Apple's CDN refetches within about a
@@ -42,7 +49,25 @@ package struct CDNWatchSettings: Equatable {
         return nil
     }
 
+    /// Whether the watch runs at all.
+    package var isOn: Bool { enabled || google }
+
     package var watchSettings: CDNWatch.Settings {
-        CDNWatch.Settings(url: url, interval: interval, rate: rate, caFile: caFile)
+        CDNWatch.Settings(
+            url: url, interval: interval, rate: rate, caFile: caFile, apple: enabled,
+            google: google ? CDNWatch.Google(url: googleURL, key: googleKey) : nil)
+    }
+}
+
+/// The settings as `"\(settings)"`, `String(reflecting:)` and `dump` show them: every field but
+/// the key, which shows as set or none (a debug print of the settings must not leak it).
+extension CDNWatchSettings: CustomReflectable {
+    package var customMirror: Mirror {
+        Mirror(
+            self,
+            children: [
+                "enabled": enabled, "google": google, "googleURL": googleURL, "googleKey": googleKey == nil ? "none" : "<hidden>",
+                "url": url, "interval": interval, "rate": rate, "caFile": caFile as Any,
+            ], displayStyle: .struct)
     }
 }

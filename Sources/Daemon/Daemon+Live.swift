@@ -222,6 +222,7 @@ extension Daemon {
             changed.append("acme")
         }
         if new.cdnWatch != old.cdnWatch {
+            if let watch, let previous = cdnWatch.value { watch.takePauses(from: previous) }
             watch?.start()
             let previous = cdnWatch.swap(watch)
             _ = LoopThread.spawn { previous?.stop() }

@@ -1,3 +1,4 @@
+import AASA
 package import Check
 package import Foundation
 package import HTTPServer
@@ -59,35 +60,82 @@ package enum OutputFormat: String, CaseIterable, Sendable {
 }
 
 extension Daemon {
-    /// The CDN watch when `cdn-watch.enabled`: every exact host of every served site (a wildcard
-    /// has no CDN entry of its own), with the AASA file served there.
+    /// The CDN watch when `cdn-watch.enabled` or `cdn-watch.google`: every exact host of every
+    /// served site (a wildcard has no CDN entry of its own), with the AASA file served there for
+    /// Apple's CDN, and the apps its assetlinks.json gives `handle_all_urls` to for Google's view.
     static func cdnWatch(_ settings: CDNWatchSettings, store: SnapshotStore, logger: Logger) throws(OutboundError) -> CDNWatch? {
-        guard settings.enabled else { return nil }
-        logger.info(
-            "watching Apple's CDN copies",
-            metadata: ["url": "\(settings.url)", "interval": "\(settings.interval)", "rate": "\(settings.rate)"])
+        guard settings.isOn else { return nil }
+        if settings.enabled {
+            logger.info(
+                "watching Apple's CDN copies",
+                metadata: ["url": "\(settings.url)", "interval": "\(settings.interval)", "rate": "\(settings.rate)"])
+        }
+        if settings.google {
+            // The key is never logged: only whether there is one.
+            logger.info(
+                "watching Google's Digital Asset Links view",
+                metadata: [
+                    "url": "\(settings.googleURL)", "key": "\(settings.googleKey == nil ? "none" : "set")",
+                    "interval": "\(settings.interval)", "rate": "\(settings.rate) (shared with Apple's CDN)",
+                ])
+        }
         let digests = Mutex<[String: [UInt8]?]>([:])
+        let links = Mutex<[String: ServedLinks]>([:])
         return try CDNWatch(
             settings: settings.watchSettings, logger: logger, generation: { store.snapshot().generation },
             targets: {
-                // A site without an AASA file has nothing on Apple's CDN to compare. Digests are
-                // kept by content (its ETag): a reload computes only new contents' again, and
-                // sites serving the same file share one.
+                // A site without an AASA file has nothing on Apple's CDN to compare, nor one
+                // without an assetlinks.json giving an app handle_all_urls on Google's side.
+                // Digests are kept by content (its ETag): a reload computes only new contents'
+                // again, and sites serving the same file share one.
                 let known = digests.withLock { $0 }
+                let knownLinks = links.withLock { $0 }
                 var fresh: [String: [UInt8]?] = [:]
-                var targets: [CDNWatchSchedule.Target] = []
+                var freshLinks: [String: ServedLinks] = [:]
+                var targets = CDNWatch.Targets(apple: [])
                 for site in store.snapshot().sites.values {
-                    guard let file = site.aasa else { continue }
-                    let digest = fresh[file.etag] ?? known[file.etag] ?? JSONComparison.digest(file.body)
-                    fresh[file.etag] = digest
-                    for host in site.hosts where !host.isWildcard {
-                        targets.append(
-                            CDNWatchSchedule.Target(host: host.name, site: site.directory, digest: digest, changedAt: file.lastModified))
+                    let hosts = site.hosts.filter { !$0.isWildcard }
+                    if settings.enabled, let file = site.aasa {
+                        let digest = fresh[file.etag] ?? known[file.etag] ?? JSONComparison.digest(file.body)
+                        fresh[file.etag] = digest
+                        for host in hosts {
+                            targets.apple.append(
+                                CDNWatchSchedule.Target(host: host.name, site: site.directory, digest: digest, changedAt: file.lastModified)
+                            )
+                        }
+                    }
+                    if settings.google, let file = site.assetLinks {
+                        let served = freshLinks[file.etag] ?? knownLinks[file.etag] ?? ServedLinks(file.body)
+                        freshLinks[file.etag] = served
+                        guard !served.apps.isEmpty else { continue }
+                        for host in hosts {
+                            targets.google.append(
+                                CDNWatchSchedule.Target(
+                                    host: host.name, site: site.directory, digest: served.digest, changedAt: file.lastModified))
+                            targets.served[host.name] = (served.apps, served.includes)
+                        }
                     }
                 }
                 digests.withLock { $0 = fresh }
+                links.withLock { $0 = freshLinks }
                 return targets
             })
+    }
+
+    /// What a served assetlinks.json gives Google's verifier to list: its `handle_all_urls` apps
+    /// (none when it is not valid: the site's own problem says why), whether it includes other
+    /// lists, and the apps' digest (`DALListing.digest`).
+    struct ServedLinks: Sendable {
+        var apps: Set<AndroidApp>
+        var includes: Bool
+        var digest: [UInt8]
+
+        init(_ body: [UInt8]) {
+            let served = AssetLinks.validate(body).document.map(DALListing.served) ?? (apps: [], includes: false)
+            apps = served.apps
+            includes = served.includes
+            digest = DALListing.digest(served.apps)
+        }
     }
 }
 

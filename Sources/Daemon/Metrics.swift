@@ -163,6 +163,11 @@ final class MetricsExporter: Sendable {
             for (route, value) in routes where value > 0 {
                 count("aasad_route_responses_total", [("route", "\(route)")], value)
             }
+            // Walks the work budget cut short (PreparedRoutes.maximumWork), summed over the sites
+            // with routes; per site: /sites' routeWalksCut.
+            if !view.routed.isEmpty {
+                count("aasad_route_walks_cut_total", [], view.routed.values.reduce(0) { $0 &+ $1.cutWalks })
+            }
             for (phase, value) in statistics.timeouts {
                 count("aasad_connection_timeouts_total", [("phase", phase.label)], value)
             }
@@ -218,21 +223,27 @@ final class MetricsExporter: Sendable {
                 count("aasad_acme_ask_children_forgotten_total", [], summary.counters.forgotten)
             }
 
-            if let cdn = cdn() {
-                var bySite = Dictionary(uniqueKeysWithValues: CDNState.allCases.map { ($0, 0) })
+            /// A watched service's sites by state, and since when the site longest in each state has been.
+            func watched(_ prefix: String, _ bySite: [String: CDNWatchSchedule.HostState]?) {
+                guard let bySite else {
+                    drop(prefix + "_sites")
+                    drop(prefix + "_oldest_since_timestamp_seconds")
+                    return
+                }
+                var counts = Dictionary(uniqueKeysWithValues: CDNState.allCases.map { ($0, 0) })
                 var oldest: [CDNState: Int64] = [:]
-                for state in cdn.bySite().values {
-                    bySite[state.state, default: 0] += 1
+                for state in bySite.values {
+                    counts[state.state, default: 0] += 1
                     oldest[state.state] = min(oldest[state.state] ?? .max, state.since)
                 }
                 for cdnState in CDNState.allCases {
-                    level("aasad_cdn_sites", [("state", cdnState.rawValue)], Double(bySite[cdnState] ?? 0))
-                    level("aasad_cdn_oldest_since_timestamp_seconds", [("state", cdnState.rawValue)], Double(oldest[cdnState] ?? 0))
+                    level(prefix + "_sites", [("state", cdnState.rawValue)], Double(counts[cdnState] ?? 0))
+                    level(prefix + "_oldest_since_timestamp_seconds", [("state", cdnState.rawValue)], Double(oldest[cdnState] ?? 0))
                 }
-            } else {
-                drop("aasad_cdn_sites")
-                drop("aasad_cdn_oldest_since_timestamp_seconds")
             }
+            let cdn = cdn()
+            watched("aasad_cdn", cdn.flatMap { $0.settings.apple ? $0.bySite() : nil })
+            watched("aasad_dal", cdn.flatMap { $0.watchesGoogle ? $0.googleBySite() : nil })
 
             let process = ProcessFigures.read()
             level("process_start_time_seconds", [], startTime)
@@ -294,10 +305,12 @@ final class MetricsExporter: Sendable {
     ]
 
     /// Families that exist only once a site's route has answered (site.yaml `routes:`).
-    static let routeFamilies: Set<String> = ["aasad_route_responses_total"]
+    static let routeFamilies: Set<String> = ["aasad_route_responses_total", "aasad_route_walks_cut_total"]
 
     /// Families that exist only while the CDN watch is on.
-    static let cdnWatchFamilies: Set<String> = ["aasad_cdn_sites", "aasad_cdn_oldest_since_timestamp_seconds"]
+    static let cdnWatchFamilies: Set<String> = [
+        "aasad_cdn_sites", "aasad_cdn_oldest_since_timestamp_seconds", "aasad_dal_sites", "aasad_dal_oldest_since_timestamp_seconds",
+    ]
 
     /// What each metric means, as its family's `# HELP` line.
     static let helpTexts: [String: String] = [
@@ -331,6 +344,8 @@ final class MetricsExporter: Sendable {
         "aasad_build_info": "The running version, as a label; always 1.",
         "aasad_route_responses_total":
             "Answers of site.yaml routes by the route's index in its table, summed over sites (per site: /sites).",
+        "aasad_route_walks_cut_total":
+            "Requests whose walk of a site's routes passed the work budget and stopped, answered by the fallback or 404, summed over sites (per site: /sites routeWalksCut).",
         "aasad_fallback_responses_total":
             "Sites' fallback answers (redirects, and the page with its 304s) by the platform read from User-Agent and status class.",
         "aasad_acme_challenge_handshakes_total": "TLS-ALPN-01 validation handshakes answered (RFC 8737), closed after the handshake.",
@@ -358,6 +373,10 @@ final class MetricsExporter: Sendable {
             "Sites by the state of Apple's CDN copy against what is served (the site's worst host), once the CDN watch has asked; only with cdn-watch.enabled.",
         "aasad_cdn_oldest_since_timestamp_seconds":
             "For each CDN state, since when the site longest in it has been (seconds since the epoch; 0: no site in it); only with cdn-watch.enabled.",
+        "aasad_dal_sites":
+            "Sites by the state of Google's Digital Asset Links view against the served assetlinks.json (the site's worst host), once the watch has asked; only with cdn-watch.google.",
+        "aasad_dal_oldest_since_timestamp_seconds":
+            "For each Digital Asset Links state, since when the site longest in it has been (seconds since the epoch; 0: no site in it); only with cdn-watch.google.",
         "aasad_acme_earliest_not_after_timestamp_seconds":
             "The earliest end of validity among automatic certificates served, in seconds since the epoch (0: none).",
         "process_start_time_seconds": "Start time of the process, in seconds since the epoch.",

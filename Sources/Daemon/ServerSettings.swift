@@ -85,6 +85,10 @@ package struct ServerSettings: Equatable, Sendable {
     /// The settings table (`SettingsSchema.all`).
     private static var keys: [Setting] { SettingsSchema.all }
 
+    /// The last names of the secret settings' keys (`Setting.isSecret`): a broken line holding
+    /// one is quoted without its value.
+    static let secretNames = Set(SettingsSchema.all.filter(\.isSecret).compactMap { $0.path.split(separator: ".").last.map(String.init) })
+
     /// Sections of the file and the keys each knows, for error messages.
     private static func known(under prefix: String) -> [String] {
         var names: [String] = []
@@ -125,7 +129,7 @@ package struct ServerSettings: Equatable, Sendable {
         var problems: [Problem] = []
         var settings = self
         YAMLKeys.walk(
-            text, isSection: { path in Self.keys.contains { $0.path.hasPrefix(path + ".") } },
+            text, isSection: { path in Self.keys.contains { $0.path.hasPrefix(path + ".") } }, secrets: Self.secretNames,
             visit: { entry in
                 func problem(_ message: String) -> Problem {
                     Problem(source: file, key: entry.path, message: message, line: entry.line, column: entry.column)
@@ -179,6 +183,9 @@ package struct ServerSettings: Equatable, Sendable {
         // The tenant API client's (`aasad site`, Sources/aasad/SiteCommand.swift), often set in
         // the same environment as the server's.
         "AASAD_API_TOKEN", "AASAD_API_URL",
+        // `aasad check --dal-key`'s (Sources/aasad/CheckCommand.swift); serve's own key is
+        // AASAD_CDN_WATCH_GOOGLE_KEY.
+        "AASAD_DAL_KEY",
     ]
 
     /// Applies `AASAD_*` variables over these settings (lists comma-separated). Returns problems

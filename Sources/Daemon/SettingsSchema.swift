@@ -1,4 +1,5 @@
 package import ACME
+import Check
 package import Foundation
 package import HTTPServer
 package import Reactor
@@ -45,6 +46,9 @@ package struct Setting: Sendable {
     package let reported: String
     /// Whether the value is a true/false switch (the flag is `--name/--no-name`).
     package let isSwitch: Bool
+    /// Whether the value is a secret (a key): never quoted in a message, not even the YAML
+    /// parser's quote of a broken line (`YAMLKeys.quotedLine`).
+    package let isSecret: Bool
     /// Checks textual values (one, or a list's items) and sets the field; a message when refused.
     let apply: @Sendable (inout ServerSettings, [String]) -> String?
     /// Sets the field of the first settings to the second's (the value in force kept).
@@ -71,9 +75,10 @@ package struct Setting: Sendable {
 
     init<V: Equatable & Sendable>(
         _ path: String, _ field: any WritableKeyPath<ServerSettings, V> & Sendable, _ value: SettingValue<V>, flag: String? = nil,
-        help: String, shown: Shown = .value, applies: Applies = .live, reported: String? = nil,
+        help: String, shown: Shown = .value, applies: Applies = .live, reported: String? = nil, secret: Bool = false,
         keep: (@Sendable (inout ServerSettings, ServerSettings) -> Void)? = nil
     ) {
+        self.isSecret = secret
         self.path = path
         self.isList = value.isList
         self.flag = flag
@@ -293,7 +298,7 @@ package enum SettingsSchema {
             .optionalText { text in
                 (try? ACMEClient.ExternalAccountBinding(keyID: "k", macKeyBase64URL: text)) == nil
                     ? "must be the base64url MAC key the CA gave" : nil
-            }, help: "The External Account Binding's MAC key"),
+            }, help: "The External Account Binding's MAC key", secret: true),
         Setting("acme.dns-hook", \.acme.dnsHook, .path, help: "The program DNS-01 calls for wildcard sites"),
         Setting(
             "acme.orders-per-hour", \.acme.ordersPerHour, .count(SettingsBounds.ordersPerHour, "orders"),
@@ -328,6 +333,15 @@ package enum SettingsSchema {
                     return .success(rate)
                 }, show: { "\($0)" }), help: "Most CDN requests a second, all hosts together"),
         Setting("cdn-watch.ca-file", \.cdnWatch.caFile, .path, help: "Extra roots for the CDN's HTTPS"),
+        Setting(
+            "cdn-watch.google", \.cdnWatch.google, .bool,
+            help: "Compare what Google's Digital Asset Links API lists for every host serving an assetlinks.json"),
+        Setting(
+            "cdn-watch.google-url", \.cdnWatch.googleURL, .text(DALProbe.urlProblem),
+            help: "The Digital Asset Links API's statements:list URL; the query is appended"),
+        Setting(
+            "cdn-watch.google-key", \.cdnWatch.googleKey, .optionalText(DALProbe.keyProblem),
+            help: "A Google API key for that API, sent as key=; never logged or shown", secret: true),
         // The tenant API (docs/api.md): its own listener, made at start.
         Setting(
             "api.listen", \.api.listen, .optionalText(offIsNone: true, addressProblem), flag: "api-listen",

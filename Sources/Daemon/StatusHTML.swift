@@ -183,10 +183,11 @@ struct StatusHTML {
                         lines.append("\(host): ends \(time(notAfter))")
                     }
                 }
-            case .cdnMissing, .cdnStale, .cdnError:
-                if let cdn = lookups.cdn?(directory, entry.hosts) {
-                    var line = "\(cdn.host): \(cdn.state.rawValue) since \(time(cdn.since))"
-                    if let reason = cdn.failureReason ?? cdn.error { line += ": \(reason)" }
+            case .cdnMissing, .cdnStale, .cdnError, .dalMissing, .dalStale, .dalError:
+                let google = kind == .dalMissing || kind == .dalStale || kind == .dalError
+                if let state = (google ? lookups.dal : lookups.cdn)?(directory, entry.hosts) {
+                    var line = "\(google ? "Google: " : "")\(state.host): \(state.state.rawValue) since \(time(state.since))"
+                    if let reason = state.failureReason ?? state.error { line += ": \(reason)" }
                     lines.append(line)
                 }
             case .namesRefused:
@@ -338,6 +339,13 @@ struct StatusHTML {
             line(&self, "Apple CDN", [text] + [cdn.failureReason, cdn.error].compactMap { $0 })
         } else {
             line(&self, "Apple CDN", [lookups.cdn == nil ? "not watched" : "not asked yet"])
+        }
+        if let dal = lookups.dal?(directory, entry.hosts) {
+            var text = "\(dal.host): \(dal.state.rawValue) since \(time(dal.since)), asked \(time(dal.checkedAt))"
+            if let code = dal.status { text += ", status \(code)" }
+            line(&self, "Google DAL", [text] + [dal.failureReason, dal.error].compactMap { $0 })
+        } else if lookups.dal != nil {
+            line(&self, "Google DAL", ["not asked yet (or no assetlinks.json giving an app handle_all_urls)"])
         }
         if let verification = lookups.verification {
             line(

@@ -38,6 +38,12 @@ final class StatusIndex: Sendable {
         case cdnStale
         /// Apple's CDN could not be asked.
         case cdnError
+        /// Google's Digital Asset Links API lists no app for the site (`cdn-watch.google`).
+        case dalMissing
+        /// Google lists other apps than the served assetlinks.json.
+        case dalStale
+        /// Google's API could not be asked, or its answer was refused.
+        case dalError
         /// A name the site claims is held by another site or not allowed (`HostOwnership`).
         case namesRefused
         /// A name waits for the tenant API's ownership check.
@@ -54,6 +60,9 @@ final class StatusIndex: Sendable {
             case .cdnMissing: "Apple CDN: no copy"
             case .cdnStale: "Apple CDN: stale copy"
             case .cdnError: "Apple CDN: not reachable"
+            case .dalMissing: "Google DAL: no app listed"
+            case .dalStale: "Google DAL: other apps listed"
+            case .dalError: "Google DAL: not usable"
             case .namesRefused: "names refused (ownership rule)"
             case .unverified: "ownership not verified"
             }
@@ -193,6 +202,14 @@ final class StatusIndex: Sendable {
             case .current: break
             }
         }
+        if let state = lookups.dal?(directory, entry.hosts) {
+            switch state.state {
+            case .missing: kinds.insert(.dalMissing)
+            case .stale: kinds.insert(.dalStale)
+            case .error: kinds.insert(.dalError)
+            case .current: break
+            }
+        }
         if let verification = lookups.verification, entry.hosts.contains(where: { verification($0) == false }) {
             kinds.insert(.unverified)
         }
@@ -282,6 +299,8 @@ struct StatusLookups: Sendable {
     var acme: (@Sendable (String) -> CertificateStatus?)?
     /// A site's worst CDN host state, from the site's directory and hosts.
     var cdn: (@Sendable (String, [String]) -> CDNWatchSchedule.HostState?)?
+    /// A site's worst host state in Google's Digital Asset Links view, the same way.
+    var dal: (@Sendable (String, [String]) -> CDNWatchSchedule.HostState?)?
     /// Whether a name passed its ownership check; nil when it has none.
     var verification: (@Sendable (String) -> Bool?)?
     /// A site's fetches by Apple's CDN.

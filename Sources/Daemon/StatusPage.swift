@@ -362,7 +362,8 @@ extension AdminPages {
             cdn: cdn.map { .init(object: ObjectIdentifier($0), version: $0.version) }, verification: verification?.version)
         var lookups = StatusLookups()
         if let acme { lookups.acme = { name in acme.status(of: name) } }
-        if let cdn { lookups.cdn = { site, hosts in cdn.state(ofSite: site, hosts: hosts) } }
+        if let cdn, cdn.settings.apple { lookups.cdn = { site, hosts in cdn.state(ofSite: site, hosts: hosts) } }
+        if let cdn, cdn.watchesGoogle { lookups.dal = { site, hosts in cdn.googleState(ofSite: site, hosts: hosts) } }
         if let verification { lookups.verification = { name in verification.record(name)?.verified } }
         lookups.fetches = { site in fetches.site(site) }
         return StatusSource(key: key, view: view, lookups: lookups)

@@ -253,7 +253,9 @@ extension ServedSite {
         var route: Int? = nil
         var captures: [Range<Int>] = []
         let answer: PreparedFallback.Answer
-        if let routes, let found = routes.first(path: path, platform: platform), let a = routes.answers[found.route][platform.rawValue] {
+        if let routes, let found = routes.first(path: path, platform: platform, counts: routeCounts),
+            let a = routes.answers[found.route][platform.rawValue]
+        {
             route = found.route
             captures = found.captures
             answer = a

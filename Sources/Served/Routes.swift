@@ -295,10 +295,19 @@ public final class RouteCounts: Sendable {
         counts = paths.map { _ in Counter() }
     }
 
+    /// Requests whose route walk `PreparedRoutes.maximumWork` cut short (the fallback, or a 404,
+    /// answered them without trying every route that might match).
+    private let cuts = Counter()
+
     public func add(_ route: Int) {
         guard route >= 0 && route < counts.count else { return }
         counts[route].value.wrappingAdd(1, ordering: .relaxed)
     }
+
+    public func addCut() { cuts.value.wrappingAdd(1, ordering: .relaxed) }
+
+    /// Walks cut short since the site was first loaded (kept with the answers' counts).
+    public var cutWalks: Int { cuts.value.load(ordering: .relaxed) }
 
     public func value(_ route: Int) -> Int {
         route >= 0 && route < counts.count ? counts[route].value.load(ordering: .relaxed) : 0
@@ -369,16 +378,33 @@ public final class PreparedRoutes: Sendable {
         index = PrefixIndex(routes.map(\.pattern.literalPrefix))
     }
 
+    /// What one walk of the table found: the first route that matches and answers the platform,
+    /// with its captures; or none, and whether `maximumWork` cut the walk short (routes that
+    /// might have matched were not tried).
+    public struct Walk {
+        public var found: (route: Int, captures: [Range<Int>])?
+        public var cut: Bool
+    }
+
     /// The first route that matches `path` and answers `platform`, with its captures.
-    /// Past `maximumWork`, none (the fallback answers).
-    func first(path: UnsafeRawBufferPointer, platform: ClientPlatform) -> (route: Int, captures: [Range<Int>])? {
+    /// Past `maximumWork`, none (the fallback answers), and `cut`.
+    public func walk(path: UnsafeRawBufferPointer, platform: ClientPlatform) -> Walk {
         var captures: [Range<Int>] = []
         var work = Self.maximumWork
         for route in index.candidates(path) where answers[route][platform.rawValue] != nil {
-            if settings[route].pattern.match(path, captures: &captures, work: &work) { return (route, captures) }
-            if work < 0 { return nil }
+            if settings[route].pattern.match(path, captures: &captures, work: &work) { return Walk(found: (route, captures), cut: false) }
+            if work < 0 { return Walk(found: nil, cut: true) }
         }
-        return nil
+        return Walk(found: nil, cut: false)
+    }
+
+    /// `walk`'s route, a cut walk counted in `counts` (`/sites`' `routeWalksCut`,
+    /// `aasad_route_walks_cut_total`): a cut is a tenant's table too costly for a path, which
+    /// would otherwise answer with the fallback and say nothing.
+    func first(path: UnsafeRawBufferPointer, platform: ClientPlatform, counts: RouteCounts?) -> (route: Int, captures: [Range<Int>])? {
+        let walk = walk(path: path, platform: platform)
+        if walk.cut { counts?.addCut() }
+        return walk.found
     }
 }
 

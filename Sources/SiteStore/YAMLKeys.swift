@@ -42,8 +42,8 @@ public enum YAMLKeys {
     /// file has no keys and no failure.
     /// `enter` is told each section whose mapping is walked, even an empty one.
     public static func walk(
-        _ text: String, isSection: (String) -> Bool = { _ in false }, enter: (String) -> Void = { _ in }, visit: (YAMLEntry) -> Void,
-        fail: (Failure) -> Void
+        _ text: String, isSection: (String) -> Bool = { _ in false }, enter: (String) -> Void = { _ in }, secrets: Set<String> = [],
+        visit: (YAMLEntry) -> Void, fail: (Failure) -> Void
     ) {
         let node: Node?
         do {
@@ -51,7 +51,7 @@ public enum YAMLKeys {
             // whole environment dictionary per file, 7% of the config fuzzer's time), and the files are UTF-8.
             node = try Yams.compose(yaml: text, .default, .default, .utf8)
         } catch {
-            fail(.syntax(syntaxMessage(error, text: text)))
+            fail(.syntax(syntaxMessage(error, text: text, secrets: secrets)))
             return
         }
         guard let node else { return }
@@ -65,7 +65,8 @@ public enum YAMLKeys {
     /// The parser's complaint in one line: where, what, and the line it stopped in, quoted and
     /// escaped (`TerminalText`). Yams' own text puts the raw line and a caret on lines of their
     /// own, so a line holding ESC or CR and a forged log line would reach terminals and logs.
-    package static func syntaxMessage(_ error: any Error, text: String) -> String {
+    /// `secrets`: keys' last names whose values are never quoted (`quotedLine`).
+    package static func syntaxMessage(_ error: any Error, text: String, secrets: Set<String> = []) -> String {
         guard let error = error as? YamlError else { return TerminalText.escaped("\(error)") }
         let (context, problem, mark): (YamlError.Context?, String, Mark)
         switch error {
@@ -78,7 +79,8 @@ public enum YAMLKeys {
             // A character YAML refuses (a control character): libyaml gives its byte offset.
             let character = value >= 0 ? " (U+\(hex4(value)))" : ""
             guard let offset, let at = position(ofByte: offset, in: text) else { return TerminalText.escaped(problem) + character }
-            return "line \(at.line), column \(at.column): \(TerminalText.escaped(problem))\(character), in \(quotedLine(at.line, of: text))"
+            return
+                "line \(at.line), column \(at.column): \(TerminalText.escaped(problem))\(character), in \(quotedLine(at.line, of: text, secrets: secrets))"
         default:
             return TerminalText.escaped("\(error)")
         }
@@ -86,32 +88,75 @@ public enum YAMLKeys {
         if let context {
             message += " (\(TerminalText.escaped(context.text)) at line \(context.mark.line), column \(context.mark.column))"
         }
-        return message + ", in \(quotedLine(mark.line, of: text))"
+        return message + ", in \(quotedLine(mark.line, of: text, secrets: secrets))"
     }
 
     /// Line `number` (1-based) of `text` quoted and escaped, cut at `quotedLineLimit` characters.
     /// Lines end where libyaml's do (its `IS_BREAK`: CR, LF, CR LF, NEL, U+2028, U+2029), so that
-    /// the line is the one its mark counts.
-    static func quotedLine(_ number: Int, of text: String) -> String {
+    /// the line is the one its mark counts. The value of a key named in `secrets` (a key's last
+    /// name, `google-key`) is shown as `<hidden>`: on the key's line, everything after its colon;
+    /// a key whose value starts on a later line hides every later line indented more than it.
+    /// What is before the value stays, so the column still points into the line shown.
+    static func quotedLine(_ number: Int, of text: String, secrets: Set<String> = []) -> String {
         var line = 1
-        var shown = String.UnicodeScalarView()
+        var current = String.UnicodeScalarView()
         var afterCR = false
+        // The indentation of a secret key whose value is on the lines below (nil: none open).
+        var openSecret: Int?
+        func finish() -> String? {
+            let hidden = hide(current, secrets: secrets, open: &openSecret)
+            guard line == number else { return nil }
+            let cut = hidden.count > quotedLineLimit
+            return quoted(cut ? String.UnicodeScalarView(hidden.prefix(quotedLineLimit)) : hidden, cut: cut)
+        }
         for scalar in text.unicodeScalars {
             switch scalar {
             case "\n" where afterCR:
                 afterCR = false
             case "\r", "\n", "\u{85}", "\u{2028}", "\u{2029}":
                 afterCR = scalar == "\r"
-                if line == number { return quoted(shown, cut: false) }
+                if let shown = finish() { return shown }
                 line += 1
+                current = String.UnicodeScalarView()
             default:
                 afterCR = false
-                guard line == number else { continue }
-                if shown.count == quotedLineLimit { return quoted(shown, cut: true) }
-                shown.append(scalar)
+                current.append(scalar)
             }
         }
-        return quoted(shown, cut: false)
+        return finish() ?? quoted(String.UnicodeScalarView(), cut: false)
+    }
+
+    /// What a syntax message shows of a secret's value.
+    static let hiddenValue = "<hidden>"
+
+    /// `line` with the value of a key in `secrets` hidden (`quotedLine`); `open` carries a
+    /// secret whose value is on the following lines (its key's indentation).
+    private static func hide(_ line: String.UnicodeScalarView, secrets: Set<String>, open: inout Int?) -> String.UnicodeScalarView {
+        guard !secrets.isEmpty else { return line }
+        let scalars = Array(line)
+        let indentation = scalars.prefix { $0 == " " || $0 == "\t" }.count
+        if let key = open {
+            if indentation == scalars.count { return line }
+            if indentation > key { return String.UnicodeScalarView(scalars.prefix(indentation)) + hiddenValue.unicodeScalars }
+            open = nil
+        }
+        for secret in secrets {
+            let name = Array(secret.unicodeScalars)
+            guard !name.isEmpty, scalars.count >= name.count else { continue }
+            for start in 0...(scalars.count - name.count) where Array(scalars[start..<start + name.count]) == name {
+                // The name, maybe in quotes, then spaces, then the colon that makes it a key.
+                var at = start + name.count
+                while at < scalars.count, scalars[at] == "\"" || scalars[at] == "'" || scalars[at] == " " { at += 1 }
+                guard at < scalars.count, scalars[at] == ":" else { continue }
+                let value = scalars[(at + 1)...].drop { $0 == " " || $0 == "\t" }
+                if value.isEmpty || value.first == "#" || value.first == "|" || value.first == ">" {
+                    open = indentation
+                    if value.isEmpty || value.first == "#" { return line }
+                }
+                return String.UnicodeScalarView(scalars.prefix(at + 1)) + " \(hiddenValue)".unicodeScalars
+            }
+        }
+        return line
     }
 
     /// The line and column (1-based, columns in characters as libyaml counts them) of the

@@ -20,7 +20,9 @@ struct CheckCommand: ParsableCommand {
             (current, stale, missing or error), compared with the file's apps and fingerprints. Each \
             problem comes with a code and a fix. --entitlements reads the hosts (and the services \
             each needs) from an app's entitlements; developer- and managed-mode entries skip the \
-            CDN, which those devices bypass. Exit status 0 when every host is ok, 1 otherwise.
+            CDN, which those devices bypass. Exit status 0 when every host is ok, 1 otherwise; a CDN \
+            or API that cannot be reached is an error (cdn-error, dal-error): on a machine without \
+            access to them, give --cdn none and --dal none.
             """
     )
 
@@ -42,6 +44,22 @@ struct CheckCommand: ParsableCommand {
 
     @Option(help: "Google's Digital Asset Links API (statements:list) URL. 'none' skips it.")
     var dal: String = DALProbe.google
+
+    @Option(
+        name: .customLong("dal-key"),
+        help: ArgumentHelp(
+            "A Google API key for the Digital Asset Links API, sent as key=; or set \(Self.dalKeyVariable). Never printed.",
+            valueName: "key"))
+    var dalKey: String?
+
+    /// The environment variable the key may come from instead (a command line is visible to
+    /// every user of the machine in `ps`).
+    static let dalKeyVariable = "AASAD_DAL_KEY"
+
+    /// The key given: `--dal-key`, else the variable when set and not empty.
+    var givenDALKey: String? {
+        dalKey ?? ProcessInfo.processInfo.environment[Self.dalKeyVariable].flatMap { $0.isEmpty ? nil : $0 }
+    }
 
     @Option(name: .customLong("dal-connect-to"), help: .hidden)
     var dalConnectTo: [String] = []
@@ -81,6 +99,9 @@ struct CheckCommand: ParsableCommand {
         }
         if dal != "none", let problem = DALProbe.urlProblem(dal) {
             throw ValidationError("--dal \(problem), or none.")
+        }
+        if let key = givenDALKey, let problem = DALProbe.keyProblem(key) {
+            throw ValidationError("\(dalKey == nil ? Self.dalKeyVariable : "--dal-key") \(problem).")
         }
         guard (1...300).contains(timeout) else { throw ValidationError("--timeout takes 1 to 300 seconds.") }
     }
@@ -148,6 +169,7 @@ struct CheckCommand: ParsableCommand {
             options.cdn = cdn == "none" || !target.usesCDN ? nil : cdn
             options.dal = dal == "none" ? nil : dal
             options.dalConnectTo = dalConnectTo
+            options.dalKey = givenDALKey
             options.connectTo = connectTo
             options.apps = apps
             options.services = target.services

@@ -172,6 +172,15 @@ struct MatchCommand: ParsableCommand {
             let link = target.withUnsafeBytes { target in
                 (agents[platform] ?? []).withUnsafeBytes { site.linkAnswer(host: host, target: target, userAgent: $0) }
             }
+            // Whether the work budget cut the walk (serve counts it, `routeWalksCut`): asked of
+            // the same walk when no route answered, so that a fallback answer says why.
+            if link?.route == nil, let routes = site.routes {
+                let end = target.firstIndex(of: UInt8(ascii: "?")) ?? target.count
+                let cut = target[..<end].withUnsafeBytes {
+                    PreparedFallback.covers(path: $0) && routes.walk(path: $0, platform: platform).cut
+                }
+                if cut { answer.routeWalkCut = true }
+            }
             guard let link else { return answer }
             answer.route = link.route
             answer.routePath = link.route.map { site.links.routes[$0].pattern.text }

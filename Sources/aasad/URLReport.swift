@@ -63,6 +63,10 @@ struct URLReport: Encodable {
         /// the fallback did (or nothing).
         var route: Int?
         var routePath: String?
+        /// True when the walk of the routes passed the work budget (`PreparedRoutes.maximumWork`)
+        /// and stopped: routes that might match were not tried, and the fallback (or a 404)
+        /// answered. Absent otherwise.
+        var routeWalkCut: Bool?
     }
 
     var url: String
@@ -144,7 +148,10 @@ struct URLReport: Encodable {
         for answer in browser ?? [] {
             let what = answer.location ?? (answer.page == true ? "the page " + (answer.pageFile ?? "") : "")
             let by = answer.route.map { " (routes[\($0)]: \(answer.routePath ?? ""))" } ?? (answer.status == 404 ? "" : " (fallback)")
-            show("  in a browser on \(answer.platform): \(answer.status)\(what.isEmpty ? "" : " \(what)")\(by)")
+            let cut =
+                answer.routeWalkCut == true
+                ? "; the route walk was cut by the work budget (PreparedRoutes.maximumWork): later routes were not tried" : ""
+            show("  in a browser on \(answer.platform): \(answer.status)\(what.isEmpty ? "" : " \(what)")\(by)\(cut)")
         }
     }
 

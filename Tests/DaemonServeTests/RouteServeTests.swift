@@ -194,4 +194,38 @@ final class RouteServeTests {
         #expect(try server.https("link.test", "/invite/abc", [version, "-A", BrowserAgents.iPhoneSafari]).status == 307)
         #expect(try server.https("link.test", "/invite/abc", [version, "-A", BrowserAgents.desktopChrome]).status == 307)
     }
+
+    @Test("a route walk cut by the work budget is counted (/sites, /metrics) and match --config says so")
+    func walkCut() throws {
+        // 63 routes of 507 tokens that never match a path of `a`s: 300 of them spend the budget
+        // (PreparedRoutes.maximumWork) after a few tries, and the fallback answers.
+        let slow = "/" + String(repeating: "*a", count: 253) + "c"
+        var yaml = "fallback:\n  web: https://www.example.com/\nroutes:\n"
+        for i in 0..<63 { yaml += "  - {path: \"\(slow)\(i / 10)\(i % 10)\", web: \"https://a.example/\(i)\"}\n" }
+        try config.write("config/sites/slow.test/apple-app-site-association", config.aasa)
+        try config.write("config/sites/slow.test/site.yaml", Array(yaml.utf8))
+        let server = try TestDaemon(config: config)
+        let long = "/" + String(repeating: "a", count: 300)
+        #expect(try server.https("slow.test", "/aaaa").status == 302)
+        let sites = { String(decoding: try server.admin("/sites").body, as: UTF8.self) }
+        #expect(try sites().contains(#""routeWalksCut":0"#))
+        for _ in 0..<2 {
+            let r = try server.https("slow.test", long)
+            #expect(r.status == 302 && r.headers["location"] == "https://www.example.com/")
+        }
+        let page = try sites()
+        #expect(page.contains(#""routeWalksCut":2"#), "\(page)")
+        let metrics = String(decoding: try server.admin("/metrics").body, as: UTF8.self)
+        #expect(metrics.contains("aasad_route_walks_cut_total 2"), "\(metrics)")
+        let out = try Tool.run(
+            Binary.aasad.path,
+            ["match", "--config", config.config, "--format", "json", "https://slow.test" + long, "https://slow.test/aaaa"])
+        let reports = try #require(try JSONSerialization.jsonObject(with: Data(out.stdout)) as? [[String: Any]], "\(out.text)")
+        let browser = try #require(reports.first?["browser"] as? [[String: Any]])
+        #expect(browser.map { $0["routeWalkCut"] as? Bool } == [true, true, true], "\(browser)")
+        let short = try #require(reports.last?["browser"] as? [[String: Any]])
+        #expect(short.allSatisfy { $0["routeWalkCut"] == nil && $0["route"] == nil && $0["status"] as? Int == 302 }, "\(short)")
+        let text = try Tool.run(Binary.aasad.path, ["match", "--config", config.config, "https://slow.test" + long]).text
+        #expect(text.contains("(fallback); the route walk was cut by the work budget"), "\(text)")
+    }
 }

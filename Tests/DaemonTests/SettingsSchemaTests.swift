@@ -37,9 +37,69 @@ struct SettingsSchemaTests {
         #expect(refusal("acme.orders-per-hour", "100001") != nil)
         #expect(refusal("cdn-watch.rate", "20") == nil)
         #expect(refusal("cdn-watch.rate", "20.01") != nil)
+        // Google's API key: 256 unreserved bytes at most; a refused key is never quoted back.
+        #expect(refusal("cdn-watch.google-key", String(repeating: "K", count: 256)) == nil)
+        for (yaml, key) in [
+            (String(repeating: "K", count: 257), String(repeating: "K", count: 257)), (#""k\r\nX-A: 1""#, "X-A: 1"),
+            ("k&x=1", "k&x=1"), (#""k y""#, "k y"),
+        ] {
+            let message = refusal("cdn-watch.google-key", yaml)
+            #expect(
+                message?.hasPrefix("must be 1 to 256 bytes") == true && message?.contains(key) == false, "\(String(describing: message))")
+        }
         // A number far past every bound, and one past Int64, never trap.
         #expect(refusal("timeouts.idle", "99999999999999999999999") != nil)
         #expect(refusal("threads", "-1") != nil)
+    }
+
+    @Test("a YAML syntax error on a line holding a secret (google-key, hmac-key) quotes the line without the value")
+    func secretsNeverQuoted() {
+        #expect(ServerSettings.secretNames == ["google-key", "hmac-key"])
+        let cases = [
+            ("cdn-watch:\n  google-key: AIzaSyD-SECRET: x\n", "AIzaSyD-SECRET", 2),
+            ("cdn-watch: {google-key: AIzaSyD-SECRET: x}\n", "AIzaSyD-SECRET", 1),
+            ("acme:\n  eab:\n    \"hmac-key\" : SECRETMAC-abc: x\n", "SECRETMAC-abc", 3),
+            // The value on the lines below its key, broken there.
+            ("acme:\n  eab:\n    hmac-key:\n      SECRETMAC-abc: x: y\n", "SECRETMAC-abc", 4),
+        ]
+        for (yaml, secret, line) in cases {
+            var settings = ServerSettings()
+            let message = settings.apply(yaml: yaml, file: "aasad.yaml").first?.message ?? ""
+            #expect(message.contains("line \(line), column "), "\(message)")
+            #expect(!message.contains(secret) && message.contains("<hidden>"), "\(message)")
+        }
+        // Other keys' lines are quoted whole; a secret key's name followed by a colon anywhere hides
+        // what follows it (a flow mapping, or a value that only looks like one: safe either way).
+        var settings = ServerSettings()
+        let message = settings.apply(yaml: "cdn-watch:\n  url: https://x/google-key: y\n", file: "aasad.yaml").first?.message ?? ""
+        #expect(message.contains("google-key:") && message.contains("<hidden>"), "\(message)")
+        let other = settings.apply(yaml: "cdn-watch:\n  url: https://x/a: y\n", file: "aasad.yaml").first?.message ?? ""
+        #expect(other.contains("https://x/a: y"), "\(other)")
+    }
+
+    @Test("the settings holding the Google key print without it: description, debugDescription, dump")
+    func keyNotDescribed() {
+        var settings = ServerSettings()
+        #expect(
+            settings.apply(environment: ["AASAD_CDN_WATCH_GOOGLE_KEY": "AIzaSECRETkey", "AASAD_CDN_WATCH_GOOGLE": "true"]).problems.isEmpty)
+        var dumped = ""
+        dump(settings.cdnWatch, to: &dumped)
+        var dumpedWatch = ""
+        dump(settings.cdnWatch.watchSettings, to: &dumpedWatch)
+        for text in [
+            "\(settings.cdnWatch)", String(reflecting: settings.cdnWatch), dumped, "\(settings.cdnWatch.watchSettings)",
+            String(reflecting: settings.cdnWatch.watchSettings), dumpedWatch, "\(settings)",
+        ] {
+            #expect(!text.contains("SECRET"), "\(text)")
+        }
+        #expect("\(settings.cdnWatch)".contains("<hidden>"))
+    }
+
+    @Test("AASAD_DAL_KEY (aasad check's) is no unknown variable to serve")
+    func checkVariableKnown() {
+        var settings = ServerSettings()
+        #expect(settings.apply(environment: ["AASAD_DAL_KEY": "k"]).unknown.isEmpty)
+        #expect(settings.apply(environment: ["AASAD_DAL_KEYS": "k"]).unknown == ["AASAD_DAL_KEYS"])
     }
 
     @Test("a parsed value lands in its field")
@@ -131,7 +191,8 @@ struct SettingsSchemaTests {
             "timeouts.shutdown-delay", "limits.max-connections", "admin-hosts", "logging.level", "logging.format",
             "logging.access-log", "acme.email", "acme.directory-ca", "acme.storage", "acme.challenges", "acme.eab.kid",
             "acme.eab.hmac-key", "acme.dns-hook", "acme.orders-per-hour", "acme.names-per-site", "cdn-watch.enabled",
-            "cdn-watch.url", "cdn-watch.interval", "cdn-watch.rate", "cdn-watch.ca-file",
+            "cdn-watch.url", "cdn-watch.interval", "cdn-watch.rate", "cdn-watch.ca-file", "cdn-watch.google", "cdn-watch.google-url",
+            "cdn-watch.google-key",
         ]
         let live = Set(SettingsSchema.all.filter { $0.applies == .live }.map(\.path))
         #expect(live.subtracting(applied).isEmpty, "live, applied by nothing: \(live.subtracting(applied).sorted())")

@@ -272,6 +272,7 @@ struct RouteTableTests {
         yaml += "  - {path: \"/*\", web: \"https://a.example/last\"}\n"
         let s = try site(yaml)
         #expect(ask(s, "/aaaa")?.route == PreparedRoutes.maximumCandidates - 1)
+        #expect(s.routeCounts?.cutWalks == 0, "a walk that reached its route is not cut")
         // Against 300 bytes of `a` each try runs all its 507 tokens (a path a client chooses;
         // 5 ms of CPU for the 63 before the budget): the budget stops the walk after a few, and
         // the fallback answers; the same against 16 KB.
@@ -284,6 +285,13 @@ struct RouteTableTests {
             #expect(answer?.route == nil, "\(length): \(String(describing: answer?.route))")
             print("route match, 63 routes of 507 tokens against a \(length)-byte path, within maximumWork: \(took)")
         }
+        // Each cut walk is counted (/sites' routeWalksCut, aasad_route_walks_cut_total), and a
+        // walk says it was cut (`aasad match --config`).
+        #expect(s.routeCounts?.cutWalks == 2)
+        let walk = Array(("/" + String(repeating: "a", count: 300)).utf8).withUnsafeBytes { s.routes?.walk(path: $0, platform: .web) }
+        #expect(walk?.cut == true && walk?.found == nil)
+        let short = Array("/aaaa".utf8).withUnsafeBytes { s.routes?.walk(path: $0, platform: .web) }
+        #expect(short?.cut == false && short?.found?.route == PreparedRoutes.maximumCandidates - 1)
     }
 
     @Test("a try charges its work as it goes: with exactly what it needs it matches, with one unit less it stops below zero")

@@ -124,4 +124,78 @@ struct CDNWatchScheduleTests {
         #expect(schedule.bySite()["a.test"]?.host == "b.test")
         #expect(schedule.bySite()["b.test"] == nil)
     }
+
+    @Test("a 429 pauses every host: a minute, doubling while 429s go on, at most an hour; another answer ends it")
+    func throttled() {
+        var schedule = CDNWatchSchedule(interval: 60)
+        schedule.reconcile([Self.target("a.test"), Self.target("b.test")], now: 0)
+        let tooMany = CDNObservation(status: 429, error: "the API answered 429")
+        schedule.record("a.test", tooMany, now: 0)
+        #expect(schedule.states["a.test"] == nil, "a 429 is no news about the host")
+        // b.test is due, but nothing is asked for the first pause.
+        #expect(schedule.next(now: CDNWatchSchedule.firstPause - 1).host == nil)
+        #expect(schedule.next(now: CDNWatchSchedule.firstPause).host != nil)
+        var now = CDNWatchSchedule.firstPause
+        var pauses: [Int64] = []
+        for _ in 0..<8 {
+            schedule.record("b.test", tooMany, now: now)
+            pauses.append(schedule.pausedUntil - now)
+            now = schedule.pausedUntil
+        }
+        #expect(pauses == [120, 240, 480, 960, 1_920, 3_600, 3_600, 3_600])
+        schedule.record("b.test", CDNObservation(status: 404), now: now)
+        schedule.record("a.test", tooMany, now: now)
+        #expect(schedule.pausedUntil - now == CDNWatchSchedule.firstPause, "an answer other than 429 starts the pauses over")
+    }
+
+    @Test("a 429 keeps the host's state and makes it due when the pause ends, not a quarter interval later")
+    func throttledKeepsState() throws {
+        var schedule = CDNWatchSchedule(interval: 3_600)
+        schedule.reconcile([Self.target("a.test")], now: 0)
+        schedule.record("a.test", Self.copy(Self.v1), now: 0)
+        let before = try #require(schedule.states["a.test"])
+        #expect(before.state == .current)
+        let version = schedule.version
+        let now: Int64 = 5_000
+        schedule.record("a.test", CDNObservation(status: 429, error: "quota"), now: now)
+        #expect(schedule.states["a.test"] == before, "state, since and error as they were")
+        #expect(schedule.version == version)
+        #expect(schedule.next(now: now + CDNWatchSchedule.firstPause - 1).host == nil)
+        #expect(schedule.next(now: now + CDNWatchSchedule.firstPause).host == "a.test", "due when the pause ends")
+    }
+
+    @Test("failures in a row (not reached, 5xx) pause the service as a 429 does; fewer, or another answer between, do not")
+    func failuresPause() {
+        var schedule = CDNWatchSchedule(interval: 60)
+        let hosts = (0..<10).map { "h\($0).test" }
+        schedule.reconcile(hosts.map { Self.target($0) }, now: 0)
+        let unreachable = CDNObservation(status: nil, error: "connect timed out")
+        let failing = CDNObservation(status: 503)
+        // N - 1 failures, an answer, N - 1 failures: no pause.
+        for host in hosts.prefix(CDNWatchSchedule.failuresBeforePause - 1) { schedule.record(host, unreachable, now: 0) }
+        schedule.record("h8.test", CDNObservation(status: 404), now: 0)
+        for host in hosts.prefix(CDNWatchSchedule.failuresBeforePause - 1) { schedule.record(host, failing, now: 0) }
+        #expect(schedule.pausedUntil == 0)
+        #expect(schedule.states["h0.test"]?.state == .error, "a failure is still the host's state")
+        // The Nth in a row pauses, doubling while failures go on.
+        schedule.record("h9.test", unreachable, now: 0)
+        #expect(schedule.pausedUntil == CDNWatchSchedule.firstPause)
+        #expect(schedule.next(now: CDNWatchSchedule.firstPause - 1).host == nil)
+        schedule.record("h9.test", failing, now: CDNWatchSchedule.firstPause)
+        #expect(schedule.pausedUntil == CDNWatchSchedule.firstPause * 3)
+        schedule.record("h9.test", Self.copy(Self.v1), now: CDNWatchSchedule.firstPause * 3)
+        schedule.record("h0.test", failing, now: CDNWatchSchedule.firstPause * 3)
+        #expect(schedule.pausedUntil == CDNWatchSchedule.firstPause * 3, "an answer starts the count over")
+    }
+
+    @Test("Google's answers in the schedule's terms: no app listed is missing, a refused 200 an error, the served apps current")
+    func googleStates() {
+        let apps: Set<AndroidApp> = [AndroidApp(packageName: "com.example", fingerprint: "AA")]
+        let digest = DALListing.digest(apps)
+        #expect(CDNObservation(status: 200, digest: digest).state(against: digest) == .current)
+        #expect(CDNObservation(status: 200, digest: DALListing.digest([])).state(against: digest) == .stale)
+        #expect(CDNObservation(status: 200, listsNothing: true).state(against: digest) == .missing)
+        #expect(CDNObservation(status: 200, error: "not JSON", refused: true).state(against: digest) == .error)
+        #expect(CDNObservation(status: 429, error: "quota", refused: true).isThrottled)
+    }
 }

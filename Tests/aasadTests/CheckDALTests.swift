@@ -1,4 +1,5 @@
 import Foundation
+import SafeText
 import TestSupport
 import Testing
 
@@ -155,5 +156,70 @@ final class CheckDALTests {
     @Test("--dal takes an https URL without a query, or none", arguments: ["http://dal.test/v1/statements:list", "https://x/?a=1", "x"])
     func usage(_ url: String) throws {
         #expect(try AASAD.run(["check", "--dal", url, "good.test"]).status == 64)
+    }
+
+    /// A key shaped as Google's: `AIza` and 35 more.
+    static let key = "AIzaSyD-k3y_SECRET.value~0123456789abcd"
+
+    @Test("--dal-key (or AASAD_DAL_KEY) is sent as key=, and never printed: not in the report's url, text or JSON")
+    func key() throws {
+        let result = try check(["good.test"], ["--dal-key", Self.key])
+        #expect(result.status == 0, "\(result.stdout)")
+        #expect(server.dalRequests.last?.hasSuffix("&key=\(Self.key)") == true, "\(server.dalRequests)")
+        #expect(!result.stdout.contains(Self.key))
+        #expect((Self.dal(try #require(result.hosts.first))?["url"] as? String)?.contains("key") == false)
+        // From the environment, and in the text form; an API error echoing the key shows it
+        // redacted.
+        try server.dalAnswer(
+            "cdnerror.test", Array(#"{"error": {"code": 400, "message": "API key \#(Self.key) not valid"}}"#.utf8), status: 400)
+        defer { try? server.dalAnswer("cdnerror.test", nil) }
+        let text = try AASAD.run(
+            server.arguments(["good.test", "cdnerror.test"]) + ["--cdn", "none"], environment: ["AASAD_DAL_KEY": Self.key])
+        #expect(server.dalRequests.suffix(2).allSatisfy { $0.hasSuffix("&key=\(Self.key)") }, "\(server.dalRequests)")
+        #expect(!text.stdout.contains(Self.key) && !text.stderr.contains(Self.key), "\(text.stdout)")
+        #expect(text.stdout.contains("API key [key] not valid"), "\(text.stdout)")
+        #expect(text.stdout.contains("check the key given with --dal-key"))
+    }
+
+    @Test(
+        "a key that is not 1 to 256 unreserved bytes is refused (exit 64) without being echoed",
+        arguments: ["k\r\nX-Injected: 1", "k&relation=x", "k%0d", "k y", "k\u{202E}", "", String(repeating: "K", count: 257)])
+    func badKey(_ key: String) throws {
+        let out = try AASAD.run(["check", "--dal-key", key, "good.test"])
+        #expect(out.status == 64, "\(out.stderr)")
+        #expect(out.stderr.contains("--dal-key must be 1 to 256 bytes"), "\(out.stderr)")
+        // Neither the key nor its escaped form (a raw CR LF or U+202E would be escaped on the
+        // way out, and the raw form alone would then never be found).
+        let forms = key.count > 1 ? [key, TerminalText.escaped(key)] : []
+        for form in forms { #expect(!out.stderr.contains(form), "\(out.stderr)") }
+        let fromEnvironment = try AASAD.run(server.arguments(["good.test"]) + ["--cdn", "none"], environment: ["AASAD_DAL_KEY": key])
+        #expect(fromEnvironment.status == (key.isEmpty ? 0 : 64), "an empty variable is no key: \(fromEnvironment.stderr)")
+        for form in forms { #expect(!fromEnvironment.stderr.contains(form), "\(fromEnvironment.stderr)") }
+    }
+
+    @Test("without a way to Google the API is a dal-error (exit 1) whose fix names --dal none; with it, exit 0")
+    func noEgress() throws {
+        // Port 9 on loopback: nothing listens, as on a machine without a route out (no
+        // --dal-connect-to, which would send it to the fake API).
+        let out = try AASAD.run([
+            "check", "--cacert", server.caFile, "--cdn", "none", "--connect-to", server.connectTo, "--dal",
+            "https://127.0.0.1:9/v1/statements:list", "--timeout", "10", "good.test",
+        ])
+        #expect(out.status == 1)
+        #expect(out.stdout.contains("error [dal-error]") && out.stdout.contains("give --dal none"), "\(out.stdout)")
+        // With a key: the refused connection's message names the URL, the key redacted.
+        for format in [["--format", "text"], ["--format", "json"]] {
+            let keyed = try AASAD.run(
+                [
+                    "check", "--cacert", server.caFile, "--cdn", "none", "--connect-to", server.connectTo, "--dal",
+                    "https://127.0.0.1:9/v1/statements:list", "--dal-key", Self.key, "--timeout", "10", "good.test",
+                ] + format)
+            #expect(keyed.status == 1)
+            #expect(keyed.stdout.contains("127.0.0.1") && keyed.stdout.contains("[key]"), "\(keyed.stdout)")
+            #expect(!keyed.stdout.contains(Self.key) && !keyed.stderr.contains(Self.key), "\(keyed.stdout)\(keyed.stderr)")
+            #expect(!keyed.stdout.contains("AIzaSyD") && !keyed.stderr.contains("AIzaSyD"))
+        }
+        let none = try AASAD.run(server.arguments(["good.test"]) + ["--cdn", "none", "--dal", "none"])
+        #expect(none.status == 0, "\(none.stdout)")
     }
 }

@@ -144,4 +144,15 @@ struct DALListingTests {
         #expect(failed.state == .error)
         #expect(failed.error == "quota")
     }
+
+    @Test("the API key's bound: 256 unreserved bytes taken, 257 refused; CR, LF, '&', '%' and space refused")
+    func keyBound() {
+        #expect(DALProbe.keyProblem(String(repeating: "K", count: DALProbe.maximumKeyBytes)) == nil)
+        #expect(DALProbe.keyProblem(String(repeating: "K", count: DALProbe.maximumKeyBytes + 1)) != nil)
+        #expect(DALProbe.keyProblem("AIzaSyD-k3y_SECRET.value~0123456789abcd") == nil)
+        for key in ["a\rb", "a\nb", "a&b", "a%20", "a b", "a\u{0}", "é"] {
+            let problem = DALProbe.keyProblem(key)
+            #expect(problem != nil && problem?.contains(key) == false, "\(key.debugDescription)")
+        }
+    }
 }
