@@ -1,4 +1,5 @@
 import Glibc
+public import Logging
 import Reactor
 import SafeText
 import Synchronization
@@ -17,8 +18,15 @@ import Synchronization
 ///   file it judged stale. If the holder refreshed it in between, it is put back (link, which
 ///   never replaces a newer lock) and the takeover fails.
 ///
-/// A heartbeat rewrites the file in place through the descriptor it opened, so a heartbeat that
-/// races a takeover writes into the file moved aside, never over the taker's new lock.
+/// A heartbeat rewrites the file in place through the descriptor its holder created it with (the
+/// one holding its flock), never by opening its name again: a heartbeat that races a takeover
+/// writes into the file moved aside, never over the taker's new lock, and a beat needs no new
+/// descriptor (a process at its descriptor limit still beats). Whether the lock is still this
+/// holder's is read from the name: the file there must be the held one (same device and inode;
+/// the held descriptor keeps the inode from being reused). Another file there (a takeover's new
+/// lock, a link) means the lock is lost; a beat that fails (the name not found for a moment, a
+/// write refused) throws and keeps the lock and its flock, and the next beat tries again, so one
+/// bad beat never makes a live holder look dead.
 ///
 /// A holder that dies on this machine costs a shorter wait: the holder keeps an exclusive
 /// `flock(2)` on its lock file while it holds it (the kernel drops it when the process dies,
@@ -35,7 +43,8 @@ import Synchronization
 ///
 /// What is not a lock file of ours (a symbolic link, a FIFO, a directory, a file too large or
 /// not readable) is never followed or opened for writing: it counts as a lock of unknown bytes,
-/// stale once it stays for `staleAfter`, and is then moved aside like any stale lock.
+/// stale once it stays for `staleAfter`, and is then moved aside like any stale lock and removed
+/// (a directory within bounds, never following a link: StorageLock+Planted.swift).
 ///
 /// Which volumes lock correctly: those where O_EXCL create and rename are atomic across clients:
 /// local filesystems, NFSv3+ and most CSI volumes in ReadWriteMany mode. Object-store FUSE mounts
@@ -64,23 +73,28 @@ public final class StorageLock: Sendable {
     /// Per name: the bytes last seen in another holder's lock file, and when this locker first
     /// saw exactly those bytes.
     private let observed = Mutex<[String: (bytes: [UInt8], since: Int64)]>([:])
-    /// Per held name: the heartbeat count written into the file, and the descriptor holding the
-    /// file's flock (closed when the lock is let go or lost).
-    private let held = Mutex<[String: (count: Int, descriptor: Int32)]>([:])
+    /// Per held name: the file created for it (its descriptor, its flock, its heartbeat count).
+    private let held = Mutex<[String: HeldLock]>([:])
     /// Tests only: runs between judging a lock stale and moving it aside, where another
     /// process's heartbeat or takeover can land.
     let beforeTakeover: (@Sendable (String) -> Void)?
+    /// Where a stale lock that could not be removed is reported.
+    let logger: Logger?
 
-    public convenience init(directory: String, owner: String? = nil, clock: @escaping @Sendable () -> Int64) throws(ACMEError) {
-        try self.init(directory: directory, owner: owner, clock: clock, beforeTakeover: nil)
+    public convenience init(
+        directory: String, owner: String? = nil, clock: @escaping @Sendable () -> Int64, logger: Logger? = nil
+    ) throws(ACMEError) {
+        try self.init(directory: directory, owner: owner, clock: clock, logger: logger, beforeTakeover: nil)
     }
 
     init(
-        directory: String, owner: String? = nil, clock: @escaping @Sendable () -> Int64, beforeTakeover: (@Sendable (String) -> Void)?
+        directory: String, owner: String? = nil, clock: @escaping @Sendable () -> Int64, logger: Logger? = nil,
+        beforeTakeover: (@Sendable (String) -> Void)?
     ) throws(ACMEError) {
         self.directory = directory
         self.owner = owner ?? randomHex(16)
         self.clock = clock
+        self.logger = logger
         self.beforeTakeover = beforeTakeover
         do {
             try Files.makeDirectory(directory, mode: 0o700)
@@ -156,8 +170,17 @@ public final class StorageLock: Sendable {
             Files.close(fd)
             throw .storage("cannot write \(file): \(error.reason)")
         }
+        let identity: FileStatus
+        do {
+            identity = try Files.status(of: fd)
+        } catch {
+            try? Files.remove(file)
+            Files.close(fd)
+            throw .storage("cannot read back \(file): \(error.reason)")
+        }
         // A lock of this name held before and taken over meanwhile: its descriptor goes.
-        if let before = held.withLock({ $0.updateValue((0, fd), forKey: name) }) { Files.close(before.descriptor) }
+        let made = HeldLock(descriptor: fd, device: identity.device, inode: identity.inode)
+        held.withLock { $0.updateValue(made, forKey: name) }?.close()
         return true
     }
 
@@ -174,14 +197,25 @@ public final class StorageLock: Sendable {
         }
         let moved = (try? DeadHolder.peek(aside, limit: Self.maximumLockFileBytes, probe: false))??.bytes ?? DeadHolder.unreadable
         if moved == expected {
-            try? Files.remove(aside)
+            discardAside(aside)
             return true
         }
         // It changed since we judged it: a live holder's heartbeat or a new lock. Put it back
         // unless a newer lock is already there.
         try? Files.link(aside, to: file)
-        try? Files.remove(aside)
+        discardAside(aside)
         return false
+    }
+
+    /// Removes what was moved aside (`discard`: a planted directory too, within bounds); what
+    /// cannot be removed stays under its `.stale-` name, and the operator is told.
+    private func discardAside(_ aside: String) {
+        guard !Self.discard(aside) else { return }
+        logger?.warning(
+            "a stale lock moved aside could not be removed (a directory too large or deep, or another filesystem inside); remove it by hand",
+            metadata: [
+                "path": "\(aside)", "maximumEntries": "\(Self.maximumPlantedEntries)", "maximumDepth": "\(Self.maximumPlantedDepth)",
+            ])
     }
 
     private func owns(_ bytes: [UInt8]) -> Bool {
@@ -189,38 +223,29 @@ public final class StorageLock: Sendable {
         return bytes.starts(with: prefix)
     }
 
-    /// The holder's heartbeat: rewrites the lock file in place. False when the lock is no longer
-    /// this locker's (taken over after this process stalled, or removed): stop the work it guards.
+    /// The holder's heartbeat: rewrites the lock file in place through the held descriptor.
+    /// False when the lock is known to be no longer this locker's (another file at its name:
+    /// taken over after this process stalled; or not held): stop the work it guards. Throws when
+    /// this beat failed but the lock may still be ours (its name unreadable, the write refused):
+    /// the lock and its flock are kept, and the next beat tries again.
     public func refresh(_ name: String) throws(ACMEError) -> Bool {
         let file = try path(of: name)
-        guard let count = held.withLock({ $0[name]?.count }) else { return false }
-        let fd: Int32
-        do {
-            fd = try Files.openForUpdating(file)
-        } catch {
-            lose(name)
+        guard let lock = held.withLock({ $0[name] }) else { return false }
+        switch try lock.beat(file, contents: { contents(count: $0) }) {
+        case .written: return true
+        case .replaced:
+            lose(name, lock)
             return false
         }
-        defer { Files.close(fd) }
-        guard let current = try? Files.readAll(fd, limit: Self.maximumLockFileBytes), owns(current) else {
-            lose(name)
-            return false
-        }
-        let next = contents(count: count + 1)
-        do {
-            try Files.writeAll(fd, next, at: 0)
-            try Files.truncate(fd, length: Int64(next.count))
-            try Files.sync(fd)
-        } catch {
-            throw .storage("cannot refresh \(file): \(error.reason)")
-        }
-        held.withLock { $0[name]?.count = count + 1 }
-        return true
     }
 
-    /// Forgets a lock this locker lost, and lets its flock go.
-    private func lose(_ name: String) {
-        if let lost = held.withLock({ $0.removeValue(forKey: name) }) { Files.close(lost.descriptor) }
+    /// Forgets a lock this locker lost, and lets its flock go (unless a newer lock of the same
+    /// name was taken meanwhile).
+    private func lose(_ name: String, _ lock: HeldLock) {
+        held.withLock { held in
+            if held[name] === lock { held[name] = nil }
+        }
+        lock.close()
     }
 
     /// Releases `name` if this locker holds it (moved aside and checked, as a takeover is, so a
@@ -230,7 +255,7 @@ public final class StorageLock: Sendable {
         guard let released = held.withLock({ $0.removeValue(forKey: name) }) else { return }
         // The flock goes last, once the file is no longer at its name: a locker that probes it
         // free meanwhile finds its name empty or another's lock, and its takeover checks that.
-        defer { Files.close(released.descriptor) }
+        defer { released.close() }
         let aside = file + ".release-" + randomHex(8)
         do {
             try Files.rename(file, to: aside)
@@ -240,11 +265,79 @@ public final class StorageLock: Sendable {
         if let moved = try? Files.readFile(aside, limit: Self.maximumLockFileBytes), !owns(moved) {
             try? Files.link(aside, to: file)
         }
-        try? Files.remove(aside)
+        discardAside(aside)
     }
 
     /// Whether this locker believes it holds `name` (until a refresh says otherwise).
     public func holds(_ name: String) -> Bool { held.withLock { $0[name] != nil } }
+}
+
+/// A lock file this locker created and holds: its descriptor (opened at the exclusive create,
+/// holding the file's flock), which file it is (device and inode, to tell it from another file
+/// put at its name), and the heartbeats written. A beat and the close take its own mutex, so a
+/// beat never writes through a descriptor closed (and reused) meanwhile.
+final class HeldLock: Sendable {
+    /// What a beat found at the lock's name.
+    enum Beat {
+        /// The held file is there (or nothing is, for now): the beat was written.
+        case written
+        /// Another file is there: the lock is lost.
+        case replaced
+    }
+
+    let device: UInt64
+    let inode: UInt64
+    /// The descriptor (nil once closed) and the heartbeats written through it.
+    private let state: Mutex<(descriptor: Int32?, count: Int)>
+
+    init(descriptor: Int32, device: UInt64, inode: UInt64) {
+        self.device = device
+        self.inode = inode
+        state = Mutex((descriptor, 0))
+    }
+
+    /// One heartbeat: `contents(count)` written over the file through the held descriptor,
+    /// unless another file is at `path` now. A missing name (a taker between its rename and its
+    /// check, which a fresh beat makes it undo) still gets the beat: the held file is the lock
+    /// until another one is at the name. Throws when the name cannot be looked at or the write
+    /// fails: the caller keeps the lock.
+    func beat(_ path: String, contents: (Int) -> [UInt8]) throws(ACMEError) -> Beat {
+        try state.withLock { state throws(ACMEError) -> Beat in
+            guard let fd = state.descriptor else { return .replaced }
+            var lookError: SystemError?
+            do throws(SystemError) {
+                // lstat: a symbolic link planted at the name is another file, never followed.
+                let there = try Files.linkStatus(path)
+                if there.kind != .regular || there.device != device || there.inode != inode { return .replaced }
+            } catch  where error.isNoSuchFile {
+                // Nobody's lock is at the name: the held file is still the lock.
+            } catch {
+                lookError = error
+            }
+            let next = contents(state.count + 1)
+            do throws(SystemError) {
+                try Files.writeAll(fd, next, at: 0)
+                try Files.truncate(fd, length: Int64(next.count))
+                try Files.sync(fd)
+            } catch {
+                throw .storage("cannot refresh \(path): \(error.reason); the lock is kept and the next heartbeat tries again")
+            }
+            state.count += 1
+            // Written, but which file is at the name is not known: this beat counts as failed.
+            if let lookError {
+                throw .storage("cannot look at \(path): \(lookError.reason); the lock is kept and the next heartbeat tries again")
+            }
+            return .written
+        }
+    }
+
+    /// Closes the descriptor, letting the flock go; later beats find the lock gone.
+    func close() {
+        state.withLock { state in
+            if let fd = state.descriptor { Files.close(fd) }
+            state.descriptor = nil
+        }
+    }
 }
 
 /// What a locker reads of another's lock file, and whether its holder is known to be gone: the

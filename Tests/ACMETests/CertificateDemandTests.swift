@@ -1,4 +1,6 @@
+import Foundation
 import Logging
+import Synchronization
 import TLS
 import TestSupport
 import Testing
@@ -122,4 +124,38 @@ struct CertificateDemandTests {
         manager.takeDemand(now: Self.now)
         #expect(manager.nextDue(now: Self.now)?.1 == .demanded)
     }
+
+    @Test(
+        "a budget raised while an order is judged against the old one is not lost: the spend sees it, or the raise clears the hold it wrote"
+    )
+    func raiseDuringSpend() throws {
+        manager.want(["fresh.test": ["fresh.test"]])
+        // The hour's 8 orders spent (another replica's): at 8 an hour a demanded name waits.
+        let log = (0..<8).map { "\(Self.now - 60) other\($0).example\n" }.joined()
+        try AtomicFile.write(Array(log.utf8), to: manager.storage.orderLog, mode: 0o644)
+        // The raise lands from another thread after this spend read the log, before it judged.
+        let raised = RaiseSeen()
+        manager.beforeBudgetDecision.withLock {
+            $0 = { [manager] in
+                let raise = Thread { manager.setOrdersPerHour(14) }
+                raise.start()
+                let seen = eventually(attempts: 500, interval: 0.01) { manager.ordersPerHour == 14 }
+                raised.seen.withLock { $0 = seen }
+            }
+        }
+        let spent = try manager.spendBudget(name: "fresh.test", tier: .demanded, now: Self.now)
+        manager.beforeBudgetDecision.withLock { $0 = nil }
+        #expect(raised.seen.withLock { $0 })
+        // 8 of 14: the order goes now, and nothing holds the names behind it.
+        #expect(spent)
+        #expect(manager.state.withLock { $0.budgetBlockedUntil } <= Self.now)
+        #expect(try manager.spendBudget(name: "next.test", tier: .demanded, now: Self.now))
+        let placed = try String(contentsOfFile: manager.storage.orderLog, encoding: .utf8).split(separator: "\n")
+        #expect(placed.suffix(2) == ["\(Self.now) fresh.test", "\(Self.now) next.test"], "\(placed)")
+    }
+}
+
+/// Whether the raise made in the budget hook was seen done.
+private final class RaiseSeen: Sendable {
+    let seen = Mutex(false)
 }
