@@ -180,13 +180,13 @@ extension CertificateManager {
             // Entries ahead of this clock (another replica's clock runs fast) count too.
             if time > now - Self.budgetWindowSeconds { recent.append((time, line)) }
         }
-        beforeBudgetDecision.withLock { $0 }?()
         // The budget is read and the blocked-until time written in one critical section, the
         // one `setOrdersPerHour` changes the budget and clears those times in: a budget raised
         // while this spend was reading the log either is seen here or clears what is written
         // here, never lost until the hour's window reopens.
         let spent = state.withLock { state -> (perHour: Int, limit: Int, reopens: Int64)? in
             let perHour = ordersPerHour
+            beforeBudgetDecision.withLock { $0 }?()
             let limit = OrderBudget.limit(for: tier, ordersPerHour: perHour)
             guard recent.count >= limit else { return nil }
             let reopens = OrderBudget.reopens(times: recent.map(\.time), limit: limit, window: Self.budgetWindowSeconds)

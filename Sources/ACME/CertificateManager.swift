@@ -190,8 +190,8 @@ public final class CertificateManager: Sendable {
     /// The order budget in force (`acme.orders-per-hour`): the configuration's at the start,
     /// changed on the running manager by `setOrdersPerHour` (CertificateManager+Budget.swift).
     let budget: Atomic<Int>
-    /// Tests only: runs in `spendBudget` after the order log is read and before the budget is
-    /// judged, where a live change of the budget can land.
+    /// Tests only: runs in `spendBudget`'s critical section (the state's lock held) after the
+    /// budget is read and before it is judged, where a live change of the budget must not land.
     let beforeBudgetDecision = Mutex<(@Sendable () -> Void)?>(nil)
     /// Pending challenge answers, in memory for the serving loops.
     public let challenges: ChallengeBook
