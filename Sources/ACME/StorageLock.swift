@@ -210,11 +210,12 @@ public final class StorageLock: Sendable {
     /// Removes what was moved aside (`discard`: a planted directory too, within bounds); what
     /// cannot be removed stays under its `.stale-` name, and the operator is told.
     private func discardAside(_ aside: String) {
-        guard !Self.discard(aside) else { return }
+        guard let reason = Self.leftover(afterDiscarding: aside) else { return }
         logger?.warning(
-            "a stale lock moved aside could not be removed (a directory too large or deep, or another filesystem inside); remove it by hand",
+            "a stale lock moved aside could not be removed; remove it by hand",
             metadata: [
-                "path": "\(aside)", "maximumEntries": "\(Self.maximumPlantedEntries)", "maximumDepth": "\(Self.maximumPlantedDepth)",
+                "path": "\(aside)", "reason": "\(reason)", "maximumEntries": "\(Self.maximumPlantedEntries)",
+                "maximumDepth": "\(Self.maximumPlantedDepth)",
             ])
     }
 

@@ -1,3 +1,4 @@
+import CAASALinux
 import Foundation
 import Glibc
 import Synchronization
@@ -363,6 +364,37 @@ struct StorageLockTests {
         #expect(StorageLock.discard(dir.path("gone")))
     }
 
+    @Test(
+        "a planted directory's removal never enters another mount: a bind mount of the same filesystem (same device) inside is left whole"
+    )
+    func plantedDirectoryBindMount() throws {
+        let dir = try TemporaryDirectory(prefix: "acme-lock-planted-mount")
+        try dir.write("outside/keep", Array("kept".utf8))
+        try dir.write("outside/sub/keep", Array("kept".utf8))
+        try dir.write("planted/a", [1])
+        try FileManager.default.createDirectory(atPath: dir.path("planted/mnt"), withIntermediateDirectories: true)
+        // The mount lives in a namespace of one thread's own, gone when the thread ends.
+        let result = BindResult()
+        let (outside, mountPoint, planted) = (dir.path("outside"), dir.path("planted/mnt"), dir.path("planted"))
+        Thread {
+            let bound = CAASALinux_bind_in_private_namespace(outside, mountPoint)
+            let error = errno
+            let discarded = bound == 0 && StorageLock.discard(planted)
+            result.value.withLock { $0 = (bound, error, discarded) }
+        }
+        .start()
+        #expect(eventually(attempts: 500, interval: 0.01) { result.value.withLock { $0 != nil } })
+        guard let (bound, error, discarded) = result.value.withLock({ $0 }) else { return }
+        // Without CAP_SYS_ADMIN (an unprivileged container) there is no mount to test against.
+        guard bound == 0 else {
+            #expect(error == EPERM, "bind mount: errno \(error)")
+            return
+        }
+        #expect(!discarded)
+        #expect(try String(contentsOfFile: dir.path("outside/keep"), encoding: .utf8) == "kept")
+        #expect(try String(contentsOfFile: dir.path("outside/sub/keep"), encoding: .utf8) == "kept")
+    }
+
     @Test("names are host names, never paths")
     func names() throws {
         let dir = try TemporaryDirectory(prefix: "acme-lock-names")
@@ -385,4 +417,10 @@ struct StorageLockTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path) == ["key.pem"])
         #expect(throws: ACMEError.self) { try AtomicFile.write([1], to: dir.path("missing/x"), mode: 0o600) }
     }
+}
+
+/// What the thread that bound a mount in its own namespace found: the mount's result, its errno,
+/// and whether the planted directory was removed whole.
+private final class BindResult: Sendable {
+    let value = Mutex<(bound: Int32, error: Int32, discarded: Bool)?>(nil)
 }
