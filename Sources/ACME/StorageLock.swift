@@ -24,9 +24,13 @@ import Synchronization
 /// descriptor (a process at its descriptor limit still beats). Whether the lock is still this
 /// holder's is read from the name: the file there must be the held one (same device and inode;
 /// the held descriptor keeps the inode from being reused). Another file there (a takeover's new
-/// lock, a link) means the lock is lost; a beat that fails (the name not found for a moment, a
-/// write refused) throws and keeps the lock and its flock, and the next beat tries again, so one
-/// bad beat never makes a live holder look dead.
+/// lock, a link) means the lock is lost, and so does a write through the held descriptor that
+/// says its file is gone (ESTALE: another NFS client removed it, and its inode number may already
+/// name a new file, so the compare alone cannot be trusted there; ENOENT, ENXIO). A beat that
+/// fails otherwise (the name not found for a moment, a write refused) throws and keeps the lock
+/// and its flock, and the next beat tries again, so one bad beat never makes a live holder look
+/// dead; but a holder that has written no beat for `silentAfter` (one heartbeat short of
+/// `staleAfter`, on its own clock) calls the lock lost and says so, since its peers take it over.
 ///
 /// A holder that dies on this machine costs a shorter wait: the holder keeps an exclusive
 /// `flock(2)` on its lock file while it holds it (the kernel drops it when the process dies,
@@ -78,8 +82,14 @@ public final class StorageLock: Sendable {
     /// Tests only: runs between judging a lock stale and moving it aside, where another
     /// process's heartbeat or takeover can land.
     let beforeTakeover: (@Sendable (String) -> Void)?
-    /// Where a stale lock that could not be removed is reported.
+    /// Where a stale lock that could not be removed, or a lock called lost, is reported.
     let logger: Logger?
+    /// Tests only: an errno a heartbeat's write fails with instead of writing (nil: written).
+    let beatFault = Mutex<(@Sendable (String) -> Int32?)?>(nil)
+    /// How long a holder goes without a heartbeat written before it calls its lock lost: peers
+    /// take over a lock whose bytes stayed unchanged for `staleAfter` on their own clocks, so a
+    /// holder that has written nothing for all but one heartbeat of that stops first.
+    static let silentAfter: Int64 = staleAfter - heartbeatInterval
 
     public convenience init(
         directory: String, owner: String? = nil, clock: @escaping @Sendable () -> Int64, logger: Logger? = nil
@@ -179,7 +189,7 @@ public final class StorageLock: Sendable {
             throw .storage("cannot read back \(file): \(error.reason)")
         }
         // A lock of this name held before and taken over meanwhile: its descriptor goes.
-        let made = HeldLock(descriptor: fd, device: identity.device, inode: identity.inode)
+        let made = HeldLock(descriptor: fd, device: identity.device, inode: identity.inode, written: clock())
         held.withLock { $0.updateValue(made, forKey: name) }?.close()
         return true
     }
@@ -232,10 +242,17 @@ public final class StorageLock: Sendable {
     public func refresh(_ name: String) throws(ACMEError) -> Bool {
         let file = try path(of: name)
         guard let lock = held.withLock({ $0[name] }) else { return false }
-        switch try lock.beat(file, contents: { contents(count: $0) }) {
+        let fault = beatFault.withLock { $0 }
+        switch try lock.beat(file, now: clock(), fault: { fault?(name) }, contents: { contents(count: $0) }) {
         case .written: return true
         case .replaced:
             lose(name, lock)
+            return false
+        case .silent(let reason, let milliseconds):
+            lose(name, lock)
+            logger?.warning(
+                "no heartbeat written for too long: the lock is called lost, since other replicas take it over",
+                metadata: ["path": "\(file)", "reason": "\(reason)", "silentMilliseconds": "\(milliseconds)"])
             return false
         }
     }
@@ -282,19 +299,28 @@ final class HeldLock: Sendable {
     enum Beat {
         /// The held file is there (or nothing is, for now): the beat was written.
         case written
-        /// Another file is there: the lock is lost.
+        /// Another file is there, or the held file is gone (ESTALE, ENOENT, ENXIO from the held
+        /// descriptor: unlinked by another NFS client, whose inode may be reused): the lock is lost.
         case replaced
+        /// This beat failed and none was written for `StorageLock.silentAfter`: the lock is lost.
+        case silent(reason: String, milliseconds: Int64)
     }
+
+    /// What a write or fsync through the held descriptor fails with once its file is gone: NFS
+    /// says ESTALE when another client removed it; its inode number may then name a new file, so
+    /// the device and inode compare alone cannot be trusted.
+    static let goneErrnos: Set<Int32> = [ESTALE, ENOENT, ENXIO]
 
     let device: UInt64
     let inode: UInt64
-    /// The descriptor (nil once closed) and the heartbeats written through it.
-    private let state: Mutex<(descriptor: Int32?, count: Int)>
+    /// The descriptor (nil once closed), the heartbeats written through it, and when the last
+    /// one was written (the locker's clock).
+    private let state: Mutex<(descriptor: Int32?, count: Int, written: Int64)>
 
-    init(descriptor: Int32, device: UInt64, inode: UInt64) {
+    init(descriptor: Int32, device: UInt64, inode: UInt64, written: Int64) {
         self.device = device
         self.inode = inode
-        state = Mutex((descriptor, 0))
+        state = Mutex((descriptor, 0, written))
     }
 
     /// One heartbeat: `contents(count)` written over the file through the held descriptor,
@@ -302,7 +328,7 @@ final class HeldLock: Sendable {
     /// check, which a fresh beat makes it undo) still gets the beat: the held file is the lock
     /// until another one is at the name. Throws when the name cannot be looked at or the write
     /// fails: the caller keeps the lock.
-    func beat(_ path: String, contents: (Int) -> [UInt8]) throws(ACMEError) -> Beat {
+    func beat(_ path: String, now: Int64, fault: () -> Int32?, contents: (Int) -> [UInt8]) throws(ACMEError) -> Beat {
         try state.withLock { state throws(ACMEError) -> Beat in
             guard let fd = state.descriptor else { return .replaced }
             var lookError: SystemError?
@@ -316,14 +342,27 @@ final class HeldLock: Sendable {
                 lookError = error
             }
             let next = contents(state.count + 1)
-            do throws(SystemError) {
-                try Files.writeAll(fd, next, at: 0)
-                try Files.truncate(fd, length: Int64(next.count))
-                try Files.sync(fd)
-            } catch {
-                throw .storage("cannot refresh \(path): \(error.reason); the lock is kept and the next heartbeat tries again")
+            var failure: (errno: Int32, reason: String)?
+            if let injected = fault() {
+                failure = (injected, describeErrno(injected))
+            } else {
+                do throws(SystemError) {
+                    try Files.writeAll(fd, next, at: 0)
+                    try Files.truncate(fd, length: Int64(next.count))
+                    try Files.sync(fd)
+                } catch {
+                    failure = (error.errno, error.reason)
+                }
+            }
+            if let failure {
+                if Self.goneErrnos.contains(failure.errno) { return .replaced }
+                if now - state.written >= StorageLock.silentAfter {
+                    return .silent(reason: failure.reason, milliseconds: now - state.written)
+                }
+                throw .storage("cannot refresh \(path): \(failure.reason); the lock is kept and the next heartbeat tries again")
             }
             state.count += 1
+            state.written = now
             // Written, but which file is at the name is not known: this beat counts as failed.
             if let lookError {
                 throw .storage("cannot look at \(path): \(lookError.reason); the lock is kept and the next heartbeat tries again")

@@ -395,6 +395,35 @@ struct StorageLockTests {
         #expect(try String(contentsOfFile: dir.path("outside/sub/keep"), encoding: .utf8) == "kept")
     }
 
+    @Test(
+        "a beat whose write finds the held file gone (ESTALE, ENOENT, ENXIO) loses the lock; other failed beats keep it until none was written for silentAfter: N-1 kept, N lost"
+    )
+    func failedBeats() throws {
+        let dir = try TemporaryDirectory(prefix: "acme-lock-failed-beats")
+        let clock = TestClock()
+        let l = try Self.lockers(1, in: dir, clock: clock)
+        for (name, gone) in [("a.test", ESTALE), ("b.test", ENOENT), ("c.test", ENXIO)] {
+            #expect(try l[0].tryLock(name))
+            l[0].beatFault.withLock { $0 = { _ in gone } }
+            #expect(try !l[0].refresh(name), "errno \(gone)")
+            #expect(!l[0].holds(name))
+        }
+        l[0].beatFault.withLock { $0 = nil }
+        #expect(try l[0].tryLock("d.test"))
+        clock.advance(StorageLock.heartbeatInterval)
+        #expect(try l[0].refresh("d.test"))
+        // From the last beat written, EIO beats keep the lock up to silentAfter - 1 ms …
+        l[0].beatFault.withLock { $0 = { _ in EIO } }
+        clock.advance(StorageLock.silentAfter - 1)
+        #expect(throws: ACMEError.self) { try l[0].refresh("d.test") }
+        #expect(l[0].holds("d.test"))
+        // … and at silentAfter the holder calls it lost, one heartbeat before peers take it over.
+        clock.advance(1)
+        #expect(try !l[0].refresh("d.test"))
+        #expect(!l[0].holds("d.test"))
+        #expect(!flockHeld(dir.path("locks/d.test.lock")))
+    }
+
     @Test("names are host names, never paths")
     func names() throws {
         let dir = try TemporaryDirectory(prefix: "acme-lock-names")
