@@ -1,3 +1,4 @@
+import CAASALinux
 import Glibc
 public import Logging
 import Reactor
@@ -135,7 +136,9 @@ public final class StorageLock: Sendable {
             // Released between our create and our read: one more try.
             return try create(file, name)
         }
-        if owns(current) { return true }
+        // Its bytes name this locker, but only the file it holds is its lock (a copy, or a lock
+        // lost to ESTALE and left there, is judged as another's).
+        if owns(current), let lock = held.withLock({ $0[name] }), lock.isAt(file) { return true }
         // Its holder on this kernel died (or let go and is removing it): a shorter wait, with
         // the same rule of bytes unchanged while this locker watched.
         let after = holderGone ? Self.deadHolderAfter : Self.staleAfter
@@ -274,14 +277,23 @@ public final class StorageLock: Sendable {
         // The flock goes last, once the file is no longer at its name: a locker that probes it
         // free meanwhile finds its name empty or another's lock, and its takeover checks that.
         defer { released.close() }
+        // Judged by identity, never by the bytes (a copy of them is not this lock): only the held
+        // file is moved aside, and only if what was moved is the held file is it removed.
+        guard released.isAt(file) else { return }
         let aside = file + ".release-" + randomHex(8)
         do {
             try Files.rename(file, to: aside)
         } catch {
             return
         }
-        if let moved = try? Files.readFile(aside, limit: Self.maximumLockFileBytes), !owns(moved) {
-            try? Files.link(aside, to: file)
+        guard released.isAt(aside) else {
+            // Another's lock landed in between (or cannot be looked at): put back whole, never
+            // replacing a newer one; what cannot go back stays aside, never discarded.
+            if CAASALinux_renameat2(aside, file, 1) != 0 {
+                logger?.warning(
+                    "another holder's lock moved aside at release could not be put back", metadata: ["path": "\(aside)"])
+            }
+            return
         }
         discardAside(aside)
     }
@@ -369,6 +381,12 @@ final class HeldLock: Sendable {
             }
             return .written
         }
+    }
+
+    /// Whether the file at `path` (not followed) is the held one.
+    func isAt(_ path: String) -> Bool {
+        guard let there = try? Files.linkStatus(path) else { return false }
+        return there.kind == .regular && there.device == device && there.inode == inode
     }
 
     /// Closes the descriptor, letting the flock go; later beats find the lock gone.

@@ -424,6 +424,29 @@ struct StorageLockTests {
         #expect(!flockHeld(dir.path("locks/d.test.lock")))
     }
 
+    @Test("release and re-lock judge by the held file, never by its bytes: a copy of them at the name is another's lock")
+    func identityNotBytes() throws {
+        let dir = try TemporaryDirectory(prefix: "acme-lock-identity")
+        let clock = TestClock()
+        let l = try Self.lockers(1, in: dir, clock: clock)
+        let file = dir.path("locks/a.test.lock")
+        #expect(try l[0].tryLock("a.test"))
+        // The held file replaced by a copy of its bytes (another file at the name).
+        let bytes = try Array(Data(contentsOf: URL(fileURLWithPath: file)))
+        try dir.write("copy", bytes)
+        #expect(rename(dir.path("copy"), file) == 0)
+        try l[0].unlock("a.test")
+        #expect(try Array(Data(contentsOf: URL(fileURLWithPath: file))) == bytes)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path("locks")) == ["a.test.lock"])
+        // A lock lost (its write said ESTALE) and left at its name is not taken back by its bytes.
+        #expect(try l[0].tryLock("b.test"))
+        l[0].beatFault.withLock { $0 = { _ in ESTALE } }
+        #expect(try !l[0].refresh("b.test"))
+        l[0].beatFault.withLock { $0 = nil }
+        #expect(try !l[0].tryLock("b.test"))
+        #expect(!l[0].holds("b.test"))
+    }
+
     @Test("names are host names, never paths")
     func names() throws {
         let dir = try TemporaryDirectory(prefix: "acme-lock-names")
