@@ -81,23 +81,27 @@ def spawn(argv, **kwargs):
 def stop(proc, grace=20):
     """SIGTERM to the process's group, SIGKILL to the group after `grace` seconds, then reaped.
     The leader is only looked at (WNOWAIT) until the group is killed, so its id, which names the
-    group, cannot be reused by another process meanwhile."""
-    if proc in CHILDREN:
-        CHILDREN.remove(proc)
-    if proc.returncode is not None:
-        return  # reaped already (it exited during a wait): its id is no longer ours to signal
+    group, cannot be reused by another process meanwhile. A leader reaped already (it exited
+    during a wait) still has its group signalled: what it started may live on in it, and Linux
+    gives no new process an id still in use as a process group's."""
     deadline = time.time() + grace
     try:
         os.killpg(proc.pid, signal.SIGTERM)
-        while time.time() < deadline and os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
+        while proc.returncode is None and time.time() < deadline and \
+                os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
             time.sleep(0.05)
         os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, ChildProcessError):
+    except (ProcessLookupError, ChildProcessError, PermissionError):
         pass
     proc.wait()
+    if proc in CHILDREN:
+        CHILDREN.remove(proc)
 
 
 def stop_all():
+    # Once cleanup starts, a second Ctrl-C or SIGTERM must not cut it short.
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(sig, signal.SIG_IGN)
     for proc in list(reversed(CHILDREN)):
         stop(proc, grace=5)
 
@@ -401,7 +405,10 @@ def check_cleanup():
     with tempfile.TemporaryDirectory(prefix="acme-vs-caddy-cleanup-") as work:
         fake = os.path.join(work, "bin")
         os.makedirs(fake)
-        for name, then in (("pebble-challtestsrv", "exec sleep 600"), ("pebble", '[ -n "$FAKE_PEBBLE_HANGS" ] && exec sleep 600; exit 1')):
+        # The challenge server's stand-in leaves a grandchild in its group, as a real server's
+        # helper would: it must be stopped too, even once the stand-in itself is reaped.
+        grandchild = 'sleep 600 & echo $! >> "$FAKE_PIDS"; wait'
+        for name, then in (("pebble-challtestsrv", grandchild), ("pebble", '[ -n "$FAKE_PEBBLE_HANGS" ] && exec sleep 600; exit 1')):
             with open(os.path.join(fake, name), "w") as f:
                 f.write(f'#!/bin/sh\necho $$ >> "$FAKE_PIDS"\n{then}\n')
             os.chmod(os.path.join(fake, name), 0o755)
@@ -414,7 +421,7 @@ def check_cleanup():
             recorded = lambda: [int(line) for line in open(pids_file).read().split()]
             if hangs:
                 deadline = time.time() + 30
-                while len(recorded()) < 2 and time.time() < deadline:
+                while len(recorded()) < 3 and time.time() < deadline:
                     time.sleep(0.05)
                 run.send_signal(signal.SIGTERM)
             try:
@@ -424,14 +431,19 @@ def check_cleanup():
                 run.wait()
                 failures.append(f"{case}: the script did not exit")
             pids = recorded()
-            if len(pids) < 2:
+            if len(pids) < 3:
                 failures.append(f"{case}: the stand-ins did not start ({pids})")
             for pid in pids:
                 try:
                     os.kill(pid, 0)
-                except ProcessLookupError:
+                    with open(f"/proc/{pid}/stat") as f:
+                        state = f.read().rsplit(")", 1)[1].split()[0]
+                except (ProcessLookupError, FileNotFoundError):
                     continue
-                failures.append(f"{case}: process {pid} left running")
+                # A zombie is stopped: its parent died and this machine's init has not reaped it.
+                if state == "Z":
+                    continue
+                failures.append(f"{case}: process {pid} left running (state {state})")
                 os.kill(pid, signal.SIGKILL)
             print(f"{case}: {len(pids)} processes started, exit {run.returncode}", file=sys.stderr)
     if failures:
@@ -440,9 +452,8 @@ def check_cleanup():
 
 
 def main():
-    if sys.argv[1:] == ["--check-cleanup"]:
-        return check_cleanup()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check-cleanup", action="store_true", help="check that no process is left when a set-up fails")
     default = os.path.join(ROOT, ".build", "release", "aasad")
     parser.add_argument("--aasad", default=default if os.path.exists(default) else os.path.join(ROOT, ".build", "debug", "aasad"))
     parser.add_argument("--flood", type=int, default=10_000, help="random SNI handshakes per server")
@@ -450,6 +461,8 @@ def main():
     parser.add_argument("--wildcard", action="store_true", help="flood under aasad's wildcard site, with acme.ask (wildcard children)")
     parser.add_argument("--only", choices=["aasad", "caddy"], help="one server only")
     args = parser.parse_args()
+    if args.check_cleanup:
+        return check_cleanup()
     for tool in ("pebble", "pebble-challtestsrv", "openssl") + (() if args.only == "aasad" else ("caddy",)):
         if shutil.which(tool) is None:
             sys.exit(f"error: {tool} is not installed (Debian: apt-get install -y pebble caddy)")
