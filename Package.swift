@@ -184,7 +184,9 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(
             name: "ACMETests",
-            dependencies: ["ACME", "StrictJSON", "Hashing", "SafeText", "TestSupport", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "ACME", "CAASALinux", "StrictJSON", "Hashing", "SafeText", "TestSupport", .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings),
         .testTarget(name: "ReactorTests", dependencies: ["Reactor"], swiftSettings: swiftSettings),
         .testTarget(name: "TLSTests", dependencies: ["TLS", "TestSupport"], swiftSettings: swiftSettings),

@@ -20,6 +20,10 @@ another replica's), so only the first SNI gets it ordered. Caddy (Debian's caddy
 with `ask`) orders at the first handshake the `ask` endpoint approves, holding that handshake.
 
     scripts/acme-vs-caddy.py [--aasad .build/release/aasad] [--flood 10000] [--runs 3] [--wildcard]
+    scripts/acme-vs-caddy.py --check-cleanup    # no CA or server left when a set-up fails
+
+Every process it starts (pebble, pebble-challtestsrv, aasad, caddy) runs in a process group of
+its own and is stopped on every way out: a set-up that fails, an exception, Ctrl-C, SIGTERM.
 
 `--wildcard` gives aasad a wildcard site (`*.users.test`, `certificates: per-name`) and
 `acme.ask` pointing at the same endpoint, and floods names under it: what the `ask` contract for
@@ -31,11 +35,13 @@ a minute at the default 10,000); the in-process tests (Tests/DaemonServeTests/AC
 check the same properties of aasad against pebble on every run.
 """
 import argparse
+import atexit
 import http.server
 import json
 import os
 import random
 import shutil
+import signal
 import socket
 import ssl
 import statistics
@@ -48,8 +54,74 @@ import time
 import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# Every process this script starts, each in a process group of its own (start_new_session), so
+# that stopping it stops what it started too. Stopped on every way out: a set-up that fails (a
+# CA or server that never listens, sys.exit), an exception, Ctrl-C, SIGTERM or SIGHUP.
+CHILDREN = []
+# A signal that came while a process was being started: acted on once it is in CHILDREN (a
+# SystemExit raised inside Popen, after the fork, would lose the process it started).
+PENDING = []
+SPAWNING = False
+
+
+def spawn(argv, **kwargs):
+    global SPAWNING
+    SPAWNING = True
+    try:
+        proc = subprocess.Popen(argv, start_new_session=True, **kwargs)
+        CHILDREN.append(proc)
+    finally:
+        SPAWNING = False
+    if PENDING:
+        sys.exit(128 + PENDING[0])
+    return proc
+
+
+def stop(proc, grace=20):
+    """SIGTERM to the process's group, SIGKILL to the group after `grace` seconds, then reaped.
+    The leader is only looked at (WNOWAIT) until the group is killed, so its id, which names the
+    group, cannot be reused by another process meanwhile. A leader reaped already (it exited
+    during a wait) still has its group signalled: what it started may live on in it, and Linux
+    gives no new process an id still in use as a process group's."""
+    deadline = time.time() + grace
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        while proc.returncode is None and time.time() < deadline and \
+                os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
+            time.sleep(0.05)
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, ChildProcessError, PermissionError):
+        pass
+    proc.wait()
+    if proc in CHILDREN:
+        CHILDREN.remove(proc)
+
+
+def stop_all():
+    # Once cleanup starts, a second Ctrl-C or SIGTERM must not cut it short.
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(sig, signal.SIG_IGN)
+    for proc in list(reversed(CHILDREN)):
+        stop(proc, grace=5)
+
+
+def on_signal(signum, frame):
+    # Through SystemExit, so that every `finally` runs and then atexit stops what is left.
+    if SPAWNING:
+        PENDING.append(signum)
+        return
+    sys.exit(128 + signum)
+
+
+atexit.register(stop_all)
+for _sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+    signal.signal(_sig, on_signal)
+
 AASA = {"applinks": {"details": [{"appIDs": ["ABCDE12345.com.example.app"], "components": [{"/": "/*"}]}]}}
 DEMANDED = "fresh.test"
+# With --wildcard, the demanded name is a child of aasad's wildcard site (`*.users.test`).
+CHILD = "a.users.test"
 
 
 def free_port():
@@ -73,9 +145,9 @@ def wait_port(port, what, proc=None, timeout=30):
 
 class Ask:
     """The `ask` endpoint (Caddy's contract: GET ?domain=NAME, 200 means yes): yes for `allowed`
-    names and names under `allowed_suffix`, 404 for the rest; counts every call."""
+    names, 404 for the rest; counts every call."""
 
-    def __init__(self, allowed, allowed_suffix=None):
+    def __init__(self, allowed):
         self.calls = 0
         self.lock = threading.Lock()
         outer = self
@@ -86,7 +158,7 @@ class Ask:
                 domain = parse_qs(urlparse(self.path).query).get("domain", [""])[0]
                 with outer.lock:
                     outer.calls += 1
-                yes = domain in allowed or (allowed_suffix is not None and domain == "a" + allowed_suffix)
+                yes = domain in allowed
                 self.send_response(200 if yes else 404)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
@@ -131,13 +203,21 @@ class Pebble:
                 "listenAddress": f"127.0.0.1:{self.port}", "managementListenAddress": f"127.0.0.1:{self.management}",
                 "certificate": f"{d}/cert.pem", "privateKey": f"{d}/key.pem", "httpPort": self.http_port,
                 "tlsPort": self.tls_port, "ocspResponderURL": "", "externalAccountBindingRequired": False}}, f)
-        self.dns = subprocess.Popen(
+        self.dns = self.proc = None
+        try:
+            self.start(d, dns_port, dns_management)
+        except BaseException:
+            self.stop()
+            raise
+
+    def start(self, d, dns_port, dns_management):
+        self.dns = spawn(
             ["pebble-challtestsrv", "-defaultIPv4", "127.0.0.1", "-defaultIPv6", "", "-dns01", f"127.0.0.1:{dns_port}",
              "-http01", "", "-https01", "", "-tlsalpn01", "", "-management", f"127.0.0.1:{dns_management}"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.log_path = f"{d}/pebble.log"
         env = dict(os.environ, PEBBLE_VA_NOSLEEP="1", PEBBLE_WFE_NONCEREJECT="0")
-        self.proc = subprocess.Popen(["pebble", "-config", f"{d}/pebble.json", "-dnsserver", f"127.0.0.1:{dns_port}"],
+        self.proc = spawn(["pebble", "-config", f"{d}/pebble.json", "-dnsserver", f"127.0.0.1:{dns_port}"],
                                      stdout=open(self.log_path, "wb"), stderr=subprocess.STDOUT, env=env)
         wait_port(self.port, "pebble", self.proc)
         wait_port(self.management, "pebble's management", self.proc)
@@ -162,20 +242,20 @@ class Pebble:
 
     def stop(self):
         for proc in (self.proc, self.dns):
-            proc.kill()
-            proc.wait()
+            if proc is not None:
+                stop(proc, grace=5)
 
 
 def start_aasad(binary, work, pebble, ask, wildcard):
     config = os.path.join(work, "config")
     storage = os.path.join(work, "acme")
-    sites = [DEMANDED] + (["_wildcard_.users.test"] if wildcard else [])
+    sites = [DEMANDED] + (["*.users.test"] if wildcard else [])
     for site in sites:
         os.makedirs(os.path.join(config, "sites", site))
         with open(os.path.join(config, "sites", site, "apple-app-site-association"), "w") as f:
             json.dump(AASA, f)
     if wildcard:
-        with open(os.path.join(config, "sites", "_wildcard_.users.test", "site.yaml"), "w") as f:
+        with open(os.path.join(config, "sites", "*.users.test", "site.yaml"), "w") as f:
             f.write("certificates: per-name\n")
     os.makedirs(storage)
     now = int(time.time())
@@ -186,7 +266,7 @@ def start_aasad(binary, work, pebble, ask, wildcard):
                 f"  challenges: [tls-alpn-01]\n  email: ops@example.com\n  orders-per-hour: 4\n"
                 + (f"  ask: {ask.url()}\n" if wildcard else ""))
     log = open(os.path.join(work, "aasad.log"), "wb")
-    proc = subprocess.Popen(
+    proc = spawn(
         [binary, "serve", "--config", config, "--state", os.path.join(work, "state"), "--https", f"127.0.0.1:{pebble.tls_port}",
          "--http", f"127.0.0.1:{pebble.http_port}", "--admin", "127.0.0.1:0", "--threads", "2"],
         stdout=subprocess.PIPE, stderr=log)
@@ -197,7 +277,7 @@ def start_aasad(binary, work, pebble, ask, wildcard):
             break
         if line.startswith("aasad ready:"):
             return proc
-    proc.kill()
+    stop(proc)
     sys.exit("error: aasad did not become ready:\n" + open(os.path.join(work, "aasad.log")).read()[-3000:])
 
 
@@ -227,8 +307,12 @@ https:// {{
 """)
     env = dict(os.environ, HOME=work, XDG_DATA_HOME=os.path.join(work, "data"), XDG_CONFIG_HOME=os.path.join(work, "cfg"))
     log = open(os.path.join(work, "caddy.log"), "wb")
-    proc = subprocess.Popen(["caddy", "run", "--config", caddyfile, "--adapter", "caddyfile"], stdout=log, stderr=log, env=env)
-    wait_port(pebble.tls_port, "caddy", proc)
+    proc = spawn(["caddy", "run", "--config", caddyfile, "--adapter", "caddyfile"], stdout=log, stderr=log, env=env)
+    try:
+        wait_port(pebble.tls_port, "caddy", proc)
+    except BaseException:
+        stop(proc)
+        raise
     return proc
 
 
@@ -263,11 +347,12 @@ def flood_names(count, wildcard):
 
 
 def scenario(server, args, work):
-    pebble = Pebble(work)
-    # Yes for the demanded name (and one child under the wildcard); every flood name is a no.
-    ask = Ask({DEMANDED}, ".users.test" if args.wildcard else None)
-    proc = None
+    pebble = ask = proc = None
     try:
+        pebble = Pebble(work)
+        # Yes for the demanded name (and the child under the wildcard); every flood name is a no.
+        demanded = CHILD if args.wildcard else DEMANDED
+        ask = Ask({DEMANDED, CHILD})
         if server == "aasad":
             proc = start_aasad(args.aasad, work, pebble, ask, args.wildcard)
         else:
@@ -284,37 +369,91 @@ def scenario(server, args, work):
 
         first = time.time()
         tries = 0
-        while not trusted(port, DEMANDED, pebble.root):
+        while not trusted(port, demanded, pebble.root):
             tries += 1
             if time.time() - first > 120:
-                sys.exit(f"error: {server} gave no trusted certificate for {DEMANDED} in 120 s")
+                sys.exit(f"error: {server} gave no trusted certificate for {demanded} in 120 s")
             time.sleep(0.05)
         to_trusted = time.time() - first
         # One handshake of a client with the certificate in place, median of 20.
         times = []
         for _ in range(20):
             t = time.time()
-            trusted(port, DEMANDED, pebble.root)
+            trusted(port, demanded, pebble.root)
             times.append(time.time() - t)
         return {
-            "server": server, "flood": args.flood, "answered": answered, "floodSeconds": round(flood_seconds, 2),
+            "server": server, "demanded": demanded, "askCalls": ask.count(), "flood": args.flood, "answered": answered, "floodSeconds": round(flood_seconds, 2),
             "askCallsInFlood": flood_ask, "ordersInFlood": flood_orders, "secondsToTrusted": round(to_trusted, 2),
             "retries": tries, "ordersForDemanded": pebble.orders() - orders_before - flood_orders,
             "issued": pebble.issued(), "handshakeMedianMs": round(statistics.median(times) * 1000, 2),
         }
     finally:
         if proc is not None:
-            proc.terminate()
+            stop(proc)
+        if ask is not None:
+            ask.stop()
+        if pebble is not None:
+            pebble.stop()
+
+
+def check_cleanup():
+    """Runs this script with stand-ins for pebble-challtestsrv and pebble (each records its pid
+    and sleeps; pebble exits at once or never listens) and checks that no process it started
+    is left: when pebble's set-up fails, and when the script is sent SIGTERM during it. Stand-ins
+    still alive afterwards (a failure) are killed by the pids they recorded."""
+    failures = []
+    with tempfile.TemporaryDirectory(prefix="acme-vs-caddy-cleanup-") as work:
+        fake = os.path.join(work, "bin")
+        os.makedirs(fake)
+        # The challenge server's stand-in leaves a grandchild in its group, as a real server's
+        # helper would: it must be stopped too, even once the stand-in itself is reaped.
+        grandchild = 'sleep 600 & echo $! >> "$FAKE_PIDS"; wait'
+        for name, then in (("pebble-challtestsrv", grandchild), ("pebble", '[ -n "$FAKE_PEBBLE_HANGS" ] && exec sleep 600; exit 1')):
+            with open(os.path.join(fake, name), "w") as f:
+                f.write(f'#!/bin/sh\necho $$ >> "$FAKE_PIDS"\n{then}\n')
+            os.chmod(os.path.join(fake, name), 0o755)
+        for case, hangs in (("pebble exits during set-up", ""), ("SIGTERM during set-up", "1")):
+            pids_file = os.path.join(work, "pids")
+            open(pids_file, "w").close()
+            env = dict(os.environ, PATH=fake + os.pathsep + os.environ["PATH"], FAKE_PIDS=pids_file, FAKE_PEBBLE_HANGS=hangs)
+            run = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--only", "aasad", "--flood", "1"], env=env,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            recorded = lambda: [int(line) for line in open(pids_file).read().split()]
+            if hangs:
+                deadline = time.time() + 30
+                while len(recorded()) < 3 and time.time() < deadline:
+                    time.sleep(0.05)
+                run.send_signal(signal.SIGTERM)
             try:
-                proc.wait(timeout=20)
+                run.wait(timeout=60)
             except subprocess.TimeoutExpired:
-                proc.kill()
-        ask.stop()
-        pebble.stop()
+                run.kill()
+                run.wait()
+                failures.append(f"{case}: the script did not exit")
+            pids = recorded()
+            if len(pids) < 3:
+                failures.append(f"{case}: the stand-ins did not start ({pids})")
+            for pid in pids:
+                try:
+                    os.kill(pid, 0)
+                    with open(f"/proc/{pid}/stat") as f:
+                        state = f.read().rsplit(")", 1)[1].split()[0]
+                except (ProcessLookupError, FileNotFoundError):
+                    continue
+                # A zombie is stopped: its parent died and this machine's init has not reaped it.
+                if state == "Z":
+                    continue
+                failures.append(f"{case}: process {pid} left running (state {state})")
+                os.kill(pid, signal.SIGKILL)
+            print(f"{case}: {len(pids)} processes started, exit {run.returncode}", file=sys.stderr)
+    if failures:
+        sys.exit("cleanup check failed:\n" + "\n".join(failures))
+    print("cleanup check: nothing left running")
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check-cleanup", action="store_true", help="check that no process is left when a set-up fails")
     default = os.path.join(ROOT, ".build", "release", "aasad")
     parser.add_argument("--aasad", default=default if os.path.exists(default) else os.path.join(ROOT, ".build", "debug", "aasad"))
     parser.add_argument("--flood", type=int, default=10_000, help="random SNI handshakes per server")
@@ -322,6 +461,8 @@ def main():
     parser.add_argument("--wildcard", action="store_true", help="flood under aasad's wildcard site, with acme.ask (wildcard children)")
     parser.add_argument("--only", choices=["aasad", "caddy"], help="one server only")
     args = parser.parse_args()
+    if args.check_cleanup:
+        return check_cleanup()
     for tool in ("pebble", "pebble-challtestsrv", "openssl") + (() if args.only == "aasad" else ("caddy",)):
         if shutil.which(tool) is None:
             sys.exit(f"error: {tool} is not installed (Debian: apt-get install -y pebble caddy)")

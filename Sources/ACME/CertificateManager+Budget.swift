@@ -15,12 +15,18 @@ extension CertificateManager {
     /// holds them at the next spend.
     public func setOrdersPerHour(_ value: Int) {
         let value = max(1, value)
-        let old = budget.exchange(value, ordering: .relaxed)
-        guard old != value else { return }
-        state.withLock { state in
-            state.budgetBlockedUntil = 0
-            state.backgroundBlockedUntil = 0
+        // Under the state's lock, where `spendBudget` reads the budget and writes the
+        // blocked-until times: a spend that judged with the old budget has written them
+        // before this clears them, and one after sees the new budget.
+        let old = state.withLock { state -> Int in
+            let old = budget.exchange(value, ordering: .relaxed)
+            if old != value {
+                state.budgetBlockedUntil = 0
+                state.backgroundBlockedUntil = 0
+            }
+            return old
         }
+        guard old != value else { return }
         logger.notice("order budget changed", metadata: ["ordersPerHour": "\(value)", "was": "\(old)"])
         wakeup.wake()
     }

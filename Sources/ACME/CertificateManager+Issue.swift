@@ -31,7 +31,7 @@ extension CertificateManager {
         }
         let heartbeat: Heartbeat
         do {
-            heartbeat = try Heartbeat(locks: locks, name: name)
+            heartbeat = try Heartbeat(locks: locks, name: name, logger: logger)
         } catch {
             try? locks.unlock(name)
             failed(name, error)
@@ -180,23 +180,31 @@ extension CertificateManager {
             // Entries ahead of this clock (another replica's clock runs fast) count too.
             if time > now - Self.budgetWindowSeconds { recent.append((time, line)) }
         }
-        let limit = OrderBudget.limit(for: tier, ordersPerHour: ordersPerHour)
-        if recent.count >= limit {
+        // The budget is read and the blocked-until time written in one critical section, the
+        // one `setOrdersPerHour` changes the budget and clears those times in: a budget raised
+        // while this spend was reading the log either is seen here or clears what is written
+        // here, never lost until the hour's window reopens.
+        let spent = state.withLock { state -> (perHour: Int, limit: Int, reopens: Int64)? in
+            let perHour = ordersPerHour
+            beforeBudgetDecision.withLock { $0 }?()
+            let limit = OrderBudget.limit(for: tier, ordersPerHour: perHour)
+            guard recent.count >= limit else { return nil }
             let reopens = OrderBudget.reopens(times: recent.map(\.time), limit: limit, window: Self.budgetWindowSeconds)
-            state.withLock { state in
-                // The whole budget spent holds every tier; the background's share only the last.
-                if tier == .new {
-                    state.backgroundBlockedUntil = reopens
-                } else {
-                    state.budgetBlockedUntil = reopens
-                }
+            // The whole budget spent holds every tier; the background's share only the last.
+            if tier == .new {
+                state.backgroundBlockedUntil = reopens
+            } else {
+                state.budgetBlockedUntil = reopens
             }
+            return (perHour, limit, reopens)
+        }
+        if let spent {
             logger.notice(
                 tier == .new
                     ? "the order budget's share for names nobody asked for is spent; they wait" : "order budget spent; due names wait",
                 metadata: [
-                    "ordersPerHour": "\(ordersPerHour)", "limit": "\(limit)", "tier": "\(tier.label)",
-                    "reopensAt": "\(reopens)",
+                    "ordersPerHour": "\(spent.perHour)", "limit": "\(spent.limit)", "tier": "\(tier.label)",
+                    "reopensAt": "\(spent.reopens)",
                 ])
             return false
         }
@@ -220,14 +228,19 @@ extension ACMEError {
 }
 
 /// Refreshes a held lock every `StorageLock.heartbeatInterval` on a thread of its own while an
-/// order (which blocks on the network) runs; notes when the lock is lost.
+/// order (which blocks on the network) runs; notes when the lock is lost. A beat that fails is
+/// logged and the lock kept (`StorageLock.refresh`): the next beat tries again, so a holder whose
+/// storage failed for a moment keeps its lock, its flock and its heartbeats, and no other replica
+/// orders the name meanwhile. Only another file at the lock's name ends the beats.
 final class Heartbeat: Sendable {
     private let wakeup: Wakeup
     private let stopped = Mutex(false)
     private let lost = Mutex(false)
     private let thread: Mutex<LoopThread?> = Mutex(nil)
 
-    init(locks: StorageLock, name: String) throws(ACMEError) {
+    init(
+        locks: StorageLock, name: String, interval: Int64 = StorageLock.heartbeatInterval, logger: Logger? = nil
+    ) throws(ACMEError) {
         do {
             wakeup = try Wakeup()
         } catch {
@@ -235,9 +248,16 @@ final class Heartbeat: Sendable {
         }
         let thread = LoopThread.spawn { [self] in
             while !stopped.withLock({ $0 }) {
-                wakeup.wait(milliseconds: StorageLock.heartbeatInterval)
+                wakeup.wait(milliseconds: interval)
                 if stopped.withLock({ $0 }) { return }
-                if (try? locks.refresh(name)) != true { lost.withLock { $0 = true } }
+                do {
+                    guard try locks.refresh(name) else {
+                        lost.withLock { $0 = true }
+                        return
+                    }
+                } catch {
+                    logger?.warning("a lock heartbeat failed; the lock is kept", metadata: ["name": "\(name)", "error": "\(error)"])
+                }
             }
         }
         self.thread.withLock { $0 = thread }

@@ -190,6 +190,9 @@ public final class CertificateManager: Sendable {
     /// The order budget in force (`acme.orders-per-hour`): the configuration's at the start,
     /// changed on the running manager by `setOrdersPerHour` (CertificateManager+Budget.swift).
     let budget: Atomic<Int>
+    /// Tests only: runs in `spendBudget`'s critical section (the state's lock held) after the
+    /// budget is read and before it is judged, where a live change of the budget must not land.
+    let beforeBudgetDecision = Mutex<(@Sendable () -> Void)?>(nil)
     /// Pending challenge answers, in memory for the serving loops.
     public let challenges: ChallengeBook
     /// The ACME client, made on the manager's thread when first needed, and whether its account
@@ -203,7 +206,7 @@ public final class CertificateManager: Sendable {
         self.logger = logger
         state = Mutex(State(queue: OrderQueue(namesPerSite: configuration.namesPerSite)))
         budget = Atomic(configuration.ordersPerHour)
-        locks = try StorageLock(directory: storage.locks, clock: clock.monotonic)
+        locks = try StorageLock(directory: storage.locks, clock: clock.monotonic, logger: logger)
         challenges = try ChallengeBook(storage: storage)
         do {
             wakeup = try Wakeup()

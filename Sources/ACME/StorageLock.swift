@@ -1,4 +1,6 @@
+import CAASALinux
 import Glibc
+public import Logging
 import Reactor
 import SafeText
 import Synchronization
@@ -17,8 +19,19 @@ import Synchronization
 ///   file it judged stale. If the holder refreshed it in between, it is put back (link, which
 ///   never replaces a newer lock) and the takeover fails.
 ///
-/// A heartbeat rewrites the file in place through the descriptor it opened, so a heartbeat that
-/// races a takeover writes into the file moved aside, never over the taker's new lock.
+/// A heartbeat rewrites the file in place through the descriptor its holder created it with (the
+/// one holding its flock), never by opening its name again: a heartbeat that races a takeover
+/// writes into the file moved aside, never over the taker's new lock, and a beat needs no new
+/// descriptor (a process at its descriptor limit still beats). Whether the lock is still this
+/// holder's is read from the name: the file there must be the held one (same device and inode;
+/// the held descriptor keeps the inode from being reused). Another file there (a takeover's new
+/// lock, a link) means the lock is lost, and so does a write through the held descriptor that
+/// says its file is gone (ESTALE: another NFS client removed it, and its inode number may already
+/// name a new file, so the compare alone cannot be trusted there; ENOENT, ENXIO). A beat that
+/// fails otherwise (the name not found for a moment, a write refused) throws and keeps the lock
+/// and its flock, and the next beat tries again, so one bad beat never makes a live holder look
+/// dead; but a holder that has written no beat for `silentAfter` (one heartbeat short of
+/// `staleAfter`, on its own clock) calls the lock lost and says so, since its peers take it over.
 ///
 /// A holder that dies on this machine costs a shorter wait: the holder keeps an exclusive
 /// `flock(2)` on its lock file while it holds it (the kernel drops it when the process dies,
@@ -35,7 +48,8 @@ import Synchronization
 ///
 /// What is not a lock file of ours (a symbolic link, a FIFO, a directory, a file too large or
 /// not readable) is never followed or opened for writing: it counts as a lock of unknown bytes,
-/// stale once it stays for `staleAfter`, and is then moved aside like any stale lock.
+/// stale once it stays for `staleAfter`, and is then moved aside like any stale lock and removed
+/// (a directory within bounds, never following a link: StorageLock+Planted.swift).
 ///
 /// Which volumes lock correctly: those where O_EXCL create and rename are atomic across clients:
 /// local filesystems, NFSv3+ and most CSI volumes in ReadWriteMany mode. Object-store FUSE mounts
@@ -64,23 +78,34 @@ public final class StorageLock: Sendable {
     /// Per name: the bytes last seen in another holder's lock file, and when this locker first
     /// saw exactly those bytes.
     private let observed = Mutex<[String: (bytes: [UInt8], since: Int64)]>([:])
-    /// Per held name: the heartbeat count written into the file, and the descriptor holding the
-    /// file's flock (closed when the lock is let go or lost).
-    private let held = Mutex<[String: (count: Int, descriptor: Int32)]>([:])
+    /// Per held name: the file created for it (its descriptor, its flock, its heartbeat count).
+    private let held = Mutex<[String: HeldLock]>([:])
     /// Tests only: runs between judging a lock stale and moving it aside, where another
     /// process's heartbeat or takeover can land.
     let beforeTakeover: (@Sendable (String) -> Void)?
+    /// Where a stale lock that could not be removed, or a lock called lost, is reported.
+    let logger: Logger?
+    /// Tests only: an errno a heartbeat's write fails with instead of writing (nil: written).
+    let beatFault = Mutex<(@Sendable (String) -> Int32?)?>(nil)
+    /// How long a holder goes without a heartbeat written before it calls its lock lost: peers
+    /// take over a lock whose bytes stayed unchanged for `staleAfter` on their own clocks, so a
+    /// holder that has written nothing for all but one heartbeat of that stops first.
+    static let silentAfter: Int64 = staleAfter - heartbeatInterval
 
-    public convenience init(directory: String, owner: String? = nil, clock: @escaping @Sendable () -> Int64) throws(ACMEError) {
-        try self.init(directory: directory, owner: owner, clock: clock, beforeTakeover: nil)
+    public convenience init(
+        directory: String, owner: String? = nil, clock: @escaping @Sendable () -> Int64, logger: Logger? = nil
+    ) throws(ACMEError) {
+        try self.init(directory: directory, owner: owner, clock: clock, logger: logger, beforeTakeover: nil)
     }
 
     init(
-        directory: String, owner: String? = nil, clock: @escaping @Sendable () -> Int64, beforeTakeover: (@Sendable (String) -> Void)?
+        directory: String, owner: String? = nil, clock: @escaping @Sendable () -> Int64, logger: Logger? = nil,
+        beforeTakeover: (@Sendable (String) -> Void)?
     ) throws(ACMEError) {
         self.directory = directory
         self.owner = owner ?? randomHex(16)
         self.clock = clock
+        self.logger = logger
         self.beforeTakeover = beforeTakeover
         do {
             try Files.makeDirectory(directory, mode: 0o700)
@@ -111,7 +136,9 @@ public final class StorageLock: Sendable {
             // Released between our create and our read: one more try.
             return try create(file, name)
         }
-        if owns(current) { return true }
+        // Its bytes name this locker, but only the file it holds is its lock (a copy, or a lock
+        // lost to ESTALE and left there, is judged as another's).
+        if owns(current), let lock = held.withLock({ $0[name] }), lock.isAt(file) { return true }
         // Its holder on this kernel died (or let go and is removing it): a shorter wait, with
         // the same rule of bytes unchanged while this locker watched.
         let after = holderGone ? Self.deadHolderAfter : Self.staleAfter
@@ -156,8 +183,17 @@ public final class StorageLock: Sendable {
             Files.close(fd)
             throw .storage("cannot write \(file): \(error.reason)")
         }
+        let identity: FileStatus
+        do {
+            identity = try Files.status(of: fd)
+        } catch {
+            try? Files.remove(file)
+            Files.close(fd)
+            throw .storage("cannot read back \(file): \(error.reason)")
+        }
         // A lock of this name held before and taken over meanwhile: its descriptor goes.
-        if let before = held.withLock({ $0.updateValue((0, fd), forKey: name) }) { Files.close(before.descriptor) }
+        let made = HeldLock(descriptor: fd, device: identity.device, inode: identity.inode, written: clock())
+        held.withLock { $0.updateValue(made, forKey: name) }?.close()
         return true
     }
 
@@ -174,14 +210,26 @@ public final class StorageLock: Sendable {
         }
         let moved = (try? DeadHolder.peek(aside, limit: Self.maximumLockFileBytes, probe: false))??.bytes ?? DeadHolder.unreadable
         if moved == expected {
-            try? Files.remove(aside)
+            discardAside(aside)
             return true
         }
         // It changed since we judged it: a live holder's heartbeat or a new lock. Put it back
         // unless a newer lock is already there.
         try? Files.link(aside, to: file)
-        try? Files.remove(aside)
+        discardAside(aside)
         return false
+    }
+
+    /// Removes what was moved aside (`discard`: a planted directory too, within bounds); what
+    /// cannot be removed stays under its `.stale-` name, and the operator is told.
+    private func discardAside(_ aside: String) {
+        guard let reason = Self.leftover(afterDiscarding: aside) else { return }
+        logger?.warning(
+            "a stale lock moved aside could not be removed; remove it by hand",
+            metadata: [
+                "path": "\(aside)", "reason": "\(reason)", "maximumEntries": "\(Self.maximumPlantedEntries)",
+                "maximumDepth": "\(Self.maximumPlantedDepth)",
+            ])
     }
 
     private func owns(_ bytes: [UInt8]) -> Bool {
@@ -189,38 +237,36 @@ public final class StorageLock: Sendable {
         return bytes.starts(with: prefix)
     }
 
-    /// The holder's heartbeat: rewrites the lock file in place. False when the lock is no longer
-    /// this locker's (taken over after this process stalled, or removed): stop the work it guards.
+    /// The holder's heartbeat: rewrites the lock file in place through the held descriptor.
+    /// False when the lock is known to be no longer this locker's (another file at its name:
+    /// taken over after this process stalled; or not held): stop the work it guards. Throws when
+    /// this beat failed but the lock may still be ours (its name unreadable, the write refused):
+    /// the lock and its flock are kept, and the next beat tries again.
     public func refresh(_ name: String) throws(ACMEError) -> Bool {
         let file = try path(of: name)
-        guard let count = held.withLock({ $0[name]?.count }) else { return false }
-        let fd: Int32
-        do {
-            fd = try Files.openForUpdating(file)
-        } catch {
-            lose(name)
+        guard let lock = held.withLock({ $0[name] }) else { return false }
+        let fault = beatFault.withLock { $0 }
+        switch try lock.beat(file, now: clock(), fault: { fault?(name) }, contents: { contents(count: $0) }) {
+        case .written: return true
+        case .replaced:
+            lose(name, lock)
+            return false
+        case .silent(let reason, let milliseconds):
+            lose(name, lock)
+            logger?.warning(
+                "no heartbeat written for too long: the lock is called lost, since other replicas take it over",
+                metadata: ["path": "\(file)", "reason": "\(reason)", "silentMilliseconds": "\(milliseconds)"])
             return false
         }
-        defer { Files.close(fd) }
-        guard let current = try? Files.readAll(fd, limit: Self.maximumLockFileBytes), owns(current) else {
-            lose(name)
-            return false
-        }
-        let next = contents(count: count + 1)
-        do {
-            try Files.writeAll(fd, next, at: 0)
-            try Files.truncate(fd, length: Int64(next.count))
-            try Files.sync(fd)
-        } catch {
-            throw .storage("cannot refresh \(file): \(error.reason)")
-        }
-        held.withLock { $0[name]?.count = count + 1 }
-        return true
     }
 
-    /// Forgets a lock this locker lost, and lets its flock go.
-    private func lose(_ name: String) {
-        if let lost = held.withLock({ $0.removeValue(forKey: name) }) { Files.close(lost.descriptor) }
+    /// Forgets a lock this locker lost, and lets its flock go (unless a newer lock of the same
+    /// name was taken meanwhile).
+    private func lose(_ name: String, _ lock: HeldLock) {
+        held.withLock { held in
+            if held[name] === lock { held[name] = nil }
+        }
+        lock.close()
     }
 
     /// Releases `name` if this locker holds it (moved aside and checked, as a takeover is, so a
@@ -230,21 +276,126 @@ public final class StorageLock: Sendable {
         guard let released = held.withLock({ $0.removeValue(forKey: name) }) else { return }
         // The flock goes last, once the file is no longer at its name: a locker that probes it
         // free meanwhile finds its name empty or another's lock, and its takeover checks that.
-        defer { Files.close(released.descriptor) }
+        defer { released.close() }
+        // Judged by identity, never by the bytes (a copy of them is not this lock): only the held
+        // file is moved aside, and only if what was moved is the held file is it removed.
+        guard released.isAt(file) else { return }
         let aside = file + ".release-" + randomHex(8)
         do {
             try Files.rename(file, to: aside)
         } catch {
             return
         }
-        if let moved = try? Files.readFile(aside, limit: Self.maximumLockFileBytes), !owns(moved) {
-            try? Files.link(aside, to: file)
+        guard released.isAt(aside) else {
+            // Another's lock landed in between (or cannot be looked at): put back whole, never
+            // replacing a newer one; what cannot go back stays aside, never discarded.
+            if CAASALinux_renameat2(aside, file, 1) != 0 {
+                logger?.warning(
+                    "another holder's lock moved aside at release could not be put back", metadata: ["path": "\(aside)"])
+            }
+            return
         }
-        try? Files.remove(aside)
+        discardAside(aside)
     }
 
     /// Whether this locker believes it holds `name` (until a refresh says otherwise).
     public func holds(_ name: String) -> Bool { held.withLock { $0[name] != nil } }
+}
+
+/// A lock file this locker created and holds: its descriptor (opened at the exclusive create,
+/// holding the file's flock), which file it is (device and inode, to tell it from another file
+/// put at its name), and the heartbeats written. A beat and the close take its own mutex, so a
+/// beat never writes through a descriptor closed (and reused) meanwhile.
+final class HeldLock: Sendable {
+    /// What a beat found at the lock's name.
+    enum Beat {
+        /// The held file is there (or nothing is, for now): the beat was written.
+        case written
+        /// Another file is there, or the held file is gone (ESTALE, ENOENT, ENXIO from the held
+        /// descriptor: unlinked by another NFS client, whose inode may be reused): the lock is lost.
+        case replaced
+        /// This beat failed and none was written for `StorageLock.silentAfter`: the lock is lost.
+        case silent(reason: String, milliseconds: Int64)
+    }
+
+    /// What a write or fsync through the held descriptor fails with once its file is gone: NFS
+    /// says ESTALE when another client removed it; its inode number may then name a new file, so
+    /// the device and inode compare alone cannot be trusted.
+    static let goneErrnos: Set<Int32> = [ESTALE, ENOENT, ENXIO]
+
+    let device: UInt64
+    let inode: UInt64
+    /// The descriptor (nil once closed), the heartbeats written through it, and when the last
+    /// one was written (the locker's clock).
+    private let state: Mutex<(descriptor: Int32?, count: Int, written: Int64)>
+
+    init(descriptor: Int32, device: UInt64, inode: UInt64, written: Int64) {
+        self.device = device
+        self.inode = inode
+        state = Mutex((descriptor, 0, written))
+    }
+
+    /// One heartbeat: `contents(count)` written over the file through the held descriptor,
+    /// unless another file is at `path` now. A missing name (a taker between its rename and its
+    /// check, which a fresh beat makes it undo) still gets the beat: the held file is the lock
+    /// until another one is at the name. Throws when the name cannot be looked at or the write
+    /// fails: the caller keeps the lock.
+    func beat(_ path: String, now: Int64, fault: () -> Int32?, contents: (Int) -> [UInt8]) throws(ACMEError) -> Beat {
+        try state.withLock { state throws(ACMEError) -> Beat in
+            guard let fd = state.descriptor else { return .replaced }
+            var lookError: SystemError?
+            do throws(SystemError) {
+                // lstat: a symbolic link planted at the name is another file, never followed.
+                let there = try Files.linkStatus(path)
+                if there.kind != .regular || there.device != device || there.inode != inode { return .replaced }
+            } catch  where error.isNoSuchFile {
+                // Nobody's lock is at the name: the held file is still the lock.
+            } catch {
+                lookError = error
+            }
+            let next = contents(state.count + 1)
+            var failure: (errno: Int32, reason: String)?
+            if let injected = fault() {
+                failure = (injected, describeErrno(injected))
+            } else {
+                do throws(SystemError) {
+                    try Files.writeAll(fd, next, at: 0)
+                    try Files.truncate(fd, length: Int64(next.count))
+                    try Files.sync(fd)
+                } catch {
+                    failure = (error.errno, error.reason)
+                }
+            }
+            if let failure {
+                if Self.goneErrnos.contains(failure.errno) { return .replaced }
+                if now - state.written >= StorageLock.silentAfter {
+                    return .silent(reason: failure.reason, milliseconds: now - state.written)
+                }
+                throw .storage("cannot refresh \(path): \(failure.reason); the lock is kept and the next heartbeat tries again")
+            }
+            state.count += 1
+            state.written = now
+            // Written, but which file is at the name is not known: this beat counts as failed.
+            if let lookError {
+                throw .storage("cannot look at \(path): \(lookError.reason); the lock is kept and the next heartbeat tries again")
+            }
+            return .written
+        }
+    }
+
+    /// Whether the file at `path` (not followed) is the held one.
+    func isAt(_ path: String) -> Bool {
+        guard let there = try? Files.linkStatus(path) else { return false }
+        return there.kind == .regular && there.device == device && there.inode == inode
+    }
+
+    /// Closes the descriptor, letting the flock go; later beats find the lock gone.
+    func close() {
+        state.withLock { state in
+            if let fd = state.descriptor { Files.close(fd) }
+            state.descriptor = nil
+        }
+    }
 }
 
 /// What a locker reads of another's lock file, and whether its holder is known to be gone: the

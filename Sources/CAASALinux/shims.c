@@ -17,6 +17,29 @@ int CAASALinux_renameat2(const char *from, const char *to, unsigned int flags) {
     return renameat2(AT_FDCWD, from, AT_FDCWD, to, flags);
 }
 
+#include <errno.h>
+#include <sys/stat.h>
+
+int CAASALinux_mount_id(int fd, uint64_t *id) {
+    struct statx st;
+    if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_MNT_ID, &st) != 0) return -1;
+    if (!(st.stx_mask & STATX_MNT_ID)) {
+        errno = ENOSYS;
+        return -1;
+    }
+    *id = st.stx_mnt_id;
+    return 0;
+}
+
+#include <sched.h>
+#include <sys/mount.h>
+
+int CAASALinux_bind_in_private_namespace(const char *from, const char *to) {
+    if (unshare(CLONE_NEWNS) != 0) return -1;
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) return -1;
+    return mount(from, to, NULL, MS_BIND, NULL);
+}
+
 #include <spawn.h>
 
 int CAASALinux_spawn_close_from(posix_spawn_file_actions_t *actions, int from) {

@@ -1,4 +1,6 @@
+import Foundation
 import Logging
+import Synchronization
 import TLS
 import TestSupport
 import Testing
@@ -122,4 +124,55 @@ struct CertificateDemandTests {
         manager.takeDemand(now: Self.now)
         #expect(manager.nextDue(now: Self.now)?.1 == .demanded)
     }
+
+    @Test(
+        "a budget raised while an order is judged against the old one is not lost: the raise waits for the judgement and clears the hold it wrote"
+    )
+    func raiseDuringSpend() throws {
+        manager.want(["fresh.test": ["fresh.test"]])
+        // The hour's 8 orders spent (another replica's): at 8 an hour a demanded name waits.
+        let log = (0..<8).map { "\(Self.now - 60) other\($0).example\n" }.joined()
+        try AtomicFile.write(Array(log.utf8), to: manager.storage.orderLog, mode: 0o644)
+        // The raise starts from another thread once this spend has read the budget (8), before it
+        // judged. Where the spend holds the state's lock there, the raise waits for it, and
+        // clears the hold the judgement writes. Where it does not (a budget read and a hold
+        // written in two sections), the raise is let land in between: the hold written after it
+        // would stand for the hour.
+        let raise = RaiseThread(manager)
+        manager.beforeBudgetDecision.withLock {
+            $0 = { [manager] in
+                raise.start()
+                if manager.state.withLockIfAvailable({ _ in true }) != nil {
+                    _ = eventually(attempts: 500, interval: 0.01) { manager.ordersPerHour == 14 }
+                }
+            }
+        }
+        let spent = try manager.spendBudget(name: "fresh.test", tier: .demanded, now: Self.now)
+        manager.beforeBudgetDecision.withLock { $0 = nil }
+        // Judged against 8: the order waits.
+        #expect(!spent)
+        #expect(raise.join())
+        #expect(manager.ordersPerHour == 14)
+        // The raise cleared the hold: the names behind it go now, 9 of 14.
+        #expect(manager.state.withLock { $0.budgetBlockedUntil } == 0)
+        #expect(try manager.spendBudget(name: "next.test", tier: .demanded, now: Self.now))
+        let placed = try String(contentsOfFile: manager.storage.orderLog, encoding: .utf8).split(separator: "\n")
+        #expect(placed.last == "\(Self.now) next.test", "\(placed)")
+    }
+}
+
+/// The thread that raises the budget to 14 during a spend, and whether it finished.
+private final class RaiseThread: Sendable {
+    let manager: CertificateManager
+    let done = Mutex(false)
+    init(_ manager: CertificateManager) { self.manager = manager }
+    func start() {
+        Thread { [self] in
+            manager.setOrdersPerHour(14)
+            done.withLock { $0 = true }
+        }
+        .start()
+    }
+    /// Waits for the raise to finish (it waits at most for the spend's critical section).
+    func join() -> Bool { eventually(attempts: 500, interval: 0.01) { done.withLock { $0 } } }
 }

@@ -29,6 +29,17 @@ int CAASALinux_open_location(const char *path);
 // in place with them.
 int CAASALinux_renameat2(const char *from, const char *to, unsigned int flags);
 
+#include <stdint.h>
+// statx(2) with STATX_MNT_ID (Linux 5.8) on an open descriptor: the id of the mount it is on.
+// Two bind mounts of one filesystem share st_dev; only the mount id tells them apart. Returns 0,
+// or -1 with errno set (ENOSYS when the kernel does not report mount ids). GNU only.
+int CAASALinux_mount_id(int fd, uint64_t *id);
+
+// For tests of mount crossings, on a thread of their own: unshare(CLONE_NEWNS) for the calling
+// thread, its mounts made private (nothing it mounts reaches the machine), then `from` bound at
+// `to`. Returns 0, or -1 with errno set (EPERM without CAP_SYS_ADMIN). The thread must end after.
+int CAASALinux_bind_in_private_namespace(const char *from, const char *to);
+
 #include <spawn.h>
 // posix_spawn_file_actions_addclosefrom_np (glibc 2.34, GNU only): the new program starts with
 // every descriptor from `from` up closed, whatever the parent forgot to mark close-on-exec
