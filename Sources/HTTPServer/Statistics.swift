@@ -251,7 +251,7 @@ public struct ServerStatistics: Sendable {
     /// Connections closed as accepted because incomplete requests held the whole process budget.
     public var connectionsRefusedForMemory = 0
     /// HTTP/2 connections closed because they held the most incomplete requests when the process
-    /// budget was spent and a new connection arrived (`Worker.evictHeaviestHolder`).
+    /// budget was spent and a new connection arrived (`Worker.evictForAsks`).
     public var connectionsEvictedForMemory = 0
     /// HTTP/2 streams reset before being answered: a budget spent, a header list too large, a
     /// malformed request.

@@ -1,6 +1,5 @@
 import Logging
 import Reactor
-import Synchronization
 import TLS
 
 /// Accepting: batches per readiness event, pausing at the connection limit or when descriptors
@@ -54,16 +53,13 @@ extension Worker {
             // The incomplete requests of every worker hold all the process allows. Clients that
             // hold it (a few KB on the wire each, a request completed now and then to restart
             // the request timeout) must not keep every newcomer out, Apple's fetcher included:
-            // this worker's heaviest holder is closed to let the new connection in, whose
-            // request, arriving whole, holds nothing. Only when no connection here holds enough
-            // to be worth closing is the new one closed before any TLS or HTTP/2 state is made.
-            // Only the HTTPS listeners: HTTP/2 is negotiated by ALPN alone, so a plain HTTP
-            // connection never holds what the budget counts, and refusing it would only let
-            // whoever holds the budget also stop ACME's HTTP-01 checks and the redirects to
-            // HTTPS. Admin connections never count. The holders may all be in another worker's
-            // table (each worker has its own SO_REUSEPORT listener and the kernel spreads new
-            // connections over them by address): that worker is asked to close its heaviest.
-            if listener.kind == .https, context.budget?.isExhausted == true, !evictHeaviestHolder(), !askAnotherWorker() {
+            // a holder is closed to let the new connection in, whose request, arriving whole,
+            // holds nothing. When no worker has a holder left to close, the new one is closed
+            // before any TLS or HTTP/2 state is made. Only the HTTPS listeners: HTTP/2 is
+            // negotiated by ALPN alone, so a plain HTTP connection never holds what the budget
+            // counts, and refusing it would only let whoever holds the budget also stop ACME's
+            // HTTP-01 checks and the redirects to HTTPS. Admin connections never count.
+            if listener.kind == .https, context.budget?.isExhausted == true, !evictForNewcomer() {
                 Socket.close(fd)
                 counters.refusedForMemory()
                 continue
@@ -114,94 +110,66 @@ extension Worker {
     /// connections, whose TLS state alone is a `limits.max-connections` matter.
     static let evictableHolding = 1024
 
-    /// With the process budget spent and a new HTTPS connection waiting: closes this worker's
-    /// connection whose HTTP/2 session holds the most incomplete requests, at least
-    /// `evictableHolding`, much as nginx closes kept-alive connections when it runs out of
-    /// worker connections (`ngx_drain_connections`). True when one was closed (its held bytes go back to the budget as it
-    /// is freed). Each pass over the table either closes a holder, which its client paid a TLS
-    /// handshake for, or finds none, and then is not repeated for a second: a flood of new
-    /// connections with nothing to close costs one pass a second, not one per connection.
-    /// A session of this worker growing past `evictableHolding` (`noteHolding`) lifts the pause
-    /// at once: a look would now find it.
-    func evictHeaviestHolder(whenPaused: Bool = false) -> Bool {
-        guard whenPaused || context.milliseconds >= evictionPausedUntil else { return false }
-        var heaviest: Connection?
-        var most = Self.evictableHolding - 1
-        for case let c? in connections {
-            guard case .http2(let session) = c.machine.framing, session.heldBytes > most else { continue }
-            heaviest = c
-            most = session.heldBytes
+    /// With the process budget spent and a new HTTPS connection waiting: has a holder closed for
+    /// it, here or in another worker's table (`HolderBoard.reserve`), much as nginx closes
+    /// kept-alive connections when it runs out of worker connections (`ngx_drain_connections`).
+    /// True when one was claimed: the newcomer is let in. Refusing costs no look at any table:
+    /// the workers' counts say there is nothing to close. The budget stays a bound whatever
+    /// happens next: the newcomer's streams are checked against it as any other's
+    /// (`HTTP2Session.room`).
+    func evictForNewcomer() -> Bool {
+        guard let holderSlot, let holders, let slot = holders.reserve(for: holderSlot) else { return false }
+        if slot === holderSlot {
+            evictForAsks()
+        } else {
+            slot.wake()
         }
-        guard let heaviest else {
-            evictionPausedUntil = context.milliseconds + 1000
-            holderSlot?.holdsNone.store(true, ordering: .relaxed)
-            return false
-        }
-        close(heaviest)
-        counters.evictedForMemory()
         return true
     }
 
-    /// After a read: a session that now holds `evictableHolding` or more is one a look would close,
-    /// so this worker may be asked again, and may look again itself. Only reads add to what a
-    /// session holds (`HTTP2Session.receive`).
-    func noteHolding(_ c: Connection) {
-        guard evictionPausedUntil != 0, case .http2(let session) = c.machine.framing, session.heldBytes >= Self.evictableHolding else {
-            return
+    /// Closes a holder for each newcomer let in against this worker's holders (by it or another
+    /// worker, `HolderBoard.Slot.asked`), the heaviest first, in one pass over the table; run
+    /// once per loop iteration (`tick`). An ask whose holder let go of its bytes by itself since
+    /// has nothing left to close: the budget got them back all the same. With the budget no
+    /// longer spent, the newcomers fit and nothing is closed.
+    func evictForAsks() {
+        guard let holderSlot else { return }
+        let asked = holderSlot.asked.load(ordering: .acquiring)
+        guard asked > 0 else { return }
+        if context.budget?.isExhausted == true {
+            for c in heaviestHolders(min(asked, holdingConnections)) {
+                close(c)
+                counters.evictedForMemory()
+            }
         }
-        evictionPausedUntil = 0
-        holderSlot?.holdsNone.store(false, ordering: .relaxed)
+        // Only now: while the closed holders were still counted, no claim could be made
+        // against them.
+        holderSlot.asked.subtract(asked, ordering: .releasing)
     }
 
-    /// With nothing here worth closing: asks a worker not known to hold nothing worth closing to
-    /// close its heaviest holder, and takes the new connection. True when one was asked. The
-    /// budget stays a bound whatever the answer: the new connection's streams are checked
-    /// against it as any other's (`HTTP2Session.room`). A worker asked that finds nothing says so
-    /// (`HolderBoard.Slot.holdsNone`) and is not asked again until one of its sessions grows past
-    /// `evictableHolding`; so at most one connection per such growth gets in with nothing closed.
-    func askAnotherWorker() -> Bool {
-        guard let holderSlot, let other = holders?.slot(besides: holderSlot) else { return false }
-        other.asked.add(1, ordering: .relaxed)
-        other.loop.wake()
-        return true
+    /// This worker's `count` holders holding the most.
+    func heaviestHolders(_ count: Int) -> [Connection] {
+        guard count > 0 else { return [] }
+        var found: [(held: Int, connection: Connection)] = []
+        found.reserveCapacity(holdingConnections)
+        for case let c? in connections where c.holding {
+            guard case .http2(let session) = c.machine.framing else { continue }
+            found.append((session.heldBytes, c))
+        }
+        found.sort { $0.held > $1.held }
+        return found.prefix(count).map(\.connection)
     }
 
-    /// Closes a holder for each new connection another worker took in asking for one, while the
-    /// budget is still spent (once per loop iteration, `tick`).
-    func evictForOtherWorkers() {
-        guard let holderSlot, holderSlot.asked.load(ordering: .relaxed) > 0 else { return }
-        var asked = holderSlot.asked.exchange(0, ordering: .relaxed)
-        while asked > 0, context.budget?.isExhausted == true, evictHeaviestHolder(whenPaused: true) { asked -= 1 }
-    }
-}
-
-/// What the serving workers tell each other about their holders: which one to ask to close a
-/// holder when the new connection came to a worker with none (`Worker.askAnotherWorker`).
-/// Slots are added while the server is made, before any worker thread starts, and never after.
-final class HolderBoard: @unchecked Sendable {
-    /// One worker's part. `loop` is only woken from other threads, which `EventLoop` allows.
-    final class Slot: @unchecked Sendable {
-        let loop: EventLoop
-        /// New connections other workers took in, each waiting for this worker to close a holder.
-        let asked = Atomic<Int>(0)
-        /// This worker's last look found no session holding `Worker.evictableHolding`, and none
-        /// has grown past it since.
-        let holdsNone = Atomic<Bool>(false)
-
-        init(loop: EventLoop) { self.loop = loop }
-    }
-
-    private(set) var slots: [Slot] = []
-
-    /// A slot for a worker being made (before the workers start).
-    func join(_ loop: EventLoop) -> Slot {
-        let slot = Slot(loop: loop)
-        slots.append(slot)
-        return slot
-    }
-
-    /// The first other worker that may hold something worth closing.
-    func slot(besides mine: Slot) -> Slot? {
-        slots.first { $0 !== mine && !$0.holdsNone.load(ordering: .relaxed) }
+    /// Keeps `holdingConnections` and the board's count exact: called after every step of a
+    /// connection (`sync`, which each step the machine takes ends in, unless it closes). A
+    /// session's held bytes change only within such a step (`HTTP2Session.receive` and `send`
+    /// settle them), and go with the connection when it closes (`close`).
+    func noteHolding(_ c: Connection, closing: Bool = false) {
+        var holds = false
+        if !closing, case .http2(let session) = c.machine.framing { holds = session.heldBytes >= Self.evictableHolding }
+        guard holds != c.holding else { return }
+        c.holding = holds
+        holdingConnections += holds ? 1 : -1
+        holderSlot?.holders.store(holdingConnections, ordering: .releasing)
     }
 }

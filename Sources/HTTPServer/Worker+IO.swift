@@ -95,7 +95,6 @@ extension Worker {
             case .bytes(let n):
                 let fresh = UnsafeRawBufferPointer(rebasing: readBuffer[0..<n])
                 guard perform(c, c.machine.received(fresh, &context)) else { return }
-                noteHolding(c)
                 // What is still in the socket, epoll reports again (level-triggered). What TLS read
                 // ahead (it hands out one record per read) only another read hands out, or, for
                 // part of a record, finds the socket empty and waits for the rest. A plain read

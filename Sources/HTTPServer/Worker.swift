@@ -35,6 +35,8 @@ final class Worker {
         /// The worker's bookkeeping of the connection with epoll and the timer wheel, one value
         /// so that a step reads and writes it once.
         var registration: Registration
+        /// Counted in `Worker.holdingConnections` (`Worker.noteHolding`).
+        var holding = false
 
         init(fd: Int32, generation: UInt32, transport: Transport, machine: ConnectionMachine) {
             self.fd = fd
@@ -81,9 +83,8 @@ final class Worker {
     var wheel: TimerWheel
     let clock = MonotonicClock()
     var acceptPausedUntil: Int64?
-    /// Until when (monotonic milliseconds) a spent process budget refuses new HTTPS connections
-    /// without looking for a holder to close: set when a look found none (`evictHeaviestHolder`).
-    var evictionPausedUntil: Int64 = 0
+    /// Connections whose HTTP/2 session holds `evictableHolding` or more (`noteHolding`).
+    var holdingConnections = 0
     /// What the serving workers tell each other about their holders, and this worker's part of
     /// it (nil: the admin worker).
     let holders: HolderBoard?
@@ -134,7 +135,8 @@ final class Worker {
         tuningSlot = tuning.join(version: tuningVersion)
         loop = try EventLoop()
         self.holders = holders
-        holderSlot = holders?.join(loop)
+        let loop = loop
+        holderSlot = holders?.join(wake: { loop.wake() })
         let milliseconds = clock.milliseconds()
         let exchange = Exchange(
             snapshot: store.snapshot(), counters: counters, fetchLog: fetchLog, accessLog: accessLog.map(AccessLogBuffer.init),
@@ -280,7 +282,7 @@ final class Worker {
 
     func tick() {
         readClock()
-        evictForOtherWorkers()
+        evictForAsks()
         if tuning.version != tuningVersion { retune() }
         context.answerer.tick(wallSeconds: WallClock.seconds())
         // Carried out once the wheel is no longer being advanced: each connection's output is
@@ -431,6 +433,7 @@ final class Worker {
             }
         }
         c.registration = r
+        noteHolding(c)
         return wants.readingRequests
     }
 
@@ -476,6 +479,7 @@ final class Worker {
 
     func close(_ c: Connection) {
         guard Int(c.fd) < connections.count, connections[Int(c.fd)] === c else { return }
+        noteHolding(c, closing: true)
         loop.remove(c.fd)
         connections[Int(c.fd)] = nil
         openConnections -= 1
