@@ -2,6 +2,7 @@ import AASA
 import Foundation
 import Glibc
 import HTTPCore
+import Logging
 import Testing
 
 @testable import Served
@@ -185,6 +186,45 @@ struct RoutePagesTests {
         let site = try #require(r.reload(["a.test"]).site(forHost: "a.test"))
         #expect(page(site, "/new") == "<p>new</p>" && page(site, "/privacy") == "<p>landing</p>", "\(errors(r))")
         #expect(pageErrors(r).isEmpty, "\(errors(r))")
+    }
+
+    @Test(
+        "at start-up (and after a restart) a missing, oversized or empty page refuses nothing: the aliases, the other routes and the fallback serve; its route answers 404"
+    )
+    func firstLoadWithUnservablePage() throws {
+        let yaml =
+            "aliases: [www.a.test]\npage: landing.html\nfallback:\n  ios: https://apps.apple.com/app/id1\n"
+            + "routes:\n  - path: /help\n    page: help.html\n  - path: /privacy\n    page: privacy.html\n"
+        for (name, plant) in [
+            ("missing", { (c: TempConfig) in try c.remove("sites/a.test/landing.html") }),
+            (
+                "oversized",
+                { (c: TempConfig) in
+                    try c.write("sites/a.test/landing.html", String(repeating: "x", count: LandingPage.maximumFileSize + 1))
+                }
+            ),
+            ("empty", { (c: TempConfig) in try c.write("sites/a.test/landing.html", "") }),
+        ] as [(String, (TempConfig) throws -> Void)] {
+            let c = try config(yaml)
+            // Another tenant wants the alias: it must not get it because a.test's page is bad.
+            try c.write("sites/b.test/site.yaml", "aliases: [www.a.test]\n")
+            try plant(c)
+            // The restart remembers who served the alias first (a daemon's state file).
+            for round in ["start", "restart"] {
+                let r = SiteRegistry(
+                    root: c.root, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }),
+                    servedFirstFile: c.root + "/served-first")
+                let snapshot = r.reloadAll()
+                let site = try #require(snapshot.site(forHost: "www.a.test"), "\(name) \(round): \(errors(r))")
+                #expect(site.directory == "a.test", "\(name) \(round): \(errors(r)) \(r.statuses.map(\.errors))")
+                #expect(page(site, "/help") == "<p>help</p>", "\(name) \(round)")
+                #expect(page(site, "/privacy") == "<p>privacy</p>", "\(name) \(round)")
+                #expect(site.fallback != nil, "\(name) \(round): the fallback is in force")
+                #expect(site.pages["landing.html"] == nil, "\(name) \(round)")
+                #expect(!errors(r).contains { $0.contains("not applied") }, "\(name) \(round): \(errors(r))")
+                #expect(errors(r).contains { $0.contains("landing.html") }, "\(name) \(round): \(errors(r))")
+            }
+        }
     }
 
     @Test("a route's page swapped for a key or a link after it was served keeps its last good version; deleted, the route answers 404")
