@@ -227,6 +227,39 @@ struct RoutePagesTests {
         }
     }
 
+    @Test(
+        "a site's pages hold at most maximumPageBytes together: at the bound all serve; one byte more keeps the last good page, and at start-up leaves it unserved, the files named"
+    )
+    func pageBytesBudget() throws {
+        let full = LandingPage.maximumFileSize
+        let bound = SiteSettings.maximumPageBytes
+        let routes = (1...4).map { "  - {path: /r\($0), page: p\($0).html}\n" }.joined()
+        let c = try config("page: p0.html\nroutes:\n" + routes)
+        // p0..p3 full but the last byte taken by p4: exactly the bound.
+        let sizes = [full, full, full, bound - 3 * full - 1, 1]
+        for (i, size) in sizes.enumerated() { try c.write("sites/a.test/p\(i).html", String(repeating: "\(i)", count: size)) }
+        let r = c.registry()
+        let site = try #require(r.reloadAll().site(forHost: "a.test"))
+        #expect(site.pages.count == 5 && pageErrors(r).isEmpty, "\(pageErrors(r))")
+        #expect(site.pages.values.map(\.content.body.count).reduce(0, +) == bound)
+        // One byte more: p4 keeps its last good version, and the error names the pages.
+        try c.write("sites/a.test/p4.html", "44")
+        let kept = try #require(r.reload(["a.test"]).site(forHost: "a.test"))
+        #expect(page(kept, "/r4") == "4")
+        #expect(
+            pageErrors(r).contains {
+                $0.contains("sites/a.test/p4.html") && $0.contains("\(bound + 1) bytes")
+                    && $0.contains("p0.html, p1.html, p2.html, p3.html, p4.html")
+                    && $0.contains("512 KB")
+            }, "\(pageErrors(r))")
+        // A restart: the settings apply, the other pages serve, p4's route answers 404.
+        let fresh = c.registry()
+        let restarted = try #require(fresh.reloadAll().site(forHost: "a.test"))
+        #expect(page(restarted, "/r1") == String(repeating: "1", count: full))
+        #expect(page(restarted, "/r4") == nil && restarted.pages["p4.html"] == nil)
+        #expect(errors(fresh).contains { $0.contains("p4.html") && $0.contains("512 KB") }, "\(errors(fresh))")
+    }
+
     @Test("a route's page swapped for a key or a link after it was served keeps its last good version; deleted, the route answers 404")
     func swappedPage() throws {
         let c = try config()
