@@ -49,7 +49,9 @@ struct SitePreparer {
         }
         let settings = settingsBroken ? record.settings : source.settings
         // Which page a URL takes changed: every page is served with a later Last-Modified.
-        let restamp = record.served != nil && settings.pagePaths != record.settings.pagePaths
+        let restamp =
+            record.served != nil && settings.pagePaths != record.settings.pagePaths
+            ? ContentCache.restampTime(floor: record.lastModified[.page], now: clock()) : nil
         record.settings = settings
         var siteOptions = options
         if let cacheControl = settings.cacheControl { siteOptions.cacheControl = cacheControl }

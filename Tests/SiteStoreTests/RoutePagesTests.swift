@@ -314,9 +314,26 @@ struct RoutePagesTests {
         let second = try #require(r.reload(["a.test"]).site(forHost: "a.test"))
         #expect(page(second, "/help") == "<p>privacy</p>")
         for (name, file) in second.pages { #expect(file.lastModified > latest, "\(name)") }
+        // One time for every page, never past a second from now (not a second more per page).
+        let now = Int64(Date().timeIntervalSince1970)
+        #expect(Set(second.pages.values.map(\.lastModified)).count == 1, "\(second.pages.mapValues(\.lastModified))")
+        #expect(second.pages.values.allSatisfy { $0.lastModified <= now + 1 })
+        // Swapped back and forth many times: still never past a second from now.
+        for round in 0..<10 {
+            let (a, b) = round % 2 == 0 ? ("help", "privacy") : ("privacy", "help")
+            try c.write(
+                "sites/a.test/site.yaml",
+                "page: landing.html\nroutes:\n  - path: /help\n    page: \(a).html\n  - path: /privacy\n    page: \(b).html\n")
+            let site = try #require(r.reload(["a.test"]).site(forHost: "a.test"))
+            #expect(site.pages.values.allSatisfy { $0.lastModified <= Int64(Date().timeIntervalSince1970) + 1 }, "round \(round)")
+        }
         // Nothing changed: the same prepared pages.
+        try c.write(
+            "sites/a.test/site.yaml",
+            "page: landing.html\nroutes:\n  - path: /help\n    page: privacy.html\n  - path: /privacy\n    page: help.html\n")
+        let last = try #require(r.reload(["a.test"]).site(forHost: "a.test"))
         let third = try #require(r.reload(["a.test"]).site(forHost: "a.test"))
-        for (name, file) in third.pages { #expect(file === second.pages[name], "\(name)") }
+        for (name, file) in third.pages { #expect(file === last.pages[name], "\(name)") }
     }
 
     @Test("pages read while the site serves nothing are not kept: the cache holds no version of them")
