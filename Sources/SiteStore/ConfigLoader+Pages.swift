@@ -1,4 +1,5 @@
 import AASA
+import Hashing
 import Served
 
 extension ConfigLoader {
@@ -44,7 +45,10 @@ extension ConfigLoader {
                 held.append(name)
                 site.pages[name] = SiteFile(
                     relativePath: file.path, bytes: file.bytes, modified: file.modified,
-                    result: LandingPage.validate(file.bytes, name: name))
+                    result: LandingPage.validate(file.bytes, name: name),
+                    // Hashed here, on every core, as the association files are (`siteFile`), not
+                    // on the registry's one thread; the heads wait for the settings' options.
+                    sha256: Digest.sha256(file.bytes))
             } else if !site.unreadable.contains(name) {
                 site.problems.append(
                     ConfigProblem(severity: .error, file: "\(relative)/\(name)", message: "missing: site.yaml names it as \(taken)"))

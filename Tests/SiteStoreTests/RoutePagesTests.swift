@@ -2,6 +2,7 @@ import AASA
 import Foundation
 import Glibc
 import HTTPCore
+import Hashing
 import Logging
 import Testing
 
@@ -128,6 +129,9 @@ struct RoutePagesTests {
         let problems = (scan.sites.first { $0.host.name == "a.test" }?.problems ?? []).filter { !$0.file.contains("/tls") }
         #expect(problems.isEmpty, "\(problems)")
         #expect(scan.sites.first { $0.host.name == "a.test" }?.pageUses["help.html"]?.routes == [0, 1])
+        // Hashed by the read (on the loader's cores), not by the registry.
+        let help = scan.sites.first { $0.host.name == "a.test" }?.pages["help.html"]
+        #expect(help?.sha256 != nil && help?.sha256 == help.map { Digest.sha256($0.bytes) })
     }
 
     @Test(
