@@ -47,8 +47,8 @@ public struct SiteSettings: Sendable, Equatable {
     static let maximumPageNameLength = 255
     /// Most distinct pages one site.yaml names (`page:` and the routes' `page:` together). Each is
     /// read, checked and held in memory as the site's page is (at most
-    /// `LandingPage.maximumFileSize`), so this bounds what one site holds in pages to 2 MB and
-    /// what one reload reads for it; a link domain's fixed pages (help, privacy, an invite or
+    /// `LandingPage.maximumFileSize`, and together `maximumPageBytes`), so this bounds how many
+    /// files one reload reads for it; a link domain's fixed pages (help, privacy, an invite or
     /// two) are a handful. Routes may share a page: the bound counts names, not routes.
     public static let maximumPages = 16
     /// Most bytes a site's pages hold together (their bodies, each at most
