@@ -24,6 +24,14 @@ extension ConfigLoader {
         /// error (EACCES, EMFILE, EIO, a directory where a file should be) leaves it in place:
         /// only a file that is gone stops being served.
         public var isMissing: Bool { system?.isNoSuchFile ?? false }
+
+        /// An error that may pass by the next read (an I/O error, no descriptor or memory left,
+        /// an interrupted call), as opposed to a file that is refused as it is (a link out of the
+        /// site, a FIFO, a hard link, EACCES): the former says nothing about the file's content.
+        public var isTransient: Bool {
+            guard let code = system?.errno else { return false }
+            return [EIO, EMFILE, ENFILE, ENOMEM, ENOBUFS, EAGAIN, EINTR].contains(code)
+        }
     }
 
     /// Reads up to `limit + 1` bytes of a file: one byte more than allowed tells "too large" apart

@@ -1,4 +1,5 @@
 import AASA
+import Hashing
 import Served
 
 extension ConfigLoader {
@@ -19,15 +20,35 @@ extension ConfigLoader {
         pageRules.within = directory
         pageRules.singleName = true
         let settings = site.settings
+        var total = 0
+        var held: [String] = []
         for name in settings.pageNames.prefix(SiteSettings.maximumPages) {
             let taken = settings.takers(of: name)
             site.pageUses[name] = PageUse(
                 takenBy: taken, routes: settings.links.routes.indices.filter { settings.links.routes[$0].page == name })
             let before = site.problems.count
             if let file = readSiteFile(directory, relative, name, LandingPage.maximumFileSize, &site, pageRules) {
+                // The site's pages together stay within their budget: one past it is not held.
+                guard total + file.bytes.count <= SiteSettings.maximumPageBytes else {
+                    let names = (held + [name]).map { TerminalText.escaped($0) }.joined(separator: ", ")
+                    site.problems.append(
+                        ConfigProblem(
+                            severity: .error, file: "\(relative)/\(name)",
+                            message:
+                                "the site's pages would hold \(total + file.bytes.count) bytes together (\(names)), past the "
+                                + "\(SiteSettings.maximumPageBytes / 1024) KB a site's pages may hold; it is not served (it is \(taken))"))
+                    // As a file refused as it is: a version already served stays, a new page is not.
+                    site.unreadable.insert(name)
+                    continue
+                }
+                total += file.bytes.count
+                held.append(name)
                 site.pages[name] = SiteFile(
                     relativePath: file.path, bytes: file.bytes, modified: file.modified,
-                    result: LandingPage.validate(file.bytes, name: name))
+                    result: LandingPage.validate(file.bytes, name: name),
+                    // Hashed here, on every core, as the association files are (`siteFile`), not
+                    // on the registry's one thread; the heads wait for the settings' options.
+                    sha256: Digest.sha256(file.bytes))
             } else if !site.unreadable.contains(name) {
                 site.problems.append(
                     ConfigProblem(severity: .error, file: "\(relative)/\(name)", message: "missing: site.yaml names it as \(taken)"))

@@ -262,6 +262,7 @@ public enum ConfigLoader {
             return nil
         case .failure(let error):
             site.unreadable.insert(name)
+            if error.isTransient { site.transientlyUnreadable.insert(name) }
             site.problems.append(ConfigProblem(severity: .error, file: relativePath, message: "cannot read the file: \(error)"))
             return nil
         }

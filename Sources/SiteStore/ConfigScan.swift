@@ -74,6 +74,9 @@ public struct SiteSource: Sendable {
     /// `assetlinks.json`, `site.yaml`, `tls`): their last good versions stay in service, since
     /// only ENOENT means gone.
     public var unreadable: Set<String> = []
+    /// Of `unreadable`, the files whose read failed for a reason that may pass
+    /// (`ReadError.isTransient`): a page among them is no reason to refuse its site.yaml.
+    public var transientlyUnreadable: Set<String> = []
 
     /// Every host name the site claims: its directory's, its alias symlinks', site.yaml's.
     public var hosts: [HostName] { [host] + aliases + settings.aliases }

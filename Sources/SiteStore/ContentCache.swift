@@ -70,9 +70,9 @@ extension ContentCache {
     /// each chosen like the other files, as `text/html; charset=utf-8` with the site's options.
     /// A page the read did not look at (its site.yaml was broken or refused, and named other
     /// pages) keeps its last good version. `restamp`: which page a path takes has changed, so
-    /// every page gets a new Last-Modified (see `choose`).
+    /// every page gets this one new Last-Modified (`restampTime`; see `choose`).
     mutating func choosePages(
-        _ source: SiteSource, settings: SiteSettings, restamp: Bool, record: inout SiteRecord, validity: inout ValidityCache,
+        _ source: SiteSource, settings: SiteSettings, restamp: Int64?, record: inout SiteRecord, validity: inout ValidityCache,
         options: ServingOptions, errors: inout [String]
     ) -> [String: PreparedFile] {
         let names = settings.pageNames.prefix(SiteSettings.maximumPages)
@@ -87,7 +87,14 @@ extension ContentCache {
         options.varyUserAgent =
             PreparedFallback.variesByUserAgent(settings.fallback, hasPage: true) || settings.links.variesByUserAgent
         var pages: [String: PreparedFile] = [:]
+        // One floor for the pass: each new page is later than any page had before it, not than
+        // the page chosen just before it (which would add a second per page read together).
+        let floor = record.lastModified[.page]
+        var newest = floor
+        defer { record.lastModified[.page] = newest }
         for name in names {
+            record.lastModified[.page] = floor
+            defer { if let time = record.lastModified[.page] { newest = max(newest ?? time, time) } }
             let previous = record.served?.pages[name]
             guard read.contains(name) else {
                 pages[name] = previous
@@ -103,6 +110,13 @@ extension ContentCache {
         return pages
     }
 
+    /// The one Last-Modified every page of a site gets when which page a path takes changed:
+    /// later than any the site's pages had (`floor`), but never past a second after `now`, so
+    /// that many restamps in a row (or many pages) never push it into the future.
+    static func restampTime(floor: Int64?, now: Int64) -> Int64 {
+        min(max(now, (floor ?? 0) + 1), now + 1)
+    }
+
     /// The file to serve: the new one when valid; the previous one when the new one is invalid
     /// or cannot be read (only a file that is gone stops being served); none when it is gone.
     ///
@@ -115,11 +129,11 @@ extension ContentCache {
     /// touch changes nothing a client sees). Across restarts the ctime carries the rule.
     /// A site's pages share one `which` (`.page`), since one URL may take one page, then another
     /// (a route's page changed, a page renamed): a page's new content is later than any page of
-    /// the site had, and `restamp` gives unchanged content such a time too, for when the URLs'
-    /// pages changed (an If-Modified-Since of one page then never gets 304 for another).
+    /// the site had, and `restamp` gives every page, unchanged or not, one such time, for when the
+    /// URLs' pages changed (an If-Modified-Since of one page then never gets 304 for another).
     mutating func choose<D>(
         _ file: SiteFile<D>?, name: String, file which: SiteRecord.FileKind, kind: KnownValid.Kind? = nil, unreadable: Set<String>,
-        previous: PreparedFile?, restamp: Bool = false, record: inout SiteRecord, validity: inout ValidityCache,
+        previous: PreparedFile?, restamp: Int64? = nil, record: inout SiteRecord, validity: inout ValidityCache,
         options: ServingOptions, errors: inout [String]
     ) -> PreparedFile? {
         // A time later than any served for `which`.
@@ -131,8 +145,8 @@ extension ContentCache {
         // page that now varies by User-Agent, applies to it too.
         func kept() -> PreparedFile? {
             guard let previous else { return nil }
-            if restamp, let restamped = try? reprepare(previous, options: options, modified: later(previous.lastModified)) {
-                record.lastModified[which] = restamped.lastModified
+            if let restamp, let restamped = try? reprepare(previous, options: options, modified: restamp) {
+                record.lastModified[which] = max(record.lastModified[which] ?? restamp, restamp)
                 return restamped
             }
             guard previous.options != options else { return previous }
@@ -144,7 +158,9 @@ extension ContentCache {
             return kept()
         }
         var modified = file.modified
-        if let previous, previous.content.body == file.bytes, !restamp {
+        if let restamp {
+            modified = max(restamp, file.modified)
+        } else if let previous, previous.content.body == file.bytes {
             if previous.options == options { return previous }
             modified = previous.lastModified
         } else {
@@ -153,7 +169,7 @@ extension ContentCache {
         do {
             let prepared = try prepare(file, modified: modified, options: options)
             if let prepared {
-                record.lastModified[which] = prepared.lastModified
+                record.lastModified[which] = max(record.lastModified[which] ?? prepared.lastModified, prepared.lastModified)
                 if let kind { validity.insert(kind, digestHex: prepared.content.digest) }
             }
             return prepared

@@ -49,7 +49,9 @@ struct SitePreparer {
         }
         let settings = settingsBroken ? record.settings : source.settings
         // Which page a URL takes changed: every page is served with a later Last-Modified.
-        let restamp = record.served != nil && settings.pagePaths != record.settings.pagePaths
+        let restamp =
+            record.served != nil && settings.pagePaths != record.settings.pagePaths
+            ? ContentCache.restampTime(floor: record.lastModified[.page], now: clock()) : nil
         record.settings = settings
         var siteOptions = options
         if let cacheControl = settings.cacheControl { siteOptions.cacheControl = cacheControl }
@@ -122,11 +124,20 @@ struct SitePreparer {
     /// The pages the source's settings name that have nothing to serve: not read (missing, or
     /// refused by the file rules) or invalid, and without a last good version in `served`
     /// (which has one only for a page the settings in force name too, and not for one deleted).
+    ///
+    /// None without a served version: at start-up (or a first read) there are no last good
+    /// settings to keep, and refusing would serve none (no aliases for another site to take,
+    /// no routes, no fallback); the settings apply and such a route answers 404, as a missing
+    /// `page:` does. Nor is a page that could not be read for a reason that may pass (EIO,
+    /// EMFILE: `ReadError.isTransient`): it keeps its last good version if any, and the next
+    /// read tries again. A page refused as it is (a link out, a FIFO) refuses the site.yaml.
     static func unservablePages(_ source: SiteSource, served: ServedSite?) -> [String] {
-        source.settings.pageNames.prefix(SiteSettings.maximumPages).filter { name in
+        guard let served else { return [] }
+        return source.settings.pageNames.prefix(SiteSettings.maximumPages).filter { name in
             if let file = source.pages[name], file.isValid { return false }
+            if source.transientlyUnreadable.contains(name) { return false }
             let missing = source.pages[name] == nil && !source.unreadable.contains(name)
-            return missing || served?.pages[name] == nil
+            return missing || served.pages[name] == nil
         }
     }
 }

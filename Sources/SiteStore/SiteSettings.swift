@@ -47,10 +47,16 @@ public struct SiteSettings: Sendable, Equatable {
     static let maximumPageNameLength = 255
     /// Most distinct pages one site.yaml names (`page:` and the routes' `page:` together). Each is
     /// read, checked and held in memory as the site's page is (at most
-    /// `LandingPage.maximumFileSize`), so this bounds what one site holds in pages to 2 MB and
-    /// what one reload reads for it; a link domain's fixed pages (help, privacy, an invite or
+    /// `LandingPage.maximumFileSize`, and together `maximumPageBytes`), so this bounds how many
+    /// files one reload reads for it; a link domain's fixed pages (help, privacy, an invite or
     /// two) are a handful. Routes may share a page: the bound counts names, not routes.
     public static let maximumPages = 16
+    /// Most bytes a site's pages hold together (their bodies, each at most
+    /// `LandingPage.maximumFileSize`). Without it, 16 pages of 128 KB (and a gzip form of each)
+    /// would be 4 MB a site, and a few hundred tenants could fill the server's memory; four full
+    /// pages, or a handful of ordinary ones (a few KB each), fit. Pages past it, in the order
+    /// `pageNames` gives, are not served, named in the error (docs/link-domain.md).
+    public static let maximumPageBytes = 512 * 1024
 
     public init(aliases: [HostName] = [], cacheControl: String? = nil, fallback: FallbackSettings? = nil, page: String? = nil) {
         self.aliases = aliases

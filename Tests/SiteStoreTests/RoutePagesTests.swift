@@ -2,6 +2,8 @@ import AASA
 import Foundation
 import Glibc
 import HTTPCore
+import Hashing
+import Logging
 import Testing
 
 @testable import Served
@@ -127,6 +129,9 @@ struct RoutePagesTests {
         let problems = (scan.sites.first { $0.host.name == "a.test" }?.problems ?? []).filter { !$0.file.contains("/tls") }
         #expect(problems.isEmpty, "\(problems)")
         #expect(scan.sites.first { $0.host.name == "a.test" }?.pageUses["help.html"]?.routes == [0, 1])
+        // Hashed by the read (on the loader's cores), not by the registry.
+        let help = scan.sites.first { $0.host.name == "a.test" }?.pages["help.html"]
+        #expect(help?.sha256 != nil && help?.sha256 == help.map { Digest.sha256($0.bytes) })
     }
 
     @Test(
@@ -187,6 +192,78 @@ struct RoutePagesTests {
         #expect(pageErrors(r).isEmpty, "\(errors(r))")
     }
 
+    @Test(
+        "at start-up (and after a restart) a missing, oversized or empty page refuses nothing: the aliases, the other routes and the fallback serve; its route answers 404"
+    )
+    func firstLoadWithUnservablePage() throws {
+        let yaml =
+            "aliases: [www.a.test]\npage: landing.html\nfallback:\n  ios: https://apps.apple.com/app/id1\n"
+            + "routes:\n  - path: /help\n    page: help.html\n  - path: /privacy\n    page: privacy.html\n"
+        for (name, plant) in [
+            ("missing", { (c: TempConfig) in try c.remove("sites/a.test/landing.html") }),
+            (
+                "oversized",
+                { (c: TempConfig) in
+                    try c.write("sites/a.test/landing.html", String(repeating: "x", count: LandingPage.maximumFileSize + 1))
+                }
+            ),
+            ("empty", { (c: TempConfig) in try c.write("sites/a.test/landing.html", "") }),
+        ] as [(String, (TempConfig) throws -> Void)] {
+            let c = try config(yaml)
+            // Another tenant wants the alias: it must not get it because a.test's page is bad.
+            try c.write("sites/b.test/site.yaml", "aliases: [www.a.test]\n")
+            try plant(c)
+            // The restart remembers who served the alias first (a daemon's state file).
+            for round in ["start", "restart"] {
+                let r = SiteRegistry(
+                    root: c.root, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }),
+                    servedFirstFile: c.root + "/served-first")
+                let snapshot = r.reloadAll()
+                let site = try #require(snapshot.site(forHost: "www.a.test"), "\(name) \(round): \(errors(r))")
+                #expect(site.directory == "a.test", "\(name) \(round): \(errors(r)) \(r.statuses.map(\.errors))")
+                #expect(page(site, "/help") == "<p>help</p>", "\(name) \(round)")
+                #expect(page(site, "/privacy") == "<p>privacy</p>", "\(name) \(round)")
+                #expect(site.fallback != nil, "\(name) \(round): the fallback is in force")
+                #expect(site.pages["landing.html"] == nil, "\(name) \(round)")
+                #expect(!errors(r).contains { $0.contains("not applied") }, "\(name) \(round): \(errors(r))")
+                #expect(errors(r).contains { $0.contains("landing.html") }, "\(name) \(round): \(errors(r))")
+            }
+        }
+    }
+
+    @Test(
+        "a site's pages hold at most maximumPageBytes together: at the bound all serve; one byte more keeps the last good page, and at start-up leaves it unserved, the files named"
+    )
+    func pageBytesBudget() throws {
+        let full = LandingPage.maximumFileSize
+        let bound = SiteSettings.maximumPageBytes
+        let routes = (1...4).map { "  - {path: /r\($0), page: p\($0).html}\n" }.joined()
+        let c = try config("page: p0.html\nroutes:\n" + routes)
+        // p0..p3 full but the last byte taken by p4: exactly the bound.
+        let sizes = [full, full, full, bound - 3 * full - 1, 1]
+        for (i, size) in sizes.enumerated() { try c.write("sites/a.test/p\(i).html", String(repeating: "\(i)", count: size)) }
+        let r = c.registry()
+        let site = try #require(r.reloadAll().site(forHost: "a.test"))
+        #expect(site.pages.count == 5 && pageErrors(r).isEmpty, "\(pageErrors(r))")
+        #expect(site.pages.values.map(\.content.body.count).reduce(0, +) == bound)
+        // One byte more: p4 keeps its last good version, and the error names the pages.
+        try c.write("sites/a.test/p4.html", "44")
+        let kept = try #require(r.reload(["a.test"]).site(forHost: "a.test"))
+        #expect(page(kept, "/r4") == "4")
+        #expect(
+            pageErrors(r).contains {
+                $0.contains("sites/a.test/p4.html") && $0.contains("\(bound + 1) bytes")
+                    && $0.contains("p0.html, p1.html, p2.html, p3.html, p4.html")
+                    && $0.contains("512 KB")
+            }, "\(pageErrors(r))")
+        // A restart: the settings apply, the other pages serve, p4's route answers 404.
+        let fresh = c.registry()
+        let restarted = try #require(fresh.reloadAll().site(forHost: "a.test"))
+        #expect(page(restarted, "/r1") == String(repeating: "1", count: full))
+        #expect(page(restarted, "/r4") == nil && restarted.pages["p4.html"] == nil)
+        #expect(errors(fresh).contains { $0.contains("p4.html") && $0.contains("512 KB") }, "\(errors(fresh))")
+    }
+
     @Test("a route's page swapped for a key or a link after it was served keeps its last good version; deleted, the route answers 404")
     func swappedPage() throws {
         let c = try config()
@@ -241,9 +318,26 @@ struct RoutePagesTests {
         let second = try #require(r.reload(["a.test"]).site(forHost: "a.test"))
         #expect(page(second, "/help") == "<p>privacy</p>")
         for (name, file) in second.pages { #expect(file.lastModified > latest, "\(name)") }
+        // One time for every page, never past a second from now (not a second more per page).
+        let now = Int64(Date().timeIntervalSince1970)
+        #expect(Set(second.pages.values.map(\.lastModified)).count == 1, "\(second.pages.mapValues(\.lastModified))")
+        #expect(second.pages.values.allSatisfy { $0.lastModified <= now + 1 })
+        // Swapped back and forth many times: still never past a second from now.
+        for round in 0..<10 {
+            let (a, b) = round % 2 == 0 ? ("help", "privacy") : ("privacy", "help")
+            try c.write(
+                "sites/a.test/site.yaml",
+                "page: landing.html\nroutes:\n  - path: /help\n    page: \(a).html\n  - path: /privacy\n    page: \(b).html\n")
+            let site = try #require(r.reload(["a.test"]).site(forHost: "a.test"))
+            #expect(site.pages.values.allSatisfy { $0.lastModified <= Int64(Date().timeIntervalSince1970) + 1 }, "round \(round)")
+        }
         // Nothing changed: the same prepared pages.
+        try c.write(
+            "sites/a.test/site.yaml",
+            "page: landing.html\nroutes:\n  - path: /help\n    page: privacy.html\n  - path: /privacy\n    page: help.html\n")
+        let last = try #require(r.reload(["a.test"]).site(forHost: "a.test"))
         let third = try #require(r.reload(["a.test"]).site(forHost: "a.test"))
-        for (name, file) in third.pages { #expect(file === second.pages[name], "\(name)") }
+        for (name, file) in third.pages { #expect(file === last.pages[name], "\(name)") }
     }
 
     @Test("pages read while the site serves nothing are not kept: the cache holds no version of them")
