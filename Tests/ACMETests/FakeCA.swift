@@ -13,7 +13,7 @@ import Testing
 final class FakeCA {
     let directory: TemporaryDirectory
     let server = Process()
-    let port: Int
+    private(set) var port = 0
 
     /// What goes wrong. `retryAfter` is sent with every unfinished authorization or order.
     struct Scenario {
@@ -156,10 +156,14 @@ final class FakeCA {
                     else:
                         self.reply(404)
 
-        server = http.server.ThreadingHTTPServer(("127.0.0.1", port), H)
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+        port = server.server_address[1]
+        base = "https://127.0.0.1:%d" % port
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(cert, key)
         server.socket = context.wrap_socket(server.socket, server_side=True)
+        with open(sys.argv[7] + ".tmp", "w") as f: f.write(str(port))
+        import os; os.rename(sys.argv[7] + ".tmp", sys.argv[7])
         server.serve_forever()
         """#
 
@@ -167,20 +171,27 @@ final class FakeCA {
         directory = try TemporaryDirectory(prefix: "acme-fake-ca")
         try Pebble.makeCertificates(in: directory)
         try directory.write("ca.py", Array(Self.script.utf8))
-        port = Loopback.unusedPort()
+        // The script binds port 0 and writes the port it got once it listens: a port picked here
+        // and bound there could be taken meanwhile by another test's server, whose certificate
+        // the client would then meet ("self-signed certificate", seen in CI).
+        let portFile = directory.path("port")
         server.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         server.arguments = [
-            "python3", directory.path("ca.py"), String(port), directory.path("cert.pem"), directory.path("key.pem"), scenario.name,
-            scenario.retryAfter, names.joined(separator: ","),
+            "python3", directory.path("ca.py"), "0", directory.path("cert.pem"), directory.path("key.pem"), scenario.name,
+            scenario.retryAfter, names.joined(separator: ","), portFile,
         ]
         try server.run()
-        let port = port
-        let up = eventually {
-            guard let fd = Loopback.connect(port: port) else { return false }
-            close(fd)
-            return true
+        var listening = 0
+        let server = server
+        let up = eventually(attempts: 300, interval: 0.1) {
+            if let text = try? String(contentsOfFile: portFile, encoding: .utf8), let bound = Int(text) {
+                listening = bound
+                return true
+            }
+            return !server.isRunning
         }
-        if !up { Issue.record("the fake CA did not listen on \(port)") }
+        port = listening
+        if !up || listening == 0 { Issue.record("the fake CA did not listen") }
     }
 
     deinit {
