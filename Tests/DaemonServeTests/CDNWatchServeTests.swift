@@ -23,9 +23,14 @@ final class CDNWatchServeTests {
     }
 
     static func waitForState(_ server: TestDaemon, _ site: String, _ state: String) throws -> [String: Any]? {
+        try waitFor(state, of: site) { try cdnState(server, site) }
+    }
+
+    /// Waits until `read` (a site's `cdn` or `dal` object on `/sites`) shows `state`.
+    static func waitFor(_ state: String, of site: String, _ read: () throws -> [String: Any]?) throws -> [String: Any]? {
         var found: [String: Any]?
         let reached = try eventually(attempts: 150) {
-            found = try cdnState(server, site)
+            found = try read()
             return found?["state"] as? String == state
         }
         #expect(reached, "\(site) never reached \(state); last: \(String(describing: found))")
@@ -105,13 +110,7 @@ final class CDNWatchServeTests {
     }
 
     static func waitForDAL(_ server: TestDaemon, _ site: String, _ state: String) throws -> [String: Any]? {
-        var found: [String: Any]?
-        let reached = try eventually(attempts: 150) {
-            found = try dalState(server, site)
-            return found?["state"] as? String == state
-        }
-        #expect(reached, "\(site) never reached \(state); last: \(String(describing: found))")
-        return found
+        try waitFor(state, of: site) { try dalState(server, site) }
     }
 
     @Test(

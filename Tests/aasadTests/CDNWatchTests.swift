@@ -66,15 +66,27 @@ final class CDNWatchTests {
         #expect(watch.states.values.allSatisfy { $0.state == .missing })
     }
 
+    /// `apple` Apple CDN targets (h0.test…) and `google` Google targets (PREFIX0.test…), each
+    /// Google target serving one app, and what those serve: the fixtures of the shared-rate tests.
+    static func bothServices(apple: Int, google: Int, googlePrefix: String = "g") -> (
+        apple: [CDNWatchSchedule.Target], google: [CDNWatchSchedule.Target], served: [String: (apps: Set<AndroidApp>, includes: Bool)]
+    ) {
+        let digest = JSONComparison.digest(FakeOriginCDN.aasa(1))
+        let appleTargets = (0..<apple).map {
+            CDNWatchSchedule.Target(host: "h\($0).test", site: "h\($0).test", digest: digest, changedAt: 0)
+        }
+        let apps: Set<AndroidApp> = [AndroidApp(packageName: "com.example", fingerprint: "AA")]
+        let googleTargets = (0..<google).map {
+            CDNWatchSchedule.Target(
+                host: "\(googlePrefix)\($0).test", site: "\(googlePrefix)\($0).test", digest: DALListing.digest(apps), changedAt: 0)
+        }
+        let served = Dictionary(uniqueKeysWithValues: googleTargets.map { ($0.host, (apps: apps, includes: false)) })
+        return (appleTargets, googleTargets, served)
+    }
+
     @Test("with Google's view too, both services share the one rate and take turns: 5,000 hosts each")
     func sharedRate() throws {
-        let digest = JSONComparison.digest(FakeOriginCDN.aasa(1))
-        let apple = (0..<5_000).map { CDNWatchSchedule.Target(host: "h\($0).test", site: "h\($0).test", digest: digest, changedAt: 0) }
-        let apps: Set<AndroidApp> = [AndroidApp(packageName: "com.example", fingerprint: "AA")]
-        let google = (0..<5_000).map {
-            CDNWatchSchedule.Target(host: "g\($0).test", site: "g\($0).test", digest: DALListing.digest(apps), changedAt: 0)
-        }
-        let served = Dictionary(uniqueKeysWithValues: google.map { ($0.host, (apps: apps, includes: false)) })
+        let (apple, google, served) = Self.bothServices(apple: 5_000, google: 5_000, googlePrefix: "g")
         let watch = try CDNWatch(
             settings: CDNWatch.Settings(
                 url: cdn.cdnByAddress, interval: 3_600, rate: 5, caFile: cdn.caFile,
@@ -161,16 +173,10 @@ final class CDNWatchTests {
 
     @Test("a Google 429 pauses Google only: Apple's watch goes on at its rate")
     func googleThrottledAppleRuns() throws {
-        let digest = JSONComparison.digest(FakeOriginCDN.aasa(1))
-        let apple = (0..<1_000).map { CDNWatchSchedule.Target(host: "h\($0).test", site: "h\($0).test", digest: digest, changedAt: 0) }
-        let apps: Set<AndroidApp> = [AndroidApp(packageName: "com.example", fingerprint: "AA")]
-        let google = (0..<3).map {
-            CDNWatchSchedule.Target(host: "q\($0).test", site: "q\($0).test", digest: DALListing.digest(apps), changedAt: 0)
-        }
+        let (apple, google, served) = Self.bothServices(apple: 1_000, google: 3, googlePrefix: "q")
         for target in google {
             try cdn.dalAnswer(target.host, Array(#"{"error": {"code": 429, "message": "quota"}}"#.utf8), status: 429)
         }
-        let served = Dictionary(uniqueKeysWithValues: google.map { ($0.host, (apps: apps, includes: false)) })
         let watch = try CDNWatch(
             settings: CDNWatch.Settings(
                 url: cdn.cdnByAddress, interval: 3_600, rate: 10, caFile: cdn.caFile,
@@ -198,13 +204,7 @@ final class CDNWatchTests {
     @Test("a Google API that never answers leaves Apple's watch near its rate: time shared, then the failing service paused")
     func hangingGoogle() throws {
         let silent = try SilentListener()
-        let digest = JSONComparison.digest(FakeOriginCDN.aasa(1))
-        let apple = (0..<1_000).map { CDNWatchSchedule.Target(host: "h\($0).test", site: "h\($0).test", digest: digest, changedAt: 0) }
-        let apps: Set<AndroidApp> = [AndroidApp(packageName: "com.example", fingerprint: "AA")]
-        let google = (0..<1_000).map {
-            CDNWatchSchedule.Target(host: "g\($0).test", site: "g\($0).test", digest: DALListing.digest(apps), changedAt: 0)
-        }
-        let served = Dictionary(uniqueKeysWithValues: google.map { ($0.host, (apps: apps, includes: false)) })
+        let (apple, google, served) = Self.bothServices(apple: 1_000, google: 1_000, googlePrefix: "g")
         // Each look at Google waits out the whole (shortened) timeout.
         let watch = try CDNWatch(
             settings: CDNWatch.Settings(
