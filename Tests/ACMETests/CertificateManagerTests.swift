@@ -230,11 +230,8 @@ final class HTTP01Responder {
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
-        _ = eventually {
-            guard let fd = Loopback.connect(port: port) else { return false }
-            close(fd)
-            return true
-        }
+        // The responder itself, not another test's server that took the port meanwhile.
+        #expect(Loopback.listens(process, on: [port]), "another process holds port \(port)")
     }
 
     deinit {

@@ -65,13 +65,8 @@ struct PebbleTests {
             kill(responder.processIdentifier, SIGKILL)
             responder.waitUntilExit()
         }
-        let httpPort = pebble.httpPort
-        #expect(
-            eventually {
-                guard let fd = Loopback.connect(port: httpPort) else { return false }
-                close(fd)
-                return true
-            })
+        // The responder itself, not another test's server that took the port meanwhile.
+        #expect(Loopback.listens(responder, on: [pebble.httpPort]), "another process holds port \(pebble.httpPort)")
         let client = try pebble.client()
         try client.account()
         let (orderURL, order) = try client.newOrder(names: ["http01.example.test"])

@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 import Glibc
 
 /// TCP connections to the server under test, on 127.0.0.1 only.
@@ -48,12 +48,19 @@ package enum Loopback {
 }
 
 extension Loopback {
-    /// A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0 and released), for a
-    /// tool the test starts that cannot report the port it picked itself (pebble). Another
-    /// process could take it in between; on a test machine that is rare enough.
+    /// A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0 and released). Another
+    /// process can take it before whoever it is handed to binds it: use it only where that
+    /// binder proves the listener is its own (`listener(port:isOwnedBy:)`, as Pebble does) or
+    /// fails loudly when the port is taken. A server that can bind port 0 itself announces its
+    /// port instead (`ReadyFile`); a port nobody may listen on is a `ReservedPort`.
     package static func unusedPort() -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
+        return bindAnyPort(fd) ?? 0
+    }
+
+    /// Binds `fd` to 127.0.0.1 port 0; the port the kernel gave.
+    static func bindAnyPort(_ fd: Int32) -> Int? {
         var addr = sockaddr_in()
         addr.sin_family = sa_family_t(AF_INET)
         addr.sin_addr.s_addr = inet_addr("127.0.0.1")
@@ -61,7 +68,110 @@ extension Loopback {
         let bound = withUnsafeMutablePointer(to: &addr) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
         }
-        return bound ? Int(UInt16(bigEndian: addr.sin_port)) : 0
+        return bound ? Int(UInt16(bigEndian: addr.sin_port)) : nil
+    }
+
+    /// Whether the socket listening on 127.0.0.1:`port` (or on every address at that port) is one
+    /// of process `pid`'s: nil while nobody listens there, false when another process does. The
+    /// listener's inode comes from /proc/net/tcp and is looked for among /proc/PID/fd's links
+    /// (`socket:[INODE]`, proc(5)). It tells our server from another test's that took a port
+    /// picked by `unusedPort` before ours bound it: a TCP connect alone cannot.
+    package static func listener(port: Int, isOwnedBy pid: pid_t) -> Bool? {
+        guard let handle = FileHandle(forReadingAtPath: "/proc/net/tcp") else { return nil }
+        let table = String(decoding: handle.readDataToEndOfFile(), as: UTF8.self)
+        try? handle.close()
+        let hex = String(port, radix: 16, uppercase: true)
+        let suffix = ":" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex
+        var inodes: Set<Substring> = []
+        for row in table.split(separator: "\n").dropFirst() {
+            // sl local_address rem_address st ... inode: state 0A is LISTEN.
+            let fields = row.split(separator: " ")
+            guard fields.count > 9, fields[3] == "0A", fields[1] == "0100007F" + suffix || fields[1] == "00000000" + suffix
+            else { continue }
+            inodes.insert(fields[9])
+        }
+        if inodes.isEmpty { return nil }
+        let fdDirectory = "/proc/\(pid)/fd"
+        let fds = (try? FileManager.default.contentsOfDirectory(atPath: fdDirectory)) ?? []
+        for fd in fds {
+            guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: fdDirectory + "/" + fd),
+                target.hasPrefix("socket:["), target.hasSuffix("]")
+            else { continue }
+            if inodes.contains(target.dropFirst("socket:[".count).dropLast()) { return true }
+        }
+        return false
+    }
+}
+
+extension Loopback {
+    /// Whether `process` listens on each of `ports`: false at once when another process holds
+    /// one (ours then fails to bind) or ours exits. A started program that execs (/usr/bin/env
+    /// does) keeps its pid. Up to 30 s a port: on a CI machine at load 25 and more pebble, a Go
+    /// binary started beside three test processes and two builds, was seen to take over 10 s to
+    /// listen.
+    package static func listens(_ process: Process, on ports: [Int]) -> Bool {
+        for port in ports {
+            var ours = false
+            _ = eventually(attempts: 300, interval: 0.1) {
+                switch listener(port: port, isOwnedBy: process.processIdentifier) {
+                case true?:
+                    ours = true
+                    return true
+                case false?: return true
+                case nil: return !process.isRunning
+                }
+            }
+            if !ours { return false }
+        }
+        return true
+    }
+}
+
+/// A port on 127.0.0.1 nobody listens on for as long as this value lives: a socket bound to it
+/// and never put to listen(2), so a connection there is refused, and (without SO_REUSEADDR) no
+/// other process can bind it meanwhile. For a test whose point is a refused connection: a port
+/// only picked and released could be taken by another test's server, which would then answer.
+package final class ReservedPort: @unchecked Sendable {
+    package let port: Int
+    let fd: Int32
+
+    package init() {
+        // Close-on-exec: a server the test starts does not keep the port past this value.
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        port = Loopback.bindAnyPort(fd) ?? 0
+    }
+
+    deinit { close(fd) }
+}
+
+/// A server in another process that binds port 0 and writes the port it got to a file once it
+/// listens: the test reads the port there instead of picking one that could be taken before the
+/// server binds it (a client would then meet another test's server, as a CI run did: "SSL
+/// certificate problem: self-signed certificate").
+package enum ReadyFile {
+    /// Python for such a server: `announce(port, path)` writes the port to `path` through a
+    /// rename, so a reader never sees half of it. Call it after listen (http.server listens in
+    /// its constructor).
+    package static let python = """
+        def announce(port, path):
+            import os
+            with open(path + ".tmp", "w") as f: f.write(str(port))
+            os.rename(path + ".tmp", path)
+
+        """
+
+    /// The port written to `path`, waiting up to 30 s (a loaded CI machine is slow to start
+    /// Python); nil when `process` exits first or the time passes.
+    package static func port(_ path: String, of process: Process) -> Int? {
+        var port: Int?
+        _ = eventually(attempts: 300, interval: 0.1) {
+            if let text = try? String(contentsOfFile: path, encoding: .utf8), let bound = Int(text), bound > 0, bound < 65536 {
+                port = bound
+                return true
+            }
+            return !process.isRunning
+        }
+        return port
     }
 }
 

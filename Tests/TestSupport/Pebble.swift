@@ -6,21 +6,29 @@ import Testing
 /// PEBBLE_VA_NOSLEEP=1, and pebble's default 5 % bad-nonce rejections unless `nonceReject` says.
 package final class Pebble {
     package let folder: TemporaryDirectory
-    package let port: Int
+    /// The ACME server's port. Every port here is picked free (`Loopback.unusedPort`) before
+    /// pebble binds it, since pebble and challtestsrv cannot report a port 0 bound for them (their
+    /// logs print the address as configured, `127.0.0.1:0`): start-up proves each listener is
+    /// theirs and starts again on new ports when another process took one meanwhile.
+    package private(set) var port = 0
     /// Where pebble's VA sends HTTP-01 validation requests (on the address the name resolves to).
-    package let httpPort = Loopback.unusedPort()
+    package private(set) var httpPort = 0
     /// Where pebble's VA makes TLS-ALPN-01 validation handshakes.
-    package let tlsPort = Loopback.unusedPort()
+    package private(set) var tlsPort = 0
     /// pebble's management interface (HTTPS, its own certificate): `/roots/0` is the root that
     /// signs what it issues.
-    package let managementPort = Loopback.unusedPort()
+    package private(set) var managementPort = 0
     /// pebble-challtestsrv's management API (plain HTTP), when it answers challenges.
-    package let challengeManagementPort = Loopback.unusedPort()
-    let process = Process()
+    package private(set) var challengeManagementPort = 0
+    private(set) var process = Process()
     /// pebble-challtestsrv as pebble's DNS server, answering 127.0.0.1 for every name, when asked;
     /// with `answerChallenges` also the HTTP-01 responder on `httpPort` and the dns-01 TXT records,
     /// both set through its management API.
-    let dns: Process?
+    private(set) var dns: Process?
+
+    /// How many times start-up picks new ports after one was taken by another process: each try
+    /// loses only when another test binds one of five ports in the instant between pick and bind.
+    static let startAttempts = 3
 
     /// The directory URL.
     package var directory: String { "https://127.0.0.1:\(port)/dir" }
@@ -37,9 +45,33 @@ package final class Pebble {
         throws
     {
         folder = try TemporaryDirectory(prefix: "acme-pebble")
+        try Self.makeCertificates(in: folder)
+        FileManager.default.createFile(atPath: folder.path("pebble.log"), contents: nil)
+        for attempt in 1...Self.startAttempts {
+            if try start(
+                requireEAB: requireEAB, nonceReject: nonceReject, withDNS: resolveEverythingToLoopback || answerChallenges,
+                answerChallenges: answerChallenges)
+            {
+                return
+            }
+            killAll()
+            if attempt == Self.startAttempts { Issue.record("pebble or challtestsrv did not listen on its own ports: \(self.log())") }
+        }
+    }
+
+    /// Starts challtestsrv (`withDNS`) and pebble on newly picked ports; whether each listens on
+    /// its own.
+    private func start(requireEAB: Bool, nonceReject: Int?, withDNS: Bool, answerChallenges: Bool) throws -> Bool {
         port = Loopback.unusedPort()
+        httpPort = Loopback.unusedPort()
+        tlsPort = Loopback.unusedPort()
+        managementPort = Loopback.unusedPort()
+        challengeManagementPort = Loopback.unusedPort()
+        process = Process()
+        dns = nil
         var arguments = ["pebble", "-config", folder.path("pebble.json")]
-        if resolveEverythingToLoopback || answerChallenges {
+        var dnsPorts: [Int] = []
+        if withDNS {
             let dnsPort = Loopback.unusedPort()
             let dns = Process()
             dns.executableURL = URL(fileURLWithPath: "/usr/bin/env")
@@ -53,10 +85,8 @@ package final class Pebble {
             try dns.run()
             self.dns = dns
             arguments += ["-dnsserver", "127.0.0.1:\(dnsPort)"]
-        } else {
-            dns = nil
+            dnsPorts = [challengeManagementPort, dnsPort] + (answerChallenges ? [httpPort] : [])
         }
-        try Self.makeCertificates(in: folder)
         let eab =
             requireEAB
             ? #""externalAccountBindingRequired": true, "externalAccountMACKeys": {"\#(Self.eabKeyID)": "\#(Self.eabMACKey)"}"#
@@ -67,8 +97,8 @@ package final class Pebble {
               "httpPort": \(httpPort), "tlsPort": \(tlsPort), "ocspResponderURL": "", \(eab)}}
             """
         try folder.write("pebble.json", Array(config.utf8))
-        FileManager.default.createFile(atPath: folder.path("pebble.log"), contents: nil)
         let logFile = try FileHandle(forWritingTo: folder.url.appendingPathComponent("pebble.log"))
+        try logFile.seekToEnd()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = arguments
         var environment = ProcessInfo.processInfo.environment
@@ -78,27 +108,20 @@ package final class Pebble {
         process.standardOutput = logFile
         process.standardError = logFile
         try process.run()
-        var ports = [port, managementPort]
-        if dns != nil { ports.append(challengeManagementPort) }
-        // Up to 30 s a port: on a CI machine at load 25 and more pebble, a Go binary started
-        // beside three test processes and two builds, was seen to take over 10 s to listen.
-        for port in ports {
-            let up = eventually(attempts: 300, interval: 0.1) {
-                guard let fd = Loopback.connect(port: port) else { return false }
-                close(fd)
-                return true
-            }
-            if !up { Issue.record("pebble or challtestsrv did not listen on \(port): \(self.log())") }
+        if let dns, !Loopback.listens(dns, on: dnsPorts) { return false }
+        return Loopback.listens(process, on: [port, managementPort])
+    }
+
+    private func killAll() {
+        for child in [process, dns].compactMap({ $0 }) where child.isRunning {
+            kill(child.processIdentifier, SIGKILL)
+            child.waitUntilExit()
         }
     }
 
     deinit {
         // SIGKILL, as HTTPSClientTests does: pebble keeps nothing worth a clean stop.
-        if process.isRunning { stop() }
-        if let dns {
-            kill(dns.processIdentifier, SIGKILL)
-            dns.waitUntilExit()
-        }
+        killAll()
     }
 
     /// Stops pebble (and challtestsrv) now, as a CA outage would.

@@ -52,8 +52,10 @@ final class VerificationServeTests {
         let config = try TestConfig()
         let apiPort = Loopback.unusedPort()
         // Nothing listens where the checker looks: the name stays unverified.
+        let nobody = ReservedPort()
+        defer { withExtendedLifetime(nobody) {} }
         let server = try RunningServer(
-            config: config, extra: try Self.apiFlags(config, apiPort: apiPort, verifyPort: Loopback.unusedPort()) + ["--http-redirect"])
+            config: config, extra: try Self.apiFlags(config, apiPort: apiPort, verifyPort: nobody.port) + ["--http-redirect"])
         defer { _ = server.stop() }
         let body = #"{"aasa":\#(String(decoding: config.aasa, as: UTF8.self))}"#
         let put = try Self.api(config, apiPort, "PUT", "/v1/sites/v.localhost", body: body)
@@ -109,9 +111,11 @@ final class VerificationServeTests {
         try FileManager.default.removeItem(atPath: config.path("config/sites"))
         try config.write("config/sites/a.test/apple-app-site-association", config.aasa)
         let apiPort = Loopback.unusedPort()
-        let nobody = Loopback.unusedPort()
+        let nobody = ReservedPort()
+        defer { withExtendedLifetime(nobody) {} }
         let listeners = ["--https", "127.0.0.1:\(pebble.tlsPort)", "--http", "127.0.0.1:\(pebble.httpPort)"]
-        var server = try RunningServer(config: config, extra: listeners + (try Self.apiFlags(config, apiPort: apiPort, verifyPort: nobody)))
+        var server = try RunningServer(
+            config: config, extra: listeners + (try Self.apiFlags(config, apiPort: apiPort, verifyPort: nobody.port)))
         let aasa = String(decoding: config.aasa, as: UTF8.self)
         #expect(try Self.api(config, apiPort, "PUT", "/v1/sites/v.localhost", body: #"{"aasa":\#(aasa)}"#).status == 201)
         #expect(ACMEServeTests.waitValid(server, ["a.test"]), "\(server.logSoFar())")
