@@ -7,34 +7,104 @@ import Testing
 /// server that bound it.
 @Suite("loopback ports: whose listener, reserved, announced")
 struct LoopbackPortTests {
-    @Test("a listener is its owner's, not ours; a port nobody listens on is nil")
+    /// A Python listener started with `arguments` (after the script's own), its port read from a
+    /// `ReadyFile`; killed when the returned process is released by `stop`.
+    static func python(_ body: String, _ arguments: [String] = [], in directory: TemporaryDirectory, name: String) throws -> (
+        Process, Int
+    ) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", "-c", ReadyFile.python + "import socket, sys, time\n" + body, directory.path(name)] + arguments
+        try process.run()
+        guard let port = ReadyFile.port(directory.path(name), of: process) else {
+            stop(process)
+            throw PebbleError("\(name) announced no port")
+        }
+        return (process, port)
+    }
+
+    static func stop(_ process: Process) {
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    @Test(
+        "a listener is its owner's, not ours, on 127.0.0.1, on every address (0.0.0.0) and on IPv6 dual-stack (::); a port nobody listens on is nil"
+    )
     func owner() throws {
         let stand = try StandInServer(mode: "echo")
         #expect(Loopback.listener(port: stand.port, isOwnedBy: stand.process.processIdentifier) == true)
         // Another process's listener (a TCP connect would pass against it).
         #expect(Loopback.listener(port: stand.port, isOwnedBy: getpid()) == false)
+        let directory = try TemporaryDirectory(prefix: "loopback-owner")
+        let listen = """
+            family = socket.AF_INET6 if ":" in sys.argv[2] else socket.AF_INET
+            s = socket.socket(family, socket.SOCK_STREAM)
+            if family == socket.AF_INET6: s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+            s.bind((sys.argv[2], 0)); s.listen()
+            announce(s.getsockname()[1], sys.argv[1])
+            time.sleep(60)
+            """
+        for address in ["0.0.0.0", "::"] {
+            let (holder, port) = try Self.python(listen, [address], in: directory, name: address)
+            defer { Self.stop(holder) }
+            #expect(Loopback.listener(port: port, isOwnedBy: holder.processIdentifier) == true, "\(address)")
+            #expect(Loopback.listener(port: port, isOwnedBy: getpid()) == false, "\(address)")
+        }
         let nobody = ReservedPort()
         defer { withExtendedLifetime(nobody) {} }
         #expect(Loopback.listener(port: nobody.port, isOwnedBy: getpid()) == nil)
     }
 
-    @Test("a server started on a port another process holds is not taken for ready: false before the wait runs out")
+    @Test("two processes listening on one port with SO_REUSEPORT: the listener is neither's alone")
+    func sharedPort() throws {
+        let directory = try TemporaryDirectory(prefix: "loopback-reuseport")
+        let listen = """
+            s = socket.socket()
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+            s.bind(("127.0.0.1", int(sys.argv[2]))); s.listen()
+            announce(s.getsockname()[1], sys.argv[1])
+            time.sleep(60)
+            """
+        let (first, port) = try Self.python(listen, ["0"], in: directory, name: "first")
+        defer { Self.stop(first) }
+        #expect(Loopback.listener(port: port, isOwnedBy: first.processIdentifier) == true)
+        let (second, again) = try Self.python(listen, [String(port)], in: directory, name: "second")
+        defer { Self.stop(second) }
+        #expect(again == port)
+        #expect(Loopback.listener(port: port, isOwnedBy: first.processIdentifier) == false)
+        #expect(Loopback.listener(port: port, isOwnedBy: second.processIdentifier) == false)
+    }
+
+    @Test(
+        "a server started on a port another process holds, that stays up without listening, is not taken for ready: false before the wait runs out"
+    )
     func takenPort() throws {
         let other = try StandInServer(mode: "echo")
+        // Stays alive after its bind fails, as pebble-challtestsrv does ("bind: address already
+        // in use"): only the other's listener can make the wait end early.
         let late = Process()
         late.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        late.arguments = ["python3", "-m", "http.server", String(other.port), "--bind", "127.0.0.1"]
-        late.standardOutput = FileHandle.nullDevice
-        late.standardError = FileHandle.nullDevice
+        late.arguments = [
+            "python3", "-c",
+            """
+            import socket, sys, time
+            s = socket.socket()
+            try:
+                s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen()
+            except OSError:
+                pass
+            time.sleep(60)
+            """,
+            String(other.port),
+        ]
         try late.run()
-        defer {
-            kill(late.processIdentifier, SIGKILL)
-            late.waitUntilExit()
-        }
+        defer { Self.stop(late) }
         let start = Date()
         #expect(!Loopback.listens(late, on: [other.port]))
-        // Decided by the other's listener, not by the 30 s a port may take.
+        // Decided by the other's listener, not by the 30 s a port may take nor by an exit.
         #expect(Date().timeIntervalSince(start) < 10)
+        #expect(late.isRunning)
     }
 
     @Test("a reserved port refuses connections and no other socket can bind it while it lives")

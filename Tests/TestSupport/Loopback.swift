@@ -1,5 +1,6 @@
 package import Foundation
 import Glibc
+import Testing
 
 /// TCP connections to the server under test, on 127.0.0.1 only.
 package enum Loopback {
@@ -71,41 +72,35 @@ extension Loopback {
         return bound ? Int(UInt16(bigEndian: addr.sin_port)) : nil
     }
 
-    /// Whether the socket listening on 127.0.0.1:`port` (or on every address at that port) is one
-    /// of process `pid`'s: nil while nobody listens there, false when another process does. The
-    /// listener's inode comes from /proc/net/tcp and is looked for among /proc/PID/fd's links
-    /// (`socket:[INODE]`, proc(5)). It tells our server from another test's that took a port
-    /// picked by `unusedPort` before ours bound it: a TCP connect alone cannot.
+    /// Whether the listener on `port` is process `pid`'s alone: nil while nobody listens there
+    /// and no other process holds the port, false when another process has a socket on it. Every
+    /// socket on that port in /proc/net/tcp and tcp6 (`SocketTable`), on any address, IPv4 and
+    /// IPv6, listening or connected, must be among /proc/PID/fd's (proc(5)): aasad listens with
+    /// SO_REUSEPORT (Sources/Reactor/Socket.swift), so a second process may listen on the very
+    /// port ours has, and a dual-stack IPv6 listener holds the IPv4 port too. Sockets no file
+    /// refers to (TIME_WAIT, inode 0) hold nothing. A socket only bound, never listening, is in
+    /// neither table and cannot be seen here. It tells our server from another test's that took
+    /// a port picked by `unusedPort` before ours bound it: a TCP connect alone cannot.
     package static func listener(port: Int, isOwnedBy pid: pid_t) -> Bool? {
-        guard let handle = FileHandle(forReadingAtPath: "/proc/net/tcp") else { return nil }
-        let table = String(decoding: handle.readDataToEndOfFile(), as: UTF8.self)
-        try? handle.close()
-        let hex = String(port, radix: 16, uppercase: true)
-        let suffix = ":" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex
-        var inodes: Set<Substring> = []
-        for row in table.split(separator: "\n").dropFirst() {
-            // sl local_address rem_address st ... inode: state 0A is LISTEN.
-            let fields = row.split(separator: " ")
-            guard fields.count > 9, fields[3] == "0A", fields[1] == "0100007F" + suffix || fields[1] == "00000000" + suffix
-            else { continue }
-            inodes.insert(fields[9])
-        }
-        if inodes.isEmpty { return nil }
-        let fdDirectory = "/proc/\(pid)/fd"
-        let fds = (try? FileManager.default.contentsOfDirectory(atPath: fdDirectory)) ?? []
-        for fd in fds {
-            guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: fdDirectory + "/" + fd),
-                target.hasPrefix("socket:["), target.hasSuffix("]")
-            else { continue }
-            if inodes.contains(target.dropFirst("socket:[".count).dropLast()) { return true }
+        var stranger: Set<Substring> = []
+        // Twice at most: a socket of the owner's closed between the table's read and the fd
+        // directory's is in the first and not the second; it is gone from the table when read again.
+        for _ in 0..<2 {
+            let rows = SocketTable.rows().filter { $0.localPort == port && $0.inode != "0" && !$0.isTimeWait }
+            let owned = SocketTable.socketInodes(of: pid)
+            let others = Set(rows.map(\.inode)).subtracting(owned)
+            if others.isEmpty { return rows.contains(where: \.isListening) ? true : nil }
+            if !stranger.isEmpty, !stranger.isDisjoint(with: others) { return false }
+            stranger = others
         }
         return false
     }
 }
 
 extension Loopback {
-    /// Whether `process` listens on each of `ports`: false at once when another process holds
-    /// one (ours then fails to bind) or ours exits. A started program that execs (/usr/bin/env
+    /// Whether `process` alone listens on each of `ports`: false at once when another process
+    /// has a socket on one (ours then fails to bind, or shares the port through SO_REUSEPORT) or
+    /// ours exits. A started program that execs (/usr/bin/env
     /// does) keeps its pid. Up to 30 s a port: on a CI machine at load 25 and more pebble, a Go
     /// binary started beside three test processes and two builds, was seen to take over 10 s to
     /// listen.
@@ -135,13 +130,17 @@ package final class ReservedPort: @unchecked Sendable {
     package let port: Int
     let fd: Int32
 
+    /// Records an issue when no port could be bound (descriptors ran out): port 0 would then
+    /// stand for a refused connection without anything reserved.
     package init() {
         // Close-on-exec: a server the test starts does not keep the port past this value.
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        port = Loopback.bindAnyPort(fd) ?? 0
+        let bound = fd >= 0 ? Loopback.bindAnyPort(fd) : nil
+        if bound == nil { Issue.record("no port reserved: socket or bind failed, errno \(errno)") }
+        port = bound ?? 0
     }
 
-    deinit { close(fd) }
+    deinit { if fd >= 0 { close(fd) } }
 }
 
 /// A server in another process that binds port 0 and writes the port it got to a file once it
@@ -186,25 +185,11 @@ extension Loopback {
             let got = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { get(fd, $0, &length) } }
             return got == 0 ? Int(UInt16(bigEndian: addr.sin_port)) : nil
         }
-        guard let local = port({ getsockname($0, $1, $2) }), let remote = port({ getpeername($0, $1, $2) }),
-            let handle = FileHandle(forReadingAtPath: "/proc/net/tcp")
-        else { return nil }
-        // Read to the end: the file reports no size, and it is longer than a page when many
-        // connections are open.
-        let table = String(decoding: handle.readDataToEndOfFile(), as: UTF8.self)
-        try? handle.close()
+        guard let local = port({ getsockname($0, $1, $2) }), let remote = port({ getpeername($0, $1, $2) }) else { return nil }
         // The peer's row: its local address is our remote one, and the other way round.
-        func address(_ port: Int) -> String {
-            let hex = String(port, radix: 16, uppercase: true)
-            return "0100007F:" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex
-        }
-        let peer = (address(remote), address(local))
-        for row in table.split(separator: "\n").dropFirst() {
-            let fields = row.split(separator: " ")
-            guard fields.count > 4, fields[1] == peer.0, fields[2] == peer.1 else { continue }
-            // tx_queue:rx_queue, in hexadecimal.
-            return fields[4].split(separator: ":").last.flatMap { Int($0, radix: 16) }
-        }
-        return nil
+        let loopback = "0100007F"
+        return SocketTable.rows().first {
+            !$0.isIPv6 && $0.localAddress == loopback && $0.localPort == remote && $0.remoteAddress == loopback && $0.remotePort == local
+        }?.receiveQueue
     }
 }
