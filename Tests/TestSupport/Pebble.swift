@@ -1,5 +1,4 @@
 import Foundation
-import Testing
 
 /// pebble (Let's Encrypt's test CA, Debian package `pebble`) started on loopback for one test and
 /// stopped when the value is released: its own TLS certificate made by the openssl command line,
@@ -12,7 +11,10 @@ package final class Pebble {
     /// theirs and starts again on new ports when another process took one meanwhile.
     package private(set) var port = 0
     /// Where pebble's VA sends HTTP-01 validation requests (on the address the name resolves to).
+    /// pebble only connects there: a test whose responder bound port 0 passes its port to init.
     package private(set) var httpPort = 0
+    /// The responder's port the test gave, kept across start attempts.
+    private let givenHTTPPort: Int?
     /// Where pebble's VA makes TLS-ALPN-01 validation handshakes.
     package private(set) var tlsPort = 0
     /// pebble's management interface (HTTPS, its own certificate): `/roots/0` is the root that
@@ -27,7 +29,8 @@ package final class Pebble {
     private(set) var dns: Process?
 
     /// How many times start-up picks new ports after one was taken by another process: each try
-    /// loses only when another test binds one of five ports in the instant between pick and bind.
+    /// loses only when another test binds one of its ports (five, six with DNS) in the instant
+    /// between pick and bind.
     static let startAttempts = 3
 
     /// The directory URL.
@@ -39,15 +42,21 @@ package final class Pebble {
     package static let eabKeyID = "kid-1"
     package static let eabMACKey = "zWNDZM6eQGHWpSRTPal5eIUYFTu7EajVIoguysqZ9wG44nMEtx3MUAsUDkMTQ12W"
 
+    /// `httpPort` is where the test's own HTTP-01 responder already listens (one that bound
+    /// port 0 and announced it): never with `answerChallenges`, where challtestsrv answers there.
+    /// Throws when no attempt had pebble and challtestsrv listen on ports of their own.
     package init(
-        requireEAB: Bool = false, nonceReject: Int? = nil, resolveEverythingToLoopback: Bool = false, answerChallenges: Bool = false
+        requireEAB: Bool = false, nonceReject: Int? = nil, resolveEverythingToLoopback: Bool = false, answerChallenges: Bool = false,
+        httpPort: Int? = nil
     )
         throws
     {
+        if answerChallenges, httpPort != nil { throw PebbleError("challtestsrv answers HTTP-01 on a port of its own") }
+        givenHTTPPort = httpPort
         folder = try TemporaryDirectory(prefix: "acme-pebble")
         try Self.makeCertificates(in: folder)
         FileManager.default.createFile(atPath: folder.path("pebble.log"), contents: nil)
-        for attempt in 1...Self.startAttempts {
+        for _ in 1...Self.startAttempts {
             if try start(
                 requireEAB: requireEAB, nonceReject: nonceReject, withDNS: resolveEverythingToLoopback || answerChallenges,
                 answerChallenges: answerChallenges)
@@ -55,15 +64,15 @@ package final class Pebble {
                 return
             }
             killAll()
-            if attempt == Self.startAttempts { Issue.record("pebble or challtestsrv did not listen on its own ports: \(self.log())") }
         }
+        throw PebbleError("pebble or challtestsrv did not listen on its own ports: \(log())")
     }
 
     /// Starts challtestsrv (`withDNS`) and pebble on newly picked ports; whether each listens on
     /// its own.
     private func start(requireEAB: Bool, nonceReject: Int?, withDNS: Bool, answerChallenges: Bool) throws -> Bool {
         port = Loopback.unusedPort()
-        httpPort = Loopback.unusedPort()
+        httpPort = givenHTTPPort ?? Loopback.unusedPort()
         tlsPort = Loopback.unusedPort()
         managementPort = Loopback.unusedPort()
         challengeManagementPort = Loopback.unusedPort()
@@ -191,5 +200,5 @@ package final class Pebble {
 /// pebble or openssl failed while setting up a test.
 package struct PebbleError: Error, CustomStringConvertible {
     package var description: String
-    init(_ description: String) { self.description = description }
+    package init(_ description: String) { self.description = description }
 }

@@ -37,7 +37,10 @@ final class ACMEServeTests {
 
     /// serve on the ports pebble's validation reaches (its tlsPort and httpPort).
     static func serve(_ config: TestConfig, _ pebble: Pebble) throws -> RunningServer {
-        try RunningServer(config: config, extra: ["--https", "127.0.0.1:\(pebble.tlsPort)", "--http", "127.0.0.1:\(pebble.httpPort)"])
+        let server = try RunningServer(
+            config: config, extra: ["--https", "127.0.0.1:\(pebble.tlsPort)", "--http", "127.0.0.1:\(pebble.httpPort)"])
+        try server.requireOwnListeners()
+        return server
     }
 
     /// The `acme` entries of `/sites`, by name.

@@ -89,6 +89,18 @@ final class RunningServer {
         return Int(value.split(separator: ":").last ?? "") ?? 0
     }
 
+    /// Throws unless every socket on the HTTPS and plain ports is this server's
+    /// (`Loopback.listener(port:isOwnedBy:)`): for ports a test picked (pebble's tlsPort and
+    /// httpPort), which another test's process may have taken meanwhile, with SO_REUSEPORT on both
+    /// sides (Sources/Reactor/Socket.swift) so that aasad's bind did not fail.
+    func requireOwnListeners() throws {
+        for port in [httpsPort, httpPort] where port != 0 {
+            guard Loopback.listener(port: port, isOwnedBy: process.processIdentifier) == true else {
+                throw ServerError("port \(port) is shared with a socket of another process")
+            }
+        }
+    }
+
     /// Stops with SIGTERM and returns the exit status.
     func stop() -> Int32 {
         process.terminate()

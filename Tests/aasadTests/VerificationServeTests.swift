@@ -115,6 +115,7 @@ final class VerificationServeTests {
         let listeners = ["--https", "127.0.0.1:\(pebble.tlsPort)", "--http", "127.0.0.1:\(pebble.httpPort)"]
         var server = try RunningServer(
             config: config, extra: listeners + (try Self.apiFlags(config, verifyPort: nobody.port)))
+        try server.requireOwnListeners()
         let aasa = String(decoding: config.aasa, as: UTF8.self)
         #expect(try Self.api(config, server.apiPort, "PUT", "/v1/sites/v.localhost", body: #"{"aasa":\#(aasa)}"#).status == 201)
         #expect(ACMEServeTests.waitValid(server, ["a.test"]), "\(server.logSoFar())")
@@ -141,6 +142,7 @@ final class VerificationServeTests {
         // The checker now reaches this server's plain listener: verified, then ordered.
         server = try RunningServer(
             config: config, extra: listeners + (try Self.apiFlags(config, verifyPort: pebble.httpPort)))
+        try server.requireOwnListeners()
         defer { _ = server.stop() }
         // A PUT of the site asks for its check at once (the failure before set it 30 s later).
         #expect(try Self.api(config, server.apiPort, "PUT", "/v1/sites/v.localhost", body: #"{"aasa":\#(aasa)}"#).status == 200)
