@@ -61,7 +61,8 @@ package final class TestDaemon {
         // test process's aasad: with SO_REUSEPORT on both (Sources/Reactor/Socket.swift) the bind
         // succeeds and the kernel splits connections between them. Every listener on each port
         // must be one of this process's sockets (deinit stops the daemon when this throws).
-        for port in [httpsPort, httpPort, adminPort] where port != 0 {
+        let bound = (daemon.boundHTTPS + daemon.boundHTTP).map { Int($0.port) } + [adminPort]
+        for port in bound where port != 0 {
             guard Loopback.listener(port: port, isOwnedBy: getpid()) == true else {
                 throw Failure("port \(port) is shared with a socket of another process")
             }
