@@ -81,13 +81,17 @@ extension Loopback {
     /// refers to (TIME_WAIT, inode 0) hold nothing. A socket only bound, never listening, is in
     /// neither table and cannot be seen here. It tells our server from another test's that took
     /// a port picked by `unusedPort` before ours bound it: a TCP connect alone cannot.
-    package static func listener(port: Int, isOwnedBy pid: pid_t) -> Bool? {
+    package static func listener(port: Int, isOwnedBy pid: pid_t) -> Bool? { listener(port: port, isOwnedBy: [pid]) }
+
+    /// The same for a port several processes are meant to share (replicas listening with
+    /// SO_REUSEPORT): every socket on it must be one of theirs.
+    package static func listener(port: Int, isOwnedBy pids: [pid_t]) -> Bool? {
         var stranger: Set<Substring> = []
         // Twice at most: a socket of the owner's closed between the table's read and the fd
         // directory's is in the first and not the second; it is gone from the table when read again.
         for _ in 0..<2 {
             let rows = SocketTable.rows().filter { $0.localPort == port && $0.inode != "0" && !$0.isTimeWait }
-            let owned = SocketTable.socketInodes(of: pid)
+            let owned = pids.reduce(into: Set<Substring>()) { $0.formUnion(SocketTable.socketInodes(of: $1)) }
             let others = Set(rows.map(\.inode)).subtracting(owned)
             if others.isEmpty { return rows.contains(where: \.isListening) ? true : nil }
             if !stranger.isEmpty, !stranger.isDisjoint(with: others) { return false }

@@ -98,10 +98,12 @@ final class RunningServer {
     /// Throws unless every socket on the HTTPS and plain ports is this server's
     /// (`Loopback.listener(port:isOwnedBy:)`): for ports a test picked (pebble's tlsPort and
     /// httpPort), which another test's process may have taken meanwhile, with SO_REUSEPORT on both
-    /// sides (Sources/Reactor/Socket.swift) so that aasad's bind did not fail.
-    func requireOwnListeners() throws {
+    /// sides (Sources/Reactor/Socket.swift) so that aasad's bind did not fail. `replicas` are
+    /// servers the test started on the same ports on purpose.
+    func requireOwnListeners(sharedWith replicas: [RunningServer] = []) throws {
+        let owners = [process.processIdentifier] + replicas.map(\.process.processIdentifier)
         for port in listenerPorts where port != 0 {
-            guard Loopback.listener(port: port, isOwnedBy: process.processIdentifier) == true else {
+            guard Loopback.listener(port: port, isOwnedBy: owners) == true else {
                 throw ServerError("port \(port) is shared with a socket of another process")
             }
         }
