@@ -5,10 +5,11 @@ import Foundation
 /// PEBBLE_VA_NOSLEEP=1, and pebble's default 5 % bad-nonce rejections unless `nonceReject` says.
 package final class Pebble {
     package let folder: TemporaryDirectory
-    /// The ACME server's port. Every port here is picked free (`Loopback.unusedPort`) before
-    /// pebble binds it, since pebble and challtestsrv cannot report a port 0 bound for them (their
-    /// logs print the address as configured, `127.0.0.1:0`): start-up proves each listener is
-    /// theirs and starts again on new ports when another process took one meanwhile.
+    /// The ACME server's port. Every port here (but an `httpPort` given to init) is picked free
+    /// (`Loopback.unusedPort`) before pebble binds it, since pebble and challtestsrv cannot report
+    /// a port 0 bound for them (their logs print the address as configured, `127.0.0.1:0`):
+    /// start-up proves each listener is theirs and starts again on new ports when another process
+    /// took one meanwhile.
     package private(set) var port = 0
     /// Where pebble's VA sends HTTP-01 validation requests (on the address the name resolves to).
     /// pebble only connects there: a test whose responder bound port 0 passes its port to init.
