@@ -18,9 +18,9 @@ final class CertificateManagerTests {
     let offset = TestClock()
 
     init() throws {
-        pebble = try Pebble(resolveEverythingToLoopback: true)
         folder = try TemporaryDirectory(prefix: "acme-manager")
-        responder = try HTTP01Responder(port: pebble.httpPort, folder: folder.path("storage/challenges/http-01"))
+        responder = try HTTP01Responder(folder: folder.path("storage/challenges/http-01"), portFile: folder.path("responder-port"))
+        pebble = try Pebble(resolveEverythingToLoopback: true, httpPort: responder.port)
     }
 
     var clock: CertificateManager.Clock {
@@ -198,43 +198,49 @@ final class CertificateManagerTests {
 }
 
 /// A plain HTTP server on loopback that answers HTTP-01 validations from a storage directory's
-/// `challenges/http-01` folder, standing in for aasad's plain listener.
+/// `challenges/http-01` folder, standing in for aasad's plain listener. It binds port 0 and
+/// announces its port (`ReadyFile`), which pebble is then told (pebble's VA only connects there).
 final class HTTP01Responder {
     let process = Process()
+    let port: Int
 
-    init(port: Int, folder: String) throws {
-        let script = """
-            import http.server, os, sys
-            root = sys.argv[2]
-            prefix = "/.well-known/acme-challenge/"
-            class Handler(http.server.BaseHTTPRequestHandler):
-                def do_GET(self):
-                    token = self.path[len(prefix):] if self.path.startswith(prefix) else ""
-                    path = os.path.join(root, token)
-                    if token and "/" not in token and os.path.isfile(path):
-                        body = open(path, "rb").read()
-                        self.send_response(200)
-                        self.send_header("Content-Length", str(len(body)))
+    init(folder: String, portFile: String) throws {
+        let script =
+            ReadyFile.python + """
+                import http.server, os, sys
+                root = sys.argv[2]
+                prefix = "/.well-known/acme-challenge/"
+                class Handler(http.server.BaseHTTPRequestHandler):
+                    def do_GET(self):
+                        token = self.path[len(prefix):] if self.path.startswith(prefix) else ""
+                        path = os.path.join(root, token)
+                        if token and "/" not in token and os.path.isfile(path):
+                            body = open(path, "rb").read()
+                            self.send_response(200)
+                            self.send_header("Content-Length", str(len(body)))
+                            self.end_headers()
+                            self.wfile.write(body)
+                            return
+                        self.send_response(404)
+                        self.send_header("Content-Length", "0")
                         self.end_headers()
-                        self.wfile.write(body)
-                        return
-                    self.send_response(404)
-                    self.send_header("Content-Length", "0")
-                    self.end_headers()
-                def log_message(self, *args):
-                    pass
-            http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
-            """
+                    def log_message(self, *args):
+                        pass
+                server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+                announce(server.server_address[1], sys.argv[1])
+                server.serve_forever()
+                """
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", script, "\(port)", folder]
+        process.arguments = ["python3", "-c", script, portFile, folder]
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
-        _ = eventually {
-            guard let fd = Loopback.connect(port: port) else { return false }
-            close(fd)
-            return true
+        guard let port = ReadyFile.port(portFile, of: process) else {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            throw PebbleError("the HTTP-01 responder announced no port")
         }
+        self.port = port
     }
 
     deinit {

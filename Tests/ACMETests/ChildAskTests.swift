@@ -61,9 +61,11 @@ struct ChildAskTests {
         #expect(ChildAsk.ask(.url("http://127.0.0.1:\(atBound.port)/"), name: "a.w.test").answer == .yes)
         let overBound = try StandInServer(mode: "plain", body: String(repeating: "y", count: ChildAsk.maximumBodyBytes + 1))
         #expect(ChildAsk.ask(.url("http://127.0.0.1:\(overBound.port)/"), name: "a.w.test").answer == .yes)
-        // Nothing listens: refused at once.
-        let port = Loopback.unusedPort()
-        #expect(ChildAsk.ask(.url("http://127.0.0.1:\(port)/"), name: "a.w.test").answer == .failed)
+        // Nothing listens: refused at once (the port stays reserved, so no other test's server
+        // can take it meanwhile).
+        let nobody = ReservedPort()
+        defer { withExtendedLifetime(nobody) {} }
+        #expect(ChildAsk.ask(.url("http://127.0.0.1:\(nobody.port)/"), name: "a.w.test").answer == .failed)
     }
 
     @Test("a program: exit 0 yes, other no; the name is its one argument, no shell; killed at the time limit")

@@ -162,15 +162,14 @@ final class FakeCA {
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(cert, key)
         server.socket = context.wrap_socket(server.socket, server_side=True)
-        with open(sys.argv[7] + ".tmp", "w") as f: f.write(str(port))
-        import os; os.rename(sys.argv[7] + ".tmp", sys.argv[7])
+        announce(port, sys.argv[7])
         server.serve_forever()
         """#
 
     init(_ scenario: Scenario, names: [String]) throws {
         directory = try TemporaryDirectory(prefix: "acme-fake-ca")
         try Pebble.makeCertificates(in: directory)
-        try directory.write("ca.py", Array(Self.script.utf8))
+        try directory.write("ca.py", Array((ReadyFile.python + Self.script).utf8))
         // The script binds port 0 and writes the port it got once it listens: a port picked here
         // and bound there could be taken meanwhile by another test's server, whose certificate
         // the client would then meet ("self-signed certificate", seen in CI).
@@ -181,17 +180,8 @@ final class FakeCA {
             scenario.retryAfter, names.joined(separator: ","), portFile,
         ]
         try server.run()
-        var listening = 0
-        let server = server
-        let up = eventually(attempts: 300, interval: 0.1) {
-            if let text = try? String(contentsOfFile: portFile, encoding: .utf8), let bound = Int(text) {
-                listening = bound
-                return true
-            }
-            return !server.isRunning
-        }
-        port = listening
-        if !up || listening == 0 { Issue.record("the fake CA did not listen") }
+        port = ReadyFile.port(portFile, of: server) ?? 0
+        if port == 0 { Issue.record("the fake CA did not listen") }
     }
 
     deinit {

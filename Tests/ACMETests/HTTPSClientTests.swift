@@ -32,28 +32,26 @@ final class HTTPSClientTests {
                     # The sleep is the input (a server that stops mid-body), not an order of events.
                     self.send_response(200); self.send_header("Content-Length", "10"); self.end_headers()
                     self.wfile.write(b"a"); self.wfile.flush(); time.sleep(30)
-        server = http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H)
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(sys.argv[2], sys.argv[3])
         server.socket = context.wrap_socket(server.socket, server_side=True)
+        announce(server.server_address[1], sys.argv[1])
         server.serve_forever()
         """#
 
     init() throws {
         directory = try TemporaryDirectory(prefix: "acme-https")
         try Pebble.makeCertificates(in: directory)
-        try directory.write("server.py", Array(Self.script.utf8))
-        port = Loopback.unusedPort()
+        try directory.write("server.py", Array((ReadyFile.python + Self.script).utf8))
+        // The server binds port 0 and announces the port it got (ReadyFile): a port picked here
+        // could be another test's server by the time Python binds it.
+        let portFile = directory.path("port")
         server.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        server.arguments = ["python3", directory.path("server.py"), String(port), directory.path("cert.pem"), directory.path("key.pem")]
+        server.arguments = ["python3", directory.path("server.py"), portFile, directory.path("cert.pem"), directory.path("key.pem")]
         try server.run()
-        let port = port
-        #expect(
-            eventually {
-                guard let fd = Loopback.connect(port: port) else { return false }
-                close(fd)
-                return true
-            })
+        port = ReadyFile.port(portFile, of: server) ?? 0
+        #expect(port != 0, "the test server did not listen")
     }
 
     deinit {

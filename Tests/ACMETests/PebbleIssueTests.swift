@@ -71,10 +71,10 @@ final class OpenSSLServerSolver: ChallengeSolver, @unchecked Sendable {
     func present(type: String, name: String, token: String, keyAuthorization: String) throws(ACMEError) {
         let (chain, key) = try tlsALPN01Certificate(name: name, keyAuthorization: keyAuthorization)
         let port = port
+        let process = Process()
         do {
             try directory.write("chain.pem", chain)
             try directory.write("key.pem", key)
-            let process = Process()
             process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
             process.arguments = [
                 "openssl", "s_server", "-accept", "127.0.0.1:\(port)", "-cert", directory.path("chain.pem"), "-key",
@@ -88,12 +88,10 @@ final class OpenSSLServerSolver: ChallengeSolver, @unchecked Sendable {
         } catch {
             throw .storage("openssl s_server: \(error)")
         }
-        let up = eventually {
-            guard let fd = Loopback.connect(port: port) else { return false }
-            close(fd)
-            return true
+        // s_server itself, not another test's server on pebble's tlsPort (a connect would pass).
+        guard Loopback.listens(process, on: [port]) else {
+            throw .storage("openssl s_server did not listen on \(port), or another process holds it")
         }
-        guard up else { throw .storage("openssl s_server did not listen on \(port)") }
     }
 
     func cleanUp(type: String, name: String, token: String) {

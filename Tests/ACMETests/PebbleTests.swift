@@ -51,13 +51,23 @@ struct PebbleTests {
 
     @Test("HTTP-01 completes: the key authorization written atomically under a web root is fetched by pebble's VA")
     func http01() throws {
-        let pebble = try Pebble(resolveEverythingToLoopback: true)
         let root = try TemporaryDirectory(prefix: "acme-http01")
-        // A tiny responder on pebble's httpPort: Python's file server over the web root, as the
-        // plain listener will answer from the storage directory's challenge answers.
+        // A tiny responder: Python's file server over the web root, as the plain listener will
+        // answer from the storage directory's challenge answers. It binds port 0 and announces
+        // its port, which pebble's VA then connects to (pebble never binds it).
         let responder = Process()
         responder.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        responder.arguments = ["python3", "-m", "http.server", String(pebble.httpPort), "--bind", "127.0.0.1", "--directory", root.path]
+        responder.arguments = [
+            "python3", "-c",
+            ReadyFile.python + """
+                import functools, http.server, sys
+                handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[2])
+                server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+                announce(server.server_address[1], sys.argv[1])
+                server.serve_forever()
+                """,
+            root.path("port"), root.path,
+        ]
         responder.standardOutput = FileHandle.nullDevice
         responder.standardError = FileHandle.nullDevice
         try responder.run()
@@ -65,13 +75,8 @@ struct PebbleTests {
             kill(responder.processIdentifier, SIGKILL)
             responder.waitUntilExit()
         }
-        let httpPort = pebble.httpPort
-        #expect(
-            eventually {
-                guard let fd = Loopback.connect(port: httpPort) else { return false }
-                close(fd)
-                return true
-            })
+        let httpPort = try #require(ReadyFile.port(root.path("port"), of: responder))
+        let pebble = try Pebble(resolveEverythingToLoopback: true, httpPort: httpPort)
         let client = try pebble.client()
         try client.account()
         let (orderURL, order) = try client.newOrder(names: ["http01.example.test"])

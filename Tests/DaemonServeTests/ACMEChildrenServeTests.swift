@@ -128,11 +128,12 @@ final class ACMEChildrenServeTests {
     func allowFile() throws {
         let config = try TestConfig()
         // No CA answers: approvals need none (orders fail and back off). The `ask` is down.
-        let down = Loopback.unusedPort()
+        let down = ReservedPort()
+        defer { withExtendedLifetime(down) {} }
         try config.write(
             "config/aasad.yaml",
             Array(
-                "acme:\n  directory: \"https://127.0.0.1:1/directory\"\n  storage: \"\(config.path("acme"))\"\n  ask: \"http://127.0.0.1:\(down)/ask\"\n"
+                "acme:\n  directory: \"https://127.0.0.1:1/directory\"\n  storage: \"\(config.path("acme"))\"\n  ask: \"http://127.0.0.1:\(down.port)/ask\"\n"
                     .utf8))
         for site in ["*.v.test", "*.s.test", "*.d.test"] {
             try config.write("config/sites/\(site)/apple-app-site-association", config.wildcardAASA)

@@ -57,6 +57,16 @@ package final class TestDaemon {
         httpPort = daemon.boundHTTP.first.map { Int($0.port) } ?? 0
         adminPort = daemon.boundAdmin.map { Int($0.port) } ?? 0
         listeners = Self.listening(ports: [httpsPort, httpPort, adminPort])
+        // A port a test picked (pebble's httpPort and tlsPort) can be taken meanwhile by another
+        // test process's aasad: with SO_REUSEPORT on both (Sources/Reactor/Socket.swift) the bind
+        // succeeds and the kernel splits connections between them. Every listener on each port
+        // must be one of this process's sockets (deinit stops the daemon when this throws).
+        let bound = (daemon.boundHTTPS + daemon.boundHTTP).map { Int($0.port) } + [adminPort]
+        for port in bound where port != 0 {
+            guard Loopback.listener(port: port, isOwnedBy: getpid()) == true else {
+                throw Failure("port \(port) is shared with a socket of another process")
+            }
+        }
     }
 
     deinit { daemon.stop(drain: false) }
@@ -96,22 +106,10 @@ package final class TestDaemon {
         return listeners.isDisjoint(with: Self.listening(ports: [httpsPort, httpPort, adminPort]))
     }
 
-    /// The inodes of the TCP sockets listening on `ports` (/proc/net/tcp and tcp6, proc(5)).
+    /// The inodes of the TCP sockets listening on `ports` (/proc/net/tcp and tcp6, `SocketTable`).
     static func listening(ports: [Int]) -> Set<String> {
         let wanted = Set(ports.filter { $0 != 0 })
-        var inodes: Set<String> = []
-        for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
-            let text = (try? String(contentsOfFile: table, encoding: .utf8)) ?? ""
-            for line in text.split(separator: "\n").dropFirst() {
-                let fields = line.split(separator: " ")
-                // local_address is ADDRESS:PORT in hex; state 0A is LISTEN; the inode is field 9.
-                guard fields.count > 9, fields[3] == "0A", let port = fields[1].split(separator: ":").last.flatMap({ Int($0, radix: 16) }),
-                    wanted.contains(port)
-                else { continue }
-                inodes.insert(String(fields[9]))
-            }
-        }
-        return inodes
+        return Set(SocketTable.rows().filter { $0.isListening && wanted.contains($0.localPort) }.map { String($0.inode) })
     }
 
     package struct Failure: Error, CustomStringConvertible {

@@ -31,7 +31,9 @@ import Testing
         let store = try VerificationStore(configDirectory: directory.path)
         let count = VerificationChecker.maximumChecksPerPass + 1
         for i in 0..<count { try store.create("n\(i).localhost", now: Double(i)) }
-        var configuration = VerificationChecker.Configuration(port: Loopback.unusedPort(), allowsPrivateAddresses: true)
+        let nobody = ReservedPort()
+        defer { withExtendedLifetime(nobody) {} }
+        var configuration = VerificationChecker.Configuration(port: nobody.port, allowsPrivateAddresses: true)
         configuration.timeoutMilliseconds = 1_000
         let checker = VerificationChecker(store: store, configuration: configuration, logger: Logger(label: "test")) { _ in }
         checker.pass(now: Double(count))
@@ -100,7 +102,9 @@ import Testing
         verified.verified = true
         try other.write(verified)
         #expect(mine.record("a.localhost")?.verified == false)
-        var configuration = VerificationChecker.Configuration(port: Loopback.unusedPort(), allowsPrivateAddresses: true)
+        let nobody = ReservedPort()
+        defer { withExtendedLifetime(nobody) {} }
+        var configuration = VerificationChecker.Configuration(port: nobody.port, allowsPrivateAddresses: true)
         configuration.timeoutMilliseconds = 1_000
         VerificationChecker(store: mine, configuration: configuration, logger: Logger(label: "test")) { _ in }.checkAndRecord(record)
         mine.refresh()

@@ -239,7 +239,9 @@ import Testing
     @Test func nothingListeningStaysUnverified() throws {
         let (directory, store, record) = try fixture()
         defer { withExtendedLifetime(directory) {} }
-        #expect(checker(store, port: Loopback.unusedPort()).check(record) == .failed("no connection"))
+        let nobody = ReservedPort()
+        defer { withExtendedLifetime(nobody) {} }
+        #expect(checker(store, port: nobody.port).check(record) == .failed("no connection"))
     }
 
     @Test func theRightAnswerVerifiesAndAFailureBacksOff() throws {

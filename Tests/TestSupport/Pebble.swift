@@ -1,26 +1,38 @@
 import Foundation
-import Testing
 
 /// pebble (Let's Encrypt's test CA, Debian package `pebble`) started on loopback for one test and
 /// stopped when the value is released: its own TLS certificate made by the openssl command line,
 /// PEBBLE_VA_NOSLEEP=1, and pebble's default 5 % bad-nonce rejections unless `nonceReject` says.
 package final class Pebble {
     package let folder: TemporaryDirectory
-    package let port: Int
+    /// The ACME server's port. Every port here (but an `httpPort` given to init) is picked free
+    /// (`Loopback.unusedPort`) before pebble binds it, since pebble and challtestsrv cannot report
+    /// a port 0 bound for them (their logs print the address as configured, `127.0.0.1:0`):
+    /// start-up proves each listener is theirs and starts again on new ports when another process
+    /// took one meanwhile.
+    package private(set) var port = 0
     /// Where pebble's VA sends HTTP-01 validation requests (on the address the name resolves to).
-    package let httpPort = Loopback.unusedPort()
+    /// pebble only connects there: a test whose responder bound port 0 passes its port to init.
+    package private(set) var httpPort = 0
+    /// The responder's port the test gave, kept across start attempts.
+    private let givenHTTPPort: Int?
     /// Where pebble's VA makes TLS-ALPN-01 validation handshakes.
-    package let tlsPort = Loopback.unusedPort()
+    package private(set) var tlsPort = 0
     /// pebble's management interface (HTTPS, its own certificate): `/roots/0` is the root that
     /// signs what it issues.
-    package let managementPort = Loopback.unusedPort()
+    package private(set) var managementPort = 0
     /// pebble-challtestsrv's management API (plain HTTP), when it answers challenges.
-    package let challengeManagementPort = Loopback.unusedPort()
-    let process = Process()
+    package private(set) var challengeManagementPort = 0
+    private(set) var process = Process()
     /// pebble-challtestsrv as pebble's DNS server, answering 127.0.0.1 for every name, when asked;
     /// with `answerChallenges` also the HTTP-01 responder on `httpPort` and the dns-01 TXT records,
     /// both set through its management API.
-    let dns: Process?
+    private(set) var dns: Process?
+
+    /// How many times start-up picks new ports after one was taken by another process: each try
+    /// loses only when another test binds one of its ports (five, six with DNS) in the instant
+    /// between pick and bind.
+    static let startAttempts = 3
 
     /// The directory URL.
     package var directory: String { "https://127.0.0.1:\(port)/dir" }
@@ -31,15 +43,45 @@ package final class Pebble {
     package static let eabKeyID = "kid-1"
     package static let eabMACKey = "zWNDZM6eQGHWpSRTPal5eIUYFTu7EajVIoguysqZ9wG44nMEtx3MUAsUDkMTQ12W"
 
+    /// `httpPort` is where the test's own HTTP-01 responder already listens (one that bound
+    /// port 0 and announced it): never with `answerChallenges`, where challtestsrv answers there.
+    /// Throws when no attempt had pebble and challtestsrv listen on ports of their own.
     package init(
-        requireEAB: Bool = false, nonceReject: Int? = nil, resolveEverythingToLoopback: Bool = false, answerChallenges: Bool = false
+        requireEAB: Bool = false, nonceReject: Int? = nil, resolveEverythingToLoopback: Bool = false, answerChallenges: Bool = false,
+        httpPort: Int? = nil
     )
         throws
     {
+        if answerChallenges, httpPort != nil { throw PebbleError("challtestsrv answers HTTP-01 on a port of its own") }
+        givenHTTPPort = httpPort
         folder = try TemporaryDirectory(prefix: "acme-pebble")
+        try Self.makeCertificates(in: folder)
+        FileManager.default.createFile(atPath: folder.path("pebble.log"), contents: nil)
+        for _ in 1...Self.startAttempts {
+            if try start(
+                requireEAB: requireEAB, nonceReject: nonceReject, withDNS: resolveEverythingToLoopback || answerChallenges,
+                answerChallenges: answerChallenges)
+            {
+                return
+            }
+            killAll()
+        }
+        throw PebbleError("pebble or challtestsrv did not listen on its own ports: \(log())")
+    }
+
+    /// Starts challtestsrv (`withDNS`) and pebble on newly picked ports; whether each listens on
+    /// its own.
+    private func start(requireEAB: Bool, nonceReject: Int?, withDNS: Bool, answerChallenges: Bool) throws -> Bool {
         port = Loopback.unusedPort()
+        httpPort = givenHTTPPort ?? Loopback.unusedPort()
+        tlsPort = Loopback.unusedPort()
+        managementPort = Loopback.unusedPort()
+        challengeManagementPort = Loopback.unusedPort()
+        process = Process()
+        dns = nil
         var arguments = ["pebble", "-config", folder.path("pebble.json")]
-        if resolveEverythingToLoopback || answerChallenges {
+        var dnsPorts: [Int] = []
+        if withDNS {
             let dnsPort = Loopback.unusedPort()
             let dns = Process()
             dns.executableURL = URL(fileURLWithPath: "/usr/bin/env")
@@ -53,10 +95,8 @@ package final class Pebble {
             try dns.run()
             self.dns = dns
             arguments += ["-dnsserver", "127.0.0.1:\(dnsPort)"]
-        } else {
-            dns = nil
+            dnsPorts = [challengeManagementPort, dnsPort] + (answerChallenges ? [httpPort] : [])
         }
-        try Self.makeCertificates(in: folder)
         let eab =
             requireEAB
             ? #""externalAccountBindingRequired": true, "externalAccountMACKeys": {"\#(Self.eabKeyID)": "\#(Self.eabMACKey)"}"#
@@ -67,8 +107,8 @@ package final class Pebble {
               "httpPort": \(httpPort), "tlsPort": \(tlsPort), "ocspResponderURL": "", \(eab)}}
             """
         try folder.write("pebble.json", Array(config.utf8))
-        FileManager.default.createFile(atPath: folder.path("pebble.log"), contents: nil)
         let logFile = try FileHandle(forWritingTo: folder.url.appendingPathComponent("pebble.log"))
+        try logFile.seekToEnd()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = arguments
         var environment = ProcessInfo.processInfo.environment
@@ -78,27 +118,20 @@ package final class Pebble {
         process.standardOutput = logFile
         process.standardError = logFile
         try process.run()
-        var ports = [port, managementPort]
-        if dns != nil { ports.append(challengeManagementPort) }
-        // Up to 30 s a port: on a CI machine at load 25 and more pebble, a Go binary started
-        // beside three test processes and two builds, was seen to take over 10 s to listen.
-        for port in ports {
-            let up = eventually(attempts: 300, interval: 0.1) {
-                guard let fd = Loopback.connect(port: port) else { return false }
-                close(fd)
-                return true
-            }
-            if !up { Issue.record("pebble or challtestsrv did not listen on \(port): \(self.log())") }
+        if let dns, !Loopback.listens(dns, on: dnsPorts) { return false }
+        return Loopback.listens(process, on: [port, managementPort])
+    }
+
+    private func killAll() {
+        for child in [process, dns].compactMap({ $0 }) where child.isRunning {
+            kill(child.processIdentifier, SIGKILL)
+            child.waitUntilExit()
         }
     }
 
     deinit {
         // SIGKILL, as HTTPSClientTests does: pebble keeps nothing worth a clean stop.
-        if process.isRunning { stop() }
-        if let dns {
-            kill(dns.processIdentifier, SIGKILL)
-            dns.waitUntilExit()
-        }
+        killAll()
     }
 
     /// Stops pebble (and challtestsrv) now, as a CA outage would.
@@ -168,5 +201,5 @@ package final class Pebble {
 /// pebble or openssl failed while setting up a test.
 package struct PebbleError: Error, CustomStringConvertible {
     package var description: String
-    init(_ description: String) { self.description = description }
+    package init(_ description: String) { self.description = description }
 }

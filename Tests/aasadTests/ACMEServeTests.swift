@@ -33,11 +33,17 @@ final class ACMEServeTests {
         Set(((try? Self.automatic(server)) ?? [:]).filter { $0.value["state"] as? String == state }.keys)
     }
 
-    func serve() throws -> RunningServer { try Self.serve(config, pebble) }
+    func serve(sharedWith replicas: [RunningServer] = []) throws -> RunningServer {
+        try Self.serve(config, pebble, sharedWith: replicas)
+    }
 
-    /// serve on the ports pebble's validation reaches (its tlsPort and httpPort).
-    static func serve(_ config: TestConfig, _ pebble: Pebble) throws -> RunningServer {
-        try RunningServer(config: config, extra: ["--https", "127.0.0.1:\(pebble.tlsPort)", "--http", "127.0.0.1:\(pebble.httpPort)"])
+    /// serve on the ports pebble's validation reaches (its tlsPort and httpPort), which no process
+    /// but it and `replicas` listens on.
+    static func serve(_ config: TestConfig, _ pebble: Pebble, sharedWith replicas: [RunningServer] = []) throws -> RunningServer {
+        let server = try RunningServer(
+            config: config, extra: ["--https", "127.0.0.1:\(pebble.tlsPort)", "--http", "127.0.0.1:\(pebble.httpPort)"])
+        try server.requireOwnListeners(sharedWith: replicas)
+        return server
     }
 
     /// The `acme` entries of `/sites`, by name.
@@ -161,7 +167,7 @@ final class ACMEServeTests {
     func replicas() throws {
         try settings(challenges: "http-01")
         let one = try serve()
-        let two = try serve()
+        let two = try serve(sharedWith: [one])
         #expect(Self.waitValid(one, ["a.test", "www.a.test"]), "\(describe(one))\n\(one.log())")
         #expect(Self.waitValid(two, ["a.test", "www.a.test"]), "\(describe(two))\n\(two.log())")
         let log = try String(contentsOfFile: config.path("acme/orders.log"), encoding: .utf8).split(separator: "\n")

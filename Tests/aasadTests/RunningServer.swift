@@ -10,6 +10,8 @@ final class RunningServer {
     private(set) var httpsPort = 0
     private(set) var httpPort = 0
     private(set) var adminPort = 0
+    /// Every HTTPS and plain listener's port from the ready line (a flag adds to the defaults).
+    private(set) var listenerPorts: [Int] = []
     /// The tenant API's port from the ready line (`api=`), 0 when it is off: a test starts the
     /// API on `127.0.0.1:0` and reads the port here, never picking a free one first.
     private(set) var apiPort = 0
@@ -77,16 +79,34 @@ final class RunningServer {
                 httpPort = Self.port(in: line, key: "http=")
                 adminPort = Self.port(in: line, key: "admin=")
                 apiPort = Self.port(in: line, key: "api=")
+                listenerPorts = Self.ports(in: line, key: "https=") + Self.ports(in: line, key: "http=")
                 return
             }
         }
         throw ServerError("aasad was not ready within 30 s")
     }
 
-    private static func port(in line: Substring, key: String) -> Int {
-        guard let range = line.range(of: " " + key) ?? line.range(of: key) else { return 0 }
-        let value = line[range.upperBound...].prefix { $0 != " " && $0 != "," }
-        return Int(value.split(separator: ":").last ?? "") ?? 0
+    private static func port(in line: Substring, key: String) -> Int { ports(in: line, key: key).first ?? 0 }
+
+    /// The ports of `key`'s comma-separated addresses.
+    private static func ports(in line: Substring, key: String) -> [Int] {
+        guard let range = line.range(of: " " + key) ?? line.range(of: key) else { return [] }
+        let value = line[range.upperBound...].prefix { $0 != " " }
+        return value.split(separator: ",").map { Int($0.split(separator: ":").last ?? "") ?? 0 }
+    }
+
+    /// Throws unless every socket on the HTTPS and plain ports is this server's
+    /// (`Loopback.listener(port:isOwnedBy:)`): for ports a test picked (pebble's tlsPort and
+    /// httpPort), which another test's process may have taken meanwhile, with SO_REUSEPORT on both
+    /// sides (Sources/Reactor/Socket.swift) so that aasad's bind did not fail. `replicas` are
+    /// servers the test started on the same ports on purpose.
+    func requireOwnListeners(sharedWith replicas: [RunningServer] = []) throws {
+        let owners = [process.processIdentifier] + replicas.map(\.process.processIdentifier)
+        for port in listenerPorts where port != 0 {
+            guard Loopback.listener(port: port, isOwnedBy: owners) == true else {
+                throw ServerError("port \(port) is shared with a socket of another process")
+            }
+        }
     }
 
     /// Stops with SIGTERM and returns the exit status.

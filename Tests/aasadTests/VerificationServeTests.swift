@@ -9,14 +9,15 @@ import Testing
 final class VerificationServeTests {
     static let token = "verification-platform-token"
 
-    /// The tokens file with one platform token, and the flags of an API on `apiPort` whose checker
-    /// fetches `verifyPort`.
-    static func apiFlags(_ config: TestConfig, apiPort: Int, verifyPort: Int) throws -> [String] {
+    /// The tokens file with one platform token, and the flags of an API whose checker fetches
+    /// `verifyPort`. The API listens on a port of its own choosing (port 0; `RunningServer.apiPort`
+    /// reads it from the ready line): one picked here could be taken before aasad binds it.
+    static func apiFlags(_ config: TestConfig, verifyPort: Int) throws -> [String] {
         let digest = try Tool.run("sha256sum", [], input: Array(token.utf8)).text.prefix(64)
         try config.write(
             "api-tokens.yaml", Array("tokens:\n  - name: platform\n    sha256: \(digest)\n    scope: write\n    hosts: [\"*\"]\n".utf8))
         return [
-            "--api-listen", "127.0.0.1:\(apiPort)", "--api-tokens-file", config.path("api-tokens.yaml"), "--api-verify-port",
+            "--api-listen", "127.0.0.1:0", "--api-tokens-file", config.path("api-tokens.yaml"), "--api-verify-port",
             "\(verifyPort)", "--api-verify-private-addresses",
         ]
     }
@@ -50,16 +51,17 @@ final class VerificationServeTests {
     @Test("the public answer: only for that Host and its current token, on plain HTTP before the redirect and on HTTPS")
     func publicAnswer() throws {
         let config = try TestConfig()
-        let apiPort = Loopback.unusedPort()
         // Nothing listens where the checker looks: the name stays unverified.
+        let nobody = ReservedPort()
+        defer { withExtendedLifetime(nobody) {} }
         let server = try RunningServer(
-            config: config, extra: try Self.apiFlags(config, apiPort: apiPort, verifyPort: Loopback.unusedPort()) + ["--http-redirect"])
+            config: config, extra: try Self.apiFlags(config, verifyPort: nobody.port) + ["--http-redirect"])
         defer { _ = server.stop() }
         let body = #"{"aasa":\#(String(decoding: config.aasa, as: UTF8.self))}"#
-        let put = try Self.api(config, apiPort, "PUT", "/v1/sites/v.localhost", body: body)
+        let put = try Self.api(config, server.apiPort, "PUT", "/v1/sites/v.localhost", body: body)
         #expect(put.status == 201, "\(String(decoding: put.body, as: UTF8.self))")
         #expect(Self.json(put)["verification"] as? String == "unverified")
-        _ = try Self.api(config, apiPort, "PUT", "/v1/sites/w.localhost", body: body)
+        _ = try Self.api(config, server.apiPort, "PUT", "/v1/sites/w.localhost", body: body)
         let token = try #require(Self.record(config, "v.localhost")["token"] as? String)
         let other = try #require(Self.record(config, "w.localhost")["token"] as? String)
         let path = "/.well-known/aasad-verify/\(token)"
@@ -82,7 +84,7 @@ final class VerificationServeTests {
         // The checker ran and failed, and says so in its own words.
         #expect(
             eventually(attempts: 100) {
-                let check = (try? Self.json(Self.api(config, apiPort, "GET", "/v1/sites/v.localhost/verification"))) ?? [:]
+                let check = (try? Self.json(Self.api(config, server.apiPort, "GET", "/v1/sites/v.localhost/verification"))) ?? [:]
                 return (check["attempts"] as? Int ?? 0) >= 1 && check["lastError"] as? String == "no connection"
             })
         let sites = Self.json(try server.admin("/sites"))["sites"] as? [[String: Any]] ?? []
@@ -108,16 +110,18 @@ final class VerificationServeTests {
         // orders run while the API's name waits.
         try FileManager.default.removeItem(atPath: config.path("config/sites"))
         try config.write("config/sites/a.test/apple-app-site-association", config.aasa)
-        let apiPort = Loopback.unusedPort()
-        let nobody = Loopback.unusedPort()
+        let nobody = ReservedPort()
+        defer { withExtendedLifetime(nobody) {} }
         let listeners = ["--https", "127.0.0.1:\(pebble.tlsPort)", "--http", "127.0.0.1:\(pebble.httpPort)"]
-        var server = try RunningServer(config: config, extra: listeners + (try Self.apiFlags(config, apiPort: apiPort, verifyPort: nobody)))
+        var server = try RunningServer(
+            config: config, extra: listeners + (try Self.apiFlags(config, verifyPort: nobody.port)))
+        try server.requireOwnListeners()
         let aasa = String(decoding: config.aasa, as: UTF8.self)
-        #expect(try Self.api(config, apiPort, "PUT", "/v1/sites/v.localhost", body: #"{"aasa":\#(aasa)}"#).status == 201)
+        #expect(try Self.api(config, server.apiPort, "PUT", "/v1/sites/v.localhost", body: #"{"aasa":\#(aasa)}"#).status == 201)
         #expect(ACMEServeTests.waitValid(server, ["a.test"]), "\(server.logSoFar())")
         #expect(
             eventually(attempts: 100) {
-                let check = (try? Self.json(Self.api(config, apiPort, "GET", "/v1/sites/v.localhost/verification"))) ?? [:]
+                let check = (try? Self.json(Self.api(config, server.apiPort, "GET", "/v1/sites/v.localhost/verification"))) ?? [:]
                 return (check["attempts"] as? Int ?? 0) >= 1
             })
         // A flood of handshakes for the unverified name: the gate wins (it is not a wanted name,
@@ -137,13 +141,14 @@ final class VerificationServeTests {
         try config.write("acme/orders.log", Array(seeded.utf8))
         // The checker now reaches this server's plain listener: verified, then ordered.
         server = try RunningServer(
-            config: config, extra: listeners + (try Self.apiFlags(config, apiPort: apiPort, verifyPort: pebble.httpPort)))
+            config: config, extra: listeners + (try Self.apiFlags(config, verifyPort: pebble.httpPort)))
+        try server.requireOwnListeners()
         defer { _ = server.stop() }
         // A PUT of the site asks for its check at once (the failure before set it 30 s later).
-        #expect(try Self.api(config, apiPort, "PUT", "/v1/sites/v.localhost", body: #"{"aasa":\#(aasa)}"#).status == 200)
+        #expect(try Self.api(config, server.apiPort, "PUT", "/v1/sites/v.localhost", body: #"{"aasa":\#(aasa)}"#).status == 200)
         #expect(
             eventually(attempts: 300) {
-                (try? Self.json(Self.api(config, apiPort, "GET", "/v1/sites/v.localhost/verification")))?["state"] as? String
+                (try? Self.json(Self.api(config, server.apiPort, "GET", "/v1/sites/v.localhost/verification")))?["state"] as? String
                     == "verified"
             }, "\(server.logSoFar())")
         #expect(ACMEServeTests.waitValid(server, ["v.localhost"]), "\(server.logSoFar())\n\(pebble.log())")
