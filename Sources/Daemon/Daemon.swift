@@ -198,7 +198,14 @@ package final class Daemon: @unchecked Sendable {
                 logger.warning("cannot watch the config directory; changes apply on SIGHUP only", metadata: ["error": "\(error)"])
             }
         }
+        // The first load takes the certificate pairs it has no verdict for unchecked; a few are
+        // checked before the server is ready (so that a small config starts exactly as checked),
+        // many after (`checkCertificatesLate`).
+        registry.defersCertificateChecks = true
         registry.reloadAll()
+        registry.defersCertificateChecks = false
+        let checksLate = !Self.checksCertificatesBeforeReady(unchecked: registry.uncheckedCertificates.count)
+        if !checksLate { registry.checkUncheckedCertificates() }
         let store = SnapshotStore(registry.snapshot)
         let certificates = try Self.certificates(
             snapshot: registry.snapshot, state: settings.state, automatic: settings.acme.directory != nil, logger: logger)
@@ -424,6 +431,7 @@ package final class Daemon: @unchecked Sendable {
             output("Development certificate in use. Try:")
             output("  curl --cacert \(authority) https://\(host.name):\(address.port)/.well-known/apple-app-site-association")
         }
+        if checksLate { checkCertificatesLate(sites, logger: logger, serveReloaded: serveReloaded) }
         // One line a supervisor or a test can wait for (never a sleep).
         ready.raise()
         output(

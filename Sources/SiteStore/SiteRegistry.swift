@@ -75,6 +75,13 @@ public final class SiteRegistry {
     /// What the last read of the default certificate (`tls/`) found wrong.
     public var defaultCertificateProblems: [ConfigProblem] { defaultCertificate.problems }
     var editor: SnapshotEditor
+    /// Whether loads take the certificate pairs of sites that have none in service without
+    /// checking them, for `checkUncheckedCertificates` (or `settleCertificateChecks`) to check
+    /// after: serve's first load, so that a start at 50,000 pairs is not held by OpenSSL's
+    /// parsing. Until its check, a broken pair is what a handshake for the site's names asks
+    /// for, fails to load there, and the connection keeps the default certificate
+    /// (Sources/TLS/TLSServer.swift `selectContext`): what a checked broken pair gives too.
+    public var defersCertificateChecks = false
     /// The sites as served now.
     public var snapshot: Snapshot { editor.snapshot }
 
@@ -307,7 +314,7 @@ public final class SiteRegistry {
     func examine(_ names: [String]) -> [ConfigLoader.Entry] {
         ConfigLoader.examine(
             names, sitesPath: sitesPath, records: records, known: preparer.validity.known, check: preparer.checkCertificate,
-            options: options)
+            options: options, deferChecks: defersCertificateChecks)
     }
 
     /// A directory itself, not a symlink to one: one `lstat` (a full load asks for every name).
@@ -362,6 +369,42 @@ public final class SiteRegistry {
         let files = defaultCertificate.read(
             root: tree.readRoot, current: current, validity: &preparer.validity, check: preparer.checkCertificate, logger: logger)
         if files != current { editor.setDefaultCertificate(files) }
+    }
+
+    // MARK: - Certificate pairs taken unchecked
+
+    /// The pairs loads took unchecked (`defersCertificateChecks`) and that wait for a verdict.
+    public var uncheckedCertificates: [CertificateFiles] { Array(preparer.validity.unchecked.values) }
+
+    /// Applies late verdicts on pairs taken unchecked (`problem` nil: the pair loads): a valid
+    /// pair becomes known valid (and is written with the other verdicts); the sites serving a
+    /// refused pair are read again, which reports the problem and leaves them without it (the
+    /// default certificate, or an automatic one, covers them as it covers any site whose pair
+    /// fails). Returns the sites read again, sorted. A verdict on a pair no longer waiting
+    /// (settled before) is ignored.
+    @discardableResult
+    public func settleCertificateChecks(_ verdicts: [(identity: String, problem: String?)]) -> [String] {
+        var refused = Set<String>()
+        for verdict in verdicts where preparer.validity.settle(verdict.identity, problem: verdict.problem) {
+            if verdict.problem != nil { refused.insert(verdict.identity) }
+        }
+        let names = records.compactMap { name, record in
+            record.served?.certificate.map(\.identity).map(refused.contains) == true ? name : nil
+        }.sorted()
+        if !names.isEmpty { reload(Set(names)) }
+        preparer.validity.remember(
+            served: records.values.lazy.compactMap(\.served), defaultCertificate: snapshot.defaultCertificateIdentity, logger: logger)
+        return names
+    }
+
+    /// Checks every pair taken unchecked, on every core, and applies the verdicts
+    /// (`settleCertificateChecks`). Returns the sites read again.
+    @discardableResult
+    public func checkUncheckedCertificates() -> [String] {
+        let pairs = uncheckedCertificates
+        let check = preparer.checkCertificate
+        let problems = Parallel.map(pairs, threshold: ConfigLoader.parallelThreshold) { check($0) }
+        return settleCertificateChecks(zip(pairs, problems).map { ($0.identity, $1) })
     }
 
     // MARK: - Applying what was read

@@ -12,6 +12,13 @@ struct ValidityCache {
     /// Where `known` is kept between runs, by its keys, and the binary it belongs to; nil: memory
     /// only.
     private var file: (state: StateFile<Set<String>>, identity: String)?
+    /// Pairs a load took without checking them (`SiteRegistry.defersCertificateChecks`), by
+    /// identity, until their verdict comes (`settle`): never recorded as known valid meanwhile.
+    private(set) var unchecked: [String: CertificateFiles] = [:]
+    /// Why pairs taken unchecked failed their late check, by identity: such a pair is never kept
+    /// in service as a site's "last good" one. Emptied by the first `remember` with no pair
+    /// left unchecked (the sites serving them were read again by then).
+    private var refused: [String: String] = [:]
     /// Whether a failed write was logged already (a state directory that cannot be written
     /// would otherwise log at every rescan).
     var writeFailed: Bool { file?.state.writeFailed ?? false }
@@ -37,8 +44,9 @@ struct ValidityCache {
         for site in served {
             if let file = site.aasa { current.insert(.aasa, digestHex: file.content.digest) }
             if let file = site.assetLinks { current.insert(.assetLinks, digestHex: file.content.digest) }
-            if let identity = site.certificateIdentity { current.insert(.certificate, digestHex: identity) }
+            if let identity = site.certificateIdentity, unchecked[identity] == nil { current.insert(.certificate, digestHex: identity) }
         }
+        if unchecked.isEmpty { refused = [:] }
         if let identity = defaultCertificate { current.insert(.certificate, digestHex: identity) }
         known = current
         guard let identity = file?.identity else { return }
@@ -58,6 +66,7 @@ struct ValidityCache {
         guard known != nil else { return check(files) }
         let identity = checked?.identity ?? files.identity
         if known?.contains(.certificate, digestHex: identity) == true { return nil }
+        if let problem = refused[identity] { return problem }
         let problem: String?
         if let checked {
             problem = checked.problem
@@ -67,4 +76,25 @@ struct ValidityCache {
         if problem == nil { known?.insert(.certificate, digestHex: identity) }
         return problem
     }
+
+    /// Takes a pair into service unchecked (a load that defers checks).
+    mutating func takeUnchecked(_ files: CertificateFiles) {
+        guard known != nil, known?.contains(.certificate, digestHex: files.identity) != true else { return }
+        unchecked[files.identity] = files
+    }
+
+    /// The late verdict on a pair taken unchecked: known valid, or refused with `problem`. False
+    /// when no pair of that identity was waiting.
+    mutating func settle(_ identity: String, problem: String?) -> Bool {
+        guard unchecked.removeValue(forKey: identity) != nil else { return false }
+        if let problem {
+            refused[identity] = problem
+        } else {
+            known?.insert(.certificate, digestHex: identity)
+        }
+        return true
+    }
+
+    /// Whether a pair failed its late check (it must not stay in service as a "last good" pair).
+    func isRefused(_ identity: String) -> Bool { refused[identity] != nil }
 }
