@@ -12,7 +12,7 @@ extension Daemon {
     /// Pairs without a verdict that a start checks before it is ready; more are checked after.
     /// 256 pairs take about 0.1 s on 2 cores: a small config (every test's) starts exactly as if
     /// every pair were checked at load, with a broken one reported before `aasad ready`.
-    static let certificateChecksBeforeReady = 256
+    package static let certificateChecksBeforeReady = 256
 
     static func checksCertificatesBeforeReady(unchecked: Int) -> Bool { unchecked <= certificateChecksBeforeReady }
 
