@@ -73,16 +73,24 @@ def start(label):
     user, system = int(stat[11]) / os.sysconf("SC_CLK_TCK"), int(stat[12]) / os.sysconf("SC_CLK_TCK")
     print(f"bench=reload sites={sites} certs={'half' if certs else 'none'} start={label} startup_s={ready:.2f} startup_cpu_s={user + system:.2f} user_s={user:.2f} sys_s={system:.2f} rss_kb={rss} rss_per_site_bytes={rss * 1024 // max(sites, 1)}", flush=True)
     # Work a start leaves for after readiness (certificate pairs checked late, Daemon+LateChecks.swift):
-    # wait until the server's CPU time stops moving for a second, then print it and the RSS.
+    # wait until none of the server's threads has been runnable for a second (a thread's state,
+    # not its CPU time, which a loaded machine hands out in slivers), then print the time, CPU and RSS.
     def cpu():
         stat = open(f"/proc/{server.pid}/stat").read().rsplit(")", 1)[1].split()
         return (int(stat[11]) + int(stat[12])) / os.sysconf("SC_CLK_TCK")
-    last, still = cpu(), 0
+    def runnable():
+        states = []
+        for task in os.listdir(f"/proc/{server.pid}/task"):
+            try:
+                states.append(open(f"/proc/{server.pid}/task/{task}/stat").read().rsplit(")", 1)[1].split()[0])
+            except OSError:
+                pass
+        return "R" in states
+    still = 0
     while still < 4 and time.time() - begin < 1800:
         time.sleep(0.25)
-        now = cpu()
-        still = still + 1 if now - last < 0.02 else 0
-        last = now
+        still = 0 if runnable() else still + 1
+    last = cpu()
     rss = next(int(l.split()[1]) for l in open(f"/proc/{server.pid}/status") if l.startswith("VmRSS"))
     print(f"bench=reload sites={sites} start={label} settled_s={time.time() - begin - 1:.2f} settled_cpu_s={last:.2f} settled_rss_kb={rss}", flush=True)
     return server, port
