@@ -169,7 +169,7 @@ try:
     server.wait(timeout=60)
     server, port = start("restart")
     server.terminate()
-    server.wait(timeout=10)
+    server.wait(timeout=120)
 finally:
     if tree is None:
         shutil.rmtree(work, ignore_errors=True)
