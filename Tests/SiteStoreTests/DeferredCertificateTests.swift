@@ -8,7 +8,7 @@ import Testing
 private let good = #"{"applinks": {"apps": [], "details": [{"appIDs": ["ABCDE12345.com.example.app"], "components": [{"/": "/a/*"}]}]}}"#
 
 /// A certificate check that counts its calls and refuses every pair whose key holds "broken".
-private final class Checks: @unchecked Sendable {
+final class DeferredChecks: @unchecked Sendable {
     private let lock = NSLock()
     private var count = 0
     var calls: Int { lock.withLock { count } }
@@ -21,7 +21,7 @@ private final class Checks: @unchecked Sendable {
 @Suite("Certificate pairs a first load takes unchecked, checked after it")
 struct DeferredCertificateTests {
     let c: TempConfig
-    let checks = Checks()
+    let checks = DeferredChecks()
     let verdicts: (path: String, identity: String)
 
     init() throws {
