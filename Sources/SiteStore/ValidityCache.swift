@@ -16,8 +16,8 @@ struct ValidityCache {
     /// identity, until their verdict comes (`settle`): never recorded as known valid meanwhile.
     private(set) var unchecked: [String: CertificateFiles] = [:]
     /// Why pairs taken unchecked failed their late check, by identity: such a pair is never kept
-    /// in service as a site's "last good" one. Emptied by the first `remember` with no pair
-    /// left unchecked (the sites serving them were read again by then).
+    /// in service as a site's "last good" one, nor recorded as valid. `remember` with no pair
+    /// left unchecked forgets those no site serves any more.
     private var refused: [String: String] = [:]
     /// Whether a failed write was logged already (a state directory that cannot be written
     /// would otherwise log at every rescan).
@@ -41,13 +41,22 @@ struct ValidityCache {
     mutating func remember(served: some Sequence<ServedSite>, defaultCertificate: String?, logger: Logger) {
         guard known != nil else { return }
         var current = KnownValid()
+        // Refused pairs still served: a site read again after its pair failed keeps it when the
+        // read cannot happen (the root unresolved, a load given up), and such a pair is neither
+        // recorded as valid nor forgotten as refused until no site serves it.
+        var stillRefused = Set<String>()
         for site in served {
             if let file = site.aasa { current.insert(.aasa, digestHex: file.content.digest) }
             if let file = site.assetLinks { current.insert(.assetLinks, digestHex: file.content.digest) }
-            if let identity = site.certificateIdentity, unchecked[identity] == nil { current.insert(.certificate, digestHex: identity) }
+            guard let identity = site.certificateIdentity, unchecked[identity] == nil else { continue }
+            if refused[identity] != nil {
+                stillRefused.insert(identity)
+            } else {
+                current.insert(.certificate, digestHex: identity)
+            }
         }
-        if unchecked.isEmpty { refused = [:] }
-        if let identity = defaultCertificate { current.insert(.certificate, digestHex: identity) }
+        if !refused.isEmpty, unchecked.isEmpty { refused = refused.filter { stillRefused.contains($0.key) } }
+        if let identity = defaultCertificate, refused[identity] == nil { current.insert(.certificate, digestHex: identity) }
         known = current
         guard let identity = file?.identity else { return }
         // Only start-up time depends on it.

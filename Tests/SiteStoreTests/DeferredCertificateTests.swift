@@ -113,3 +113,30 @@ struct DeferredCertificateTests {
         #expect(r.uncheckedCertificates.isEmpty)
     }
 }
+
+extension DeferredCertificateTests {
+    @Test("a refused pair that stays served (the config root gone when its site is read again) is never written as valid")
+    func refusedPairNotStoredWhileServed() throws {
+        try site("a.test", key: "key a")
+        try site("b.test", key: "broken key b")
+        // The verdicts outside the root, which moves away.
+        let state = NSTemporaryDirectory() + "aasad-state-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        let r = SiteRegistry(
+            root: c.root, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }),
+            checkCertificate: { [checks] in checks.check($0) }, knownValidFile: (path: state + "/validated-contents", identity: "x"))
+        r.defersCertificateChecks = true
+        r.reloadAll()
+        r.defersCertificateChecks = false
+        let moved = c.root + ".moved"
+        try FileManager.default.moveItem(atPath: c.root, toPath: moved)
+        defer { try? FileManager.default.moveItem(atPath: moved, toPath: c.root) }
+        r.checkUncheckedCertificates()
+        func stored() -> Int { KnownValid.load(path: state + "/validated-contents", identity: "x").keys.count { $0.hasPrefix("c") } }
+        #expect(stored() == 1, "the refused pair was written as valid")
+        // Nor at the next reload, while the root is still gone.
+        r.reloadAll()
+        #expect(stored() <= 1, "the refused pair was written as valid at the next reload")
+    }
+}
