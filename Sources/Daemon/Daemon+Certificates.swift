@@ -73,8 +73,14 @@ extension Daemon {
     /// The default certificate: the configured one; else, when some site has no certificate of its
     /// own, a development certificate for those sites; else the first site's own. `automatic`:
     /// ACME is on, so the development certificate only bridges the time until each host's
-    /// automatic certificate is issued (and serves connections without SNI).
-    static func certificates(snapshot: Snapshot, state: String, automatic: Bool = false, logger: Logger) throws -> Certificates {
+    /// automatic certificate is issued (and serves connections without SNI). `unchecked`: the
+    /// identities of pairs taken unchecked, checked after readiness (Daemon+LateChecks.swift).
+    /// A site serving one may lose it then, so it counts as without a pair of its own here: its
+    /// pair is never the default (a broken one would stop the start), and the development CA,
+    /// made once per start, permits its hosts.
+    static func certificates(
+        snapshot: Snapshot, state: String, automatic: Bool = false, unchecked: Set<String> = [], logger: Logger
+    ) throws -> Certificates {
         if let files = snapshot.defaultCertificate {
             return Certificates(
                 defaultSource: files.source,
@@ -85,15 +91,22 @@ extension Daemon {
         var uncovered = 0
         var hosts: [String] = []
         var first: ServedSite?
+        // Sites whose pair waits for its check, and how many hosts they have (last in `hosts`:
+        // the warning names those without a pair, not those whose pair may yet fail).
+        var pending = 0
+        var pendingHosts: [String] = []
         for site in snapshot.sites.values {
             if site.certificate == nil {
                 uncovered += 1
                 for host in site.hosts { hosts.append(host.name) }
+            } else if let identity = site.certificateIdentity, unchecked.contains(identity) {
+                pending += 1
+                for host in site.hosts { pendingHosts.append(host.name) }
             } else if first.map({ site.directory < $0.directory }) ?? true {
                 first = site
             }
         }
-        if uncovered == 0, let files = first?.certificate {
+        if uncovered == 0, pending == 0, let files = first?.certificate {
             logger.notice(
                 "no default certificate (config/tls/); connections without SNI get the first site's",
                 metadata: ["site": "\(files.directory)"])
@@ -102,11 +115,25 @@ extension Daemon {
                 developmentAuthority: nil)
         }
         hosts.sort()
+        if pending > 0 {
+            logger.notice(
+                "\(pending) site\(pending == 1 ? "'s" : "s'") certificate pairs are checked after the server is ready; connections without SNI get the development certificate, and a site whose pair fails gets a development leaf",
+                metadata: ["certificate": "development"])
+        }
         do {
-            let development = try DevelopmentAuthority(directory: state + "/dev-tls", hosts: hosts)
+            let development = try DevelopmentAuthority(directory: state + "/dev-tls", hosts: (hosts + pendingHosts).sorted())
             let issued = development.issued
             let files = CertificateFiles(directory: state + "/dev-tls", chainPEM: issued.chainPEM, keyPEM: issued.keyPEM)
             let shown = hosts.prefix(Self.hostsNamedInWarning).joined(separator: " ")
+            // Only pairs waiting for their check: the notice above says what is served.
+            if hosts.isEmpty, pending > 0 {
+                if issued.authorityCreated {
+                    logger.notice(
+                        "made a new development CA; clients that trusted an earlier one must trust this one",
+                        metadata: ["ca": "\(issued.authorityPath)", "caPermits": "\(issued.permittedNames.joined(separator: ","))"])
+                }
+                return Certificates(defaultSource: files.source, developmentAuthority: issued.authorityPath, development: development)
+            }
             if automatic {
                 let message =
                     "\(hosts.count) host\(hosts.count == 1 ? "" : "s") without a certificate of their own get automatic certificates (acme); "

@@ -208,7 +208,8 @@ package final class Daemon: @unchecked Sendable {
         if !checksLate { registry.checkUncheckedCertificates() }
         let store = SnapshotStore(registry.snapshot)
         let certificates = try Self.certificates(
-            snapshot: registry.snapshot, state: settings.state, automatic: settings.acme.directory != nil, logger: logger)
+            snapshot: registry.snapshot, state: settings.state, automatic: settings.acme.directory != nil,
+            unchecked: checksLate ? Set(registry.uncheckedCertificates.map(\.identity)) : [], logger: logger)
         let sites = LockedRegistry(registry, fallback: certificates.developmentAuthority != nil ? .development : .otherSite)
         let ready = AtomicFlag()
         let verification: VerificationStore?

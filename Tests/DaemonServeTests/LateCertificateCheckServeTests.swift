@@ -8,15 +8,16 @@ import Testing
 /// verdict for is ready before it checks them (Sources/Daemon/Daemon+LateChecks.swift).
 @Suite("Certificate pairs checked after readiness")
 final class LateCertificateCheckServeTests {
-    @Test("past the bound, a broken pair is found after readiness and reported; the valid ones are served")
-    func brokenPairFoundLate() throws {
-        let config = try TestConfig()
+    /// `Daemon.certificateChecksBeforeReady` pairs of distinct bytes (s0.late.test, ...), and
+    /// broken.test's broken one (first by name of the sites with a pair): two past the bound
+    /// with own.test's. Returns own.test's certificate.
+    func manyPairs(_ config: TestConfig) throws -> String {
         let own = config.path("config/sites/own.test/tls")
         let chain = try Array(Data(contentsOf: URL(fileURLWithPath: own + "/cert.pem")))
         let key = try Array(Data(contentsOf: URL(fileURLWithPath: own + "/key.pem")))
         let aasa = try Array(Data(contentsOf: URL(fileURLWithPath: config.path("config/sites/own.test/apple-app-site-association"))))
         // Pairs of distinct bytes (one more blank line after the chain each), so that each is a
-        // pair of its own to check: with own.test's and the broken one, two past the bound.
+        // pair of its own to check.
         for i in 0..<Daemon.certificateChecksBeforeReady {
             try config.write("config/sites/s\(i).late.test/apple-app-site-association", aasa)
             try config.write("config/sites/s\(i).late.test/tls/cert.pem", chain + Array(repeating: UInt8(ascii: "\n"), count: i + 1))
@@ -28,13 +29,43 @@ final class LateCertificateCheckServeTests {
         try config.write("config/sites/broken.test/tls/cert.pem", chain)
         let otherKey = try Array(Data(contentsOf: URL(fileURLWithPath: config.path("scratch/key.pem"))))
         try config.write("config/sites/broken.test/tls/key.pem", otherKey)
+        return own + "/cert.pem"
+    }
+
+    @Test("past the bound, a broken pair is found after readiness and reported; the valid ones are served")
+    func brokenPairFoundLate() throws {
+        let config = try TestConfig()
+        let own = try manyPairs(config)
         let server = try TestDaemon(config: config, flags: ["--log-level", "info"])
         #expect(server.waitForLog("certificate pairs checked after start"), "the pairs were not checked late")
         #expect(server.waitForLog("does not match the certificate"), "the broken pair was not reported")
         // The valid pairs are served (a broken pair is never: its context fails to load at the
         // handshake, before and after the check; SiteStoreTests' DeferredCertificateTests shows
         // it taken out of the registry).
-        #expect(try server.servedFingerprint("s7.late.test") == Tool.fingerprint(ofFile: own + "/cert.pem"))
+        #expect(try server.servedFingerprint("s7.late.test") == Tool.fingerprint(ofFile: own))
+        #expect(server.stop())
+    }
+
+    @Test(
+        "past the bound, with no default pair and no site without one, a broken pair first by name neither stops the start nor becomes the default"
+    )
+    func brokenFirstPairNotDefault() throws {
+        let config = try TestConfig()
+        // Every site has a pair of its own (none would get the development certificate).
+        for site in ["a.test", "www.a.test", "*.w.test", "bad.test"] {
+            try FileManager.default.removeItem(atPath: config.path("config/sites/\(site)"))
+        }
+        let own = try manyPairs(config)
+        let server = try TestDaemon(config: config, flags: ["--log-level", "info"])
+        #expect(try server.servedFingerprint("s7.late.test") == Tool.fingerprint(ofFile: own))
+        #expect(server.waitForLog("certificate pairs checked after start"), "the pairs were not checked late")
+        // The site whose pair failed gets a development leaf, as a site without a pair does.
+        #expect(
+            try eventually {
+                let json = try? JSONSerialization.jsonObject(with: Data(try server.admin("/sites").body)) as? [String: Any]
+                let sites = json?["sites"] as? [[String: Any]] ?? []
+                return sites.first { $0["directory"] as? String == "broken.test" }?["certificate"] as? String == "development"
+            }, "broken.test is not served the development certificate")
         #expect(server.stop())
     }
 }
