@@ -10,6 +10,15 @@ public final class TLSServer: Sendable {
     /// with their own certificates, one each would cost gigabytes.
     public static let maximumCachedContexts = 10_000
 
+    /// Identities of pairs whose context could not be made, remembered so that a client naming
+    /// a site with a broken pair in every handshake does not have the pair parsed again each
+    /// time (about a millisecond of CPU with OpenSSL 3.0). An identity names the pair's bytes
+    /// (their SHA-256, `CertificateFiles.identity`), and the same bytes fail the same way; a
+    /// fixed pair has new bytes, so a new identity. Each entry is a 64-byte key and an error
+    /// message: 1,024 of them stay under a few hundred kilobytes, and more broken pairs than that
+    /// being fetched at once only costs parsing the least recent again.
+    public static let maximumRememberedFailures = 1_024
+
     /// What the SNI callback asks: the certificate files of the site that serves a name (nil: the
     /// name is unknown or the site uses the default certificate).
     public typealias Resolver = @Sendable (String) -> CertificateSource?
@@ -61,6 +70,8 @@ public final class TLSServer: Sendable {
     /// Challenge contexts by identity (`maximumCachedChallengeContexts`), least recently used
     /// dropped first; never shares entries with `cache`.
     private let challengeCache: Mutex<LRUCache<TLSContext>>
+    /// Why contexts could not be made, by identity (`maximumRememberedFailures`).
+    private let failures = Mutex(LRUCache<TLSError>(capacity: maximumRememberedFailures))
 
     /// The oldest protocol version accepted, on every certificate's context.
     public let minimumVersion: TLSVersion
@@ -116,9 +127,16 @@ public final class TLSServer: Sendable {
     /// The context for certificate files: cached by identity, built on first use.
     public func context(for source: CertificateSource) throws(TLSError) -> TLSContext {
         if let cached = cache.withLock({ $0.value(for: source.identity) }) { return cached }
-        let made = try TLSContext(
-            chainPEM: source.chainPEM, keyPEM: source.keyPEM, identity: source.identity, source: source.label,
-            minimumVersion: minimumVersion)
+        if let failure = failures.withLock({ $0.value(for: source.identity) }) { throw failure }
+        let made: TLSContext
+        do {
+            made = try TLSContext(
+                chainPEM: source.chainPEM, keyPEM: source.keyPEM, identity: source.identity, source: source.label,
+                minimumVersion: minimumVersion)
+        } catch {
+            failures.withLock { _ = $0.insert(error, for: source.identity) }
+            throw error
+        }
         let keep = current.withLock { $0.identity }
         // The evicted context is released outside the lock (its SSL_CTX_free may take a while).
         let (context, _) = cache.withLock { contexts -> (TLSContext, TLSContext?) in
@@ -131,6 +149,9 @@ public final class TLSServer: Sendable {
 
     /// Identities in the cache, most recently used first (for tests).
     var cachedIdentities: [String] { cache.withLock { $0.keys } }
+
+    /// Identities of pairs that failed, most recently used first (for tests).
+    var failedIdentities: [String] { failures.withLock { $0.keys } }
 
     /// Identities in the challenge cache, most recently used first (for tests).
     var cachedChallengeIdentities: [String] { challengeCache.withLock { $0.keys } }

@@ -141,3 +141,30 @@ extension TLSServerTests {
         #expect(unknown.presentedCommonName == "default.test" && unknown.server.certificateIdentity == "default.test")
     }
 }
+
+extension TLSServerTests {
+    @Test("a pair whose context fails is not parsed again for every handshake naming it; the bound is kept")
+    func failedPairsRemembered() throws {
+        let names = try Names(["default.test", "a.test"])
+        let tls = try TLSServer(defaultCertificate: names["default.test"]) { names.sources[$0] }
+        func broken(_ identity: String) -> TLSServer.CertificateSource {
+            TLSServer.CertificateSource(identity: identity, chainPEM: Array("not PEM".utf8), keyPEM: [], label: identity)
+        }
+        /// `a.test`'s good bytes under `identity`: made only if the failure was forgotten.
+        func loads(_ identity: String) -> Bool {
+            var good = names["a.test"]
+            good.identity = identity
+            return (try? tls.context(for: good)) != nil
+        }
+        #expect(throws: TLSError.self) { try tls.context(for: broken("f0")) }
+        #expect(!loads("f0"), "the failed pair was parsed again")
+        // Up to the bound, every failure is remembered; one more forgets the least recent.
+        for i in 1..<TLSServer.maximumRememberedFailures { _ = try? tls.context(for: broken("f\(i)")) }
+        #expect(tls.failedIdentities.count == TLSServer.maximumRememberedFailures)
+        #expect(!loads("f1"), "a failure within the bound was forgotten")
+        _ = try? tls.context(for: broken("f\(TLSServer.maximumRememberedFailures)"))
+        #expect(tls.failedIdentities.count == TLSServer.maximumRememberedFailures)
+        #expect(loads("f0"), "the least recent failure was kept past the bound")
+        #expect(!loads("f2"))
+    }
+}
