@@ -80,7 +80,8 @@ public final class SiteRegistry {
     /// after: serve's first load, so that a start at 50,000 pairs is not held by OpenSSL's
     /// parsing. Until its check, a broken pair is what a handshake for the site's names asks
     /// for, fails to load there, and the connection keeps the default certificate
-    /// (Sources/TLS/TLSServer.swift `selectContext`): what a checked broken pair gives too.
+    /// (Sources/TLS/TLSServer.swift `selectContext`); after it, the site is served as one
+    /// without a pair (the default pair, an automatic certificate or a development leaf).
     public var defersCertificateChecks = false
     /// The sites as served now.
     public var snapshot: Snapshot { editor.snapshot }
