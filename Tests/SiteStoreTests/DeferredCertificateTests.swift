@@ -131,12 +131,18 @@ extension DeferredCertificateTests {
         r.defersCertificateChecks = false
         let moved = c.root + ".moved"
         try FileManager.default.moveItem(atPath: c.root, toPath: moved)
-        defer { try? FileManager.default.moveItem(atPath: moved, toPath: c.root) }
+        defer { if FileManager.default.fileExists(atPath: moved) { try? FileManager.default.moveItem(atPath: moved, toPath: c.root) } }
         r.checkUncheckedCertificates()
         func stored() -> Int { KnownValid.load(path: state + "/validated-contents", identity: "x").keys.count { $0.hasPrefix("c") } }
         #expect(stored() == 1, "the refused pair was written as valid")
         // Nor at the next reload, while the root is still gone.
         r.reloadAll()
         #expect(stored() <= 1, "the refused pair was written as valid at the next reload")
+        // With the root back, the next full load takes the refused pair out.
+        try FileManager.default.moveItem(atPath: moved, toPath: c.root)
+        r.reloadAll()
+        #expect(r.snapshot.site(forHost: "b.test")?.certificate == nil, "the refused pair is still served")
+        #expect(r.snapshot.site(forHost: "a.test")?.certificate != nil)
+        #expect(stored() == 1)
     }
 }
