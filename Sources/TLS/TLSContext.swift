@@ -7,10 +7,15 @@ public struct TLSError: Error, CustomStringConvertible, Sendable {
     public var file: String?
     /// What is wrong and what to do.
     public var reason: String
+    /// The failure is not about the files' bytes (OpenSSL could not make or set up a context,
+    /// as under memory pressure): the same bytes may load on the next try, so `TLSServer` never
+    /// remembers it.
+    public var transient = false
 
-    public init(_ reason: String, file: String? = nil) {
+    public init(_ reason: String, file: String? = nil, transient: Bool = false) {
         self.reason = reason
         self.file = file
+        self.transient = transient
     }
 
     public var description: String { file.map { "\($0): \(reason)" } ?? reason }
@@ -86,7 +91,7 @@ public final class TLSContext: @unchecked Sendable {
     ) throws(TLSError) {
         let credentials = try PEMCredentials(chainPEM: chainPEM, keyPEM: keyPEM, source: source)
         guard let ctx = SSL_CTX_new(TLS_server_method()) else {
-            throw TLSError("cannot create a TLS context: \(TLSError.openSSLReasons())")
+            throw TLSError("cannot create a TLS context: \(TLSError.openSSLReasons())", transient: true)
         }
         self.ctx = ctx
         self.identity = identity
@@ -113,7 +118,7 @@ public final class TLSContext: @unchecked Sendable {
     public static func check(chainPEM: [UInt8], keyPEM: [UInt8], source: String) throws(TLSError) {
         let credentials = try PEMCredentials(chainPEM: chainPEM, keyPEM: keyPEM, source: source)
         guard let shared = checkingContext, let ssl = SSL_new(shared) else {
-            throw TLSError("cannot create a TLS context: \(TLSError.openSSLReasons())")
+            throw TLSError("cannot create a TLS context: \(TLSError.openSSLReasons())", transient: true)
         }
         defer { SSL_free(ssl) }
         try credentials.install(intoConnection: ssl, source: source)
@@ -138,7 +143,7 @@ public final class TLSContext: @unchecked Sendable {
             SSL_CTX_set_cipher_list(ctx, tls12Ciphers) == 1,
             SSL_CTX_set_ciphersuites(ctx, tls13Ciphers) == 1,
             CAASAOpenSSL_SSL_CTX_set1_groups_list(ctx, groups) == 1
-        else { throw TLSError("cannot apply the TLS settings: \(TLSError.openSSLReasons())") }
+        else { throw TLSError("cannot apply the TLS settings: \(TLSError.openSSLReasons())", transient: true) }
         // The server's order decides the cipher (what testssl.sh and most audits expect: a client
         // that lists a weaker suite first still gets the strongest both have), except that a client
         // preferring ChaCha20 (phones without AES instructions) keeps it (PRIORITIZE_CHACHA).
@@ -189,7 +194,7 @@ public final class TLSContext: @unchecked Sendable {
     private static func bindSessions(_ ctx: OpaquePointer, to identity: String) throws(TLSError) -> [UInt8] {
         let digest = Digest.sha256(identity.utf8)
         guard digest.count == SSL_MAX_SID_CTX_LENGTH, SSL_CTX_set_session_id_context(ctx, digest, UInt32(Digest.sha256Length)) == 1
-        else { throw TLSError("cannot set the session id context: \(TLSError.openSSLReasons())") }
+        else { throw TLSError("cannot set the session id context: \(TLSError.openSSLReasons())", transient: true) }
         return digest
     }
 }
