@@ -75,11 +75,14 @@ extension Daemon {
     /// ACME is on, so the development certificate only bridges the time until each host's
     /// automatic certificate is issued (and serves connections without SNI). `unchecked`: the
     /// identities of pairs taken unchecked, checked after readiness (Daemon+LateChecks.swift).
-    /// A site serving one may lose it then, so it counts as without a pair of its own here: its
-    /// pair is never the default (a broken one would stop the start), and the development CA,
-    /// made once per start, permits its hosts.
+    /// A pair waiting for its check is never the default (a broken one would stop the start):
+    /// `checkDefaultCandidates` settles the first sites' before this runs. `failedEarly`: sites
+    /// whose pair that walk refused while another passed; they count as sites whose pair fails
+    /// after start (they get the default, and `noteUnpermitted` reports them on the next reload),
+    /// not as sites without a pair.
     static func certificates(
-        snapshot: Snapshot, state: String, automatic: Bool = false, unchecked: Set<String> = [], logger: Logger
+        snapshot: Snapshot, state: String, automatic: Bool = false, unchecked: Set<String> = [], failedEarly: Set<String> = [],
+        logger: Logger
     ) throws -> Certificates {
         if let files = snapshot.defaultCertificate {
             return Certificates(
@@ -91,22 +94,23 @@ extension Daemon {
         var uncovered = 0
         var hosts: [String] = []
         var first: ServedSite?
-        // Sites whose pair waits for its check, and how many hosts they have (last in `hosts`:
-        // the warning names those without a pair, not those whose pair may yet fail).
+        // Sites whose pair waits for its check. Their hosts are not given to the development CA:
+        // one whose pair fails later is a host the CA does not permit, as a host added after
+        // start is (`noteUnpermitted`), and a tenant's names are not written into a CA that
+        // nobody asked for.
         var pending = 0
-        var pendingHosts: [String] = []
         for site in snapshot.sites.values {
             if site.certificate == nil {
+                if failedEarly.contains(site.directory) { continue }
                 uncovered += 1
                 for host in site.hosts { hosts.append(host.name) }
             } else if let identity = site.certificateIdentity, unchecked.contains(identity) {
                 pending += 1
-                for host in site.hosts { pendingHosts.append(host.name) }
             } else if first.map({ site.directory < $0.directory }) ?? true {
                 first = site
             }
         }
-        if uncovered == 0, pending == 0, let files = first?.certificate {
+        if uncovered == 0, let files = first?.certificate {
             logger.notice(
                 "no default certificate (config/tls/); connections without SNI get the first site's",
                 metadata: ["site": "\(files.directory)"])
@@ -117,11 +121,11 @@ extension Daemon {
         hosts.sort()
         if pending > 0 {
             logger.notice(
-                "\(pending) site\(pending == 1 ? "'s" : "s'") certificate pairs are checked after the server is ready; connections without SNI get the development certificate, and a site whose pair fails gets a development leaf",
+                "\(pending) site\(pending == 1 ? "'s" : "s'") certificate pairs are checked after the server is ready and none checked before passed; connections without SNI get the development certificate",
                 metadata: ["certificate": "development"])
         }
         do {
-            let development = try DevelopmentAuthority(directory: state + "/dev-tls", hosts: (hosts + pendingHosts).sorted())
+            let development = try DevelopmentAuthority(directory: state + "/dev-tls", hosts: hosts)
             let issued = development.issued
             let files = CertificateFiles(directory: state + "/dev-tls", chainPEM: issued.chainPEM, keyPEM: issued.keyPEM)
             let shown = hosts.prefix(Self.hostsNamedInWarning).joined(separator: " ")

@@ -16,6 +16,55 @@ extension Daemon {
 
     static func checksCertificatesBeforeReady(unchecked: Int) -> Bool { unchecked <= certificateChecksBeforeReady }
 
+    /// Pairs a start that checks the rest after readiness checks before it, to find a default
+    /// certificate when config/tls/ has none and every site has a pair: the first sites' by
+    /// name, in order, until one passes. About a millisecond each (OpenSSL 3.0), so 8 cost
+    /// about 8 ms before readiness; more broken pairs than that first by name fall back to the
+    /// development certificate, as a broken pair did before the checks were deferred.
+    package static let defaultCandidateChecks = 8
+
+    /// Checks the pairs of the first sites by name that wait for their check, one at a time,
+    /// until one passes (at most `defaultCandidateChecks`), and settles the verdicts at once
+    /// (`SiteRegistry.settleCertificateChecks`: a refused pair's sites are read again, without
+    /// it; one settling, since each walks every site). Returns the sites whose pair was refused
+    /// when one passed (`certificates`' `failedEarly`), and none otherwise: with no pair
+    /// passing, they count as sites without a pair, as in a start that checks every pair before
+    /// readiness.
+    static func checkDefaultCandidates(_ registry: SiteRegistry, check: SiteRegistry.CertificateCheck) -> Set<String> {
+        let snapshot = registry.snapshot
+        guard snapshot.defaultCertificate == nil else { return [] }
+        // A site without a pair needs the development certificate anyway.
+        guard snapshot.sites.values.allSatisfy({ $0.certificate != nil }) else { return [] }
+        let unchecked = Set(registry.uncheckedCertificates.map(\.identity))
+        var verdicts: [(identity: String, problem: String?)] = []
+        var refused: Set<String> = []
+        var passed = false
+        while verdicts.count < defaultCandidateChecks {
+            var first: ServedSite?
+            for site in snapshot.sites.values {
+                guard let identity = site.certificateIdentity, !refused.contains(identity) else { continue }
+                if first.map({ site.directory < $0.directory }) ?? true { first = site }
+            }
+            guard let files = first?.certificate else { break }
+            // Known valid: it is the default (`certificates` takes the first site's).
+            guard unchecked.contains(files.identity) else {
+                passed = true
+                break
+            }
+            let problem = check(files)
+            verdicts.append((identity: files.identity, problem: problem))
+            if problem == nil {
+                passed = true
+                break
+            }
+            refused.insert(files.identity)
+        }
+        guard !verdicts.isEmpty else { return [] }
+        registry.settleCertificateChecks(verdicts)
+        guard passed else { return [] }
+        return Set(snapshot.sites.values.lazy.filter { $0.certificateIdentity.map(refused.contains) == true }.map(\.directory))
+    }
+
     /// Checks the pairs taken unchecked on every core, off the reloader (reloads go on
     /// meanwhile), then applies the verdicts under the registry's lock: sites whose pair fails
     /// are read again (a reload of those sites, published like any other), and the valid pairs

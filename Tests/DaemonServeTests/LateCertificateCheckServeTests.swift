@@ -9,9 +9,9 @@ import Testing
 @Suite("Certificate pairs checked after readiness")
 final class LateCertificateCheckServeTests {
     /// `Daemon.certificateChecksBeforeReady` pairs of distinct bytes (s0.late.test, ...), and
-    /// broken.test's broken one (first by name of the sites with a pair): two past the bound
-    /// with own.test's. Returns own.test's certificate.
-    func manyPairs(_ config: TestConfig) throws -> String {
+    /// when `broken`, broken.test's broken one (first by name of the sites with a pair): past the
+    /// bound with own.test's. Returns own.test's certificate.
+    func manyPairs(_ config: TestConfig, broken: Bool = true) throws -> String {
         let own = config.path("config/sites/own.test/tls")
         let chain = try Array(Data(contentsOf: URL(fileURLWithPath: own + "/cert.pem")))
         let key = try Array(Data(contentsOf: URL(fileURLWithPath: own + "/key.pem")))
@@ -23,6 +23,7 @@ final class LateCertificateCheckServeTests {
             try config.write("config/sites/s\(i).late.test/tls/cert.pem", chain + Array(repeating: UInt8(ascii: "\n"), count: i + 1))
             try config.write("config/sites/s\(i).late.test/tls/key.pem", key)
         }
+        guard broken else { return own + "/cert.pem" }
         // own.test's chain with another key: it loads as PEM and fails the key match.
         try config.makePair(["broken.test"], into: config.path("scratch"))
         try config.write("config/sites/broken.test/apple-app-site-association", aasa)
@@ -46,26 +47,41 @@ final class LateCertificateCheckServeTests {
         #expect(server.stop())
     }
 
-    @Test(
-        "past the bound, with no default pair and no site without one, a broken pair first by name neither stops the start nor becomes the default"
-    )
-    func brokenFirstPairNotDefault() throws {
-        let config = try TestConfig()
-        // Every site has a pair of its own (none would get the development certificate).
+    /// Removes the sites of `TestConfig` that have no pair of their own.
+    func onlySitesWithPairs(_ config: TestConfig) throws {
         for site in ["a.test", "www.a.test", "*.w.test", "bad.test"] {
             try FileManager.default.removeItem(atPath: config.path("config/sites/\(site)"))
         }
+    }
+
+    @Test("past the bound, with no default pair and every pair valid, the default is the first site's pair, and no development CA is made")
+    func firstValidPairIsDefault() throws {
+        let config = try TestConfig()
+        try onlySitesWithPairs(config)
+        let own = try manyPairs(config, broken: false)
+        let server = try TestDaemon(config: config, flags: ["--log-level", "info"])
+        // A name no site serves gets the default.
+        #expect(try server.servedFingerprint("nowhere.test") == Tool.fingerprint(ofFile: own))
+        #expect(server.waitForLog("certificate pairs checked after start"), "the pairs were not checked late")
+        #expect(!FileManager.default.fileExists(atPath: config.developmentCA), "a development CA was made")
+        #expect(server.stop())
+    }
+
+    @Test(
+        "past the bound, with no default pair and no site without one, a broken pair first by name neither stops the start nor becomes the default: the next valid one is"
+    )
+    func brokenFirstPairNotDefault() throws {
+        let config = try TestConfig()
+        try onlySitesWithPairs(config)
         let own = try manyPairs(config)
         let server = try TestDaemon(config: config, flags: ["--log-level", "info"])
         #expect(try server.servedFingerprint("s7.late.test") == Tool.fingerprint(ofFile: own))
-        #expect(server.waitForLog("certificate pairs checked after start"), "the pairs were not checked late")
-        // The site whose pair failed gets a development leaf, as a site without a pair does.
-        #expect(
-            try eventually {
-                let json = try? JSONSerialization.jsonObject(with: Data(try server.admin("/sites").body)) as? [String: Any]
-                let sites = json?["sites"] as? [[String: Any]] ?? []
-                return sites.first { $0["directory"] as? String == "broken.test" }?["certificate"] as? String == "development"
-            }, "broken.test is not served the development certificate")
+        // own.test's pair, next by name, passed its check before readiness and is the default,
+        // which the site whose pair failed gets, as a site added after start would.
+        #expect(try server.servedFingerprint("nowhere.test") == Tool.fingerprint(ofFile: own))
+        #expect(try server.servedFingerprint("broken.test") == Tool.fingerprint(ofFile: own))
+        #expect(server.waitForLog("does not match the certificate"), "the broken pair was not reported")
+        #expect(!FileManager.default.fileExists(atPath: config.developmentCA), "a development CA was made")
         #expect(server.stop())
     }
 }
