@@ -135,9 +135,9 @@ extension DeferredCertificateTests {
         r.checkUncheckedCertificates()
         func stored() -> Int { KnownValid.load(path: state + "/validated-contents", identity: "x").keys.count { $0.hasPrefix("c") } }
         #expect(stored() == 1, "the refused pair was written as valid")
-        // Nor at the next reload, while the root is still gone.
+        // A full load while the root is still gone reads nothing and writes no verdict (an
+        // assertion on the file here passed with the refused pair forgotten), so none is made.
         r.reloadAll()
-        #expect(stored() <= 1, "the refused pair was written as valid at the next reload")
         // With the root back, the next full load takes the refused pair out.
         try FileManager.default.moveItem(atPath: moved, toPath: c.root)
         r.reloadAll()
