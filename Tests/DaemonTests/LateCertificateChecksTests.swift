@@ -1,3 +1,7 @@
+import Foundation
+import Logging
+import SiteStore
+import Synchronization
 import Testing
 
 @testable import Daemon
@@ -10,5 +14,56 @@ struct LateCertificateChecksTests {
         #expect(Daemon.checksCertificatesBeforeReady(unchecked: 0))
         #expect(Daemon.checksCertificatesBeforeReady(unchecked: bound))
         #expect(!Daemon.checksCertificatesBeforeReady(unchecked: bound + 1))
+    }
+}
+
+extension LateCertificateChecksTests {
+    /// A registry after a deferring first load of `broken` sites whose pair fails (b0.test, ...,
+    /// first by name) and z.test, whose pair passes.
+    func candidates(broken: Int) throws -> (registry: SiteRegistry, root: String) {
+        let root = NSTemporaryDirectory() + "aasad-candidates-" + UUID().uuidString
+        func site(_ name: String, key: String) throws {
+            let directory = root + "/sites/" + name
+            try FileManager.default.createDirectory(atPath: directory + "/tls", withIntermediateDirectories: true)
+            try Data(
+                #"{"applinks": {"apps": [], "details": [{"appIDs": ["ABCDE12345.com.example.app"], "components": [{"/": "/a/*"}]}]}}"#.utf8
+            ).write(to: URL(fileURLWithPath: directory + "/apple-app-site-association"))
+            try Data("chain of \(name)".utf8).write(to: URL(fileURLWithPath: directory + "/tls/cert.pem"))
+            try Data(key.utf8).write(to: URL(fileURLWithPath: directory + "/tls/key.pem"))
+        }
+        for i in 0..<broken { try site("b\(i).test", key: "broken key \(i)") }
+        try site("z.test", key: "key z")
+        let registry = SiteRegistry(
+            root: root, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }),
+            checkCertificate: { _ in nil }, knownValidFile: (path: root + "/validated-contents", identity: "x"))
+        registry.defersCertificateChecks = true
+        registry.reloadAll()
+        registry.defersCertificateChecks = false
+        return (registry, root)
+    }
+
+    @Test("with no default pair, the first sites' pairs by name are checked until one passes, at most defaultCandidateChecks")
+    func defaultCandidatesBound() throws {
+        let bound = Daemon.defaultCandidateChecks
+        for broken in [bound - 1, bound] {
+            let (registry, root) = try candidates(broken: broken)
+            defer { try? FileManager.default.removeItem(atPath: root) }
+            let calls = Mutex(0)
+            let failedEarly = Daemon.checkDefaultCandidates(registry) { files in
+                calls.withLock { $0 += 1 }
+                return String(decoding: files.keyPEM, as: UTF8.self).contains("broken") ? "the key does not match" : nil
+            }
+            #expect(calls.withLock { $0 } == bound, "\(broken) broken first")
+            if broken < bound {
+                // The pair within the bound passed: the refused ones are sites whose pair failed.
+                #expect(failedEarly == Set((0..<broken).map { "b\($0).test" }))
+                #expect(registry.uncheckedCertificates.isEmpty)
+            } else {
+                // None passed within the bound: the refused ones count as sites without a pair.
+                #expect(failedEarly.isEmpty)
+                #expect(registry.uncheckedCertificates.map(\.directory) == ["sites/z.test/tls"])
+            }
+            #expect(registry.snapshot.site(forHost: "b0.test")?.certificate == nil, "a refused pair is still served")
+        }
     }
 }
