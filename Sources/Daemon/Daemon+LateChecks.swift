@@ -26,19 +26,23 @@ extension Daemon {
     /// Checks the pairs of the first sites by name that wait for their check, one at a time,
     /// until one passes (at most `defaultCandidateChecks`), and settles the verdicts at once
     /// (`SiteRegistry.settleCertificateChecks`: a refused pair's sites are read again, without
-    /// it; one settling, since each walks every site). Returns the sites whose pair was refused
-    /// when one passed (`certificates`' `failedEarly`), and none otherwise: with no pair
+    /// it; one settling, since each walks every site). Returns the identity of the pair that
+    /// passed (`certificates`' `defaultPair`: exactly that one is the default, since a refused
+    /// site whose read cannot happen keeps its pair in the snapshot), and the sites whose pair
+    /// was refused when one passed (`certificates`' `failedEarly`), none otherwise: with no pair
     /// passing, they count as sites without a pair, as in a start that checks every pair before
     /// readiness.
-    static func checkDefaultCandidates(_ registry: SiteRegistry, check: SiteRegistry.CertificateCheck) -> Set<String> {
+    static func checkDefaultCandidates(
+        _ registry: SiteRegistry, check: SiteRegistry.CertificateCheck
+    ) -> (passed: String?, failedEarly: Set<String>) {
         let snapshot = registry.snapshot
-        guard snapshot.defaultCertificate == nil else { return [] }
+        guard snapshot.defaultCertificate == nil else { return (nil, []) }
         // A site without a pair needs the development certificate anyway.
-        guard snapshot.sites.values.allSatisfy({ $0.certificate != nil }) else { return [] }
+        guard snapshot.sites.values.allSatisfy({ $0.certificate != nil }) else { return (nil, []) }
         let unchecked = Set(registry.uncheckedCertificates.map(\.identity))
         var verdicts: [(identity: String, problem: String?)] = []
         var refused: Set<String> = []
-        var passed = false
+        var passed: String?
         while verdicts.count < defaultCandidateChecks {
             var first: ServedSite?
             for site in snapshot.sites.values {
@@ -46,23 +50,22 @@ extension Daemon {
                 if first.map({ site.directory < $0.directory }) ?? true { first = site }
             }
             guard let files = first?.certificate else { break }
-            // Known valid: it is the default (`certificates` takes the first site's).
+            // Known valid: it is the default.
             guard unchecked.contains(files.identity) else {
-                passed = true
+                passed = files.identity
                 break
             }
             let problem = check(files)
             verdicts.append((identity: files.identity, problem: problem))
             if problem == nil {
-                passed = true
+                passed = files.identity
                 break
             }
             refused.insert(files.identity)
         }
-        guard !verdicts.isEmpty else { return [] }
-        registry.settleCertificateChecks(verdicts)
-        guard passed else { return [] }
-        return Set(snapshot.sites.values.lazy.filter { $0.certificateIdentity.map(refused.contains) == true }.map(\.directory))
+        if !verdicts.isEmpty { registry.settleCertificateChecks(verdicts) }
+        guard let passed else { return (nil, []) }
+        return (passed, Set(snapshot.sites.values.lazy.filter { $0.certificateIdentity.map(refused.contains) == true }.map(\.directory)))
     }
 
     /// Checks the pairs taken unchecked on every core, off the reloader (reloads go on

@@ -206,11 +206,12 @@ package final class Daemon: @unchecked Sendable {
         registry.defersCertificateChecks = false
         let checksLate = !Self.checksCertificatesBeforeReady(unchecked: registry.uncheckedCertificates.count)
         if !checksLate { registry.checkUncheckedCertificates() }
-        let failedEarly = checksLate ? Self.checkDefaultCandidates(registry, check: ConfigLoading.check) : []
+        let candidates = checksLate ? Self.checkDefaultCandidates(registry, check: ConfigLoading.check) : (passed: nil, failedEarly: [])
         let store = SnapshotStore(registry.snapshot)
         let certificates = try Self.certificates(
             snapshot: registry.snapshot, state: settings.state, automatic: settings.acme.directory != nil,
-            unchecked: checksLate ? Set(registry.uncheckedCertificates.map(\.identity)) : [], failedEarly: failedEarly, logger: logger)
+            unchecked: checksLate ? Set(registry.uncheckedCertificates.map(\.identity)) : [], refused: registry.refusedCertificates,
+            defaultPair: candidates.passed, failedEarly: candidates.failedEarly, logger: logger)
         let sites = LockedRegistry(registry, fallback: certificates.developmentAuthority != nil ? .development : .otherSite)
         let ready = AtomicFlag()
         let verification: VerificationStore?

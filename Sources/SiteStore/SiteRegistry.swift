@@ -377,6 +377,12 @@ public final class SiteRegistry {
     /// The pairs loads took unchecked (`defersCertificateChecks`) and that wait for a verdict.
     public var uncheckedCertificates: [CertificateFiles] { Array(preparer.validity.unchecked.values) }
 
+    /// The identities of pairs that failed their late check. A site read again without its pair
+    /// keeps it when the read cannot happen (the root unresolved, a load given up after
+    /// `maximumTreeAttempts` swaps), so a refused pair may still be in the snapshot: never one
+    /// to choose as the default certificate.
+    public var refusedCertificates: Set<String> { preparer.validity.refusedIdentities }
+
     /// Applies late verdicts on pairs taken unchecked (`problem` nil: the pair loads): a valid
     /// pair becomes known valid (and is written with the other verdicts); the sites serving a
     /// refused pair are read again, which reports the problem and leaves them without it (the

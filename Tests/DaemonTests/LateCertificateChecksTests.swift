@@ -19,7 +19,7 @@ struct LateCertificateChecksTests {
 
 extension LateCertificateChecksTests {
     /// A registry after a deferring first load of `broken` sites whose pair fails (b0.test, ...,
-    /// first by name) and z.test, whose pair passes.
+    /// first by name) and z.test, whose pair passes (`brokenKey`).
     func candidates(broken: Int) throws -> (registry: SiteRegistry, root: String) {
         let root = NSTemporaryDirectory() + "aasad-candidates-" + UUID().uuidString
         func site(_ name: String, key: String) throws {
@@ -35,7 +35,7 @@ extension LateCertificateChecksTests {
         try site("z.test", key: "key z")
         let registry = SiteRegistry(
             root: root, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }),
-            checkCertificate: { _ in nil }, knownValidFile: (path: root + "/validated-contents", identity: "x"))
+            checkCertificate: Self.brokenKey, knownValidFile: (path: root + "/validated-contents", identity: "x"))
         registry.defersCertificateChecks = true
         registry.reloadAll()
         registry.defersCertificateChecks = false
@@ -49,7 +49,7 @@ extension LateCertificateChecksTests {
             let (registry, root) = try candidates(broken: broken)
             defer { try? FileManager.default.removeItem(atPath: root) }
             let calls = Mutex(0)
-            let failedEarly = Daemon.checkDefaultCandidates(registry) { files in
+            let (passed, failedEarly) = Daemon.checkDefaultCandidates(registry) { files in
                 calls.withLock { $0 += 1 }
                 return String(decoding: files.keyPEM, as: UTF8.self).contains("broken") ? "the key does not match" : nil
             }
@@ -57,13 +57,59 @@ extension LateCertificateChecksTests {
             if broken < bound {
                 // The pair within the bound passed: the refused ones are sites whose pair failed.
                 #expect(failedEarly == Set((0..<broken).map { "b\($0).test" }))
+                #expect(passed == registry.snapshot.site(forHost: "z.test")?.certificateIdentity)
                 #expect(registry.uncheckedCertificates.isEmpty)
             } else {
                 // None passed within the bound: the refused ones count as sites without a pair.
                 #expect(failedEarly.isEmpty)
+                #expect(passed == nil)
                 #expect(registry.uncheckedCertificates.map(\.directory) == ["sites/z.test/tls"])
             }
             #expect(registry.snapshot.site(forHost: "b0.test")?.certificate == nil, "a refused pair is still served")
         }
+    }
+}
+
+extension LateCertificateChecksTests {
+    static let brokenKey: SiteRegistry.CertificateCheck = { files in
+        String(decoding: files.keyPEM, as: UTF8.self).contains("broken") ? "the key does not match" : nil
+    }
+
+    /// `candidates(broken: 1)` with the config root moved away (to the path returned, for the
+    /// caller to remove): a refused pair's site cannot be read again, so it keeps serving the
+    /// pair (SiteRegistry `reload`).
+    func rootGone() throws -> (registry: SiteRegistry, moved: String) {
+        let (registry, root) = try candidates(broken: 1)
+        let moved = root + ".moved"
+        try FileManager.default.moveItem(atPath: root, toPath: moved)
+        return (registry, moved)
+    }
+
+    func defaultSite(_ registry: SiteRegistry, passed: String? = nil, failedEarly: Set<String> = []) throws -> String {
+        let state = NSTemporaryDirectory() + "aasad-state-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        let certificates = try Daemon.certificates(
+            snapshot: registry.snapshot, state: state, unchecked: Set(registry.uncheckedCertificates.map(\.identity)),
+            refused: registry.refusedCertificates, defaultPair: passed, failedEarly: failedEarly,
+            logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+        return certificates.defaultSource.label
+    }
+
+    @Test("past the bound, a refused candidate still served (its site cannot be read again) is not the default: the one that passed is")
+    func refusedCandidateStillServedNotDefault() throws {
+        let (registry, moved) = try rootGone()
+        defer { try? FileManager.default.removeItem(atPath: moved) }
+        let (passed, failedEarly) = Daemon.checkDefaultCandidates(registry, check: Self.brokenKey)
+        #expect(registry.snapshot.site(forHost: "b0.test")?.certificate != nil, "the refused pair was taken out")
+        #expect(try defaultSite(registry, passed: passed, failedEarly: failedEarly) == "sites/z.test/tls")
+    }
+
+    @Test("up to the bound, a refused pair that stays served is not the default")
+    func refusedPairStillServedNotDefault() throws {
+        let (registry, moved) = try rootGone()
+        defer { try? FileManager.default.removeItem(atPath: moved) }
+        registry.checkUncheckedCertificates()
+        #expect(registry.snapshot.site(forHost: "b0.test")?.certificate != nil, "the refused pair was taken out")
+        #expect(try defaultSite(registry) == "sites/z.test/tls")
     }
 }
