@@ -63,7 +63,8 @@ extension Daemon {
             }
             refused.insert(files.identity)
         }
-        if !verdicts.isEmpty { registry.settleCertificateChecks(verdicts) }
+        // Recorded for the next start with the others, after readiness (`checkCertificatesLate`).
+        if !verdicts.isEmpty { registry.settleCertificateChecks(verdicts, remembers: false) }
         guard let passed else { return (nil, []) }
         return (passed, Set(snapshot.sites.values.lazy.filter { $0.certificateIdentity.map(refused.contains) == true }.map(\.directory)))
     }

@@ -388,9 +388,12 @@ public final class SiteRegistry {
     /// refused pair are read again, which reports the problem and leaves them without it (the
     /// default certificate, or an automatic one, covers them as it covers any site whose pair
     /// fails). Returns the sites read again, sorted. A verdict on a pair no longer waiting
-    /// (settled before) is ignored.
+    /// (settled before) is ignored. `remembers`: the verdicts are recorded for the next start
+    /// (`ValidityCache.remember`: a walk over every record and a rewrite of the state file, some
+    /// megabytes at 100,000 sites); false for a few verdicts settled before readiness, which the
+    /// settling of the rest after it records with them.
     @discardableResult
-    public func settleCertificateChecks(_ verdicts: [(identity: String, problem: String?)]) -> [String] {
+    public func settleCertificateChecks(_ verdicts: [(identity: String, problem: String?)], remembers: Bool = true) -> [String] {
         var refused = Set<String>()
         for verdict in verdicts where preparer.validity.settle(verdict.identity, problem: verdict.problem) {
             if verdict.problem != nil { refused.insert(verdict.identity) }
@@ -399,6 +402,7 @@ public final class SiteRegistry {
             record.served?.certificate.map(\.identity).map(refused.contains) == true ? name : nil
         }.sorted()
         if !names.isEmpty { reload(Set(names)) }
+        guard remembers else { return names }
         preparer.validity.remember(
             served: records.values.lazy.compactMap(\.served), defaultCertificate: snapshot.defaultCertificateIdentity, logger: logger)
         return names

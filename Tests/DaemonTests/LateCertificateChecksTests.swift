@@ -66,6 +66,10 @@ extension LateCertificateChecksTests {
                 #expect(registry.uncheckedCertificates.map(\.directory) == ["sites/z.test/tls"])
             }
             #expect(registry.snapshot.site(forHost: "b0.test")?.certificate == nil, "a refused pair is still served")
+            // Before readiness nothing is written: the late settling records these verdicts.
+            let stored = KnownValid.load(path: root + "/validated-contents", identity: "x")
+            #expect(stored.count > 0, "the first load's verdicts were not written")
+            #expect(!stored.contains(.certificate, digestHex: passed ?? "sites/z.test/tls"), "the verdicts were written before readiness")
         }
     }
 }
