@@ -37,9 +37,22 @@ final class LateCertificateCheckServeTests {
     func brokenPairFoundLate() throws {
         let config = try TestConfig()
         let own = try manyPairs(config)
+        // A public name whose pair waits too: the CA names public names one by one (names under
+        // .test only as the `test` subtree), and it must not name this one.
+        func bytes(_ path: String) throws -> [UInt8] {
+            try Array(Data(contentsOf: URL(fileURLWithPath: config.path("config/sites/own.test/" + path))))
+        }
+        try config.write("config/sites/pending.example.org/apple-app-site-association", bytes("apple-app-site-association"))
+        try config.write("config/sites/pending.example.org/tls/cert.pem", Array("pending\n".utf8) + bytes("tls/cert.pem"))
+        try config.write("config/sites/pending.example.org/tls/key.pem", bytes("tls/key.pem"))
         let server = try TestDaemon(config: config, flags: ["--log-level", "info"])
         #expect(server.waitForLog("certificate pairs checked after start"), "the pairs were not checked late")
         #expect(server.waitForLog("does not match the certificate"), "the broken pair was not reported")
+        // The sites without a pair get the development certificate; its CA does not permit the
+        // hosts of sites whose pair waited for its check (a tenant's names in a CA nobody asked for).
+        let authority = try Tool.run("openssl", ["x509", "-in", config.developmentCA, "-noout", "-text"]).text
+        #expect(authority.contains("Permitted:"))
+        #expect(!authority.contains("pending.example.org"), "the CA names a host whose pair waited")
         // The valid pairs are served (a broken pair is never: its context fails to load at the
         // handshake, before and after the check; SiteStoreTests' DeferredCertificateTests shows
         // it taken out of the registry).
