@@ -135,8 +135,9 @@ extension DeferredCertificateTests {
         r.checkUncheckedCertificates()
         func stored() -> Int { KnownValid.load(path: state + "/validated-contents", identity: "x").keys.count { $0.hasPrefix("c") } }
         #expect(stored() == 1, "the refused pair was written as valid")
-        // A full load while the root is still gone reads nothing and writes no verdict (an
-        // assertion on the file here passed with the refused pair forgotten), so none is made.
+        // A full load while the root is still gone cannot pin it and changes nothing: the pair
+        // stays served and marked refused, which is what lets the load after the root is back
+        // take it out (SitePreparer drops a kept pair marked refused).
         r.reloadAll()
         // With the root back, the next full load takes the refused pair out.
         try FileManager.default.moveItem(atPath: moved, toPath: c.root)
