@@ -74,7 +74,7 @@ extension Daemon {
     /// own, a development certificate for those sites; else `defaultPair`'s site's, or the first
     /// site's own. `automatic`: ACME is on, so the development certificate only bridges the time
     /// until each host's automatic certificate is issued (and serves connections without SNI).
-    /// `unchecked`: the identities of pairs taken unchecked, checked after readiness
+    /// `isUnchecked`: whether a pair (by identity) was taken unchecked, to be checked after readiness
     /// (Daemon+LateChecks.swift). A pair waiting for its check is never the default (a broken one
     /// would stop the start), nor is one in `refused` (failed its check, yet still served by a
     /// site whose read without it could not happen: the config root unresolved, a load given up).
@@ -83,7 +83,8 @@ extension Daemon {
     /// passed; they count as sites whose pair fails after start (they get the default, the pair
     /// that passed), not as sites without a pair.
     static func certificates(
-        snapshot: Snapshot, state: String, automatic: Bool = false, unchecked: Set<String> = [], refused: Set<String> = [],
+        snapshot: Snapshot, state: String, automatic: Bool = false, isUnchecked: (String) -> Bool = { _ in false },
+        refused: Set<String> = [],
         defaultPair: String? = nil, failedEarly: Set<String> = [], logger: Logger
     ) throws -> Certificates {
         if let files = snapshot.defaultCertificate {
@@ -110,7 +111,7 @@ extension Daemon {
                 for host in site.hosts { hosts.append(host.name) }
                 continue
             }
-            if unchecked.contains(identity) {
+            if isUnchecked(identity) {
                 pending += 1
             } else if refused.contains(identity) {
                 stillRefused += 1

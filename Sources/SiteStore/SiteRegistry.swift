@@ -377,6 +377,9 @@ public final class SiteRegistry {
     /// The pairs loads took unchecked (`defersCertificateChecks`) and that wait for a verdict.
     public var uncheckedCertificates: [CertificateFiles] { Array(preparer.validity.unchecked.values) }
 
+    /// Whether the pair `identity` names waits for its check (without copying them all).
+    public func isUnchecked(_ identity: String) -> Bool { preparer.validity.unchecked[identity] != nil }
+
     /// The identities of pairs that failed their late check. A site read again without its pair
     /// keeps it when the read cannot happen (the root unresolved, a load given up after
     /// `maximumTreeAttempts` swaps), so a refused pair may still be in the snapshot: never one
@@ -398,9 +401,13 @@ public final class SiteRegistry {
         for verdict in verdicts where preparer.validity.settle(verdict.identity, problem: verdict.problem) {
             if verdict.problem != nil { refused.insert(verdict.identity) }
         }
-        let names = records.compactMap { name, record in
-            record.served?.certificate.map(\.identity).map(refused.contains) == true ? name : nil
-        }.sorted()
+        // Nothing refused: no site to read again, and no walk over every record.
+        let names =
+            refused.isEmpty
+            ? []
+            : records.compactMap { name, record in
+                record.served?.certificate.map(\.identity).map(refused.contains) == true ? name : nil
+            }.sorted()
         if !names.isEmpty { reload(Set(names)) }
         guard remembers else { return names }
         preparer.validity.remember(

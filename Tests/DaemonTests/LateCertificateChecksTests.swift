@@ -20,7 +20,8 @@ struct LateCertificateChecksTests {
 extension LateCertificateChecksTests {
     /// A registry after a deferring first load of `broken` sites whose pair fails (b0.test, ...,
     /// first by name) and z.test, whose pair passes (`brokenKey`).
-    func candidates(broken: Int) throws -> (registry: SiteRegistry, root: String) {
+    /// `shared`: the broken sites all hold one pair.
+    func candidates(broken: Int, shared: Bool = false) throws -> (registry: SiteRegistry, root: String) {
         let root = NSTemporaryDirectory() + "aasad-candidates-" + UUID().uuidString
         func site(_ name: String, key: String) throws {
             let directory = root + "/sites/" + name
@@ -28,10 +29,11 @@ extension LateCertificateChecksTests {
             try Data(
                 #"{"applinks": {"apps": [], "details": [{"appIDs": ["ABCDE12345.com.example.app"], "components": [{"/": "/a/*"}]}]}}"#.utf8
             ).write(to: URL(fileURLWithPath: directory + "/apple-app-site-association"))
-            try Data("chain of \(name)".utf8).write(to: URL(fileURLWithPath: directory + "/tls/cert.pem"))
+            let chain = shared && name.hasPrefix("b") ? "shared chain" : "chain of \(name)"
+            try Data(chain.utf8).write(to: URL(fileURLWithPath: directory + "/tls/cert.pem"))
             try Data(key.utf8).write(to: URL(fileURLWithPath: directory + "/tls/key.pem"))
         }
-        for i in 0..<broken { try site("b\(i).test", key: "broken key \(i)") }
+        for i in 0..<broken { try site("b\(i).test", key: shared ? "broken key" : "broken key \(i)") }
         try site("z.test", key: "key z")
         let registry = SiteRegistry(
             root: root, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }),
@@ -93,7 +95,7 @@ extension LateCertificateChecksTests {
         let state = NSTemporaryDirectory() + "aasad-state-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: state) }
         let certificates = try Daemon.certificates(
-            snapshot: registry.snapshot, state: state, unchecked: Set(registry.uncheckedCertificates.map(\.identity)),
+            snapshot: registry.snapshot, state: state, isUnchecked: registry.isUnchecked,
             refused: registry.refusedCertificates, defaultPair: passed, failedEarly: failedEarly,
             logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
         return certificates.defaultSource.label
@@ -115,5 +117,19 @@ extension LateCertificateChecksTests {
         registry.checkUncheckedCertificates()
         #expect(registry.snapshot.site(forHost: "b0.test")?.certificate != nil, "the refused pair was taken out")
         #expect(try defaultSite(registry) == "sites/z.test/tls")
+    }
+
+    @Test("sites sharing one broken pair first by name cost one check: the next pair is checked and passes")
+    func sharedBrokenCandidate() throws {
+        let (registry, root) = try candidates(broken: Daemon.defaultCandidateChecks + 1, shared: true)
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let calls = Mutex(0)
+        let (passed, failedEarly) = Daemon.checkDefaultCandidates(registry) { files in
+            calls.withLock { $0 += 1 }
+            return Self.brokenKey(files)
+        }
+        #expect(calls.withLock { $0 } == 2)
+        #expect(passed == registry.snapshot.site(forHost: "z.test")?.certificateIdentity)
+        #expect(failedEarly.count == Daemon.defaultCandidateChecks + 1)
     }
 }
