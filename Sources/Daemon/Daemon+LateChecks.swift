@@ -19,9 +19,11 @@ extension Daemon {
 
     /// Pairs a start that checks the rest after readiness checks before it, to find a default
     /// certificate when config/tls/ has none and every site has a pair: the first sites' by
-    /// name, in order, until one passes. About a millisecond each (OpenSSL 3.0), so 8 cost
-    /// about 8 ms before readiness; more broken pairs than that first by name fall back to the
-    /// development certificate, as a broken pair did before the checks were deferred.
+    /// name, in order, until one passes. A check is about a millisecond (OpenSSL 3.0); the walk
+    /// over every site that finds the candidates costs more at scale: the whole step took 0.07
+    /// to 0.08 s of CPU at 100,000 sites (docs/benchmarks.md). More broken pairs than that first
+    /// by name fall back to the development certificate, as a broken pair did before the checks
+    /// were deferred.
     package static let defaultCandidateChecks = 8
 
     /// Checks the pairs of the first sites by name that wait for their check, one at a time,
