@@ -361,6 +361,12 @@ final class LockedRegistry: @unchecked Sendable {
         reloading.withLock { _ in registry.options = options }
     }
 
+    /// Reads or changes the registry under the reloads' lock without counting a reload or
+    /// publishing a view: for changes no site's state shows (verdicts on certificate pairs).
+    func withRegistry<Result: Sendable>(_ body: (SiteRegistry) -> Result) -> Result {
+        reloading.withLock { _ in body(registry) }
+    }
+
     func reload(_ body: (SiteRegistry) -> Snapshot) -> Snapshot {
         reloading.withLock { record in
             let snapshot = body(registry)

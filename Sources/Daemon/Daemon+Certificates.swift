@@ -71,10 +71,22 @@ extension Daemon {
     }
 
     /// The default certificate: the configured one; else, when some site has no certificate of its
-    /// own, a development certificate for those sites; else the first site's own. `automatic`:
-    /// ACME is on, so the development certificate only bridges the time until each host's
-    /// automatic certificate is issued (and serves connections without SNI).
-    static func certificates(snapshot: Snapshot, state: String, automatic: Bool = false, logger: Logger) throws -> Certificates {
+    /// own, a development certificate for those sites; else `defaultPair`'s site's, or the first
+    /// site's own. `automatic`: ACME is on, so the development certificate only bridges the time
+    /// until each host's automatic certificate is issued (and serves connections without SNI).
+    /// `isUnchecked`: whether a pair (by identity) was taken unchecked, to be checked after readiness
+    /// (Daemon+LateChecks.swift). A pair waiting for its check is never the default (a broken one
+    /// would stop the start), nor is one in `refused` (failed its check, yet still served by a
+    /// site whose read without it could not happen: the config root unresolved, a load given up).
+    /// `checkDefaultCandidates` settles the first sites' before this runs and names the one that
+    /// passed (`defaultPair`). `failedEarly`: sites whose pair that walk refused while another
+    /// passed; they count as sites whose pair fails after start (they get the default, the pair
+    /// that passed), not as sites without a pair.
+    static func certificates(
+        snapshot: Snapshot, state: String, automatic: Bool = false, isUnchecked: (String) -> Bool = { _ in false },
+        refused: Set<String> = [],
+        defaultPair: String? = nil, failedEarly: Set<String> = [], logger: Logger
+    ) throws -> Certificates {
         if let files = snapshot.defaultCertificate {
             return Certificates(
                 defaultSource: files.source,
@@ -85,28 +97,65 @@ extension Daemon {
         var uncovered = 0
         var hosts: [String] = []
         var first: ServedSite?
+        var chosen: ServedSite?
+        // Sites whose pair waits for its check, or failed it and is still served. Their hosts are
+        // not given to the development CA: one whose pair fails later is a host the CA does not
+        // permit, as a host added after start is (`noteUnpermitted`), and a tenant's names are
+        // not written into a CA that nobody asked for.
+        var pending = 0
+        var stillRefused = 0
         for site in snapshot.sites.values {
-            if site.certificate == nil {
+            guard let identity = site.certificateIdentity else {
+                if failedEarly.contains(site.directory) { continue }
                 uncovered += 1
                 for host in site.hosts { hosts.append(host.name) }
-            } else if first.map({ site.directory < $0.directory }) ?? true {
-                first = site
+                continue
+            }
+            if isUnchecked(identity) {
+                pending += 1
+            } else if refused.contains(identity) {
+                stillRefused += 1
+            } else {
+                if first.map({ site.directory < $0.directory }) ?? true { first = site }
+                if identity == defaultPair, chosen.map({ site.directory < $0.directory }) ?? true { chosen = site }
             }
         }
-        if uncovered == 0, let files = first?.certificate {
+        if uncovered == 0, let files = (chosen ?? first)?.certificate {
             logger.notice(
-                "no default certificate (config/tls/); connections without SNI get the first site's",
+                "no default certificate (config/tls/); connections without SNI get the first site's that passed its check",
                 metadata: ["site": "\(files.directory)"])
             return Certificates(
                 defaultSource: files.source,
                 developmentAuthority: nil)
         }
         hosts.sort()
+        if pending > 0 {
+            // With a site without a pair, none was checked before readiness (the development
+            // certificate is needed anyway).
+            let why = uncovered > 0 ? "" : " and none checked before passed"
+            logger.notice(
+                "\(pending) site\(pending == 1 ? "'s" : "s'") certificate pairs are checked after the server is ready\(why); connections without SNI get the development certificate",
+                metadata: ["certificate": "development"])
+        }
+        if stillRefused > 0 {
+            logger.notice(
+                "\(stillRefused) site\(stillRefused == 1 ? " serves a" : "s serve") certificate pair that failed its check until \(stillRefused == 1 ? "it is" : "they are") read again; connections without SNI get the development certificate",
+                metadata: ["certificate": "development"])
+        }
         do {
             let development = try DevelopmentAuthority(directory: state + "/dev-tls", hosts: hosts)
             let issued = development.issued
             let files = CertificateFiles(directory: state + "/dev-tls", chainPEM: issued.chainPEM, keyPEM: issued.keyPEM)
             let shown = hosts.prefix(Self.hostsNamedInWarning).joined(separator: " ")
+            // Only pairs waiting for their check: the notice above says what is served.
+            if hosts.isEmpty, pending + stillRefused > 0 {
+                if issued.authorityCreated {
+                    logger.notice(
+                        "made a new development CA; clients that trusted an earlier one must trust this one",
+                        metadata: ["ca": "\(issued.authorityPath)", "caPermits": "\(issued.permittedNames.joined(separator: ","))"])
+                }
+                return Certificates(defaultSource: files.source, developmentAuthority: issued.authorityPath, development: development)
+            }
             if automatic {
                 let message =
                     "\(hosts.count) host\(hosts.count == 1 ? "" : "s") without a certificate of their own get automatic certificates (acme); "

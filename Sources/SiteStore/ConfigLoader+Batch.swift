@@ -4,14 +4,14 @@ import Served
 extension ConfigLoader {
     /// Batches larger than this are read on every core: a full load of 100,000 sites is file reads,
     /// JSON parsing and gzip, all independent per site.
-    static let parallelThreshold = 64
+    public static let parallelThreshold = 64
 
     /// Reads and validates entries, in parallel for large batches; the results are applied in order
     /// on the calling thread. `records`: the registry's sites as they are now (a name that is one
     /// is a site even while its directory cannot be examined).
     static func examine(
         _ names: [String], sitesPath: String, records: [String: SiteRecord], known: KnownValid?,
-        check: @escaping SiteRegistry.CertificateCheck, options: ServingOptions
+        check: @escaping SiteRegistry.CertificateCheck, options: ServingOptions, deferChecks: Bool = false
     ) -> [Entry] {
         // The records as they are now, shared rather than copied into a set (a set per chunk cost
         // O(sites) each: quadratic over a full load). Nothing changes them while `examine` runs:
@@ -21,12 +21,23 @@ extension ConfigLoader {
             sites[name] != nil || examineKind(sitesPath, name) == .directory
         }
         // A site's own certificate pair is checked here too, on every core, unless it passed
-        // before (serve only): at 50,000 pairs the checks are most of a start.
+        // before (serve only): at 50,000 pairs the checks are most of a start. With `deferChecks`,
+        // a pair of a site that has none in service is not checked here at all but after the
+        // load (`SiteRegistry.settleCertificateChecks`): OpenSSL 3.0 spends about a millisecond
+        // of CPU parsing a pair, mostly making decoder contexts, and a first start of 50,000
+        // pairs would wait for all of them. A site that has a pair in service keeps the rule that
+        // a new pair must load before it replaces the last good one: it is checked now.
         let examineOne: @Sendable (String) -> Entry = { name in
             let entry = examine(sitesPath: sitesPath, name: name, isSite: isSite, known: known, options: options)
             guard let known, case .site(var source) = entry, let files = source.certificate else { return entry }
             let identity = files.identity
-            source.checkedCertificate = (identity, known.contains(.certificate, digestHex: identity) ? nil : check(files))
+            if known.contains(.certificate, digestHex: identity) {
+                source.checkedCertificate = (identity, nil)
+            } else if deferChecks && sites[name]?.served?.certificate == nil {
+                source.certificateCheckDeferred = true
+            } else {
+                source.checkedCertificate = (identity, check(files))
+            }
             return .site(source)
         }
         return Parallel.map(names, threshold: parallelThreshold, examineOne)

@@ -66,6 +66,9 @@ public struct SiteSource: Sendable {
     /// The TLS layer's verdict on `certificate` when the read asked for it already (serve's
     /// loads, on every core): its identity, and why it cannot be used (nil: it can).
     public var checkedCertificate: (identity: String, problem: String?)?
+    /// The read left `certificate` unchecked (`SiteRegistry.defersCertificateChecks`): it is taken
+    /// for now and checked after the load (`SiteRegistry.settleCertificateChecks`).
+    var certificateCheckDeferred = false
     /// What `site.yaml` says (more host names, cache policy).
     public var settings = SiteSettings()
     /// Problems with the site's directory (missing files, unreadable files, conflicts).

@@ -67,9 +67,15 @@ struct SitePreparer {
         }
         // The read's verdict is about the source's pair; a kept pair is checked as it is.
         let checked = source.certificate == nil ? nil : source.checkedCertificate
-        if let files = certificate, let problem = validity.certificateProblem(files, checked: checked, check: checkCertificate) {
+        if let files = certificate, source.certificateCheckDeferred, files == source.certificate {
+            // Taken for now, checked after the load (`SiteRegistry.settleCertificateChecks`); the
+            // site has no pair in service that it would replace.
+            validity.takeUnchecked(files)
+        } else if let files = certificate, let problem = validity.certificateProblem(files, checked: checked, check: checkCertificate) {
             errors.append("\(files.directory): \(problem)")
             certificate = record.served?.certificate  // the last pair that loaded
+            // ...unless that one was taken unchecked and has failed since.
+            if let kept = certificate, validity.isRefused(kept.identity) { certificate = nil }
         }
         let pages = contents.choosePages(
             source, settings: settings, restamp: restamp, record: &record, validity: &validity, options: siteOptions, errors: &errors)

@@ -23,7 +23,10 @@ struct SiteRecord {
     /// The site.yaml settings in force (the last that parsed).
     var settings: SiteSettings {
         get { boxedSettings.value }
-        set { boxedSettings = Boxed(newValue) }
+        // Every apply sets the settings in force: a site without site.yaml (most of them) keeps
+        // the one shared box of defaults rather than a box of its own (344 bytes a site, measured
+        // with heaptrack at 10,000 sites).
+        set { boxedSettings = newValue == noSettingsBox.value ? noSettingsBox : Boxed(newValue) }
     }
     private var boxedSettings = noSettingsBox
     /// The Last-Modified last served for each file, kept when the file is deleted: a later

@@ -75,6 +75,14 @@ public final class SiteRegistry {
     /// What the last read of the default certificate (`tls/`) found wrong.
     public var defaultCertificateProblems: [ConfigProblem] { defaultCertificate.problems }
     var editor: SnapshotEditor
+    /// Whether loads take the certificate pairs of sites that have none in service without
+    /// checking them, for `checkUncheckedCertificates` (or `settleCertificateChecks`) to check
+    /// after: serve's first load, so that a start at 50,000 pairs is not held by OpenSSL's
+    /// parsing. Until its check, a broken pair is what a handshake for the site's names asks
+    /// for, fails to load there, and the connection keeps the default certificate
+    /// (Sources/TLS/TLSServer.swift `selectContext`); after it, the site is served as one
+    /// without a pair (the default pair, an automatic certificate or a development leaf).
+    public var defersCertificateChecks = false
     /// The sites as served now.
     public var snapshot: Snapshot { editor.snapshot }
 
@@ -307,7 +315,7 @@ public final class SiteRegistry {
     func examine(_ names: [String]) -> [ConfigLoader.Entry] {
         ConfigLoader.examine(
             names, sitesPath: sitesPath, records: records, known: preparer.validity.known, check: preparer.checkCertificate,
-            options: options)
+            options: options, deferChecks: defersCertificateChecks)
     }
 
     /// A directory itself, not a symlink to one: one `lstat` (a full load asks for every name).
@@ -362,6 +370,59 @@ public final class SiteRegistry {
         let files = defaultCertificate.read(
             root: tree.readRoot, current: current, validity: &preparer.validity, check: preparer.checkCertificate, logger: logger)
         if files != current { editor.setDefaultCertificate(files) }
+    }
+
+    // MARK: - Certificate pairs taken unchecked
+
+    /// The pairs loads took unchecked (`defersCertificateChecks`) and that wait for a verdict.
+    public var uncheckedCertificates: [CertificateFiles] { Array(preparer.validity.unchecked.values) }
+
+    /// Whether the pair `identity` names waits for its check (without copying them all).
+    public func isUnchecked(_ identity: String) -> Bool { preparer.validity.unchecked[identity] != nil }
+
+    /// The identities of pairs that failed their late check. A site read again without its pair
+    /// keeps it when the read cannot happen (the root unresolved, a load given up after
+    /// `maximumTreeAttempts` swaps), so a refused pair may still be in the snapshot: never one
+    /// to choose as the default certificate.
+    public var refusedCertificates: Set<String> { preparer.validity.refusedIdentities }
+
+    /// Applies late verdicts on pairs taken unchecked (`problem` nil: the pair loads): a valid
+    /// pair becomes known valid (and is written with the other verdicts); the sites serving a
+    /// refused pair are read again, which reports the problem and leaves them without it (the
+    /// default certificate, or an automatic one, covers them as it covers any site whose pair
+    /// fails). Returns the sites read again, sorted. A verdict on a pair no longer waiting
+    /// (settled before) is ignored. `remembers`: the verdicts are recorded for the next start
+    /// (`ValidityCache.remember`: a walk over every record and a rewrite of the state file, some
+    /// megabytes at 100,000 sites); false for a few verdicts settled before readiness, which the
+    /// settling of the rest after it records with them.
+    @discardableResult
+    public func settleCertificateChecks(_ verdicts: [(identity: String, problem: String?)], remembers: Bool = true) -> [String] {
+        var refused = Set<String>()
+        for verdict in verdicts where preparer.validity.settle(verdict.identity, problem: verdict.problem) {
+            if verdict.problem != nil { refused.insert(verdict.identity) }
+        }
+        // Nothing refused: no site to read again, and no walk over every record.
+        let names =
+            refused.isEmpty
+            ? []
+            : records.compactMap { name, record in
+                record.served?.certificate.map(\.identity).map(refused.contains) == true ? name : nil
+            }.sorted()
+        if !names.isEmpty { reload(Set(names)) }
+        guard remembers else { return names }
+        preparer.validity.remember(
+            served: records.values.lazy.compactMap(\.served), defaultCertificate: snapshot.defaultCertificateIdentity, logger: logger)
+        return names
+    }
+
+    /// Checks every pair taken unchecked, on every core, and applies the verdicts
+    /// (`settleCertificateChecks`). Returns the sites read again.
+    @discardableResult
+    public func checkUncheckedCertificates() -> [String] {
+        let pairs = uncheckedCertificates
+        let check = preparer.checkCertificate
+        let problems = Parallel.map(pairs, threshold: ConfigLoader.parallelThreshold) { check($0) }
+        return settleCertificateChecks(zip(pairs, problems).map { ($0.identity, $1) })
     }
 
     // MARK: - Applying what was read

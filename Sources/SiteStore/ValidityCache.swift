@@ -12,6 +12,13 @@ struct ValidityCache {
     /// Where `known` is kept between runs, by its keys, and the binary it belongs to; nil: memory
     /// only.
     private var file: (state: StateFile<Set<String>>, identity: String)?
+    /// Pairs a load took without checking them (`SiteRegistry.defersCertificateChecks`), by
+    /// identity, until their verdict comes (`settle`): never recorded as known valid meanwhile.
+    private(set) var unchecked: [String: CertificateFiles] = [:]
+    /// Why pairs taken unchecked failed their late check, by identity: such a pair is never kept
+    /// in service as a site's "last good" one, nor recorded as valid. `remember` with no pair
+    /// left unchecked forgets those no site serves any more.
+    private var refused: [String: String] = [:]
     /// Whether a failed write was logged already (a state directory that cannot be written
     /// would otherwise log at every rescan).
     var writeFailed: Bool { file?.state.writeFailed ?? false }
@@ -34,12 +41,22 @@ struct ValidityCache {
     mutating func remember(served: some Sequence<ServedSite>, defaultCertificate: String?, logger: Logger) {
         guard known != nil else { return }
         var current = KnownValid()
+        // Refused pairs still served: a site read again after its pair failed keeps it when the
+        // read cannot happen (the root unresolved, a load given up), and such a pair is neither
+        // recorded as valid nor forgotten as refused until no site serves it.
+        var stillRefused = Set<String>()
         for site in served {
             if let file = site.aasa { current.insert(.aasa, digestHex: file.content.digest) }
             if let file = site.assetLinks { current.insert(.assetLinks, digestHex: file.content.digest) }
-            if let identity = site.certificateIdentity { current.insert(.certificate, digestHex: identity) }
+            guard let identity = site.certificateIdentity, unchecked[identity] == nil else { continue }
+            if refused[identity] != nil {
+                stillRefused.insert(identity)
+            } else {
+                current.insert(.certificate, digestHex: identity)
+            }
         }
-        if let identity = defaultCertificate { current.insert(.certificate, digestHex: identity) }
+        if !refused.isEmpty, unchecked.isEmpty { refused = refused.filter { stillRefused.contains($0.key) } }
+        if let identity = defaultCertificate, refused[identity] == nil { current.insert(.certificate, digestHex: identity) }
         known = current
         guard let identity = file?.identity else { return }
         // Only start-up time depends on it.
@@ -58,6 +75,7 @@ struct ValidityCache {
         guard known != nil else { return check(files) }
         let identity = checked?.identity ?? files.identity
         if known?.contains(.certificate, digestHex: identity) == true { return nil }
+        if let problem = refused[identity] { return problem }
         let problem: String?
         if let checked {
             problem = checked.problem
@@ -67,4 +85,28 @@ struct ValidityCache {
         if problem == nil { known?.insert(.certificate, digestHex: identity) }
         return problem
     }
+
+    /// Takes a pair into service unchecked (a load that defers checks).
+    mutating func takeUnchecked(_ files: CertificateFiles) {
+        guard known != nil, known?.contains(.certificate, digestHex: files.identity) != true else { return }
+        unchecked[files.identity] = files
+    }
+
+    /// The late verdict on a pair taken unchecked: known valid, or refused with `problem`. False
+    /// when no pair of that identity was waiting.
+    mutating func settle(_ identity: String, problem: String?) -> Bool {
+        guard unchecked.removeValue(forKey: identity) != nil else { return false }
+        if let problem {
+            refused[identity] = problem
+        } else {
+            known?.insert(.certificate, digestHex: identity)
+        }
+        return true
+    }
+
+    /// Whether a pair failed its late check (it must not stay in service as a "last good" pair).
+    func isRefused(_ identity: String) -> Bool { refused[identity] != nil }
+
+    /// The pairs that failed their late check and that some site may still serve.
+    var refusedIdentities: Set<String> { Set(refused.keys) }
 }

@@ -10,6 +10,24 @@ public final class TLSServer: Sendable {
     /// with their own certificates, one each would cost gigabytes.
     public static let maximumCachedContexts = 10_000
 
+    /// Identities of pairs whose context could not be made, remembered so that a client naming
+    /// a site with a broken pair in every handshake does not have the pair parsed again each
+    /// time (about a millisecond of CPU with OpenSSL 3.0). An identity names the pair's bytes
+    /// (their SHA-256, `CertificateFiles.identity`), and the same bytes fail the same way; a
+    /// fixed pair has new bytes, so a new identity. Failures not about the bytes
+    /// (`TLSError.transient`) are never remembered. Each entry is a 64-byte key and the error,
+    /// whose message carries OpenSSL's error queue (at most 16 reasons of up to 256 bytes,
+    /// `ERR_NUM_ERRORS` and `openSSLReasons`): about 4 KB at worst, so about 4 MB at 1,024.
+    /// More broken pairs than that being fetched at once only costs parsing the least recent
+    /// again.
+    public static let maximumRememberedFailures = 1_024
+
+    /// How long a remembered failure is trusted before its pair is parsed again. The bytes fail
+    /// the same way, but the reason may not be theirs (a verdict that depends on the time, a
+    /// failure `TLSError.transient` does not cover): a minute bounds how long such a pair stays
+    /// refused, at one parse a minute for each broken pair being fetched.
+    public static let failureRetrySeconds = 60
+
     /// What the SNI callback asks: the certificate files of the site that serves a name (nil: the
     /// name is unknown or the site uses the default certificate).
     public typealias Resolver = @Sendable (String) -> CertificateSource?
@@ -61,6 +79,16 @@ public final class TLSServer: Sendable {
     /// Challenge contexts by identity (`maximumCachedChallengeContexts`), least recently used
     /// dropped first; never shares entries with `cache`.
     private let challengeCache: Mutex<LRUCache<TLSContext>>
+    /// Why contexts could not be made and when, by identity (`maximumRememberedFailures`).
+    private let failures = Mutex(LRUCache<Failure>(capacity: maximumRememberedFailures))
+    private struct Failure {
+        let error: TLSError
+        let at: ContinuousClock.Instant
+    }
+    /// The time failures are remembered at (tests move it).
+    private let now: @Sendable () -> ContinuousClock.Instant
+    /// Builds a site's context from its pair (`TLSContext.init` but in tests).
+    private let makeContext: @Sendable (CertificateSource, TLSVersion) -> Result<TLSContext, TLSError>
 
     /// The oldest protocol version accepted, on every certificate's context.
     public let minimumVersion: TLSVersion
@@ -69,12 +97,36 @@ public final class TLSServer: Sendable {
     /// tests use a small one to make evictions happen. `challengeResolver`: the TLS-ALPN-01
     /// challenge certificates (nil: `acme-tls/1` is always refused); `challengeCacheCapacity`:
     /// challenge contexts kept at once (at least 1).
-    public init(
+    public convenience init(
         defaultCertificate: CertificateSource, minimumVersion: TLSVersion = .tls12, contextCacheCapacity: Int = maximumCachedContexts,
         challengeCacheCapacity: Int = maximumCachedChallengeContexts, challengeResolver: ChallengeResolver? = nil,
         resolver: @escaping Resolver
     ) throws(TLSError) {
+        try self.init(
+            defaultCertificate: defaultCertificate, minimumVersion: minimumVersion, contextCacheCapacity: contextCacheCapacity,
+            challengeCacheCapacity: challengeCacheCapacity, challengeResolver: challengeResolver, now: { ContinuousClock.now },
+            makeContext: nil, resolver: resolver)
+    }
+
+    /// `now`: the clock failures are aged by; `makeContext`: what builds a site's context (nil:
+    /// `TLSContext.init`). Tests replace both.
+    init(
+        defaultCertificate: CertificateSource, minimumVersion: TLSVersion = .tls12, contextCacheCapacity: Int = maximumCachedContexts,
+        challengeCacheCapacity: Int = maximumCachedChallengeContexts, challengeResolver: ChallengeResolver? = nil,
+        now: @escaping @Sendable () -> ContinuousClock.Instant,
+        makeContext: (@Sendable (CertificateSource, TLSVersion) -> Result<TLSContext, TLSError>)?,
+        resolver: @escaping Resolver
+    ) throws(TLSError) {
         self.minimumVersion = minimumVersion
+        self.now = now
+        self.makeContext =
+            makeContext ?? { source, version in
+                Result { () throws(TLSError) in
+                    try TLSContext(
+                        chainPEM: source.chainPEM, keyPEM: source.keyPEM, identity: source.identity, source: source.label,
+                        minimumVersion: version)
+                }
+            }
         let context = try TLSContext(
             chainPEM: defaultCertificate.chainPEM, keyPEM: defaultCertificate.keyPEM, identity: defaultCertificate.identity,
             source: defaultCertificate.label, minimumVersion: minimumVersion)
@@ -116,9 +168,16 @@ public final class TLSServer: Sendable {
     /// The context for certificate files: cached by identity, built on first use.
     public func context(for source: CertificateSource) throws(TLSError) -> TLSContext {
         if let cached = cache.withLock({ $0.value(for: source.identity) }) { return cached }
-        let made = try TLSContext(
-            chainPEM: source.chainPEM, keyPEM: source.keyPEM, identity: source.identity, source: source.label,
-            minimumVersion: minimumVersion)
+        let time = now()
+        let remembered = failures.withLock { $0.value(for: source.identity) }
+        if let remembered, remembered.at.duration(to: time) <= .seconds(Self.failureRetrySeconds) { throw remembered.error }
+        let made: TLSContext
+        do {
+            made = try makeContext(source, minimumVersion).get()
+        } catch {
+            if !error.transient { failures.withLock { _ = $0.insert(Failure(error: error, at: time), for: source.identity) } }
+            throw error
+        }
         let keep = current.withLock { $0.identity }
         // The evicted context is released outside the lock (its SSL_CTX_free may take a while).
         let (context, _) = cache.withLock { contexts -> (TLSContext, TLSContext?) in
@@ -131,6 +190,9 @@ public final class TLSServer: Sendable {
 
     /// Identities in the cache, most recently used first (for tests).
     var cachedIdentities: [String] { cache.withLock { $0.keys } }
+
+    /// Identities of pairs that failed, most recently used first (for tests).
+    var failedIdentities: [String] { failures.withLock { $0.keys } }
 
     /// Identities in the challenge cache, most recently used first (for tests).
     var cachedChallengeIdentities: [String] { challengeCache.withLock { $0.keys } }

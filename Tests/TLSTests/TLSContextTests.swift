@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import TestSupport
 import Testing
 
@@ -73,5 +74,30 @@ struct TLSContextTests {
         } catch {
             #expect(error.file == "s/\(file)")
         }
+    }
+}
+
+extension TLSContextTests {
+    /// A maker that fails while `failing` and counts its calls.
+    final class Maker: Sendable {
+        let state = Mutex((failing: true, calls: 0))
+        func make() -> OpaquePointer? {
+            state.withLock { state in
+                state.calls += 1
+                return state.failing ? nil : OpaquePointer(bitPattern: 0x10)
+            }
+        }
+    }
+
+    @Test("the context the checks share is made again after a failure to make it (ENOMEM), and kept once made")
+    func checkingContextRetried() {
+        let maker = Maker()
+        let once = MadeOnce { maker.make() }
+        #expect(once.get() == nil)
+        #expect(once.get() == nil)
+        maker.state.withLock { $0.failing = false }
+        #expect(once.get() == OpaquePointer(bitPattern: 0x10), "a failure to make it was kept")
+        #expect(once.get() == OpaquePointer(bitPattern: 0x10))
+        #expect(maker.state.withLock { $0.calls } == 3, "made again once made")
     }
 }

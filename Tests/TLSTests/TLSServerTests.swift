@@ -1,4 +1,5 @@
 import CAASAOpenSSL
+import Synchronization
 import Testing
 
 @testable import TLS
@@ -139,5 +140,90 @@ extension TLSServerTests {
         let unknown = try SocketPairTLS(tls, serverName: "nowhere.test", groups: "P-521:X25519")
         #expect(unknown.handshake())
         #expect(unknown.presentedCommonName == "default.test" && unknown.server.certificateIdentity == "default.test")
+    }
+}
+
+extension TLSServerTests {
+    @Test("a pair whose context fails is not parsed again for every handshake naming it; the bound is kept")
+    func failedPairsRemembered() throws {
+        let names = try Names(["default.test", "a.test"])
+        let tls = try TLSServer(defaultCertificate: names["default.test"]) { names.sources[$0] }
+        func broken(_ identity: String) -> TLSServer.CertificateSource {
+            TLSServer.CertificateSource(identity: identity, chainPEM: Array("not PEM".utf8), keyPEM: [], label: identity)
+        }
+        /// `a.test`'s good bytes under `identity`: made only if the failure was forgotten.
+        func loads(_ identity: String) -> Bool {
+            var good = names["a.test"]
+            good.identity = identity
+            return (try? tls.context(for: good)) != nil
+        }
+        #expect(throws: TLSError.self) { try tls.context(for: broken("f0")) }
+        #expect(!loads("f0"), "the failed pair was parsed again")
+        // Up to the bound, every failure is remembered; one more forgets the least recent.
+        for i in 1..<TLSServer.maximumRememberedFailures { _ = try? tls.context(for: broken("f\(i)")) }
+        #expect(tls.failedIdentities.count == TLSServer.maximumRememberedFailures)
+        #expect(!loads("f1"), "a failure within the bound was forgotten")
+        _ = try? tls.context(for: broken("f\(TLSServer.maximumRememberedFailures)"))
+        #expect(tls.failedIdentities.count == TLSServer.maximumRememberedFailures)
+        #expect(loads("f0"), "the least recent failure was kept past the bound")
+        #expect(!loads("f2"))
+    }
+}
+
+extension TLSServerTests {
+    /// A clock tests move by hand.
+    final class ManualClock: Sendable {
+        private let current = Mutex(ContinuousClock.now)
+        var now: ContinuousClock.Instant { current.withLock { $0 } }
+        func advance(seconds: Int) { current.withLock { $0 += .seconds(seconds) } }
+    }
+
+    @Test("a failure not about the pair's bytes (no context could be made) is never remembered: the next handshake tries again")
+    func transientFailureNotRemembered() throws {
+        let names = try Names(["default.test", "a.test"])
+        let failNext = Mutex(true)
+        let tls = try TLSServer(
+            defaultCertificate: names["default.test"], now: { ContinuousClock.now },
+            makeContext: { source, version in
+                if failNext.withLock({ $0 }) { return .failure(TLSError("cannot create a TLS context: out of memory", transient: true)) }
+                return Result { () throws(TLSError) in
+                    try TLSContext(
+                        chainPEM: source.chainPEM, keyPEM: source.keyPEM, identity: source.identity, source: source.label,
+                        minimumVersion: version)
+                }
+            }
+        ) { names.sources[$0] }
+        #expect(throws: TLSError.self) { try tls.context(for: names["a.test"]) }
+        #expect(tls.failedIdentities.isEmpty)
+        failNext.withLock { $0 = false }
+        #expect((try? tls.context(for: names["a.test"])) != nil, "the pair stayed refused after a transient failure")
+    }
+
+    @Test("a remembered failure is trusted for failureRetrySeconds, and the pair is parsed again after")
+    func failureRetried() throws {
+        let names = try Names(["default.test", "a.test"])
+        let clock = ManualClock()
+        let broken = Mutex(true)
+        let tls = try TLSServer(
+            defaultCertificate: names["default.test"], now: { clock.now },
+            makeContext: { source, version in
+                if source.identity != "default.test" && broken.withLock({ $0 }) {
+                    return .failure(TLSError("the certificate cannot be used"))
+                }
+                return Result { () throws(TLSError) in
+                    try TLSContext(
+                        chainPEM: source.chainPEM, keyPEM: source.keyPEM, identity: source.identity, source: source.label,
+                        minimumVersion: version)
+                }
+            }
+        ) { names.sources[$0] }
+        #expect(throws: TLSError.self) { try tls.context(for: names["a.test"]) }
+        #expect(tls.failedIdentities == ["a.test"])
+        // The same bytes would load now; the remembered verdict holds until it is older than the bound.
+        broken.withLock { $0 = false }
+        clock.advance(seconds: TLSServer.failureRetrySeconds)
+        #expect(throws: TLSError.self, "a failure was retried within failureRetrySeconds") { try tls.context(for: names["a.test"]) }
+        clock.advance(seconds: 1)
+        #expect((try? tls.context(for: names["a.test"])) != nil, "a failure older than failureRetrySeconds was still trusted")
     }
 }
