@@ -76,15 +76,18 @@ extension Daemon {
     /// until each host's automatic certificate is issued (and serves connections without SNI).
     /// `isUnchecked`: whether a pair (by identity) was taken unchecked, to be checked after readiness
     /// (Daemon+LateChecks.swift). A pair waiting for its check is never the default (a broken one
-    /// would stop the start), nor is one in `refused` (failed its check, yet still served by a
+    /// would stop the start), nor is one `isRefused` (failed its check, yet still served by a
     /// site whose read without it could not happen: the config root unresolved, a load given up).
-    /// `checkDefaultCandidates` settles the first sites' before this runs and names the one that
-    /// passed (`defaultPair`). `failedEarly`: sites whose pair that walk refused while another
+    /// `checkDefaultCandidates` settles the first sites' pairs before this runs and names the one
+    /// that passed (`defaultPair`). Leaving out waiting and refused pairs is what keeps a broken
+    /// pair from being the default, and already makes the first remaining site by name hold
+    /// `defaultPair` (every site before it holds a refused pair); preferring `defaultPair`'s site
+    /// is a second safeguard. `failedEarly`: sites whose pair that walk refused while another
     /// passed; they count as sites whose pair fails after start (they get the default, the pair
     /// that passed), not as sites without a pair.
     static func certificates(
         snapshot: Snapshot, state: String, automatic: Bool = false, isUnchecked: (String) -> Bool = { _ in false },
-        refused: Set<String> = [],
+        isRefused: (String) -> Bool = { _ in false },
         defaultPair: String? = nil, failedEarly: Set<String> = [], logger: Logger
     ) throws -> Certificates {
         if let files = snapshot.defaultCertificate {
@@ -113,9 +116,11 @@ extension Daemon {
             }
             if isUnchecked(identity) {
                 pending += 1
-            } else if refused.contains(identity) {
+            } else if isRefused(identity) {
                 stillRefused += 1
             } else {
+                // `first` already holds `defaultPair` when there is one; `chosen` is a second
+                // safeguard (the refused and waiting pairs left out above are the first one).
                 if first.map({ site.directory < $0.directory }) ?? true { first = site }
                 if identity == defaultPair, chosen.map({ site.directory < $0.directory }) ?? true { chosen = site }
             }
@@ -147,7 +152,8 @@ extension Daemon {
             let issued = development.issued
             let files = CertificateFiles(directory: state + "/dev-tls", chainPEM: issued.chainPEM, keyPEM: issued.keyPEM)
             let shown = hosts.prefix(Self.hostsNamedInWarning).joined(separator: " ")
-            // Only pairs waiting for their check: the notice above says what is served.
+            // Only pairs waiting for their check, or refused and still served until their sites
+            // are read again: the notices above say what is served.
             if hosts.isEmpty, pending + stillRefused > 0 {
                 if issued.authorityCreated {
                     logger.notice(

@@ -30,8 +30,9 @@ extension Daemon {
     /// until one passes (at most `defaultCandidateChecks`), and settles the verdicts at once
     /// (`SiteRegistry.settleCertificateChecks`: a refused pair's sites are read again, without
     /// it; one settling, since each walks every site). Returns the identity of the pair that
-    /// passed (`certificates`' `defaultPair`: exactly that one is the default, since a refused
-    /// site whose read cannot happen keeps its pair in the snapshot), and the sites whose pair
+    /// passed (`certificates`' `defaultPair`, a second safeguard: `certificates` leaves out the
+    /// refused pairs a site whose read cannot happen still serves, which alone makes this pair
+    /// the default), and the sites whose pair
     /// was refused when one passed (`certificates`' `failedEarly`), none otherwise: with no pair
     /// passing, they count as sites without a pair, as in a start that checks every pair before
     /// readiness.
@@ -77,6 +78,30 @@ extension Daemon {
         guard let passed else { return (nil, []) }
         guard !refused.isEmpty else { return (passed, []) }
         return (passed, Set(snapshot.sites.values.lazy.filter { $0.certificateIdentity.map(refused.contains) == true }.map(\.directory)))
+    }
+
+    /// Whether a start checks the pairs the first load took unchecked before it is ready (few of
+    /// them), checking them all; else, the default certificate's candidates
+    /// (`checkDefaultCandidates`), timed: what that adds before readiness (docs/benchmarks.md),
+    /// in CPU time too (this thread's alone), which a busy machine does not stretch.
+    static func checkFirstLoadPairs(
+        _ registry: SiteRegistry, logger: Logger
+    ) -> (checksLate: Bool, passed: String?, failedEarly: Set<String>) {
+        guard !checksCertificatesBeforeReady(unchecked: registry.uncheckedCertificateCount) else {
+            registry.checkUncheckedCertificates()
+            return (false, nil, [])
+        }
+        let began = (wall: DispatchTime.now().uptimeNanoseconds, cpu: threadCPUNanoseconds())
+        let (passed, failedEarly) = checkDefaultCandidates(registry, check: ConfigLoading.check)
+        // A clock_gettime that fails reads 0: the difference is clamped to 0, never trapping.
+        let cpu = threadCPUNanoseconds()
+        logger.info(
+            "default certificate candidates checked before readiness",
+            metadata: [
+                "seconds": "\(Double(DispatchTime.now().uptimeNanoseconds - began.wall) / 1e9)",
+                "cpuSeconds": "\(Double(cpu > began.cpu ? cpu - began.cpu : 0) / 1e9)",
+            ])
+        return (true, passed, failedEarly)
     }
 
     /// CPU time the calling thread has used (CLOCK_THREAD_CPUTIME_ID), in nanoseconds.

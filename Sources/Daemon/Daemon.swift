@@ -200,30 +200,16 @@ package final class Daemon: @unchecked Sendable {
         }
         // The first load takes the certificate pairs it has no verdict for unchecked; a few are
         // checked before the server is ready (so that a small config starts exactly as checked),
-        // many after (`checkCertificatesLate`).
+        // many after (`checkCertificatesLate`; both in Daemon+LateChecks.swift).
         registry.defersCertificateChecks = true
         registry.reloadAll()
         registry.defersCertificateChecks = false
-        let checksLate = !Self.checksCertificatesBeforeReady(unchecked: registry.uncheckedCertificates.count)
-        if !checksLate { registry.checkUncheckedCertificates() }
-        var candidates: (passed: String?, failedEarly: Set<String>) = (nil, [])
-        if checksLate {
-            // Timed: what this adds before readiness (docs/benchmarks.md), in CPU time too (this
-            // thread's alone), which a busy machine does not stretch.
-            let began = (wall: DispatchTime.now().uptimeNanoseconds, cpu: Self.threadCPUNanoseconds())
-            candidates = Self.checkDefaultCandidates(registry, check: ConfigLoading.check)
-            logger.info(
-                "default certificate candidates checked before readiness",
-                metadata: [
-                    "seconds": "\(Double(DispatchTime.now().uptimeNanoseconds - began.wall) / 1e9)",
-                    "cpuSeconds": "\(Double(Self.threadCPUNanoseconds() - began.cpu) / 1e9)",
-                ])
-        }
+        let (checksLate, defaultPair, failedEarly) = Self.checkFirstLoadPairs(registry, logger: logger)
         let store = SnapshotStore(registry.snapshot)
         let certificates = try Self.certificates(
             snapshot: registry.snapshot, state: settings.state, automatic: settings.acme.directory != nil,
-            isUnchecked: { checksLate && registry.isUnchecked($0) }, refused: registry.refusedCertificates,
-            defaultPair: candidates.passed, failedEarly: candidates.failedEarly, logger: logger)
+            isUnchecked: { checksLate && registry.isUnchecked($0) }, isRefused: registry.isRefused,
+            defaultPair: defaultPair, failedEarly: failedEarly, logger: logger)
         let sites = LockedRegistry(registry, fallback: certificates.developmentAuthority != nil ? .development : .otherSite)
         let ready = AtomicFlag()
         let verification: VerificationStore?

@@ -377,14 +377,17 @@ public final class SiteRegistry {
     /// The pairs loads took unchecked (`defersCertificateChecks`) and that wait for a verdict.
     public var uncheckedCertificates: [CertificateFiles] { Array(preparer.validity.unchecked.values) }
 
+    /// How many pairs wait for their check (without copying them: 100,000 at a large first start).
+    public var uncheckedCertificateCount: Int { preparer.validity.unchecked.count }
+
     /// Whether the pair `identity` names waits for its check (without copying them all).
     public func isUnchecked(_ identity: String) -> Bool { preparer.validity.unchecked[identity] != nil }
 
-    /// The identities of pairs that failed their late check. A site read again without its pair
+    /// Whether the pair `identity` names failed its late check. A site read again without its pair
     /// keeps it when the read cannot happen (the root unresolved, a load given up after
     /// `maximumTreeAttempts` swaps), so a refused pair may still be in the snapshot: never one
     /// to choose as the default certificate.
-    public var refusedCertificates: Set<String> { preparer.validity.refusedIdentities }
+    public func isRefused(_ identity: String) -> Bool { preparer.validity.isRefused(identity) }
 
     /// Applies late verdicts on pairs taken unchecked (`problem` nil: the pair loads): a valid
     /// pair becomes known valid (and is written with the other verdicts); the sites serving a

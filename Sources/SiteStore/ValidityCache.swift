@@ -106,7 +106,4 @@ struct ValidityCache {
 
     /// Whether a pair failed its late check (it must not stay in service as a "last good" pair).
     func isRefused(_ identity: String) -> Bool { refused[identity] != nil }
-
-    /// The pairs that failed their late check and that some site may still serve.
-    var refusedIdentities: Set<String> { Set(refused.keys) }
 }

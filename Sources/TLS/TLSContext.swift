@@ -129,7 +129,7 @@ public final class TLSContext: @unchecked Sendable {
     /// Made on first use and again on the next use if making it failed (under memory pressure):
     /// a failure made once and kept would fail every check for the process's life. Never changed
     /// once made; OpenSSL allows SSL_new on one context from any thread.
-    static let checkingContext = MadeOnce {
+    static let checkingContext = RetriedUntilMade {
         guard let ctx = SSL_CTX_new(TLS_server_method()) else { return nil }
         guard (try? configure(ctx, minimumVersion: .tls12)) != nil else {
             SSL_CTX_free(ctx)
@@ -283,7 +283,7 @@ extension TLSContext {
 
 /// An OpenSSL object made on first use, under a lock, and made again on the next use while
 /// making it fails; kept (never freed) once made.
-final class MadeOnce: Sendable {
+final class RetriedUntilMade: Sendable {
     private let made = Mutex<OpaquePointer?>(nil)
     private let make: @Sendable () -> OpaquePointer?
 

@@ -21,7 +21,10 @@ extension LateCertificateChecksTests {
     /// A registry after a deferring first load of `broken` sites whose pair fails (b0.test, ...,
     /// first by name) and z.test, whose pair passes (`brokenKey`).
     /// `shared`: the broken sites all hold one pair.
-    func candidates(broken: Int, shared: Bool = false) throws -> (registry: SiteRegistry, root: String) {
+    /// `check`: the registry's own check of a pair (`brokenKey` unless told).
+    func candidates(
+        broken: Int, shared: Bool = false, last: String = "z.test", check: @escaping SiteRegistry.CertificateCheck = brokenKey
+    ) throws -> (registry: SiteRegistry, root: String) {
         let root = NSTemporaryDirectory() + "aasad-candidates-" + UUID().uuidString
         func site(_ name: String, key: String) throws {
             let directory = root + "/sites/" + name
@@ -34,10 +37,10 @@ extension LateCertificateChecksTests {
             try Data(key.utf8).write(to: URL(fileURLWithPath: directory + "/tls/key.pem"))
         }
         for i in 0..<broken { try site("b\(i).test", key: shared ? "broken key" : "broken key \(i)") }
-        try site("z.test", key: "key z")
+        try site(last, key: "key z")
         let registry = SiteRegistry(
             root: root, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }),
-            checkCertificate: Self.brokenKey, knownValidFile: (path: root + "/validated-contents", identity: "x"))
+            checkCertificate: check, knownValidFile: (path: root + "/validated-contents", identity: "x"))
         registry.defersCertificateChecks = true
         registry.reloadAll()
         registry.defersCertificateChecks = false
@@ -71,7 +74,8 @@ extension LateCertificateChecksTests {
             // Before readiness nothing is written: the late settling records these verdicts.
             let stored = KnownValid.load(path: root + "/validated-contents", identity: "x")
             #expect(stored.count > 0, "the first load's verdicts were not written")
-            #expect(!stored.contains(.certificate, digestHex: passed ?? "sites/z.test/tls"), "the verdicts were written before readiness")
+            // With none passing there is no valid verdict to write (refused pairs never are).
+            if let passed { #expect(!stored.contains(.certificate, digestHex: passed), "the verdicts were written before readiness") }
         }
     }
 }
@@ -84,21 +88,28 @@ extension LateCertificateChecksTests {
     /// `candidates(broken: 1)` with the config root moved away (to the path returned, for the
     /// caller to remove): a refused pair's site cannot be read again, so it keeps serving the
     /// pair (SiteRegistry `reload`).
-    func rootGone() throws -> (registry: SiteRegistry, moved: String) {
-        let (registry, root) = try candidates(broken: 1)
+    func rootGone(
+        last: String = "z.test", check: @escaping SiteRegistry.CertificateCheck = brokenKey
+    ) throws -> (registry: SiteRegistry, moved: String) {
+        let (registry, root) = try candidates(broken: 1, last: last, check: check)
         let moved = root + ".moved"
         try FileManager.default.moveItem(atPath: root, toPath: moved)
         return (registry, moved)
     }
 
-    func defaultSite(_ registry: SiteRegistry, passed: String? = nil, failedEarly: Set<String> = []) throws -> String {
+    func defaultCertificates(
+        _ registry: SiteRegistry, passed: String? = nil, failedEarly: Set<String> = []
+    ) throws -> Daemon.Certificates {
         let state = NSTemporaryDirectory() + "aasad-state-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: state) }
-        let certificates = try Daemon.certificates(
+        return try Daemon.certificates(
             snapshot: registry.snapshot, state: state, isUnchecked: registry.isUnchecked,
-            refused: registry.refusedCertificates, defaultPair: passed, failedEarly: failedEarly,
+            isRefused: registry.isRefused, defaultPair: passed, failedEarly: failedEarly,
             logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
-        return certificates.defaultSource.label
+    }
+
+    func defaultSite(_ registry: SiteRegistry, passed: String? = nil, failedEarly: Set<String> = []) throws -> String {
+        try defaultCertificates(registry, passed: passed, failedEarly: failedEarly).defaultSource.label
     }
 
     @Test("past the bound, a refused candidate still served (its site cannot be read again) is not the default: the one that passed is")
@@ -117,6 +128,19 @@ extension LateCertificateChecksTests {
         registry.checkUncheckedCertificates()
         #expect(registry.snapshot.site(forHost: "b0.test")?.certificate != nil, "the refused pair was taken out")
         #expect(try defaultSite(registry) == "sites/z.test/tls")
+    }
+
+    @Test("the development CA made while refused pairs are still served does not name their sites' public hosts")
+    func refusedPairStillServedNotInAuthority() throws {
+        // Every pair refused, none can be taken out: the development certificate is the default.
+        let (registry, moved) = try rootGone(last: "refused.example.org") { _ in "the key does not match" }
+        defer { try? FileManager.default.removeItem(atPath: moved) }
+        registry.checkUncheckedCertificates()
+        #expect(registry.snapshot.site(forHost: "refused.example.org")?.certificate != nil, "the refused pair was taken out")
+        let certificates = try defaultCertificates(registry)
+        let permitted = try #require(certificates.development?.issued.permittedNames, "no development CA")
+        // Names under .test are permitted only as the `test` subtree; a public name one by one.
+        #expect(!permitted.contains("refused.example.org"), "the CA names a host whose pair was refused: \(permitted)")
     }
 
     @Test("sites sharing one broken pair first by name cost one check: the next pair is checked and passes")

@@ -92,12 +92,12 @@ extension TLSContextTests {
     @Test("the context the checks share is made again after a failure to make it (ENOMEM), and kept once made")
     func checkingContextRetried() {
         let maker = Maker()
-        let once = MadeOnce { maker.make() }
-        #expect(once.get() == nil)
-        #expect(once.get() == nil)
+        let made = RetriedUntilMade { maker.make() }
+        #expect(made.get() == nil)
+        #expect(made.get() == nil)
         maker.state.withLock { $0.failing = false }
-        #expect(once.get() == OpaquePointer(bitPattern: 0x10), "a failure to make it was kept")
-        #expect(once.get() == OpaquePointer(bitPattern: 0x10))
+        #expect(made.get() == OpaquePointer(bitPattern: 0x10), "a failure to make it was kept")
+        #expect(made.get() == OpaquePointer(bitPattern: 0x10))
         #expect(maker.state.withLock { $0.calls } == 3, "made again once made")
     }
 }
