@@ -48,10 +48,13 @@ frontend=()
 tenant_frontend=()
 [ -z "${AASAD_FRONTEND:-}" ] || frontend=(-driver-use-frontend-path "$AASAD_FRONTEND")
 [ -z "${AASAD_FRONTEND:-}" ] || tenant_frontend=(-Xswiftc -driver-use-frontend-path -Xswiftc "$AASAD_FRONTEND")
+# -wmo: the target is one module, compiled by one frontend (without it each batch of files parses
+# and type-checks the others again: a third more CPU for the check target's smoke, 17.1 against
+# 11.7 s).
 compile() {
     local optimisation=-O
     [ -z "${FUZZ_SMOKE:-}" ] || optimisation=-Onone
-    swiftc "${frontend[@]}" "$optimisation" -sanitize=fuzzer,address -parse-as-library -enable-upcoming-feature ExistentialAny -package-name aasad "$@" 2>&1 |
+    swiftc "${frontend[@]}" "$optimisation" -wmo -sanitize=fuzzer,address -parse-as-library -enable-upcoming-feature ExistentialAny -package-name aasad "$@" 2>&1 |
         { grep -v "Cannot export local symbol" || true; }
     return "${PIPESTATUS[0]}"
 }
@@ -214,10 +217,17 @@ if [ "$which" = all ] || [ "$which" = tokens ] || [ "$which" = api ] || [ "$whic
     # TenantFuzz.tokens or .request (Sources/TenantAPI/TenantFuzz.swift, the checks
     # TenantFuzzReplayTests runs in every test run) as AASAD_FUZZ_TARGET says. The smoke builds it
     # without optimisation, as the other targets.
+    # The smoke's debug build compiles each module whole too (-wmo, with -num-threads 1 so that
+    # it still writes the object per file SwiftPM links), without an index store that nothing
+    # reads: 83 CPU seconds against 113.
     tenant_config=release
-    [ -z "${FUZZ_SMOKE:-}" ] || tenant_config=debug
-    swift build -c "$tenant_config" --scratch-path .build-fuzz-tenant --product aasad-tenant-fuzz \
-        -Xswiftc -sanitize=fuzzer,address -Xswiftc -DFUZZ_TENANT "${tenant_frontend[@]}" 2>&1 | { grep -v "Cannot export local symbol" || true; }
+    tenant_whole=()
+    if [ -n "${FUZZ_SMOKE:-}" ]; then
+        tenant_config=debug
+        tenant_whole=(-Xswiftc -wmo -Xswiftc -num-threads -Xswiftc 1)
+    fi
+    swift build -c "$tenant_config" --disable-index-store --scratch-path .build-fuzz-tenant --product aasad-tenant-fuzz \
+        -Xswiftc -sanitize=fuzzer,address -Xswiftc -DFUZZ_TENANT "${tenant_whole[@]}" "${tenant_frontend[@]}" 2>&1 | { grep -v "Cannot export local symbol" || true; }
     tenant_binary=".build-fuzz-tenant/$tenant_config/aasad-tenant-fuzz"
     if [ "$which" != api ]; then
         mkdir -p Fuzz/tokens-corpus
