@@ -44,6 +44,8 @@ extension CertificateManager {
         // Another replica may have stored it while this one waited for the lock.
         refresh(name)
         if let renewAt = state.withLock({ $0.entries[name]?.renewAt }), now < renewAt { return }
+        // Another replica's order for it failed, and its back-off has not ended.
+        if adoptSharedBackoff(name, now: now) { return }
         do {
             // The account first: a CA that cannot be reached costs no order from the budget.
             let client = try acmeClient()
@@ -72,11 +74,12 @@ extension CertificateManager {
             // at once: that would spend the whole order budget on one name.
             let dueAlready = clock.now() >= served.renewAt
             var next: Int64 = 0
-            state.withLock { state in
+            var failures = 0
+            let wasDemanded = state.withLock { state -> Bool in
                 state.counters.issued += 1
-                guard var entry = state.entries[name] else { return }
+                guard var entry = state.entries[name] else { return false }
                 entry.serve(served)
-                servedNow(name, &entry)
+                let wasDemanded = servedNow(name, &entry)
                 servedCertificates.withLock { $0[name] = served.source }
                 entry.state = .valid
                 entry.error = nil
@@ -89,7 +92,17 @@ extension CertificateManager {
                         "the issued certificate is already due for renewal (notBefore \(served.notBefore), notAfter \(served.notAfter)): check this machine's clock"
                     entry.errorForTenant = ACMEError.serverSideSummary
                 }
+                failures = entry.backoff.failures
                 state.entries[name] = entry
+                return wasDemanded
+            }
+            if wasDemanded { records.removeDemand(name) }
+            // The other replicas load the same certificate and would find it due as well: they
+            // wait as this one does.
+            if dueAlready {
+                shareFailure(name, ReplicaRecords.Failure(failedAt: clock.now(), failures: failures, nextAttempt: next))
+            } else {
+                records.removeFailure(name)
             }
             if dueAlready {
                 logger.error(
@@ -100,7 +113,7 @@ extension CertificateManager {
                 "certificate issued",
                 metadata: ["name": "\(name)", "notAfter": "\(served.notAfter)", "renewAt": "\(served.renewAt)", "source": "acme"])
         } catch {
-            failed(name, error)
+            failed(name, error, shared: true)
         }
     }
 
@@ -121,14 +134,18 @@ extension CertificateManager {
     /// How often a polling sleep looks at the stop flag.
     static let pauseStepMilliseconds: Int64 = 100
 
-    /// Backs the name off and says why, with the next attempt.
-    func failed(_ name: String, _ error: any Error) {
+    /// Backs the name off and says why, with the next attempt. `shared`: the failure came while
+    /// this replica held the name's lock (an order, or the steps before it), and every replica
+    /// waits for its back-off (`shareFailure`); a failure to take the lock is this replica's.
+    func failed(_ name: String, _ error: any Error, shared: Bool = false) {
         let now = clock.now()
         var next: Int64 = 0
+        var failures = 0
         state.withLock { state in
             state.counters.failed += 1
             guard var entry = state.entries[name] else { return }
             next = entry.backoff.failed(now: now, retryAfter: (error as? ACMEError)?.retryAfter, random: Double.random(in: 0..<1))
+            failures = entry.backoff.failures
             entry.state = .failed
             entry.error = "\(error)"
             entry.errorForTenant = (error as? ACMEError)?.tenantSummary ?? ACMEError.serverSideSummary
@@ -136,6 +153,7 @@ extension CertificateManager {
         }
         logger.error(
             "certificate order failed", metadata: ["name": "\(name)", "error": "\(error)", "nextAttempt": "\(next)", "source": "acme"])
+        if shared && failures > 0 { shareFailure(name, ReplicaRecords.Failure(failedAt: now, failures: failures, nextAttempt: next)) }
     }
 
     /// The client, made at the first order: the account key from storage (made once for all

@@ -14,6 +14,7 @@ extension CertificateManager {
             let now = clock.now()
             if now >= nextRescan {
                 for name in wanted.withLock({ Array($0) }) { refresh(name) }
+                shareDemand(now: now)
                 nextRescan = now + configuration.rescanInterval
             }
             takeDemand(now: now)
@@ -27,7 +28,8 @@ extension CertificateManager {
     }
 
     /// Moves the names asked for since the last pass into the demanded tier: those still wanted
-    /// and without a certificate (one may have been stored by another replica meanwhile).
+    /// and without a certificate (one may have been stored by another replica meanwhile), and
+    /// records each for the other replicas (`recordDemand`).
     func takeDemand(now: Int64) {
         let names = intake.withLock { $0.take() }
         guard !names.isEmpty else { return }
@@ -39,24 +41,32 @@ extension CertificateManager {
                     done.append(name)
                     continue
                 }
-                guard entry.demandedAt == nil else { continue }
-                entry.demandedAt = now
+                // Demand read from another replica's record becomes this replica's own: it is
+                // recorded and kept fresh from here too.
+                guard entry.demandedAt == nil || entry.demandShared else { continue }
+                entry.demandedAt = min(entry.demandedAt ?? now, now)
+                entry.demandShared = false
                 state.entries[name] = entry
                 demanded.append(name)
             }
         }
         if !done.isEmpty { intake.withLock { intake in for name in done { intake.release(name) } } }
+        recordDemand(demanded, now: now)
         for name in demanded {
             logger.info(
                 "a name without a certificate was asked for; it is ordered ahead of names nobody asked for", metadata: ["name": "\(name)"])
         }
     }
 
-    /// Notes that `name` is served a certificate now: it leaves the demanded tier.
-    func servedNow(_ name: String, _ entry: inout Entry) {
-        guard entry.demandedAt != nil else { return }
+    /// Notes that `name` is served a certificate now: it leaves the demanded tier. True when it
+    /// was in it: the caller removes its demand record (outside the state's lock).
+    func servedNow(_ name: String, _ entry: inout Entry) -> Bool {
+        guard entry.demandedAt != nil else { return false }
         entry.demandedAt = nil
+        entry.demandShared = false
+        entry.demandRecordedAt = nil
         intake.withLock { $0.release(name) }
+        return true
     }
 
     /// Re-reads `name`'s stored certificate when its file changed; keeps what is served when the
@@ -76,10 +86,10 @@ extension CertificateManager {
             setState(name) { $0.rejected = version }
             return
         }
-        let kept = state.withLock { state -> Bool in
-            guard var entry = state.entries[name] else { return false }
+        let (kept, wasDemanded) = state.withLock { state -> (Bool, Bool) in
+            guard var entry = state.entries[name] else { return (false, false) }
             entry.serve(loaded)
-            servedNow(name, &entry)
+            let wasDemanded = servedNow(name, &entry)
             servedCertificates.withLock { $0[name] = loaded.source }
             if let renewAt = entry.renewAt, clock.now() < renewAt { entry.state = .valid }
             entry.error = nil
@@ -87,8 +97,9 @@ extension CertificateManager {
             entry.backoff.succeeded()
             state.entries[name] = entry
             state.counters.pickedUp += 1
-            return true
+            return (true, wasDemanded)
         }
+        if wasDemanded { records.removeDemand(name) }
         if kept {
             logger.info(
                 "certificate loaded from storage",

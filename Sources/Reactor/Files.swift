@@ -110,12 +110,13 @@ public enum Files {
 
     /// The names in a directory, `.` and `..` left out, in the order the file system gives them:
     /// `opendir` and `readdir` (FileManager's listing costs several times more per name, which
-    /// counts at 100,000 site directories).
-    public static func entries(of path: String) throws(SystemError) -> [String] {
+    /// counts at 100,000 site directories). At most `limit` names: a directory others can write
+    /// to (a shared storage volume) cannot make its reader hold more than it expects.
+    public static func entries(of path: String, limit: Int = .max) throws(SystemError) -> [String] {
         guard let directory = opendir(path) else { throw SystemError(call: "opendir", errno: errno) }
         defer { closedir(directory) }
         var names: [String] = []
-        while true {
+        while names.count < limit {
             errno = 0
             guard let entry = readdir(directory) else {
                 if errno != 0 { throw SystemError(call: "readdir", errno: errno) }
@@ -126,6 +127,7 @@ public enum Files {
             }
             if name != "." && name != ".." { names.append(name) }
         }
+        return names
     }
 
     /// Reads into `buffer`; 0 at the end of the file.

@@ -1,0 +1,98 @@
+import Logging
+
+/// What replicas sharing the storage learn from each other besides certificates and locks
+/// (`ReplicaRecords`): a failed order's back-off, which every replica honours, and names asked
+/// for, which every replica orders in the demanded tier.
+extension CertificateManager {
+    /// Records a failed order's back-off for the other replicas; a write that fails costs them
+    /// at most one more order and is logged.
+    func shareFailure(_ name: String, _ failure: ReplicaRecords.Failure) {
+        do {
+            try records.writeFailure(name, failure)
+        } catch {
+            logger.warning(
+                "cannot record a failed order's back-off for the other replicas", metadata: ["name": "\(name)", "error": "\(error)"])
+        }
+    }
+
+    /// Takes on the back-off another replica recorded for `name` (read with the name's lock
+    /// held, so no order of it is under way): true when it has not ended, and the name waits
+    /// without an order. Its failures are taken on either way, so the next failure here backs
+    /// off as long as the next one there would.
+    func adoptSharedBackoff(_ name: String, now: Int64) -> Bool {
+        guard let failure = records.failure(name) else { return false }
+        let next = ReplicaRecords.effectiveNextAttempt(failure, now: now)
+        let waits = now < next
+        setState(name) { entry in
+            entry.backoff.adopt(failures: failure.failures, nextAttempt: waits ? next : nil)
+            guard waits else { return }
+            entry.state = .failed
+            entry.error =
+                "an order for this name failed on a replica sharing the storage (failure \(failure.failures) in a row); no order before \(next)"
+            entry.errorForTenant = ACMEError.serverSideSummary
+        }
+        if waits {
+            logger.notice(
+                "another replica's order for this name failed; waiting for its back-off",
+                metadata: ["name": "\(name)", "failures": "\(failure.failures)", "nextAttempt": "\(next)"])
+        }
+        return waits
+    }
+
+    /// Writes demand records for `names`, just asked for here, while the directory holds fewer
+    /// than `ReplicaRecords.maximumDemandRecords` files (counted once per batch); names past the
+    /// bound stay demanded on this replica only.
+    func recordDemand(_ names: [String], now: Int64) {
+        guard !names.isEmpty else { return }
+        var room = ReplicaRecords.maximumDemandRecords - records.demandRecordCount()
+        var written: [String] = []
+        for name in names where room > 0 {
+            do {
+                try records.writeDemand(name, at: now)
+                written.append(name)
+                room -= 1
+            } catch {
+                logger.warning("cannot record a demanded name for the other replicas", metadata: ["name": "\(name)", "error": "\(error)"])
+            }
+        }
+        if written.count < names.count {
+            logger.notice(
+                "demanded names not shared with the other replicas: the storage holds the most demand records it may",
+                metadata: ["limit": "\(ReplicaRecords.maximumDemandRecords)", "names": "\(names.count - written.count)"])
+        }
+        guard !written.isEmpty else { return }
+        state.withLock { state in
+            for name in written { state.entries[name]?.demandRecordedAt = now }
+        }
+    }
+
+    /// At each look at storage: names asked for of other replicas join the demanded tier here
+    /// (since their record's time), those whose record is gone or expired leave it, and this
+    /// replica's own demand records older than half their lifetime are written again.
+    func shareDemand(now: Int64) {
+        let live = records.demands(now: now)
+        var refresh: [String] = []
+        var unrecorded: [String] = []
+        state.withLock { state in
+            for (name, time) in live {
+                guard var entry = state.entries[name], entry.served == nil, entry.demandedAt == nil else { continue }
+                entry.demandedAt = time
+                entry.demandShared = true
+                state.entries[name] = entry
+            }
+            for (name, entry) in state.entries where entry.demandedAt != nil && entry.served == nil {
+                if entry.demandShared {
+                    if live[name] == nil {
+                        state.entries[name]?.demandedAt = nil
+                        state.entries[name]?.demandShared = false
+                    }
+                } else if let recorded = entry.demandRecordedAt {
+                    if live[name] == nil || now - recorded >= ReplicaRecords.demandLifetime / 2 { refresh.append(name) }
+                } else {
+                    unrecorded.append(name)
+                }
+            }
+        }
+        recordDemand(refresh + unrecorded, now: now)
+    }
+}

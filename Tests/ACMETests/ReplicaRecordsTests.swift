@@ -1,0 +1,232 @@
+import Foundation
+import Glibc
+import Logging
+import Synchronization
+import TestSupport
+import Testing
+
+@testable import ACME
+
+/// What replicas sharing a storage directory tell each other (`ReplicaRecords`): a failed order's
+/// back-off and the names asked for. Two managers on one directory stand for two replicas; their
+/// threads are never started, so each step is driven here, and the CA (127.0.0.1:1) refuses
+/// every connection, which makes an order fail at once, before the budget is spent.
+@Suite("ACME replicas: shared back-off and demand")
+struct ReplicaRecordsTests {
+    let folder: TemporaryDirectory
+    /// Seconds added to `start`: the managers' clock.
+    let offset = TestClock()
+    static let start: Int64 = 1_800_000_000
+
+    init() throws {
+        folder = try TemporaryDirectory(prefix: "acme-replicas")
+    }
+
+    func manager() throws -> CertificateManager {
+        let configuration = CertificateManager.Configuration(
+            directory: try ACMEURL("https://127.0.0.1:1/dir"), storage: folder.path("storage"), ordersPerHour: 60)
+        let offset = self.offset
+        return try CertificateManager(
+            configuration: configuration, clock: CertificateManager.Clock(now: { Self.start + offset() }, monotonic: { 0 }),
+            logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+    }
+
+    var now: Int64 { Self.start + offset() }
+    var records: ReplicaRecords { ReplicaRecords(storage: try! ACMEStorage(root: folder.path("storage"))) }
+
+    func demandFiles() -> [String] { (try? FileManager.default.contentsOfDirectory(atPath: folder.path("storage/demand"))) ?? [] }
+
+    // MARK: - Hostile records first
+
+    @Test("a record that is a symlink, a FIFO, a directory, a huge file or garbage is absent: nothing blocks, nothing is followed")
+    func hostileRecords() throws {
+        let one = try manager()
+        let dir = folder.path("storage/backoff")
+        let bait = folder.path("bait")
+        try Array("failed-at \(now)\nfailures 3\nnext-attempt \(now + 600)\n".utf8).write(to: bait)
+        try FileManager.default.createSymbolicLink(atPath: dir + "/link.test", withDestinationPath: bait)
+        #expect(mkfifo(dir + "/fifo.test", 0o600) == 0)
+        try FileManager.default.createDirectory(atPath: dir + "/dir.test", withIntermediateDirectories: false)
+        try Array(repeating: UInt8(ascii: "1"), count: ReplicaRecords.maximumRecordBytes + 1).write(to: dir + "/huge.test")
+        let garbage: [String] = [
+            "", "failed-at 1\nfailures 1\n", "failed-at 1\nfailures 1\nnext-attempt 9\nextra 1\n", "failed-at -1\nfailures 1\nnext-attempt 9\n",
+            "failed-at 1\nfailures 1\nnext-attempt 9", "failed-at 1\r\nfailures 1\r\nnext-attempt 9\r\n",
+            "failed-at 1\nfailures 1\nnext-attempt 1234567890123\n", "failed-at 1\nfailures 99999999999999999999\nnext-attempt 9\n",
+            "\u{0}\u{ff}\n\n\n",
+        ]
+        for (i, text) in garbage.enumerated() { try Array(text.utf8).write(to: dir + "/g\(i).test") }
+        for name in ["link.test", "fifo.test", "dir.test", "huge.test"] + garbage.indices.map({ "g\($0).test" }) {
+            #expect(records.failure(name) == nil, "\(name)")
+            // Absent: the order goes ahead (here it fails at the CA at once, as an order would).
+            #expect(!one.adoptSharedBackoff(name, now: now), "\(name)")
+        }
+        // The bait behind the link is untouched.
+        #expect(records.failure("bait.test") == nil)
+        #expect(try String(contentsOfFile: bait, encoding: .utf8).hasPrefix("failed-at"))
+        // Names that are not host names never name a file.
+        for name in ["../bait", "a/b.test", "A.TEST", "a.test\u{0}", ".hidden", "_wildcard_.a.test", ""] {
+            #expect(throws: ACMEError.self) { try records.writeFailure(name, .init(failedAt: 1, failures: 1, nextAttempt: 2)) }
+            #expect(throws: ACMEError.self) { try records.writeDemand(name, at: 1) }
+        }
+        // A wildcard's record is spelled as its certificate's file is.
+        try records.writeDemand("*.w.test", at: now)
+        #expect(demandFiles() == ["_wildcard_.w.test"])
+        #expect(records.demands(now: now) == ["*.w.test": now])
+    }
+
+    @Test("demand records: a symlink, FIFO, garbage or expired record is no demand and is removed; a stray file is left")
+    func hostileDemandRecords() throws {
+        let dir = folder.path("storage/demand")
+        let bait = folder.path("bait")
+        try Array("demanded-at \(now)\n".utf8).write(to: bait)
+        try FileManager.default.createSymbolicLink(atPath: dir + "/link.test", withDestinationPath: bait)
+        #expect(mkfifo(dir + "/fifo.test", 0o600) == 0)
+        try Array("demanded-at x\n".utf8).write(to: dir + "/garbage.test")
+        try Array(repeating: UInt8(ascii: "1"), count: ReplicaRecords.maximumRecordBytes + 1).write(to: dir + "/huge.test")
+        try records.writeDemand("old.test", at: now - ReplicaRecords.demandLifetime)
+        try records.writeDemand("live.test", at: now - ReplicaRecords.demandLifetime + 1)
+        try Array("x".utf8).write(to: dir + "/.live.test.tmp-1")
+        #expect(records.demands(now: now) == ["live.test": now - ReplicaRecords.demandLifetime + 1])
+        #expect(Set(demandFiles()) == ["live.test", ".live.test.tmp-1"])
+        #expect(FileManager.default.fileExists(atPath: bait))
+    }
+
+    @Test("clock skew: a demand time ahead counts as now and expires at most one lifetime ahead; behind, it expires on time")
+    func demandSkew() {
+        let lifetime = ReplicaRecords.demandLifetime
+        #expect(ReplicaRecords.demandTime(now + lifetime - 1, now: now) == now)
+        #expect(ReplicaRecords.demandTime(now + lifetime, now: now) == nil)
+        #expect(ReplicaRecords.demandTime(now - lifetime + 1, now: now) == now - lifetime + 1)
+        #expect(ReplicaRecords.demandTime(now - lifetime, now: now) == nil)
+        #expect(ReplicaRecords.demandTime(.max, now: now) == nil)
+        #expect(ReplicaRecords.demandTime(0, now: now) == nil)
+    }
+
+    @Test("clock skew: a next attempt far ahead is cut to the longest back-off from now; the writer's wait is kept, never lengthened")
+    func backoffSkew() {
+        let longest = Backoff.longestWait
+        typealias F = ReplicaRecords.Failure
+        // The longest wait is kept; one second more is cut to it.
+        #expect(ReplicaRecords.effectiveNextAttempt(F(failedAt: now, failures: 1, nextAttempt: now + longest), now: now) == now + longest)
+        #expect(ReplicaRecords.effectiveNextAttempt(F(failedAt: now, failures: 1, nextAttempt: now + longest + 1), now: now) == now + longest)
+        #expect(ReplicaRecords.effectiveNextAttempt(F(failedAt: 0, failures: 1, nextAttempt: .max), now: now) == longest)
+        #expect(ReplicaRecords.effectiveNextAttempt(F(failedAt: .max, failures: 1, nextAttempt: .max), now: now) == now)
+        // A writer whose clock is a day ahead: a 60 s wait is 60 s here, not a day and a minute.
+        #expect(ReplicaRecords.effectiveNextAttempt(F(failedAt: now + 86_400, failures: 1, nextAttempt: now + 86_460), now: now) == now + 60)
+        // A day behind: the wait is over here (one more order).
+        #expect(ReplicaRecords.effectiveNextAttempt(F(failedAt: now - 86_400, failures: 1, nextAttempt: now - 86_340), now: now) < now)
+        // Going backwards is no wait.
+        #expect(ReplicaRecords.effectiveNextAttempt(F(failedAt: now, failures: 1, nextAttempt: now - 5), now: now) == now)
+    }
+
+    // MARK: - Two replicas
+
+    @Test("a name failing on replica B is not ordered by replica A before B's back-off ends; A's next failure doubles it for both")
+    func failedOrderBacksOffEveryReplica() throws {
+        let a = try manager()
+        let b = try manager()
+        a.want(["fail.test": ["fail.test"]])
+        b.want(["fail.test": ["fail.test"]])
+        b.order("fail.test", tier: .new)
+        #expect(b.counters().failed == 1)
+        let next = try #require(b.status(of: "fail.test")?.nextAttempt)
+        #expect(next > now && next <= now + Backoff.firstDelay)
+        #expect(records.failure("fail.test")?.failures == 1)
+        // A takes the lock, reads B's back-off and places no order (it would fail, counted).
+        a.order("fail.test", tier: .demanded)
+        #expect(a.counters().failed == 0)
+        let seen = try #require(a.status(of: "fail.test"))
+        #expect(seen.state == .failed && seen.nextAttempt == next, "\(seen)")
+        #expect(a.nextDue(now: now) == nil)
+        #expect(a.nextDue(now: next - 1) == nil)
+        // The back-off over: A orders, fails, and backs off twice as long, for B too.
+        offset.advance(next - now)
+        #expect(a.nextDue(now: now)?.0 == "fail.test")
+        a.order("fail.test", tier: .new)
+        #expect(a.counters().failed == 1)
+        let second = try #require(records.failure("fail.test"))
+        #expect(second.failures == 2 && second.nextAttempt > now + Backoff.firstDelay, "\(second)")
+        b.order("fail.test", tier: .new)
+        #expect(b.counters().failed == 1)
+        #expect(b.status(of: "fail.test")?.nextAttempt == second.nextAttempt)
+    }
+
+    @Test("demand seen by replica A makes replica B order that name ahead of 1,000 names nobody asked for; the record expires")
+    func demandSeenByOtherReplica() throws {
+        let a = try manager()
+        let b = try manager()
+        let sites = CertificateDemandTests.sites(10, perSite: 100).merging(["fresh.test": ["fresh.test"]]) { x, _ in x }
+        a.want(sites)
+        b.want(CertificateDemandTests.sites(10, perSite: 100))
+        b.want(sites)
+        #expect(b.nextDue(now: now)?.0 == "site0.test")
+        a.demand("fresh.test")
+        a.takeDemand(now: now - 7)
+        #expect(demandFiles() == ["fresh.test"])
+        b.shareDemand(now: now)
+        let next = b.nextDue(now: now)
+        #expect(next?.0 == "fresh.test" && next?.1 == .demanded, "\(String(describing: next))")
+        #expect(b.tierWaits().first { $0.tier == .demanded }.map { ($0.queued, $0.oldestAge) } ?? (0, 0) == (1, 7))
+        // B's demand is A's: B hands none to a successor and never writes the record again.
+        #expect(b.demandedNames().isEmpty)
+        // A keeps its record fresh while it holds the demand; once A is gone, it expires and the
+        // name goes back to its place for B.
+        let half = ReplicaRecords.demandLifetime / 2
+        a.shareDemand(now: now + half - 8)
+        #expect(records.demands(now: now + half) == ["fresh.test": now - 7])
+        a.shareDemand(now: now + half - 7)
+        #expect(records.demands(now: now + half) == ["fresh.test": now + half - 7])
+        let expiry = now + half - 7 + ReplicaRecords.demandLifetime
+        b.shareDemand(now: expiry - 1)
+        #expect(b.nextDue(now: expiry - 1)?.1 == .demanded)
+        b.shareDemand(now: expiry)
+        #expect(b.nextDue(now: expiry)?.0 == "site0.test")
+        #expect(demandFiles().isEmpty)
+        // Asked for on B itself, it is B's own demand and recorded by B.
+        b.demand("fresh.test")
+        b.takeDemand(now: expiry)
+        #expect(b.demandedNames() == ["fresh.test"])
+        #expect(records.demands(now: expiry) == ["fresh.test": expiry])
+    }
+
+    @Test("10,000 random SNI names and names no replica holds write no record; a wanted name is written once, refreshed in place")
+    func floodWritesNothing() throws {
+        let a = try manager()
+        a.want(CertificateDemandTests.sites(10, perSite: 100))
+        for i in 0..<10_000 { a.demand("r\(i).random\(i % 97).example") }
+        for name in ["", "\u{0}", "site0.test\r\n", "SITE0.TEST", "../x", String(repeating: "a", count: 300)] { a.demand(name) }
+        a.takeDemand(now: now)
+        a.shareDemand(now: now)
+        #expect(demandFiles().isEmpty)
+        for _ in 0..<3 {
+            a.demand("n5.site3.test")
+            a.takeDemand(now: now)
+        }
+        a.shareDemand(now: now + ReplicaRecords.demandLifetime / 2)
+        #expect(demandFiles() == ["n5.site3.test"])
+    }
+
+    @Test("the demand records' bound: with N-1 files one more is written, with N none; the name stays demanded on its replica")
+    func demandRecordBound() throws {
+        let n = ReplicaRecords.maximumDemandRecords
+        let a = try manager()
+        a.want(["x.test": ["x.test"], "y.test": ["y.test"]])
+        for i in 0..<(n - 1) { try records.writeDemand("other\(i).test", at: now) }
+        a.demand("x.test")
+        a.demand("y.test")
+        a.takeDemand(now: now)
+        #expect(demandFiles().count == n)
+        #expect(records.demands(now: now).count == n)
+        #expect(Set(a.demandedNames()) == ["x.test", "y.test"])
+        #expect(FileManager.default.fileExists(atPath: folder.path("storage/demand/x.test")))
+        #expect(!FileManager.default.fileExists(atPath: folder.path("storage/demand/y.test")))
+        // A slot freed: the next look at storage writes the one left out.
+        try FileManager.default.removeItem(atPath: folder.path("storage/demand/other0.test"))
+        a.shareDemand(now: now)
+        #expect(FileManager.default.fileExists(atPath: folder.path("storage/demand/y.test")))
+    }
+}
+
+extension Array where Element == UInt8 {
+    fileprivate func write(to path: String) throws { try Data(self).write(to: URL(fileURLWithPath: path)) }
+}
