@@ -41,10 +41,12 @@ extension CertificateManager {
 
     /// Writes demand records for `names`, just asked for here, while the directory holds fewer
     /// than `ReplicaRecords.maximumDemandRecords` files (counted once per batch); names past the
-    /// bound stay demanded on this replica only.
-    func recordDemand(_ names: [String], now: Int64) {
+    /// bound stay demanded on this replica only. `quiet`: a retry at a look at storage, which
+    /// logs nothing (the first try did), so a full folder is not logged every 10 s. `rewrite`:
+    /// records that are there already, rewritten in place, which add no file and so need no room.
+    func recordDemand(_ names: [String], now: Int64, quiet: Bool = false, rewrite: Bool = false) {
         guard !names.isEmpty else { return }
-        var room = ReplicaRecords.maximumDemandRecords - records.demandRecordCount()
+        var room = rewrite ? names.count : ReplicaRecords.maximumDemandRecords - records.demandRecordCount()
         var written: [String] = []
         for name in names where room > 0 {
             do {
@@ -52,10 +54,13 @@ extension CertificateManager {
                 written.append(name)
                 room -= 1
             } catch {
-                logger.warning("cannot record a demanded name for the other replicas", metadata: ["name": "\(name)", "error": "\(error)"])
+                if !quiet {
+                    logger.warning(
+                        "cannot record a demanded name for the other replicas", metadata: ["name": "\(name)", "error": "\(error)"])
+                }
             }
         }
-        if written.count < names.count {
+        if written.count < names.count && !quiet {
             logger.notice(
                 "demanded names not shared with the other replicas: the storage holds the most demand records it may",
                 metadata: ["limit": "\(ReplicaRecords.maximumDemandRecords)", "names": "\(names.count - written.count)"])
@@ -86,13 +91,16 @@ extension CertificateManager {
                         state.entries[name]?.demandedAt = nil
                         state.entries[name]?.demandShared = false
                     }
-                } else if let recorded = entry.demandRecordedAt {
-                    if live[name] == nil || now - recorded >= ReplicaRecords.demandLifetime / 2 { refresh.append(name) }
+                } else if entry.demandRecordedAt != nil && live[name] != nil {
+                    if now - (entry.demandRecordedAt ?? now) >= ReplicaRecords.demandLifetime / 2 { refresh.append(name) }
                 } else {
+                    // Never written (the folder was full, or a write failed), or removed since (as
+                    // expired by a replica whose clock runs ahead): written again if there is room.
                     unrecorded.append(name)
                 }
             }
         }
-        recordDemand(refresh + unrecorded, now: now)
+        recordDemand(refresh, now: now, rewrite: true)
+        recordDemand(unrecorded, now: now, quiet: true)
     }
 }

@@ -253,9 +253,14 @@ struct ReplicaRecordsTests {
         #expect(Set(a.demandedNames()) == ["x.test", "y.test"])
         #expect(FileManager.default.fileExists(atPath: folder.path("storage/demand/x.test")))
         #expect(!FileManager.default.fileExists(atPath: folder.path("storage/demand/y.test")))
+        // Full, x's own record is still rewritten in place when due (it adds no file).
+        let half = ReplicaRecords.demandLifetime / 2
+        a.shareDemand(now: now + half)
+        #expect(records.demands(now: now + half)["x.test"] == now + half)
+        #expect(demandFiles().count == n)
         // A slot freed: the next look at storage writes the one left out.
         try FileManager.default.removeItem(atPath: folder.path("storage/demand/other0.test"))
-        a.shareDemand(now: now)
+        a.shareDemand(now: now + half)
         #expect(FileManager.default.fileExists(atPath: folder.path("storage/demand/y.test")))
     }
 }
