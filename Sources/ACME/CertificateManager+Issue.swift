@@ -46,9 +46,16 @@ extension CertificateManager {
         if let renewAt = state.withLock({ $0.entries[name]?.renewAt }), now < renewAt { return }
         // Another replica's order for it failed, and its back-off has not ended.
         if adoptSharedBackoff(name, now: now) { return }
+        // The account first: a CA that cannot be reached costs no order from the budget. Its
+        // failures are this replica's (its network, its settings), never shared.
+        let client: ACMEClient
         do {
-            // The account first: a CA that cannot be reached costs no order from the budget.
-            let client = try acmeClient()
+            client = try acmeClient()
+        } catch {
+            failed(name, error)
+            return
+        }
+        do {
             guard try spendBudget(name: name, tier: tier, now: now) else { return }
             // The order is placed: the name's site goes behind every other site.
             state.withLock { $0.queue.ordered(name) }
@@ -71,7 +78,10 @@ extension CertificateManager {
             }
             // A certificate already due for renewal (a CA issuing shorter lifetimes than its
             // clients expect, or this machine's clock far ahead) is served, but not ordered again
-            // at once: that would spend the whole order budget on one name.
+            // at once: that would spend the whole order budget on one name. The back-off is
+            // shared below: replicas whose clocks agree with this one find the certificate due
+            // too; those whose clocks are right while this one runs ahead by more than
+            // `ReplicaRecords.clockSkewTolerance` ignore the record, and find it not due anyway.
             let dueAlready = clock.now() >= served.renewAt
             var next: Int64 = 0
             var failures = 0
@@ -97,8 +107,8 @@ extension CertificateManager {
                 return wasDemanded
             }
             if wasDemanded { records.removeDemand(name) }
-            // The other replicas load the same certificate and would find it due as well: they
-            // wait as this one does.
+            // The other replicas load the same certificate and would find it due as well (on a
+            // clock like this one's): they wait as this one does.
             if dueAlready {
                 shareFailure(name, ReplicaRecords.Failure(failedAt: clock.now(), failures: failures, nextAttempt: next))
             } else {
@@ -113,7 +123,7 @@ extension CertificateManager {
                 "certificate issued",
                 metadata: ["name": "\(name)", "notAfter": "\(served.notAfter)", "renewAt": "\(served.renewAt)", "source": "acme"])
         } catch {
-            failed(name, error, shared: true)
+            failed(name, error, lockHeld: true)
         }
     }
 
@@ -134,10 +144,12 @@ extension CertificateManager {
     /// How often a polling sleep looks at the stop flag.
     static let pauseStepMilliseconds: Int64 = 100
 
-    /// Backs the name off and says why, with the next attempt. `shared`: the failure came while
-    /// this replica held the name's lock (an order, or the steps before it), and every replica
-    /// waits for its back-off (`shareFailure`); a failure to take the lock is this replica's.
-    func failed(_ name: String, _ error: any Error, shared: Bool = false) {
+    /// Backs the name off and says why, with the next attempt. `lockHeld`: the failure came
+    /// while this replica held the name's lock (the order); when it is the CA's verdict on the
+    /// name (`ACMEError.isVerdictOnName`), every replica waits for its back-off (`shareFailure`).
+    /// Any other failure (no answer from the CA, this replica's storage, key or DNS hook, a
+    /// failure to take the lock) is this replica's, and backs the name off here only.
+    func failed(_ name: String, _ error: any Error, lockHeld: Bool = false) {
         let now = clock.now()
         var next: Int64 = 0
         var failures = 0
@@ -153,7 +165,10 @@ extension CertificateManager {
         }
         logger.error(
             "certificate order failed", metadata: ["name": "\(name)", "error": "\(error)", "nextAttempt": "\(next)", "source": "acme"])
-        if shared && failures > 0 { shareFailure(name, ReplicaRecords.Failure(failedAt: now, failures: failures, nextAttempt: next)) }
+        let verdict = (error as? ACMEError)?.isVerdictOnName ?? false
+        if lockHeld && verdict && failures > 0 {
+            shareFailure(name, ReplicaRecords.Failure(failedAt: now, failures: failures, nextAttempt: next))
+        }
     }
 
     /// The client, made at the first order: the account key from storage (made once for all
@@ -235,6 +250,26 @@ extension CertificateManager {
 }
 
 extension ACMEError {
+    /// Problem types about the account or the request's signature, not the name (RFC 8555
+    /// §6.7): another replica's next order may well go through.
+    static let accountProblemTypes: Set<String> = [
+        "accountDoesNotExist", "badNonce", "badPublicKey", "badSignatureAlgorithm", "externalAccountRequired", "userActionRequired",
+    ]
+
+    /// Whether this failure is the CA's verdict on the name, which any replica's order would
+    /// meet: a problem document (RFC 8555 §6.7) about the order or its authorizations, an
+    /// authorization, challenge or order found invalid (§7.1.6), a validation kept unfinished
+    /// past the polling bounds, or any failure with a Retry-After. The rest (no answer, a
+    /// request that could not be made, this replica's key, storage or DNS hook, a CA answer
+    /// that did not parse, no challenge this replica answers) may be this replica's alone.
+    var isVerdictOnName: Bool {
+        switch self {
+        case .problem(let problem, _): !Self.accountProblemTypes.contains(problem.acmeType ?? "") || retryAfter != nil
+        case .invalid, .timedOut: true
+        default: retryAfter != nil
+        }
+    }
+
     /// The CA's Retry-After for this failure, when it sent one.
     var retryAfter: Int64? {
         switch self {

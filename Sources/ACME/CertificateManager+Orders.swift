@@ -31,7 +31,18 @@ extension CertificateManager {
     /// and without a certificate (one may have been stored by another replica meanwhile), and
     /// records each for the other replicas (`recordDemand`).
     func takeDemand(now: Int64) {
-        let names = intake.withLock { $0.take() }
+        let (names, seen) = intake.withLock { ($0.take(), $0.takeSeen()) }
+        // Names asked for again while demanded: their record is kept written. Noted once per
+        // refresh interval at most, since every write of an entry rebuilds the status pages.
+        if !seen.isEmpty {
+            state.withLock { state in
+                for name in seen {
+                    guard let entry = state.entries[name], entry.demandSeenAt.map({ now - $0 >= ReplicaRecords.demandLifetime / 2 }) ?? true
+                    else { continue }
+                    state.entries[name]?.demandSeenAt = now
+                }
+            }
+        }
         guard !names.isEmpty else { return }
         var demanded: [String] = []
         var done: [String] = []
@@ -46,6 +57,7 @@ extension CertificateManager {
                 guard entry.demandedAt == nil || entry.demandShared else { continue }
                 entry.demandedAt = min(entry.demandedAt ?? now, now)
                 entry.demandShared = false
+                entry.demandSeenAt = now
                 state.entries[name] = entry
                 demanded.append(name)
             }

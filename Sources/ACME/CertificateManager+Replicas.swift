@@ -1,4 +1,5 @@
 import Logging
+import SafeText
 
 /// What replicas sharing the storage learn from each other besides certificates and locks
 /// (`ReplicaRecords`): a failed order's back-off, which every replica honours, and names asked
@@ -18,10 +19,21 @@ extension CertificateManager {
     /// Takes on the back-off another replica recorded for `name` (read with the name's lock
     /// held, so no order of it is under way): true when it has not ended, and the name waits
     /// without an order. Its failures are taken on either way, so the next failure here backs
-    /// off as long as the next one there would.
+    /// off as long as the next one there would. A record whose failure is further ahead of this
+    /// clock than `ReplicaRecords.clockSkewTolerance` is absent: it is removed (the lock is
+    /// held, and only a holder writes it), so it is logged once, and the order goes ahead.
     func adoptSharedBackoff(_ name: String, now: Int64) -> Bool {
         guard let failure = records.failure(name) else { return false }
-        let next = ReplicaRecords.effectiveNextAttempt(failure, now: now)
+        guard let next = ReplicaRecords.effectiveNextAttempt(failure, now: now) else {
+            records.removeFailure(name)
+            logger.warning(
+                "a failed order's back-off recorded by another replica is dated ahead of this clock; ignored (check the replicas' clocks)",
+                metadata: [
+                    "name": "\(TerminalText.escaped(name))", "failedAt": "\(failure.failedAt)", "now": "\(now)",
+                    "tolerance": "\(ReplicaRecords.clockSkewTolerance)",
+                ])
+            return false
+        }
         let waits = now < next
         setState(name) { entry in
             entry.backoff.adopt(failures: failure.failures, nextAttempt: waits ? next : nil)
@@ -40,11 +52,13 @@ extension CertificateManager {
     }
 
     /// Writes demand records for `names`, just asked for here, while the directory holds fewer
-    /// than `ReplicaRecords.maximumDemandRecords` files (counted once per batch); names past the
-    /// bound stay demanded on this replica only. `quiet`: a retry at a look at storage, which
-    /// logs nothing (the first try did), so a full folder is not logged every 10 s. `rewrite`:
-    /// records that are there already, rewritten in place, which add no file and so need no room.
+    /// than `ReplicaRecords.maximumDemandRecords` records (counted once per batch); names past
+    /// the bound, and those no record is written for (`shareable`), stay demanded on this
+    /// replica only. `quiet`: a retry at a look at storage, which logs nothing (the first try
+    /// did), so a full folder is not logged every 10 s. `rewrite`: records that are there
+    /// already, rewritten in place, which add no file and so need no room.
     func recordDemand(_ names: [String], now: Int64, quiet: Bool = false, rewrite: Bool = false) {
+        let names = shareable(names, now: now)
         guard !names.isEmpty else { return }
         var room = rewrite ? names.count : ReplicaRecords.maximumDemandRecords - records.demandRecordCount()
         var written: [String] = []
@@ -71,6 +85,36 @@ extension CertificateManager {
         }
     }
 
+    /// Of `names`, those whose demand another replica could act on, so worth a record in the
+    /// shared folder: not capped, not a wildcard without a DNS hook, not in back-off (an order
+    /// would not be placed anywhere), asked for here within `ReplicaRecords.maximumDemandAge`,
+    /// and within their site's `ReplicaRecords.maximumDemandRecordsPerSite` (records this
+    /// replica knows of: its own not yet expired, and those it read). Without this, names
+    /// that can never be served held the folder's 256 records for good.
+    func shareable(_ names: [String], now: Int64) -> [String] {
+        guard !names.isEmpty else { return [] }
+        let hasHook = configuration.dnsHook != nil
+        return state.withLock { state in
+            let asked = Set(names)
+            var perSite: [String: Int] = [:]
+            for (name, entry) in state.entries where !asked.contains(name) {
+                guard entry.demandShared || (entry.demandRecordedAt.map { now - $0 < ReplicaRecords.demandLifetime } ?? false),
+                    let site = state.queue.site(of: name)
+                else { continue }
+                perSite[site, default: 0] += 1
+            }
+            let capped = state.queue.capped { state.entries[$0]?.served != nil }
+            return names.filter { name in
+                guard let entry = state.entries[name], entry.served == nil, !capped.contains(name), hasHook || !name.hasPrefix("*."),
+                    entry.backoff.mayAttempt(now: now), let seen = entry.demandSeenAt, now - seen < ReplicaRecords.maximumDemandAge,
+                    let site = state.queue.site(of: name), perSite[site, default: 0] < ReplicaRecords.maximumDemandRecordsPerSite
+                else { return false }
+                perSite[site, default: 0] += 1
+                return true
+            }
+        }
+    }
+
     /// At each look at storage: names asked for of other replicas join the demanded tier here
     /// (since their record's time), those whose record is gone or expired leave it, and this
     /// replica's own demand records older than half their lifetime are written again.
@@ -94,8 +138,9 @@ extension CertificateManager {
                 } else if entry.demandRecordedAt != nil && live[name] != nil {
                     if now - (entry.demandRecordedAt ?? now) >= ReplicaRecords.demandLifetime / 2 { refresh.append(name) }
                 } else {
-                    // Never written (the folder was full, or a write failed), or removed since (as
-                    // expired by a replica whose clock runs ahead): written again if there is room.
+                    // Never written (the folder was full, a write failed, the name was not
+                    // `shareable`), or removed since (as expired by a replica whose clock runs
+                    // ahead): written again if there is room.
                     unrecorded.append(name)
                 }
             }

@@ -135,6 +135,9 @@ public final class CertificateManager: Sendable {
         /// When this replica last wrote the name's demand record; nil when it has written none
         /// (the demand is another replica's, or the records' bound was reached).
         var demandRecordedAt: Int64?
+        /// When it was last asked for here (`DemandIntake.takeSeen`): its record is written
+        /// until `ReplicaRecords.maximumDemandAge` after that.
+        var demandSeenAt: Int64?
 
         /// The tier the name waits in when it is due.
         var tier: OrderQueue.Class { served != nil ? .renewal : demandedAt != nil ? .demanded : .new }
@@ -384,16 +387,5 @@ public final class CertificateManager: Sendable {
         wakeup.wake()
         thread?.join()
         challenges.stop()
-    }
-}
-
-/// One tier's wait: its queued names, and since when the oldest waits (seconds since the epoch).
-package struct TierWait: Sendable, Equatable {
-    package var queued = 0
-    package var oldestSince: Int64?
-
-    package init(queued: Int = 0, oldestSince: Int64? = nil) {
-        self.queued = queued
-        self.oldestSince = oldestSince
     }
 }

@@ -19,22 +19,49 @@ import Reactor
 /// (`maximumRecordBytes`), never follows a symbolic link and never blocks on a FIFO
 /// (`Files.readFile`), and is parsed strictly (`RecordText`): a file that is not a record is
 /// treated as absent, which costs at most one order or the demand's place, never a trap or an
-/// unbounded wait (`effectiveNextAttempt`, `demandTime` clamp what they read).
+/// unbounded wait (`effectiveNextAttempt`, `demandTime` clamp what they read). A record is
+/// removed only if it is still the file that was read (`removeIfUnchanged`), never another
+/// replica's fresh one renamed into place meanwhile.
 package struct ReplicaRecords: Sendable {
     /// Largest record read: three lines of about 25 bytes.
     package static let maximumRecordBytes = 256
-    /// Demand records kept at most (the directory's entries counted, a stray file included): a
-    /// replica that finds this many writes no new one (its own demand still counts in its own
+    /// Demand records kept at most (the regular files and links at a record's name counted;
+    /// another replica's temporary file, a name that is not a record's and a directory are not):
+    /// a replica that finds this many writes no new one (its own demand still counts in its own
     /// tiers), and each look at storage reads at most this many. At the default 60 orders an
     /// hour, 256 demanded names are more than four hours of orders, and reading them costs a
     /// few milliseconds on a local disk, about a quarter of a second on a network volume, every
     /// `CertificateManager.Configuration.rescanInterval`.
     package static let maximumDemandRecords = 256
+    /// Entries of the demand directory listed at most: the records' bound and as many again of
+    /// what is no record (temporary files of writes under way, stray names), which are neither
+    /// read nor counted. A directory holding more counts as full, so that nothing this code
+    /// writes makes it grow past the bound however much else is in it.
+    package static let maximumDemandEntries = 2 * maximumDemandRecords
+    /// A temporary file (`.<name>.tmp-<random>`, `Files.replaceAtomically`) older than this was
+    /// left by a writer that stopped between its create and its rename (a write takes
+    /// milliseconds; a volume stalled for minutes is still far from it), and is removed.
+    package static let temporaryLifetime: Int64 = 3_600
+    /// How far ahead of the reader's clock a failure's time may be and still count: the drift
+    /// NTP-synchronised machines may show, with room. A record further ahead was written by a
+    /// clock that runs fast, and is treated as absent (one order more), since a wait counted
+    /// from a time that stays ahead of this clock would start again at every read.
+    package static let clockSkewTolerance: Int64 = 300
     /// How long a demand record counts without being written again. The replica that saw the
     /// demand rewrites it every half of this while it holds the name as demanded; a record left
     /// by a replica that stopped, or whose name was served or left the config meanwhile,
     /// expires after it, and the name goes back to its place in the queue.
     package static let demandLifetime: Int64 = 3_600
+    /// Demand records one site's names may hold at once (those a replica knows of: its own
+    /// and those it read): a site's own domain, www and a few regional or campaign domains,
+    /// with room. One tenant asking for all of a site's names (up to `acme.names-per-site`,
+    /// 100 by default) then takes 16 of the 256 records, not 100.
+    package static let maximumDemandRecordsPerSite = 16
+    /// How long after a name was last asked for its demand record is still written: a name
+    /// asked for once and never served (an order the CA keeps refusing) frees its record a
+    /// day later plus `demandLifetime`, instead of holding it for good. Asked for again, it is
+    /// written again.
+    package static let maximumDemandAge: Int64 = 86_400
 
     /// A failed order as written by the replica that placed it, times on its own clock.
     package struct Failure: Sendable, Equatable {
@@ -76,15 +103,19 @@ package struct ReplicaRecords: Sendable {
 
     package func removeFailure(_ name: String) { remove(backoffDirectory, name) }
 
-    /// When a replica whose clock reads `now` may order again after `failure`: the wait the
-    /// writer set (`nextAttempt - failedAt`, both on its clock, so skew between the two clocks
-    /// plays no part) counted from the failure or from `now`, whichever is earlier, and never
-    /// longer than `Backoff.longestWait`. A writer's clock that runs ahead cannot hold a name
-    /// back longer than its wait; one that runs behind makes the wait shorter (one more order).
-    package static func effectiveNextAttempt(_ failure: Failure, now: Int64) -> Int64 {
+    /// When a replica whose clock reads `now` may order again after `failure`: the failure's
+    /// time plus the wait the writer set (`nextAttempt - failedAt`, both on its clock), never
+    /// longer than `Backoff.longestWait`; nil when the failure's time is more than
+    /// `clockSkewTolerance` ahead of `now` (the record counts as absent). The answer is the same
+    /// at every read, so a writer's clock that runs ahead holds a name back by its wait and the
+    /// tolerance at most, once; one that runs behind makes the wait shorter (one more order).
+    package static func effectiveNextAttempt(_ failure: Failure, now: Int64) -> Int64? {
+        let ahead = failure.failedAt.subtractingReportingOverflow(now)
+        guard ahead.overflow ? failure.failedAt < now : ahead.partialValue <= clockSkewTolerance else { return nil }
         let wait = failure.nextAttempt.subtractingReportingOverflow(failure.failedAt)
         let clamped = wait.overflow ? Backoff.longestWait : min(max(wait.partialValue, 0), Backoff.longestWait)
-        return min(failure.failedAt, now) + clamped
+        let next = failure.failedAt.addingReportingOverflow(clamped)
+        return next.overflow ? .max : next.partialValue
     }
 
     // MARK: - Demand
@@ -96,30 +127,80 @@ package struct ReplicaRecords: Sendable {
 
     package func removeDemand(_ name: String) { remove(demandDirectory, name) }
 
-    /// The files in the demand directory, counted up to `maximumDemandRecords`: whether a new
-    /// record may be written.
+    /// The demand records in the directory (`maximumDemandRecords` says what counts), up to
+    /// that bound: whether a new record may be written. A directory that cannot be listed, or
+    /// holds more than `maximumDemandEntries` entries, counts as full.
     package func demandRecordCount() -> Int {
-        (try? Files.entries(of: demandDirectory, limit: Self.maximumDemandRecords).count) ?? Self.maximumDemandRecords
+        guard let entries = try? Files.entries(of: demandDirectory, limit: Self.maximumDemandEntries + 1),
+            entries.count <= Self.maximumDemandEntries
+        else { return Self.maximumDemandRecords }
+        var count = 0
+        for entry in entries where count < Self.maximumDemandRecords && Self.recordName(entry) != nil {
+            if (Self.linkStatus(demandDirectory + "/" + entry)?.kind) != .directory { count += 1 }
+        }
+        return count
     }
 
     /// The names with a live demand record and since when they were asked for (`demandTime`),
-    /// from the first `maximumDemandRecords` entries of the directory. Expired records and
-    /// files at a record's name that are not records are removed (an unlink never follows a
-    /// link); anything else (another replica's temporary file, a stray name) is left alone.
+    /// from the first `maximumDemandEntries` entries of the directory, `maximumDemandRecords`
+    /// records read at most. Expired records and files at a record's name that are not records
+    /// are removed (an unlink never follows a link, and spares a file renamed there since it was
+    /// read: `removeIfUnchanged`), and so are temporary files older than `temporaryLifetime`; a
+    /// directory, a name that is not valid UTF-8 and any other stray name are left alone.
     package func demands(now: Int64) -> [String: Int64] {
-        guard let entries = try? Files.entries(of: demandDirectory, limit: Self.maximumDemandRecords) else { return [:] }
+        guard let entries = try? Files.entries(of: demandDirectory, limit: Self.maximumDemandEntries) else { return [:] }
         var live: [String: Int64] = [:]
+        var parsed = 0
         for entry in entries {
-            let name = entry.hasPrefix("_wildcard_.") ? "*." + entry.dropFirst("_wildcard_.".count) : entry
-            guard (try? StorageName.component(name)) == entry else { continue }
-            guard let values = read(demandDirectory, name, keys: ["demanded-at"]), let time = Self.demandTime(values[0], now: now) else {
-                try? Files.remove(demandDirectory + "/" + entry)
+            let path = demandDirectory + "/" + entry
+            guard let name = Self.recordName(entry) else {
+                if Self.isTemporary(entry), let status = Self.linkStatus(path), status.kind == .regular,
+                    status.modified <= now - Self.temporaryLifetime
+                {
+                    Self.removeIfUnchanged(path, status)
+                }
+                continue
+            }
+            guard parsed < Self.maximumDemandRecords else { break }
+            guard let before = Self.linkStatus(path), before.kind != .directory else { continue }
+            parsed += 1
+            guard let values = read(demandDirectory, name, keys: ["demanded-at"]), let time = Self.demandTime(values[0], now: now)
+            else {
+                Self.removeIfUnchanged(path, before)
                 continue
             }
             live[name] = time
         }
         return live
     }
+
+    /// The host name a directory entry is the record of (`_wildcard_.` spelling a wildcard),
+    /// or nil for anything else: a temporary file, a name that is not valid UTF-8 (listed with
+    /// U+FFFD in it), a stray name.
+    static func recordName(_ entry: String) -> String? {
+        let name = entry.hasPrefix("_wildcard_.") ? "*." + entry.dropFirst("_wildcard_.".count) : entry
+        return (try? StorageName.component(name)) == entry ? name : nil
+    }
+
+    /// Whether an entry is named as `Files.replaceAtomically`'s temporary files are (and
+    /// listed as it is named: valid UTF-8, so the name reaches the file).
+    static func isTemporary(_ entry: String) -> Bool {
+        entry.hasPrefix(".") && entry.contains(".tmp-") && !entry.unicodeScalars.contains("\u{FFFD}")
+    }
+
+    /// Unlinks `path` when it is still the file `before` describes (the same inode and device,
+    /// and modification time to the nanosecond): a file another replica renamed into place
+    /// since (a fresh record, which always has a new inode) stays. The window left is the one
+    /// between this look and the unlink, microseconds instead of a whole read.
+    static func removeIfUnchanged(_ path: String, _ before: FileStatus) {
+        guard let now = linkStatus(path), now.inode == before.inode, now.device == before.device,
+            now.modifiedNanoseconds == before.modifiedNanoseconds
+        else { return }
+        try? Files.remove(path)
+    }
+
+    /// `lstat` of `path`, nil when it cannot be looked at.
+    static func linkStatus(_ path: String) -> FileStatus? { try? Files.linkStatus(path) }
 
     /// Since when a name recorded as asked for at `recorded` (another replica's clock) counts as
     /// demanded here; nil once the record has expired (`demandLifetime`). A time ahead of `now`

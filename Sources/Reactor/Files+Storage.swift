@@ -121,9 +121,3 @@ extension Files {
         }
     }
 }
-
-extension Files {
-    /// The names in a directory (without `.` and `..`), in the order the filesystem gives them:
-    /// `entries(of:)`, under the name its first callers used.
-    public static func list(_ path: String) throws(SystemError) -> [String] { try entries(of: path) }
-}

@@ -23,20 +23,41 @@ struct ReplicaRecordsTests {
         _ = try ACMEStorage(root: folder.path("storage"))
     }
 
-    func manager(rescan: Int64 = CertificateManager.Configuration.defaultRescanInterval) throws -> CertificateManager {
+    /// `skew`: seconds this manager's clock runs ahead of the others'.
+    func manager(
+        rescan: Int64 = CertificateManager.Configuration.defaultRescanInterval, namesPerSite: Int = 100, skew: Int64 = 0
+    ) throws -> CertificateManager {
         let configuration = CertificateManager.Configuration(
             directory: try ACMEURL("https://127.0.0.1:1/dir"), storage: folder.path("storage"), ordersPerHour: 60,
-            rescanInterval: rescan)
+            namesPerSite: namesPerSite, rescanInterval: rescan)
         let offset = self.offset
         return try CertificateManager(
-            configuration: configuration, clock: CertificateManager.Clock(now: { Self.start + offset() }, monotonic: { 0 }),
+            configuration: configuration, clock: CertificateManager.Clock(now: { Self.start + offset() + skew }, monotonic: { 0 }),
             logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
     }
+
+    /// The CA's refusal of a name (an authorization it found invalid): what every replica meets.
+    static let refusal = ACMEError.invalid(what: "authorization", problem: ACMEProblem(type: ACMEProblem.namespace + "unauthorized"))
 
     var now: Int64 { Self.start + offset() }
     var records: ReplicaRecords { ReplicaRecords(storage: try! ACMEStorage(root: folder.path("storage"))) }
 
-    func demandFiles() -> [String] { (try? FileManager.default.contentsOfDirectory(atPath: folder.path("storage/demand"))) ?? [] }
+    /// The demand folder's names as readdir gives them (a name that is not UTF-8 with U+FFFD).
+    func demandFiles() -> [String] {
+        guard let directory = opendir(folder.path("storage/demand")) else { return [] }
+        defer { closedir(directory) }
+        var names: [String] = []
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
+    }
+
+    /// Sets a file's modification time (seconds since the epoch, on the tests' clock).
+    func touch(_ path: String, at time: Int64) throws {
+        try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSince1970: TimeInterval(time))], ofItemAtPath: path)
+    }
 
     // MARK: - Hostile records first
 
@@ -93,10 +114,36 @@ struct ReplicaRecordsTests {
         try Array(repeating: UInt8(ascii: "1"), count: ReplicaRecords.maximumRecordBytes + 1).write(to: dir + "/huge.test")
         try records.writeDemand("old.test", at: now - ReplicaRecords.demandLifetime)
         try records.writeDemand("live.test", at: now - ReplicaRecords.demandLifetime + 1)
-        try Array("x".utf8).write(to: dir + "/.live.test.tmp-1")
+        // A directory at a record's name, a name that is not UTF-8, temporary files: no record,
+        // never counted; a temporary file is removed once `temporaryLifetime` old (N), not before.
+        try FileManager.default.createDirectory(atPath: dir + "/dir.test", withIntermediateDirectories: false)
+        let badName: [CChar] = Array((dir + "/").utf8CString.dropLast()) + [CChar(bitPattern: 0xFF), 0x2E, 0x74, 0]
+        let fd = open(badName, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        #expect(fd >= 0)
+        close(fd)
+        let lifetime = ReplicaRecords.temporaryLifetime
+        for (file, age) in [(".live.test.tmp-1", lifetime - 1), (".old.test.tmp-2", lifetime)] {
+            try Array("x".utf8).write(to: dir + "/" + file)
+            try touch(dir + "/" + file, at: now - age)
+        }
+        #expect(records.demandRecordCount() == 6)
         #expect(records.demands(now: now) == ["live.test": now - ReplicaRecords.demandLifetime + 1])
-        #expect(Set(demandFiles()) == ["live.test", ".live.test.tmp-1"])
+        #expect(Set(demandFiles()) == ["live.test", ".live.test.tmp-1", "dir.test", "\u{FFFD}.t"])
+        #expect(records.demandRecordCount() == 1)
         #expect(FileManager.default.fileExists(atPath: bait))
+    }
+
+    @Test("an expired record is removed only while it is still the file that was read, never one renamed there since")
+    func removalSparesAFreshRecord() throws {
+        let path = folder.path("storage/demand/race.test")
+        try records.writeDemand("race.test", at: now - ReplicaRecords.demandLifetime)
+        let read = try #require(ReplicaRecords.linkStatus(path))
+        // Another replica's fresh record lands between the read and the unlink.
+        try records.writeDemand("race.test", at: now)
+        ReplicaRecords.removeIfUnchanged(path, read)
+        #expect(records.demands(now: now) == ["race.test": now])
+        ReplicaRecords.removeIfUnchanged(path, try #require(ReplicaRecords.linkStatus(path)))
+        #expect(demandFiles().isEmpty)
     }
 
     @Test("clock skew: a demand time ahead counts as now and expires at most one lifetime ahead; behind, it expires on time")
@@ -110,34 +157,83 @@ struct ReplicaRecordsTests {
         #expect(ReplicaRecords.demandTime(0, now: now) == nil)
     }
 
-    @Test("clock skew: a next attempt far ahead is cut to the longest back-off from now; the writer's wait is kept, never lengthened")
+    @Test("clock skew: a wait is the writer's, cut to the longest back-off; a failure dated past the tolerance ahead is absent")
     func backoffSkew() {
         let longest = Backoff.longestWait
+        let tolerance = ReplicaRecords.clockSkewTolerance
         typealias F = ReplicaRecords.Failure
         // The longest wait is kept; one second more is cut to it.
         #expect(ReplicaRecords.effectiveNextAttempt(F(failedAt: now, failures: 1, nextAttempt: now + longest), now: now) == now + longest)
         #expect(
             ReplicaRecords.effectiveNextAttempt(F(failedAt: now, failures: 1, nextAttempt: now + longest + 1), now: now) == now + longest)
         #expect(ReplicaRecords.effectiveNextAttempt(F(failedAt: 0, failures: 1, nextAttempt: .max), now: now) == longest)
-        #expect(ReplicaRecords.effectiveNextAttempt(F(failedAt: .max, failures: 1, nextAttempt: .max), now: now) == now)
-        // A writer whose clock is a day ahead: a 60 s wait is 60 s here, not a day and a minute.
+        #expect(ReplicaRecords.effectiveNextAttempt(F(failedAt: .max, failures: 1, nextAttempt: .max), now: now) == nil)
+        // A writer at the tolerance ahead (N): its wait holds, and read again once it has passed,
+        // the record lets the order go (the wait does not start again at every read).
+        let atTolerance = F(failedAt: now + tolerance, failures: 1, nextAttempt: now + tolerance + 60)
+        let first = ReplicaRecords.effectiveNextAttempt(atTolerance, now: now)
+        #expect(first == now + tolerance + 60)
+        for later in [now + 60, now + tolerance, now + tolerance + 60] {
+            #expect(ReplicaRecords.effectiveNextAttempt(atTolerance, now: later) == first, "\(later - now)")
+        }
+        // One second further ahead (N+1), or a day ahead: absent, at the first read and later.
         #expect(
-            ReplicaRecords.effectiveNextAttempt(F(failedAt: now + 86_400, failures: 1, nextAttempt: now + 86_460), now: now) == now + 60)
+            ReplicaRecords.effectiveNextAttempt(F(failedAt: now + tolerance + 1, failures: 1, nextAttempt: now + tolerance + 61), now: now)
+                == nil)
+        let dayAhead = F(failedAt: now + 86_400, failures: 1, nextAttempt: now + 86_460)
+        for later in [now, now + 60, now + 120] { #expect(ReplicaRecords.effectiveNextAttempt(dayAhead, now: later) == nil) }
         // A day behind: the wait is over here (one more order).
-        #expect(ReplicaRecords.effectiveNextAttempt(F(failedAt: now - 86_400, failures: 1, nextAttempt: now - 86_340), now: now) < now)
+        #expect(
+            ReplicaRecords.effectiveNextAttempt(F(failedAt: now - 86_400, failures: 1, nextAttempt: now - 86_340), now: now)! < now)
         // Going backwards is no wait.
         #expect(ReplicaRecords.effectiveNextAttempt(F(failedAt: now, failures: 1, nextAttempt: now - 5), now: now) == now)
     }
 
+    @Test("a replica whose clock runs a day ahead holds a name back nowhere: the next lock take orders it, and removes the record")
+    func skewedWriterHoldsNothing() throws {
+        let a = try manager()
+        let ahead = try manager(skew: 86_400)
+        a.want(["fail.test": ["fail.test"]])
+        ahead.want(["fail.test": ["fail.test"]])
+        ahead.failed("fail.test", Self.refusal, lockHeld: true)
+        #expect(records.failure("fail.test")?.failedAt == now + 86_400)
+        // A orders at once (its order fails at the unreachable CA, and is counted).
+        #expect(a.nextDue(now: now)?.0 == "fail.test")
+        a.order("fail.test", tier: .new)
+        #expect(a.counters().failed == 1)
+        #expect(records.failure("fail.test") == nil)
+    }
+
+    @Test("which failures are the CA's verdict on the name, shared with every replica, and which are one replica's")
+    func verdicts() {
+        let problem = { (type: String) in ACMEProblem(type: ACMEProblem.namespace + type) }
+        var limited = problem("badNonce")
+        limited.retryAfter = 60
+        let shared: [ACMEError] = [
+            .problem(problem("rejectedIdentifier"), status: 400), .problem(problem("caa"), status: 403),
+            .problem(problem("serverInternal"), status: 500), .problem(limited, status: 429), Self.refusal,
+            .timedOut(what: "authorization", retryAfter: nil), .timedOut(what: "order", retryAfter: 600),
+        ]
+        let own: [ACMEError] = [
+            .transport("Couldn't connect to server"), .request("not a DNS name"), .crypto("EVP_DigestSign failed"),
+            .storage("the dns hook failed"), .malformed(what: "directory", reason: "not JSON"),
+            .noChallenge(name: "*.a.test", offered: ["dns-01"], answerable: ["http-01"]),
+            .problem(problem("accountDoesNotExist"), status: 400), .problem(problem("badNonce"), status: 400),
+        ]
+        for error in shared { #expect(error.isVerdictOnName, "\(error)") }
+        for error in own { #expect(!error.isVerdictOnName, "\(error)") }
+    }
+
     // MARK: - Two replicas
 
-    @Test("a name failing on replica B is not ordered by replica A before B's back-off ends; A's next failure doubles it for both")
+    @Test("a name the CA refuses on replica B is not ordered by replica A before B's back-off ends; A's next refusal doubles it for both")
     func failedOrderBacksOffEveryReplica() throws {
         let a = try manager()
         let b = try manager()
         a.want(["fail.test": ["fail.test"]])
         b.want(["fail.test": ["fail.test"]])
-        b.order("fail.test", tier: .new)
+        // B's order, its lock held, refused at the CA.
+        b.failed("fail.test", Self.refusal, lockHeld: true)
         #expect(b.counters().failed == 1)
         let next = try #require(b.status(of: "fail.test")?.nextAttempt)
         #expect(next > now && next <= now + Backoff.firstDelay)
@@ -149,16 +245,32 @@ struct ReplicaRecordsTests {
         #expect(seen.state == .failed && seen.nextAttempt == next, "\(seen)")
         #expect(a.nextDue(now: now) == nil)
         #expect(a.nextDue(now: next - 1) == nil)
-        // The back-off over: A orders, fails, and backs off twice as long, for B too.
+        // The back-off over: A orders, is refused, and backs off twice as long, for B too.
         offset.advance(next - now)
         #expect(a.nextDue(now: now)?.0 == "fail.test")
-        a.order("fail.test", tier: .new)
-        #expect(a.counters().failed == 1)
+        a.failed("fail.test", Self.refusal, lockHeld: true)
         let second = try #require(records.failure("fail.test"))
         #expect(second.failures == 2 && second.nextAttempt > now + Backoff.firstDelay, "\(second)")
         b.order("fail.test", tier: .new)
         #expect(b.counters().failed == 1)
         #expect(b.status(of: "fail.test")?.nextAttempt == second.nextAttempt)
+    }
+
+    @Test("a failure of replica B's own (no answer from the CA, its DNS hook) backs the name off on B only")
+    func ownFailureStaysOwn() throws {
+        let a = try manager()
+        let b = try manager()
+        a.want(["fail.test": ["fail.test"]])
+        b.want(["fail.test": ["fail.test"]])
+        b.order("fail.test", tier: .new)
+        #expect(b.counters().failed == 1)
+        #expect(b.status(of: "fail.test")?.state == .failed)
+        b.failed("fail.test", ACMEError.storage("the dns hook add failed (exit 1)"), lockHeld: true)
+        #expect(records.failure("fail.test") == nil)
+        // A is not held back: it orders (and fails at the CA itself).
+        #expect(a.nextDue(now: now)?.0 == "fail.test")
+        a.order("fail.test", tier: .new)
+        #expect(a.counters().failed == 1)
     }
 
     @Test("demand seen by replica A makes replica B order that name ahead of 1,000 names nobody asked for; the record expires")
@@ -236,6 +348,47 @@ struct ReplicaRecordsTests {
         }
         a.shareDemand(now: now + ReplicaRecords.demandLifetime / 2)
         #expect(demandFiles() == ["n5.site3.test"])
+        #expect(records.demands(now: now + ReplicaRecords.demandLifetime / 2) == ["n5.site3.test": now + ReplicaRecords.demandLifetime / 2])
+    }
+
+    @Test("no demand record for a name no order may serve: capped, a wildcard without a DNS hook, in back-off (written once it ends)")
+    func unservableNamesWriteNothing() throws {
+        let a = try manager(namesPerSite: 2)
+        a.want(["site.test": ["site.test", "www.site.test", "more.site.test"], "w.test": ["*.w.test"], "bo.test": ["bo.test"]])
+        a.order("bo.test", tier: .new)
+        let next = try #require(a.status(of: "bo.test")?.nextAttempt)
+        for name in ["site.test", "more.site.test", "*.w.test", "bo.test"] { a.demand(name) }
+        a.takeDemand(now: now)
+        #expect(demandFiles() == ["site.test"])
+        a.shareDemand(now: next - 1)
+        #expect(Set(demandFiles()) == ["site.test"])
+        a.shareDemand(now: next)
+        #expect(Set(demandFiles()) == ["site.test", "bo.test"])
+    }
+
+    @Test("a site's demand records: N written, the N+1st not; a name asked for N-1 seconds ago still written, N ago not, until asked again")
+    func demandRecordsPerSiteAndAge() throws {
+        let perSite = ReplicaRecords.maximumDemandRecordsPerSite
+        let a = try manager()
+        a.want(CertificateDemandTests.sites(2, perSite: perSite + 1))
+        for i in 1...perSite { a.demand("n\(i).site0.test") }
+        a.demand("site0.test")
+        a.takeDemand(now: now)
+        #expect(demandFiles().count == perSite)
+        #expect(records.demands(now: now).keys.allSatisfy { $0.hasSuffix(".site0.test") })
+        // The age: one name asked for at `now`, another a second later; both records expired.
+        a.demand("site1.test")
+        a.takeDemand(now: now)
+        a.demand("n1.site1.test")
+        a.takeDemand(now: now + 1)
+        let age = ReplicaRecords.maximumDemandAge
+        a.shareDemand(now: now + age)
+        #expect(records.demands(now: now + age).keys.sorted() == ["n1.site1.test"])
+        // Asked for again (a handshake while it is held as demanded): written again.
+        a.demand("site1.test")
+        a.takeDemand(now: now + age)
+        a.shareDemand(now: now + age)
+        #expect(records.demands(now: now + age).keys.sorted() == ["n1.site1.test", "site1.test"])
     }
 
     @Test("the demand records' bound: with N-1 files one more is written, with N none; the name stays demanded on its replica")
@@ -243,12 +396,18 @@ struct ReplicaRecordsTests {
         let n = ReplicaRecords.maximumDemandRecords
         let a = try manager()
         a.want(["x.test": ["x.test"], "y.test": ["y.test"]])
-        // Another replica's records (written plainly: 255 atomic writes would sync 510 times).
+        // Another replica's records (written plainly: 255 atomic writes would sync 510 times),
+        // and what is no record, which does not count: a directory, temporary files.
         for i in 0..<(n - 1) { try Array("demanded-at \(now)\n".utf8).write(to: folder.path("storage/demand/other\(i).test")) }
+        try FileManager.default.createDirectory(atPath: folder.path("storage/demand/dir.test"), withIntermediateDirectories: false)
+        for i in 0..<3 {
+            try Array("x".utf8).write(to: folder.path("storage/demand/.x\(i).test.tmp-\(i)"))
+            try touch(folder.path("storage/demand/.x\(i).test.tmp-\(i)"), at: now)
+        }
         a.demand("x.test")
         a.demand("y.test")
         a.takeDemand(now: now)
-        #expect(demandFiles().count == n)
+        #expect(demandFiles().count == n + 4)
         #expect(records.demands(now: now).count == n)
         #expect(Set(a.demandedNames()) == ["x.test", "y.test"])
         #expect(FileManager.default.fileExists(atPath: folder.path("storage/demand/x.test")))
@@ -257,11 +416,29 @@ struct ReplicaRecordsTests {
         let half = ReplicaRecords.demandLifetime / 2
         a.shareDemand(now: now + half)
         #expect(records.demands(now: now + half)["x.test"] == now + half)
-        #expect(demandFiles().count == n)
+        #expect(demandFiles().count == n + 4)
         // A slot freed: the next look at storage writes the one left out.
         try FileManager.default.removeItem(atPath: folder.path("storage/demand/other0.test"))
         a.shareDemand(now: now + half)
         #expect(FileManager.default.fileExists(atPath: folder.path("storage/demand/y.test")))
+    }
+
+    @Test("the demand folder's listing bound: with N entries (few records) one more is written, past N it counts as full")
+    func demandEntriesBound() throws {
+        let n = ReplicaRecords.maximumDemandEntries
+        let a = try manager()
+        a.want(["x.test": ["x.test"], "y.test": ["y.test"]])
+        for i in 0..<(n - 1) { try Array("x".utf8).write(to: folder.path("storage/demand/.t\(i).test.tmp-\(i)")) }
+        #expect(records.demandRecordCount() == 0)
+        a.demand("x.test")
+        a.takeDemand(now: now)
+        #expect(demandFiles().count == n)
+        #expect(records.demandRecordCount() == 1)
+        try Array("x".utf8).write(to: folder.path("storage/demand/.u.test.tmp-1"))
+        #expect(records.demandRecordCount() == ReplicaRecords.maximumDemandRecords)
+        a.demand("y.test")
+        a.takeDemand(now: now)
+        #expect(!FileManager.default.fileExists(atPath: folder.path("storage/demand/y.test")))
     }
 }
 
