@@ -18,9 +18,10 @@ public import TLS
 ///   order at a time, each under the name's storage lock so that one replica orders and the
 ///   others pick the result up from storage (`rescanInterval`).
 /// - A failed order backs off per name (`Backoff`: 1 minute doubling to 1 day, the CA's
-///   Retry-After when longer), for every replica: the back-off is recorded in storage and read
-///   under the name's lock before an order (`ReplicaRecords`), as is demand, so that whichever
-///   replica orders next puts a name asked for of any replica in the demanded tier.
+///   Retry-After when longer); when the CA refused the name, for every replica: the back-off is
+///   recorded in storage and read under the name's lock before an order (`ReplicaRecords`), as
+///   is demand, so that whichever replica orders next puts a name asked for of any replica in
+///   the demanded tier.
 /// - A name no longer wanted is dropped: not renewed, not served from storage.
 public final class CertificateManager: Sendable {
     public struct Configuration: Sendable {
