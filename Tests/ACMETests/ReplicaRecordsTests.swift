@@ -23,9 +23,10 @@ struct ReplicaRecordsTests {
         _ = try ACMEStorage(root: folder.path("storage"))
     }
 
-    /// `skew`: seconds this manager's clock runs ahead of the others'.
+    /// `skew`: seconds this manager's clock runs ahead of the others'. `log`: where its warnings go.
     func manager(
-        rescan: Int64 = CertificateManager.Configuration.defaultRescanInterval, namesPerSite: Int = 100, skew: Int64 = 0
+        rescan: Int64 = CertificateManager.Configuration.defaultRescanInterval, namesPerSite: Int = 100, skew: Int64 = 0,
+        log: Warnings? = nil
     ) throws -> CertificateManager {
         let configuration = CertificateManager.Configuration(
             directory: try ACMEURL("https://127.0.0.1:1/dir"), storage: folder.path("storage"), ordersPerHour: 60,
@@ -33,7 +34,27 @@ struct ReplicaRecordsTests {
         let offset = self.offset
         return try CertificateManager(
             configuration: configuration, clock: CertificateManager.Clock(now: { Self.start + offset() + skew }, monotonic: { 0 }),
-            logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+            logger: Logger(label: "test", factory: { _ -> any LogHandler in log.map { Capture(warnings: $0) } ?? SwiftLogNoOpLogHandler() })
+        )
+    }
+
+    /// A manager's warnings, with their name metadata.
+    final class Warnings: Sendable {
+        let lines = Mutex<[String]>([])
+    }
+
+    struct Capture: LogHandler {
+        let warnings: Warnings
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .trace
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+        func log(event: LogEvent) {
+            guard event.level == .warning else { return }
+            warnings.lines.withLock { $0.append("\(event.message) \(event.metadata?["name"].map { "\($0)" } ?? "")") }
+        }
     }
 
     /// The CA's refusal of a name (an authorization it found invalid): what every replica meets.
@@ -191,7 +212,8 @@ struct ReplicaRecordsTests {
 
     @Test("a replica whose clock runs a day ahead holds a name back nowhere: the next lock take orders it, and removes the record")
     func skewedWriterHoldsNothing() throws {
-        let a = try manager()
+        let log = Warnings()
+        let a = try manager(log: log)
         let ahead = try manager(skew: 86_400)
         a.want(["fail.test": ["fail.test"]])
         ahead.want(["fail.test": ["fail.test"]])
@@ -202,6 +224,11 @@ struct ReplicaRecordsTests {
         a.order("fail.test", tier: .new)
         #expect(a.counters().failed == 1)
         #expect(records.failure("fail.test") == nil)
+        // Logged once: the next lock take finds no record.
+        a.order("fail.test", tier: .new)
+        #expect(a.counters().failed == 2)
+        let skew = log.lines.withLock { $0 }.filter { $0.contains("dated ahead of this clock") }
+        #expect(skew.count == 1 && skew.first?.hasSuffix(" fail.test") == true, "\(skew)")
     }
 
     @Test("which failures are the CA's verdict on the name, shared with every replica, and which are one replica's")
