@@ -20,20 +20,23 @@ extension CertificateManager {
     /// held, so no order of it is under way): true when it has not ended, and the name waits
     /// without an order. Its failures are taken on either way, so the next failure here backs
     /// off as long as the next one there would. A record whose failure is further ahead of this
-    /// clock than `ReplicaRecords.clockSkewTolerance` is absent: it is removed (the lock is
-    /// held, and only a holder writes it), so it is logged once, and the order goes ahead.
+    /// clock than `ReplicaRecords.clockSkewTolerance` (the writer's clock fast, or this one
+    /// slow) is written again on this clock (`ReplicaRecords.rebased`: the lock is held, and
+    /// only a holder writes it), so its wait holds once from now, the count carries on, and the
+    /// skew is logged once per record.
     func adoptSharedBackoff(_ name: String, now: Int64) -> Bool {
-        guard let failure = records.failure(name) else { return false }
-        guard let next = ReplicaRecords.effectiveNextAttempt(failure, now: now) else {
-            records.removeFailure(name)
+        guard var failure = records.failure(name) else { return false }
+        if ReplicaRecords.effectiveNextAttempt(failure, now: now) == nil {
             logger.warning(
-                "a failed order's back-off recorded by another replica is dated ahead of this clock; ignored (check the replicas' clocks)",
+                "a failed order's back-off recorded by another replica is dated ahead of this clock; its wait counts from now (check the replicas' clocks)",
                 metadata: [
                     "name": "\(TerminalText.escaped(name))", "failedAt": "\(failure.failedAt)", "now": "\(now)",
                     "tolerance": "\(ReplicaRecords.clockSkewTolerance)",
                 ])
-            return false
+            failure = ReplicaRecords.rebased(failure, now: now)
+            shareFailure(name, failure)
         }
+        let next = ReplicaRecords.effectiveNextAttempt(failure, now: now) ?? failure.nextAttempt
         let waits = now < next
         setState(name) { entry in
             entry.backoff.adopt(failures: failure.failures, nextAttempt: waits ? next : nil)

@@ -42,10 +42,11 @@ package struct ReplicaRecords: Sendable {
     /// left by a writer that stopped between its create and its rename (a write takes
     /// milliseconds; a volume stalled for minutes is still far from it), and is removed.
     package static let temporaryLifetime: Int64 = 3_600
-    /// How far ahead of the reader's clock a failure's time may be and still count: the drift
-    /// NTP-synchronised machines may show, with room. A record further ahead was written by a
-    /// clock that runs fast, and is treated as absent (one order more), since a wait counted
-    /// from a time that stays ahead of this clock would start again at every read.
+    /// How far ahead of the reader's clock a failure's time may be and still count as written:
+    /// the drift NTP-synchronised machines may show, with room. A record further ahead was
+    /// written by a clock that runs fast, or is read by one that runs slow; a wait counted from
+    /// a time that stays ahead of this clock would start again at every read, so the reader
+    /// writes the record again on its own clock (`rebased`).
     package static let clockSkewTolerance: Int64 = 300
     /// How long a demand record counts without being written again. The replica that saw the
     /// demand rewrites it every half of this while it holds the name as demanded; a record left
@@ -106,15 +107,33 @@ package struct ReplicaRecords: Sendable {
     /// When a replica whose clock reads `now` may order again after `failure`: the failure's
     /// time plus the wait the writer set (`nextAttempt - failedAt`, both on its clock), never
     /// longer than `Backoff.longestWait`; nil when the failure's time is more than
-    /// `clockSkewTolerance` ahead of `now` (the record counts as absent). The answer is the same
-    /// at every read, so a writer's clock that runs ahead holds a name back by its wait and the
-    /// tolerance at most, once; one that runs behind makes the wait shorter (one more order).
+    /// `clockSkewTolerance` ahead of `now` (then the reader writes it again: `rebased`). The
+    /// answer is the same at every read, so a writer's clock that runs ahead holds a name back
+    /// by its wait and the tolerance at most, once; one that runs behind makes the wait shorter.
     package static func effectiveNextAttempt(_ failure: Failure, now: Int64) -> Int64? {
         let ahead = failure.failedAt.subtractingReportingOverflow(now)
         guard ahead.overflow ? failure.failedAt < now : ahead.partialValue <= clockSkewTolerance else { return nil }
+        return adding(wait(failure), to: failure.failedAt)
+    }
+
+    /// `failure` as the reader whose clock reads `now` writes it again when its time is past
+    /// `clockSkewTolerance` ahead: failed now, with the writer's wait (cut as
+    /// `effectiveNextAttempt` cuts it) and its failures. The wait then holds once, from this
+    /// read, and is never counted again from a time ahead; the count carries on (the next
+    /// failure anywhere is one more), where removing the record would let the reader order at
+    /// once and start the count over.
+    package static func rebased(_ failure: Failure, now: Int64) -> Failure {
+        Failure(failedAt: now, failures: max(failure.failures, 0), nextAttempt: adding(wait(failure), to: now))
+    }
+
+    /// The wait the writer set, never negative nor longer than `Backoff.longestWait`.
+    private static func wait(_ failure: Failure) -> Int64 {
         let wait = failure.nextAttempt.subtractingReportingOverflow(failure.failedAt)
-        let clamped = wait.overflow ? Backoff.longestWait : min(max(wait.partialValue, 0), Backoff.longestWait)
-        let next = failure.failedAt.addingReportingOverflow(clamped)
+        return wait.overflow ? Backoff.longestWait : min(max(wait.partialValue, 0), Backoff.longestWait)
+    }
+
+    private static func adding(_ wait: Int64, to time: Int64) -> Int64 {
+        let next = time.addingReportingOverflow(wait)
         return next.overflow ? .max : next.partialValue
     }
 

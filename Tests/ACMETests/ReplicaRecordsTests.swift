@@ -203,6 +203,12 @@ struct ReplicaRecordsTests {
                 == nil)
         let dayAhead = F(failedAt: now + 86_400, failures: 1, nextAttempt: now + 86_460)
         for later in [now, now + 60, now + 120] { #expect(ReplicaRecords.effectiveNextAttempt(dayAhead, now: later) == nil) }
+        // Written again on the reader's clock: the writer's wait (cut) and count, never negative.
+        #expect(ReplicaRecords.rebased(dayAhead, now: now) == F(failedAt: now, failures: 1, nextAttempt: now + 60))
+        #expect(
+            ReplicaRecords.rebased(F(failedAt: .max, failures: -3, nextAttempt: .max - 5), now: now)
+                == F(failedAt: now, failures: 0, nextAttempt: now))
+        #expect(ReplicaRecords.rebased(F(failedAt: .min, failures: 9, nextAttempt: .max), now: now).nextAttempt == now + longest)
         // A day behind: the wait is over here (one more order).
         #expect(
             ReplicaRecords.effectiveNextAttempt(F(failedAt: now - 86_400, failures: 1, nextAttempt: now - 86_340), now: now)! < now)
@@ -210,25 +216,50 @@ struct ReplicaRecordsTests {
         #expect(ReplicaRecords.effectiveNextAttempt(F(failedAt: now, failures: 1, nextAttempt: now - 5), now: now) == now)
     }
 
-    @Test("a replica whose clock runs a day ahead holds a name back nowhere: the next lock take orders it, and removes the record")
-    func skewedWriterHoldsNothing() throws {
+    @Test("a writer a day ahead: the reader writes the record again on its clock, waits the writer's wait once, and logs it once")
+    func skewedWriterIsRebased() throws {
         let log = Warnings()
         let a = try manager(log: log)
         let ahead = try manager(skew: 86_400)
         a.want(["fail.test": ["fail.test"]])
         ahead.want(["fail.test": ["fail.test"]])
         ahead.failed("fail.test", Self.refusal, lockHeld: true)
-        #expect(records.failure("fail.test")?.failedAt == now + 86_400)
-        // A orders at once (its order fails at the unreachable CA, and is counted).
-        #expect(a.nextDue(now: now)?.0 == "fail.test")
+        let written = try #require(records.failure("fail.test"))
+        #expect(written.failedAt == now + 86_400)
+        // A takes the lock: the record is dated past the tolerance; A writes it on its own
+        // clock with the writer's wait and count, and waits without an order.
+        a.order("fail.test", tier: .new)
+        #expect(a.counters().failed == 0)
+        let rebased = try #require(records.failure("fail.test"))
+        #expect(rebased == ReplicaRecords.Failure(failedAt: now, failures: 1, nextAttempt: now + written.nextAttempt - written.failedAt))
+        #expect(a.status(of: "fail.test")?.nextAttempt == rebased.nextAttempt)
+        // Read again, the wait is not counted afresh, and nothing more is logged.
+        offset.advance(rebased.nextAttempt - now)
         a.order("fail.test", tier: .new)
         #expect(a.counters().failed == 1)
-        #expect(records.failure("fail.test") == nil)
-        // Logged once: the next lock take finds no record.
-        a.order("fail.test", tier: .new)
-        #expect(a.counters().failed == 2)
         let skew = log.lines.withLock { $0 }.filter { $0.contains("dated ahead of this clock") }
         #expect(skew.count == 1 && skew.first?.hasSuffix(" fail.test") == true, "\(skew)")
+    }
+
+    @Test("a reader 10 minutes slow keeps a correct replica's record: it waits, and the next refusal counts 2 for every replica")
+    func slowReaderKeepsTheRecord() throws {
+        let b = try manager()
+        let slow = try manager(skew: -600)
+        b.want(["fail.test": ["fail.test"]])
+        slow.want(["fail.test": ["fail.test"]])
+        b.failed("fail.test", Self.refusal, lockHeld: true)
+        let written = try #require(records.failure("fail.test"))
+        let wait = written.nextAttempt - written.failedAt
+        slow.order("fail.test", tier: .demanded)
+        #expect(slow.counters().failed == 0)
+        let kept = try #require(records.failure("fail.test"))
+        #expect(kept == ReplicaRecords.Failure(failedAt: now - 600, failures: 1, nextAttempt: now - 600 + wait), "\(kept)")
+        #expect(slow.nextDue(now: now - 600 + wait - 1) == nil)
+        // Its wait over, the slow replica is refused again: the count carries on, for all.
+        offset.advance(wait)
+        #expect(slow.nextDue(now: now - 600)?.0 == "fail.test")
+        slow.failed("fail.test", Self.refusal, lockHeld: true)
+        #expect(records.failure("fail.test")?.failures == 2)
     }
 
     @Test("which failures are the CA's verdict on the name, shared with every replica, and which are one replica's")
