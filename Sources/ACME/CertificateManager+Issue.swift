@@ -249,37 +249,6 @@ extension CertificateManager {
     }
 }
 
-extension ACMEError {
-    /// Problem types about the account or the request's signature, not the name (RFC 8555
-    /// §6.7): another replica's next order may well go through.
-    static let accountProblemTypes: Set<String> = [
-        "accountDoesNotExist", "badNonce", "badPublicKey", "badSignatureAlgorithm", "externalAccountRequired", "userActionRequired",
-    ]
-
-    /// Whether this failure is the CA's verdict on the name, which any replica's order would
-    /// meet: a problem document (RFC 8555 §6.7) about the order or its authorizations, an
-    /// authorization, challenge or order found invalid (§7.1.6), a validation kept unfinished
-    /// past the polling bounds, or any failure with a Retry-After. The rest (no answer, a
-    /// request that could not be made, this replica's key, storage or DNS hook, a CA answer
-    /// that did not parse, no challenge this replica answers) may be this replica's alone.
-    var isVerdictOnName: Bool {
-        switch self {
-        case .problem(let problem, _): !Self.accountProblemTypes.contains(problem.acmeType ?? "") || retryAfter != nil
-        case .invalid, .timedOut: true
-        default: retryAfter != nil
-        }
-    }
-
-    /// The CA's Retry-After for this failure, when it sent one.
-    var retryAfter: Int64? {
-        switch self {
-        case .problem(let problem, _): problem.retryAfter
-        case .timedOut(_, let retryAfter): retryAfter
-        default: nil
-        }
-    }
-}
-
 /// Refreshes a held lock every `StorageLock.heartbeatInterval` on a thread of its own while an
 /// order (which blocks on the network) runs; notes when the lock is lost. A beat that fails is
 /// logged and the lock kept (`StorageLock.refresh`): the next beat tries again, so a holder whose

@@ -269,7 +269,8 @@ struct ReplicaRecordsTests {
         limited.retryAfter = 60
         let shared: [ACMEError] = [
             .problem(problem("rejectedIdentifier"), status: 400), .problem(problem("caa"), status: 403),
-            .problem(problem("serverInternal"), status: 500), .problem(limited, status: 429), Self.refusal,
+            .problem(problem("compound"), status: 403), .problem(problem("rateLimited"), status: 429),
+            .problem(problem("unauthorized"), status: 499), .problem(limited, status: 429), Self.refusal,
             .timedOut(what: "authorization", retryAfter: nil), .timedOut(what: "order", retryAfter: 600),
         ]
         let own: [ACMEError] = [
@@ -277,6 +278,10 @@ struct ReplicaRecordsTests {
             .storage("the dns hook failed"), .malformed(what: "directory", reason: "not JSON"),
             .noChallenge(name: "*.a.test", offered: ["dns-01"], answerable: ["http-01"]),
             .problem(problem("accountDoesNotExist"), status: 400), .problem(problem("badNonce"), status: 400),
+            .problem(problem("serverInternal"), status: 500), .problem(problem("malformed"), status: 400),
+            .problem(problem("badCSR"), status: 400), .problem(problem("orderNotReady"), status: 403),
+            .problem(ACMEProblem(type: "about:blank"), status: 403), .problem(ACMEProblem(type: "caa"), status: 403),
+            .problem(problem("rejectedIdentifier"), status: 500), .problem(problem("caa"), status: 399),
         ]
         for error in shared { #expect(error.isVerdictOnName, "\(error)") }
         for error in own { #expect(!error.isVerdictOnName, "\(error)") }
