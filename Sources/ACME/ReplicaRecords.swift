@@ -81,6 +81,10 @@ package struct ReplicaRecords: Sendable {
     package let backoffDirectory: String
     package let demandDirectory: String
 
+    /// Called in `demands` between a bad or expired record's read and its removal, with its
+    /// path: where tests put another replica's fresh record, to see it spared.
+    package var beforeRemoval: @Sendable (String) -> Void = { _ in }
+
     package init(storage: ACMEStorage) {
         backoffDirectory = storage.root + "/backoff"
         demandDirectory = storage.root + "/demand"
@@ -185,6 +189,7 @@ package struct ReplicaRecords: Sendable {
             parsed += 1
             guard let values = read(demandDirectory, name, keys: ["demanded-at"]), let time = Self.demandTime(values[0], now: now)
             else {
+                beforeRemoval(path)
                 Self.removeIfUnchanged(path, before)
                 continue
             }

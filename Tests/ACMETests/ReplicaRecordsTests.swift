@@ -167,6 +167,17 @@ struct ReplicaRecordsTests {
         #expect(demandFiles().isEmpty)
     }
 
+    @Test("a look at storage spares a fresh record renamed in between its read of the expired one and the removal")
+    func demandsSpareAFreshRecord() throws {
+        try records.writeDemand("race.test", at: now - ReplicaRecords.demandLifetime)
+        let writer = records
+        let fresh = now
+        var reader = records
+        reader.beforeRemoval = { _ in try? writer.writeDemand("race.test", at: fresh) }
+        #expect(reader.demands(now: now).isEmpty)
+        #expect(records.demands(now: now) == ["race.test": now])
+    }
+
     @Test("clock skew: a demand time ahead counts as now and expires at most one lifetime ahead; behind, it expires on time")
     func demandSkew() {
         let lifetime = ReplicaRecords.demandLifetime
