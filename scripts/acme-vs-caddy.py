@@ -399,7 +399,8 @@ def scenario(server, args, work):
 def check_cleanup():
     """Runs this script with stand-ins for pebble-challtestsrv and pebble (each records its pid
     and sleeps; pebble exits at once or never listens) and checks that no process it started
-    is left: when pebble's set-up fails, and when the script is sent SIGTERM during it. Stand-ins
+    is left: when pebble's set-up fails, when the script is sent SIGTERM during it, and when pebble's
+    leader exits (and is reaped by the script's wait) leaving a grandchild in its group. Stand-ins
     still alive afterwards (a failure) are killed by the pids they recorded."""
     failures = []
     with tempfile.TemporaryDirectory(prefix="acme-vs-caddy-cleanup-") as work:
@@ -408,14 +409,21 @@ def check_cleanup():
         # The challenge server's stand-in leaves a grandchild in its group, as a real server's
         # helper would: it must be stopped too, even once the stand-in itself is reaped.
         grandchild = 'sleep 600 & echo $! >> "$FAKE_PIDS"; wait'
-        for name, then in (("pebble-challtestsrv", grandchild), ("pebble", '[ -n "$FAKE_PEBBLE_HANGS" ] && exec sleep 600; exit 1')):
+        # pebble's stand-in exits at once, hangs, or leaves a grandchild in its group and exits:
+        # the script reaps that leader while it waits for pebble to listen, before any cleanup,
+        # and the group must still be stopped (by its id, which the grandchild keeps in use).
+        pebble = ('[ -n "$FAKE_PEBBLE_HANGS" ] && exec sleep 600\n'
+                  '[ -n "$FAKE_PEBBLE_LEAVES" ] && { sleep 600 & echo $! >> "$FAKE_PIDS"; }\nexit 1')
+        for name, then in (("pebble-challtestsrv", grandchild), ("pebble", pebble)):
             with open(os.path.join(fake, name), "w") as f:
                 f.write(f'#!/bin/sh\necho $$ >> "$FAKE_PIDS"\n{then}\n')
             os.chmod(os.path.join(fake, name), 0o755)
-        for case, hangs in (("pebble exits during set-up", ""), ("SIGTERM during set-up", "1")):
+        for case, hangs, leaves, started in (("pebble exits during set-up", "", "", 3), ("SIGTERM during set-up", "1", "", 3),
+                                             ("pebble's leader reaped, its grandchild left", "", "1", 4)):
             pids_file = os.path.join(work, "pids")
             open(pids_file, "w").close()
-            env = dict(os.environ, PATH=fake + os.pathsep + os.environ["PATH"], FAKE_PIDS=pids_file, FAKE_PEBBLE_HANGS=hangs)
+            env = dict(os.environ, PATH=fake + os.pathsep + os.environ["PATH"], FAKE_PIDS=pids_file, FAKE_PEBBLE_HANGS=hangs,
+                       FAKE_PEBBLE_LEAVES=leaves)
             run = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--only", "aasad", "--flood", "1"], env=env,
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             recorded = lambda: [int(line) for line in open(pids_file).read().split()]
@@ -431,7 +439,7 @@ def check_cleanup():
                 run.wait()
                 failures.append(f"{case}: the script did not exit")
             pids = recorded()
-            if len(pids) < 3:
+            if len(pids) < started:
                 failures.append(f"{case}: the stand-ins did not start ({pids})")
             for pid in pids:
                 try:

@@ -13,6 +13,8 @@ import SafeText
 /// <storage>/challenges/tls-alpn-01/<name>.pem   the RFC 8737 certificate and key
 /// <storage>/locks/<name>.lock              StorageLock's files
 /// <storage>/orders.log                     one line per order placed: the shared order budget
+/// <storage>/backoff/<name>                 a failed order's back-off (ReplicaRecords)
+/// <storage>/demand/<name>                  a name someone asked a replica for (ReplicaRecords)
 /// ```
 ///
 /// A certificate and its key live in one file so that one rename(2) replaces both: a replica
@@ -36,7 +38,7 @@ public struct ACMEStorage: Sendable {
         guard create else { return }
         for directory in [
             root, root + "/accounts", root + "/certificates", root + "/challenges", root + "/challenges/http-01",
-            root + "/challenges/tls-alpn-01", root + "/locks", root + "/children",
+            root + "/challenges/tls-alpn-01", root + "/locks", root + "/children", root + "/backoff", root + "/demand",
         ] {
             do {
                 try Files.makeDirectory(directory, mode: 0o700)
@@ -50,7 +52,7 @@ public struct ACMEStorage: Sendable {
     public var directories: [String] {
         [
             root, root + "/accounts", root + "/certificates", root + "/challenges", root + "/challenges/http-01",
-            root + "/challenges/tls-alpn-01", root + "/locks", root + "/children",
+            root + "/challenges/tls-alpn-01", root + "/locks", root + "/children", root + "/backoff", root + "/demand",
         ]
     }
 

@@ -12,6 +12,9 @@ public struct Backoff: Sendable, Equatable {
     /// schedule (never longer, so the one-day bound holds), enough to spread a burst of failures
     /// over minutes to hours.
     public static let jitterFraction = 0.1
+    /// The longest wait `delay` ever gives: the CA's longest Retry-After honoured (a week), past
+    /// the one-day schedule. A wait read from another replica's record is cut to it.
+    public static let longestWait = max(maximumDelay, ACMELimits.maximumRetryAfterSeconds)
 
     /// Failures since the last success.
     public private(set) var failures = 0
@@ -31,6 +34,14 @@ public struct Backoff: Sendable, Equatable {
         let next = now.addingReportingOverflow(Self.delay(failures: failures, retryAfter: retryAfter, random: random))
         nextAttempt = next.overflow ? Int64.max : next.partialValue
         return nextAttempt ?? now
+    }
+
+    /// Takes on what another replica recorded for the name (ReplicaRecords.swift): its failures,
+    /// when more than this one's, so the next failure here waits as long as the next one there
+    /// would; and its next attempt (already clamped by the reader), when later than this one's.
+    public mutating func adopt(failures: Int, nextAttempt: Int64?) {
+        self.failures = max(self.failures, max(failures, 0))
+        if let nextAttempt { self.nextAttempt = max(self.nextAttempt ?? nextAttempt, nextAttempt) }
     }
 
     /// Records a success: the schedule starts over.

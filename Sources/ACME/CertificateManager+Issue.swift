@@ -44,9 +44,18 @@ extension CertificateManager {
         // Another replica may have stored it while this one waited for the lock.
         refresh(name)
         if let renewAt = state.withLock({ $0.entries[name]?.renewAt }), now < renewAt { return }
+        // Another replica's order for it failed, and its back-off has not ended.
+        if adoptSharedBackoff(name, now: now) { return }
+        // The account first: a CA that cannot be reached costs no order from the budget. Its
+        // failures are this replica's (its network, its settings), never shared.
+        let client: ACMEClient
         do {
-            // The account first: a CA that cannot be reached costs no order from the budget.
-            let client = try acmeClient()
+            client = try acmeClient()
+        } catch {
+            failed(name, error)
+            return
+        }
+        do {
             guard try spendBudget(name: name, tier: tier, now: now) else { return }
             // The order is placed: the name's site goes behind every other site.
             state.withLock { $0.queue.ordered(name) }
@@ -69,14 +78,18 @@ extension CertificateManager {
             }
             // A certificate already due for renewal (a CA issuing shorter lifetimes than its
             // clients expect, or this machine's clock far ahead) is served, but not ordered again
-            // at once: that would spend the whole order budget on one name.
+            // at once: that would spend the whole order budget on one name. The back-off is
+            // shared below: replicas whose clocks agree with this one find the certificate due
+            // too; those whose clocks are right while this one runs ahead by more than
+            // `ReplicaRecords.clockSkewTolerance` ignore the record, and find it not due anyway.
             let dueAlready = clock.now() >= served.renewAt
             var next: Int64 = 0
-            state.withLock { state in
+            var failures = 0
+            let wasDemanded = state.withLock { state -> Bool in
                 state.counters.issued += 1
-                guard var entry = state.entries[name] else { return }
+                guard var entry = state.entries[name] else { return false }
                 entry.serve(served)
-                servedNow(name, &entry)
+                let wasDemanded = servedNow(name, &entry)
                 servedCertificates.withLock { $0[name] = served.source }
                 entry.state = .valid
                 entry.error = nil
@@ -89,7 +102,17 @@ extension CertificateManager {
                         "the issued certificate is already due for renewal (notBefore \(served.notBefore), notAfter \(served.notAfter)): check this machine's clock"
                     entry.errorForTenant = ACMEError.serverSideSummary
                 }
+                failures = entry.backoff.failures
                 state.entries[name] = entry
+                return wasDemanded
+            }
+            if wasDemanded { records.removeDemand(name) }
+            // The other replicas load the same certificate and would find it due as well (on a
+            // clock like this one's): they wait as this one does.
+            if dueAlready {
+                shareFailure(name, ReplicaRecords.Failure(failedAt: clock.now(), failures: failures, nextAttempt: next))
+            } else {
+                records.removeFailure(name)
             }
             if dueAlready {
                 logger.error(
@@ -100,7 +123,7 @@ extension CertificateManager {
                 "certificate issued",
                 metadata: ["name": "\(name)", "notAfter": "\(served.notAfter)", "renewAt": "\(served.renewAt)", "source": "acme"])
         } catch {
-            failed(name, error)
+            failed(name, error, lockHeld: true)
         }
     }
 
@@ -121,14 +144,20 @@ extension CertificateManager {
     /// How often a polling sleep looks at the stop flag.
     static let pauseStepMilliseconds: Int64 = 100
 
-    /// Backs the name off and says why, with the next attempt.
-    func failed(_ name: String, _ error: any Error) {
+    /// Backs the name off and says why, with the next attempt. `lockHeld`: the failure came
+    /// while this replica held the name's lock (the order); when it is the CA's verdict on the
+    /// name (`ACMEError.isVerdictOnName`), every replica waits for its back-off (`shareFailure`).
+    /// Any other failure (no answer from the CA, this replica's storage, key or DNS hook, a
+    /// failure to take the lock) is this replica's, and backs the name off here only.
+    func failed(_ name: String, _ error: any Error, lockHeld: Bool = false) {
         let now = clock.now()
         var next: Int64 = 0
+        var failures = 0
         state.withLock { state in
             state.counters.failed += 1
             guard var entry = state.entries[name] else { return }
             next = entry.backoff.failed(now: now, retryAfter: (error as? ACMEError)?.retryAfter, random: Double.random(in: 0..<1))
+            failures = entry.backoff.failures
             entry.state = .failed
             entry.error = "\(error)"
             entry.errorForTenant = (error as? ACMEError)?.tenantSummary ?? ACMEError.serverSideSummary
@@ -136,6 +165,10 @@ extension CertificateManager {
         }
         logger.error(
             "certificate order failed", metadata: ["name": "\(name)", "error": "\(error)", "nextAttempt": "\(next)", "source": "acme"])
+        let verdict = (error as? ACMEError)?.isVerdictOnName ?? false
+        if lockHeld && verdict && failures > 0 {
+            shareFailure(name, ReplicaRecords.Failure(failedAt: now, failures: failures, nextAttempt: next))
+        }
     }
 
     /// The client, made at the first order: the account key from storage (made once for all
@@ -213,17 +246,6 @@ extension CertificateManager {
         kept += Array("\(now) \(name)\n".utf8)
         try AtomicFile.write(kept, to: storage.orderLog, mode: 0o644)
         return true
-    }
-}
-
-extension ACMEError {
-    /// The CA's Retry-After for this failure, when it sent one.
-    var retryAfter: Int64? {
-        switch self {
-        case .problem(let problem, _): problem.retryAfter
-        case .timedOut(_, let retryAfter): retryAfter
-        default: nil
-        }
     }
 }
 

@@ -14,6 +14,7 @@ extension CertificateManager {
             let now = clock.now()
             if now >= nextRescan {
                 for name in wanted.withLock({ Array($0) }) { refresh(name) }
+                shareDemand(now: now)
                 nextRescan = now + configuration.rescanInterval
             }
             takeDemand(now: now)
@@ -27,9 +28,21 @@ extension CertificateManager {
     }
 
     /// Moves the names asked for since the last pass into the demanded tier: those still wanted
-    /// and without a certificate (one may have been stored by another replica meanwhile).
+    /// and without a certificate (one may have been stored by another replica meanwhile), and
+    /// records each for the other replicas (`recordDemand`).
     func takeDemand(now: Int64) {
-        let names = intake.withLock { $0.take() }
+        let (names, seen) = intake.withLock { ($0.take(), $0.takeSeen()) }
+        // Names asked for again while demanded: their record is kept written. Noted once per
+        // refresh interval at most, since every write of an entry rebuilds the status pages.
+        if !seen.isEmpty {
+            state.withLock { state in
+                for name in seen {
+                    guard let entry = state.entries[name], entry.demandSeenAt.map({ now - $0 >= ReplicaRecords.demandLifetime / 2 }) ?? true
+                    else { continue }
+                    state.entries[name]?.demandSeenAt = now
+                }
+            }
+        }
         guard !names.isEmpty else { return }
         var demanded: [String] = []
         var done: [String] = []
@@ -39,24 +52,33 @@ extension CertificateManager {
                     done.append(name)
                     continue
                 }
-                guard entry.demandedAt == nil else { continue }
-                entry.demandedAt = now
+                // Demand read from another replica's record becomes this replica's own: it is
+                // recorded and kept fresh from here too.
+                guard entry.demandedAt == nil || entry.demandShared else { continue }
+                entry.demandedAt = min(entry.demandedAt ?? now, now)
+                entry.demandShared = false
+                entry.demandSeenAt = now
                 state.entries[name] = entry
                 demanded.append(name)
             }
         }
         if !done.isEmpty { intake.withLock { intake in for name in done { intake.release(name) } } }
+        recordDemand(demanded, now: now)
         for name in demanded {
             logger.info(
                 "a name without a certificate was asked for; it is ordered ahead of names nobody asked for", metadata: ["name": "\(name)"])
         }
     }
 
-    /// Notes that `name` is served a certificate now: it leaves the demanded tier.
-    func servedNow(_ name: String, _ entry: inout Entry) {
-        guard entry.demandedAt != nil else { return }
+    /// Notes that `name` is served a certificate now: it leaves the demanded tier. True when it
+    /// was in it: the caller removes its demand record (outside the state's lock).
+    func servedNow(_ name: String, _ entry: inout Entry) -> Bool {
+        guard entry.demandedAt != nil else { return false }
         entry.demandedAt = nil
+        entry.demandShared = false
+        entry.demandRecordedAt = nil
         intake.withLock { $0.release(name) }
+        return true
     }
 
     /// Re-reads `name`'s stored certificate when its file changed; keeps what is served when the
@@ -76,10 +98,10 @@ extension CertificateManager {
             setState(name) { $0.rejected = version }
             return
         }
-        let kept = state.withLock { state -> Bool in
-            guard var entry = state.entries[name] else { return false }
+        let (kept, wasDemanded) = state.withLock { state -> (Bool, Bool) in
+            guard var entry = state.entries[name] else { return (false, false) }
             entry.serve(loaded)
-            servedNow(name, &entry)
+            let wasDemanded = servedNow(name, &entry)
             servedCertificates.withLock { $0[name] = loaded.source }
             if let renewAt = entry.renewAt, clock.now() < renewAt { entry.state = .valid }
             entry.error = nil
@@ -87,8 +109,9 @@ extension CertificateManager {
             entry.backoff.succeeded()
             state.entries[name] = entry
             state.counters.pickedUp += 1
-            return true
+            return (true, wasDemanded)
         }
+        if wasDemanded { records.removeDemand(name) }
         if kept {
             logger.info(
                 "certificate loaded from storage",

@@ -18,7 +18,10 @@ public import TLS
 ///   order at a time, each under the name's storage lock so that one replica orders and the
 ///   others pick the result up from storage (`rescanInterval`).
 /// - A failed order backs off per name (`Backoff`: 1 minute doubling to 1 day, the CA's
-///   Retry-After when longer).
+///   Retry-After when longer); when the CA refused the name, for every replica: the back-off is
+///   recorded in storage and read under the name's lock before an order (`ReplicaRecords`), as
+///   is demand, so that whichever replica orders next puts a name asked for of any replica in
+///   the demanded tier.
 /// - A name no longer wanted is dropped: not renewed, not served from storage.
 public final class CertificateManager: Sendable {
     public struct Configuration: Sendable {
@@ -127,6 +130,15 @@ public final class CertificateManager: Sendable {
         /// When someone first asked for it while it had no certificate (`demand`): it is in the
         /// demanded tier from then until it has one.
         var demandedAt: Int64?
+        /// Whether that demand was only read from another replica's record (ReplicaRecords.swift):
+        /// it ends when the record does, and this replica never writes it again.
+        var demandShared = false
+        /// When this replica last wrote the name's demand record; nil when it has written none
+        /// (the demand is another replica's, or the records' bound was reached).
+        var demandRecordedAt: Int64?
+        /// When it was last asked for here (`DemandIntake.takeSeen`): its record is written
+        /// until `ReplicaRecords.maximumDemandAge` after that.
+        var demandSeenAt: Int64?
 
         /// The tier the name waits in when it is due.
         var tier: OrderQueue.Class { served != nil ? .renewal : demandedAt != nil ? .demanded : .new }
@@ -181,6 +193,8 @@ public final class CertificateManager: Sendable {
     let wanted = Mutex<Set<String>>([])
     let wakeup: Wakeup
     let locks: StorageLock
+    /// Failed orders' back-off and names asked for, shared with the other replicas.
+    let records: ReplicaRecords
     /// What handshakes read: each name's served certificate, apart from `state` (which the
     /// manager's thread holds for passes over every name), changed only when a certificate is.
     let servedCertificates = Mutex<[String: TLSServer.CertificateSource]>([:])
@@ -207,6 +221,7 @@ public final class CertificateManager: Sendable {
         state = Mutex(State(queue: OrderQueue(namesPerSite: configuration.namesPerSite)))
         budget = Atomic(configuration.ordersPerHour)
         locks = try StorageLock(directory: storage.locks, clock: clock.monotonic, logger: logger)
+        records = ReplicaRecords(storage: storage)
         challenges = try ChallengeBook(storage: storage)
         do {
             wakeup = try Wakeup()
@@ -249,7 +264,7 @@ public final class CertificateManager: Sendable {
     public func demandedNames() -> [String] {
         let pending = intake.withLock { $0.pending }
         let held = state.withLock { state in
-            state.entries.compactMap { $0.value.demandedAt != nil && $0.value.served == nil ? $0.key : nil }
+            state.entries.compactMap { $0.value.demandedAt != nil && !$0.value.demandShared && $0.value.served == nil ? $0.key : nil }
         }
         return held + pending
     }
@@ -373,16 +388,5 @@ public final class CertificateManager: Sendable {
         wakeup.wake()
         thread?.join()
         challenges.stop()
-    }
-}
-
-/// One tier's wait: its queued names, and since when the oldest waits (seconds since the epoch).
-package struct TierWait: Sendable, Equatable {
-    package var queued = 0
-    package var oldestSince: Int64?
-
-    package init(queued: Int = 0, oldestSince: Int64? = nil) {
-        self.queued = queued
-        self.oldestSince = oldestSince
     }
 }

@@ -73,8 +73,10 @@ public final class ChallengeBook: Sendable {
     /// ones dropped (answers this process added and has not yet seen on disk are kept).
     func poll(now: Int64 = WallClock.seconds()) {
         let root = storage.root + "/challenges"
-        let tokens = ((try? Files.list(root + "/http-01")) ?? []).prefix(Self.maximumAnswers)
-        let names = ((try? Files.list(root + "/tls-alpn-01")) ?? []).prefix(Self.maximumAnswers)
+        // Listed up to the bound, not whole and then cut: a folder of a million names costs its
+        // first `maximumAnswers` every poll.
+        let tokens = (try? Files.entries(of: root + "/http-01", limit: Self.maximumAnswers)) ?? []
+        let names = (try? Files.entries(of: root + "/tls-alpn-01", limit: Self.maximumAnswers)) ?? []
         var seenTokens = Set<String>()
         for token in tokens where !token.hasPrefix(".") {
             guard let path = storage.http01Path(for: token), let status = try? Files.status(path), status.kind == .regular else { continue }

@@ -15,8 +15,8 @@ package struct ChildRecords: Sendable {
     /// Records read at start, at most: the children a server holds (`ChildLedger.maximumChildren`);
     /// the rest of a larger folder is left unread.
     package static let maximumRecords = ChildLedger.maximumChildren
-    /// Digits of a time at most: seconds since the epoch have 10 until the year 2286.
-    static let maximumDigits = 12
+    /// Digits of a time at most (`RecordText`).
+    static let maximumDigits = RecordText.maximumDigits
 
     package struct Record: Sendable, Equatable {
         package var approvedUntil: Int64
@@ -64,22 +64,13 @@ package struct ChildRecords: Sendable {
         return found
     }
 
-    static func text(_ record: Record) -> String { "approved-until \(record.approvedUntil)\nlast-seen \(record.lastSeen)\n" }
+    static func text(_ record: Record) -> String {
+        RecordText.text([("approved-until", record.approvedUntil), ("last-seen", record.lastSeen)])
+    }
 
     /// Exactly `text`'s form: two lines, each a key, one space, 1 to `maximumDigits` digits.
     static func parse(_ bytes: [UInt8]) -> Record? {
-        let lines = bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
-        guard lines.count == 3, lines[2].isEmpty, let approved = number(lines[0], key: "approved-until "),
-            let seen = number(lines[1], key: "last-seen ")
-        else { return nil }
-        return Record(approvedUntil: approved, lastSeen: seen)
-    }
-
-    private static func number(_ line: ArraySlice<UInt8>, key: String) -> Int64? {
-        let keyBytes = Array(key.utf8)
-        guard line.starts(with: keyBytes) else { return nil }
-        let digits = line.dropFirst(keyBytes.count)
-        guard !digits.isEmpty, digits.count <= maximumDigits, digits.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
-        return digits.reduce(Int64(0)) { $0 * 10 + Int64($1 - 0x30) }
+        guard let values = RecordText.parse(bytes, keys: ["approved-until", "last-seen"]) else { return nil }
+        return Record(approvedUntil: values[0], lastSeen: values[1])
     }
 }

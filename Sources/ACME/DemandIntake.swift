@@ -23,13 +23,21 @@ package struct DemandIntake: Sendable {
     /// else. A name leaves when it gets a certificate or stops being wanted (`release`). At most
     /// the wanted names (the manager never holds another).
     private(set) var held: Set<String> = []
+    /// Held names offered again since the last `takeSeen`: still asked for (their demand
+    /// record is kept written, `ReplicaRecords.maximumDemandAge`). At most the held names.
+    private var seen: Set<String> = []
 
     package init() {}
 
     /// Notes that `name` was asked for; true when it is new (the manager should be woken),
-    /// false for a name pending or held already, or when `capacity` names are pending.
+    /// false for a name pending or held already (a held one is noted as `seen`), or when
+    /// `capacity` names are pending.
     package mutating func offer(_ name: String) -> Bool {
-        guard !held.contains(name), !pendingSet.contains(name), pending.count < Self.capacity else { return false }
+        if held.contains(name) {
+            seen.insert(name)
+            return false
+        }
+        guard !pendingSet.contains(name), pending.count < Self.capacity else { return false }
         pending.append(name)
         pendingSet.insert(name)
         return true
@@ -49,6 +57,13 @@ package struct DemandIntake: Sendable {
     /// later (its certificate gone), it is demanded again.
     package mutating func release(_ name: String) {
         held.remove(name)
+        seen.remove(name)
+    }
+
+    /// The held names offered again since the last call.
+    package mutating func takeSeen() -> Set<String> {
+        defer { seen.removeAll() }
+        return seen
     }
 
     /// The number of names pending (for tests).

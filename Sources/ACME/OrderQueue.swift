@@ -195,3 +195,14 @@ package struct OrderQueue: Sendable {
         }
     }
 }
+
+/// One tier's wait: its queued names, and since when the oldest waits (seconds since the epoch).
+package struct TierWait: Sendable, Equatable {
+    package var queued = 0
+    package var oldestSince: Int64?
+
+    package init(queued: Int = 0, oldestSince: Int64? = nil) {
+        self.queued = queued
+        self.oldestSince = oldestSince
+    }
+}

@@ -67,39 +67,20 @@ extension StorageLock {
         }
     }
 
-    /// The names in the open directory `fd` (without `.` and `..`), as readdir's bytes with their
-    /// NUL, each spending one of `budget`; nil when the budget runs out or it cannot be listed.
-    /// The listing's own descriptor is closed before this returns.
-    private static func names(in fd: Int32, budget: inout Int) -> [[CChar]]? {
-        // fdopendir takes the descriptor it is given: a duplicate, so `fd` stays ours for unlinkat.
-        let listing = dup(fd)
-        guard listing >= 0, let directory = fdopendir(listing) else {
-            if listing >= 0 { Files.close(listing) }
-            return nil
-        }
-        defer { closedir(directory) }
-        var names: [[CChar]] = []
-        while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                raw.prefix { $0 != 0 }.map { CChar(bitPattern: $0) } + [0]
-            }
-            guard name != [0x2E, 0] && name != [0x2E, 0x2E, 0] else { continue }
-            // Counted before it is removed: a directory of a million names is not listed whole.
-            guard budget > 0 else { return nil }
-            budget -= 1
-            names.append(name)
-        }
-        return names
-    }
-
     /// Removes every entry of the open directory `fd` (subdirectories on `mount` emptied first,
     /// down to `maximumPlantedDepth`), spending one of `budget` per entry. Why something stays
     /// (nil when nothing does): the budget or the depth ran out, a subdirectory is on another
     /// mount (or the mount is not known), or a removal failed.
     private static func empty(_ fd: Int32, mount: Mount?, depth: Int, budget: inout Int) -> String? {
-        guard let names = names(in: fd, budget: &budget) else {
-            return budget == 0 ? "more than \(maximumPlantedEntries) entries" : "cannot list a directory: \(describeErrno(errno))"
+        // Counted before anything is removed: a directory of a million names is not listed whole.
+        let listed: [[CChar]]?
+        do {
+            listed = try Files.entryBytes(in: fd, limit: budget)
+        } catch {
+            return "cannot list a directory: \(error.reason)"
         }
+        guard let names = listed else { return "more than \(maximumPlantedEntries) entries" }
+        budget -= names.count
         for name in names {
             if unlinkat(fd, name, 0) == 0 { continue }
             // Linux says EISDIR for a directory (POSIX allows EPERM).

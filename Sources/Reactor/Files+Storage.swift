@@ -121,19 +121,3 @@ extension Files {
         }
     }
 }
-
-extension Files {
-    /// The names in a directory (without `.` and `..`), in the order the filesystem gives them.
-    public static func list(_ path: String) throws(SystemError) -> [String] {
-        guard let directory = opendir(path) else { throw SystemError(call: "opendir", errno: errno) }
-        defer { closedir(directory) }
-        var names: [String] = []
-        while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-            }
-            if name != "." && name != ".." { names.append(name) }
-        }
-        return names
-    }
-}

@@ -110,21 +110,64 @@ public enum Files {
 
     /// The names in a directory, `.` and `..` left out, in the order the file system gives them:
     /// `opendir` and `readdir` (FileManager's listing costs several times more per name, which
-    /// counts at 100,000 site directories).
-    public static func entries(of path: String) throws(SystemError) -> [String] {
+    /// counts at 100,000 site directories). At most `limit` names: a directory others can write
+    /// to (a shared storage volume) cannot make its reader hold more than it expects. A name that
+    /// is not valid UTF-8 has its bad bytes replaced (U+FFFD); `entryBytes` keeps them.
+    public static func entries(of path: String, limit: Int = .max) throws(SystemError) -> [String] {
         guard let directory = opendir(path) else { throw SystemError(call: "opendir", errno: errno) }
         defer { closedir(directory) }
         var names: [String] = []
+        try eachName(directory) { name in
+            guard names.count < limit else { return false }
+            names.append(String(decoding: name, as: UTF8.self))
+            return true
+        }
+        return names
+    }
+
+    /// The names in the directory open at `fd`, `.` and `..` left out, as readdir's bytes with a
+    /// final NUL (what `unlinkat` and `openat` take: a name that is not valid UTF-8 is passed back
+    /// exactly); nil when there are more than `limit`, so that a directory of a million names is
+    /// never listed whole. Read through a duplicate of `fd` (fdopendir takes the descriptor it is
+    /// given, and closedir closes it), so `fd` stays the caller's; the duplicate is closed before
+    /// this returns. A directory opened with O_NOFOLLOW is listed, never one swapped in at its path.
+    public static func entryBytes(in fd: Int32, limit: Int) throws(SystemError) -> [[CChar]]? {
+        let listing = try syscallOrThrow("dup", { dup(fd) })
+        guard let directory = fdopendir(listing) else {
+            let error = SystemError(call: "fdopendir", errno: errno)
+            close(listing)
+            throw error
+        }
+        defer { closedir(directory) }
+        var names: [[CChar]] = []
+        var complete = true
+        try eachName(directory) { name in
+            guard names.count < limit else {
+                complete = false
+                return false
+            }
+            names.append(name.map { CChar(bitPattern: $0) } + [0])
+            return true
+        }
+        return complete ? names : nil
+    }
+
+    /// Calls `body` with each name readdir gives (its bytes, without the NUL), `.` and `..` left
+    /// out, until it returns false or the directory ends; a readdir error throws.
+    private static func eachName(_ directory: OpaquePointer, _ body: (UnsafeRawBufferPointer) -> Bool) throws(SystemError) {
         while true {
             errno = 0
             guard let entry = readdir(directory) else {
                 if errno != 0 { throw SystemError(call: "readdir", errno: errno) }
-                return names
+                return
             }
-            let name = withUnsafePointer(to: &entry.pointee.d_name) {
-                $0.withMemoryRebound(to: CChar.self, capacity: Int(NAME_MAX) + 1) { String(cString: $0) }
+            let more = withUnsafeBytes(of: entry.pointee.d_name) { raw -> Bool in
+                let name = UnsafeRawBufferPointer(rebasing: raw.prefix { $0 != 0 })
+                if name.count == 1 && name[0] == 0x2E { return true }
+                if name.count == 2 && name[0] == 0x2E && name[1] == 0x2E { return true }
+                return body(name)
             }
-            if name != "." && name != ".." { names.append(name) }
+            if !more { return }
         }
     }
 

@@ -281,7 +281,7 @@ public final class VerificationStore: Sendable {
     /// Nothing is read with the lock held (serving threads look records up), and a record this
     /// process writes meanwhile is kept.
     public func refresh() {
-        guard let names = try? Files.list(directory + "/names") else { return }
+        guard let names = try? Files.entries(of: directory + "/names") else { return }
         let known = records.withLock { $0.byName }
         let last = stamps.withLock { $0 }
         var found: [String: VerificationRecord] = [:]
@@ -418,7 +418,7 @@ public final class VerificationStore: Sendable {
     /// a name's gate).
     public static func readStates(configDirectory: String) -> [String: Bool] {
         let names = configDirectory + "/" + directoryName + "/names"
-        guard let files = try? Files.list(names) else { return [:] }
+        guard let files = try? Files.entries(of: names) else { return [:] }
         var out: [String: Bool] = [:]
         for file in files where file.hasSuffix(".json") && !file.hasPrefix(".") {
             let name = String(file.dropLast(5))

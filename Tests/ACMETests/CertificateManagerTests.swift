@@ -97,6 +97,30 @@ final class CertificateManagerTests {
         #expect(log.split(separator: "\n").count == names.count, "\(log)")
     }
 
+    @Test("two managers on one storage: a name the CA fails on one is not ordered by the other before the back-off ends")
+    func failedOrderBacksOffBoth() throws {
+        // Its own storage: the HTTP-01 responder serves the other one's answers, so pebble's
+        // validation of every order placed here fails.
+        let failing = try manager(storage: "storage-fail")
+        let other = try manager(storage: "storage-fail")
+        defer {
+            failing.stop()
+            other.stop()
+        }
+        failing.want(["fail.test"])
+        other.want(["fail.test"])
+        failing.start()
+        #expect(waitFor(failing, ["fail.test"]) { $0.state == .failed }, "\(failing.statuses())")
+        let next = try #require(failing.status(of: "fail.test")?.nextAttempt)
+        other.start()
+        #expect(waitFor(other, ["fail.test"]) { $0.state == .failed }, "\(other.statuses())")
+        #expect(other.status(of: "fail.test")?.nextAttempt == next)
+        #expect(other.counters().failed == 0)
+        // One order placed at the CA (each is logged just before pebble is asked for it).
+        let log = try String(contentsOfFile: folder.path("storage-fail/orders.log"), encoding: .utf8)
+        #expect(log.split(separator: "\n").count == 1, "\(log)")
+    }
+
     @Test("the order budget: the rest wait in the queue, oldest first, until the hour has passed")
     func budget() throws {
         // Three an hour: names nobody asked for spend two, one is kept for renewals and demand.

@@ -42,7 +42,12 @@ struct DemandIntakeTests {
             #expect(!offered)
         }
         #expect(intake.pendingCount == 0 && intake.held == ["a.test"])
+        // Noted as seen again (its demand record is kept written), once, until taken.
+        #expect(intake.takeSeen() == ["a.test"])
+        #expect(intake.takeSeen().isEmpty)
+        _ = intake.offer("a.test")
         intake.release("a.test")
+        #expect(intake.takeSeen().isEmpty)
         #expect(intake.held.isEmpty)
         let offered5 = intake.offer("a.test")
         #expect(offered5)

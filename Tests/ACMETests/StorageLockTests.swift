@@ -327,6 +327,11 @@ struct StorageLockTests {
         #expect(symlink(dir.path("outside/keep"), dir.path("locks/d.test.lock/to-dir")) == 0)
         #expect(symlink(dir.path("outside/keep/file"), dir.path("locks/d.test.lock/sub/to-file")) == 0)
         #expect(link(dir.path("outside/linked"), dir.path("locks/d.test.lock/hard")) == 0)
+        // A name that is not UTF-8 is removed by its exact bytes (`Files.entryBytes`).
+        let oddName = Array(dir.path("locks/d.test.lock/sub/").utf8CString.dropLast()) + [CChar(bitPattern: 0xFF), 0x41, 0]
+        let odd = open(oddName, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+        #expect(odd >= 0)
+        close(odd)
         #expect(try !l[0].tryLock("d.test"))
         clock.advance(StorageLock.staleAfter + 1)
         #expect(try l[0].tryLock("d.test"))

@@ -62,3 +62,40 @@ public enum ACMEError: Error, Sendable, Equatable, CustomStringConvertible {
         }
     }
 }
+
+extension ACMEError {
+    /// Problem types that are the CA's verdict on the name itself (RFC 8555 §6.7): what it found
+    /// validating it, its policy on it, its limits. Any other type (the account, the request,
+    /// the CA's own error, a type that is not ACME's) may not meet another replica's order.
+    static let nameVerdictTypes: Set<String> = [
+        "rejectedIdentifier", "unsupportedIdentifier", "caa", "dns", "connection", "incorrectResponse", "tls", "unauthorized",
+        "compound", "rateLimited",
+    ]
+
+    /// Whether this failure is the CA's verdict on the name, which any replica's order would
+    /// meet (so replicas share its back-off, ReplicaRecords.swift): a problem document of a
+    /// `nameVerdictTypes` type with a 4xx status (a 5xx is the CA failing, not judging), an
+    /// authorization, challenge or order found invalid (§7.1.6), a validation kept unfinished
+    /// past the polling bounds, or any failure with a Retry-After (§6.6). The rest (no answer,
+    /// the CA's own error, a request that could not be made, the account, this replica's key,
+    /// storage or DNS hook, a CA answer that did not parse, no challenge this replica answers)
+    /// may be this replica's alone.
+    var isVerdictOnName: Bool {
+        if retryAfter != nil { return true }
+        switch self {
+        case .problem(let problem, let status):
+            return (400...499).contains(status) && Self.nameVerdictTypes.contains(problem.acmeType ?? "")
+        case .invalid, .timedOut: return true
+        default: return false
+        }
+    }
+
+    /// The CA's Retry-After for this failure, when it sent one.
+    var retryAfter: Int64? {
+        switch self {
+        case .problem(let problem, _): problem.retryAfter
+        case .timedOut(_, let retryAfter): retryAfter
+        default: nil
+        }
+    }
+}
