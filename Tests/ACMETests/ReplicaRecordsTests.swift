@@ -283,6 +283,7 @@ struct ReplicaRecordsTests {
             .problem(problem("compound"), status: 403), .problem(problem("rateLimited"), status: 429),
             .problem(problem("unauthorized"), status: 499), .problem(limited, status: 429), Self.refusal,
             .timedOut(what: "authorization", retryAfter: nil), .timedOut(what: "order", retryAfter: 600),
+            .invalid(what: "authorization", problem: nil), .invalid(what: "challenge", problem: problem("incorrectResponse")),
         ]
         let own: [ACMEError] = [
             .transport("Couldn't connect to server"), .request("not a DNS name"), .crypto("EVP_DigestSign failed"),
@@ -293,6 +294,7 @@ struct ReplicaRecordsTests {
             .problem(problem("badCSR"), status: 400), .problem(problem("orderNotReady"), status: 403),
             .problem(ACMEProblem(type: "about:blank"), status: 403), .problem(ACMEProblem(type: "caa"), status: 403),
             .problem(problem("rejectedIdentifier"), status: 500), .problem(problem("caa"), status: 399),
+            .invalid(what: "order", problem: problem("badCSR")), .invalid(what: "order", problem: problem("serverInternal")),
         ]
         for error in shared { #expect(error.isVerdictOnName, "\(error)") }
         for error in own { #expect(!error.isVerdictOnName, "\(error)") }

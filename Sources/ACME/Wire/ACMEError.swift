@@ -75,7 +75,7 @@ extension ACMEError {
     /// Whether this failure is the CA's verdict on the name, which any replica's order would
     /// meet (so replicas share its back-off, ReplicaRecords.swift): a problem document of a
     /// `nameVerdictTypes` type with a 4xx status (a 5xx is the CA failing, not judging), an
-    /// authorization, challenge or order found invalid (§7.1.6), a validation kept unfinished
+    /// authorization, challenge or order found invalid (§7.1.6) for such a problem or none, a validation kept unfinished
     /// past the polling bounds, or any failure with a Retry-After (§6.6). The rest (no answer,
     /// the CA's own error, a request that could not be made, the account, this replica's key,
     /// storage or DNS hook, a CA answer that did not parse, no challenge this replica answers)
@@ -85,6 +85,9 @@ extension ACMEError {
         switch self {
         case .problem(let problem, let status):
             return (400...499).contains(status) && Self.nameVerdictTypes.contains(problem.acmeType ?? "")
+        // An object found invalid with a problem that is not a verdict on the name (an order
+        // refused at finalize for `badCSR`, the CA's `serverInternal`) is this replica's alone.
+        case .invalid(_, let problem?): return Self.nameVerdictTypes.contains(problem.acmeType ?? "")
         case .invalid, .timedOut: return true
         default: return false
         }
