@@ -8,12 +8,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # AASAD_FRONTEND: a frontend at low priority (scripts/lib.sh nice_frontend), for a build beside
 # the tests; the same in both commands, or the second builds again.
-frontend=()
-[ -z "${AASAD_FRONTEND:-}" ] || frontend=(-Xswiftc -driver-use-frontend-path -Xswiftc "$AASAD_FRONTEND")
-swift build -c release --product aasad --static-swift-stdlib --scratch-path .build-static "${frontend[@]}" >/dev/null
+# -gnone as the Dockerfile: its binary is stripped, so debug information would only cost time.
+flags=(-Xswiftc -gnone)
+[ -z "${AASAD_FRONTEND:-}" ] || flags+=(-Xswiftc -driver-use-frontend-path -Xswiftc "$AASAD_FRONTEND")
+swift build -c release --product aasad --static-swift-stdlib --scratch-path .build-static "${flags[@]}" >/dev/null
 # --build-only: scripts/test builds it beside the tests and checks it afterwards.
 [ "${1:-}" != --build-only ] || exit 0
-bin="$(swift build -c release --static-swift-stdlib --scratch-path .build-static "${frontend[@]}" --show-bin-path)/aasad"
+bin="$(swift build -c release --static-swift-stdlib --scratch-path .build-static "${flags[@]}" --show-bin-path)/aasad"
 allowed='^(linux-vdso\.so\.1|libssl\.so\.3|libcrypto\.so\.3|libnghttp2\.so\.14|libz\.so\.1|libcurl\.so\.4|libc\.so\.6|libm\.so\.6|libstdc\+\+\.so\.6|libgcc_s\.so\.1|/lib64/ld-linux-x86-64\.so\.2|libpthread\.so\.0|libdl\.so\.2|librt\.so\.1)$'
 # libcurl's own dependencies, as the dynamic linker resolves them on this machine.
 curl_path="$(ldd "$bin" | awk '$1 == "libcurl.so.4" {print $3}')"
