@@ -89,6 +89,14 @@ public final class TLSServer: Sendable {
     private let now: @Sendable () -> ContinuousClock.Instant
     /// Builds a site's context from its pair (`TLSContext.init` but in tests).
     private let makeContext: @Sendable (CertificateSource, TLSVersion) -> Result<TLSContext, TLSError>
+    /// How a site's context is built unless the owner says otherwise: its pair's bytes, parsed.
+    package static let loadContext: @Sendable (CertificateSource, TLSVersion) -> Result<TLSContext, TLSError> = { source, version in
+        Result { () throws(TLSError) in
+            try TLSContext(
+                chainPEM: source.chainPEM, keyPEM: source.keyPEM, identity: source.identity, source: source.label,
+                minimumVersion: version)
+        }
+    }
 
     /// The oldest protocol version accepted, on every certificate's context.
     public let minimumVersion: TLSVersion
@@ -119,14 +127,7 @@ public final class TLSServer: Sendable {
     ) throws(TLSError) {
         self.minimumVersion = minimumVersion
         self.now = now
-        self.makeContext =
-            makeContext ?? { source, version in
-                Result { () throws(TLSError) in
-                    try TLSContext(
-                        chainPEM: source.chainPEM, keyPEM: source.keyPEM, identity: source.identity, source: source.label,
-                        minimumVersion: version)
-                }
-            }
+        self.makeContext = makeContext ?? Self.loadContext
         let context = try TLSContext(
             chainPEM: defaultCertificate.chainPEM, keyPEM: defaultCertificate.keyPEM, identity: defaultCertificate.identity,
             source: defaultCertificate.label, minimumVersion: minimumVersion)

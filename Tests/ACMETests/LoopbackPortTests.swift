@@ -58,22 +58,15 @@ struct LoopbackPortTests {
 
     @Test("two processes listening on one port with SO_REUSEPORT: the listener is neither's alone")
     func sharedPort() throws {
-        let directory = try TemporaryDirectory(prefix: "loopback-reuseport")
-        let listen = """
-            s = socket.socket()
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-            s.bind(("127.0.0.1", int(sys.argv[2]))); s.listen()
-            announce(s.getsockname()[1], sys.argv[1])
-            time.sleep(60)
-            """
-        let (first, port) = try Self.python(listen, ["0"], in: directory, name: "first")
-        defer { Self.stop(first) }
-        #expect(Loopback.listener(port: port, isOwnedBy: first.processIdentifier) == true)
-        let (second, again) = try Self.python(listen, [String(port)], in: directory, name: "second")
-        defer { Self.stop(second) }
-        #expect(again == port)
-        #expect(Loopback.listener(port: port, isOwnedBy: first.processIdentifier) == false)
-        #expect(Loopback.listener(port: port, isOwnedBy: second.processIdentifier) == false)
+        let first = try ReusePortListener()
+        defer { first.stop() }
+        let port = first.port
+        #expect(Loopback.listener(port: port, isOwnedBy: first.process.processIdentifier) == true)
+        let second = try ReusePortListener(port: port)
+        defer { second.stop() }
+        #expect(second.port == port)
+        #expect(Loopback.listener(port: port, isOwnedBy: first.process.processIdentifier) == false)
+        #expect(Loopback.listener(port: port, isOwnedBy: second.process.processIdentifier) == false)
     }
 
     @Test(

@@ -35,29 +35,11 @@ final class InProcessTests {
         "a daemon bound to a port another process listens on too (SO_REUSEPORT on both, so the bind succeeds) does not start: its connections would be split"
     )
     func sharedPortRefused() throws {
-        let directory = try TemporaryDirectory(prefix: "shared-port")
-        // Listens with SO_REUSEPORT, as aasad does (Sources/Reactor/Socket.swift), as another
-        // test process's server on a port both picked would.
-        let other = Process()
-        other.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        other.arguments = [
-            "python3", "-c",
-            ReadyFile.python + """
-                import socket, sys, time
-                s = socket.socket()
-                s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-                s.bind(("127.0.0.1", 0)); s.listen()
-                announce(s.getsockname()[1], sys.argv[1])
-                time.sleep(60)
-                """,
-            directory.path("port"),
-        ]
-        try other.run()
-        defer {
-            kill(other.processIdentifier, SIGKILL)
-            other.waitUntilExit()
-        }
-        let port = try #require(ReadyFile.port(directory.path("port"), of: other))
+        // Listens with SO_REUSEPORT, as aasad does, as another test process's server on a port
+        // both picked would.
+        let other = try ReusePortListener()
+        defer { other.stop() }
+        let port = other.port
         let refused = #expect(throws: TestDaemon.Failure.self) {
             try TestDaemon(config: TestConfig(), flags: ["--https", "127.0.0.1:\(port)"])
         }

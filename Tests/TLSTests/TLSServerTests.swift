@@ -186,11 +186,7 @@ extension TLSServerTests {
             defaultCertificate: names["default.test"], now: { ContinuousClock.now },
             makeContext: { source, version in
                 if failNext.withLock({ $0 }) { return .failure(TLSError("cannot create a TLS context: out of memory", transient: true)) }
-                return Result { () throws(TLSError) in
-                    try TLSContext(
-                        chainPEM: source.chainPEM, keyPEM: source.keyPEM, identity: source.identity, source: source.label,
-                        minimumVersion: version)
-                }
+                return TLSServer.loadContext(source, version)
             }
         ) { names.sources[$0] }
         #expect(throws: TLSError.self) { try tls.context(for: names["a.test"]) }
@@ -210,11 +206,7 @@ extension TLSServerTests {
                 if source.identity != "default.test" && broken.withLock({ $0 }) {
                     return .failure(TLSError("the certificate cannot be used"))
                 }
-                return Result { () throws(TLSError) in
-                    try TLSContext(
-                        chainPEM: source.chainPEM, keyPEM: source.keyPEM, identity: source.identity, source: source.label,
-                        minimumVersion: version)
-                }
+                return TLSServer.loadContext(source, version)
             }
         ) { names.sources[$0] }
         #expect(throws: TLSError.self) { try tls.context(for: names["a.test"]) }
