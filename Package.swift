@@ -170,7 +170,9 @@ let package = Package(
         .target(name: "LibFuzzerDriver", swiftSettings: swiftSettings),
         // Helpers for test targets only: fuzz corpus replay, temporary directories, loopback
         // connections, readiness polling, command line tools.
-        .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: swiftSettings),
+        .target(
+            name: "TestSupport", dependencies: [.product(name: "Logging", package: "swift-log")], path: "Tests/TestSupport",
+            swiftSettings: swiftSettings),
         .testTarget(name: "AASATests", dependencies: ["AASA", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "StrictJSONTests", dependencies: ["StrictJSON"], swiftSettings: swiftSettings),
         .testTarget(name: "SafeTextTests", dependencies: ["SafeText", "StrictJSON"], swiftSettings: swiftSettings),

@@ -26,7 +26,7 @@ struct ReplicaRecordsTests {
     /// `skew`: seconds this manager's clock runs ahead of the others'. `log`: where its warnings go.
     func manager(
         rescan: Int64 = CertificateManager.Configuration.defaultRescanInterval, namesPerSite: Int = 100, skew: Int64 = 0,
-        log: Warnings? = nil
+        log: LogLines? = nil
     ) throws -> CertificateManager {
         let configuration = CertificateManager.Configuration(
             directory: try ACMEURL("https://127.0.0.1:1/dir"), storage: folder.path("storage"), ordersPerHour: 60,
@@ -34,27 +34,8 @@ struct ReplicaRecordsTests {
         let offset = self.offset
         return try CertificateManager(
             configuration: configuration, clock: CertificateManager.Clock(now: { Self.start + offset() + skew }, monotonic: { 0 }),
-            logger: Logger(label: "test", factory: { _ -> any LogHandler in log.map { Capture(warnings: $0) } ?? SwiftLogNoOpLogHandler() })
+            logger: log?.logger ?? Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
         )
-    }
-
-    /// A manager's warnings, with their name metadata.
-    final class Warnings: Sendable {
-        let lines = Mutex<[String]>([])
-    }
-
-    struct Capture: LogHandler {
-        let warnings: Warnings
-        var metadata: Logger.Metadata = [:]
-        var logLevel: Logger.Level = .trace
-        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-            get { metadata[key] }
-            set { metadata[key] = newValue }
-        }
-        func log(event: LogEvent) {
-            guard event.level == .warning else { return }
-            warnings.lines.withLock { $0.append("\(event.message) \(event.metadata?["name"].map { "\($0)" } ?? "")") }
-        }
     }
 
     /// The CA's refusal of a name (an authorization it found invalid): what every replica meets.
@@ -229,7 +210,7 @@ struct ReplicaRecordsTests {
 
     @Test("a writer a day ahead: the reader writes the record again on its clock, waits the writer's wait once, and logs it once")
     func skewedWriterIsRebased() throws {
-        let log = Warnings()
+        let log = LogLines()
         let a = try manager(log: log)
         let ahead = try manager(skew: 86_400)
         a.want(["fail.test": ["fail.test"]])
@@ -248,8 +229,8 @@ struct ReplicaRecordsTests {
         offset.advance(rebased.nextAttempt - now)
         a.order("fail.test", tier: .new)
         #expect(a.counters().failed == 1)
-        let skew = log.lines.withLock { $0 }.filter { $0.contains("dated ahead of this clock") }
-        #expect(skew.count == 1 && skew.first?.hasSuffix(" fail.test") == true, "\(skew)")
+        let skew = log.warnings().filter { $0.message.contains("dated ahead of this clock") }
+        #expect(skew.count == 1 && skew.first?.metadata["name"] == "fail.test", "\(skew)")
     }
 
     @Test("a reader 10 minutes slow keeps a correct replica's record: it waits, and the next refusal counts 2 for every replica")

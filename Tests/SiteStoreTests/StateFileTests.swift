@@ -1,5 +1,6 @@
 import Logging
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import SiteStore
@@ -7,34 +8,11 @@ import Testing
 /// The writer both of serve's state files (served-first, validated-contents) go through.
 @Suite("StateFile")
 struct StateFileTests {
-    /// Keeps every warning logged, so a test can count them.
-    final class Warnings: @unchecked Sendable {
-        let lines = Mutex<[String]>([])
-        var logger: Logger {
-            Logger(label: "test") { _ in Capture(warnings: self) }
-        }
-        var count: Int { lines.withLock { $0.count } }
-    }
-
-    struct Capture: LogHandler {
-        let warnings: Warnings
-        var metadata: Logger.Metadata = [:]
-        var logLevel: Logger.Level = .trace
-        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-            get { metadata[key] }
-            set { metadata[key] = newValue }
-        }
-        func log(event: LogEvent) {
-            guard event.level == .warning else { return }
-            warnings.lines.withLock { $0.append("\(event.message)") }
-        }
-    }
-
     struct Refused: Error {}
 
     @Test("writes only when the version differs from the one last written")
     func writesOnChange() {
-        let log = Warnings()
+        let log = LogLines()
         var file = StateFile(path: "/state/x", stored: 0, keeps: "x")
         var writes: [String] = []
         file.keep(0, logger: log.logger) { (path: String) throws(Refused) in writes.append(path) }
@@ -44,12 +22,12 @@ struct StateFileTests {
         #expect(file.stored == 1)
         file.keep(1, logger: log.logger) { (path: String) throws(Refused) in writes.append(path) }
         #expect(writes.count == 1, "an unchanged version is not written twice")
-        #expect(log.count == 0)
+        #expect(log.warnings().count == 0)
     }
 
     @Test("a failed write warns once, is tried again at the next change, and warns again after a success")
     func warnsOnce() {
-        let log = Warnings()
+        let log = LogLines()
         var file = StateFile(path: "/state/x", stored: 0, keeps: "the thing")
         var tries = 0
         for version in 1...3 {
@@ -61,13 +39,13 @@ struct StateFileTests {
         #expect(tries == 3, "each change is tried")
         #expect(file.stored == 0, "nothing was written")
         #expect(file.writeFailed)
-        #expect(log.count == 1, "said once, not at every reload")
-        #expect(log.lines.withLock { $0.first } == "cannot keep the thing for the next start")
+        #expect(log.warnings().count == 1, "said once, not at every reload")
+        #expect(log.warnings().first?.message == "cannot keep the thing for the next start")
         // A failed version is tried again even when it does not change: it was never written.
         file.keep(3, logger: log.logger) { (_: String) throws(Refused) in tries += 1 }
         #expect(tries == 4 && file.stored == 3 && !file.writeFailed)
         file.keep(4, logger: log.logger) { (_: String) throws(Refused) in throw Refused() }
-        #expect(log.count == 2, "a failure after a success is said again")
+        #expect(log.warnings().count == 2, "a failure after a success is said again")
     }
 }
 

@@ -101,20 +101,9 @@ extension APIResponse {
     var json: [String: Any] { ((try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any]) ?? [:] }
 }
 
-/// Every log line, for tests that check what was logged.
-final class LogLines: LogHandler, @unchecked Sendable {
-    let lines = Mutex<[(message: String, metadata: Logger.Metadata)]>([])
-    var logLevel: Logger.Level = .trace
-    var metadata: Logger.Metadata = [:]
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { metadata[key] }
-        set { metadata[key] = newValue }
-    }
-    func log(event: LogEvent) {
-        lines.withLock { $0.append((event.message.description, event.metadata ?? [:])) }
-    }
-    func messages() -> [String] { lines.withLock { $0.map(\.message) } }
-    func writes() -> [Logger.Metadata] { lines.withLock { $0.filter { $0.message == "api-write" }.map(\.metadata) } }
+extension LogLines {
+    /// The API's write records (`api-write`), with their metadata.
+    func writes() -> [Logger.Metadata] { all.filter { $0.message == "api-write" }.map(\.metadata) }
 }
 
 /// A served state that never serves anything new: writes answer 202.
