@@ -20,7 +20,9 @@ COPY Sources ./Sources
 COPY Tests ./Tests
 # -gnone: the binary is stripped on install, so debug information would only cost compile time
 # (8 % of the build's CPU: 348 against 379 s on the 2-core machine).
-RUN swift build -c release --product aasad --static-swift-stdlib -Xswiftc -gnone \
+# -no-emit-module-separately-wmo: each module is compiled whole, and the driver would otherwise run
+# a second frontend per module only to emit its interface early (same binary, less compile time).
+RUN swift build -c release --product aasad --static-swift-stdlib -Xswiftc -gnone -Xswiftc -no-emit-module-separately-wmo \
     && install -D --strip "$(swift build -c release --show-bin-path)/aasad" /out/aasad
 
 FROM debian:bookworm-slim AS runtime

@@ -9,7 +9,9 @@ cd "$(dirname "$0")/.."
 # AASAD_FRONTEND: a frontend at low priority (scripts/lib.sh nice_frontend), for a build beside
 # the tests; the same in both commands, or the second builds again.
 # -gnone as the Dockerfile: its binary is stripped, so debug information would only cost time.
-flags=(-Xswiftc -gnone)
+# -no-emit-module-separately-wmo as the Dockerfile: a release build compiles each module whole,
+# and the driver would run a second frontend per module only to emit its interface early.
+flags=(-Xswiftc -gnone -Xswiftc -no-emit-module-separately-wmo)
 [ -z "${AASAD_FRONTEND:-}" ] || flags+=(-Xswiftc -driver-use-frontend-path -Xswiftc "$AASAD_FRONTEND")
 swift build -c release --product aasad --static-swift-stdlib --scratch-path .build-static "${flags[@]}" >/dev/null
 # --build-only: scripts/test builds it beside the tests and checks it afterwards.

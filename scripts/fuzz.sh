@@ -224,7 +224,7 @@ if [ "$which" = all ] || [ "$which" = tokens ] || [ "$which" = api ] || [ "$whic
     tenant_whole=()
     if [ -n "${FUZZ_SMOKE:-}" ]; then
         tenant_config=debug
-        tenant_whole=(-Xswiftc -wmo -Xswiftc -num-threads -Xswiftc 1)
+        tenant_whole=(-Xswiftc -wmo -Xswiftc -num-threads -Xswiftc 1 -Xswiftc -no-emit-module-separately-wmo)
     fi
     swift build -c "$tenant_config" --disable-index-store --scratch-path .build-fuzz-tenant --product aasad-tenant-fuzz \
         -Xswiftc -sanitize=fuzzer,address -Xswiftc -DFUZZ_TENANT "${tenant_whole[@]}" "${tenant_frontend[@]}" 2>&1 | { grep -v "Cannot export local symbol" || true; }
