@@ -218,6 +218,12 @@ struct DocumentDecoder {
     /// unknown key is most often a typo of a known one.
     mutating func warnUnknownKeys(_ members: [JSONMember], _ path: JSONPath, known: [String], context: String) {
         for m in members where !known.contains(m.key) {
+            // Past the cap a warning is only counted (`report`): no suggestion or message is made
+            // for it (a file of 1 MiB of unknown keys has some 170,000).
+            guard diagnostics.count < Self.maximumDiagnostics else {
+                dropped += 1
+                continue
+            }
             let suggestion = Self.closest(to: m.key, in: known).map { "; did you mean \(JSONValue.quote($0))?" } ?? ""
             report(
                 .warning, .unknownKey, path.appending(m.key), nil,

@@ -476,7 +476,8 @@ public struct HostOwnership: Sendable {
         var rest = Substring(host)
         while let dot = rest.firstIndex(of: ".") {
             rest = rest[rest.index(after: dot)...]
-            guard rest.contains(".") else { break }
+            // A Character search, as `firstIndex` above: Foundation's substring search is slower.
+            guard rest.contains("." as Character) else { break }
             if let holder = holder(of: HostName(wildcardOver: String(rest))) { return holder }
         }
         return nil

@@ -176,16 +176,24 @@ public enum HostOwnershipFuzz {
         ownership.refusals(of: site).map { "\($0.host) (\($0.source))" }
     }
 
-    /// Everything `ownership` answers about `sites`: names held and refused, and who holds each
-    /// probe.
-    static func answers(_ ownership: HostOwnership, sites: [String]) -> [String] {
-        var out: [String] = []
-        for site in sites {
-            out.append("\(site) holds \(ownership.held(by: site)), refused \(ownership.refusals(of: site))")
+    /// Everything `ownership` answers about some sites: each one's names held and refused, who
+    /// holds each probe, and what it remembers. Values, compared as such: their text cost most of
+    /// a replay's time in a debug build.
+    struct Answers: Equatable {
+        struct Site: Equatable {
+            var name: String
+            var held: [HostName]
+            var refused: [HostOwnership.Refusal]
         }
-        for probe in probes { out.append("\(probe): \(String(describing: ownership.holder(serving: probe)))") }
-        out.append("remembers \(ownership.remembered.sorted { $0.key < $1.key })")
-        return out
+        var sites: [Site]
+        var servers: [HostOwnership.Holder?]
+        var remembered: [HostName: String]
+    }
+
+    static func answers(_ ownership: HostOwnership, sites: [String]) -> Answers {
+        Answers(
+            sites: sites.map { Answers.Site(name: $0, held: ownership.held(by: $0), refused: ownership.refusals(of: $0)) },
+            servers: probes.map { ownership.holder(serving: $0) }, remembered: ownership.remembered)
     }
 
     static func entries(_ sites: [String: HostOwnership.Names]) -> Set<String> {

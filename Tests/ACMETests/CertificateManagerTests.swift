@@ -255,7 +255,7 @@ final class HTTP01Responder {
                 server.serve_forever()
                 """
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", script, portFile, folder]
+        process.arguments = [Tool.python3, "-c", script, portFile, folder]
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()

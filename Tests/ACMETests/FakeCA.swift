@@ -176,7 +176,7 @@ final class FakeCA {
         let portFile = directory.path("port")
         server.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         server.arguments = [
-            "python3", directory.path("ca.py"), "0", directory.path("cert.pem"), directory.path("key.pem"), scenario.name,
+            Tool.python3, directory.path("ca.py"), "0", directory.path("cert.pem"), directory.path("key.pem"), scenario.name,
             scenario.retryAfter, names.joined(separator: ","), portFile,
         ]
         try server.run()

@@ -48,7 +48,7 @@ final class HTTPSClientTests {
         // could be another test's server by the time Python binds it.
         let portFile = directory.path("port")
         server.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        server.arguments = ["python3", directory.path("server.py"), portFile, directory.path("cert.pem"), directory.path("key.pem")]
+        server.arguments = [Tool.python3, directory.path("server.py"), portFile, directory.path("cert.pem"), directory.path("key.pem")]
         try server.run()
         port = ReadyFile.port(portFile, of: server) ?? 0
         #expect(port != 0, "the test server did not listen")

@@ -14,7 +14,7 @@ struct LoopbackPortTests {
     ) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", ReadyFile.python + "import socket, sys, time\n" + body, directory.path(name)] + arguments
+        process.arguments = [Tool.python3, "-c", ReadyFile.python + "import socket, sys, time\n" + body, directory.path(name)] + arguments
         try process.run()
         guard let port = ReadyFile.port(directory.path(name), of: process) else {
             stop(process)
@@ -79,7 +79,7 @@ struct LoopbackPortTests {
         let late = Process()
         late.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         late.arguments = [
-            "python3", "-c",
+            Tool.python3, "-c",
             """
             import socket, sys, time
             s = socket.socket()
@@ -132,7 +132,7 @@ struct LoopbackPortTests {
                 """
         let server = Process()
         server.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        server.arguments = ["python3", "-c", script, directory.path("port")]
+        server.arguments = [Tool.python3, "-c", script, directory.path("port")]
         try server.run()
         defer {
             kill(server.processIdentifier, SIGKILL)
@@ -142,7 +142,7 @@ struct LoopbackPortTests {
         #expect(Loopback.listener(port: port, isOwnedBy: server.processIdentifier) == true)
         let failing = Process()
         failing.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        failing.arguments = ["python3", "-c", "raise SystemExit(1)"]
+        failing.arguments = [Tool.python3, "-c", "raise SystemExit(1)"]
         try failing.run()
         let start = Date()
         #expect(ReadyFile.port(directory.path("never"), of: failing) == nil)

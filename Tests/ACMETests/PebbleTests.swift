@@ -58,7 +58,7 @@ struct PebbleTests {
         let responder = Process()
         responder.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         responder.arguments = [
-            "python3", "-c",
+            Tool.python3, "-c",
             ReadyFile.python + """
                 import functools, http.server, sys
                 handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[2])

@@ -57,7 +57,7 @@ final class GitSyncServeTests {
         let clients = Process()
         clients.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         clients.arguments = [
-            "python3", TestConfig.fixtures.appendingPathComponent("tree-clients.py").path, "\(server.httpsPort)",
+            Tool.python3, TestConfig.fixtures.appendingPathComponent("tree-clients.py").path, "\(server.httpsPort)",
             config.path("wildcard/cert.pem"), "\(Self.sites)", "\(Self.changed)", "\(Self.clients)", Self.template,
         ]
         let input = Pipe()

@@ -86,7 +86,7 @@ final class KeptConnection {
     init(port: Int, serverName: String) throws {
         Tool.ignoreBrokenPipes()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", TestConfig.fixtures.appendingPathComponent("h2kept.py").path, "\(port)", serverName]
+        process.arguments = [Tool.python3, TestConfig.fixtures.appendingPathComponent("h2kept.py").path, "\(port)", serverName]
         process.standardInput = input
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice

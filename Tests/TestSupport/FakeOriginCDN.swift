@@ -19,12 +19,12 @@ package final class FakeOriginCDN {
         for folder in ["origin", "cdn", "dal", "certs/default", "certs/wrongname.test", "certs/expired.test"] {
             try FileManager.default.createDirectory(atPath: directory.path(folder), withIntermediateDirectories: true)
         }
-        try makeCertificates()
+        for (relative, bytes) in try Self.certificates.get() { try directory.write(relative, bytes) }
         let script = TestConfig.fixtures.appendingPathComponent("fake_origin_cdn.py").path
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         // Port 0: the server binds a free port itself and prints it (no race with other tests
         // for a port chosen here and bound later).
-        process.arguments = ["python3", script, "0", directory.url.path]
+        process.arguments = [Tool.python3, script, "0", directory.url.path]
         let output = Pipe()
         process.standardOutput = output
         try process.run()
@@ -119,13 +119,27 @@ package final class FakeOriginCDN {
         (try? String(contentsOfFile: directory.path("cdn-requests"), encoding: .utf8))?.split(separator: "\n").map(String.init) ?? []
     }
 
-    private func openssl(_ arguments: [String]) throws {
+    private static func openssl(_ arguments: [String]) throws {
         let result = try Tool.run("openssl", arguments)
         #expect(result.status == 0, "openssl \(arguments[0]): \(result.stderr)")
     }
 
-    private func makeCertificates() throws {
-        let d = directory
+    /// The test CA, the leaves and the roots to trust, by path in the server's directory: made
+    /// once per test process (nine openssl runs, most of a check test's CPU when each test made
+    /// its own) and written into each server's directory.
+    private static let certificates = Result { () throws -> [(String, [UInt8])] in
+        let d = try TemporaryDirectory(prefix: "aasad-fake-cdn-certificates")
+        try makeCertificates(in: d)
+        let files =
+            ["ca.pem", "ca.key", "trusted.pem"]
+            + ["default", "wrongname.test", "expiring.test", "expired.test"].flatMap { folder in
+                ["cert.pem", "key.pem"].map { "certs/\(folder)/\($0)" }
+            }
+        return try files.map { ($0, Array(try Data(contentsOf: URL(fileURLWithPath: d.path($0))))) }
+    }
+
+    private static func makeCertificates(in d: TemporaryDirectory) throws {
+        let caFile = d.path("trusted.pem")
         try openssl([
             "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=aasad check test CA",
             "-days", "3", "-keyout", d.path("ca.key"), "-out", d.path("ca.pem"),
@@ -135,10 +149,10 @@ package final class FakeOriginCDN {
             "html.test",
             "invalid.test", "botblock.test", "notfound.test", "app.test", "expiring.test", "hostile.test", "127.0.0.1",
         ]
-        try leaf("certs/default", everyHost, days: 30)
-        try leaf("certs/wrongname.test", ["other.test"], days: 30)
+        try leaf(d, "certs/default", everyHost, days: 30)
+        try leaf(d, "certs/wrongname.test", ["other.test"], days: 30)
         // Five days left: the expiry warning (14 days), not an error.
-        try leaf("certs/expiring.test", ["expiring.test"], days: 5)
+        try leaf(d, "certs/expiring.test", ["expiring.test"], days: 5)
         var certificates = try TestCertificates(root: d.url)
         try certificates.make(in: d.path("certs/expired.test"), names: ["expired.test"], start: "20200101000000Z", end: "20200201000000Z")
         let trusted =
@@ -147,8 +161,7 @@ package final class FakeOriginCDN {
         try trusted.write(to: URL(fileURLWithPath: caFile))
     }
 
-    private func leaf(_ folder: String, _ names: [String], days: Int) throws {
-        let d = directory
+    private static func leaf(_ d: TemporaryDirectory, _ folder: String, _ names: [String], days: Int) throws {
         try FileManager.default.createDirectory(atPath: d.path(folder), withIntermediateDirectories: true)
         try openssl([
             "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=\(names[0])", "-keyout",

@@ -18,7 +18,7 @@ package final class ReusePortListener {
         directory = try TemporaryDirectory(prefix: "reuseport")
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = [
-            "python3", "-c",
+            Tool.python3, "-c",
             ReadyFile.python + """
                 import socket, sys, time
                 s = socket.socket()

@@ -40,7 +40,7 @@ package final class StandInServer: @unchecked Sendable {
 
     package init(mode: String, body: String = "", log: String = "") throws {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", Self.script, mode, body, log]
+        process.arguments = [Tool.python3, "-c", Self.script, mode, body, log]
         let out = Pipe()
         process.standardOutput = out
         try process.run()

@@ -9,7 +9,24 @@ package enum Tool {
         package var text: String { String(decoding: stdout, as: UTF8.self) }
     }
 
+    /// `tool` on PATH; `python3` is `Tool.python3`.
     package static func run(_ tool: String, _ arguments: [String], input: [UInt8]? = nil) throws -> Output {
+        try launch(tool == "python3" ? python3 : tool, arguments, input: input)
+    }
+
+    /// The `python3` on PATH, as the interpreter's own path (`sys.executable`), found once per
+    /// test process: PATH's may be a version manager's shim (pyenv's is a shell script that
+    /// starts several processes, some 60 ms of CPU before each of the hundreds of Python clients
+    /// and servers a test run starts). The same interpreter and packages; "python3" when it
+    /// cannot say.
+    package static let python3: String = {
+        guard let found = try? launch("python3", ["-c", "import sys; sys.stdout.write(sys.executable)"]), found.status == 0,
+            found.text.hasPrefix("/"), FileManager.default.isExecutableFile(atPath: found.text)
+        else { return "python3" }
+        return found.text
+    }()
+
+    private static func launch(_ tool: String, _ arguments: [String], input: [UInt8]? = nil) throws -> Output {
         ignoreBrokenPipes()
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")

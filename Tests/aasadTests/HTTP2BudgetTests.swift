@@ -23,7 +23,7 @@ final class HoldingClients {
         Tool.ignoreBrokenPipes()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = [
-            "python3", AASAD.testDirectory.appendingPathComponent("Fixtures/h2hold.py").path, "\(port)", "a.test", "\(connections)",
+            Tool.python3, AASAD.testDirectory.appendingPathComponent("Fixtures/h2hold.py").path, "\(port)", "a.test", "\(connections)",
             "\(copies)", "\(streams)", "\(agent)", method,
         ]
         process.standardInput = input

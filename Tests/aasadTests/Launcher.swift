@@ -11,7 +11,7 @@ final class Launcher {
 
     init(script: String, arguments: [String]) throws {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", AASAD.testDirectory.appendingPathComponent("Fixtures/\(script)").path] + arguments
+        process.arguments = [Tool.python3, AASAD.testDirectory.appendingPathComponent("Fixtures/\(script)").path] + arguments
         process.standardInput = input
         process.standardOutput = output
         try process.run()

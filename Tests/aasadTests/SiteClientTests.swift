@@ -14,7 +14,7 @@ struct SiteClientTests {
 
         init(_ mode: String) throws {
             process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = ["python3", AASAD.testDirectory.appendingPathComponent("Fixtures/api_hostile.py").path, mode]
+            process.arguments = [Tool.python3, AASAD.testDirectory.appendingPathComponent("Fixtures/api_hostile.py").path, mode]
             let out = Pipe()
             process.standardOutput = out
             try process.run()
