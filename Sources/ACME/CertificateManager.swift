@@ -223,6 +223,8 @@ public final class CertificateManager: Sendable {
         locks = try StorageLock(directory: storage.locks, clock: clock.monotonic, logger: logger)
         records = ReplicaRecords(storage: storage)
         challenges = try ChallengeBook(storage: storage)
+        // The record, then a look at the challenges, before anything is served.
+        challenges.announce()
         do {
             wakeup = try Wakeup()
         } catch {

@@ -85,6 +85,12 @@ package struct ChildLedger: Sendable {
     /// wildcard being scanned leaves the rest of the global rate to the others.
     package static let parentAskBurst = 10
     package static let parentAsksPerMinute = 20
+    /// Of a parent's ask tokens, those only a name offered again may take (`TurnedAwayNames`):
+    /// a flood of names each sent once leaves them, so a real client retrying its name after
+    /// the flood is asked about at its next try instead of at the next refill (up to 3 s). The
+    /// bucket, and so every bound on asks, is the same: a scanner sending each name twice takes
+    /// the reserve as a new name would have, never more.
+    package static let parentAskReserve = 2
     /// Approved names that become children, in all: a burst of 20, then 600 an hour. Each child
     /// costs an order (within `acme.orders-per-hour`, which the CA's limits set): an `ask` that
     /// says yes to everything is bounded here before the order budget is.
@@ -166,6 +172,8 @@ package struct ChildLedger: Sendable {
     private var asks: TokenBucket
     private var newChildren: TokenBucket
     private var parentAsks: [String: TokenBucket] = [:]
+    /// Names the parents' ask rates turned away, known again when offered again.
+    private var turnedAway = TurnedAwayNames()
     private var parentNewChildren: [String: TokenBucket] = [:]
     private var pausedUntil: Int64 = 0
     private var failuresInARow = 0
@@ -385,11 +393,15 @@ package struct ChildLedger: Sendable {
             parentAsks[parent] ?? TokenBucket(burst: Self.parentAskBurst, per: Self.parentAsksPerMinute, milliseconds: 60_000, now: now)
         // The parent's token is spent here; the global one when the ask is made (`nextAsk`), the
         // parents taking turns: a quiet parent's name waits behind a few of each flooded
-        // parent's, never behind the global rate they spend.
-        guard parentBucket.has(now: now) else {
+        // parent's, never behind the global rate they spend. A name turned away before may take
+        // the last `parentAskReserve` tokens; a new one may not.
+        let retried = turnedAway.contains(name)
+        guard parentBucket.has(now: now, keeping: retried ? 0 : Self.parentAskReserve) else {
             parentAsks[parent] = parentBucket
+            turnedAway.insert(name)
             return note(.dropped(.rate))
         }
+        if retried { turnedAway.remove(name) }
         parentBucket.take()
         parentAsks[parent] = parentBucket
         if waiting == 0 { pendingParents.append(parent) }
@@ -455,13 +467,13 @@ package struct TokenBucket: Sendable, Equatable {
         last = now
     }
 
-    /// Refills to `now`; whether a token is there.
-    package mutating func has(now: Int64) -> Bool {
+    /// Refills to `now`; whether a token is there beyond `keeping` (tokens held back for others).
+    package mutating func has(now: Int64, keeping: Int = 0) -> Bool {
         if now > last {
             tokens = min(burst, tokens + Double(now - last) * perMillisecond)
             last = now
         }
-        return tokens >= 1
+        return tokens >= 1 + Double(max(0, keeping))
     }
 
     /// Spends a token (after `has` said one is there).
