@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import Logging
 import Reactor
 import TestSupport
 import Testing
@@ -104,6 +105,19 @@ struct ReplicaPresenceTests {
         }
         #expect(more == [Self.step, Self.step])
         #expect(started?.http01(token: "tok1") == Array("tok1.key".utf8))
+    }
+
+    @Test(
+        "a manager made while another replica's order is under way answers its challenge before it is started (before the server listens)")
+    func managerAnswersBeforeStart() throws {
+        let book = try replica()
+        #expect(try present(book).isEmpty)
+        let configuration = CertificateManager.Configuration(
+            directory: try ACMEURL("https://127.0.0.1:1/dir"), storage: folder.path("storage"), ordersPerHour: 60)
+        let manager = try CertificateManager(
+            configuration: configuration, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+        #expect(manager.challenges.http01(token: "tok0") == Array("tok0.key".utf8))
+        #expect(FileManager.default.fileExists(atPath: manager.challenges.presence.path))
     }
 
     @Test("what is not a readable record counts as a replica that has not looked: a directory, a link, a bad or unreadable file")
