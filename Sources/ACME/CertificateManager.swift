@@ -222,7 +222,7 @@ public final class CertificateManager: Sendable {
         budget = Atomic(configuration.ordersPerHour)
         locks = try StorageLock(directory: storage.locks, clock: clock.monotonic, logger: logger)
         records = ReplicaRecords(storage: storage)
-        challenges = try ChallengeBook(storage: storage)
+        challenges = try ChallengeBook(storage: storage, logger: logger)
         do {
             wakeup = try Wakeup()
         } catch {

@@ -1,3 +1,4 @@
+import Logging
 import Reactor
 import Synchronization
 public import TLS
@@ -36,6 +37,16 @@ public final class ChallengeBook: Sendable {
         /// record was last written (wall seconds).
         var looks: Int64 = 0
         var recordWrittenAt: Int64?
+        /// Whether the last write of the record failed, and why the last pause ran its whole
+        /// length (nil: it did not, or only for a replica that had not looked yet): each logged
+        /// when it changes.
+        var recordFailing = false
+        var pauseTrouble: PauseTrouble?
+    }
+
+    /// Why a presenting replica waited the whole pause, when the records could not say.
+    enum PauseTrouble: Equatable {
+        case unlistable, tooMany, unreadable
     }
 
     let storage: ACMEStorage
@@ -43,9 +54,11 @@ public final class ChallengeBook: Sendable {
     let wakeup: Wakeup
     /// This replica's record among those sharing the storage.
     let presence: ReplicaPresence
+    let logger: Logger?
 
-    init(storage: ACMEStorage) throws(ACMEError) {
+    init(storage: ACMEStorage, logger: Logger? = nil) throws(ACMEError) {
         self.storage = storage
+        self.logger = logger
         presence = ReplicaPresence(storage: storage)
         do {
             wakeup = try Wakeup()
@@ -141,36 +154,60 @@ public final class ChallengeBook: Sendable {
     /// heartbeat (`ReplicaPresence.heartbeatSeconds`). The count goes up only with a write that
     /// succeeded, one by one, so the second count another replica sees after reading one came
     /// from a look that began after that read. A write that fails is tried again at the next
-    /// look; meanwhile the others wait for this replica the whole pause.
+    /// look; meanwhile the others wait for this replica the whole pause (logged once, and once
+    /// more when a write succeeds again).
     func acknowledge(complete: Bool, found: Bool, now: Int64) {
         let looks = entries.withLock { entries -> Int64? in
             let due = entries.recordWrittenAt.map { now - $0 >= ReplicaPresence.heartbeatSeconds || now < $0 } ?? true
             guard (complete && found) || due else { return nil }
             return entries.looks + (complete ? 1 : 0)
         }
-        guard let looks, (try? presence.write(looks: looks)) != nil else { return }
-        entries.withLock {
-            $0.looks = looks
-            $0.recordWrittenAt = now
+        guard let looks else { return }
+        let failure: ACMEError?
+        do {
+            try presence.write(looks: looks)
+            failure = nil
+        } catch {
+            failure = error
+        }
+        let changed = entries.withLock { entries -> Bool in
+            if failure == nil {
+                entries.looks = looks
+                entries.recordWrittenAt = now
+            }
+            defer { entries.recordFailing = failure != nil }
+            return entries.recordFailing != (failure != nil)
+        }
+        guard changed else { return }
+        if let failure {
+            logger?.warning(
+                "this replica's record cannot be written: the other replicas wait the whole pause before each validation",
+                metadata: ["path": "\(presence.path)", "error": "\(failure)"])
+        } else {
+            logger?.notice("this replica's record is written again", metadata: ["path": "\(presence.path)"])
         }
     }
 
     /// Called by the replica presenting an answer it has just stored, before the CA is told to
     /// come: pauses until every other replica sharing the storage has finished two looks since
     /// (`ReplicaPresence`), `propagationMilliseconds` at most. Returns at once when no other
-    /// replica has a record.
+    /// replica has a record. A pause that runs its whole length because the records cannot say
+    /// (`PauseTrouble`) is logged when the reason changes, not at each order.
     func awaitOthers(pause: (Duration) -> Void, now: () -> Int64 = { WallClock.seconds() }) {
         let bound = Self.propagationMilliseconds
         let step = Self.acknowledgementStepMilliseconds
-        guard var waiting = presence.others(now: now()) else {
+        var listing = presence.others(now: now())
+        guard case .records(var waiting) = listing else {
             pause(.milliseconds(bound))
+            note(listing == .unlistable ? .unlistable : .tooMany)
             return
         }
         var waited: Int64 = 0
         while !waiting.isEmpty && waited < bound {
             pause(.milliseconds(min(step, bound - waited)))
             waited += step
-            guard let seen = presence.others(now: now()) else { continue }
+            listing = presence.others(now: now())
+            guard case .records(let seen) = listing else { continue }
             waiting = waiting.filter { id, before in
                 // Gone: stopped (a replica removes its record once it no longer serves) or
                 // expired; not readable or not yet looked twice: still waited for.
@@ -178,6 +215,39 @@ public final class ChallengeBook: Sendable {
                 guard let before, let current else { return true }
                 return current < before + 2
             }
+        }
+        switch listing {
+        case .unlistable: note(waiting.isEmpty ? nil : .unlistable)
+        case .tooMany: note(waiting.isEmpty ? nil : .tooMany)
+        case .records(let seen):
+            // A replica that has not looked twice yet (stopped without removing its record,
+            // or slow) is what the pause is for: not a trouble.
+            note(waiting.keys.contains { seen[$0] == .some(nil) } ? .unreadable : nil)
+        }
+    }
+
+    /// Logs why the pause ran its whole length when that changed since the last pause.
+    func note(_ trouble: PauseTrouble?) {
+        let changed = entries.withLock { entries -> Bool in
+            defer { entries.pauseTrouble = trouble }
+            return entries.pauseTrouble != trouble
+        }
+        guard changed else { return }
+        let directory = ["directory": Logger.MetadataValue.string(presence.directory)]
+        switch trouble {
+        case nil:
+            logger?.notice("the pause before validation ends with the other replicas' looks again", metadata: directory)
+        case .unlistable:
+            logger?.warning(
+                "the replicas' records cannot be listed: each validation waits the whole pause", metadata: directory)
+        case .tooMany:
+            logger?.warning(
+                "more than \(ReplicaPresence.maximumEntries) entries among the replicas' records: each validation waits the whole pause until those of stopped replicas are removed",
+                metadata: directory)
+        case .unreadable:
+            logger?.warning(
+                "a replica's record cannot be read (not a file of one line \"looks N\"): each validation waits the whole pause",
+                metadata: directory)
         }
     }
 

@@ -26,22 +26,25 @@ struct ReplicaPresenceTests {
     }
 
     /// A replica as `CertificateManager.init` makes it: its record written, one look made.
-    func replica() throws -> ChallengeBook {
-        let book = try ChallengeBook(storage: storage)
+    func replica(log: LogLines? = nil) throws -> ChallengeBook {
+        let book = try ChallengeBook(storage: storage, logger: log?.logger)
         book.announce()
         return book
     }
 
     /// Stores an HTTP-01 answer as the presenting replica does, then waits for the others:
     /// the pauses asked for. `duringPause` runs at each pause (the other replicas' looks).
-    func present(_ book: ChallengeBook, token: String = "tok0", duringPause: () -> Void = {}) throws -> [Duration] {
+    func present(
+        _ book: ChallengeBook, token: String = "tok0", now: Int64? = nil, duringPause: () -> Void = {}
+    ) throws -> [Duration] {
         try storage.storeHTTP01(token: token, keyAuthorization: token + ".key")
         book.addHTTP01(token: token, answer: Array((token + ".key").utf8))
         var pauses: [Duration] = []
-        book.awaitOthers(pause: { duration in
-            pauses.append(duration)
-            duringPause()
-        })
+        book.awaitOthers(
+            pause: { duration in
+                pauses.append(duration)
+                duringPause()
+            }, now: { now ?? WallClock.seconds() })
         return pauses
     }
 
@@ -172,5 +175,85 @@ struct ReplicaPresenceTests {
         other.stop()
         #expect(!FileManager.default.fileExists(atPath: other.presence.path))
         #expect(try present(book).isEmpty)
+    }
+
+    var directory: String { folder.path("storage/replicas") }
+
+    /// Records of `count` replicas that stopped without removing theirs, older than `lifetime`.
+    func staleRecords(_ count: Int) throws {
+        for index in 0..<count {
+            let path = directory + "/gone\(index)"
+            try Files.replaceAtomically(path, with: Array("looks 3\n".utf8), mode: 0o600)
+            try setModified(path, secondsAgo: ReplicaPresence.lifetime + 60)
+        }
+    }
+
+    @Test("more records than the bound, all of stopped replicas: one whole pause, logged once, then they are gone and the next is short")
+    func overTheBoundCleaned() throws {
+        let log = LogLines()
+        let book = try replica(log: log)
+        try staleRecords(70)
+        #expect(try present(book).reduce(.zero, +) == Self.bound)
+        #expect(try present(book, token: "tok1").isEmpty)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory) == [book.presence.id])
+        let warnings = log.warnings().map(\.message)
+        #expect(warnings.count == 1 && warnings[0].contains("more than \(ReplicaPresence.maximumEntries) entries"), "\(warnings)")
+        #expect(log.messages().contains { $0.contains("ends with the other replicas' looks again") })
+    }
+
+    @Test("an unreadable record is logged once however many orders wait for it, and once when it is gone")
+    func unreadableLoggedOnce() throws {
+        let log = LogLines()
+        let book = try replica(log: log)
+        try Files.replaceAtomically(directory + "/bad", with: Self.longRecord, mode: 0o600)
+        for index in 0..<3 { #expect(try present(book, token: "tok\(index)").reduce(.zero, +) == Self.bound) }
+        #expect(log.warnings().count == 1)
+        try FileManager.default.removeItem(atPath: directory + "/bad")
+        #expect(try present(book, token: "tok9").isEmpty)
+        #expect(log.warnings().count == 1 && log.all.count == 2, "\(log.messages())")
+    }
+
+    @Test("a presenting replica whose clock runs far ahead neither ignores nor removes a live record")
+    func clockAhead() throws {
+        let book = try replica()
+        let other = try replica()
+        let ahead = WallClock.seconds() + 3 * ReplicaPresence.lifetime
+        let pauses = try present(book, now: ahead) { other.poll() }
+        #expect(pauses == [Self.step, Self.step])
+        #expect(FileManager.default.fileExists(atPath: other.presence.path))
+    }
+
+    @Test("names that are no record are not waited for: an old temporary file is removed, another dot name left alone")
+    func dotNames() throws {
+        let book = try replica()
+        let temporary = directory + "/.abc.tmp-123"
+        let nfs = directory + "/.nfs0000000000001234"
+        for path in [temporary, nfs] {
+            try Files.replaceAtomically(path, with: Array("looks 1\n".utf8), mode: 0o600)
+            try setModified(path, secondsAgo: ReplicaPresence.lifetime + 60)
+        }
+        // A name that is not valid UTF-8 cannot be read by the name it is listed as.
+        let odd = (directory + "/r").utf8.map { CChar(bitPattern: $0) } + [CChar(bitPattern: 0xFF), 0]
+        let descriptor = open(odd, O_CREAT | O_WRONLY, 0o600)
+        #expect(descriptor >= 0)
+        close(descriptor)
+        #expect(try present(book).isEmpty)
+        #expect(!FileManager.default.fileExists(atPath: temporary))
+        #expect(FileManager.default.fileExists(atPath: nfs))
+    }
+
+    @Test("a record that cannot be written is logged once, and once when it is written again")
+    func writeFailureLogged() throws {
+        let log = LogLines()
+        let book = try replica(log: log)
+        try FileManager.default.removeItem(atPath: directory)
+        try Files.replaceAtomically(directory, with: [], mode: 0o600)
+        for second in 0..<3 { book.acknowledge(complete: true, found: true, now: WallClock.seconds() + Int64(second)) }
+        #expect(log.warnings().count == 1, "\(log.messages())")
+        try FileManager.default.removeItem(atPath: directory)
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
+        book.acknowledge(complete: true, found: true, now: WallClock.seconds())
+        #expect(log.warnings().count == 1 && log.all.count == 2, "\(log.messages())")
+        #expect(FileManager.default.fileExists(atPath: book.presence.path))
     }
 }
