@@ -87,7 +87,9 @@ package struct ChildLedger: Sendable {
     package static let parentAsksPerMinute = 20
     /// Of a parent's ask tokens, those only a name offered again may take (`TurnedAwayNames`):
     /// a flood of names each sent once leaves them, so a real client retrying its name after
-    /// the flood is asked about at its next try instead of at the next refill (up to 3 s). The
+    /// the flood is asked about at its next try instead of at the next refill (up to 3 s); one
+    /// retrying during the flood, only if its name outlived the names turned away since
+    /// (`TurnedAwayNames.slots` says how likely) and it reached the same replica. The
     /// bucket, and so every bound on asks, is the same: a scanner sending each name twice takes
     /// the reserve as a new name would have, never more.
     package static let parentAskReserve = 2
