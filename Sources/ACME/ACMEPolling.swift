@@ -21,6 +21,14 @@ public struct ACMEPolling {
     /// certificate, twice (authorization, then order). Starting at 50 ms costs four reads more
     /// per resource than starting at 1 s, within `maximumAttempts`; a CA that wants fewer says
     /// so with Retry-After, which always wins.
+    ///
+    /// RFC 8555 §7.5.1 says a client SHOULD NOT begin polling before it has seen the server's
+    /// validation request. Polls start at 50 ms anyway: the CA may validate against another
+    /// replica (or any address behind a load balancer), so this process cannot tell when the
+    /// request came, and waiting for one it may never see would cost the whole bound. The load
+    /// stays small: one order at a time per replica (its manager has one thread for orders),
+    /// at most `maximumAttempts` reads per resource within `maximumTotalWait`, and a CA's
+    /// Retry-After replaces the interval.
     public static let firstInterval: Duration = .milliseconds(50)
     /// Longest interval without a Retry-After.
     public static let maximumInterval: Duration = .seconds(10)
