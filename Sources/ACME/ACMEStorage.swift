@@ -15,6 +15,7 @@ import SafeText
 /// <storage>/orders.log                     one line per order placed: the shared order budget
 /// <storage>/backoff/<name>                 a failed order's back-off (ReplicaRecords)
 /// <storage>/demand/<name>                  a name someone asked a replica for (ReplicaRecords)
+/// <storage>/replicas/<id>                  a replica and its looks at the challenges (ReplicaPresence)
 /// ```
 ///
 /// A certificate and its key live in one file so that one rename(2) replaces both: a replica
@@ -38,7 +39,7 @@ public struct ACMEStorage: Sendable {
         guard create else { return }
         for directory in [
             root, root + "/accounts", root + "/certificates", root + "/challenges", root + "/challenges/http-01",
-            root + "/challenges/tls-alpn-01", root + "/locks", root + "/children", root + "/backoff", root + "/demand",
+            root + "/challenges/tls-alpn-01", root + "/locks", root + "/children", root + "/backoff", root + "/demand", root + "/replicas",
         ] {
             do {
                 try Files.makeDirectory(directory, mode: 0o700)
@@ -52,7 +53,7 @@ public struct ACMEStorage: Sendable {
     public var directories: [String] {
         [
             root, root + "/accounts", root + "/certificates", root + "/challenges", root + "/challenges/http-01",
-            root + "/challenges/tls-alpn-01", root + "/locks", root + "/children", root + "/backoff", root + "/demand",
+            root + "/challenges/tls-alpn-01", root + "/locks", root + "/children", root + "/backoff", root + "/demand", root + "/replicas",
         ]
     }
 

@@ -330,12 +330,12 @@ final class StorageSolver: ChallengeSolver {
             try storage.storeHTTP01(token: token, keyAuthorization: keyAuthorization)
             book.addHTTP01(token: token, answer: Array(keyAuthorization.utf8))
             // Every replica's book has it before the CA is told to come.
-            pause(.milliseconds(ChallengeBook.propagationMilliseconds))
+            book.awaitOthers(pause: pause)
         case "tls-alpn-01":
             let pair = try tlsALPN01Certificate(name: name, keyAuthorization: keyAuthorization)
             try storage.storeTLSALPNChallenge(name: name, chainPEM: pair.chainPEM, keyPEM: pair.keyPEM)
             book.addTLSALPN(name: name, chainPEM: pair.chainPEM, keyPEM: pair.keyPEM)
-            pause(.milliseconds(ChallengeBook.propagationMilliseconds))
+            book.awaitOthers(pause: pause)
         case "dns-01":
             let value = dns01TXTValue(keyAuthorization: keyAuthorization)
             presented.withLock { $0[name] = value }

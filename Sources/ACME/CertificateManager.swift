@@ -222,12 +222,16 @@ public final class CertificateManager: Sendable {
         budget = Atomic(configuration.ordersPerHour)
         locks = try StorageLock(directory: storage.locks, clock: clock.monotonic, logger: logger)
         records = ReplicaRecords(storage: storage)
-        challenges = try ChallengeBook(storage: storage)
+        challenges = try ChallengeBook(storage: storage, logger: logger)
         do {
             wakeup = try Wakeup()
         } catch {
             throw .storage("cannot make the manager's wake-up pipe: \(error.reason)")
         }
+        // The record, then a look at the challenges, before anything is served; last, so that
+        // an init that throws leaves no record. A manager made and never started is stopped
+        // (`stop`), which removes it: the other replicas would wait for it the whole pause.
+        challenges.announce()
     }
 
     // MARK: - What the server asks
@@ -379,7 +383,9 @@ public final class CertificateManager: Sendable {
         state.withLock { $0.thread = thread }
     }
 
-    /// Stops the thread after the step it is in (an order under way finishes or fails first).
+    /// Stops the thread after the step it is in (an order under way finishes or fails first),
+    /// and removes this replica's record (`ReplicaPresence`). Also for a manager made and never
+    /// started (a start or a settings change that failed after it was made).
     public func stop() {
         let thread = state.withLock { state -> LoopThread? in
             state.stopped = true

@@ -60,64 +60,6 @@ package struct ChildLedger: Sendable {
         case dropped(Drop)
     }
 
-    // MARK: Bounds
-
-    /// Asks running at once, at most: the askers' threads. An `ask` that answers slowly (up to
-    /// `ChildAsk.timeoutMilliseconds`) holds one each, so at most this many wait on it.
-    package static let maximumAsksInFlight = 4
-    /// Names waiting for an asker, at most: a name offered while it is full is dropped (and
-    /// offered again at the client's next handshake). The rates below keep it short; this bounds
-    /// it whatever they are.
-    package static let maximumPendingAsks = 64
-    /// Names of one parent waiting for an asker, at most: a few, so that parents flooded with
-    /// random names hold a few places each, and the askers, taking the parents in turn, reach a
-    /// quiet parent's real name within a few asks whatever the floods' sizes.
-    package static let maximumPendingPerParent = 4
-    /// Parents refusing every new name (`refusedParent`) listed in `/sites` by name, at most: one
-    /// line each, so that the page stays small whatever the number of sites with a broken file.
-    package static let maximumRefusingParentsShown = 100
-    /// Asks for new names, in all: a burst of `askBurst`, then `asksPerMinute` (one a second).
-    /// A platform adds users by the minute, not by the second; a scanner's 100,000 random names
-    /// cost one ask a second whatever its rate.
-    package static let askBurst = 20
-    package static let asksPerMinute = 60
-    /// Asks for one parent's new names: a burst of 10, then 20 a minute, so one tenant's
-    /// wildcard being scanned leaves the rest of the global rate to the others.
-    package static let parentAskBurst = 10
-    package static let parentAsksPerMinute = 20
-    /// Approved names that become children, in all: a burst of 20, then 600 an hour. Each child
-    /// costs an order (within `acme.orders-per-hour`, which the CA's limits set): an `ask` that
-    /// says yes to everything is bounded here before the order budget is.
-    package static let newChildrenBurst = 20
-    package static let newChildrenPerHour = 600
-    /// Approved names that become one parent's children: a burst of 10, then 60 an hour.
-    package static let parentNewChildrenBurst = 10
-    package static let parentNewChildrenPerHour = 60
-    /// How long a yes is kept: a day. A child is asked about again at its first handshake after
-    /// that (in the background; it stays a child until a no), so a user removed from the
-    /// platform stops being renewed within a day of its next visit.
-    package static let approvalMilliseconds: Int64 = 86_400_000
-    /// How long a no is kept: an hour. A name refused (a scanner's, a user not yet created) is
-    /// not asked about again for an hour, however often it is sent.
-    package static let refusalMilliseconds: Int64 = 3_600_000
-    /// How long a failed ask counts as a no: a minute, so an `ask` back up is heard soon.
-    package static let failureMilliseconds: Int64 = 60_000
-    /// After a failed ask, all asks pause: 5 s, doubling with each failure in a row, up to 5
-    /// minutes. An `ask` that is down gets about one call per pause, not one per handshake.
-    package static let failurePauseFirstMilliseconds: Int64 = 5_000
-    package static let failurePauseMostMilliseconds: Int64 = 300_000
-    /// Answers kept, at most: the oldest goes first. At one ask a second it holds 18 hours of
-    /// answers; about 100 bytes each, 6.5 MB in all.
-    package static let maximumAnswers = 65_536
-    /// Children in all, at most: each is a wanted name (an order, a certificate in storage and
-    /// in memory). A platform with more users than this serves the rest the parent's current
-    /// certificate (the default pair, or the development one).
-    package static let maximumChildren = 10_000
-    /// A child that no handshake asked for in 30 days is forgotten: no longer wanted, so not
-    /// renewed (Let's Encrypt's 90-day certificates are renewed at 60 days: a user gone for a
-    /// month costs no more orders).
-    package static let graceMilliseconds: Int64 = 30 * 86_400_000
-
     // MARK: State
 
     /// A child: its parent (the wildcard site's directory), and when a handshake last asked for it.
@@ -166,6 +108,8 @@ package struct ChildLedger: Sendable {
     private var asks: TokenBucket
     private var newChildren: TokenBucket
     private var parentAsks: [String: TokenBucket] = [:]
+    /// Names the parents' ask rates turned away, known again when offered again.
+    private var turnedAway = TurnedAwayNames()
     private var parentNewChildren: [String: TokenBucket] = [:]
     private var pausedUntil: Int64 = 0
     private var failuresInARow = 0
@@ -385,11 +329,15 @@ package struct ChildLedger: Sendable {
             parentAsks[parent] ?? TokenBucket(burst: Self.parentAskBurst, per: Self.parentAsksPerMinute, milliseconds: 60_000, now: now)
         // The parent's token is spent here; the global one when the ask is made (`nextAsk`), the
         // parents taking turns: a quiet parent's name waits behind a few of each flooded
-        // parent's, never behind the global rate they spend.
-        guard parentBucket.has(now: now) else {
+        // parent's, never behind the global rate they spend. A name turned away before may take
+        // the last `parentAskReserve` tokens; a new one may not.
+        let retried = turnedAway.contains(name)
+        guard parentBucket.has(now: now, keeping: retried ? 0 : Self.parentAskReserve) else {
             parentAsks[parent] = parentBucket
+            turnedAway.insert(name)
             return note(.dropped(.rate))
         }
+        if retried { turnedAway.remove(name) }
         parentBucket.take()
         parentAsks[parent] = parentBucket
         if waiting == 0 { pendingParents.append(parent) }
@@ -439,34 +387,4 @@ package struct ChildLedger: Sendable {
             answerHead = 0
         }
     }
-}
-
-/// A token bucket: `burst` tokens, refilled at `per` tokens every `milliseconds`.
-package struct TokenBucket: Sendable, Equatable {
-    let burst: Double
-    let perMillisecond: Double
-    private var tokens: Double
-    private var last: Int64
-
-    package init(burst: Int, per: Int, milliseconds: Int64, now: Int64) {
-        self.burst = Double(max(1, burst))
-        perMillisecond = Double(max(0, per)) / Double(max(1, milliseconds))
-        tokens = self.burst
-        last = now
-    }
-
-    /// Refills to `now`; whether a token is there.
-    package mutating func has(now: Int64) -> Bool {
-        if now > last {
-            tokens = min(burst, tokens + Double(now - last) * perMillisecond)
-            last = now
-        }
-        return tokens >= 1
-    }
-
-    /// Spends a token (after `has` said one is there).
-    package mutating func take() { tokens = max(0, tokens - 1) }
-
-    /// Gives back a token spent on nothing (never past the burst).
-    package mutating func give() { tokens = min(burst, tokens + 1) }
 }

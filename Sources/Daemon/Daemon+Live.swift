@@ -175,6 +175,8 @@ extension Daemon {
             do {
                 watch = try Self.cdnWatch(new.cdnWatch, store: store, logger: logger)
             } catch {
+                // The new manager is never started: its replica record goes with it.
+                manager?.stop()
                 throw ApplyFailure(description: "the CDN watch cannot start with the new cdn-watch settings: \(error)")
             }
         } else {

@@ -240,6 +240,10 @@ package final class Daemon: @unchecked Sendable {
             logger.critical("automatic certificates cannot start", metadata: ["error": "\(error)"])
             throw StartFailure()
         }
+        // A start that fails from here on stops the manager it made: its replica record
+        // (`ReplicaPresence`) would make every other replica's orders wait the whole pause.
+        var managerStarted = false
+        defer { if !managerStarted { firstManager?.stop() } }
         // The manager in force: a changed acme section replaces it while serving.
         let certificateManager = Current(firstManager)
         // The wanted names, computed from the newest snapshot and handed over under one lock
@@ -365,6 +369,7 @@ package final class Daemon: @unchecked Sendable {
             }
         }
         certificateManager.value?.start()
+        managerStarted = true
         // A child approved becomes a wanted name at once, and is demanded: it is ordered ahead of
         // names nobody asked for.
         children?.onChange { added in

@@ -38,7 +38,7 @@ struct IssueTests {
         #expect(solver.recorded == ["present http-01 a.test tok0http01", "cleanUp http-01 a.test tok0http01"])
     }
 
-    @Test("without Retry-After the waits double from 0.25 s to 10 s, within the read bound")
+    @Test("without Retry-After the waits double from 50 ms to 10 s, within the read bound")
     func defaultIntervals() throws {
         let (error, sleeps, _) = try Self.issue(.init(name: "authz-pending"))
         guard case .timedOut = error else {
@@ -46,8 +46,8 @@ struct IssueTests {
             return
         }
         let expected: [Duration] =
-            [.milliseconds(250), .milliseconds(500), .seconds(1), .seconds(2), .seconds(4), .seconds(8)]
-            + Array(repeating: ACMEPolling.maximumInterval, count: ACMEPolling.maximumAttempts - 7)
+            [50, 100, 200, 400, 800, 1_600, 3_200, 6_400].map { Duration.milliseconds($0) }
+            + Array(repeating: ACMEPolling.maximumInterval, count: ACMEPolling.maximumAttempts - 9)
         #expect(sleeps == expected)
         #expect(sleeps.reduce(.zero, +) <= ACMEPolling.maximumTotalWait)
     }
