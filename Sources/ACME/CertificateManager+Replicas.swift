@@ -21,22 +21,22 @@ extension CertificateManager {
     /// without an order. Its failures are taken on either way, so the next failure here backs
     /// off as long as the next one there would. A record whose failure is further ahead of this
     /// clock than `ReplicaRecords.clockSkewTolerance` (the writer's clock fast, or this one
-    /// slow) is written again on this clock (`ReplicaRecords.rebased`: the lock is held, and
+    /// slow) is written again on this clock (`BackoffRecord.rebased`: the lock is held, and
     /// only a holder writes it), so its wait holds once from now, the count carries on, and the
     /// skew is logged once per record.
     func adoptSharedBackoff(_ name: String, now: Int64) -> Bool {
         guard var failure = records.failure(name) else { return false }
-        if ReplicaRecords.effectiveNextAttempt(failure, now: now) == nil {
+        if BackoffRecord.effectiveNextAttempt(failure, now: now) == nil {
             logger.warning(
                 "a failed order's back-off recorded by another replica is dated ahead of this clock; its wait counts from now (check the replicas' clocks)",
                 metadata: [
                     "name": "\(TerminalText.escaped(name))", "failedAt": "\(failure.failedAt)", "now": "\(now)",
                     "tolerance": "\(ReplicaRecords.clockSkewTolerance)",
                 ])
-            failure = ReplicaRecords.rebased(failure, now: now)
+            failure = BackoffRecord.rebased(failure, now: now)
             shareFailure(name, failure)
         }
-        let next = ReplicaRecords.effectiveNextAttempt(failure, now: now) ?? failure.nextAttempt
+        let next = BackoffRecord.effectiveNextAttempt(failure, now: now) ?? failure.nextAttempt
         let waits = now < next
         setState(name) { entry in
             entry.backoff.adopt(failures: failure.failures, nextAttempt: waits ? next : nil)

@@ -18,15 +18,8 @@ package struct ChildRecords: Sendable {
     /// Digits of a time at most (`RecordText`).
     static let maximumDigits = RecordText.maximumDigits
 
-    package struct Record: Sendable, Equatable {
-        package var approvedUntil: Int64
-        package var lastSeen: Int64
-
-        package init(approvedUntil: Int64, lastSeen: Int64) {
-            self.approvedUntil = approvedUntil
-            self.lastSeen = lastSeen
-        }
-    }
+    /// A child's record (RecordValues.swift).
+    package typealias Record = ChildRecord
 
     /// `<storage>/children`, made by `ACMEStorage`.
     package let directory: String
@@ -35,7 +28,7 @@ package struct ChildRecords: Sendable {
 
     package func write(_ name: String, _ record: Record) throws(ACMEError) {
         let path = directory + "/" + (try StorageName.component(name))
-        try AtomicFile.write(Array(Self.text(record).utf8), to: path, mode: 0o600)
+        try AtomicFile.write(Array(record.text.utf8), to: path, mode: 0o600)
     }
 
     package func remove(_ name: String) {
@@ -47,7 +40,7 @@ package struct ChildRecords: Sendable {
         guard let component = try? StorageName.component(name),
             let bytes = try? Files.readFile(directory + "/" + component, limit: Self.maximumRecordBytes)
         else { return nil }
-        return Self.parse(bytes)
+        return Record(parsing: bytes)
     }
 
     /// Every readable record, at most `maximumRecords`, by name; a file that is not one (a
@@ -62,15 +55,5 @@ package struct ChildRecords: Sendable {
             found.append((entry, record))
         }
         return found
-    }
-
-    static func text(_ record: Record) -> String {
-        RecordText.text([("approved-until", record.approvedUntil), ("last-seen", record.lastSeen)])
-    }
-
-    /// Exactly `text`'s form: two lines, each a key, one space, 1 to `maximumDigits` digits.
-    static func parse(_ bytes: [UInt8]) -> Record? {
-        guard let values = RecordText.parse(bytes, keys: ["approved-until", "last-seen"]) else { return nil }
-        return Record(approvedUntil: values[0], lastSeen: values[1])
     }
 }

@@ -162,12 +162,12 @@ struct ReplicaRecordsTests {
     @Test("clock skew: a demand time ahead counts as now and expires at most one lifetime ahead; behind, it expires on time")
     func demandSkew() {
         let lifetime = ReplicaRecords.demandLifetime
-        #expect(ReplicaRecords.demandTime(now + lifetime - 1, now: now) == now)
-        #expect(ReplicaRecords.demandTime(now + lifetime, now: now) == nil)
-        #expect(ReplicaRecords.demandTime(now - lifetime + 1, now: now) == now - lifetime + 1)
-        #expect(ReplicaRecords.demandTime(now - lifetime, now: now) == nil)
-        #expect(ReplicaRecords.demandTime(.max, now: now) == nil)
-        #expect(ReplicaRecords.demandTime(0, now: now) == nil)
+        #expect(DemandRecord.demandTime(now + lifetime - 1, now: now) == now)
+        #expect(DemandRecord.demandTime(now + lifetime, now: now) == nil)
+        #expect(DemandRecord.demandTime(now - lifetime + 1, now: now) == now - lifetime + 1)
+        #expect(DemandRecord.demandTime(now - lifetime, now: now) == nil)
+        #expect(DemandRecord.demandTime(.max, now: now) == nil)
+        #expect(DemandRecord.demandTime(0, now: now) == nil)
     }
 
     @Test("clock skew: a wait is the writer's, cut to the longest back-off; a failure dated past the tolerance ahead is absent")
@@ -176,36 +176,36 @@ struct ReplicaRecordsTests {
         let tolerance = ReplicaRecords.clockSkewTolerance
         typealias F = ReplicaRecords.Failure
         // The longest wait is kept; one second more is cut to it.
-        #expect(ReplicaRecords.effectiveNextAttempt(F(failedAt: now, failures: 1, nextAttempt: now + longest), now: now) == now + longest)
+        #expect(BackoffRecord.effectiveNextAttempt(F(failedAt: now, failures: 1, nextAttempt: now + longest), now: now) == now + longest)
         #expect(
-            ReplicaRecords.effectiveNextAttempt(F(failedAt: now, failures: 1, nextAttempt: now + longest + 1), now: now) == now + longest)
-        #expect(ReplicaRecords.effectiveNextAttempt(F(failedAt: 0, failures: 1, nextAttempt: .max), now: now) == longest)
-        #expect(ReplicaRecords.effectiveNextAttempt(F(failedAt: .max, failures: 1, nextAttempt: .max), now: now) == nil)
+            BackoffRecord.effectiveNextAttempt(F(failedAt: now, failures: 1, nextAttempt: now + longest + 1), now: now) == now + longest)
+        #expect(BackoffRecord.effectiveNextAttempt(F(failedAt: 0, failures: 1, nextAttempt: .max), now: now) == longest)
+        #expect(BackoffRecord.effectiveNextAttempt(F(failedAt: .max, failures: 1, nextAttempt: .max), now: now) == nil)
         // A writer at the tolerance ahead (N): its wait holds, and read again once it has passed,
         // the record lets the order go (the wait does not start again at every read).
         let atTolerance = F(failedAt: now + tolerance, failures: 1, nextAttempt: now + tolerance + 60)
-        let first = ReplicaRecords.effectiveNextAttempt(atTolerance, now: now)
+        let first = BackoffRecord.effectiveNextAttempt(atTolerance, now: now)
         #expect(first == now + tolerance + 60)
         for later in [now + 60, now + tolerance, now + tolerance + 60] {
-            #expect(ReplicaRecords.effectiveNextAttempt(atTolerance, now: later) == first, "\(later - now)")
+            #expect(BackoffRecord.effectiveNextAttempt(atTolerance, now: later) == first, "\(later - now)")
         }
         // One second further ahead (N+1), or a day ahead: absent, at the first read and later.
         #expect(
-            ReplicaRecords.effectiveNextAttempt(F(failedAt: now + tolerance + 1, failures: 1, nextAttempt: now + tolerance + 61), now: now)
+            BackoffRecord.effectiveNextAttempt(F(failedAt: now + tolerance + 1, failures: 1, nextAttempt: now + tolerance + 61), now: now)
                 == nil)
         let dayAhead = F(failedAt: now + 86_400, failures: 1, nextAttempt: now + 86_460)
-        for later in [now, now + 60, now + 120] { #expect(ReplicaRecords.effectiveNextAttempt(dayAhead, now: later) == nil) }
+        for later in [now, now + 60, now + 120] { #expect(BackoffRecord.effectiveNextAttempt(dayAhead, now: later) == nil) }
         // Written again on the reader's clock: the writer's wait (cut) and count, never negative.
-        #expect(ReplicaRecords.rebased(dayAhead, now: now) == F(failedAt: now, failures: 1, nextAttempt: now + 60))
+        #expect(BackoffRecord.rebased(dayAhead, now: now) == F(failedAt: now, failures: 1, nextAttempt: now + 60))
         #expect(
-            ReplicaRecords.rebased(F(failedAt: .max, failures: -3, nextAttempt: .max - 5), now: now)
+            BackoffRecord.rebased(F(failedAt: .max, failures: -3, nextAttempt: .max - 5), now: now)
                 == F(failedAt: now, failures: 0, nextAttempt: now))
-        #expect(ReplicaRecords.rebased(F(failedAt: .min, failures: 9, nextAttempt: .max), now: now).nextAttempt == now + longest)
+        #expect(BackoffRecord.rebased(F(failedAt: .min, failures: 9, nextAttempt: .max), now: now).nextAttempt == now + longest)
         // A day behind: the wait is over here (one more order).
         #expect(
-            ReplicaRecords.effectiveNextAttempt(F(failedAt: now - 86_400, failures: 1, nextAttempt: now - 86_340), now: now)! < now)
+            BackoffRecord.effectiveNextAttempt(F(failedAt: now - 86_400, failures: 1, nextAttempt: now - 86_340), now: now)! < now)
         // Going backwards is no wait.
-        #expect(ReplicaRecords.effectiveNextAttempt(F(failedAt: now, failures: 1, nextAttempt: now - 5), now: now) == now)
+        #expect(BackoffRecord.effectiveNextAttempt(F(failedAt: now, failures: 1, nextAttempt: now - 5), now: now) == now)
     }
 
     @Test("a writer a day ahead: the reader writes the record again on its clock, waits the writer's wait once, and logs it once")
