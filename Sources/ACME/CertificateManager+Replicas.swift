@@ -6,11 +6,13 @@ import SafeText
 /// for, which every replica orders in the demanded tier.
 extension CertificateManager {
     /// Records a failed order's back-off for the other replicas; a write that fails costs them
-    /// at most one more order and is logged.
-    func shareFailure(_ name: String, _ failure: ReplicaRecords.Failure) {
+    /// at most one more order and is logged (unless `quiet`: a rebase already logged).
+    func shareFailure(_ name: String, _ failure: ReplicaRecords.Failure, quiet: Bool = false) {
         do {
+            if let fault = failureWriteFault.withLock({ $0?(name) }) { throw fault }
             try records.writeFailure(name, failure)
         } catch {
+            guard !quiet else { return }
             logger.warning(
                 "cannot record a failed order's back-off for the other replicas", metadata: ["name": "\(name)", "error": "\(error)"])
         }
@@ -23,18 +25,33 @@ extension CertificateManager {
     /// clock than `ReplicaRecords.clockSkewTolerance` (the writer's clock fast, or this one
     /// slow) is written again on this clock (`BackoffRecord.rebased`: the lock is held, and
     /// only a holder writes it), so its wait holds once from now, the count carries on, and the
-    /// skew is logged once per record.
+    /// skew is logged once per record. A rebase that cannot be written finds the same record at
+    /// the next read: that read takes the rebase made at the first (`Entry.skewRebased`, one
+    /// record per name), tries its write again quietly and logs nothing, so the wait still holds
+    /// once and does not start again at every read.
     func adoptSharedBackoff(_ name: String, now: Int64) -> Bool {
         guard var failure = records.failure(name) else { return false }
         if BackoffRecord.effectiveNextAttempt(failure, now: now) == nil {
-            logger.warning(
-                "a failed order's back-off recorded by another replica is dated ahead of this clock; its wait counts from now (check the replicas' clocks)",
-                metadata: [
-                    "name": "\(TerminalText.escaped(name))", "failedAt": "\(failure.failedAt)", "now": "\(now)",
-                    "tolerance": "\(ReplicaRecords.clockSkewTolerance)",
-                ])
-            failure = BackoffRecord.rebased(failure, now: now)
-            shareFailure(name, failure)
+            let found = failure
+            let rebased = BackoffRecord.rebased(found, now: now)
+            var earlier: BackoffRecord?
+            setState(name) { entry in
+                if let seen = entry.skewRebased, seen.found == found {
+                    earlier = seen.rebased
+                } else {
+                    entry.skewRebased = (found, rebased)
+                }
+            }
+            if earlier == nil {
+                logger.warning(
+                    "a failed order's back-off recorded by another replica is dated ahead of this clock; its wait counts from now (check the replicas' clocks)",
+                    metadata: [
+                        "name": "\(TerminalText.escaped(name))", "failedAt": "\(failure.failedAt)", "now": "\(now)",
+                        "tolerance": "\(ReplicaRecords.clockSkewTolerance)",
+                    ])
+            }
+            failure = earlier ?? rebased
+            shareFailure(name, failure, quiet: earlier != nil)
         }
         let next = BackoffRecord.effectiveNextAttempt(failure, now: now) ?? failure.nextAttempt
         let waits = now < next

@@ -139,6 +139,9 @@ public final class CertificateManager: Sendable {
         /// When it was last asked for here (`DemandIntake.takeSeen`): its record is written
         /// until `ReplicaRecords.maximumDemandAge` after that.
         var demandSeenAt: Int64?
+        /// The last back-off record found dated past the clock-skew tolerance, and its rebase on
+        /// this clock (`adoptSharedBackoff`): the same record read again is not logged again.
+        var skewRebased: (found: BackoffRecord, rebased: BackoffRecord)?
 
         /// The tier the name waits in when it is due.
         var tier: OrderQueue.Class { served != nil ? .renewal : demandedAt != nil ? .demanded : .new }
@@ -207,6 +210,9 @@ public final class CertificateManager: Sendable {
     /// Tests only: runs in `spendBudget`'s critical section (the state's lock held) after the
     /// budget is read and before it is judged, where a live change of the budget must not land.
     let beforeBudgetDecision = Mutex<(@Sendable () -> Void)?>(nil)
+    /// Tests only: the storage error `shareFailure` meets instead of writing a name's back-off
+    /// record (a volume that refuses writes and still reads), when it gives one.
+    let failureWriteFault = Mutex<(@Sendable (String) -> ACMEError?)?>(nil)
     /// Pending challenge answers, in memory for the serving loops.
     public let challenges: ChallengeBook
     /// The ACME client, made on the manager's thread when first needed, and whether its account

@@ -233,6 +233,37 @@ struct ReplicaRecordsTests {
         #expect(skew.count == 1 && skew.first?.metadata["name"] == "fail.test", "\(skew)")
     }
 
+    @Test("a rebase that cannot be written: the skew and the failed write are logged once, and the wait still holds once")
+    func unwritableRebase() throws {
+        let log = LogLines()
+        let a = try manager(log: log)
+        a.failureWriteFault.withLock { $0 = { _ in .storage("the volume refuses writes") } }
+        a.want(["fail.test": ["fail.test"]])
+        let skewed = ReplicaRecords.Failure(failedAt: now + 86_400, failures: 1, nextAttempt: now + 86_460)
+        try records.writeFailure("fail.test", skewed)
+        let start = now
+        a.order("fail.test", tier: .new)
+        #expect(records.failure("fail.test") == skewed)
+        #expect(a.status(of: "fail.test")?.nextAttempt == start + 60)
+        // Read again with the same record: the first read's rebase holds (no wait counted
+        // afresh), and nothing more is logged.
+        offset.advance(30)
+        a.order("fail.test", tier: .new)
+        #expect(a.counters().failed == 0)
+        #expect(a.status(of: "fail.test")?.nextAttempt == start + 60)
+        let skew = { log.warnings().filter { $0.message.contains("dated ahead of this clock") }.count }
+        let unwritten = log.warnings().filter { $0.message.contains("cannot record a failed order's back-off") }
+        #expect(skew() == 1 && unwritten.count == 1, "\(log.warnings().map(\.message))")
+        // Its wait over, the name is ordered (and refused at once here).
+        offset.advance(30)
+        a.order("fail.test", tier: .new)
+        #expect(a.counters().failed == 1)
+        // Another record dated ahead is another skew, logged.
+        try records.writeFailure("fail.test", .init(failedAt: now + 86_400, failures: 5, nextAttempt: now + 86_460))
+        a.order("fail.test", tier: .new)
+        #expect(skew() == 2)
+    }
+
     @Test("a reader 10 minutes slow keeps a correct replica's record: it waits, and the next refusal counts 2 for every replica")
     func slowReaderKeepsTheRecord() throws {
         let b = try manager()
