@@ -98,14 +98,18 @@ package struct ReplicaRecords: Sendable {
 
     /// The demand records in the directory (`maximumDemandRecords` says what counts), up to
     /// that bound: whether a new record may be written. A directory that cannot be listed, or
-    /// holds more than `maximumDemandEntries` entries, counts as full.
+    /// holds more than `maximumDemandEntries` entries, counts as full. Each entry's type is
+    /// readdir's (`Files.typedEntries`), looked up with an lstat only where the file system
+    /// gives none.
     package func demandRecordCount() -> Int {
-        guard let entries = try? Files.entries(of: demandDirectory, limit: Self.maximumDemandEntries + 1),
+        guard let entries = try? Files.typedEntries(of: demandDirectory, limit: Self.maximumDemandEntries + 1),
             entries.count <= Self.maximumDemandEntries
         else { return Self.maximumDemandRecords }
         var count = 0
-        for entry in entries where count < Self.maximumDemandRecords && Self.recordName(entry) != nil {
-            if (Self.linkStatus(demandDirectory + "/" + entry)?.kind) != .directory { count += 1 }
+        for entry in entries where count < Self.maximumDemandRecords && Self.recordName(entry.name) != nil {
+            // readdir's type where the file system gives one; an lstat where it does not.
+            let kind = entry.kind ?? Self.linkStatus(demandDirectory + "/" + entry.name)?.kind
+            if kind != .directory { count += 1 }
         }
         return count
     }
