@@ -1,5 +1,4 @@
 import Logging
-import SafeText
 
 /// What replicas sharing the storage learn from each other besides certificates and locks
 /// (`ReplicaRecords`): a failed order's back-off, which every replica honours, and names asked
@@ -46,7 +45,7 @@ extension CertificateManager {
                 logger.warning(
                     "a failed order's back-off recorded by another replica is dated ahead of this clock; its wait counts from now (check the replicas' clocks)",
                     metadata: [
-                        "name": "\(TerminalText.escaped(name))", "failedAt": "\(failure.failedAt)", "now": "\(now)",
+                        "name": "\(name)", "failedAt": "\(failure.failedAt)", "now": "\(now)",
                         "tolerance": "\(ReplicaRecords.clockSkewTolerance)",
                     ])
             }

@@ -190,6 +190,9 @@ public final class CertificateManager: Sendable {
     public let configuration: Configuration
     public let storage: ACMEStorage
     let clock: Clock
+    /// Names are logged as they are: each is checked (the config's, `HostName.isPlain`,
+    /// `StorageName.component`). Outside text is escaped where it enters (`ACMEProblem.clean`,
+    /// `ACMEError.transport(from:)`, `ChildAsk.detail(of:)`).
     let logger: Logger
     let state: Mutex<State>
     /// The names the config directory claims, as the last `want` gave them: read by handshakes.
@@ -210,8 +213,7 @@ public final class CertificateManager: Sendable {
     /// Tests only: runs in `spendBudget`'s critical section (the state's lock held) after the
     /// budget is read and before it is judged, where a live change of the budget must not land.
     let beforeBudgetDecision = Mutex<(@Sendable () -> Void)?>(nil)
-    /// Tests only: the storage error `shareFailure` meets instead of writing a name's back-off
-    /// record (a volume that refuses writes and still reads), when it gives one.
+    /// Tests only: the storage error `shareFailure` meets instead of writing a back-off record.
     let failureWriteFault = Mutex<(@Sendable (String) -> ACMEError?)?>(nil)
     /// Pending challenge answers, in memory for the serving loops.
     public let challenges: ChallengeBook
