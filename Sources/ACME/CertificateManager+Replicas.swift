@@ -138,10 +138,11 @@ extension CertificateManager {
     /// (since their record's time), those whose record is gone or expired leave it, and this
     /// replica's own demand records older than half their lifetime are written again.
     func shareDemand(now: Int64) {
-        let live = records.demands(now: now)
+        var live = records.demands(now: now)
         var refresh: [String] = []
         var unrecorded: [String] = []
         state.withLock { state in
+            Self.resolveDigested(&live, names: state.entries.keys)
             for (name, time) in live {
                 guard var entry = state.entries[name], entry.served == nil, entry.demandedAt == nil else { continue }
                 entry.demandedAt = time
@@ -166,5 +167,20 @@ extension CertificateManager {
         }
         recordDemand(refresh, now: now, rewrite: true)
         recordDemand(unrecorded, now: now, quiet: true)
+    }
+
+    /// Puts each digested component among `live`'s keys (a name too long for its readable file
+    /// name, `StorageName`) back to the name of `names` it stands for; one that stands for none
+    /// of them is dropped. Only names longer than a readable component are digested, so only
+    /// those are looked at, and only when a digested key is there.
+    static func resolveDigested(_ live: inout [String: Int64], names: some Sequence<String>) {
+        let digested = live.keys.filter(StorageName.isDigested)
+        guard !digested.isEmpty else { return }
+        var times: [String: Int64] = [:]
+        for key in digested { times[key] = live.removeValue(forKey: key) }
+        for name in names where name.utf8.count > StorageName.maximumComponentBytes - "_wildcard_".utf8.count {
+            guard let component = try? StorageName.component(name), let time = times[component] else { continue }
+            live[name] = time
+        }
     }
 }

@@ -15,7 +15,9 @@ import Reactor
 /// look at storage, so whichever replica orders next puts the name in the demanded tier.
 ///
 /// File names are `StorageName` components (as certificates' and locks'), so only a checked
-/// host name names a file. Every write is atomic (`AtomicFile`); every read is bounded
+/// host name names a file; a name too long to be read back from its file name (a digested
+/// component) is listed by its component, which the reader matches against its own names
+/// (`CertificateManager.shareDemand`). Every write is atomic (`AtomicFile`); every read is bounded
 /// (`maximumRecordBytes`), never follows a symbolic link and never blocks on a FIFO
 /// (`Files.readFile`), and is parsed strictly (`RecordText`, the values in RecordValues.swift):
 /// a file that is not a record is treated as absent, which costs at most one order or the
@@ -115,6 +117,7 @@ package struct ReplicaRecords: Sendable {
     }
 
     /// The names with a live demand record and since when they were asked for (`demandTime`),
+    /// a digested component standing for its name (`StorageName.isDigested`),
     /// from the first `maximumDemandEntries` entries of the directory, `maximumDemandRecords`
     /// records read at most. Expired records and files at a record's name that are not records
     /// are removed (an unlink never follows a link, and spares a file renamed there since it was
@@ -137,7 +140,7 @@ package struct ReplicaRecords: Sendable {
             guard parsed < Self.maximumDemandRecords else { break }
             guard let before = Self.linkStatus(path), before.kind != .directory else { continue }
             parsed += 1
-            guard let recorded = read(demandDirectory, name).flatMap(DemandRecord.parse),
+            guard let recorded = read(path).flatMap(DemandRecord.parse),
                 let time = DemandRecord.demandTime(recorded, now: now)
             else {
                 beforeRemoval(path)
@@ -150,11 +153,10 @@ package struct ReplicaRecords: Sendable {
     }
 
     /// The host name a directory entry is the record of (`_wildcard_.` spelling a wildcard),
-    /// or nil for anything else: a temporary file, a name that is not valid UTF-8 (listed with
-    /// U+FFFD in it), a stray name.
+    /// the entry itself when it is a digested component, or nil for anything else: a temporary
+    /// file, a name that is not valid UTF-8 (listed with U+FFFD in it), a stray name.
     static func recordName(_ entry: String) -> String? {
-        let name = entry.hasPrefix("_wildcard_.") ? "*." + entry.dropFirst("_wildcard_.".count) : entry
-        return (try? StorageName.component(name)) == entry ? name : nil
+        StorageName.isDigested(entry) ? entry : StorageName.name(ofReadable: entry)
     }
 
     /// Whether an entry is named as `Files.replaceAtomically`'s temporary files are (and
@@ -182,8 +184,10 @@ package struct ReplicaRecords: Sendable {
     /// The bytes of `name`'s record in `directory`, bounded, without following a link.
     private func read(_ directory: String, _ name: String) -> [UInt8]? {
         guard let component = try? StorageName.component(name) else { return nil }
-        return try? Files.readFile(directory + "/" + component, limit: Self.maximumRecordBytes)
+        return read(directory + "/" + component)
     }
+
+    private func read(_ path: String) -> [UInt8]? { try? Files.readFile(path, limit: Self.maximumRecordBytes) }
 
     private func remove(_ directory: String, _ name: String) {
         guard let component = try? StorageName.component(name) else { return }

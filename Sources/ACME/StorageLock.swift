@@ -85,6 +85,12 @@ public final class StorageLock: Sendable {
     let beforeTakeover: (@Sendable (String) -> Void)?
     /// Where a stale lock that could not be removed, or a lock called lost, is reported.
     let logger: Logger?
+    /// Names whose failed release was reported (`unlock`): each once, and at most
+    /// `maximumReleaseWarnings` names, so a volume refusing every rename cannot flood the log.
+    private let releaseWarned = Mutex<Set<String>>([])
+    static let maximumReleaseWarnings = 64
+    /// Tests only: an errno a release's rename fails with instead of renaming (nil: renamed).
+    let releaseFault = Mutex<(@Sendable (String) -> Int32?)?>(nil)
     /// Tests only: an errno a heartbeat's write fails with instead of writing (nil: written).
     let beatFault = Mutex<(@Sendable (String) -> Int32?)?>(nil)
     /// How long a holder goes without a heartbeat written before it calls its lock lost: peers
@@ -281,9 +287,25 @@ public final class StorageLock: Sendable {
         // file is moved aside, and only if what was moved is the held file is it removed.
         guard released.isAt(file) else { return }
         let aside = file + ".release-" + randomHex(8)
-        do {
-            try Files.rename(file, to: aside)
-        } catch {
+        var failure: String?
+        if let injected = releaseFault.withLock({ $0 })?(name) {
+            failure = describeErrno(injected)
+        } else {
+            do {
+                try Files.rename(file, to: aside)
+            } catch {
+                failure = error.reason
+            }
+        }
+        if let failure {
+            // The lock stays at its name: this name's next order here and elsewhere waits until
+            // it goes stale (`staleAfter`, or `deadHolderAfter` on this machine).
+            let first = releaseWarned.withLock { $0.count < Self.maximumReleaseWarnings && $0.insert(name).inserted }
+            if first {
+                logger?.warning(
+                    "a lock could not be released: its name waits until the lock goes stale (this name's next failures are not logged)",
+                    metadata: ["path": "\(file)", "reason": "\(failure)", "staleAfterMilliseconds": "\(Self.staleAfter)"])
+            }
             return
         }
         guard released.isAt(aside) else {
