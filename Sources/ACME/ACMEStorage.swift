@@ -19,7 +19,8 @@ import SafeText
 ///
 /// A certificate and its key live in one file so that one rename(2) replaces both: a replica
 /// reading while another writes sees the old pair or the new one, never a chain with the wrong
-/// key. Names in paths are checked host names (`StorageName`), never caller-chosen paths.
+/// key. Names in paths are checked host names (`StorageName`), never caller-chosen paths; a
+/// name too long for a file name with what is added to it is written digested.
 public struct ACMEStorage: Sendable {
     public let root: String
 

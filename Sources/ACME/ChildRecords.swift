@@ -44,7 +44,9 @@ package struct ChildRecords: Sendable {
     }
 
     /// Every readable record, at most `maximumRecords`, by name; a file that is not one (a
-    /// temporary file, a wildcard's, a bad record) is skipped.
+    /// temporary file, a wildcard's, a bad record) is skipped, and so is the record of a name
+    /// too long for its readable file name (`StorageName`), which gives no name back: that
+    /// child is asked for again at its next handshake.
     package func all() -> [(name: String, record: Record)] {
         guard let entries = try? Files.entries(of: directory) else { return [] }
         var found: [(String, Record)] = []

@@ -132,6 +132,19 @@ struct LongNameStorageTests {
         }
     }
 
+    @Test("the account key of a CA whose host is as long as DNS allows is made and read back")
+    func accountKeyOfLongHost() throws {
+        let dir = try TemporaryDirectory(prefix: "acme-long-account")
+        let storage = try ACMEStorage(root: dir.path("s"))
+        let long = try ACMEURL("https://" + Self.longest + "/directory")
+        let other = try ACMEURL("https://" + Self.longest + "/staging")
+        #expect(storage.accountKeyPath(for: long) != storage.accountKeyPath(for: other))
+        let made = try storage.accountKey(for: long)
+        #expect(try storage.accountKey(for: long).thumbprint == made.thumbprint)
+        // A host that fits is named as before.
+        #expect(storage.accountKeyPath(for: try ACMEURL("https://ca.test/dir")).hasPrefix(storage.root + "/accounts/ca.test-"))
+    }
+
     @Test("a release that fails is logged once per name, for a bounded number of names, and the lock goes stale")
     func failedReleaseLogged() throws {
         let dir = try TemporaryDirectory(prefix: "acme-release-fault")
