@@ -25,7 +25,7 @@ package struct BackoffRecord: Sendable, Equatable {
         self.nextAttempt = nextAttempt
     }
 
-    /// The record's text (a negative value is written as 0).
+    /// The record's text (a value is written clamped to 0...`RecordText.maximumValue`).
     var text: String { RecordText.text([("failed-at", failedAt), ("failures", Int64(failures)), ("next-attempt", nextAttempt)]) }
 
     /// The record `bytes` spell exactly, or nil when they are not one.

@@ -188,6 +188,20 @@ struct ReplicaBackoffTests: ReplicaRecordsRig {
         #expect(b.status(of: "fail.test")?.nextAttempt == second.nextAttempt)
     }
 
+    @Test("a hostile count at the record's largest value, adopted and counted one more, is written as a record every replica reads")
+    func hugeCountStaysReadable() throws {
+        let a = try manager()
+        a.want(["fail.test": ["fail.test"]])
+        let largest = RecordText.maximumValue
+        try records.writeFailure("fail.test", .init(failedAt: now - 1_000, failures: Int(largest), nextAttempt: now - 900))
+        a.order("fail.test", tier: .new)
+        a.failed("fail.test", Self.refusal, lockHeld: true)
+        #expect(records.failure("fail.test")?.failures == Int(largest))
+        // A time past the largest is written as the largest, and read.
+        try records.writeFailure("fail.test", .init(failedAt: .max, failures: 1, nextAttempt: .max))
+        #expect(records.failure("fail.test") == .init(failedAt: largest, failures: 1, nextAttempt: largest))
+    }
+
     @Test("a failure of replica B's own (no answer from the CA, its DNS hook) backs the name off on B only")
     func ownFailureStaysOwn() throws {
         let a = try manager()
