@@ -191,8 +191,12 @@ public final class CertificateManager: Sendable {
     public let storage: ACMEStorage
     let clock: Clock
     /// Names are logged as they are: each is checked (the config's, `HostName.isPlain`,
-    /// `StorageName.component`). Outside text is escaped where it enters (`ACMEProblem.clean`,
-    /// `ACMEError.transport(from:)`, `ChildAsk.detail(of:)`).
+    /// `StorageName.component`). A CA's problem text, libcurl's account of a failure and a
+    /// child's answer are escaped where they enter (`ACMEProblem.clean`,
+    /// `ACMEError.transport(from:)`, `ChildAsk.detail(of:)`), as is the character a JSON
+    /// parse error quotes (StrictJSON's `describeCurrent`); every way out escapes again: the
+    /// text log and the JSON log (Daemon/LiveLogging.swift), the /sites page (`HTMLText`) and
+    /// `aasad sites` (`TerminalText`).
     let logger: Logger
     let state: Mutex<State>
     /// The names the config directory claims, as the last `want` gave them: read by handshakes.
