@@ -18,6 +18,9 @@ package struct ChildRecords: Sendable {
     /// Digits of a time at most (`RecordText`).
     static let maximumDigits = RecordText.maximumDigits
 
+    /// Digested records removed per pass at most (`removeStaleDigested`).
+    package static let maximumStaleRemovals = 64
+
     /// A child's record (RecordValues.swift).
     package typealias Record = ChildRecord
 
@@ -57,5 +60,26 @@ package struct ChildRecords: Sendable {
             found.append((entry, record))
         }
         return found
+    }
+
+    /// Removes the digested records (`StorageName.isDigested`: a name too long for a readable file
+    /// name) whose file was last written more than `seconds` before `now`, at most
+    /// `maximumStaleRemovals` a pass; the number removed. Such a record gives no name back, so
+    /// `all` never takes it and a restart never removes it past the grace period as it removes
+    /// the others; without this it would stay for good once its child is forgotten. Judged by the
+    /// modification time the storage host set (a live child's record is written again with each
+    /// yes, at least daily), never following a link (only a regular file is removed), and sparing
+    /// a record written there since it was looked at (`ReplicaRecords.removeIfUnchanged`).
+    @discardableResult
+    package func removeStaleDigested(now: Int64, olderThan seconds: Int64) -> Int {
+        guard let entries = try? Files.entries(of: directory) else { return 0 }
+        var removed = 0
+        for entry in entries where removed < Self.maximumStaleRemovals && StorageName.isDigested(entry) {
+            let path = directory + "/" + entry
+            guard let status = ReplicaRecords.linkStatus(path), status.kind == .regular, status.modified < now - seconds else { continue }
+            ReplicaRecords.removeIfUnchanged(path, status)
+            removed += 1
+        }
+        return removed
     }
 }
