@@ -20,10 +20,9 @@ import Synchronization
 ///   never replaces a newer lock) and the takeover fails.
 ///
 /// A heartbeat (`HeldLock`, HeldLock.swift) rewrites the file in place through the descriptor its
-/// holder created it with (the
-/// one holding its flock), never by opening its name again: a heartbeat that races a takeover
-/// writes into the file moved aside, never over the taker's new lock, and a beat needs no new
-/// descriptor (a process at its descriptor limit still beats). Whether the lock is still this
+/// holder created it with (the one holding its flock), never by opening its name again: a
+/// heartbeat that races a takeover writes into the file moved aside, never over the taker's new
+/// lock, and a beat needs no new descriptor (a process at its descriptor limit still beats). Whether the lock is still this
 /// holder's is read from the name: the file there must be the held one (same device and inode;
 /// the held descriptor keeps the inode from being reused). Another file there (a takeover's new
 /// lock, a link) means the lock is lost, and so does a write through the held descriptor that
