@@ -6,7 +6,8 @@
 #   http2   raw HTTP/2 client bytes through HTTP2Session (libnghttp2)            Fuzz/http2-corpus, Fuzz/http2-fail-cases
 #   config  site.yaml and aasad.yaml values, and Cache-Control as a field value  Fuzz/config-corpus, Fuzz/config-fail-cases
 #   pem     TLSContext's chain and key loading (input: chain, NUL, key)           Fuzz/pem-corpus, Fuzz/pem-fail-cases
-#   acme    what a CA sends: ACME JSON, problems, header lines, PEM chains        Fuzz/acme-corpus, Fuzz/acme-fail-cases
+#   acme    what a CA sends: ACME JSON, problems, header lines, PEM chains; and   Fuzz/acme-corpus, Fuzz/acme-fail-cases
+#           (first byte 0x1E) the record files replicas share in the storage directory
 #   check   CDN and origin bodies as canonical JSON, entitlements entries/plists  Fuzz/check-corpus, Fuzz/check-fail-cases
 #   ownership  which site holds which host: programs of directory, symlink and alias changes  Fuzz/ownership-corpus, Fuzz/ownership-fail-cases
 #   tokens  the tenant API's tokens file (api.tokens-file: YAML, digests, host patterns)  Fuzz/tokens-corpus, Fuzz/tokens-fail-cases
@@ -177,10 +178,13 @@ fi
 
 if [ "$which" = all ] || [ "$which" = acme ]; then
     # The parsers of Sources/ACME/Wire with the strict JSON parser (StrictJSON, SafeText) and HTTP
-    # dates (HTTPCore) as one module, OpenSSL for the chain's certificates. The corpus is committed.
+    # dates (HTTPCore) as one module, OpenSSL for the chain's certificates; and the storage
+    # directory's records as values (RecordText, RecordValues, with the Backoff bound they cut a
+    # wait to). The corpus is committed.
     # shellcheck disable=SC2046 # file names without spaces
     compile -enable-upcoming-feature InternalImportsByDefault -I Sources/CAASAOpenSSL -lssl -lcrypto \
-        $(one_module acme Sources/ACME/Wire/*.swift Sources/Outbound/ResponseHeaders.swift Sources/StrictJSON/*.swift Sources/SafeText/*.swift) \
+        $(one_module acme Sources/ACME/Wire/*.swift Sources/ACME/RecordText.swift Sources/ACME/RecordValues.swift \
+            Sources/ACME/Backoff.swift Sources/Outbound/ResponseHeaders.swift Sources/StrictJSON/*.swift Sources/SafeText/*.swift) \
         Sources/HTTPCore/*.swift \
         Fuzz/FuzzACME.swift -o "$out/fuzz-acme"
     run acme Fuzz/acme-corpus Fuzz/acme-fail-cases 65536

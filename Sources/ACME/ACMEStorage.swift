@@ -20,7 +20,8 @@ import SafeText
 ///
 /// A certificate and its key live in one file so that one rename(2) replaces both: a replica
 /// reading while another writes sees the old pair or the new one, never a chain with the wrong
-/// key. Names in paths are checked host names (`StorageName`), never caller-chosen paths.
+/// key. Names in paths are checked host names (`StorageName`), never caller-chosen paths; a
+/// name too long for a file name with what is added to it is written digested.
 public struct ACMEStorage: Sendable {
     public let root: String
 
@@ -60,6 +61,12 @@ public struct ACMEStorage: Sendable {
     public var locks: String { root + "/locks" }
     public var orderLog: String { root + "/orders.log" }
 
+    /// The longest CA host in an account key's file name: with `-`, 16 hex digits and `.pem`,
+    /// the new key's `.new-` and 16 hex digits, and the write's `.` `.tmp-` and 16 hex digits, the
+    /// file names stay within `StorageName.maximumFileNameBytes`. A longer host is cut (the
+    /// digest still tells every URL apart).
+    static let maximumAccountHostBytes = StorageName.maximumFileNameBytes - 64
+
     /// The account key file for a CA directory: its host and a digest of the whole URL, so two
     /// CAs (or staging and production) never share a key file by accident.
     public func accountKeyPath(for directory: ACMEURL) -> String {
@@ -67,7 +74,8 @@ public struct ACMEStorage: Sendable {
         let host = String(decoding: afterScheme.prefix { $0 != UInt8(ascii: "/") && $0 != UInt8(ascii: ":") }, as: UTF8.self)
             .lowercased().filter { ($0 >= "a" && $0 <= "z") || ($0 >= "0" && $0 <= "9") || $0 == "." || $0 == "-" }
         let digest = Hex.string(Digest.sha256(directory.text.utf8).prefix(8))
-        return root + "/accounts/" + (host.isEmpty ? "ca" : host) + "-" + digest + ".pem"
+        let kept = String(decoding: host.utf8.prefix(Self.maximumAccountHostBytes), as: UTF8.self)
+        return root + "/accounts/" + (host.isEmpty ? "ca" : kept) + "-" + digest + ".pem"
     }
 
     public func certificatePath(for name: String) throws(ACMEError) -> String {
@@ -75,8 +83,11 @@ public struct ACMEStorage: Sendable {
     }
 
     public func tlsALPNChallengePath(for name: String) throws(ACMEError) -> String {
-        root + "/challenges/tls-alpn-01/" + (try StorageName.component(name)) + ".pem"
+        tlsALPNChallengePath(component: try StorageName.component(name))
     }
+
+    /// The challenge file of a checked `StorageName` component.
+    func tlsALPNChallengePath(component: String) -> String { root + "/challenges/tls-alpn-01/" + component + ".pem" }
 
     /// The HTTP-01 answer file of a token; nil when the token is not base64url (RFC 8555 §8.1),
     /// so that no request path can name another file.
@@ -226,8 +237,12 @@ public struct ACMEStorage: Sendable {
 
     /// The challenge certificate and key stored for `name`, or nil.
     public func tlsALPNChallenge(for name: String) -> (chainPEM: [UInt8], keyPEM: [UInt8])? {
-        guard let path = try? tlsALPNChallengePath(for: name), let bytes = try? read(path, limit: Self.maximumChallengeFileBytes)
-        else { return nil }
+        guard let path = try? tlsALPNChallengePath(for: name) else { return nil }
+        return tlsALPNChallenge(path: path)
+    }
+
+    func tlsALPNChallenge(path: String) -> (chainPEM: [UInt8], keyPEM: [UInt8])? {
+        guard let bytes = try? read(path, limit: Self.maximumChallengeFileBytes) else { return nil }
         return Self.split(bytes)
     }
 
@@ -246,13 +261,60 @@ public struct ACMEStorage: Sendable {
 /// Names as they appear in storage paths: a lower-case host name (letters, digits, `-`, `.`,
 /// `_`), or a wildcard `*.suffix` with `*` written `_wildcard_`; never anything that could climb
 /// out of its directory.
+///
+/// Every file named after a host name (a certificate, a challenge answer, a lock, a record)
+/// must fit in Linux's 255-byte file name with what the storage adds to it: `.pem`, a lock's
+/// `.lock.release-` and 16 hex digits, a write's `.` and `.tmp-` and 16 hex digits. A name up to
+/// `maximumComponentBytes` is written as it reads (as earlier versions wrote it); a longer one
+/// (DNS allows 253 bytes) as the first bytes of that form, `~`, and the SHA-256 of the whole
+/// form in hex, `maximumComponentBytes` long. `~` is no host name's byte, so the digested form
+/// of one name is never the readable form of another; every replica of one version derives the
+/// same file from the same name (docs/acme.md, "Storage").
 public enum StorageName {
+    /// Linux's longest file name (NAME_MAX).
+    public static let maximumFileNameBytes = 255
+    /// The longest addition the storage makes to a component: `.lock.release-` and 16 hex digits
+    /// (StorageLock's release; its takeover's `.lock.stale-` and a write's `.` `.pem` `.tmp-` are
+    /// shorter).
+    public static let longestAddition = ".lock.release-".utf8.count + 16
+    /// The longest component: 225 bytes.
+    public static let maximumComponentBytes = maximumFileNameBytes - longestAddition
+    /// What joins a digested component's readable start to its digest.
+    static let digestMark: Character = "~"
+    static let digestHexDigits = 64
+
     public static func component(_ name: String) throws(ACMEError) -> String {
+        let readable = try readableComponent(name)
+        guard readable.utf8.count > maximumComponentBytes else { return readable }
+        let digest = Hex.string(Digest.sha256(readable.utf8))
+        let start = readable.utf8.prefix(maximumComponentBytes - 1 - digestHexDigits)
+        return String(decoding: start, as: UTF8.self) + String(digestMark) + digest
+    }
+
+    /// Whether `entry` (a directory entry without its `.pem`) is a digested component: a host
+    /// name's first bytes, `~`, 64 lower-case hex digits, `maximumComponentBytes` in all.
+    public static func isDigested(_ entry: String) -> Bool {
+        let bytes = Array(entry.utf8)
+        let mark = maximumComponentBytes - 1 - digestHexDigits
+        guard bytes.count == maximumComponentBytes, bytes[mark] == UInt8(ascii: "~") else { return false }
+        let isHexDigit = { (c: UInt8) in (c >= 0x30 && c <= 0x39) || (c >= 0x61 && c <= 0x66) }
+        return bytes[..<mark].allSatisfy(isNameByte) && bytes[(mark + 1)...].allSatisfy(isHexDigit)
+    }
+
+    /// The host name a readable component stands for (`_wildcard_.` spelling a wildcard), or nil
+    /// when `entry` is not the readable component of a name (a digested one included).
+    public static func name(ofReadable entry: String) -> String? {
+        let name = entry.hasPrefix("_wildcard_.") ? "*." + entry.dropFirst("_wildcard_.".count) : entry
+        return (try? readableComponent(name)) == entry && entry.utf8.count <= maximumComponentBytes ? name : nil
+    }
+
+    private static func isNameByte(_ c: UInt8) -> Bool {
+        (c >= 0x61 && c <= 0x7A) || (c >= 0x30 && c <= 0x39) || c == 0x2D || c == 0x2E || c == 0x5F || c == 0x2A
+    }
+
+    private static func readableComponent(_ name: String) throws(ACMEError) -> String {
         let bytes = Array(name.utf8)
-        guard !bytes.isEmpty, bytes.count <= ACMELimits.maximumNameLength, bytes.first != UInt8(ascii: "."),
-            bytes.allSatisfy({ c in
-                (c >= 0x61 && c <= 0x7A) || (c >= 0x30 && c <= 0x39) || c == 0x2D || c == 0x2E || c == 0x5F || c == 0x2A
-            })
+        guard !bytes.isEmpty, bytes.count <= ACMELimits.maximumNameLength, bytes.first != UInt8(ascii: "."), bytes.allSatisfy(isNameByte)
         else { throw .storage("\(ACMEProblem.clean(name)) is not a lower-case host name to store") }
         // `*` only as a wildcard's first label, and no name that spells the wildcard itself:
         // `*.a.test` and `_wildcard_.a.test` must never share a file.

@@ -1,16 +1,17 @@
 import Logging
-import SafeText
 
 /// What replicas sharing the storage learn from each other besides certificates and locks
 /// (`ReplicaRecords`): a failed order's back-off, which every replica honours, and names asked
 /// for, which every replica orders in the demanded tier.
 extension CertificateManager {
     /// Records a failed order's back-off for the other replicas; a write that fails costs them
-    /// at most one more order and is logged.
-    func shareFailure(_ name: String, _ failure: ReplicaRecords.Failure) {
+    /// at most one more order and is logged (unless `quiet`: a rebase already logged).
+    func shareFailure(_ name: String, _ failure: ReplicaRecords.Failure, quiet: Bool = false) {
         do {
+            if let fault = failureWriteFault.withLock({ $0?(name) }) { throw fault }
             try records.writeFailure(name, failure)
         } catch {
+            guard !quiet else { return }
             logger.warning(
                 "cannot record a failed order's back-off for the other replicas", metadata: ["name": "\(name)", "error": "\(error)"])
         }
@@ -21,22 +22,37 @@ extension CertificateManager {
     /// without an order. Its failures are taken on either way, so the next failure here backs
     /// off as long as the next one there would. A record whose failure is further ahead of this
     /// clock than `ReplicaRecords.clockSkewTolerance` (the writer's clock fast, or this one
-    /// slow) is written again on this clock (`ReplicaRecords.rebased`: the lock is held, and
+    /// slow) is written again on this clock (`BackoffRecord.rebased`: the lock is held, and
     /// only a holder writes it), so its wait holds once from now, the count carries on, and the
-    /// skew is logged once per record.
+    /// skew is logged once per record. A rebase that cannot be written finds the same record at
+    /// the next read: that read takes the rebase made at the first (`Entry.skewRebased`, one
+    /// record per name), tries its write again quietly and logs nothing, so the wait still holds
+    /// once and does not start again at every read.
     func adoptSharedBackoff(_ name: String, now: Int64) -> Bool {
         guard var failure = records.failure(name) else { return false }
-        if ReplicaRecords.effectiveNextAttempt(failure, now: now) == nil {
-            logger.warning(
-                "a failed order's back-off recorded by another replica is dated ahead of this clock; its wait counts from now (check the replicas' clocks)",
-                metadata: [
-                    "name": "\(TerminalText.escaped(name))", "failedAt": "\(failure.failedAt)", "now": "\(now)",
-                    "tolerance": "\(ReplicaRecords.clockSkewTolerance)",
-                ])
-            failure = ReplicaRecords.rebased(failure, now: now)
-            shareFailure(name, failure)
+        if BackoffRecord.effectiveNextAttempt(failure, now: now) == nil {
+            let found = failure
+            let rebased = BackoffRecord.rebased(found, now: now)
+            var earlier: BackoffRecord?
+            setState(name) { entry in
+                if let seen = entry.skewRebased, seen.found == found {
+                    earlier = seen.rebased
+                } else {
+                    entry.skewRebased = (found, rebased)
+                }
+            }
+            if earlier == nil {
+                logger.warning(
+                    "a failed order's back-off recorded by another replica is dated ahead of this clock; its wait counts from now (check the replicas' clocks)",
+                    metadata: [
+                        "name": "\(name)", "failedAt": "\(failure.failedAt)", "now": "\(now)",
+                        "tolerance": "\(ReplicaRecords.clockSkewTolerance)",
+                    ])
+            }
+            failure = earlier ?? rebased
+            shareFailure(name, failure, quiet: earlier != nil)
         }
-        let next = ReplicaRecords.effectiveNextAttempt(failure, now: now) ?? failure.nextAttempt
+        let next = BackoffRecord.effectiveNextAttempt(failure, now: now) ?? failure.nextAttempt
         let waits = now < next
         setState(name) { entry in
             entry.backoff.adopt(failures: failure.failures, nextAttempt: waits ? next : nil)
@@ -122,10 +138,11 @@ extension CertificateManager {
     /// (since their record's time), those whose record is gone or expired leave it, and this
     /// replica's own demand records older than half their lifetime are written again.
     func shareDemand(now: Int64) {
-        let live = records.demands(now: now)
+        var live = records.demands(now: now)
         var refresh: [String] = []
         var unrecorded: [String] = []
         state.withLock { state in
+            Self.resolveDigested(&live, names: state.entries.keys)
             for (name, time) in live {
                 guard var entry = state.entries[name], entry.served == nil, entry.demandedAt == nil else { continue }
                 entry.demandedAt = time
@@ -150,5 +167,20 @@ extension CertificateManager {
         }
         recordDemand(refresh, now: now, rewrite: true)
         recordDemand(unrecorded, now: now, quiet: true)
+    }
+
+    /// Puts each digested component among `live`'s keys (a name too long for its readable file
+    /// name, `StorageName`) back to the name of `names` it stands for; one that stands for none
+    /// of them is dropped. Only names longer than a readable component are digested, so only
+    /// those are looked at, and only when a digested key is there.
+    static func resolveDigested(_ live: inout [String: Int64], names: some Sequence<String>) {
+        let digested = live.keys.filter(StorageName.isDigested)
+        guard !digested.isEmpty else { return }
+        var times: [String: Int64] = [:]
+        for key in digested { times[key] = live.removeValue(forKey: key) }
+        for name in names where name.utf8.count > StorageName.maximumComponentBytes - "_wildcard_".utf8.count {
+            guard let component = try? StorageName.component(name), let time = times[component] else { continue }
+            live[name] = time
+        }
     }
 }

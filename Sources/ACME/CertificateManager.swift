@@ -139,6 +139,9 @@ public final class CertificateManager: Sendable {
         /// When it was last asked for here (`DemandIntake.takeSeen`): its record is written
         /// until `ReplicaRecords.maximumDemandAge` after that.
         var demandSeenAt: Int64?
+        /// The last back-off record found dated past the clock-skew tolerance, and its rebase on
+        /// this clock (`adoptSharedBackoff`): the same record read again is not logged again.
+        var skewRebased: (found: BackoffRecord, rebased: BackoffRecord)?
 
         /// The tier the name waits in when it is due.
         var tier: OrderQueue.Class { served != nil ? .renewal : demandedAt != nil ? .demanded : .new }
@@ -187,6 +190,13 @@ public final class CertificateManager: Sendable {
     public let configuration: Configuration
     public let storage: ACMEStorage
     let clock: Clock
+    /// Names are logged as they are: each is checked (the config's, `HostName.isPlain`,
+    /// `StorageName.component`). A CA's problem text, libcurl's account of a failure and a
+    /// child's answer are escaped where they enter (`ACMEProblem.clean`,
+    /// `ACMEError.transport(from:)`, `ChildAsk.detail(of:)`), as is the character a JSON
+    /// parse error quotes (StrictJSON's `describeCurrent`); every way out escapes again: the
+    /// text log and the JSON log (Daemon/LiveLogging.swift), the /sites page (`HTMLText`) and
+    /// `aasad sites` (`TerminalText`).
     let logger: Logger
     let state: Mutex<State>
     /// The names the config directory claims, as the last `want` gave them: read by handshakes.
@@ -207,6 +217,8 @@ public final class CertificateManager: Sendable {
     /// Tests only: runs in `spendBudget`'s critical section (the state's lock held) after the
     /// budget is read and before it is judged, where a live change of the budget must not land.
     let beforeBudgetDecision = Mutex<(@Sendable () -> Void)?>(nil)
+    /// Tests only: the storage error `shareFailure` meets instead of writing a back-off record.
+    let failureWriteFault = Mutex<(@Sendable (String) -> ACMEError?)?>(nil)
     /// Pending challenge answers, in memory for the serving loops.
     public let challenges: ChallengeBook
     /// The ACME client, made on the manager's thread when first needed, and whether its account
@@ -296,54 +308,6 @@ public final class CertificateManager: Sendable {
     public func http01Answer(host: String, token: String) -> [UInt8]? {
         guard wanted.withLock({ $0.contains(host) }) else { return nil }
         return challenges.http01(token: token)
-    }
-
-    /// Every wanted name's state, sorted by name.
-    public func statuses() -> [CertificateStatus] { statusesByName().statuses.values.sorted { $0.name < $1.name } }
-
-    /// One wanted name's state, or nil when the name is not wanted: what the tenant API's GET
-    /// reports per name, without building every name's state (100,000 sites).
-    public func status(of name: String) -> CertificateStatus? {
-        state.withLock { state in
-            state.entries[name].map { entry in
-                CertificateStatus(
-                    name: name, state: entry.state, notAfter: entry.served?.notAfter, renewAt: entry.renewAt, error: entry.error,
-                    errorForTenant: entry.errorForTenant,
-                    nextAttempt: entry.state == .failed ? entry.backoff.nextAttempt : nil)
-            }
-        }
-    }
-
-    /// Every wanted name's state by name, and a version that changes whenever any of them does.
-    public func statusesByName() -> (version: UInt64, statuses: [String: CertificateStatus]) {
-        state.withLock { state in
-            var statuses: [String: CertificateStatus] = [:]
-            statuses.reserveCapacity(state.entries.count)
-            for (name, entry) in state.entries {
-                statuses[name] = CertificateStatus(
-                    name: name, state: entry.state, notAfter: entry.served?.notAfter, renewAt: entry.renewAt, error: entry.error,
-                    errorForTenant: entry.errorForTenant,
-                    nextAttempt: entry.state == .failed ? entry.backoff.nextAttempt : nil)
-            }
-            return (state.version, statuses)
-        }
-    }
-
-    /// How many names are in each state.
-    public func stateCounts() -> [CertificateStatus.State: Int] {
-        state.withLock { state in state.entries.values.reduce(into: [:]) { $0[$1.state, default: 0] += 1 } }
-    }
-
-    /// Moves whenever any name's state does.
-    public var version: UInt64 { state.withLock { $0.version } }
-
-    public func counters() -> CertificateCounters {
-        state.withLock { state in
-            var counters = state.counters
-            counters.queued = state.entries.values.count { $0.state == .queued }
-            counters.earliestNotAfter = state.entries.values.compactMap { $0.served?.notAfter }.min()
-            return counters
-        }
     }
 
     // MARK: - What the config directory says

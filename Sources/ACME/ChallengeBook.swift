@@ -29,6 +29,8 @@ public final class ChallengeBook: Sendable {
     public static let maximumAnswers = 1000
 
     struct Entries: Sendable {
+        /// By the name's storage component (`StorageName`): what a file name gives back, even
+        /// for a name too long to be read back from it.
         var tlsALPN: [String: (source: TLSServer.CertificateSource, version: ACMEStorage.FileVersion?)] = [:]
         var http01: [String: (answer: [UInt8], version: ACMEStorage.FileVersion?)] = [:]
         var stopped = false
@@ -68,20 +70,27 @@ public final class ChallengeBook: Sendable {
     }
 
     /// The TLS-ALPN-01 certificate pending for `name`.
-    public func tlsALPN(for name: String) -> TLSServer.CertificateSource? { entries.withLock { $0.tlsALPN[name]?.source } }
+    public func tlsALPN(for name: String) -> TLSServer.CertificateSource? {
+        guard let component = try? StorageName.component(name) else { return nil }
+        return entries.withLock { $0.tlsALPN[component]?.source }
+    }
 
     /// The HTTP-01 key authorization pending for `token`.
     public func http01(token: String) -> [UInt8]? { entries.withLock { $0.http01[token]?.answer } }
 
     /// An answer this process just stored.
     func addTLSALPN(name: String, chainPEM: [UInt8], keyPEM: [UInt8]) {
+        guard let component = try? StorageName.component(name) else { return }
         let source = Self.source(name: name, chainPEM: chainPEM, keyPEM: keyPEM)
-        entries.withLock { $0.tlsALPN[name] = (source, nil) }
+        entries.withLock { $0.tlsALPN[component] = (source, nil) }
     }
 
     func addHTTP01(token: String, answer: [UInt8]) { entries.withLock { $0.http01[token] = (answer, nil) } }
 
-    func removeTLSALPN(name: String) { entries.withLock { $0.tlsALPN[name] = nil } }
+    func removeTLSALPN(name: String) {
+        guard let component = try? StorageName.component(name) else { return }
+        entries.withLock { $0.tlsALPN[component] = nil }
+    }
 
     func removeHTTP01(token: String) { entries.withLock { $0.http01[token] = nil } }
 
@@ -125,26 +134,29 @@ public final class ChallengeBook: Sendable {
         var seenNames = Set<String>()
         for file in names where file.hasSuffix(".pem") && !file.hasPrefix(".") {
             let component = String(file.dropLast(4))
-            let name = component.replacing("_wildcard_", with: "*")
-            guard let path = try? storage.tlsALPNChallengePath(for: name), let status = try? Files.status(path), status.kind == .regular
-            else { continue }
+            guard StorageName.isDigested(component) || StorageName.name(ofReadable: component) != nil else { continue }
+            let path = storage.tlsALPNChallengePath(component: component)
+            guard let status = try? Files.status(path), status.kind == .regular else { continue }
             if status.modified < now - Self.staleSeconds {
                 try? Files.remove(path)
                 continue
             }
-            seenNames.insert(name)
+            seenNames.insert(component)
             let version = ACMEStorage.FileVersion(status)
-            if entries.withLock({ $0.tlsALPN[name]?.version }) == version { continue }
-            guard let pair = storage.tlsALPNChallenge(for: name) else {
+            if entries.withLock({ $0.tlsALPN[component]?.version }) == version { continue }
+            guard let pair = storage.tlsALPNChallenge(path: path) else {
                 complete = false
                 continue
             }
+            let name = StorageName.name(ofReadable: component) ?? component
             let source = Self.source(name: name, chainPEM: pair.chainPEM, keyPEM: pair.keyPEM)
-            entries.withLock { $0.tlsALPN[name] = (source, version) }
+            entries.withLock { $0.tlsALPN[component] = (source, version) }
         }
         entries.withLock { entries in
             for (token, entry) in entries.http01 where entry.version != nil && !seenTokens.contains(token) { entries.http01[token] = nil }
-            for (name, entry) in entries.tlsALPN where entry.version != nil && !seenNames.contains(name) { entries.tlsALPN[name] = nil }
+            for (component, entry) in entries.tlsALPN where entry.version != nil && !seenNames.contains(component) {
+                entries.tlsALPN[component] = nil
+            }
         }
         acknowledge(complete: complete, found: !seenTokens.isEmpty || !seenNames.isEmpty, now: now)
     }

@@ -35,6 +35,9 @@ public final class ChildApprovals: Sendable {
 
     /// How often the askers look for children past their grace period.
     static let expiryIntervalMilliseconds: Int64 = 60_000
+    /// How often the stale digested records are looked for (`ChildRecords.removeStaleDigested`):
+    /// a listing of the children's folder, so not at every expiry.
+    static let sweepIntervalMilliseconds: Int64 = 3_600_000
     /// How long an idle asker sleeps between looks when nothing wakes it.
     static let idleMilliseconds: Int64 = 1_000
 
@@ -53,7 +56,7 @@ public final class ChildApprovals: Sendable {
     /// `armed`: `start` was called; the threads are made at the first name to ask about (or at
     /// `start` when children were taken back from storage), so that a server without `per-name`
     /// sites runs none.
-    let run = Mutex<(stopped: Bool, armed: Bool, threads: [LoopThread], nextExpiry: Int64)>((false, false, [], 0))
+    let run = Mutex<(stopped: Bool, armed: Bool, threads: [LoopThread], nextExpiry: Int64, nextSweep: Int64)>((false, false, [], 0, 0))
 
     package init(
         childrenPerParent: Int, logger: Logger, records: ChildRecords? = nil,
@@ -106,6 +109,7 @@ public final class ChildApprovals: Sendable {
         let now = clock()
         let wall = wallClock()
         let graceSeconds = ChildLedger.graceMilliseconds / 1_000
+        records.removeStaleDigested(now: wall, olderThan: graceSeconds)
         var taken: [(name: String, parent: String, lastSeen: Int64, approvedUntil: Int64)] = []
         for (name, record) in records.all() {
             guard wall - record.lastSeen <= graceSeconds else {
@@ -233,14 +237,18 @@ public final class ChildApprovals: Sendable {
     }
 
     /// Forgets the children past their grace period (and their records) when the last look is
-    /// `expiryIntervalMilliseconds` old.
+    /// `expiryIntervalMilliseconds` old; removes stale digested records (which no child in the
+    /// ledger may stand for: `adoptStored` never takes them) every `sweepIntervalMilliseconds`.
     func expireIfDue() {
         let now = clock()
-        let due = run.withLock { run -> Bool in
-            guard now >= run.nextExpiry else { return false }
+        let (due, sweep) = run.withLock { run -> (Bool, Bool) in
+            let sweep = now >= run.nextSweep
+            if sweep { run.nextSweep = now + Self.sweepIntervalMilliseconds }
+            guard now >= run.nextExpiry else { return (false, sweep) }
             run.nextExpiry = now + Self.expiryIntervalMilliseconds
-            return true
+            return (true, sweep)
         }
+        if sweep { records?.removeStaleDigested(now: wallClock(), olderThan: ChildLedger.graceMilliseconds / 1_000) }
         guard due else { return }
         let gone = ledger.withLock { $0.expire(now: now) }
         guard !gone.isEmpty else { return }

@@ -1,4 +1,5 @@
 public import Outbound
+import SafeText
 
 /// The `acme.ask` contract (docs/acme.md, "The ask contract"): whether a child name of a wildcard
 /// site may have a certificate of its own. Two forms, as the setting's value says:
@@ -107,7 +108,7 @@ public enum ChildAsk {
                 // The status came before the body: it is the answer.
                 status = error.status ?? 0
             } catch {
-                return (.failed, "\(error.kind.rawValue): \(error.message)")
+                return (.failed, detail(of: error))
             }
             switch status {
             case 200: return (.yes, "200")
@@ -125,4 +126,8 @@ public enum ChildAsk {
             }
         }
     }
+
+    /// A failed ask as the log says it: libcurl's account, which may quote what the endpoint
+    /// sent (its certificate's subject name), escaped (`TerminalText`).
+    static func detail(of error: OutboundError) -> String { "\(error.kind.rawValue): \(TerminalText.escaped(error.message))" }
 }

@@ -18,15 +18,11 @@ package struct ChildRecords: Sendable {
     /// Digits of a time at most (`RecordText`).
     static let maximumDigits = RecordText.maximumDigits
 
-    package struct Record: Sendable, Equatable {
-        package var approvedUntil: Int64
-        package var lastSeen: Int64
+    /// Digested records removed per pass at most (`removeStaleDigested`).
+    package static let maximumStaleRemovals = 64
 
-        package init(approvedUntil: Int64, lastSeen: Int64) {
-            self.approvedUntil = approvedUntil
-            self.lastSeen = lastSeen
-        }
-    }
+    /// A child's record (RecordValues.swift).
+    package typealias Record = ChildRecord
 
     /// `<storage>/children`, made by `ACMEStorage`.
     package let directory: String
@@ -35,7 +31,7 @@ package struct ChildRecords: Sendable {
 
     package func write(_ name: String, _ record: Record) throws(ACMEError) {
         let path = directory + "/" + (try StorageName.component(name))
-        try AtomicFile.write(Array(Self.text(record).utf8), to: path, mode: 0o600)
+        try AtomicFile.write(Array(record.text.utf8), to: path, mode: 0o600)
     }
 
     package func remove(_ name: String) {
@@ -47,11 +43,13 @@ package struct ChildRecords: Sendable {
         guard let component = try? StorageName.component(name),
             let bytes = try? Files.readFile(directory + "/" + component, limit: Self.maximumRecordBytes)
         else { return nil }
-        return Self.parse(bytes)
+        return Record(parsing: bytes)
     }
 
     /// Every readable record, at most `maximumRecords`, by name; a file that is not one (a
-    /// temporary file, a wildcard's, a bad record) is skipped.
+    /// temporary file, a wildcard's, a bad record) is skipped, and so is the record of a name
+    /// too long for its readable file name (`StorageName`), which gives no name back: that
+    /// child is asked for again at its next handshake.
     package func all() -> [(name: String, record: Record)] {
         guard let entries = try? Files.entries(of: directory) else { return [] }
         var found: [(String, Record)] = []
@@ -64,13 +62,24 @@ package struct ChildRecords: Sendable {
         return found
     }
 
-    static func text(_ record: Record) -> String {
-        RecordText.text([("approved-until", record.approvedUntil), ("last-seen", record.lastSeen)])
-    }
-
-    /// Exactly `text`'s form: two lines, each a key, one space, 1 to `maximumDigits` digits.
-    static func parse(_ bytes: [UInt8]) -> Record? {
-        guard let values = RecordText.parse(bytes, keys: ["approved-until", "last-seen"]) else { return nil }
-        return Record(approvedUntil: values[0], lastSeen: values[1])
+    /// Removes the digested records (`StorageName.isDigested`: a name too long for a readable file
+    /// name) whose file was last written more than `seconds` before `now`, at most
+    /// `maximumStaleRemovals` a pass; the number removed. Such a record gives no name back, so
+    /// `all` never takes it and a restart never removes it past the grace period as it removes
+    /// the others; without this it would stay for good once its child is forgotten. Judged by the
+    /// modification time the storage host set (a live child's record is written again with each
+    /// yes, at least daily), never following a link (only a regular file is removed), and sparing
+    /// a record written there since it was looked at (`ReplicaRecords.removeIfUnchanged`).
+    @discardableResult
+    package func removeStaleDigested(now: Int64, olderThan seconds: Int64) -> Int {
+        guard let entries = try? Files.entries(of: directory) else { return 0 }
+        var removed = 0
+        for entry in entries where removed < Self.maximumStaleRemovals && StorageName.isDigested(entry) {
+            let path = directory + "/" + entry
+            guard let status = ReplicaRecords.linkStatus(path), status.kind == .regular, status.modified < now - seconds else { continue }
+            ReplicaRecords.removeIfUnchanged(path, status)
+            removed += 1
+        }
+        return removed
     }
 }

@@ -1,4 +1,5 @@
 public import Outbound
+import SafeText
 
 /// One HTTP response as the ACME client reads it: bounded body and header section.
 public struct HTTPSResponse: Sendable {
@@ -43,7 +44,7 @@ public final class HTTPSClient: Sendable {
         do {
             client = try OutboundClient(configuration: outbound)
         } catch {
-            throw .transport(error.message)
+            throw .transport(from: error)
         }
     }
 
@@ -68,7 +69,14 @@ public final class HTTPSClient: Sendable {
             let response = try client.perform(request)
             return HTTPSResponse(status: response.status, headers: response.headers, body: response.body)
         } catch {
-            throw .transport(error.message)
+            throw .transport(from: error)
         }
     }
+}
+
+extension ACMEError {
+    /// libcurl's account of a failed exchange, which may quote what the other side sent (a
+    /// certificate's subject name): escaped as every log line's outside text is (`TerminalText`),
+    /// since it is logged and shown on `/sites`.
+    static func transport(from error: OutboundError) -> ACMEError { .transport(TerminalText.escaped(error.message)) }
 }

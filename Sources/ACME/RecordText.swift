@@ -8,9 +8,15 @@ enum RecordText {
     /// Digits of a number at most: seconds since the epoch have 10 until the year 2286, and 12
     /// digits never overflow Int64 (so nothing read can trap a conversion).
     static let maximumDigits = 12
+    /// The largest value a record holds: `maximumDigits` nines.
+    static let maximumValue: Int64 = 999_999_999_999
 
+    /// The record's text, each value clamped to 0...`maximumValue` so that whatever is written
+    /// parses: a count taken from another replica's record and then incremented, or a time of a
+    /// clock far off, would otherwise be written with more digits than a reader accepts, and the
+    /// record would be absent for every replica.
     static func text(_ fields: [(key: String, value: Int64)]) -> String {
-        fields.map { "\($0.key) \(max($0.value, 0))\n" }.joined()
+        fields.map { "\($0.key) \(min(max($0.value, 0), maximumValue))\n" }.joined()
     }
 
     /// The values of `keys`, in order, or nil when `bytes` is not exactly their record.

@@ -15,13 +15,16 @@ import Reactor
 /// look at storage, so whichever replica orders next puts the name in the demanded tier.
 ///
 /// File names are `StorageName` components (as certificates' and locks'), so only a checked
-/// host name names a file. Every write is atomic (`AtomicFile`); every read is bounded
+/// host name names a file; a name too long to be read back from its file name (a digested
+/// component) is listed by its component, which the reader matches against its own names
+/// (`CertificateManager.shareDemand`). Every write is atomic (`AtomicFile`); every read is bounded
 /// (`maximumRecordBytes`), never follows a symbolic link and never blocks on a FIFO
-/// (`Files.readFile`), and is parsed strictly (`RecordText`): a file that is not a record is
-/// treated as absent, which costs at most one order or the demand's place, never a trap or an
-/// unbounded wait (`effectiveNextAttempt`, `demandTime` clamp what they read). A record is
-/// removed only if it is still the file that was read (`removeIfUnchanged`), never another
-/// replica's fresh one renamed into place meanwhile.
+/// (`Files.readFile`), and is parsed strictly (`RecordText`, the values in RecordValues.swift):
+/// a file that is not a record is treated as absent, which costs at most one order or the
+/// demand's place, never a trap or an unbounded wait (`BackoffRecord.effectiveNextAttempt`,
+/// `DemandRecord.demandTime` clamp what they read). A record is removed only if it is still the
+/// file that was read (`removeIfUnchanged`), never another replica's fresh one renamed into
+/// place meanwhile.
 package struct ReplicaRecords: Sendable {
     /// Largest record read: three lines of about 25 bytes.
     package static let maximumRecordBytes = 256
@@ -42,17 +45,10 @@ package struct ReplicaRecords: Sendable {
     /// left by a writer that stopped between its create and its rename (a write takes
     /// milliseconds; a volume stalled for minutes is still far from it), and is removed.
     package static let temporaryLifetime: Int64 = 3_600
-    /// How far ahead of the reader's clock a failure's time may be and still count as written:
-    /// the drift NTP-synchronised machines may show, with room. A record further ahead was
-    /// written by a clock that runs fast, or is read by one that runs slow; a wait counted from
-    /// a time that stays ahead of this clock would start again at every read, so the reader
-    /// writes the record again on its own clock (`rebased`).
-    package static let clockSkewTolerance: Int64 = 300
-    /// How long a demand record counts without being written again. The replica that saw the
-    /// demand rewrites it every half of this while it holds the name as demanded; a record left
-    /// by a replica that stopped, or whose name was served or left the config meanwhile,
-    /// expires after it, and the name goes back to its place in the queue.
-    package static let demandLifetime: Int64 = 3_600
+    /// How far ahead of the reader's clock a failure's time may be (`BackoffRecord`).
+    package static let clockSkewTolerance = BackoffRecord.clockSkewTolerance
+    /// How long a demand record counts without being written again (`DemandRecord`).
+    package static let demandLifetime = DemandRecord.lifetime
     /// Demand records one site's names may hold at once (those a replica knows of: its own
     /// and those it read): a site's own domain, www and a few regional or campaign domains,
     /// with room. One tenant asking for all of a site's names (up to `acme.names-per-site`,
@@ -64,18 +60,8 @@ package struct ReplicaRecords: Sendable {
     /// written again.
     package static let maximumDemandAge: Int64 = 86_400
 
-    /// A failed order as written by the replica that placed it, times on its own clock.
-    package struct Failure: Sendable, Equatable {
-        package var failedAt: Int64
-        package var failures: Int
-        package var nextAttempt: Int64
-
-        package init(failedAt: Int64, failures: Int, nextAttempt: Int64) {
-            self.failedAt = failedAt
-            self.failures = failures
-            self.nextAttempt = nextAttempt
-        }
-    }
+    /// A failed order as written by the replica that placed it (RecordValues.swift).
+    package typealias Failure = BackoffRecord
 
     /// `<storage>/backoff` and `<storage>/demand`, made by `ACMEStorage`.
     package let backoffDirectory: String
@@ -93,78 +79,45 @@ package struct ReplicaRecords: Sendable {
     // MARK: - Back-off
 
     package func writeFailure(_ name: String, _ failure: Failure) throws(ACMEError) {
-        let text = RecordText.text([
-            ("failed-at", failure.failedAt), ("failures", Int64(failure.failures)), ("next-attempt", failure.nextAttempt),
-        ])
-        try AtomicFile.write(Array(text.utf8), to: backoffDirectory + "/" + (try StorageName.component(name)), mode: 0o600)
+        try AtomicFile.write(Array(failure.text.utf8), to: backoffDirectory + "/" + (try StorageName.component(name)), mode: 0o600)
     }
 
     /// `name`'s back-off record, or nil when there is none or the file is not one.
     package func failure(_ name: String) -> Failure? {
-        guard let values = read(backoffDirectory, name, keys: ["failed-at", "failures", "next-attempt"]) else { return nil }
-        // Twelve digits fit an Int on the 64-bit platforms aasad runs on; never a trap elsewhere.
-        return Failure(failedAt: values[0], failures: Int(truncatingIfNeeded: values[1]), nextAttempt: values[2])
+        read(backoffDirectory, name).flatMap(Failure.init(parsing:))
     }
 
     package func removeFailure(_ name: String) { remove(backoffDirectory, name) }
 
-    /// When a replica whose clock reads `now` may order again after `failure`: the failure's
-    /// time plus the wait the writer set (`nextAttempt - failedAt`, both on its clock), never
-    /// longer than `Backoff.longestWait`; nil when the failure's time is more than
-    /// `clockSkewTolerance` ahead of `now` (then the reader writes it again: `rebased`). The
-    /// answer is the same at every read, so a writer's clock that runs ahead holds a name back
-    /// by its wait and the tolerance at most, once; one that runs behind makes the wait shorter.
-    package static func effectiveNextAttempt(_ failure: Failure, now: Int64) -> Int64? {
-        let ahead = failure.failedAt.subtractingReportingOverflow(now)
-        guard ahead.overflow ? failure.failedAt < now : ahead.partialValue <= clockSkewTolerance else { return nil }
-        return adding(wait(failure), to: failure.failedAt)
-    }
-
-    /// `failure` as the reader whose clock reads `now` writes it again when its time is past
-    /// `clockSkewTolerance` ahead: failed now, with the writer's wait (cut as
-    /// `effectiveNextAttempt` cuts it) and its failures. The wait then holds once, from this
-    /// read, and is never counted again from a time ahead; the count carries on (the next
-    /// failure anywhere is one more), where removing the record would let the reader order at
-    /// once and start the count over.
-    package static func rebased(_ failure: Failure, now: Int64) -> Failure {
-        Failure(failedAt: now, failures: max(failure.failures, 0), nextAttempt: adding(wait(failure), to: now))
-    }
-
-    /// The wait the writer set, never negative nor longer than `Backoff.longestWait`.
-    private static func wait(_ failure: Failure) -> Int64 {
-        let wait = failure.nextAttempt.subtractingReportingOverflow(failure.failedAt)
-        return wait.overflow ? Backoff.longestWait : min(max(wait.partialValue, 0), Backoff.longestWait)
-    }
-
-    private static func adding(_ wait: Int64, to time: Int64) -> Int64 {
-        let next = time.addingReportingOverflow(wait)
-        return next.overflow ? .max : next.partialValue
-    }
-
     // MARK: - Demand
 
     package func writeDemand(_ name: String, at time: Int64) throws(ACMEError) {
-        let text = RecordText.text([("demanded-at", time)])
-        try AtomicFile.write(Array(text.utf8), to: demandDirectory + "/" + (try StorageName.component(name)), mode: 0o600)
+        let path = demandDirectory + "/" + (try StorageName.component(name))
+        try AtomicFile.write(Array(DemandRecord.text(time).utf8), to: path, mode: 0o600)
     }
 
     package func removeDemand(_ name: String) { remove(demandDirectory, name) }
 
     /// The demand records in the directory (`maximumDemandRecords` says what counts), up to
     /// that bound: whether a new record may be written. A directory that cannot be listed, or
-    /// holds more than `maximumDemandEntries` entries, counts as full.
+    /// holds more than `maximumDemandEntries` entries, counts as full. Each entry's type is
+    /// readdir's (`Files.typedEntries`), looked up with an lstat only where the file system
+    /// gives none.
     package func demandRecordCount() -> Int {
-        guard let entries = try? Files.entries(of: demandDirectory, limit: Self.maximumDemandEntries + 1),
+        guard let entries = try? Files.typedEntries(of: demandDirectory, limit: Self.maximumDemandEntries + 1),
             entries.count <= Self.maximumDemandEntries
         else { return Self.maximumDemandRecords }
         var count = 0
-        for entry in entries where count < Self.maximumDemandRecords && Self.recordName(entry) != nil {
-            if (Self.linkStatus(demandDirectory + "/" + entry)?.kind) != .directory { count += 1 }
+        for entry in entries where count < Self.maximumDemandRecords && Self.recordName(entry.name) != nil {
+            // readdir's type where the file system gives one; an lstat where it does not.
+            let kind = entry.kind ?? Self.linkStatus(demandDirectory + "/" + entry.name)?.kind
+            if kind != .directory { count += 1 }
         }
         return count
     }
 
     /// The names with a live demand record and since when they were asked for (`demandTime`),
+    /// a digested component standing for its name (`StorageName.isDigested`),
     /// from the first `maximumDemandEntries` entries of the directory, `maximumDemandRecords`
     /// records read at most. Expired records and files at a record's name that are not records
     /// are removed (an unlink never follows a link, and spares a file renamed there since it was
@@ -187,7 +140,8 @@ package struct ReplicaRecords: Sendable {
             guard parsed < Self.maximumDemandRecords else { break }
             guard let before = Self.linkStatus(path), before.kind != .directory else { continue }
             parsed += 1
-            guard let values = read(demandDirectory, name, keys: ["demanded-at"]), let time = Self.demandTime(values[0], now: now)
+            guard let recorded = read(path).flatMap(DemandRecord.parse),
+                let time = DemandRecord.demandTime(recorded, now: now)
             else {
                 beforeRemoval(path)
                 Self.removeIfUnchanged(path, before)
@@ -199,11 +153,10 @@ package struct ReplicaRecords: Sendable {
     }
 
     /// The host name a directory entry is the record of (`_wildcard_.` spelling a wildcard),
-    /// or nil for anything else: a temporary file, a name that is not valid UTF-8 (listed with
-    /// U+FFFD in it), a stray name.
+    /// the entry itself when it is a digested component, or nil for anything else: a temporary
+    /// file, a name that is not valid UTF-8 (listed with U+FFFD in it), a stray name.
     static func recordName(_ entry: String) -> String? {
-        let name = entry.hasPrefix("_wildcard_.") ? "*." + entry.dropFirst("_wildcard_.".count) : entry
-        return (try? StorageName.component(name)) == entry ? name : nil
+        StorageName.isDigested(entry) ? entry : StorageName.name(ofReadable: entry)
     }
 
     /// Whether an entry is named as `Files.replaceAtomically`'s temporary files are (and
@@ -226,23 +179,15 @@ package struct ReplicaRecords: Sendable {
     /// `lstat` of `path`, nil when it cannot be looked at.
     static func linkStatus(_ path: String) -> FileStatus? { try? Files.linkStatus(path) }
 
-    /// Since when a name recorded as asked for at `recorded` (another replica's clock) counts as
-    /// demanded here; nil once the record has expired (`demandLifetime`). A time ahead of `now`
-    /// (a clock running fast) counts as `now`, and expires as if written up to `demandLifetime`
-    /// ahead at most: a record cannot stay live for longer than two lifetimes.
-    package static func demandTime(_ recorded: Int64, now: Int64) -> Int64? {
-        guard recorded > now - demandLifetime, recorded < now + demandLifetime else { return nil }
-        return min(recorded, now)
-    }
-
     // MARK: - Files
 
-    private func read(_ directory: String, _ name: String, keys: [String]) -> [Int64]? {
-        guard let component = try? StorageName.component(name),
-            let bytes = try? Files.readFile(directory + "/" + component, limit: Self.maximumRecordBytes)
-        else { return nil }
-        return RecordText.parse(bytes, keys: keys)
+    /// The bytes of `name`'s record in `directory`, bounded, without following a link.
+    private func read(_ directory: String, _ name: String) -> [UInt8]? {
+        guard let component = try? StorageName.component(name) else { return nil }
+        return read(directory + "/" + component)
     }
+
+    private func read(_ path: String) -> [UInt8]? { try? Files.readFile(path, limit: Self.maximumRecordBytes) }
 
     private func remove(_ directory: String, _ name: String) {
         guard let component = try? StorageName.component(name) else { return }

@@ -19,10 +19,10 @@ import Synchronization
 ///   file it judged stale. If the holder refreshed it in between, it is put back (link, which
 ///   never replaces a newer lock) and the takeover fails.
 ///
-/// A heartbeat rewrites the file in place through the descriptor its holder created it with (the
-/// one holding its flock), never by opening its name again: a heartbeat that races a takeover
-/// writes into the file moved aside, never over the taker's new lock, and a beat needs no new
-/// descriptor (a process at its descriptor limit still beats). Whether the lock is still this
+/// A heartbeat (`HeldLock`, HeldLock.swift) rewrites the file in place through the descriptor its
+/// holder created it with (the one holding its flock), never by opening its name again: a
+/// heartbeat that races a takeover writes into the file moved aside, never over the taker's new
+/// lock, and a beat needs no new descriptor (a process at its descriptor limit still beats). Whether the lock is still this
 /// holder's is read from the name: the file there must be the held one (same device and inode;
 /// the held descriptor keeps the inode from being reused). Another file there (a takeover's new
 /// lock, a link) means the lock is lost, and so does a write through the held descriptor that
@@ -85,6 +85,12 @@ public final class StorageLock: Sendable {
     let beforeTakeover: (@Sendable (String) -> Void)?
     /// Where a stale lock that could not be removed, or a lock called lost, is reported.
     let logger: Logger?
+    /// Names whose failed release was reported (`unlock`): each once, and at most
+    /// `maximumReleaseWarnings` names, so a volume refusing every rename cannot flood the log.
+    private let releaseWarned = Mutex<Set<String>>([])
+    static let maximumReleaseWarnings = 64
+    /// Tests only: an errno a release's rename fails with instead of renaming (nil: renamed).
+    let releaseFault = Mutex<(@Sendable (String) -> Int32?)?>(nil)
     /// Tests only: an errno a heartbeat's write fails with instead of writing (nil: written).
     let beatFault = Mutex<(@Sendable (String) -> Int32?)?>(nil)
     /// How long a holder goes without a heartbeat written before it calls its lock lost: peers
@@ -281,9 +287,25 @@ public final class StorageLock: Sendable {
         // file is moved aside, and only if what was moved is the held file is it removed.
         guard released.isAt(file) else { return }
         let aside = file + ".release-" + randomHex(8)
-        do {
-            try Files.rename(file, to: aside)
-        } catch {
+        var failure: String?
+        if let injected = releaseFault.withLock({ $0 })?(name) {
+            failure = describeErrno(injected)
+        } else {
+            do {
+                try Files.rename(file, to: aside)
+            } catch {
+                failure = error.reason
+            }
+        }
+        if let failure {
+            // The lock stays at its name: this name's next order here and elsewhere waits until
+            // it goes stale (`staleAfter`, or `deadHolderAfter` on this machine).
+            let first = releaseWarned.withLock { $0.count < Self.maximumReleaseWarnings && $0.insert(name).inserted }
+            if first {
+                logger?.warning(
+                    "a lock could not be released: its name waits until the lock goes stale (this name's next failures are not logged)",
+                    metadata: ["path": "\(file)", "reason": "\(failure)", "staleAfterMilliseconds": "\(Self.staleAfter)"])
+            }
             return
         }
         guard released.isAt(aside) else {
@@ -300,102 +322,6 @@ public final class StorageLock: Sendable {
 
     /// Whether this locker believes it holds `name` (until a refresh says otherwise).
     public func holds(_ name: String) -> Bool { held.withLock { $0[name] != nil } }
-}
-
-/// A lock file this locker created and holds: its descriptor (opened at the exclusive create,
-/// holding the file's flock), which file it is (device and inode, to tell it from another file
-/// put at its name), and the heartbeats written. A beat and the close take its own mutex, so a
-/// beat never writes through a descriptor closed (and reused) meanwhile.
-final class HeldLock: Sendable {
-    /// What a beat found at the lock's name.
-    enum Beat {
-        /// The held file is there (or nothing is, for now): the beat was written.
-        case written
-        /// Another file is there, or the held file is gone (ESTALE, ENOENT, ENXIO from the held
-        /// descriptor: unlinked by another NFS client, whose inode may be reused): the lock is lost.
-        case replaced
-        /// This beat failed and none was written for `StorageLock.silentAfter`: the lock is lost.
-        case silent(reason: String, milliseconds: Int64)
-    }
-
-    /// What a write or fsync through the held descriptor fails with once its file is gone: NFS
-    /// says ESTALE when another client removed it; its inode number may then name a new file, so
-    /// the device and inode compare alone cannot be trusted.
-    static let goneErrnos: Set<Int32> = [ESTALE, ENOENT, ENXIO]
-
-    let device: UInt64
-    let inode: UInt64
-    /// The descriptor (nil once closed), the heartbeats written through it, and when the last
-    /// one was written (the locker's clock).
-    private let state: Mutex<(descriptor: Int32?, count: Int, written: Int64)>
-
-    init(descriptor: Int32, device: UInt64, inode: UInt64, written: Int64) {
-        self.device = device
-        self.inode = inode
-        state = Mutex((descriptor, 0, written))
-    }
-
-    /// One heartbeat: `contents(count)` written over the file through the held descriptor,
-    /// unless another file is at `path` now. A missing name (a taker between its rename and its
-    /// check, which a fresh beat makes it undo) still gets the beat: the held file is the lock
-    /// until another one is at the name. Throws when the name cannot be looked at or the write
-    /// fails: the caller keeps the lock.
-    func beat(_ path: String, now: Int64, fault: () -> Int32?, contents: (Int) -> [UInt8]) throws(ACMEError) -> Beat {
-        try state.withLock { state throws(ACMEError) -> Beat in
-            guard let fd = state.descriptor else { return .replaced }
-            var lookError: SystemError?
-            do throws(SystemError) {
-                // lstat: a symbolic link planted at the name is another file, never followed.
-                let there = try Files.linkStatus(path)
-                if there.kind != .regular || there.device != device || there.inode != inode { return .replaced }
-            } catch  where error.isNoSuchFile {
-                // Nobody's lock is at the name: the held file is still the lock.
-            } catch {
-                lookError = error
-            }
-            let next = contents(state.count + 1)
-            var failure: (errno: Int32, reason: String)?
-            if let injected = fault() {
-                failure = (injected, describeErrno(injected))
-            } else {
-                do throws(SystemError) {
-                    try Files.writeAll(fd, next, at: 0)
-                    try Files.truncate(fd, length: Int64(next.count))
-                    try Files.sync(fd)
-                } catch {
-                    failure = (error.errno, error.reason)
-                }
-            }
-            if let failure {
-                if Self.goneErrnos.contains(failure.errno) { return .replaced }
-                if now - state.written >= StorageLock.silentAfter {
-                    return .silent(reason: failure.reason, milliseconds: now - state.written)
-                }
-                throw .storage("cannot refresh \(path): \(failure.reason); the lock is kept and the next heartbeat tries again")
-            }
-            state.count += 1
-            state.written = now
-            // Written, but which file is at the name is not known: this beat counts as failed.
-            if let lookError {
-                throw .storage("cannot look at \(path): \(lookError.reason); the lock is kept and the next heartbeat tries again")
-            }
-            return .written
-        }
-    }
-
-    /// Whether the file at `path` (not followed) is the held one.
-    func isAt(_ path: String) -> Bool {
-        guard let there = try? Files.linkStatus(path) else { return false }
-        return there.kind == .regular && there.device == device && there.inode == inode
-    }
-
-    /// Closes the descriptor, letting the flock go; later beats find the lock gone.
-    func close() {
-        state.withLock { state in
-            if let fd = state.descriptor { Files.close(fd) }
-            state.descriptor = nil
-        }
-    }
 }
 
 /// What a locker reads of another's lock file, and whether its holder is known to be gone: the

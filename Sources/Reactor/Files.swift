@@ -117,12 +117,49 @@ public enum Files {
         guard let directory = opendir(path) else { throw SystemError(call: "opendir", errno: errno) }
         defer { closedir(directory) }
         var names: [String] = []
-        try eachName(directory) { name in
+        try eachName(directory) { name, _ in
             guard names.count < limit else { return false }
             names.append(String(decoding: name, as: UTF8.self))
             return true
         }
         return names
+    }
+
+    /// A directory entry as readdir gives it: its name (as `entries` spells it) and its type
+    /// (`d_type`), nil when the file system does not say (DT_UNKNOWN: some network and older
+    /// file systems), where the caller looks with `linkStatus`. The type is the entry's own: a
+    /// symbolic link is `.symbolicLink`, never what it points to.
+    public struct Entry: Sendable, Equatable {
+        public var name: String
+        public var kind: FileStatus.Kind?
+
+        public init(name: String, kind: FileStatus.Kind?) {
+            self.name = name
+            self.kind = kind
+        }
+    }
+
+    /// `entries` with each entry's type as readdir gave it, which spares an lstat per name where
+    /// the file system gives it. The type is what the entry was when listed: a file replaced
+    /// since may be another.
+    public static func typedEntries(of path: String, limit: Int = .max) throws(SystemError) -> [Entry] {
+        guard let directory = opendir(path) else { throw SystemError(call: "opendir", errno: errno) }
+        defer { closedir(directory) }
+        var entries: [Entry] = []
+        try eachName(directory) { name, type in
+            guard entries.count < limit else { return false }
+            let kind: FileStatus.Kind? =
+                switch Int32(type) {
+                case Int32(DT_REG): .regular
+                case Int32(DT_DIR): .directory
+                case Int32(DT_LNK): .symbolicLink
+                case Int32(DT_UNKNOWN): nil
+                default: .other
+                }
+            entries.append(Entry(name: String(decoding: name, as: UTF8.self), kind: kind))
+            return true
+        }
+        return entries
     }
 
     /// The names in the directory open at `fd`, `.` and `..` left out, as readdir's bytes with a
@@ -141,7 +178,7 @@ public enum Files {
         defer { closedir(directory) }
         var names: [[CChar]] = []
         var complete = true
-        try eachName(directory) { name in
+        try eachName(directory) { name, _ in
             guard names.count < limit else {
                 complete = false
                 return false
@@ -152,9 +189,10 @@ public enum Files {
         return complete ? names : nil
     }
 
-    /// Calls `body` with each name readdir gives (its bytes, without the NUL), `.` and `..` left
-    /// out, until it returns false or the directory ends; a readdir error throws.
-    private static func eachName(_ directory: OpaquePointer, _ body: (UnsafeRawBufferPointer) -> Bool) throws(SystemError) {
+    /// Calls `body` with each name readdir gives (its bytes, without the NUL) and its `d_type`,
+    /// `.` and `..` left out, until it returns false or the directory ends; a readdir error
+    /// throws.
+    private static func eachName(_ directory: OpaquePointer, _ body: (UnsafeRawBufferPointer, UInt8) -> Bool) throws(SystemError) {
         while true {
             errno = 0
             guard let entry = readdir(directory) else {
@@ -165,7 +203,7 @@ public enum Files {
                 let name = UnsafeRawBufferPointer(rebasing: raw.prefix { $0 != 0 })
                 if name.count == 1 && name[0] == 0x2E { return true }
                 if name.count == 2 && name[0] == 0x2E && name[1] == 0x2E { return true }
-                return body(name)
+                return body(name, entry.pointee.d_type)
             }
             if !more { return }
         }

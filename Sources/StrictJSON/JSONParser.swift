@@ -57,7 +57,9 @@ public struct JSONParser {
         while end < bytes.count && bytes[end] & 0xC0 == 0x80 { end += 1 }
         let scalar = String(decoding: bytes[index..<end], as: UTF8.self)
         let code = scalar.unicodeScalars.first.map { "U+" + String($0.value, radix: 16, uppercase: true) } ?? "?"
-        return "'\(scalar)' (\(code))"
+        // Quoted into messages of documents from elsewhere (a CA's body): escaped like all text
+        // that did not come from aasad (bidi overrides, C1 controls, separators).
+        return "'\(TerminalText.escaped(scalar))' (\(code))"
     }
 
     // MARK: - Grammar

@@ -1,4 +1,5 @@
 import Foundation
+import Outbound
 import TestSupport
 import Testing
 
@@ -105,5 +106,18 @@ struct ChildAskTests {
         }
         let env = try script("env", "[ -z \"$\(variable)\" ] && [ \"$ASK_TEST_PLAIN\" = p ]")
         #expect(ChildAsk.ask(.program(env), name: "a.w.test").answer == .yes)
+    }
+
+    @Test("libcurl's account of a failure, which may quote the other side's certificate, is escaped for the log and /sites")
+    func failureTextEscaped() {
+        let quoted = OutboundError(
+            .certificate, "SSL: certificate subject name 'a\u{1B}[2J\u{7}\n\u{202E}.test' does not match target host name 'b.test'")
+        for text in [ChildAsk.detail(of: quoted), ACMEError.transport(from: quoted).description] {
+            #expect(!text.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F || $0.value == 0x202E }, "\(text)")
+            #expect(text.contains("does not match target host name 'b.test'"), "\(text)")
+        }
+        let plain = OutboundError(.connect, "Failed to connect to 127.0.0.1 port 1")
+        #expect(ChildAsk.detail(of: plain) == "connect: Failed to connect to 127.0.0.1 port 1")
+        #expect(ACMEError.transport(from: plain).description == "no answer from the CA: Failed to connect to 127.0.0.1 port 1")
     }
 }

@@ -165,4 +165,51 @@ struct ChildRecordsTests {
         #expect(rig.records.all().map(\.name) == ["elsewhere", "ok.w.test"])
         #expect(rig.records.read("link.w.test") == nil)
     }
+
+    @Test("digested records (names past 225 bytes) older than the grace period are removed, 64 a pass; a fresh one and a link stay")
+    func staleDigestedRecordsAreRemoved() throws {
+        let rig = try Rig()
+        let wall = rig.wall.withLock { $0 }
+        let grace = ChildLedger.graceMilliseconds / 1_000
+        let directory = rig.records.directory
+        func name(_ i: Int) -> String {
+            let label = String(format: "%03d", i) + String(repeating: "a", count: 60)
+            return [
+                label, String(repeating: "b", count: 63), String(repeating: "c", count: 63), String(repeating: "d", count: 40), "w.test",
+            ]
+            .joined(separator: ".")
+        }
+        func put(_ i: Int, writtenAt time: Int64) throws {
+            try rig.records.write(name(i), .init(approvedUntil: wall, lastSeen: wall))
+            let path = directory + "/" + (try StorageName.component(name(i)))
+            try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSince1970: Double(time))], ofItemAtPath: path)
+        }
+        func digested() -> Set<String> {
+            Set(((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter(StorageName.isDigested))
+        }
+        let n = ChildRecords.maximumStaleRemovals
+        for i in 0...n { try put(i, writtenAt: wall - grace - 1) }
+        try put(900, writtenAt: wall - grace)
+        try put(901, writtenAt: wall)
+        // A link at a digested name, to a file outside: neither is removed.
+        try Data("approved-until 1\nlast-seen 1\n".utf8).write(to: URL(fileURLWithPath: rig.folder.path("outside")))
+        let link = try StorageName.component(name(902))
+        try FileManager.default.createSymbolicLink(atPath: directory + "/" + link, withDestinationPath: rig.folder.path("outside"))
+        #expect(digested().count == n + 4)
+        // At start: N of the N+1 past the grace period go, the one at it stays.
+        let approvals = try rig.approvals()
+        #expect(approvals.adoptStored(parent: Rig.parent) == 0)
+        #expect(digested().count == 4)
+        // The asker's first look takes the last one; the next sweep comes an hour later.
+        approvals.expireIfDue()
+        let kept = try Set([900, 901].map { try StorageName.component(name($0)) } + [link])
+        #expect(digested() == kept)
+        rig.pass(ChildApprovals.sweepIntervalMilliseconds - 1_000)
+        approvals.expireIfDue()
+        #expect(digested() == kept)
+        rig.pass(1_000)
+        approvals.expireIfDue()
+        #expect(digested() == kept.subtracting([try StorageName.component(name(900))]))
+        #expect(FileManager.default.fileExists(atPath: rig.folder.path("outside")))
+    }
 }

@@ -60,6 +60,24 @@ struct WireTests {
         #expect(p.acmeType == "rejectedIdentifier" && p.detail == "no\u{FFFD}way\u{FFFD}\u{FFFD}gnp.\u{FFFD}" && p.status == 400)
         #expect(p.subproblems.count == 1 && p.subproblems[0].identifier == "a.test" && p.subproblems[0].subproblems.isEmpty)
         #expect(try ACMEProblem(body: Array(#"{"type":"urn:ietf:params:acme:error:badNonce"}"#.utf8)).isBadNonce)
+    }
+
+    @Test("a problem type's `urn:` and `ietf` compare without ASCII case (RFC 8141), the rest and any non-ASCII look-alike exactly")
+    func problemTypeCase() {
+        for type in ["URN:IETF:params:acme:error:caa", "Urn:iEtF:params:acme:error:caa", "urn:ietf:params:acme:error:caa"] {
+            #expect(ACMEProblem(type: type).acmeType == "caa", "\(type)")
+            #expect(ACMEError.problem(ACMEProblem(type: type), status: 403).isVerdictOnName, "\(type)")
+        }
+        #expect(ACMEProblem(type: "URN:ietf:params:acme:error:badNonce").isBadNonce)
+        let refused = [
+            "urn:ietf:PARAMS:acme:error:caa", "urn:ietf:params:ACME:error:caa", "urn:ietf:params:acme:ERROR:caa",
+            "urn:\u{130}etf:params:acme:error:caa", "urn:\u{131}etf:params:acme:error:caa", "urn:ietf:params:acme:error",
+            "urn;ietf:params:acme:error:caa", "urm:ietf:params:acme:error:caa", "", "urn:ietf:",
+        ]
+        for type in refused { #expect(ACMEProblem(type: type).acmeType == nil, "\(type)") }
+        // The short name is kept as sent: its case is the CA's, and a combining mark stays on it.
+        #expect(ACMEProblem(type: "URN:ietf:params:acme:error:CAA").acmeType == "CAA")
+        #expect(ACMEProblem(type: "urn:ietf:params:acme:error:\u{301}caa").acmeType == "\u{301}caa")
         for status in [#"-1"#, #"1e3"#, #"4000000000"#, #"400.0"#, #""400""#] {
             #expect(throws: ACMEError.self, "\(status)") { try ACMEProblem(body: Array(#"{"type":"x","status":\#(status)}"#.utf8)) }
         }

@@ -43,4 +43,30 @@ final class FilesTests {
         #expect(try Files.linkStatus(directory + "/link").kind == .symbolicLink)
         #expect(try Files.status(directory + "/link").kind == .directory)
     }
+
+    @Test("a listing with types: each entry's own (a link is a link, dangling or not), as lstat says, within the limit")
+    func typedEntries() throws {
+        try Data("x".utf8).write(to: URL(fileURLWithPath: directory + "/file"))
+        try FileManager.default.createDirectory(atPath: directory + "/dir", withIntermediateDirectories: false)
+        try FileManager.default.createSymbolicLink(atPath: directory + "/link", withDestinationPath: directory + "/dir")
+        try FileManager.default.createSymbolicLink(atPath: directory + "/dangling", withDestinationPath: directory + "/none")
+        #expect(mkfifo(directory + "/fifo", 0o600) == 0)
+        let bad = directory + "/bad\u{1}"
+        try Data().write(to: URL(fileURLWithPath: bad))
+        let entries = try Files.typedEntries(of: directory)
+        var kinds: [String: FileStatus.Kind] = [:]
+        for entry in entries {
+            // Where the file system gives no type (DT_UNKNOWN), the caller looks with lstat.
+            kinds[entry.name] = try entry.kind ?? Files.linkStatus(directory + "/" + entry.name).kind
+            let looked = try Files.linkStatus(directory + "/" + entry.name).kind
+            #expect(entry.kind == nil || entry.kind == looked, "\(entry.name)")
+        }
+        let expected: [String: FileStatus.Kind] = [
+            "file": .regular, "dir": .directory, "link": .symbolicLink, "dangling": .symbolicLink, "fifo": .other, "bad\u{1}": .regular,
+        ]
+        #expect(kinds == expected)
+        #expect(Set(entries.map(\.name)) == Set(try Files.entries(of: directory)))
+        #expect(try Files.typedEntries(of: directory, limit: 2).count == 2)
+        #expect(throws: SystemError.self) { try Files.typedEntries(of: directory + "/file") }
+    }
 }

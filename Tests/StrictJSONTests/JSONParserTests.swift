@@ -110,6 +110,14 @@ struct JSONParserTests {
         }
     }
 
+    @Test("a message quoting an unexpected character escapes what a terminal would act on, and keeps other text")
+    func quotedCharacterIsEscaped() {
+        for (text, shown) in [("1\u{202E}", #"'\u{202E}' (U+202E)"#), ("1\u{85}", #"'\u{85}' (U+85)"#), ("1é", "'é' (U+E9)")] {
+            #expect(throws: JSONSyntaxError.self) { try parse(text) }
+            do { _ = try parse(text) } catch { #expect(error.message.contains(shown), "\(error.message)") }
+        }
+    }
+
     @Test("nesting of exactly the maximum depth is accepted")
     func acceptsMaximumDepth() throws {
         let n = JSONParser.maximumDepth

@@ -43,9 +43,19 @@ public struct ACMEProblem: Sendable, Equatable, CustomStringConvertible {
         self.subproblems = subproblems
     }
 
-    /// The short name within RFC 8555's namespace (`badNonce`, `rateLimited`), or nil.
+    /// The short name within RFC 8555's namespace (`badNonce`, `rateLimited`), or nil. RFC 8141
+    /// §3.1 makes a URN's `urn:` scheme and its namespace identifier (`ietf`) case-insensitive,
+    /// so those compare without ASCII case (and only ASCII's: no Unicode folding); the rest of the
+    /// namespace, and the short name, compare exactly.
     public var acmeType: String? {
-        type.hasPrefix(Self.namespace) ? String(type.dropFirst(Self.namespace.count)) : nil
+        let caseless = "urn:ietf:".utf8
+        let exact = Self.namespace.utf8.dropFirst(caseless.count)
+        let bytes = type.utf8
+        guard bytes.count >= caseless.count + exact.count,
+            zip(bytes, caseless).allSatisfy({ (0x41...0x5A).contains($0) ? $0 | 0x20 == $1 : $0 == $1 }),
+            bytes.dropFirst(caseless.count).starts(with: exact)
+        else { return nil }
+        return String(Substring(bytes.dropFirst(caseless.count + exact.count)))
     }
 
     /// RFC 8555 §6.5: the client should retry with a fresh nonce.
