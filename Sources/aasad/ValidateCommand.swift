@@ -44,7 +44,7 @@ struct ValidateCommand: ParsableCommand {
                 continue
             }
             if isDirectory.boolValue {
-                let scan = Self.scanDirectory(path)
+                let scan = ConfigLoading.load(directoryOrSite: path)
                 sawConfig = true
                 sites += scan.sites.count
                 invalidSites += scan.sites.filter { !$0.isValid }.count
@@ -68,28 +68,9 @@ struct ValidateCommand: ParsableCommand {
         if !valid || (strict && warnings) { throw ExitCode(1) }
     }
 
-    /// A config directory, or a single site directory (one holding the files directly).
-    static func scanDirectory(_ path: String) -> ConfigScan {
-        let fm = FileManager.default
-        let isSite = [ConfigLoader.aasaFileName, ConfigLoader.assetLinksFileName].contains { fm.fileExists(atPath: path + "/" + $0) }
-        guard !fm.fileExists(atPath: path + "/sites") && isSite else {
-            return ConfigLoading.load(path)
-        }
-        // A lone site directory: its name need not be a host name, since nothing is served from it.
-        let trimmed = path.count > 1 && path.hasSuffix("/") ? String(path.dropLast()) : path
-        let name = (trimmed as NSString).lastPathComponent
-        let host = (try? HostName(parsing: name)) ?? (try! HostName(parsing: "localhost"))
-        let site = ConfigLoader.loadSite(host: host, directory: trimmed, relative: name)
-        return ConfigScan(root: (trimmed as NSString).deletingLastPathComponent, sites: [site], problems: [])
-    }
-
     /// The server's settings file: every key known, every value usable.
     static func checkSettings(_ path: String) -> ValidationReport.File {
-        let (settings, fileProblems) = ServerSettings.load(file: path)
-        var problems = fileProblems + (fileProblems.isEmpty ? settings.consistencyProblems(source: path) : [])
-        if fileProblems.isEmpty {
-            problems += settings.api.fileProblems(source: path)
-        }
+        let problems = ServerSettings.problems(ofFile: path)
         return ValidationReport.File(
             file: path, kind: ServerSettings.fileName, host: nil, valid: problems.isEmpty,
             findings: problems.map {

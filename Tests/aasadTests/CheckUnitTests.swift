@@ -76,6 +76,34 @@ struct CheckUnitTests {
         #expect(throws: Entitlements.ReadError.self) { try Entitlements(plist: empty) }
     }
 
+    @Test(
+        "targets: each host once as fetched, the entitlements' services merged by host, the CDN left out only when every entry bypasses it")
+    func targets() throws {
+        let read = try Self.entitlements([
+            "applinks:*.example.com", "webcredentials:example.com?mode=developer", "applinks:example.com",
+            "appclips:clip.example.com?mode=developer+managed", "webcredentials:login.example.com?mode=managed",
+            "webcredentials:login.example.com",
+        ])
+        let targets = CheckTarget.list(hosts: ["login.example.com", "*.other.example", "other.example"], domains: read.domains)
+        #expect(
+            targets == [
+                CheckTarget(host: "login.example.com", services: ["webcredentials"]),
+                CheckTarget(host: "other.example"),
+                CheckTarget(host: "example.com", services: ["applinks", "webcredentials"]),
+                CheckTarget(host: "clip.example.com", services: ["appclips"], usesCDN: false),
+            ])
+        var base = HostChecker.Options()
+        base.cdn = "https://cdn.test/"
+        let developer = targets[3].options(base)
+        #expect(developer.cdn == nil && developer.developerModeOnly && developer.services == ["appclips"])
+        let everyone = targets[2].options(base)
+        #expect(everyone.cdn == "https://cdn.test/" && !everyone.developerModeOnly && everyone.services == ["applinks", "webcredentials"])
+        // Only developer-mode entries so far: a later public entry for the host brings the CDN back.
+        let merged = CheckTarget.list(
+            hosts: [], domains: try Self.entitlements(["applinks:a.example?mode=developer", "applinks:a.example"]).domains)
+        #expect(merged == [CheckTarget(host: "a.example", services: ["applinks"])])
+    }
+
     @Test("host names for check: A-labels only, two labels or more, no empty or hyphen-edged label")
     func hostNames() {
         for good in ["example.com", "a-b.example.co.uk", "xn--fhqz97e.example"] { #expect(Entitlements.isHostName(good), "\(good)") }
