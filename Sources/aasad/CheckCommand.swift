@@ -121,15 +121,9 @@ struct CheckCommand: ParsableCommand {
             let read: Entitlements
             do {
                 // Bounded, and refused unless a regular file (a FIFO would block, /dev/zero fill memory).
-                let bytes = try ConfigLoader.readBounded(path: entitlements, limit: Entitlements.maximumFileSize).get()
-                guard bytes.count <= Entitlements.maximumFileSize else {
-                    throw Self.fail("\(entitlements): larger than \(Entitlements.maximumFileSize / 1024) KB; not an entitlements file")
-                }
-                read = try Entitlements(plist: Data(bytes))
+                read = try Entitlements(file: ConfigLoader.readBounded(path: entitlements, limit: Entitlements.maximumFileSize).get())
             } catch let error as Entitlements.ReadError {
                 throw Self.fail("\(entitlements): \(error.description)")
-            } catch let error as ExitCode {
-                throw error
             } catch {
                 throw Self.fail("\(entitlements): cannot read the file: \(error)")
             }

@@ -74,6 +74,17 @@ struct CheckUnitTests {
         #expect(throws: Entitlements.ReadError.self) { try Entitlements(plist: Data("not a plist".utf8)) }
         let empty = try PropertyListSerialization.data(fromPropertyList: ["other": 1] as [String: Any], format: .xml, options: 0)
         #expect(throws: Entitlements.ReadError.self) { try Entitlements(plist: empty) }
+        // A file read one byte past the bound (what a bounded read gives of a larger one) is
+        // refused unparsed, even when what was read would parse; at the bound it is read.
+        let plist = try PropertyListSerialization.data(
+            fromPropertyList: [Entitlements.key: ["applinks:example.com"]] as [String: Any], format: .xml, options: 0)
+        let padded = Array(plist) + Array(repeating: UInt8(ascii: " "), count: Entitlements.maximumFileSize - plist.count)
+        #expect(try Entitlements(file: padded).domains.map(\.host) == ["example.com"])
+        #expect {
+            try Entitlements(file: padded + [UInt8(ascii: " ")])
+        } throws: {
+            ($0 as? Entitlements.ReadError)?.description.contains("larger than 1024 KB") == true
+        }
     }
 
     @Test(
