@@ -92,8 +92,8 @@ struct CheckUnitTests {
     func targets() throws {
         let read = try Self.entitlements([
             "applinks:*.example.com", "webcredentials:example.com?mode=developer", "applinks:example.com",
-            "appclips:clip.example.com?mode=developer+managed", "webcredentials:login.example.com?mode=managed",
-            "webcredentials:login.example.com",
+            "appclips:clip.example.com?mode=developer+managed", "webcredentials:login.example.com",
+            "webcredentials:login.example.com?mode=managed",
         ])
         let targets = CheckTarget.list(hosts: ["login.example.com", "*.other.example", "other.example"], domains: read.domains)
         #expect(
@@ -109,9 +109,9 @@ struct CheckUnitTests {
         #expect(developer.cdn == nil && developer.developerModeOnly && developer.services == ["appclips"])
         let everyone = targets[2].options(base)
         #expect(everyone.cdn == "https://cdn.test/" && !everyone.developerModeOnly && everyone.services == ["applinks", "webcredentials"])
-        // Only developer-mode entries so far: a later public entry for the host brings the CDN back.
+        // A public entry for the host keeps the CDN, whatever entries for it come after.
         let merged = CheckTarget.list(
-            hosts: [], domains: try Self.entitlements(["applinks:a.example?mode=developer", "applinks:a.example"]).domains)
+            hosts: [], domains: try Self.entitlements(["applinks:a.example", "applinks:a.example?mode=developer"]).domains)
         #expect(merged == [CheckTarget(host: "a.example", services: ["applinks"])])
     }
 
