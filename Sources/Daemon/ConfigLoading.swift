@@ -1,3 +1,4 @@
+package import AASA
 import Foundation
 package import Glibc
 import Logging
@@ -92,6 +93,24 @@ package enum ConfigLoading {
         let host = (try? HostName(parsing: name)) ?? (try! HostName(parsing: "localhost"))
         let site = ConfigLoader.loadSite(host: host, directory: trimmed, relative: name)
         return ConfigScan(root: (trimmed as NSString).deletingLastPathComponent, sites: [site], problems: [])
+    }
+
+    /// A lone file given to `aasad validate`: read bounded and validated as a Digital Asset Links
+    /// list when named assetlinks.json, else as an apple-app-site-association file; `kind` is
+    /// the file name it was taken for.
+    package static func validate(file path: String) -> Result<
+        (kind: String, valid: Bool, diagnostics: [Diagnostic]), ConfigLoader.ReadError
+    > {
+        let isAssetLinks = (path as NSString).lastPathComponent == ConfigLoader.assetLinksFileName
+        let limit = isAssetLinks ? AssetLinks.maximumFileSize : AppSiteAssociation.maximumFileSize
+        return ConfigLoader.readBounded(path: path, limit: limit).map { bytes in
+            guard isAssetLinks else {
+                let result = AppSiteAssociation.validate(bytes)
+                return (ConfigLoader.aasaFileName, result.isValid, result.diagnostics)
+            }
+            let result = AssetLinks.validate(bytes)
+            return (ConfigLoader.assetLinksFileName, result.isValid, result.diagnostics)
+        }
     }
 
     /// The registry `aasad sites` reports: serve's load with serve's certificate check, run

@@ -80,24 +80,15 @@ struct ValidateCommand: ParsableCommand {
             })
     }
 
+    /// A lone file (`ConfigLoading.validate(file:)`).
     static func checkFile(_ path: String) -> ValidationReport.File {
-        let isAssetLinks = (path as NSString).lastPathComponent == ConfigLoader.assetLinksFileName
-        let limit = isAssetLinks ? AssetLinks.maximumFileSize : AppSiteAssociation.maximumFileSize
-        switch ConfigLoader.readBounded(path: path, limit: limit) {
+        switch ConfigLoading.validate(file: path) {
         case .failure(let error):
             return problem(path, "cannot read the file: \(error)")
-        case .success(let bytes):
-            if isAssetLinks {
-                return report(AssetLinks.validate(bytes), path: path, kind: ConfigLoader.assetLinksFileName)
-            }
-            return report(AppSiteAssociation.validate(bytes), path: path, kind: ConfigLoader.aasaFileName)
+        case .success(let file):
+            return ValidationReport.File(
+                file: path, kind: file.kind, host: nil, valid: file.valid, findings: file.diagnostics.map(ValidationReport.finding))
         }
-    }
-
-    private static func report<D>(_ result: ValidationResult<D>, path: String, kind: String) -> ValidationReport.File {
-        ValidationReport.File(
-            file: path, kind: kind, host: nil, valid: result.isValid,
-            findings: result.diagnostics.map(ValidationReport.finding))
     }
 
     static func problem(_ path: String, _ message: String) -> ValidationReport.File {

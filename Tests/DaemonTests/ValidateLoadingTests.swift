@@ -28,6 +28,23 @@ import Testing
         #expect(empty.sites.isEmpty && empty.problems.contains { $0.file == "sites" })
     }
 
+    @Test func aLoneFileIsValidatedByItsName() throws {
+        let directory = try TemporaryDirectory()
+        let list =
+            #"[{"relation": ["delegate_permission/common.handle_all_urls"], "target": {"namespace": "android_app", "package_name": "com.example", "#
+            + #""sha256_cert_fingerprints": ["14:6D:E9:83:C5:73:06:50:D8:EE:B9:95:2F:34:FC:64:16:A0:83:42:E6:1D:BE:A8:8A:04:96:B2:3F:CF:44:E5"]}}]"#
+        for name in ["assetlinks.json", "assetlinks.json.bak", "any-name"] { try directory.write(name, Array(list.utf8)) }
+        let links = try ConfigLoading.validate(file: directory.path("assetlinks.json")).get()
+        #expect(links.kind == "assetlinks.json" && links.valid)
+        // The same list under any other name is an apple-app-site-association file, which it is not.
+        for name in ["assetlinks.json.bak", "any-name"] {
+            let other = try ConfigLoading.validate(file: directory.path(name)).get()
+            #expect(other.kind == "apple-app-site-association" && !other.valid && !other.diagnostics.isEmpty, "\(name)")
+        }
+        // A directory is no file: a read error, not a verdict.
+        #expect(throws: (any Error).self) { try ConfigLoading.validate(file: directory.path).get() }
+    }
+
     @Test func aSettingsFileIsCheckedWholeOnlyOnceItReads() throws {
         let directory = try TemporaryDirectory()
         let path = directory.path("aasad.yaml")
