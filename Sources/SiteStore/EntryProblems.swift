@@ -4,8 +4,9 @@ import Logging
 /// Why names under `sites/` are not sites, and why `sites/` itself could not be read: a listing
 /// that failed (no `sites/`, one that cannot be listed) or a config root that no longer
 /// resolves, and each name that cannot be a site (a bad name, a link out, an alias of no
-/// directory). Each problem is logged once per change; `validate`, `sites` and `/sites` report
-/// them (`SiteRegistry.entryErrors`).
+/// directory). A name found a problem by a reload is logged each time (`record`,
+/// `logUnchanged`), one kept unreadable and `sites/` itself only when the problem changes;
+/// `validate`, `sites` and `/sites` report them (`SiteRegistry.entryErrors`).
 struct EntryProblems {
     /// Names under `sites/` that cannot be sites, with why.
     private(set) var byName: [String: ConfigProblem] = [:]
@@ -47,10 +48,10 @@ struct EntryProblems {
         directory = problem
     }
 
-    /// The name cannot be a site, for `problem`: logged unless it is what was said before and
-    /// `onChange`.
-    mutating func record(_ name: String, _ problem: ConfigProblem, logger: Logger, onChange: Bool) {
-        if !onChange || byName[name] != problem { logger.error("\(problem.file): \(problem.message)") }
+    /// The name cannot be a site, for `problem`: logged when it differs from what was said
+    /// before, or always with `logUnchanged`.
+    mutating func record(_ name: String, _ problem: ConfigProblem, logger: Logger, logUnchanged: Bool) {
+        if logUnchanged || byName[name] != problem { logger.error("\(problem.file): \(problem.message)") }
         byName[name] = problem
     }
 

@@ -240,7 +240,7 @@ public final class SiteRegistry {
                 if records[target] == nil { logger.error("sites/\(name): an alias of \(target), which is not a site") }
                 removals.append(name)
             case .problem(let problem):
-                entryProblems.record(name, problem, logger: logger, onChange: false)
+                entryProblems.record(name, problem, logger: logger, logUnchanged: true)
                 if let target = HostClaims.siblingTarget(of: name, in: sitesPath) { claims.addDangling(name, target: target) }
                 removals.append(name)
             case .ignored, .missing:
@@ -291,7 +291,7 @@ public final class SiteRegistry {
         if records[name] != nil {
             records[name]?.keepEverything(name, problem)
         } else if claims.aliases[name] == nil {
-            entryProblems.record(name, problem, logger: logger, onChange: true)
+            entryProblems.record(name, problem, logger: logger, logUnchanged: false)
         }
     }
 
