@@ -40,7 +40,7 @@ public struct Entitlements: Sendable, Equatable {
 
     /// An entitlements file's bytes as read up to one byte past `maximumFileSize` (so that a
     /// larger file is told apart and refused, never parsed truncated).
-    public init(file bytes: [UInt8]) throws(ReadError) {
+    public init(bytes: [UInt8]) throws(ReadError) {
         guard bytes.count <= Self.maximumFileSize else {
             throw ReadError(description: "larger than \(Self.maximumFileSize / 1024) KB; not an entitlements file")
         }

@@ -114,8 +114,9 @@ package enum ConfigLoading {
     }
 
     /// The registry `aasad sites` reports: serve's load with serve's certificate check, run
-    /// once, nothing logged, no file contents kept, and serve's record of which site held each
-    /// alias first (read, never written), so that contests are reported as serve decided them.
+    /// once, nothing logged, the files kept prepared as serve serves them and not their sources,
+    /// and serve's record of which site held each alias first (read, never written), so that
+    /// contests are reported as serve decided them.
     package static func sitesRegistry(config: String) -> SiteRegistry {
         var logger = Logger(label: "aasad", factory: { _ in SwiftLogNoOpLogHandler() })
         logger.logLevel = .critical

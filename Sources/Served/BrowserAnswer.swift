@@ -1,5 +1,5 @@
 public import AASA
-public import HTTPCore
+import HTTPCore
 
 /// What a browser gets for a URL when no app opens it (site.yaml's `routes:`, `fallback:` or
 /// `page:`), for one platform: the answer `serve` gives, as `aasad match --config` reports it

@@ -121,7 +121,7 @@ struct CheckCommand: ParsableCommand {
             let read: Entitlements
             do {
                 // Bounded, and refused unless a regular file (a FIFO would block, /dev/zero fill memory).
-                read = try Entitlements(file: ConfigLoader.readBounded(path: entitlements, limit: Entitlements.maximumFileSize).get())
+                read = try Entitlements(bytes: ConfigLoader.readBounded(path: entitlements, limit: Entitlements.maximumFileSize).get())
             } catch let error as Entitlements.ReadError {
                 throw Self.fail("\(entitlements): \(error.description)")
             } catch {

@@ -58,7 +58,7 @@ struct MatchCommand: ParsableCommand {
             case .failure(let problem):
                 results = urls.map { URLReport(url: $0, error: problem.message, findings: problem.findings) }
             case .success(let matcher):
-                results = urls.map { Self.evaluate($0, matcher: matcher, site: nil, needsHost: false) }
+                results = urls.map { Self.evaluate($0, matcher: matcher, site: nil) }
             }
         } else if let config {
             // The registry serve loads with: a host is answered by the site serve would answer it
@@ -148,13 +148,13 @@ struct MatchCommand: ParsableCommand {
         case .failure(let problem):
             return URLReport(url: text, site: site.directory, error: problem.message, findings: problem.findings)
         case .success(let matcher):
-            var report = evaluate(text, matcher: matcher, site: site.directory, needsHost: true)
+            var report = evaluate(text, matcher: matcher, site: site.directory)
             report.browser = registry.snapshot.sites[name].flatMap { $0.browserAnswers(url) }
             return report
         }
     }
 
-    static func evaluate(_ text: String, matcher: Matcher, site: String?, needsHost: Bool) -> URLReport {
+    static func evaluate(_ text: String, matcher: Matcher, site: String?) -> URLReport {
         do {
             let url = try LinkURL(parsing: text)
             let result = try matcher.evaluate(url)

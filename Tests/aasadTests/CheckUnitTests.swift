@@ -79,9 +79,9 @@ struct CheckUnitTests {
         let plist = try PropertyListSerialization.data(
             fromPropertyList: [Entitlements.key: ["applinks:example.com"]] as [String: Any], format: .xml, options: 0)
         let padded = Array(plist) + Array(repeating: UInt8(ascii: " "), count: Entitlements.maximumFileSize - plist.count)
-        #expect(try Entitlements(file: padded).domains.map(\.host) == ["example.com"])
+        #expect(try Entitlements(bytes: padded).domains.map(\.host) == ["example.com"])
         #expect {
-            try Entitlements(file: padded + [UInt8(ascii: " ")])
+            try Entitlements(bytes: padded + [UInt8(ascii: " ")])
         } throws: {
             ($0 as? Entitlements.ReadError)?.description.contains("larger than 1024 KB") == true
         }
