@@ -4,8 +4,8 @@ import Logging
 /// Why names under `sites/` are not sites, and why `sites/` itself could not be read: a listing
 /// that failed (no `sites/`, one that cannot be listed) or a config root that no longer
 /// resolves, and each name that cannot be a site (a bad name, a link out, an alias of no
-/// directory). A name found a problem by a reload is logged each time (`record`,
-/// `logUnchanged`), one kept unreadable and `sites/` itself only when the problem changes;
+/// directory). A failed listing and a name a reload finds bad are logged at each reload
+/// (`record` with `logUnchanged`); an unreadable name and an unresolved root once per change.
 /// `validate`, `sites` and `/sites` report them (`SiteRegistry.entryErrors`).
 struct EntryProblems {
     /// Names under `sites/` that cannot be sites, with why.

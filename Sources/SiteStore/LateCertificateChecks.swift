@@ -1,7 +1,10 @@
 import Reactor
 import Served
 
-/// Certificate pairs a load takes without checking them, and their verdicts when they come.
+/// The settle step over certificate pairs a load takes without checking them: whether loads
+/// defer the checks, the checks themselves, and what their verdicts change. The waiting pairs
+/// and the refusals are not held here but in `ValidityCache` (`unchecked`, `refused`), with the
+/// other verdicts it consults when a pair is taken or kept.
 ///
 /// Serve's first load takes the pairs of sites that have none in service unchecked (`defers`),
 /// so that a start at 50,000 pairs is not held by OpenSSL's parsing, and checks them after
@@ -10,9 +13,8 @@ import Served
 /// certificate (Sources/TLS/TLSServer.swift `selectContext`); after it, the site is served as
 /// one without a pair (the default pair, an automatic certificate or a development leaf): the
 /// registry reads again the sites serving a refused pair, which reports the problem and leaves
-/// them without it. The waiting pairs and the refusals are kept with the other verdicts
-/// (`ValidityCache`): a waiting pair is never recorded as valid, and a refused one is never kept
-/// as a site's last good pair. A site read again without its pair keeps it when the read cannot
+/// them without it. A waiting pair is never recorded as valid, and a refused one is never kept
+/// as a site's last good pair (`ValidityCache`). A site read again without its pair keeps it when the read cannot
 /// happen (the root unresolved, a load given up after `SiteRegistry.maximumTreeAttempts`
 /// swaps), so a refused pair may still be in the snapshot.
 struct LateCertificateChecks {
