@@ -74,13 +74,11 @@ public final class SiteRegistry {
     /// What the last read of the default certificate (`tls/`) found wrong.
     public var defaultCertificateProblems: [ConfigProblem] { defaultCertificate.problems }
     var editor: SnapshotEditor
-    /// Pairs taken unchecked, checked after the load (serve's first).
-    var lateChecks = LateCertificateChecks()
     /// Whether loads take the pairs of sites that have none in service unchecked, for
     /// `checkUncheckedCertificates` (or `settleCertificateChecks`) after (`LateCertificateChecks`).
     public var defersCertificateChecks: Bool {
-        get { lateChecks.defers }
-        set { lateChecks.defers = newValue }
+        get { preparer.late.defers }
+        set { preparer.late.defers = newValue }
     }
     /// The sites as served now.
     public var snapshot: Snapshot { editor.snapshot }
@@ -281,7 +279,7 @@ public final class SiteRegistry {
     func examine(_ names: [String]) -> [ConfigLoader.Entry] {
         ConfigLoader.examine(
             names, sitesPath: sitesPath, records: records, known: preparer.validity.known, check: preparer.checkCertificate,
-            options: options, deferChecks: lateChecks.defers)
+            options: options, deferChecks: preparer.late.defers)
     }
 
     /// A name under `sites/` that cannot be examined (EACCES, EMFILE...) keeps what it was: a
@@ -316,8 +314,7 @@ public final class SiteRegistry {
 
     func readDefaultCertificate() {
         let current = snapshot.defaultCertificate
-        let files = defaultCertificate.read(
-            root: tree.readRoot, current: current, validity: &preparer.validity, check: preparer.checkCertificate, logger: logger)
+        let files = preparer.readDefault(&defaultCertificate, root: tree.readRoot, current: current, logger: logger)
         if files != current { editor.setDefaultCertificate(files) }
     }
 
@@ -325,13 +322,13 @@ public final class SiteRegistry {
 
     /// The pairs loads took unchecked (`defersCertificateChecks`) and that wait for a verdict;
     /// their count and whether one waits, without copying them (100,000 at a large first start).
-    public var uncheckedCertificates: [CertificateFiles] { Array(preparer.validity.unchecked.values) }
-    public var uncheckedCertificateCount: Int { preparer.validity.unchecked.count }
-    public func isUnchecked(_ identity: String) -> Bool { preparer.validity.unchecked[identity] != nil }
+    public var uncheckedCertificates: [CertificateFiles] { Array(preparer.late.unchecked.values) }
+    public var uncheckedCertificateCount: Int { preparer.late.unchecked.count }
+    public func isUnchecked(_ identity: String) -> Bool { preparer.late.isUnchecked(identity) }
 
     /// Whether the pair `identity` names failed its late check: never one to choose as the
     /// default certificate, though a site may still serve it (`LateCertificateChecks`).
-    public func isRefused(_ identity: String) -> Bool { preparer.validity.isRefused(identity) }
+    public func isRefused(_ identity: String) -> Bool { preparer.late.isRefused(identity) }
 
     /// Applies late verdicts on pairs taken unchecked (`LateCertificateChecks.settle`) and reads
     /// again the sites serving a pair now refused; returns those, sorted. `remembers`: the
@@ -339,7 +336,7 @@ public final class SiteRegistry {
     /// false for a few settled before readiness, which the settling of the rest records after.
     @discardableResult
     public func settleCertificateChecks(_ verdicts: [(identity: String, problem: String?)], remembers: Bool = true) -> [String] {
-        let names = lateChecks.settle(verdicts, validity: &preparer.validity, records: records)
+        let names = preparer.settleLate(verdicts, records: records)
         if !names.isEmpty { reload(Set(names)) }
         if remembers { rememberVerdicts() }
         return names
@@ -355,7 +352,7 @@ public final class SiteRegistry {
     /// Records the verdicts of what is served now for the next start (`ValidityCache.remember`:
     /// a walk over every record and a rewrite of the state file, some megabytes at 100,000 sites).
     func rememberVerdicts() {
-        preparer.validity.remember(
+        preparer.remember(
             served: records.values.lazy.compactMap(\.served), defaultCertificate: snapshot.defaultCertificateIdentity, logger: logger)
     }
 
