@@ -16,8 +16,8 @@ import Served
 /// It coordinates the jobs a reload needs, each a type of its own: the tree it reads (`TreePin`),
 /// the names under `sites/` that cannot be sites (`EntryProblems`), the names sites claim
 /// (`HostClaims`), a site's served version made from what was read (`SitePreparer`, with the
-/// prepared contents, `ContentCache`, and the verdicts kept between runs, `ValidityCache`), the
-/// settling of pairs taken unchecked (`LateCertificateChecks`), the default certificate
+/// prepared contents, `ContentCache`, the verdicts kept between runs, `ValidityCache`, and the
+/// pairs taken unchecked with their late verdicts, `LateCertificateChecks`), the default certificate
 /// (`DefaultCertificate`), the snapshot and its generation (`SnapshotEditor`) and what the admin
 /// view reads (`SiteTracking`). What stays here is the order of a reload and the sites' records.
 /// One file of just under 500 lines: a reload's order (read in chunks, check the tree, apply,
