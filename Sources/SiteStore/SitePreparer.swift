@@ -6,7 +6,8 @@ import Served
 /// (`ContentCache.choose`, with the Last-Modified rule), the certificate pair in service, the
 /// site.yaml settings in force, and the `ServedSite` made of them. It holds what those choices
 /// share across sites: the prepared contents (`ContentCache`), the verdicts known valid
-/// (`ValidityCache`), the serving options and the certificate check.
+/// (`ValidityCache`), the pairs taken unchecked (`LateCertificateChecks`), the serving options and
+/// the certificate check.
 struct SitePreparer {
     /// Identical files share one prepared content.
     var contents = ContentCache()
