@@ -38,6 +38,15 @@ public struct Entitlements: Sendable, Equatable {
         public var description: String
     }
 
+    /// An entitlements file's bytes as read up to one byte past `maximumFileSize` (so that a
+    /// larger file is told apart and refused, never parsed truncated).
+    public init(bytes: [UInt8]) throws(ReadError) {
+        guard bytes.count <= Self.maximumFileSize else {
+            throw ReadError(description: "larger than \(Self.maximumFileSize / 1024) KB; not an entitlements file")
+        }
+        try self.init(plist: Data(bytes))
+    }
+
     /// Reads a property list (XML, as Xcode writes `.entitlements`, or binary).
     public init(plist data: Data) throws(ReadError) {
         let object: Any

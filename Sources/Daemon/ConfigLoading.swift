@@ -1,4 +1,7 @@
+package import AASA
+import Foundation
 package import Glibc
+import Logging
 package import SiteStore
 package import TLS
 
@@ -76,6 +79,53 @@ package enum ConfigLoading {
             }
         }
         return scan
+    }
+
+    /// What `aasad validate` reads of a directory: a config directory (`load`), or a lone site
+    /// directory (one holding the well-known files itself and no `sites/`), whose name need not
+    /// be a host name since nothing is served from it.
+    package static func load(directoryOrSite path: String) -> ConfigScan {
+        let fm = FileManager.default
+        let isSite = [ConfigLoader.aasaFileName, ConfigLoader.assetLinksFileName].contains { fm.fileExists(atPath: path + "/" + $0) }
+        guard !fm.fileExists(atPath: path + "/sites") && isSite else { return load(path) }
+        let trimmed = path.count > 1 && path.hasSuffix("/") ? String(path.dropLast()) : path
+        let name = (trimmed as NSString).lastPathComponent
+        let host = (try? HostName(parsing: name)) ?? (try! HostName(parsing: "localhost"))
+        let site = ConfigLoader.loadSite(host: host, directory: trimmed, relative: name)
+        return ConfigScan(root: (trimmed as NSString).deletingLastPathComponent, sites: [site], problems: [])
+    }
+
+    /// A lone file given to `aasad validate`: read bounded and validated as a Digital Asset Links
+    /// list when named assetlinks.json, else as an apple-app-site-association file; `kind` is
+    /// the file name it was taken for.
+    package static func validate(file path: String) -> Result<
+        (kind: String, valid: Bool, diagnostics: [Diagnostic]), ConfigLoader.ReadError
+    > {
+        let isAssetLinks = (path as NSString).lastPathComponent == ConfigLoader.assetLinksFileName
+        let limit = isAssetLinks ? AssetLinks.maximumFileSize : AppSiteAssociation.maximumFileSize
+        return ConfigLoader.readBounded(path: path, limit: limit).map { bytes in
+            guard isAssetLinks else {
+                let result = AppSiteAssociation.validate(bytes)
+                return (ConfigLoader.aasaFileName, result.isValid, result.diagnostics)
+            }
+            let result = AssetLinks.validate(bytes)
+            return (ConfigLoader.assetLinksFileName, result.isValid, result.diagnostics)
+        }
+    }
+
+    /// The registry `aasad sites` reports: serve's load with serve's certificate check, run
+    /// once, nothing logged, the files kept prepared as serve serves them and not their sources,
+    /// and serve's record of which site held each alias first (read, never written), so that
+    /// contests are reported as serve decided them.
+    package static func sitesRegistry(config: String) -> SiteRegistry {
+        var logger = Logger(label: "aasad", factory: { _ in SwiftLogNoOpLogHandler() })
+        logger.logLevel = .critical
+        let state = ServerSettings.load(configDirectory: config).0.state
+        let registry = SiteRegistry(
+            root: config, logger: logger, checkCertificate: check, servedFirstFile: servedFirstFile(state: state),
+            storesServedFirst: false)
+        registry.reloadAll()
+        return registry
     }
 
     /// Where serve keeps which site held each alias first (`ServedFirst`), under its state directory.

@@ -124,6 +124,15 @@ package struct ServerSettings: Equatable, Sendable {
         }
     }
 
+    /// Every problem of a settings file, as `aasad validate` reports them: the file's own (every
+    /// key known, every value usable); when it has none, its values together and the files its
+    /// `api` section names.
+    package static func problems(ofFile path: String) -> [Problem] {
+        let (settings, problems) = load(file: path)
+        guard problems.isEmpty else { return problems }
+        return settings.consistencyProblems(source: path) + settings.api.fileProblems(source: path)
+    }
+
     /// Applies YAML text over these settings; returns the problems, key by key.
     package mutating func apply(yaml text: String, file: String) -> [Problem] {
         var problems: [Problem] = []

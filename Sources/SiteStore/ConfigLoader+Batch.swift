@@ -6,6 +6,20 @@ extension ConfigLoader {
     /// JSON parsing and gzip, all independent per site.
     public static let parallelThreshold = 64
 
+    /// The names in the order a reload reads them: site directories first, so that aliases find
+    /// their targets, each part sorted (one `lstat` a name, on every core for a large batch).
+    static func directoriesFirst(_ names: Set<String>, sitesPath: String) -> [String] {
+        let candidates = Array(names)
+        let kinds = Parallel.map(candidates, threshold: parallelThreshold) { isDirectory(sitesPath, $0) }
+        let directories = Set(zip(candidates, kinds).lazy.filter(\.1).map(\.0))
+        return directories.sorted() + names.subtracting(directories).sorted()
+    }
+
+    /// A directory itself, not a symlink to one: one `lstat` (a full load asks for every name).
+    static func isDirectory(_ sitesPath: String, _ name: String) -> Bool {
+        (try? Files.linkStatus(sitesPath + "/" + name))?.kind == .directory
+    }
+
     /// Reads and validates entries, in parallel for large batches; the results are applied in order
     /// on the calling thread. `records`: the registry's sites as they are now (a name that is one
     /// is a site even while its directory cannot be examined).

@@ -13,7 +13,8 @@ struct DefaultCertificate {
     /// Reads `tls/` under `readRoot` and returns the pair to serve: the one read, or `current`
     /// when it cannot be read or used. `check` is asked unless `validity` knows the pair.
     mutating func read(
-        root readRoot: String, current: CertificateFiles?, validity: inout ValidityCache, check: SiteRegistry.CertificateCheck,
+        root readRoot: String, current: CertificateFiles?, validity: inout ValidityCache, late: LateCertificateChecks,
+        check: SiteRegistry.CertificateCheck,
         logger: Logger
     ) -> CertificateFiles? {
         var problems: [ConfigProblem] = []
@@ -26,7 +27,7 @@ struct DefaultCertificate {
             logger.error("tls: cannot be read; keeping the previous default certificate")
             files = current
         }
-        if let f = files, let problem = validity.certificateProblem(f, checked: nil, check: check) {
+        if let f = files, let problem = validity.certificateProblem(f, checked: nil, late: late, check: check) {
             failed = true
             logger.error("\(f.directory): \(problem); keeping the previous default certificate")
             files = current

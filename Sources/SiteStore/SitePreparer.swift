@@ -1,16 +1,20 @@
 import AASA
+import Logging
 import Served
 
 /// Turns a site as read into the version served: per file the new version or the last good one
 /// (`ContentCache.choose`, with the Last-Modified rule), the certificate pair in service, the
 /// site.yaml settings in force, and the `ServedSite` made of them. It holds what those choices
 /// share across sites: the prepared contents (`ContentCache`), the verdicts known valid
-/// (`ValidityCache`), the serving options and the certificate check.
+/// (`ValidityCache`), the pairs taken unchecked (`LateCertificateChecks`), the serving options and
+/// the certificate check.
 struct SitePreparer {
     /// Identical files share one prepared content.
     var contents = ContentCache()
     /// Verdicts of valid contents, kept between runs.
     var validity: ValidityCache
+    /// Pairs taken unchecked and their late verdicts.
+    var late = LateCertificateChecks()
     /// How files are served (Cache-Control); a site.yaml `cache-control` overrides it per site.
     var options: ServingOptions
     let checkCertificate: SiteRegistry.CertificateCheck
@@ -70,12 +74,15 @@ struct SitePreparer {
         if let files = certificate, source.certificateCheckDeferred, files == source.certificate {
             // Taken for now, checked after the load (`SiteRegistry.settleCertificateChecks`); the
             // site has no pair in service that it would replace.
-            validity.takeUnchecked(files)
-        } else if let files = certificate, let problem = validity.certificateProblem(files, checked: checked, check: checkCertificate) {
+            late.take(files, validity: validity)
+        } else if let files = certificate,
+            let problem = validity.certificateProblem(
+                files, checked: checked, late: late, check: checkCertificate)
+        {
             errors.append("\(files.directory): \(problem)")
             certificate = record.served?.certificate  // the last pair that loaded
             // ...unless that one was taken unchecked and has failed since.
-            if let kept = certificate, validity.isRefused(kept.identity) { certificate = nil }
+            if let kept = certificate, late.isRefused(kept.identity) { certificate = nil }
         }
         let pages = contents.choosePages(
             source, settings: settings, restamp: restamp, record: &record, validity: &validity, options: siteOptions, errors: &errors)
@@ -145,5 +152,22 @@ struct SitePreparer {
             let missing = source.pages[name] == nil && !source.unreadable.contains(name)
             return missing || served.pages[name] == nil
         }
+    }
+
+    /// Applies late verdicts (`LateCertificateChecks.settle`) to the verdicts kept.
+    mutating func settleLate(_ verdicts: [(identity: String, problem: String?)], records: [String: SiteRecord]) -> [String] {
+        late.settle(verdicts, validity: &validity, records: records)
+    }
+
+    /// Records the verdicts of what is served now (`ValidityCache.remember`).
+    mutating func remember(served: some Sequence<ServedSite>, defaultCertificate: String?, logger: Logger) {
+        validity.remember(served: served, defaultCertificate: defaultCertificate, late: &late, logger: logger)
+    }
+
+    /// Reads the default certificate (`DefaultCertificate.read`) against the verdicts kept.
+    mutating func readDefault(
+        _ defaultCertificate: inout DefaultCertificate, root: String, current: CertificateFiles?, logger: Logger
+    ) -> CertificateFiles? {
+        defaultCertificate.read(root: root, current: current, validity: &validity, late: late, check: checkCertificate, logger: logger)
     }
 }

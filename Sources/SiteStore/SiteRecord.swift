@@ -16,6 +16,16 @@ struct SiteRecord {
     private var boxedSource: Boxed<SiteSource>?
 
     mutating func dropSource() { boxedSource = nil }
+
+    /// The site's directory `sites/<name>` could not be examined: nothing read, everything kept.
+    /// The update that follows keeps every last good file, the certificate in service and the
+    /// settings in force, with `problem` as the site's error.
+    mutating func keepEverything(_ name: String, _ problem: ConfigProblem) {
+        var kept = SiteSource(host: host, directory: "sites/\(name)", aliases: [], problems: [problem])
+        kept.settings = settings
+        kept.unreadable = ConfigLoader.siteEntries
+        source = kept
+    }
     /// The last good version, with all its claimed hosts.
     var served: ServedSite?
     /// Problems of the version on disk.

@@ -14,14 +14,15 @@ import Served
 /// per change. Not thread-safe: one reloader owns it.
 ///
 /// It coordinates the jobs a reload needs, each a type of its own: the tree it reads (`TreePin`),
-/// the names sites claim (`HostClaims`), a site's served version made from what was read
-/// (`SitePreparer`, with the prepared contents, `ContentCache`, and the verdicts kept between
-/// runs, `ValidityCache`), the default certificate (`DefaultCertificate`), the snapshot and its
-/// generation (`SnapshotEditor`) and what the admin view reads (`SiteTracking`). What stays here
-/// is the order of a reload and the records of the sites and of names that cannot be sites.
-/// One file of some 500 lines: a reload's order (read in chunks, check the tree, apply, resolve,
-/// publish) reads best in one place, and the public reading API at its end is short reads of
-/// the records and the claims.
+/// the names under `sites/` that cannot be sites (`EntryProblems`), the names sites claim
+/// (`HostClaims`), a site's served version made from what was read (`SitePreparer`, with the
+/// prepared contents, `ContentCache`, the verdicts kept between runs, `ValidityCache`, and the
+/// pairs taken unchecked with their late verdicts, `LateCertificateChecks`), the default certificate
+/// (`DefaultCertificate`), the snapshot and its generation (`SnapshotEditor`) and what the admin
+/// view reads (`SiteTracking`). What stays here is the order of a reload and the sites' records.
+/// One file of just under 500 lines: a reload's order (read in chunks, check the tree, apply,
+/// resolve, publish) reads best in one place, and the public reading API at its end is short
+/// reads of the records and the claims.
 public final class SiteRegistry {
     /// Says whether certificate files load and match; nil when they do, else why not. (The TLS
     /// layer answers; SiteStore does not link it.)
@@ -45,8 +46,8 @@ public final class SiteRegistry {
     let keepsSources: Bool
 
     var records: [String: SiteRecord] = [:]
-    /// Names under `sites/` that cannot be sites, with why.
-    var entryProblems: [String: ConfigProblem] = [:]
+    /// Names under `sites/` that cannot be sites, and `sites/` itself, with why.
+    var entryProblems = EntryProblems()
     /// Which site holds which host, alias symlinks, `aliases-allowed`, the served-first record.
     var claims: HostClaims
     /// A site's served version from what was read; the prepared contents and the verdicts.
@@ -70,19 +71,15 @@ public final class SiteRegistry {
     /// change it read was applied.
     public internal(set) var lastReloadProblems = 0
     var defaultCertificate = DefaultCertificate()
-    /// Why `sites/` itself could not be listed at the last full reload, if it could not.
-    var sitesDirectoryProblem: ConfigProblem?
     /// What the last read of the default certificate (`tls/`) found wrong.
     public var defaultCertificateProblems: [ConfigProblem] { defaultCertificate.problems }
     var editor: SnapshotEditor
-    /// Whether loads take the certificate pairs of sites that have none in service without
-    /// checking them, for `checkUncheckedCertificates` (or `settleCertificateChecks`) to check
-    /// after: serve's first load, so that a start at 50,000 pairs is not held by OpenSSL's
-    /// parsing. Until its check, a broken pair is what a handshake for the site's names asks
-    /// for, fails to load there, and the connection keeps the default certificate
-    /// (Sources/TLS/TLSServer.swift `selectContext`); after it, the site is served as one
-    /// without a pair (the default pair, an automatic certificate or a development leaf).
-    public var defersCertificateChecks = false
+    /// Whether loads take the pairs of sites that have none in service unchecked, for
+    /// `checkUncheckedCertificates` (or `settleCertificateChecks`) after (`LateCertificateChecks`).
+    public var defersCertificateChecks: Bool {
+        get { preparer.late.defers }
+        set { preparer.late.defers = newValue }
+    }
     /// The sites as served now.
     public var snapshot: Snapshot { editor.snapshot }
 
@@ -134,8 +131,7 @@ public final class SiteRegistry {
                 metadata: ["tree": "\(root)", "attempts": "\(Self.maximumTreeAttempts)"])
             return snapshot
         }
-        preparer.validity.remember(
-            served: records.values.lazy.compactMap(\.served), defaultCertificate: snapshot.defaultCertificateIdentity, logger: logger)
+        rememberVerdicts()
         // Parsing on every core leaves freed memory in per-thread malloc arenas; give it back.
         Memory.trim()
         return snapshot
@@ -144,34 +140,14 @@ public final class SiteRegistry {
     /// One full read of the pinned tree; false when the tree was swapped before the read was
     /// applied (what was applied came from the pinned tree only).
     private func loadEverything() -> Bool {
-        let listed: [String]
-        do {
-            listed = try FileManager.default.contentsOfDirectory(atPath: sitesPath)
-            sitesDirectoryProblem = nil
-        } catch {
-            listed = []
-            let problem: ConfigProblem
-            switch ConfigLoader.examineKind(tree.readRoot, "sites") {
-            case .missing, .other:
-                problem = ConfigProblem(
-                    severity: .error, file: "sites",
-                    message: "no sites/ directory; create sites/<host>/apple-app-site-association for each host")
-            case .directory, .unreadable:
-                // Known sites are still examined one by one below; any that cannot be read keep
-                // their last good version.
-                problem = ConfigProblem(
-                    severity: .error, file: "sites", message: "cannot list the directory: \(ConfigLoader.describe(error))")
-            }
-            logger.error("sites/: \(problem.message)")
-            sitesDirectoryProblem = problem
-            if tree.pinnedIsNew {
-                // A new tree (a git-sync commit, a deploy) without a usable sites/ is refused
-                // whole: the last good one stays in service until a good tree replaces it.
-                lastReloadProblems = 1
-                return true
-            }
+        let listed = entryProblems.list(readRoot: tree.readRoot, logger: logger)
+        if listed.failed && tree.pinnedIsNew {
+            // A new tree (a git-sync commit, a deploy) without a usable sites/ is refused whole:
+            // the last good one stays in service until a good tree replaces it.
+            lastReloadProblems = 1
+            return true
         }
-        let names = Set(listed).union(records.keys).union(claims.aliases.keys).union(entryProblems.keys)
+        let names = Set(listed.names).union(records.keys).union(claims.aliases.keys).union(entryProblems.byName.keys)
         readDefaultCertificate()
         claims.readAliasPolicy(root: tree.readRoot, logger: logger)
         guard apply(names) else { return false }
@@ -204,11 +180,7 @@ public final class SiteRegistry {
     func pinTree() -> TreePin.State {
         let state = tree.pin()
         if case .unresolved(let reason) = state {
-            let problem = ConfigProblem(
-                severity: .error, file: ".",
-                message: "the config directory \(root) cannot be resolved (\(reason)); the sites loaded before stay in service")
-            if sitesDirectoryProblem != problem { logger.error("\(problem.message)") }
-            sitesDirectoryProblem = problem
+            entryProblems.unresolved(root: root, reason: reason, logger: logger)
             lastReloadProblems = 1
         }
         return state
@@ -218,18 +190,11 @@ public final class SiteRegistry {
     /// changed, when the tree was swapped while it was read.
     private func apply(_ names: Set<String>) -> Bool {
         var names = names
-        for name in names where !claims.danglingAliases.isEmpty && isDirectory(name) {
+        for name in names where !claims.danglingAliases.isEmpty && ConfigLoader.isDirectory(sitesPath, name) {
             names.formUnion(claims.danglingAliases[name] ?? [])
         }
         var touched = Set<String>()
-        // Site directories first, so that aliases find their targets.
-        let candidates = Array(names)
-        let sitesPath = self.sitesPath
-        let kinds = Parallel.map(candidates, threshold: ConfigLoader.parallelThreshold) { name in
-            Self.isDirectory(sitesPath, name)
-        }
-        let directories = Set(zip(candidates, kinds).lazy.filter(\.1).map(\.0))
-        let ordered = directories.sorted() + names.subtracting(directories).sorted()
+        let ordered = ConfigLoader.directoriesFirst(names, sitesPath: sitesPath)
         // In chunks, so that at most one chunk of parsed files is held at once. Nothing that
         // changes the snapshot happens before the last chunk is read and the tree checked:
         // removals wait in `removals`, and sites are updated after the loop. An attempt that
@@ -252,7 +217,7 @@ public final class SiteRegistry {
                 continue
             }
             if let old = claims.removeAlias(name) { touched.insert(old.target) }
-            if entryProblems.removeValue(forKey: name) != nil {
+            if entryProblems.forget(name) {
                 if records[name] == nil { touched.insert(name) }
                 claims.forgetDangling(name)
             }
@@ -273,9 +238,8 @@ public final class SiteRegistry {
                 if records[target] == nil { logger.error("sites/\(name): an alias of \(target), which is not a site") }
                 removals.append(name)
             case .problem(let problem):
-                entryProblems[name] = problem
+                entryProblems.record(name, problem, logger: logger, logUnchanged: true)
                 if let target = HostClaims.siblingTarget(of: name, in: sitesPath) { claims.addDangling(name, target: target) }
-                logger.error("\(problem.file): \(problem.message)")
                 removals.append(name)
             case .ignored, .missing:
                 removals.append(name)
@@ -304,7 +268,7 @@ public final class SiteRegistry {
         for name in republish { publish(name) }
         claims.settle(logger: logger)
         lastReloadProblems =
-            touched.count { records[$0].map { !$0.errors.isEmpty } ?? false } + names.count { entryProblems[$0] != nil }
+            touched.count { records[$0].map { !$0.errors.isEmpty } ?? false } + names.count { entryProblems.byName[$0] != nil }
         return true
     }
 
@@ -315,34 +279,17 @@ public final class SiteRegistry {
     func examine(_ names: [String]) -> [ConfigLoader.Entry] {
         ConfigLoader.examine(
             names, sitesPath: sitesPath, records: records, known: preparer.validity.known, check: preparer.checkCertificate,
-            options: options, deferChecks: defersCertificateChecks)
-    }
-
-    /// A directory itself, not a symlink to one: one `lstat` (a full load asks for every name).
-    func isDirectory(_ name: String) -> Bool {
-        Self.isDirectory(sitesPath, name)
-    }
-
-    /// The same for any thread (the parallel reads of a large batch).
-    static func isDirectory(_ sitesPath: String, _ name: String) -> Bool {
-        (try? Files.linkStatus(sitesPath + "/" + name))?.kind == .directory
+            options: options, deferChecks: preparer.late.defers)
     }
 
     /// A name under `sites/` that cannot be examined (EACCES, EMFILE...) keeps what it was: a
     /// site keeps its last good files, certificate and settings, with the problem as its error;
     /// an alias stays an alias; an unknown name is reported.
     func keepUnreadable(_ name: String, _ problem: ConfigProblem) {
-        if var record = records[name] {
-            // Nothing read, everything kept: the update that follows keeps every last good file,
-            // the certificate in service and the settings in force.
-            var kept = SiteSource(host: record.host, directory: "sites/\(name)", aliases: [], problems: [problem])
-            kept.settings = record.settings
-            kept.unreadable = ConfigLoader.siteEntries
-            record.source = kept
-            records[name] = record
+        if records[name] != nil {
+            records[name]?.keepEverything(name, problem)
         } else if claims.aliases[name] == nil {
-            if entryProblems[name] != problem { logger.error("\(problem.file): \(problem.message)") }
-            entryProblems[name] = problem
+            entryProblems.record(name, problem, logger: logger, logUnchanged: false)
         }
     }
 
@@ -367,54 +314,31 @@ public final class SiteRegistry {
 
     func readDefaultCertificate() {
         let current = snapshot.defaultCertificate
-        let files = defaultCertificate.read(
-            root: tree.readRoot, current: current, validity: &preparer.validity, check: preparer.checkCertificate, logger: logger)
+        let files = preparer.readDefault(&defaultCertificate, root: tree.readRoot, current: current, logger: logger)
         if files != current { editor.setDefaultCertificate(files) }
     }
 
     // MARK: - Certificate pairs taken unchecked
 
-    /// The pairs loads took unchecked (`defersCertificateChecks`) and that wait for a verdict.
-    public var uncheckedCertificates: [CertificateFiles] { Array(preparer.validity.unchecked.values) }
+    /// The pairs loads took unchecked (`defersCertificateChecks`) and that wait for a verdict;
+    /// their count and whether one waits, without copying them (100,000 at a large first start).
+    public var uncheckedCertificates: [CertificateFiles] { Array(preparer.late.unchecked.values) }
+    public var uncheckedCertificateCount: Int { preparer.late.unchecked.count }
+    public func isUnchecked(_ identity: String) -> Bool { preparer.late.isUnchecked(identity) }
 
-    /// How many pairs wait for their check (without copying them: 100,000 at a large first start).
-    public var uncheckedCertificateCount: Int { preparer.validity.unchecked.count }
+    /// Whether the pair `identity` names failed its late check: never one to choose as the
+    /// default certificate, though a site may still serve it (`LateCertificateChecks`).
+    public func isRefused(_ identity: String) -> Bool { preparer.late.isRefused(identity) }
 
-    /// Whether the pair `identity` names waits for its check (without copying them all).
-    public func isUnchecked(_ identity: String) -> Bool { preparer.validity.unchecked[identity] != nil }
-
-    /// Whether the pair `identity` names failed its late check. A site read again without its pair
-    /// keeps it when the read cannot happen (the root unresolved, a load given up after
-    /// `maximumTreeAttempts` swaps), so a refused pair may still be in the snapshot: never one
-    /// to choose as the default certificate.
-    public func isRefused(_ identity: String) -> Bool { preparer.validity.isRefused(identity) }
-
-    /// Applies late verdicts on pairs taken unchecked (`problem` nil: the pair loads): a valid
-    /// pair becomes known valid (and is written with the other verdicts); the sites serving a
-    /// refused pair are read again, which reports the problem and leaves them without it (the
-    /// default certificate, or an automatic one, covers them as it covers any site whose pair
-    /// fails). Returns the sites read again, sorted. A verdict on a pair no longer waiting
-    /// (settled before) is ignored. `remembers`: the verdicts are recorded for the next start
-    /// (`ValidityCache.remember`: a walk over every record and a rewrite of the state file, some
-    /// megabytes at 100,000 sites); false for a few verdicts settled before readiness, which the
-    /// settling of the rest after it records with them.
+    /// Applies late verdicts on pairs taken unchecked (`LateCertificateChecks.settle`) and reads
+    /// again the sites serving a pair now refused; returns those, sorted. `remembers`: the
+    /// verdicts are recorded for the next start (`rememberVerdicts`, a walk over every record);
+    /// false for a few settled before readiness, which the settling of the rest records after.
     @discardableResult
     public func settleCertificateChecks(_ verdicts: [(identity: String, problem: String?)], remembers: Bool = true) -> [String] {
-        var refused = Set<String>()
-        for verdict in verdicts where preparer.validity.settle(verdict.identity, problem: verdict.problem) {
-            if verdict.problem != nil { refused.insert(verdict.identity) }
-        }
-        // Nothing refused: no site to read again, and no walk over every record.
-        let names =
-            refused.isEmpty
-            ? []
-            : records.compactMap { name, record in
-                record.served?.certificate.map(\.identity).map(refused.contains) == true ? name : nil
-            }.sorted()
+        let names = preparer.settleLate(verdicts, records: records)
         if !names.isEmpty { reload(Set(names)) }
-        guard remembers else { return names }
-        preparer.validity.remember(
-            served: records.values.lazy.compactMap(\.served), defaultCertificate: snapshot.defaultCertificateIdentity, logger: logger)
+        if remembers { rememberVerdicts() }
         return names
     }
 
@@ -422,10 +346,14 @@ public final class SiteRegistry {
     /// (`settleCertificateChecks`). Returns the sites read again.
     @discardableResult
     public func checkUncheckedCertificates() -> [String] {
-        let pairs = uncheckedCertificates
-        let check = preparer.checkCertificate
-        let problems = Parallel.map(pairs, threshold: ConfigLoader.parallelThreshold) { check($0) }
-        return settleCertificateChecks(zip(pairs, problems).map { ($0.identity, $1) })
+        settleCertificateChecks(LateCertificateChecks.check(uncheckedCertificates, with: preparer.checkCertificate))
+    }
+
+    /// Records the verdicts of what is served now for the next start (`ValidityCache.remember`:
+    /// a walk over every record and a rewrite of the state file, some megabytes at 100,000 sites).
+    func rememberVerdicts() {
+        preparer.remember(
+            served: records.values.lazy.compactMap(\.served), defaultCertificate: snapshot.defaultCertificateIdentity, logger: logger)
     }
 
     // MARK: - Applying what was read
@@ -533,10 +461,7 @@ public final class SiteRegistry {
     /// Names under `sites/` that are not sites, and aliases of a directory that is not one, with
     /// why (by name); first, `sites/` itself when it could not be listed.
     public var entryErrors: [ConfigProblem] {
-        let entries =
-            (Array(entryProblems.values) + claims.aliasesOfNoSite { records[$0] != nil } + (aliasPolicyProblem.map { [$0] } ?? []))
-            .sorted { $0.file < $1.file }
-        return (sitesDirectoryProblem.map { [$0] } ?? []) + entries
+        entryProblems.reported(with: claims.aliasesOfNoSite { records[$0] != nil } + (aliasPolicyProblem.map { [$0] } ?? []))
     }
 
     /// Distinct prepared contents held (identical files counted once).

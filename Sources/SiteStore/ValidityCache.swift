@@ -12,13 +12,6 @@ struct ValidityCache {
     /// Where `known` is kept between runs, by its keys, and the binary it belongs to; nil: memory
     /// only.
     private var file: (state: StateFile<Set<String>>, identity: String)?
-    /// Pairs a load took without checking them (`SiteRegistry.defersCertificateChecks`), by
-    /// identity, until their verdict comes (`settle`): never recorded as known valid meanwhile.
-    private(set) var unchecked: [String: CertificateFiles] = [:]
-    /// Why pairs taken unchecked failed their late check, by identity: such a pair is never kept
-    /// in service as a site's "last good" one, nor recorded as valid. `remember` with no pair
-    /// left unchecked forgets those no site serves any more.
-    private var refused: [String: String] = [:]
     /// Whether a failed write was logged already (a state directory that cannot be written
     /// would otherwise log at every rescan).
     var writeFailed: Bool { file?.state.writeFailed ?? false }
@@ -37,8 +30,11 @@ struct ValidityCache {
     }
 
     /// After a full load: the known verdicts become those of the contents now served (so that
-    /// they never outgrow the config directory), written to `file` when they changed.
-    mutating func remember(served: some Sequence<ServedSite>, defaultCertificate: String?, logger: Logger) {
+    /// they never outgrow the config directory), written to `file` when they changed. Pairs
+    /// waiting for their late check or refused by it (`late`) are not recorded as valid.
+    mutating func remember(
+        served: some Sequence<ServedSite>, defaultCertificate: String?, late: inout LateCertificateChecks, logger: Logger
+    ) {
         guard known != nil else { return }
         var current = KnownValid()
         // Refused pairs still served: a site read again after its pair failed keeps it when the
@@ -48,15 +44,15 @@ struct ValidityCache {
         for site in served {
             if let file = site.aasa { current.insert(.aasa, digestHex: file.content.digest) }
             if let file = site.assetLinks { current.insert(.assetLinks, digestHex: file.content.digest) }
-            guard let identity = site.certificateIdentity, unchecked[identity] == nil else { continue }
-            if refused[identity] != nil {
+            guard let identity = site.certificateIdentity, !late.isUnchecked(identity) else { continue }
+            if late.isRefused(identity) {
                 stillRefused.insert(identity)
             } else {
                 current.insert(.certificate, digestHex: identity)
             }
         }
-        if !refused.isEmpty, unchecked.isEmpty { refused = refused.filter { stillRefused.contains($0.key) } }
-        if let identity = defaultCertificate, refused[identity] == nil { current.insert(.certificate, digestHex: identity) }
+        late.forgetRefused(except: stillRefused)
+        if let identity = defaultCertificate, !late.isRefused(identity) { current.insert(.certificate, digestHex: identity) }
         known = current
         guard let identity = file?.identity else { return }
         // Only start-up time depends on it.
@@ -68,14 +64,15 @@ struct ValidityCache {
     /// Why a certificate pair cannot be used, or nil: asked of `check` (the TLS layer) unless the
     /// same bytes passed before (the identity is their SHA-256).
     /// `checked`: the verdict the read already got for these very files, with their identity,
-    /// so that neither is computed again.
+    /// so that neither is computed again. A pair refused by its late check (`late`) stays refused.
     mutating func certificateProblem(
-        _ files: CertificateFiles, checked: (identity: String, problem: String?)?, check: SiteRegistry.CertificateCheck
+        _ files: CertificateFiles, checked: (identity: String, problem: String?)?, late: LateCertificateChecks,
+        check: SiteRegistry.CertificateCheck
     ) -> String? {
         guard known != nil else { return check(files) }
         let identity = checked?.identity ?? files.identity
         if known?.contains(.certificate, digestHex: identity) == true { return nil }
-        if let problem = refused[identity] { return problem }
+        if let problem = late.refusal(identity) { return problem }
         let problem: String?
         if let checked {
             problem = checked.problem
@@ -85,25 +82,4 @@ struct ValidityCache {
         if problem == nil { known?.insert(.certificate, digestHex: identity) }
         return problem
     }
-
-    /// Takes a pair into service unchecked (a load that defers checks).
-    mutating func takeUnchecked(_ files: CertificateFiles) {
-        guard known != nil, known?.contains(.certificate, digestHex: files.identity) != true else { return }
-        unchecked[files.identity] = files
-    }
-
-    /// The late verdict on a pair taken unchecked: known valid, or refused with `problem`. False
-    /// when no pair of that identity was waiting.
-    mutating func settle(_ identity: String, problem: String?) -> Bool {
-        guard unchecked.removeValue(forKey: identity) != nil else { return false }
-        if let problem {
-            refused[identity] = problem
-        } else {
-            known?.insert(.certificate, digestHex: identity)
-        }
-        return true
-    }
-
-    /// Whether a pair failed its late check (it must not stay in service as a "last good" pair).
-    func isRefused(_ identity: String) -> Bool { refused[identity] != nil }
 }

@@ -144,6 +144,23 @@ package struct TenantClient {
         }
     }
 
+    /// `GET /v1/sites` from `cursor`: one page, or with `all` each next page the API names, every
+    /// answer handed to `page` as it comes (which may throw, ending the walk). Returns the pages
+    /// read and whether the walk ended by itself: false when the API kept giving a next cursor
+    /// past `mayFollow`'s bounds, where it stopped.
+    package func list(limit: Int, all: Bool, cursor: String?, page: (OutboundResponse) throws -> Void) throws -> (pages: Int, ended: Bool) {
+        var cursor = cursor
+        var pages = 0
+        while true {
+            let answer = try perform(.get, path: Self.listPath(limit: limit, cursor: cursor))
+            try page(answer)
+            pages += 1
+            guard all, let next = Self.nextCursor(answer.body) else { return (pages, true) }
+            guard Self.mayFollow(next, after: pages) else { return (pages, false) }
+            cursor = next
+        }
+    }
+
     /// The base without a trailing slash, so that `base + "/v1/..."` has one.
     package var trimmedBase: String { base.hasSuffix("/") ? String(base.dropLast()) : base }
 

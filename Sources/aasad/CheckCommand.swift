@@ -106,13 +106,6 @@ struct CheckCommand: ParsableCommand {
         guard (1...300).contains(timeout) else { throw ValidationError("--timeout takes 1 to 300 seconds.") }
     }
 
-    /// A host to check, with what its entitlement entries ask of it.
-    struct Target {
-        var host: String
-        var services: [String] = []
-        var usesCDN = true
-    }
-
     /// Says what is wrong on standard error and exits 1 (a file that cannot be used, as
     /// `validate` does; 64 is for bad arguments).
     static func fail(_ message: String) -> ExitCode {
@@ -121,40 +114,24 @@ struct CheckCommand: ParsableCommand {
     }
 
     func run() throws {
-        var targets: [Target] = []
-        for host in hosts.map(Entitlements.fetchedHost) where !targets.contains(where: { $0.host == host }) {
-            targets.append(Target(host: host))
-        }
         var entitlementProblems: [Problem] = []
+        var domains: [Entitlements.Domain] = []
         var apps = app.map { [$0] } ?? []
         if let entitlements {
             let read: Entitlements
             do {
                 // Bounded, and refused unless a regular file (a FIFO would block, /dev/zero fill memory).
-                let bytes = try ConfigLoader.readBounded(path: entitlements, limit: Entitlements.maximumFileSize).get()
-                guard bytes.count <= Entitlements.maximumFileSize else {
-                    throw Self.fail("\(entitlements): larger than \(Entitlements.maximumFileSize / 1024) KB; not an entitlements file")
-                }
-                read = try Entitlements(plist: Data(bytes))
+                read = try Entitlements(bytes: ConfigLoader.readBounded(path: entitlements, limit: Entitlements.maximumFileSize).get())
             } catch let error as Entitlements.ReadError {
                 throw Self.fail("\(entitlements): \(error.description)")
-            } catch let error as ExitCode {
-                throw error
             } catch {
                 throw Self.fail("\(entitlements): cannot read the file: \(error)")
             }
             entitlementProblems = read.problems
             if apps.isEmpty, let identifier = read.applicationIdentifier { apps = [identifier] }
-            for domain in read.domains {
-                if let index = targets.firstIndex(where: { $0.host == domain.host }) {
-                    if !targets[index].services.contains(domain.service) { targets[index].services.append(domain.service) }
-                    // One entry that goes through the CDN is enough for the CDN to matter.
-                    targets[index].usesCDN = targets[index].usesCDN || domain.usesCDN
-                } else {
-                    targets.append(Target(host: domain.host, services: [domain.service], usesCDN: domain.usesCDN))
-                }
-            }
+            domains = read.domains
         }
+        let targets = CheckTarget.list(hosts: hosts, domains: domains)
         let configuration = CDNProbe.configuration(
             caFile: caFile, userAgent: "aasad-check/\(AASACommand.version)", timeoutSeconds: timeout)
         let client: OutboundClient
@@ -163,19 +140,15 @@ struct CheckCommand: ParsableCommand {
         } catch {
             throw Self.fail("the HTTPS client cannot start: \(error.message)")
         }
-        var reports: [HostReport] = []
-        for target in targets {
-            var options = HostChecker.Options()
-            options.cdn = cdn == "none" || !target.usesCDN ? nil : cdn
-            options.dal = dal == "none" ? nil : dal
-            options.dalConnectTo = dalConnectTo
-            options.dalKey = givenDALKey
-            options.connectTo = connectTo
-            options.apps = apps
-            options.services = target.services
-            // Only developer- or managed-mode entries name it: those devices read the origin directly.
-            options.developerModeOnly = !target.usesCDN
-            reports.append(HostChecker(client: client, options: options, cdnConnectTo: cdnConnectTo).check(target.host))
+        var options = HostChecker.Options()
+        options.cdn = cdn == "none" ? nil : cdn
+        options.dal = dal == "none" ? nil : dal
+        options.dalConnectTo = dalConnectTo
+        options.dalKey = givenDALKey
+        options.connectTo = connectTo
+        options.apps = apps
+        let reports = targets.map {
+            HostChecker(client: client, options: $0.options(options), cdnConnectTo: cdnConnectTo).check($0.host)
         }
         switch format {
         case .json:

@@ -2,7 +2,6 @@ import AASA
 import ArgumentParser
 import Daemon
 import Foundation
-import HTTPCore
 import SiteStore
 
 /// `aasad match`: which app opens each URL, and which rule decided — `swcutil verify` on Linux.
@@ -59,7 +58,7 @@ struct MatchCommand: ParsableCommand {
             case .failure(let problem):
                 results = urls.map { URLReport(url: $0, error: problem.message, findings: problem.findings) }
             case .success(let matcher):
-                results = urls.map { Self.evaluate($0, matcher: matcher, site: nil, needsHost: false) }
+                results = urls.map { Self.evaluate($0, matcher: matcher, site: nil) }
             }
         } else if let config {
             // The registry serve loads with: a host is answered by the site serve would answer it
@@ -149,59 +148,13 @@ struct MatchCommand: ParsableCommand {
         case .failure(let problem):
             return URLReport(url: text, site: site.directory, error: problem.message, findings: problem.findings)
         case .success(let matcher):
-            var report = evaluate(text, matcher: matcher, site: site.directory, needsHost: true)
-            report.browser = registry.snapshot.sites[name].flatMap { browserAnswers(url, site: $0) }
+            var report = evaluate(text, matcher: matcher, site: site.directory)
+            report.browser = registry.snapshot.sites[name].flatMap { $0.browserAnswers(url) }
             return report
         }
     }
 
-    /// What a browser gets for the URL when no app opens it, per platform, for a site with
-    /// routes, a fallback or a page (the same decision serve makes, `ServedSite.linkAnswer`, for a
-    /// phone or desktop browser of each platform); nil for other sites.
-    static func browserAnswers(_ url: LinkURL, site: ServedSite) -> [URLReport.BrowserAnswer]? {
-        guard site.fallback != nil || site.routes != nil else { return nil }
-        // The request target a client sends for the URL: its path and query as written (what a
-        // URL may not hold percent-encoded, as clients do, LinkURL), an empty path as "/" (RFC
-        // 9110 §4.2.3), no fragment. It goes through the same entry as serve's requests.
-        let target = Array((url.path.isEmpty ? "/" : url.path).utf8) + (url.query.map { Array("?\($0)".utf8) } ?? [])
-        // A browser of each platform, as ClientPlatform reads it.
-        let agents: [ClientPlatform: [UInt8]] = [.web: [], .ios: Array("(iPhone)".utf8), .android: Array("(Linux; Android 14)".utf8)]
-        return ClientPlatform.allCases.map { platform in
-            var answer = URLReport.BrowserAnswer(platform: platform.label, status: 404)
-            let host = site.hosts.first?.description ?? site.directory
-            let link = target.withUnsafeBytes { target in
-                (agents[platform] ?? []).withUnsafeBytes { site.linkAnswer(host: host, target: target, userAgent: $0) }
-            }
-            // Whether the work budget cut the walk (serve counts it, `routeWalksCut`): asked of
-            // the same walk when no route answered, so that a fallback answer says why.
-            if link?.route == nil, let routes = site.routes {
-                let end = target.firstIndex(of: UInt8(ascii: "?")) ?? target.count
-                let cut = target[..<end].withUnsafeBytes {
-                    PreparedFallback.covers(path: $0) && routes.walk(path: $0, platform: platform).cut
-                }
-                if cut { answer.routeWalkCut = true }
-            }
-            guard let link else { return answer }
-            answer.route = link.route
-            answer.routePath = link.route.map { site.links.routes[$0].pattern.text }
-            switch link.kind {
-            case .tooLong:
-                answer.status = 414
-            case .page(let file):
-                answer.status = 200
-                answer.page = true
-                answer.pageFile = site.pages.first { $0.value === file }?.key
-            case .preview, .interstitial:
-                answer.status = 200
-            case .redirect(let redirect, let location):
-                answer.status = redirect.status.rawValue
-                answer.location = location.map { String(decoding: $0, as: UTF8.self) } ?? redirect.headers.value(of: "Location")
-            }
-            return answer
-        }
-    }
-
-    static func evaluate(_ text: String, matcher: Matcher, site: String?, needsHost: Bool) -> URLReport {
+    static func evaluate(_ text: String, matcher: Matcher, site: String?) -> URLReport {
         do {
             let url = try LinkURL(parsing: text)
             let result = try matcher.evaluate(url)

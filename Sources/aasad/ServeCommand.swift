@@ -48,7 +48,9 @@ struct ServeCommand: ParsableCommand {
         // Taken before anything can fail: an exit before readiness is the upgrade's failure.
         let environment = ProcessInfo.processInfo.environment
         let upgradeReadiness = Upgrade.takeReadiness(environment: environment)
-        let (settings, problems, unknownVariables) = Self.settings(config: config, flags: flags, environment: environment)
+        // aasad.yaml, then AASAD_* variables, then these flags (at start, and again whenever
+        // aasad.yaml changes: `SettingsFollower`).
+        let (settings, problems, unknownVariables) = ServerSettings.resolve(configDirectory: config, environment: environment, flags: flags)
         if let problem = problems.first(where: { $0.source == "flag" }) {
             throw ValidationError("\(problem.key): \(problem.escapedMessage).")
         }
@@ -70,21 +72,13 @@ struct ServeCommand: ParsableCommand {
         let config = config
         let daemon = Daemon(
             configDirectory: config, settings: settings, logger: logger, upgradeReadiness: upgradeReadiness, environment: environment,
-            reread: { Self.settings(config: config, flags: flags, environment: ProcessInfo.processInfo.environment) })
+            reread: { ServerSettings.resolve(configDirectory: config, environment: ProcessInfo.processInfo.environment, flags: flags) })
         do {
             try daemon.start()
         } catch {
             throw ExitCode(1)
         }
         daemon.runUntilSignalled(signals)
-    }
-
-    /// The settings: aasad.yaml, then AASAD_* variables, then these flags (at start, and again
-    /// whenever aasad.yaml changes: `SettingsFollower`).
-    static func settings(
-        config: String, flags: [SettingsFlags.Value], environment: [String: String]
-    ) -> (ServerSettings, [ServerSettings.Problem], unknown: [String]) {
-        ServerSettings.resolve(configDirectory: config, environment: environment, flags: flags)
     }
 }
 

@@ -16,36 +16,26 @@ struct SiteReport {
 
     /// One request; prints the answer and throws the exit status unless it was 2xx.
     func send(_ method: OutboundRequest.Method, path: String, body: [UInt8] = [], ifMatch: String? = nil) throws {
-        try report(perform(method, path: path, body: body, ifMatch: ifMatch))
+        try report(mapped { try client.perform(method, path: path, body: body, ifMatch: ifMatch) })
     }
 
-    /// `list`: one page, or every page with `all`.
+    /// `list`: one page, or every page with `all` (`TenantClient.list`).
     func list(limit: Int, all: Bool, cursor: String?) throws {
-        var cursor = cursor
-        var pages = 0
-        repeat {
-            let answer = try perform(.get, path: TenantClient.listPath(limit: limit, cursor: cursor))
-            try report(answer)
-            pages += 1
-            guard all, let next = TenantClient.nextCursor(answer.body) else { return }
-            guard TenantClient.mayFollow(next, after: pages) else {
-                Self.complain("stopped after \(pages) pages: the API keeps giving a next cursor")
-                throw ExitCode(1)
-            }
-            cursor = next
-        } while true
+        let walk = try mapped { try client.list(limit: limit, all: all, cursor: cursor, page: report) }
+        guard walk.ended else {
+            Self.complain("stopped after \(walk.pages) pages: the API keeps giving a next cursor")
+            throw ExitCode(1)
+        }
     }
 
-    /// The client's request, its failures as the exit statuses `site` documents.
-    private func perform(_ method: OutboundRequest.Method, path: String, body: [UInt8] = [], ifMatch: String? = nil) throws
-        -> OutboundResponse
-    {
+    /// The client's requests, its failures as the exit statuses `site` documents.
+    private func mapped<T>(_ requests: () throws -> T) throws -> T {
         do {
-            return try client.perform(method, path: path, body: body, ifMatch: ifMatch)
-        } catch .usage(let message) {
+            return try requests()
+        } catch TenantClient.Failure.usage(let message) {
             Self.complain(message)
             throw SiteCommand.usage
-        } catch .unreachable(let message) {
+        } catch TenantClient.Failure.unreachable(let message) {
             Self.complain(message)
             throw SiteCommand.unreachable
         }

@@ -4,7 +4,6 @@ import ArgumentParser
 import Check
 import Daemon
 import Foundation
-import Logging
 import Outbound
 import SiteStore
 import TLS
@@ -48,13 +47,7 @@ struct SitesCommand: ParsableCommand {
     }
 
     func run() throws {
-        var logger = Logger(label: "aasad", factory: { _ in SwiftLogNoOpLogHandler() })
-        logger.logLevel = .critical
-        let state = ServerSettings.load(configDirectory: config).0.state
-        let registry = SiteRegistry(
-            root: config, logger: logger, checkCertificate: ConfigLoading.check,
-            servedFirstFile: ConfigLoading.servedFirstFile(state: state), storesServedFirst: false)
-        registry.reloadAll()
+        let registry = ConfigLoading.sitesRegistry(config: config)
         let statuses = registry.statuses
         let problems = registry.entryErrors
         let automatic = StoredCertificates.read(config: config, snapshot: registry.snapshot)

@@ -1,5 +1,6 @@
 import AASA
 import Daemon
+import SiteStore
 
 /// The answer for one URL in the shape `match --format json` prints. A stable interface for
 /// scripts: `url`, `appID` (null when no app opens it), `decidedBy` (null likewise) and `apps` are
@@ -45,28 +46,6 @@ struct URLReport: Encodable {
         }
 
         enum CodingKeys: String, CodingKey { case appID, decision, decidedBy }
-    }
-
-    /// What a browser gets when no app opens the URL (`fallback`/`page` in site.yaml), per
-    /// platform: the answer serve gives.
-    struct BrowserAnswer: Encodable, Equatable {
-        /// `web`, `ios` or `android`.
-        var platform: String
-        var status: Int
-        /// The redirect's target.
-        var location: String?
-        /// True when the answer is a page (the site's, or the route's own).
-        var page: Bool?
-        /// The page's file name in the site's directory, when the answer is a page.
-        var pageFile: String?
-        /// The route that answered: its index in site.yaml's `routes:` and its path; nil when
-        /// the fallback did (or nothing).
-        var route: Int?
-        var routePath: String?
-        /// True when the walk of the routes passed the work budget (`PreparedRoutes.maximumWork`)
-        /// and stopped: routes that might match were not tried, and the fallback (or a 404)
-        /// answered. Absent otherwise.
-        var routeWalkCut: Bool?
     }
 
     var url: String

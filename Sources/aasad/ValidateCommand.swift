@@ -44,7 +44,7 @@ struct ValidateCommand: ParsableCommand {
                 continue
             }
             if isDirectory.boolValue {
-                let scan = Self.scanDirectory(path)
+                let scan = ConfigLoading.load(directoryOrSite: path)
                 sawConfig = true
                 sites += scan.sites.count
                 invalidSites += scan.sites.filter { !$0.isValid }.count
@@ -68,28 +68,9 @@ struct ValidateCommand: ParsableCommand {
         if !valid || (strict && warnings) { throw ExitCode(1) }
     }
 
-    /// A config directory, or a single site directory (one holding the files directly).
-    static func scanDirectory(_ path: String) -> ConfigScan {
-        let fm = FileManager.default
-        let isSite = [ConfigLoader.aasaFileName, ConfigLoader.assetLinksFileName].contains { fm.fileExists(atPath: path + "/" + $0) }
-        guard !fm.fileExists(atPath: path + "/sites") && isSite else {
-            return ConfigLoading.load(path)
-        }
-        // A lone site directory: its name need not be a host name, since nothing is served from it.
-        let trimmed = path.count > 1 && path.hasSuffix("/") ? String(path.dropLast()) : path
-        let name = (trimmed as NSString).lastPathComponent
-        let host = (try? HostName(parsing: name)) ?? (try! HostName(parsing: "localhost"))
-        let site = ConfigLoader.loadSite(host: host, directory: trimmed, relative: name)
-        return ConfigScan(root: (trimmed as NSString).deletingLastPathComponent, sites: [site], problems: [])
-    }
-
     /// The server's settings file: every key known, every value usable.
     static func checkSettings(_ path: String) -> ValidationReport.File {
-        let (settings, fileProblems) = ServerSettings.load(file: path)
-        var problems = fileProblems + (fileProblems.isEmpty ? settings.consistencyProblems(source: path) : [])
-        if fileProblems.isEmpty {
-            problems += settings.api.fileProblems(source: path)
-        }
+        let problems = ServerSettings.problems(ofFile: path)
         return ValidationReport.File(
             file: path, kind: ServerSettings.fileName, host: nil, valid: problems.isEmpty,
             findings: problems.map {
@@ -99,24 +80,15 @@ struct ValidateCommand: ParsableCommand {
             })
     }
 
+    /// A lone file (`ConfigLoading.validate(file:)`).
     static func checkFile(_ path: String) -> ValidationReport.File {
-        let isAssetLinks = (path as NSString).lastPathComponent == ConfigLoader.assetLinksFileName
-        let limit = isAssetLinks ? AssetLinks.maximumFileSize : AppSiteAssociation.maximumFileSize
-        switch ConfigLoader.readBounded(path: path, limit: limit) {
+        switch ConfigLoading.validate(file: path) {
         case .failure(let error):
             return problem(path, "cannot read the file: \(error)")
-        case .success(let bytes):
-            if isAssetLinks {
-                return report(AssetLinks.validate(bytes), path: path, kind: ConfigLoader.assetLinksFileName)
-            }
-            return report(AppSiteAssociation.validate(bytes), path: path, kind: ConfigLoader.aasaFileName)
+        case .success(let file):
+            return ValidationReport.File(
+                file: path, kind: file.kind, host: nil, valid: file.valid, findings: file.diagnostics.map(ValidationReport.finding))
         }
-    }
-
-    private static func report<D>(_ result: ValidationResult<D>, path: String, kind: String) -> ValidationReport.File {
-        ValidationReport.File(
-            file: path, kind: kind, host: nil, valid: result.isValid,
-            findings: result.diagnostics.map(ValidationReport.finding))
     }
 
     static func problem(_ path: String, _ message: String) -> ValidationReport.File {

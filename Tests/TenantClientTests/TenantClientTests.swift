@@ -92,6 +92,24 @@ struct TenantClientTests {
         #expect(TenantClient.nextCursor(Array("not json".utf8)) == nil)
     }
 
+    @Test("a list walk: one page unless all; the cursor sent encoded; a next cursor past the bounds stops the walk, not followed")
+    func listWalk() throws {
+        let long = String(repeating: "c", count: TenantClient.maximumCursorBytes + 1)
+        let endless = try StandInServer(mode: "fixed", body: #"{"sites":[],"next":""# + long + #""}"#)
+        let client = TenantClient(
+            base: "http://127.0.0.1:\(endless.port)", token: "t", caFile: nil, timeoutSeconds: 10, userAgent: "test")
+        var bodies: [[UInt8]] = []
+        #expect(try client.list(limit: 5, all: false, cursor: nil) { bodies.append($0.body) } == (1, true))
+        #expect(try client.list(limit: 5, all: true, cursor: nil) { bodies.append($0.body) } == (1, false))
+        #expect(bodies.count == 2 && bodies.allSatisfy { String(decoding: $0, as: UTF8.self).contains(long) })
+        // An answer that names no next page ends the walk; the page asked for is the cursor given.
+        let echo = try StandInServer(mode: "echo")
+        let paths = TenantClient(base: "http://127.0.0.1:\(echo.port)/", token: "t", caFile: nil, timeoutSeconds: 10, userAgent: "test")
+        var asked: [String] = []
+        #expect(try paths.list(limit: 7, all: true, cursor: "a&b") { asked.append(String(decoding: $0.body, as: UTF8.self)) } == (1, true))
+        #expect(asked == [TenantClient.listPath(limit: 7, cursor: "a&b")])
+    }
+
     @Test("an answer: a redirect is named escaped, never followed; a body that is no JSON is an escaped excerpt of 200 bytes")
     func answers() {
         var headers = ResponseHeaders()

@@ -74,6 +74,45 @@ struct CheckUnitTests {
         #expect(throws: Entitlements.ReadError.self) { try Entitlements(plist: Data("not a plist".utf8)) }
         let empty = try PropertyListSerialization.data(fromPropertyList: ["other": 1] as [String: Any], format: .xml, options: 0)
         #expect(throws: Entitlements.ReadError.self) { try Entitlements(plist: empty) }
+        // A file read one byte past the bound (what a bounded read gives of a larger one) is
+        // refused unparsed, even when what was read would parse; at the bound it is read.
+        let plist = try PropertyListSerialization.data(
+            fromPropertyList: [Entitlements.key: ["applinks:example.com"]] as [String: Any], format: .xml, options: 0)
+        let padded = Array(plist) + Array(repeating: UInt8(ascii: " "), count: Entitlements.maximumFileSize - plist.count)
+        #expect(try Entitlements(bytes: padded).domains.map(\.host) == ["example.com"])
+        #expect {
+            try Entitlements(bytes: padded + [UInt8(ascii: " ")])
+        } throws: {
+            ($0 as? Entitlements.ReadError)?.description.contains("larger than 1024 KB") == true
+        }
+    }
+
+    @Test(
+        "targets: each host once as fetched, the entitlements' services merged by host, the CDN left out only when every entry bypasses it")
+    func targets() throws {
+        let read = try Self.entitlements([
+            "applinks:*.example.com", "webcredentials:example.com?mode=developer", "applinks:example.com",
+            "appclips:clip.example.com?mode=developer+managed", "webcredentials:login.example.com",
+            "webcredentials:login.example.com?mode=managed",
+        ])
+        let targets = CheckTarget.list(hosts: ["login.example.com", "*.other.example", "other.example"], domains: read.domains)
+        #expect(
+            targets == [
+                CheckTarget(host: "login.example.com", services: ["webcredentials"]),
+                CheckTarget(host: "other.example"),
+                CheckTarget(host: "example.com", services: ["applinks", "webcredentials"]),
+                CheckTarget(host: "clip.example.com", services: ["appclips"], usesCDN: false),
+            ])
+        var base = HostChecker.Options()
+        base.cdn = "https://cdn.test/"
+        let developer = targets[3].options(base)
+        #expect(developer.cdn == nil && developer.developerModeOnly && developer.services == ["appclips"])
+        let everyone = targets[2].options(base)
+        #expect(everyone.cdn == "https://cdn.test/" && !everyone.developerModeOnly && everyone.services == ["applinks", "webcredentials"])
+        // A public entry for the host keeps the CDN, whatever entries for it come after.
+        let merged = CheckTarget.list(
+            hosts: [], domains: try Self.entitlements(["applinks:a.example", "applinks:a.example?mode=developer"]).domains)
+        #expect(merged == [CheckTarget(host: "a.example", services: ["applinks"])])
     }
 
     @Test("host names for check: A-labels only, two labels or more, no empty or hyphen-edged label")
