@@ -169,7 +169,9 @@ public enum Files {
     /// given, and closedir closes it), so `fd` stays the caller's; the duplicate is closed before
     /// this returns. A directory opened with O_NOFOLLOW is listed, never one swapped in at its path.
     public static func entryBytes(in fd: Int32, limit: Int) throws(SystemError) -> [[CChar]]? {
-        let listing = try syscallOrThrow("dup", { dup(fd) })
+        // Close-on-exec as every other descriptor here: a plain dup would be inherited by a
+        // program another thread starts while the directory is being listed.
+        let listing = try syscallOrThrow("fcntl", { fcntl(fd, F_DUPFD_CLOEXEC, 0) })
         guard let directory = fdopendir(listing) else {
             let error = SystemError(call: "fdopendir", errno: errno)
             close(listing)
