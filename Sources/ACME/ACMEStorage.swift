@@ -279,26 +279,16 @@ public enum StorageName {
     public static let longestAddition = ".lock.release-".utf8.count + 16
     /// The longest component: 225 bytes.
     public static let maximumComponentBytes = maximumFileNameBytes - longestAddition
-    /// What joins a digested component's readable start to its digest.
-    static let digestMark: Character = "~"
-    static let digestHexDigits = 64
 
+    /// The component `name` is stored under (Hashing's `FittedName` once it is too long).
     public static func component(_ name: String) throws(ACMEError) -> String {
-        let readable = try readableComponent(name)
-        guard readable.utf8.count > maximumComponentBytes else { return readable }
-        let digest = Hex.string(Digest.sha256(readable.utf8))
-        let start = readable.utf8.prefix(maximumComponentBytes - 1 - digestHexDigits)
-        return String(decoding: start, as: UTF8.self) + String(digestMark) + digest
+        FittedName.component(try readableComponent(name), maximumBytes: maximumComponentBytes)
     }
 
     /// Whether `entry` (a directory entry without its `.pem`) is a digested component: a host
     /// name's first bytes, `~`, 64 lower-case hex digits, `maximumComponentBytes` in all.
     public static func isDigested(_ entry: String) -> Bool {
-        let bytes = Array(entry.utf8)
-        let mark = maximumComponentBytes - 1 - digestHexDigits
-        guard bytes.count == maximumComponentBytes, bytes[mark] == UInt8(ascii: "~") else { return false }
-        let isHexDigit = { (c: UInt8) in (c >= 0x30 && c <= 0x39) || (c >= 0x61 && c <= 0x66) }
-        return bytes[..<mark].allSatisfy(isNameByte) && bytes[(mark + 1)...].allSatisfy(isHexDigit)
+        FittedName.isDigested(entry, maximumBytes: maximumComponentBytes, isNameByte: isNameByte)
     }
 
     /// The host name a readable component stands for (`_wildcard_.` spelling a wildcard), or nil

@@ -13,7 +13,8 @@ public struct VerificationError: Error, Sendable, CustomStringConvertible {
 }
 
 /// One name's ownership check (docs/api.md, "Ownership check"): the random token of its URL and
-/// what the checker found. Stored as `<config>/.aasad-verify/names/<name>.json`.
+/// what the checker found. Stored as `<config>/.aasad-verify/names/<name>.json` (a name too long for that as a digest:
+/// Sources/TenantAPI/VerificationStore+Files.swift).
 public struct VerificationRecord: Codable, Sendable, Equatable {
     public var name: String
     /// base64url, `VerificationStore.tokenBytes` random bytes: the last segment of the URL.
@@ -61,7 +62,9 @@ public final class VerificationStore: Sendable {
     public let creates: Bool
     private let records = Mutex(Records())
     /// The `lstat` of each record file as `refresh` last read it.
-    private let stamps = Mutex<[String: FileStatus]>([:])
+    /// By file component (Sources/TenantAPI/VerificationStore+Files.swift), with the name it was
+    /// read as.
+    private let stamps = Mutex<[String: (status: FileStatus, name: String)]>([:])
     /// Record files `refresh` has read (the tests' count of its work).
     let fileReads = Atomic<Int>(0)
 
@@ -257,7 +260,7 @@ public final class VerificationStore: Sendable {
         // undone by an older read.
         return records.withLock {
             let found: VerificationRecord?
-            switch Self.read(path(name), name: name) {
+            switch Self.read(path(name), component: Self.component(name)) {
             case .absent: found = nil
             case .unreadable:
                 if $0.byName[name] == nil { $0.set(name, Self.placeholder(name)); $0.version &+= 1 }
@@ -281,27 +284,32 @@ public final class VerificationStore: Sendable {
     /// Nothing is read with the lock held (serving threads look records up), and a record this
     /// process writes meanwhile is kept.
     public func refresh() {
-        guard let names = try? Files.entries(of: directory + "/names") else { return }
+        guard let files = try? Files.entries(of: directory + "/names") else { return }
         let known = records.withLock { $0.byName }
         let last = stamps.withLock { $0 }
         var found: [String: VerificationRecord] = [:]
-        var seen: [String: FileStatus] = [:]
-        for file in names where file.hasSuffix(".json") && !file.hasPrefix(".") {
-            let name = String(file.dropLast(5))
-            guard Self.isStorableName(name) else { continue }
-            let stamp = try? Files.linkStatus(path(name))
-            if let stamp, stamp == last[name], let record = known[name] {
-                found[name] = record
-                seen[name] = stamp
+        var seen: [String: (status: FileStatus, name: String)] = [:]
+        for file in files {
+            guard let stored = Self.storedFile(file) else { continue }
+            let path = directory + "/names/" + file
+            let stamp = try? Files.linkStatus(path)
+            // A digested file's name is known once it has been read as that name's record.
+            if let stamp, let before = last[stored.component], stamp == before.status, let record = known[before.name] {
+                found[before.name] = record
+                seen[stored.component] = (stamp, before.name)
                 continue
             }
             fileReads.add(1, ordering: .relaxed)
-            switch Self.read(path(name), name: name) {
+            switch Self.read(path, component: stored.component) {
             case .absent: continue
-            case .unreadable: found[name] = known[name] ?? Self.placeholder(name)
+            case .unreadable:
+                // A failed read keeps what memory holds (or gates the name): a digested file never
+                // read as its record names nothing to gate.
+                guard let name = stored.name ?? last[stored.component]?.name else { continue }
+                found[name] = known[name] ?? Self.placeholder(name)
             case .record(let record):
-                found[name] = record
-                seen[name] = stamp
+                found[record.name] = record
+                if let stamp { seen[stored.component] = (stamp, record.name) }
             }
         }
         stamps.withLock { $0 = seen }
@@ -389,57 +397,6 @@ public final class VerificationStore: Sendable {
             name: name, token: "", verified: false, attempts: 0, lastCheck: nil, lastError: "the record file cannot be read",
             nextCheck: .greatestFiniteMagnitude)
     }
-
-    /// What a record file holds: gone, not readable as the record of `name` now (a read error,
-    /// more than `maximumRecordBytes`, not the JSON of a record, another name, a token over
-    /// `maximumTokenLength`), or the record.
-    enum ReadOutcome {
-        case absent
-        case unreadable
-        case record(VerificationRecord)
-    }
-
-    static func read(_ path: String, name: String) -> ReadOutcome {
-        let bytes: [UInt8]
-        do throws(SystemError) {
-            bytes = try Files.readFile(path, limit: maximumRecordBytes)
-        } catch {
-            return error.errno == ENOENT ? .absent : .unreadable
-        }
-        guard let record = try? JSONDecoder().decode(VerificationRecord.self, from: Data(bytes)), record.name == name,
-            record.token.utf8.count <= maximumTokenLength
-        else { return .unreadable }
-        return .record(record)
-    }
-
-    /// Whether each name with a record is verified, read from `configDirectory` without making
-    /// anything (`aasad sites`, a read-only look), as the server reads them: empty when there are
-    /// no records; a file that is no record of its name counts as waiting (the server keeps such
-    /// a name's gate).
-    public static func readStates(configDirectory: String) -> [String: Bool] {
-        let names = configDirectory + "/" + directoryName + "/names"
-        guard let files = try? Files.entries(of: names) else { return [:] }
-        var out: [String: Bool] = [:]
-        for file in files where file.hasSuffix(".json") && !file.hasPrefix(".") {
-            let name = String(file.dropLast(5))
-            guard isStorableName(name) else { continue }
-            switch read(names + "/" + file, name: name) {
-            case .absent: continue
-            case .unreadable: out[name] = false
-            case .record(let record): out[name] = record.verified
-            }
-        }
-        return out
-    }
-
-    /// A name as a file name: a host name as `HostName` accepts it (lower-case LDH, no slash, no
-    /// dot segment), or a wildcard `*.a.example` (its check fetches a random child of it).
-    static func isStorableName(_ name: String) -> Bool {
-        guard let host = try? HostName(parsing: name) else { return false }
-        return host.name == name
-    }
-
-    private func path(_ name: String) -> String { directory + "/names/" + name + ".json" }
 
     /// The state a site's name is in, for the API: `not-required` without a record.
     public func state(_ name: String) -> String {
