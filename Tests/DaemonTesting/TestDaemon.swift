@@ -100,10 +100,30 @@ package final class TestDaemon {
     /// Stops as SIGTERM would (`drain`) or at once, and says whether it stopped cleanly: every
     /// listening socket it had is closed (what the binary's exit status 0 said). By the sockets'
     /// inodes, not by connecting: another daemon in this process may bind a port this one freed.
+    ///
+    /// This process must hold no descriptor of them at once. The sockets themselves may go on
+    /// listening for a moment: a program another test starts meanwhile holds a copy of every
+    /// descriptor between its fork and its exec (close-on-exec closes them only at the exec), so
+    /// their end is waited for, within 10 s.
     @discardableResult
     package func stop(drain: Bool = true) -> Bool {
         daemon.stop(drain: drain)
-        return listeners.isDisjoint(with: Self.listening(ports: [httpsPort, httpPort, adminPort]))
+        let held = Self.socketInodesHeld()
+        guard listeners.isDisjoint(with: held) else { return false }
+        return eventually { listeners.isDisjoint(with: Self.listening(ports: [httpsPort, httpPort, adminPort])) }
+    }
+
+    /// The inodes of the sockets this process has a descriptor for (/proc/self/fd's `socket:[N]`).
+    static func socketInodesHeld() -> Set<String> {
+        guard let fds = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") else { return [] }
+        var inodes: Set<String> = []
+        for fd in fds {
+            guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + fd),
+                target.hasPrefix("socket:["), target.hasSuffix("]")
+            else { continue }
+            inodes.insert(String(target.dropFirst("socket:[".count).dropLast()))
+        }
+        return inodes
     }
 
     /// The inodes of the TCP sockets listening on `ports` (/proc/net/tcp and tcp6, `SocketTable`).
