@@ -6,7 +6,7 @@ import Served
 import SiteStore
 import Synchronization
 import TLS
-import TenantAPI
+package import TenantAPI
 
 /// What the tenant API asks of the running server (`APIServedState`): the served snapshot for
 /// what is served, and the ownership the registry published after its last reload (never the
@@ -74,7 +74,7 @@ final class DaemonServedState: APIServedState {
 extension Daemon {
     /// Whether each name the tenant API added is verified, read without making anything (for
     /// `aasad sites`).
-    package static func verificationStates(config: String) -> [String: Bool] {
+    package static func verificationStates(config: String) -> VerificationStates {
         VerificationStore.readStates(configDirectory: config)
     }
 

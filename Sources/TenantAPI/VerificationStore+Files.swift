@@ -57,17 +57,19 @@ extension VerificationStore {
     /// Whether each name with a record is verified, read from `configDirectory` without making
     /// anything (`aasad sites`, a read-only look), as the server reads them: empty when there are
     /// no records; a file that is no record of its name counts as waiting (the server keeps such
-    /// a name's gate; a digested file that cannot be read names nothing).
-    public static func readStates(configDirectory: String) -> [String: Bool] {
+    /// a name's gate; a digested file that cannot be read keeps the long name it stands for
+    /// waiting, as `blocks` does).
+    public static func readStates(configDirectory: String) -> VerificationStates {
         let names = configDirectory + "/" + directoryName + "/names"
-        guard let files = try? Files.entries(of: names) else { return [:] }
-        var out: [String: Bool] = [:]
+        guard let files = try? Files.entries(of: names) else { return VerificationStates() }
+        var out = VerificationStates()
         for file in files {
             guard let stored = storedFile(file) else { continue }
             switch read(names + "/" + file, component: stored.component) {
             case .absent: continue
-            case .unreadable: if let name = stored.name { out[name] = false }
-            case .record(let record): out[record.name] = record.verified
+            case .unreadable:
+                if let name = stored.name { out.byName[name] = false } else { out.unnamedDigests.insert(stored.component) }
+            case .record(let record): out.byName[record.name] = record.verified
             }
         }
         return out
@@ -84,4 +86,24 @@ extension VerificationStore {
     private static func isNameByte(_ c: UInt8) -> Bool {
         (c >= 0x61 && c <= 0x7A) || (c >= 0x30 && c <= 0x39) || c == 0x2D || c == 0x2E || c == 0x2A
     }
+}
+
+/// What `readStates` found: each name's state, and the digested files no read could name.
+public struct VerificationStates: Sendable {
+    public var byName: [String: Bool] = [:]
+    var unnamedDigests: Set<String> = []
+
+    public init() {}
+
+    /// Whether `name`'s check passed; nil when it has none (it needs none). A long name whose
+    /// digested file could not be read is waiting.
+    public subscript(name: String) -> Bool? {
+        if let state = byName[name] { return state }
+        guard name.utf8.count > VerificationStore.maximumComponentBytes,
+            unnamedDigests.contains(VerificationStore.component(name))
+        else { return nil }
+        return false
+    }
+
+    public var isEmpty: Bool { byName.isEmpty && unnamedDigests.isEmpty }
 }

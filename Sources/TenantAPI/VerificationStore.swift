@@ -64,7 +64,7 @@ public final class VerificationStore: Sendable {
     /// The `lstat` of each record file as `refresh` last read it.
     /// By file component (Sources/TenantAPI/VerificationStore+Files.swift), with the name it was
     /// read as.
-    private let stamps = Mutex<[String: (status: FileStatus, name: String)]>([:])
+    private let stamps = Mutex<[String: (status: FileStatus?, name: String)]>([:])
     /// Record files `refresh` has read (the tests' count of its work).
     let fileReads = Atomic<Int>(0)
 
@@ -185,8 +185,17 @@ public final class VerificationStore: Sendable {
     /// The record of `name`; nil: none (the name needs no check).
     public func record(_ name: String) -> VerificationRecord? { records.withLock { $0.byName[name] } }
 
-    /// Whether automatic certificates must wait for `name`: it has a record not yet verified.
-    public func blocks(_ name: String) -> Bool { records.withLock { $0.byName[name].map { !$0.verified } ?? false } }
+    /// Whether automatic certificates must wait for `name`: it has a record not yet verified, or
+    /// it is a long name whose digested file could not be read as any name's record (a failed
+    /// read never lifts a gate).
+    public func blocks(_ name: String) -> Bool {
+        let long = name.utf8.count > Self.maximumComponentBytes
+        let component = long ? Self.component(name) : ""
+        return records.withLock {
+            if let record = $0.byName[name] { return !record.verified }
+            return long && $0.unnamedDigests.contains(component)
+        }
+    }
 
     /// Every record.
     public func all() -> [VerificationRecord] { records.withLock { Array($0.byName.values) } }
@@ -288,7 +297,11 @@ public final class VerificationStore: Sendable {
         let known = records.withLock { $0.byName }
         let last = stamps.withLock { $0 }
         var found: [String: VerificationRecord] = [:]
-        var seen: [String: (status: FileStatus, name: String)] = [:]
+        var seen: [String: (status: FileStatus?, name: String)] = [:]
+        var unnamed: Set<String> = []
+        // Long names in memory by their digested component, made at the first failed read of
+        // such a file: a record this process wrote and never read back is named by it.
+        var longNames: [String: String]? = nil
         for file in files {
             guard let stored = Self.storedFile(file) else { continue }
             let path = directory + "/names/" + file
@@ -303,13 +316,24 @@ public final class VerificationStore: Sendable {
             switch Self.read(path, component: stored.component) {
             case .absent: continue
             case .unreadable:
-                // A failed read keeps what memory holds (or gates the name): a digested file never
-                // read as its record names nothing to gate.
-                guard let name = stored.name ?? last[stored.component]?.name else { continue }
+                // A failed read keeps what memory holds, or gates the name. A digested file is
+                // named by an earlier read or by memory; one named by neither gates the long
+                // name it stands for by its component (`blocks`).
+                if longNames == nil, stored.name == nil {
+                    longNames = Dictionary(
+                        known.keys.filter { $0.utf8.count > Self.maximumComponentBytes }.map { (Self.component($0), $0) },
+                        uniquingKeysWith: { first, _ in first })
+                }
+                guard let name = stored.name ?? last[stored.component]?.name ?? longNames?[stored.component] else {
+                    unnamed.insert(stored.component)
+                    continue
+                }
                 found[name] = known[name] ?? Self.placeholder(name)
+                // Named, but with no status: read again next time, never taken as unchanged.
+                seen[stored.component] = (nil, name)
             case .record(let record):
                 found[record.name] = record
-                if let stamp { seen[stored.component] = (stamp, record.name) }
+                seen[stored.component] = (stamp, record.name)
             }
         }
         stamps.withLock { $0 = seen }
@@ -317,6 +341,10 @@ public final class VerificationStore: Sendable {
             var changed = false
             for name in Set(known.keys).union(found.keys) where $0.byName[name] == known[name] && $0.byName[name] != found[name] {
                 $0.set(name, found[name])
+                changed = true
+            }
+            if $0.unnamedDigests != unnamed {
+                $0.unnamedDigests = unnamed
                 changed = true
             }
             if changed { $0.version &+= 1 }
@@ -327,6 +355,9 @@ public final class VerificationStore: Sendable {
     struct Records {
         var version: UInt64 = 0
         var byName: [String: VerificationRecord] = [:]
+        /// Digested components whose file exists but was never read as a record
+        /// (Sources/TenantAPI/VerificationStore+Files.swift): their long names stay gated.
+        var unnamedDigests: Set<String> = []
         /// One entry per record version written into `byName` while unverified with a token;
         /// an entry whose record has changed since (verified, another time, gone) is stale and
         /// dropped when it reaches the top, or all at once by `compact`.

@@ -79,9 +79,12 @@ import Testing
         let junk = String(repeating: "c", count: VerificationStore.maximumComponentBytes - 65) + "~" + String(repeating: "0", count: 64)
         try Data(try Files.readFile(names + "short.test.json", limit: 4096)).write(to: URL(fileURLWithPath: names + junk + ".json"))
         let other = try VerificationStore(configDirectory: directory.path, creates: false)
-        #expect(other.record(second) == nil && !other.blocks(second))
+        // The second name has no record, yet its file stands for it: it waits, as a short name
+        // whose file is no record of it does.
+        #expect(other.record(second) == nil && other.blocks(second))
+        #expect(VerificationStore.readStates(configDirectory: directory.path)[second] == false)
         #expect(other.all().map(\.name).sorted() == ["short.test", first].sorted())
-        #expect(VerificationStore.readStates(configDirectory: directory.path).keys.sorted() == ["short.test", first].sorted())
+        #expect(VerificationStore.readStates(configDirectory: directory.path).byName.keys.sorted() == ["short.test", first].sorted())
         // Asked by name, a file that is no record of it keeps that name gated (as a short name's).
         #expect(other.reread(second)?.token == "" && other.blocks(second))
         // Once read, a digested record whose file turns to junk keeps its name gated.
@@ -93,5 +96,45 @@ import Testing
         try Data("not json".utf8).write(to: URL(fileURLWithPath: firstFile))
         other.refresh()
         #expect(other.record(first)?.verified == true, "a failed read never lifts or changes what memory holds")
+    }
+
+    /// A long name's gate holds through every refresh when its file cannot be read: in the
+    /// replica that read it before, in the one that wrote it and never read it back, in one
+    /// that starts with the file already broken, and in `aasad sites`' look.
+    @Test func anUnreadableDigestedFileKeepsItsLongNameGated() throws {
+        let directory = try TemporaryDirectory(prefix: "verify")
+        let writer = try VerificationStore(configDirectory: directory.path)
+        let long = Self.name(length: 240)
+        let other = Self.name(length: 241)
+        try writer.create(long, now: 0)
+        try writer.create(other, now: 0)
+        let reader = try VerificationStore(configDirectory: directory.path, creates: false)
+        #expect(reader.blocks(long))
+        let file = directory.path + "/.aasad-verify/names/" + VerificationStore.component(long) + ".json"
+        let otherFile = directory.path + "/.aasad-verify/names/" + VerificationStore.component(other) + ".json"
+        let otherRecord = try Files.readFile(otherFile, limit: 4096)
+        for broken in [Array("not json".utf8), otherRecord] {
+            try Data(broken).write(to: URL(fileURLWithPath: file))
+            for round in 1...3 {
+                reader.refresh()
+                writer.refresh()
+                #expect(reader.blocks(long), "reader, refresh \(round)")
+                #expect(writer.blocks(long), "writer, refresh \(round)")
+            }
+            let fresh = try VerificationStore(configDirectory: directory.path, creates: false)
+            #expect(fresh.blocks(long) && fresh.blocks(other))
+            fresh.refresh()
+            #expect(fresh.blocks(long))
+            let states = VerificationStore.readStates(configDirectory: directory.path)
+            #expect(states[long] == false && states[other] == false && !states.isEmpty)
+            #expect(states[Self.name(length: 242)] == nil && states["short.test"] == nil)
+        }
+        // Mended, the record is read again and its state is the file's.
+        var record = try #require(writer.record(long))
+        record.verified = true
+        try writer.write(record)
+        reader.refresh()
+        #expect(!reader.blocks(long) && reader.record(long)?.verified == true)
+        #expect(VerificationStore.readStates(configDirectory: directory.path)[long] == true)
     }
 }

@@ -77,7 +77,7 @@ import Testing
         #expect(store.blocks("a.localhost") && store.blocks("b.localhost") && store.blocks("c.localhost"))
         #expect(store.answer(host: "b.localhost", token: forged.token) == nil)
         #expect(
-            VerificationStore.readStates(configDirectory: directory.path) == [
+            VerificationStore.readStates(configDirectory: directory.path).byName == [
                 "a.localhost": false, "b.localhost": false, "c.localhost": false,
             ])
     }
