@@ -195,6 +195,9 @@ public final class SiteRegistry {
         }
         var touched = Set<String>()
         let ordered = ConfigLoader.directoriesFirst(names, sitesPath: sitesPath)
+        // A full load at start adds every site: grown once, not doubled (and rehashed) 17 times.
+        records.reserveCapacity(records.count + ordered.count)
+        touched.reserveCapacity(ordered.count)
         // In chunks, so that at most one chunk of parsed files is held at once. Nothing that
         // changes the snapshot happens before the last chunk is read and the tree checked:
         // removals wait in `removals`, and sites are updated after the loop. An attempt that
@@ -223,9 +226,10 @@ public final class SiteRegistry {
             }
             switch entry {
             case .site(let source):
-                if var record = records[name] {
-                    record.source = source
-                    records[name] = record
+                if let index = records.index(forKey: name) {
+                    // In place: a record copied out and stored back retained and released each
+                    // of its references, and looked the name up twice.
+                    records.values[index].source = source
                 } else {
                     records[name] = SiteRecord(host: source.host, source: source)
                     tracking.move(from: nil, to: .refused)  // until its first update
@@ -361,29 +365,33 @@ public final class SiteRegistry {
     /// Applies what was read of the site `name` (`SitePreparer`); the names it claims are decided
     /// at the end of the reload (`HostOwnership.resolve`), and it is published after.
     func update(_ name: String) {
-        guard var record = records[name] else { return }
+        // The record is changed where it lies (`records.values[index]`), never copied out and
+        // stored back: that retained and released each of its references and hashed the name
+        // twice more, for every site of a full load.
+        guard let index = records.index(forKey: name) else { return }
         tracking.touch(name)
-        let before = record.state
+        let before = records.values[index].state
         // Claimed hosts: the directory's own, its alias symlinks', its site.yaml aliases (those
         // only while it serves: a site counts as holding a name from when it serves it).
-        let host = record.source.host
+        let host = records.values[index].host
         let symlinks = claims.symlinks(of: name)
-        let errors = preparer.prepare(name, &record, symlinkHosts: symlinks.values.sorted())
-        if errors != record.errors {
+        let errors = preparer.prepare(name, &records.values[index], symlinkHosts: symlinks.values.sorted())
+        let served = records.values[index].served
+        let errorsBefore = records.values[index].errors
+        if errors != errorsBefore {
             for line in errors { logger.error("\(line)") }
-            if errors.isEmpty && !record.errors.isEmpty { logger.info("site fixed", metadata: ["site": "\(name)"]) }
+            if errors.isEmpty && !errorsBefore.isEmpty { logger.info("site fixed", metadata: ["site": "\(name)"]) }
             if !errors.isEmpty {
-                logger.error(record.served == nil ? "not served: \(name)" : "serving the last good version: \(name)")
+                logger.error(served == nil ? "not served: \(name)" : "serving the last good version: \(name)")
             }
         }
-        record.errors = errors
+        records.values[index].errors = errors
         // What was read is applied: keep no file contents or parsed models (memory at 100,000
         // sites), unless a reporting command asked for them.
-        if !keepsSources { record.dropSource() }
-        records[name] = record
-        let aliases = record.served == nil ? [] : record.settings.aliases
+        if !keepsSources { records.values[index].dropSource() }
+        let aliases = served == nil ? [] : records.values[index].settings.aliases
         claims.ownership.set(name, HostOwnership.Names(host: host, symlinks: symlinks, aliases: aliases))
-        tracking.move(from: before, to: record.state)
+        tracking.move(from: before, to: records.values[index].state)
     }
 
     /// Puts a site's current served version into the snapshot, answering for the names it holds.
@@ -398,7 +406,7 @@ public final class SiteRegistry {
             let problem = HostClaims.problem(refusal, site: name)
             logger.error("\(problem.file): \(problem.message)")
         }
-        editor.replace(name, with: served.hosts == hosts ? served : served.with(hosts: hosts))
+        editor.replace(name, with: served.hasHosts(hosts) ? served : served.with(hosts: hosts))
     }
 
     // MARK: - What the commands and the admin view read
