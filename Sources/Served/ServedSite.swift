@@ -35,6 +35,13 @@ public final class ServedSite: Sendable {
         for host in otherHosts { body(host) }
     }
 
+    /// Whether any of `hosts` satisfies `predicate`, without making the array (asked per TLS
+    /// handshake).
+    public func containsHost(where predicate: (HostName) -> Bool) -> Bool {
+        guard let firstHost else { return false }
+        return predicate(firstHost) || otherHosts.contains(where: predicate)
+    }
+
     /// Whether it answers for exactly these names, in this order.
     public func hasHosts(_ hosts: [HostName]) -> Bool {
         guard let firstHost else { return hosts.isEmpty }

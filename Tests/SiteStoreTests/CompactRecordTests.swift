@@ -71,6 +71,13 @@ struct CompactRecordTests {
         #expect(site(links: links).with(hosts: []).links == links)
     }
 
+    /// What a record costs in the registry's dictionary, per site: a field added inline (rather
+    /// than behind the rare parts' reference) shows here first.
+    @Test("a registry record stays 64 bytes inline")
+    func recordSize() {
+        #expect(MemoryLayout<SiteRecord>.size <= 64, "\(MemoryLayout<SiteRecord>.size)")
+    }
+
     @Test("a record's Last-Modified per file: none, zero and times before 1970 are told apart")
     func lastModified() {
         var times = SiteRecord.LastModified()
