@@ -33,7 +33,7 @@ extension Daemon {
         if let own = site.certificate { return own.source }
         // A child of a per-name wildcard site: its own certificate, or offered for approval
         // (Daemon+Children.swift), then what the site is served today.
-        if let automatic, let names, site.hosts.contains(where: \.isWildcard),
+        if let automatic, let names, site.containsHost(where: \.isWildcard),
             let own = Self.childCertificate(for: name, site: site, snapshot: snapshot, automatic: automatic, names: names)
         {
             return own
@@ -44,7 +44,7 @@ extension Daemon {
         automatic?.demand(name)
         guard let development, snapshot.defaultCertificate == nil else { return nil }
         // The site's directory is its main host: the common case needs no walk over its aliases.
-        if site.directory == name || site.hosts.contains(where: { $0.name == name }) { return development.source(for: name) }
+        if site.directory == name || site.containsHost(where: { $0.name == name }) { return development.source(for: name) }
         // A name under a wildcard site: the longest wildcard of the site that covers it, the one
         // `site(forHost:)` found it by.
         let pattern = site.hosts.filter { $0.isWildcard && $0.covers(name) }.max { $0.name.utf8.count < $1.name.utf8.count }

@@ -105,7 +105,7 @@ extension ACMENames {
             let dot = name.utf8.firstIndex(of: UInt8(ascii: "."))
         else { return nil }
         let pattern = "*" + name[dot...]
-        guard site.hosts.contains(where: { $0.name == pattern }), !site.hosts.contains(where: { $0.name == name }),
+        guard site.containsHost(where: { $0.name == pattern }), !site.containsHost(where: { $0.name == name }),
             !defaultCovers(name, in: snapshot), !holdsBack(name), !holdsBack(pattern)
         else { return nil }
         return site

@@ -1,80 +1,6 @@
 import HTTPCore
 public import HashTreeCollections
 
-/// One site as served: its names, its prepared files and its certificate.
-public final class ServedSite: Sendable {
-    /// The site's directory name under `sites/`.
-    public let directory: String
-    /// Every name it answers for (its own, its aliases), less any in conflict with another site.
-    public let hosts: [HostName]
-    public let aasa: PreparedFile?
-    public let assetLinks: PreparedFile?
-    /// Its own certificate; nil means the default one.
-    public let certificate: CertificateFiles?
-    /// `certificate?.identity`, computed once.
-    public let certificateIdentity: String?
-    /// When this version was loaded, seconds since the epoch.
-    public let loadedAt: Int64
-    /// The page served for other paths (site.yaml `page:`).
-    public let page: PreparedFile?
-    /// Every page the site serves (its `page:` and its routes' `page:`), by file name: one
-    /// prepared file per name, whatever number of routes take it (at most
-    /// `SiteSettings.maximumPages`); empty for most sites.
-    public let pages: [String: PreparedFile]
-    /// Per route (index in `routes:`), the page it answers with, looked up once here so that a
-    /// request does no lookup by name; nil for a route without a page, or whose page is gone
-    /// (deleted: 404, as for the site's page). Empty without routes.
-    public let routePages: [PreparedFile?]
-    /// What other paths get, by platform; nil: 404, as without site.yaml's `fallback` and `page`.
-    public let fallback: PreparedFallback?
-    /// The settings `fallback` was prepared from (to tell whether a reload changed it).
-    public let fallbackSettings: FallbackSettings?
-    /// Fallback answers by platform, kept across the site's versions; nil without a fallback.
-    public let fallbackCounts: FallbackCounts?
-    /// The route table (site.yaml `routes:`), prepared; nil without routes.
-    public let routes: PreparedRoutes?
-    /// The link settings `routes` was prepared from, with the site's preview and interstitial.
-    public let links: SiteLinkSettings
-    /// Answers per route, kept across versions with the same route paths; nil without routes.
-    public let routeCounts: RouteCounts?
-    /// site.yaml `certificates:` (a wildcard site's); nil: `acme.wildcard-certificates` decides.
-    public let wildcardCertificates: WildcardCertificates?
-
-    public init(
-        directory: String, hosts: [HostName], aasa: PreparedFile?, assetLinks: PreparedFile?, certificate: CertificateFiles?,
-        loadedAt: Int64, page: PreparedFile? = nil, pages: [String: PreparedFile] = [:], fallback: PreparedFallback? = nil,
-        fallbackSettings: FallbackSettings? = nil, fallbackCounts: FallbackCounts? = nil, routes: PreparedRoutes? = nil,
-        links: SiteLinkSettings = SiteLinkSettings(), routeCounts: RouteCounts? = nil, wildcardCertificates: WildcardCertificates? = nil
-    ) {
-        self.wildcardCertificates = wildcardCertificates
-        self.directory = directory
-        self.hosts = hosts
-        self.aasa = aasa
-        self.assetLinks = assetLinks
-        self.certificate = certificate
-        certificateIdentity = certificate?.identity
-        self.loadedAt = loadedAt
-        self.page = page
-        self.pages = pages
-        routePages = routes?.settings.map { route in route.page.flatMap { pages[$0] } } ?? []
-        self.fallback = fallback
-        self.fallbackSettings = fallbackSettings
-        self.fallbackCounts = fallbackCounts
-        self.routes = routes
-        self.links = links
-        self.routeCounts = routeCounts
-    }
-
-    /// The same site answering for other names (after a conflict appeared or went away).
-    package func with(hosts: [HostName]) -> ServedSite {
-        ServedSite(
-            directory: directory, hosts: hosts, aasa: aasa, assetLinks: assetLinks, certificate: certificate, loadedAt: loadedAt,
-            page: page, pages: pages, fallback: fallback, fallbackSettings: fallbackSettings, fallbackCounts: fallbackCounts,
-            routes: routes,
-            links: links, routeCounts: routeCounts, wildcardCertificates: wildcardCertificates)
-    }
-}
-
 /// Everything served at one moment, immutable: built off the hot path, published through
 /// `SnapshotStore` (one reference swap), read once per request (docs/architecture.md).
 ///
@@ -155,7 +81,7 @@ public final class Snapshot: @unchecked Sendable {
         _ exact: inout TreeDictionary<String, ServedSite>, _ wildcards: inout TreeDictionary<String, ServedSite>
     ) {
         if let old = sites[directory] {
-            for host in old.hosts {
+            old.forEachHost { host in
                 if let suffix = host.wildcardSuffix {
                     if wildcards[suffix] === old { wildcards[suffix] = nil }
                 } else if exact[host.name] === old {
@@ -164,7 +90,7 @@ public final class Snapshot: @unchecked Sendable {
             }
         }
         sites[directory] = site
-        for host in site?.hosts ?? [] {
+        site?.forEachHost { host in
             if let suffix = host.wildcardSuffix { wildcards[suffix] = site } else { exact[host.name] = site }
         }
     }

@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 public import Reactor
 import SafeText
 
@@ -83,7 +84,10 @@ extension ConfigLoader {
     /// every write, rename into place or attribute change. Last-Modified is built on it (with
     /// SiteRegistry's rule that a new content never gets an earlier or equal one), so a client's
     /// If-Modified-Since never matches a changed file (RFC 9110 §13.1.3). A chmod moves the
-    /// ctime too; SiteRegistry keeps the Last-Modified of unchanged content.
+    /// ctime too; SiteRegistry keeps the Last-Modified of unchanged content. A time later than
+    /// now (an mtime set ahead, which tmpfs and btrfs take up to Int64.max) is now: RFC 9110
+    /// §8.8.2.1 has a future modification time replaced by the time of the answer, and the rule
+    /// above adds a second to the last time served, which must stay far from overflowing.
     ///
     /// Opened with O_NONBLOCK and checked with fstat on the same descriptor: a FIFO or device put
     /// in the config directory is refused instead of blocking the reloader, and the time and the
@@ -134,7 +138,7 @@ extension ConfigLoader {
                 if chunk.count < wanted && size > 0 && bytes.count >= size { break }
                 wanted = min(readChunkSize, limit + 1 - bytes.count)
             }
-            return .success((bytes, max(status.modified, status.changed)))
+            return .success((bytes, min(max(status.modified, status.changed), Int64(Glibc.time(nil)))))
         } catch {
             return .failure(ReadError(error))
         }

@@ -114,7 +114,8 @@ extension ContentCache {
     /// later than any the site's pages had (`floor`), but never past a second after `now`, so
     /// that many restamps in a row (or many pages) never push it into the future.
     static func restampTime(floor: Int64?, now: Int64) -> Int64 {
-        min(max(now, (floor ?? 0) + 1), now + 1)
+        let floor = floor ?? 0
+        return min(max(now, floor == .max ? floor : floor + 1), now == .max ? now : now + 1)
     }
 
     /// The file to serve: the new one when valid; the previous one when the new one is invalid
@@ -139,7 +140,8 @@ extension ContentCache {
         // A time later than any served for `which`.
         func later(_ time: Int64) -> Int64 {
             guard let last = record.lastModified[which], time <= last else { return time }
-            return last + 1
+            // Times are at most now when read (`ConfigLoader.readFile`); saturating all the same.
+            return last == .max ? last : last + 1
         }
         // The last good version, under the options in force now: a changed cache-control, or a
         // page that now varies by User-Agent, applies to it too.

@@ -177,16 +177,34 @@ public struct HostOwnership: Sendable {
     public mutating func set(_ site: String, _ names: Names) {
         var names = names
         // Each name once; an alias of one of the site's own entries adds nothing.
-        let own = Set(names.entries.map(\.host))
-        var seen = Set<HostName>()
-        names.aliases = names.aliases.filter { !own.contains($0) && seen.insert($0).inserted }
+        if !names.aliases.isEmpty {
+            let own = Set(names.entries.map(\.host))
+            var seen = Set<HostName>()
+            names.aliases = names.aliases.filter { !own.contains($0) && seen.insert($0).inserted }
+        }
         let old = sites[site]
         guard old != names else { return }
         sites[site] = names
         changedSites.insert(site)
+        guard let old else {
+            // A new site (every site of a full load at start): everything it names is added, with
+            // no set of the old names and the new made to compare (each entry names a distinct
+            // entry of sites/, each alias is named once).
+            entries.insert(Entry(site: site, entry: ""), for: names.host)
+            pendingEntry(names.host)
+            for (entry, host) in names.symlinks {
+                entries.insert(Entry(site: site, entry: entry), for: host)
+                pendingEntry(host)
+            }
+            for alias in names.aliases {
+                aliasClaims.insert(site, for: alias)
+                pending.insert(alias)
+            }
+            return
+        }
         // Only what changed is decided again: a change to a site's aliases leaves its directory's
         // name (perhaps a wildcard, whose change costs a pass over every alias) alone.
-        let oldEntries = Set((old?.entries ?? []).map { EntryName(entry: $0.entry, host: $0.host) })
+        let oldEntries = Set(old.entries.map { EntryName(entry: $0.entry, host: $0.host) })
         let newEntries = Set(names.entries.map { EntryName(entry: $0.entry, host: $0.host) })
         for gone in oldEntries.subtracting(newEntries) {
             entries.remove(Entry(site: site, entry: gone.entry), for: gone.host)
@@ -197,7 +215,7 @@ public struct HostOwnership: Sendable {
             entries.insert(Entry(site: site, entry: added.entry), for: added.host)
             pendingEntry(added.host)
         }
-        let oldAliases = Set(old?.aliases ?? [])
+        let oldAliases = Set(old.aliases)
         let newAliases = Set(names.aliases)
         for gone in oldAliases.subtracting(newAliases) {
             aliasClaims.remove(site, for: gone)
@@ -303,11 +321,11 @@ public struct HostOwnership: Sendable {
         pendingEntryWildcards = []
         // Rule 1, per host.
         for host in hosts {
-            for entry in entries[host] {
+            let candidates = entries[host]
+            for entry in candidates {
                 touched.insert(entry.site)
                 refusals[entry.site]?[host] = nil
             }
-            let candidates = entries[host]
             contested[host] =
                 candidates.count < 2
                 ? nil
@@ -318,7 +336,7 @@ public struct HostOwnership: Sendable {
                 }
             if let holder = named(host) {
                 // Another spelling of a name the same site holds is no contest.
-                for entry in entries[host] where entry.site != holder.site {
+                for entry in candidates where entry.site != holder.site {
                     let source: Source = entry.entry.isEmpty ? .directory : .symlink(entry.entry)
                     refusals[entry.site, default: [:]][host] = Refusal(host: host, source: source, reason: .named(holder.holder))
                 }

@@ -28,18 +28,80 @@ public struct KnownValid: Sendable {
         case certificate = "c"
     }
 
-    /// One key: the kind's letter, then the lower-case hex SHA-256 of the bytes.
-    var keys: Set<String> = []
+    /// One key: a kind and the SHA-256 of the bytes, 33 bytes held inline in the set (the key as
+    /// text, the kind's letter and 64 hex digits, was a String of its own: 133 bytes a key with
+    /// its slot, heaptrack at 10,000 sites). Ordered as its text form sorts.
+    struct Key: Hashable, Comparable {
+        let kind: UInt8
+        let digest: (UInt64, UInt64, UInt64, UInt64)
+
+        /// The key of `digestHex`, 64 lower-case hex digits (a SHA-256 as `Hex.string` writes
+        /// it); nil for anything else, which no verdict is kept for.
+        init?(_ kind: Kind, digestHex: some Collection<UInt8>) {
+            guard digestHex.count == 64 else { return nil }
+            var digits = digestHex.makeIterator()
+            /// The next 16 digits as a number; nil at a byte that is not one.
+            func word() -> UInt64? {
+                var value: UInt64 = 0
+                for _ in 0..<16 {
+                    guard let byte = digits.next() else { return nil }
+                    switch byte {
+                    case UInt8(ascii: "0")...UInt8(ascii: "9"): value = value << 4 | UInt64(byte - UInt8(ascii: "0"))
+                    case UInt8(ascii: "a")...UInt8(ascii: "f"): value = value << 4 | UInt64(byte - UInt8(ascii: "a") + 10)
+                    default: return nil
+                    }
+                }
+                return value
+            }
+            guard let a = word(), let b = word(), let c = word(), let d = word() else { return nil }
+            self.kind = kind.rawValue.asciiValue ?? 0
+            digest = (a, b, c, d)
+        }
+
+        /// The kind's letter, then the lower-case hex digest: one line of the file.
+        var text: String {
+            var out = String(UnicodeScalar(kind))
+            for word in [digest.0, digest.1, digest.2, digest.3] {
+                let hex = String(word, radix: 16)
+                out += String(repeating: "0", count: 16 - hex.utf8.count) + hex
+            }
+            return out
+        }
+
+        static func == (a: Key, b: Key) -> Bool { a.kind == b.kind && a.digest == b.digest }
+
+        func hash(into hasher: inout Hasher) {
+            hasher.combine(kind)
+            hasher.combine(digest.0)
+            hasher.combine(digest.1)
+            hasher.combine(digest.2)
+            hasher.combine(digest.3)
+        }
+
+        static func < (a: Key, b: Key) -> Bool {
+            (a.kind, a.digest.0, a.digest.1, a.digest.2, a.digest.3) < (b.kind, b.digest.0, b.digest.1, b.digest.2, b.digest.3)
+        }
+    }
+
+    /// The verdicts.
+    private(set) var keySet: Set<Key> = []
+
+    /// The keys as text (the file's lines).
+    var keys: Set<String> { Set(keySet.map(\.text)) }
 
     public init() {}
 
-    static func key(_ kind: Kind, _ digestHex: String) -> String { String(kind.rawValue) + digestHex }
+    init(keySet: Set<Key>) { self.keySet = keySet }
 
-    public func contains(_ kind: Kind, digestHex: String) -> Bool { keys.contains(Self.key(kind, digestHex)) }
+    public func contains(_ kind: Kind, digestHex: String) -> Bool {
+        Key(kind, digestHex: digestHex.utf8).map { keySet.contains($0) } ?? false
+    }
 
-    mutating func insert(_ kind: Kind, digestHex: String) { keys.insert(Self.key(kind, digestHex)) }
+    mutating func insert(_ kind: Kind, digestHex: String) {
+        if let key = Key(kind, digestHex: digestHex.utf8) { keySet.insert(key) }
+    }
 
-    public var count: Int { keys.count }
+    public var count: Int { keySet.count }
 
     /// The file's first line: format and the binary's identity.
     static func header(identity: String) -> String { "aasad validated-contents 1 \(identity)\n" }
@@ -63,10 +125,10 @@ public struct KnownValid: Sendable {
                 if line.count > 65 { return KnownValid() }
                 continue
             }
-            guard line.count == 65, Kind(rawValue: Character(UnicodeScalar(line[0]))) != nil,
-                line.dropFirst().allSatisfy({ ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) })
+            guard line.count == 65, let kind = Kind(rawValue: Character(UnicodeScalar(line[0]))),
+                let key = Key(kind, digestHex: line.dropFirst())
             else { return KnownValid() }
-            known.keys.insert(String(decoding: line, as: UTF8.self))
+            known.keySet.insert(key)
             line.removeAll(keepingCapacity: true)
         }
         return line.isEmpty ? known : KnownValid()
@@ -76,9 +138,9 @@ public struct KnownValid: Sendable {
     /// crash leaves one or the other whole.
     public func store(path: String, identity: String) throws(SystemError) {
         var text = Self.header(identity: identity)
-        text.reserveCapacity(text.utf8.count + keys.count * 66)
-        for key in keys.sorted() {
-            text += key
+        text.reserveCapacity(text.utf8.count + keySet.count * 66)
+        for key in keySet.sorted() {
+            text += key.text
             text += "\n"
         }
         try Files.replaceAtomically(path, with: Array(text.utf8), mode: 0o600)

@@ -1,21 +1,26 @@
 import Served
 
-/// One site as the registry keeps it between reloads. A dictionary keeps its values inline in
-/// every bucket, used or not: the site as read and its settings (hundreds of bytes) live behind
-/// one reference each, so that 100,000 records cost their buckets' few words rather than a
-/// kilobyte each.
+/// One site as the registry keeps it between reloads, in a dictionary that keeps its values
+/// inline in every bucket, used or not: 64 bytes, the key's 16 beside them (a record laid out in
+/// full was 112, heaptrack at 10,000 sites). What every site has is inline; what a site has only
+/// between a read and its apply (the source), while it has errors, or while it has a fallback or
+/// routes (their counts) is behind one reference, nil for most sites; the settings in force are
+/// behind one reference, the shared defaults for every site without site.yaml. A copy of a
+/// record (`examine` shares them with the reading threads) retains four references.
 struct SiteRecord {
     var host: HostName
     /// The site as last read from disk, until it is applied: serve keeps none of it after
     /// (`dropSource`; at 100,000 sites the emptied sources alone were 60 MB), the reporting
     /// commands keep it all.
     var source: SiteSource {
-        get { boxedSource?.value ?? SiteSource(host: host, directory: "", aliases: [], problems: []) }
-        set { boxedSource = Boxed(newValue) }
+        get { rare?.value.source ?? SiteSource(host: host, directory: "", aliases: [], problems: []) }
+        set { changeRare { $0.source = newValue } }
     }
-    private var boxedSource: Boxed<SiteSource>?
 
-    mutating func dropSource() { boxedSource = nil }
+    mutating func dropSource() {
+        guard rare?.value.source != nil else { return }
+        changeRare { $0.source = nil }
+    }
 
     /// The site's directory `sites/<name>` could not be examined: nothing read, everything kept.
     /// The update that follows keeps every last good file, the certificate in service and the
@@ -29,7 +34,13 @@ struct SiteRecord {
     /// The last good version, with all its claimed hosts.
     var served: ServedSite?
     /// Problems of the version on disk.
-    var errors: [String] = []
+    var errors: [String] {
+        get { rare?.value.errors ?? [] }
+        set {
+            guard !(newValue.isEmpty && (rare?.value.errors.isEmpty ?? true)) else { return }
+            changeRare { $0.errors = newValue }
+        }
+    }
     /// The site.yaml settings in force (the last that parsed).
     var settings: SiteSettings {
         get { boxedSettings.value }
@@ -44,13 +55,46 @@ struct SiteRecord {
     var lastModified = LastModified()
     /// Fallback answers by platform, across the site's versions; made when the site first
     /// has a fallback (most sites never do: no allocation for them).
-    var fallbackCounts: FallbackCounts?
+    var fallbackCounts: FallbackCounts? {
+        get { rare?.value.fallbackCounts }
+        set {
+            guard newValue !== rare?.value.fallbackCounts else { return }
+            changeRare { $0.fallbackCounts = newValue }
+        }
+    }
     /// Answers per route, while the site has routes.
-    var routeCounts: RouteCounts?
+    var routeCounts: RouteCounts? {
+        get { rare?.value.routeCounts }
+        set {
+            guard newValue !== rare?.value.routeCounts else { return }
+            changeRare { $0.routeCounts = newValue }
+        }
+    }
+    /// What few records have at a time; nil when it would be empty.
+    private var rare: Boxed<Rare>?
+
+    /// The parts of a record that most sites do not have once applied.
+    private struct Rare {
+        var source: SiteSource?
+        var errors: [String] = []
+        var fallbackCounts: FallbackCounts?
+        var routeCounts: RouteCounts?
+
+        var isEmpty: Bool { source == nil && errors.isEmpty && fallbackCounts == nil && routeCounts == nil }
+    }
+
+    /// Changes a rare part: a new box (copies of the record never share a change), none when
+    /// every rare part is gone.
+    private mutating func changeRare(_ change: (inout Rare) -> Void) {
+        var value = rare?.value ?? Rare()
+        rare = nil
+        change(&value)
+        rare = value.isEmpty ? nil : Boxed(value)
+    }
 
     init(host: HostName, source: SiteSource) {
         self.host = host
-        boxedSource = Boxed(source)
+        rare = Boxed(Rare(source: source))
     }
 
     /// How the site stands: serving, serving its last good version, or refused.
@@ -59,26 +103,31 @@ struct SiteRecord {
 
 extension SiteRecord {
     /// The Last-Modified last served for each of a site's files (a dictionary per site cost
-    /// a few hundred bytes at 100,000 sites).
+    /// a few hundred bytes at 100,000 sites), none kept as `Int64.min` (an optional per file was
+    /// 16 bytes, not 8).
     struct LastModified {
-        var aasa: Int64?
-        var assetLinks: Int64?
+        private var aasa = Int64.min
+        private var assetLinks = Int64.min
         /// Every page of the site: the latest Last-Modified any of them was served with.
-        var page: Int64?
+        private var page = Int64.min
 
         subscript(file: FileKind) -> Int64? {
             get {
-                switch file {
-                case .aasa: aasa
-                case .assetLinks: assetLinks
-                case .page: page
-                }
+                let time =
+                    switch file {
+                    case .aasa: aasa
+                    case .assetLinks: assetLinks
+                    case .page: page
+                    }
+                return time == .min ? nil : time
             }
             set {
+                // `Int64.min` is no time a file is served with: Last-Modified is after 1970.
+                let time = newValue ?? .min
                 switch file {
-                case .aasa: aasa = newValue
-                case .assetLinks: assetLinks = newValue
-                case .page: page = newValue
+                case .aasa: aasa = time
+                case .assetLinks: assetLinks = time
+                case .page: page = time
                 }
             }
         }

@@ -11,7 +11,7 @@ struct ValidityCache {
     private(set) var known: KnownValid?
     /// Where `known` is kept between runs, by its keys, and the binary it belongs to; nil: memory
     /// only.
-    private var file: (state: StateFile<Set<String>>, identity: String)?
+    private var file: (state: StateFile<Set<KnownValid.Key>>, identity: String)?
     /// Whether a failed write was logged already (a state directory that cannot be written
     /// would otherwise log at every rescan).
     var writeFailed: Bool { file?.state.writeFailed ?? false }
@@ -21,7 +21,7 @@ struct ValidityCache {
         guard !keepsSources else { return }
         known = file.map { KnownValid.load(path: $0.path, identity: $0.identity) } ?? KnownValid()
         if let file {
-            self.file = (StateFile(path: file.path, stored: known?.keys ?? [], keeps: "the validated contents"), file.identity)
+            self.file = (StateFile(path: file.path, stored: known?.keySet ?? [], keeps: "the validated contents"), file.identity)
         }
     }
 
@@ -53,10 +53,18 @@ struct ValidityCache {
         }
         late.forgetRefused(except: stillRefused)
         if let identity = defaultCertificate, !late.isRefused(identity) { current.insert(.certificate, digestHex: identity) }
+        guard let identity = file?.identity, let stored = file?.state.stored else {
+            known = current
+            return
+        }
+        if current.keySet == stored {
+            // The verdicts read at start (or last written): kept, rather than a second equal set.
+            known = KnownValid(keySet: stored)
+            return
+        }
         known = current
-        guard let identity = file?.identity else { return }
         // Only start-up time depends on it.
-        file?.state.keep(current.keys, logger: logger) { path throws(SystemError) in
+        file?.state.keep(current.keySet, logger: logger) { path throws(SystemError) in
             try current.store(path: path, identity: identity)
         }
     }

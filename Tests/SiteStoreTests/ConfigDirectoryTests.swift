@@ -8,8 +8,9 @@ import Testing
 final class TempConfig {
     let root: String
 
-    init() throws {
-        root = NSTemporaryDirectory() + "aasad-test-" + UUID().uuidString
+    /// `parent`: where the directory is made (a test of what only some filesystems allow).
+    init(parent: String = NSTemporaryDirectory()) throws {
+        root = parent + "aasad-test-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: root + "/sites", withIntermediateDirectories: true)
     }
 

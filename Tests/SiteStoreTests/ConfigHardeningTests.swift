@@ -92,6 +92,38 @@ struct SiteStoreHardeningTests {
         #expect(fourth.lastModified == third.lastModified)
     }
 
+    /// A tenant who sets its file's mtime far ahead (tmpfs and btrfs take up to Int64.max; ext4
+    /// and XFS cap the year) gets now as Last-Modified, and its next edits move it on by a second
+    /// each: no overflow stops the server (RFC 9110 §8.8.2.1: a future time is replaced by now).
+    @Test("a file time set far ahead is served as now, and edits after it move on without overflowing")
+    func futureFileTime() throws {
+        let shm = "/dev/shm/"
+        let parent = access(shm, W_OK) == 0 ? shm : NSTemporaryDirectory()
+        let c = try TempConfig(parent: parent)
+        let path = c.root + "/sites/a.test/apple-app-site-association"
+        try c.write("sites/a.test/apple-app-site-association", good)
+        func setTime(_ seconds: Int) throws {
+            var times = [timespec(tv_sec: seconds, tv_nsec: 0), timespec(tv_sec: seconds, tv_nsec: 0)]
+            guard utimensat(AT_FDCWD, path, &times, 0) == 0 else { throw CocoaError(.fileWriteUnknown) }
+        }
+        // The largest time the filesystem takes: Int.max on tmpfs, a year ahead anywhere.
+        func setFarAhead() throws {
+            if (try? setTime(Int.max)) == nil { try setTime(Int(Date().timeIntervalSince1970) + 365 * 86_400) }
+        }
+        try setFarAhead()
+        let r = c.registry()
+        let first = try #require(r.reloadAll().site(forHost: "a.test")?.aasa)
+        #expect(first.lastModified <= Int64(Date().timeIntervalSince1970) + 1)
+        var last = first.lastModified
+        for (round, body) in [good2, good, good2].enumerated() {
+            try c.write("sites/a.test/apple-app-site-association", body)
+            try setFarAhead()
+            let next = try #require(r.reload(["a.test"]).site(forHost: "a.test")?.aasa)
+            #expect(next.lastModified > last && next.lastModified <= Int64(Date().timeIntervalSince1970) + 1 + Int64(round) + 1)
+            last = next.lastModified
+        }
+    }
+
     /// Something that is there but cannot be read as a file, without dropping privileges: a
     /// directory (EISDIR) or a FIFO (refused by readFile instead of blocking the reloader).
     static let unreadableKinds = ["directory", "fifo"]
