@@ -1,3 +1,5 @@
+public import Served
+
 /// How a site stands (the admin view's `/sites` and `aasad sites`).
 public enum SiteState: String, Sendable, Codable {
     /// Every file on disk is valid and served.
@@ -25,7 +27,7 @@ public struct RefusedHost: Sendable, Codable, Equatable {
 }
 
 /// One site's state, as listed for operators.
-public struct SiteStatus: Sendable, Codable {
+public struct SiteStatus: Sendable, Codable, Equatable {
     public var directory: String
     /// Names it answers for.
     public var hosts: [String]
@@ -49,5 +51,14 @@ extension SiteStatus {
         self.init(
             directory: directory, hosts: ownership.held(by: directory).map(\.name), refusedHosts: refused, state: r.state,
             etag: r.served?.aasa?.etag, loadedAt: r.served?.loadedAt, errors: r.errors)
+    }
+
+    /// The state of a site that serves `served` whole: no errors, no name refused, its names
+    /// those it is served under (most sites' state, which the admin view derives from the served
+    /// site rather than keeping it: Sources/Daemon/AdminView.swift); with nothing served, refused.
+    public init(plain served: ServedSite?, directory: String) {
+        self.init(
+            directory: directory, hosts: served?.hosts.map(\.name) ?? [], refusedHosts: [], state: served == nil ? .refused : .serving,
+            etag: served?.aasa?.etag, loadedAt: served?.loadedAt, errors: [])
     }
 }
