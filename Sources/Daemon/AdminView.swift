@@ -1,8 +1,8 @@
-import StrictJSON
 package import HashTreeCollections
 import Reactor
 package import Served
 package import SiteStore
+import StrictJSON
 
 /// What the admin pages show of the registry, taken by the reloader after each reload (under
 /// the registry's lock) and published for the admin thread to read without it.
@@ -124,9 +124,10 @@ package final class AdminView: Sendable {
     }
 
     /// Whether `directory` is listed, given the served sites and the kept states.
-    private static func listed(_ directory: String, _ served: TreeDictionary<String, ServedSite>, _ unusual: TreeDictionary<String, Unusual>)
-        -> Bool
-    {
+    private typealias Maps = (served: TreeDictionary<String, ServedSite>, unusual: TreeDictionary<String, Unusual>)
+
+    private static func listed(_ directory: String, _ maps: Maps) -> Bool {
+        let (served, unusual) = maps
         switch unusual[directory] {
         case .notASite: false
         case .status: true
@@ -144,9 +145,9 @@ package final class AdminView: Sendable {
         // A start compares every site: on every core.
         let kept = Parallel.map(changes, threshold: 256) { Self.kept($0, served: served[$0.directory]) }
         for (change, kept) in zip(changes, kept) {
-            let was = previous.map { listed(change.directory, $0.served, $0.unusual) } ?? false
+            let was = previous.map { listed(change.directory, ($0.served, $0.unusual)) } ?? false
             unusual[change.directory] = kept
-            count += (listed(change.directory, served, unusual) ? 1 : 0) - (was ? 1 : 0)
+            count += (listed(change.directory, (served, unusual)) ? 1 : 0) - (was ? 1 : 0)
         }
         return (unusual, count)
     }
