@@ -123,15 +123,14 @@ package final class AdminView: Sendable {
         return names
     }
 
-    /// Whether `directory` is listed, given the served sites and the kept states.
     private typealias Maps = (served: TreeDictionary<String, ServedSite>, unusual: TreeDictionary<String, Unusual>)
 
+    /// Whether `directory` is listed, given the served sites and the kept states.
     private static func listed(_ directory: String, _ maps: Maps) -> Bool {
-        let (served, unusual) = maps
-        switch unusual[directory] {
+        switch maps.unusual[directory] {
         case .notASite: false
         case .status: true
-        case nil: served[directory] != nil
+        case nil: maps.served[directory] != nil
         }
     }
 
