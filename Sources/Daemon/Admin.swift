@@ -338,6 +338,10 @@ final class LockedRegistry: @unchecked Sendable {
         nonisolated(unsafe) let registry = registry
         let changes = Parallel.map(Array(names), threshold: 256) { name in
             let served = snapshot.sites[name]
+            // Most sites: plain, told without making their status (a start asks of every site).
+            if let served, registry.isPlain(name, served: served) {
+                return AdminView.Change(directory: name, status: nil, served: served, routeCounts: served.routeCounts, plain: true)
+            }
             return AdminView.Change(directory: name, status: registry.status(of: name), served: served, routeCounts: served?.routeCounts)
         }
         let shared: CertificateKind = snapshot.defaultCertificate != nil ? .default : fallback

@@ -51,12 +51,16 @@ package final class AdminView: Sendable {
         case notASite
     }
 
-    /// What changed about one site in a reload: nil status when it is no longer a site.
+    /// What changed about one site in a reload: nil status when it is no longer a site, or when
+    /// its state is the plain one `served` gives (`plain`, then the status is not made).
     struct Change: Sendable {
         var directory: String
         var status: SiteStatus?
         var served: ServedSite? = nil
         var routeCounts: RouteCounts? = nil
+        var plain = false
+
+        var isSite: Bool { plain || status != nil }
     }
 
     let generation: UInt64
@@ -153,6 +157,7 @@ package final class AdminView: Sendable {
 
     /// What the view keeps of a changed site: nothing when its served version tells its state.
     static func kept(_ change: Change, served: ServedSite?) -> Unusual? {
+        if change.plain, served != nil { return nil }
         guard let status = change.status else { return served == nil ? nil : .notASite }
         if let served, status == SiteStatus(plain: served, directory: change.directory) { return nil }
         return .status(status)
@@ -162,7 +167,7 @@ package final class AdminView: Sendable {
     /// or no longer sites, taken out).
     static func routing(_ changes: [Change], to routed: TreeDictionary<String, RouteCounts>) -> TreeDictionary<String, RouteCounts> {
         var routed = routed
-        for change in changes { routed[change.directory] = change.status == nil ? nil : change.routeCounts }
+        for change in changes { routed[change.directory] = change.isSite ? change.routeCounts : nil }
         return routed
     }
 

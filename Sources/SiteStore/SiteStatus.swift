@@ -62,3 +62,16 @@ extension SiteStatus {
             etag: served?.aasa?.etag, loadedAt: served?.loadedAt, errors: [])
     }
 }
+
+extension SiteRegistry {
+    /// Whether a site's state is the plain one `served` (its version in the snapshot) gives,
+    /// `SiteStatus(plain:directory:)`, told without making either: what the admin view asks of
+    /// every site at a start, and keeps nothing for when true.
+    public func isPlain(_ name: String, served: ServedSite) -> Bool {
+        guard let record = records[name], record.errors.isEmpty, let own = record.served, own.loadedAt == served.loadedAt,
+            own.aasa?.etag == served.aasa?.etag
+        else { return false }
+        let ownership = claims.ownership
+        return ownership.refusals(of: name).isEmpty && ownership.held(by: name) == served.hosts
+    }
+}
