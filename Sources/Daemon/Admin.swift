@@ -74,120 +74,7 @@ enum CertificateKind: String, Sendable {
     case otherSite = "other-site"
 }
 
-/// What the admin pages show of the registry, taken by the reloader after each reload (under
-/// the registry's lock, as plain values) and published for the admin thread to read without it.
-///
-/// Incremental: each site's status is encoded once and kept in a persistent dictionary that
-/// shares structure between views, so publishing the view after a reload costs O(sites it
-/// touched), not O(sites) (a one-site reload at 100,000 sites must publish within 200 ms).
-package final class AdminView: Sendable {
-    /// One site: its status as JSON without the closing brace (the certificate and fetch fields,
-    /// which may change without the site changing, are appended per answer), and where its
-    /// certificate comes from: true for its own pair, false for the shared default or fallback,
-    /// nil when it is not served.
-    struct Entry: Sendable {
-        var open: [UInt8]
-        var ownCertificate: Bool?
-        /// The names it is served under (automatic certificates are per name).
-        var hosts: [String]
-        /// Its fallback answers by platform, read when the page is rendered; nil when it has no
-        /// fallback or page.
-        var fallbackCounts: FallbackCounts?
-        /// Its state and how many of its names the ownership rule refused: the status page finds
-        /// its problems by these without decoding `open`.
-        var state: SiteState = .serving
-        var refusedHosts = 0
-        /// The version served, for the status page's files and certificate (the snapshot holds
-        /// it anyway); nil when nothing is served.
-        var served: ServedSite? = nil
-        /// Its answers per route; nil without routes.
-        var routeCounts: RouteCounts? = nil
-    }
-
-    /// What changed about one site in a reload: nil status when it is no longer a site.
-    struct Change: Sendable {
-        var directory: String
-        var status: SiteStatus?
-        var ownCertificate: Bool?
-        var fallbackCounts: FallbackCounts?
-        var served: ServedSite? = nil
-        var routeCounts: RouteCounts? = nil
-    }
-
-    let generation: UInt64
-    /// Sites by directory name.
-    let entries: TreeDictionary<String, Entry>
-    /// What sites without their own pair use: the config directory's default, else the fallback.
-    let sharedCertificate: CertificateKind
-    let stateCounts: [SiteState: Int]
-    let conflictingHosts: Int
-    let reloads: LockedRegistry.ReloadRecord
-    /// The names recent reloads touched, for the status page's sorted names (StatusIndex.swift).
-    let journal: NameJournal
-    /// The route counters of only the sites with routes, by directory: what /metrics sums on
-    /// each scrape, so that a scrape costs nothing more for the sites without routes (kept as
-    /// `entries` is, one change at a time).
-    let routed: TreeDictionary<String, RouteCounts>
-
-    init(
-        generation: UInt64, entries: TreeDictionary<String, Entry>, sharedCertificate: CertificateKind, stateCounts: [SiteState: Int],
-        conflictingHosts: Int, reloads: LockedRegistry.ReloadRecord, journal: NameJournal? = nil,
-        routed: TreeDictionary<String, RouteCounts> = [:]
-    ) {
-        self.generation = generation
-        self.entries = entries
-        self.routed = routed
-        self.sharedCertificate = sharedCertificate
-        self.stateCounts = stateCounts
-        self.conflictingHosts = conflictingHosts
-        self.reloads = reloads
-        self.journal = journal ?? NameJournal(from: generation)
-    }
-
-    /// These entries with the changed sites encoded again (and removed ones dropped).
-    static func applying(_ changes: [Change], to entries: TreeDictionary<String, Entry>) -> TreeDictionary<String, Entry> {
-        var entries = entries
-        // A start encodes every site: on every core.
-        let encoded = Parallel.map(changes, threshold: 256) { $0.status.map(open) }
-        for (change, open) in zip(changes, encoded) {
-            guard let status = change.status, let open else {
-                entries[change.directory] = nil
-                continue
-            }
-            entries[change.directory] = Entry(
-                open: open, ownCertificate: change.ownCertificate, hosts: status.hosts, fallbackCounts: change.fallbackCounts,
-                state: status.state, refusedHosts: status.refusedHosts.count, served: change.served, routeCounts: change.routeCounts)
-        }
-        return entries
-    }
-
-    /// These route counters with the changed sites' put in (and those of sites without routes,
-    /// or no longer sites, taken out).
-    static func routing(_ changes: [Change], to routed: TreeDictionary<String, RouteCounts>) -> TreeDictionary<String, RouteCounts> {
-        var routed = routed
-        for change in changes { routed[change.directory] = change.status == nil ? nil : change.routeCounts }
-        return routed
-    }
-
-    /// A site's status as a JSON object without its closing brace: the members of `SiteStatus`
-    /// in key order, nil ones left out (as JSONEncoder's `sortedKeys` wrote them, at a tenth of
-    /// its cost: a start encodes every site).
-    static func open(_ status: SiteStatus) -> [UInt8] {
-        func list(_ items: [String]) -> String { "[" + items.map(JSONValue.quote).joined(separator: ",") + "]" }
-        var text = "{\"directory\":" + JSONValue.quote(status.directory)
-        text += ",\"errors\":" + list(status.errors)
-        if let etag = status.etag { text += ",\"etag\":" + JSONValue.quote(etag) }
-        text += ",\"hosts\":" + list(status.hosts)
-        if let loadedAt = status.loadedAt { text += ",\"loadedAt\":\(loadedAt)" }
-        let refused = status.refusedHosts.map {
-            "{" + ($0.heldBy.map { "\"heldBy\":" + JSONValue.quote($0) + "," } ?? "") + "\"host\":" + JSONValue.quote($0.host)
-                + ",\"reason\":" + JSONValue.quote($0.reason) + "}"
-        }
-        text += ",\"refusedHosts\":[" + refused.joined(separator: ",") + "]"
-        text += ",\"state\":" + JSONValue.quote(status.state.rawValue)
-        return Array(text.utf8)
-    }
-
+extension AdminView {
     /// `/sites`: each site's state as `aasad sites` shows it, where its certificate comes from,
     /// and its fetches by Apple's CDN, sorted by directory name. Linear in the sites (plus the
     /// sort), with no lock held but the fetch log's for a dictionary copy.
@@ -197,19 +84,23 @@ package final class AdminView: Sendable {
         verification: [String: Bool]? = nil
     ) -> [UInt8] {
         var out = Array(#"{"sites":["#.utf8)
-        out.reserveCapacity(entries.reduce(64) { $0 + $1.value.open.count + 200 })
+        out.reserveCapacity(64 + count * 500)
         let shared = "\"\(sharedCertificate.rawValue)\""
         let own = "\"\(CertificateKind.site.rawValue)\""
-        for (index, directory) in entries.keys.sorted().enumerated() {
-            guard let entry = entries[directory] else { continue }
+        for (index, directory) in directories.sorted().enumerated() {
+            guard let entry = self[directory] else { continue }
             if index > 0 { out.append(UInt8(ascii: ",")) }
-            out += entry.open
+            // Encoded now, not kept: the view holds no site's JSON between pages.
+            let open = Self.open(entry.status)
+            out += open
             var kind = entry.ownCertificate.map { $0 ? own : shared } ?? "null"
             // Automatic certificates, per name: the site's `certificate` is "acme" once every
             // name it has one for is served one.
-            let automatic = entry.ownCertificate == false ? entry.hosts.compactMap { acme?[$0] } : []
+            // The names are made only for a look-up that needs them.
+            let hosts = entry.ownCertificate == false || verification != nil ? entry.hosts : []
+            let automatic = entry.ownCertificate == false ? hosts.compactMap { acme?[$0] } : []
             if !automatic.isEmpty && automatic.allSatisfy({ $0.notAfter != nil }) { kind = "\"acme\"" }
-            out += Array(((entry.open.count > 1 ? "," : "") + "\"certificate\":\(kind)").utf8)
+            out += Array(((open.count > 1 ? "," : "") + "\"certificate\":\(kind)").utf8)
             if !automatic.isEmpty { out += Array(",\"acme\":".utf8) + Self.json(automatic) }
             // fallback: answers given by the site's fallback (redirects and page), by the
             // platform read from User-Agent, since the site was first loaded.
@@ -240,7 +131,7 @@ package final class AdminView: Sendable {
             // `unverified` while any name it holds waits for it (no certificate is ordered for
             // that name), `verified` when every name with a check passed it, else `not-required`.
             if let verification {
-                let checked = entry.hosts.compactMap { verification[$0] }
+                let checked = hosts.compactMap { verification[$0] }
                 let state = checked.contains(false) ? "unverified" : checked.isEmpty ? "not-required" : "verified"
                 out += Array(",\"verification\":\"\(state)\"".utf8)
             }
@@ -346,15 +237,16 @@ final class LockedRegistry: @unchecked Sendable {
         publishedOwnership = Mutex(registry.hostOwnership)
         _ = registry.takeTouched()
         let taken = Self.take(registry, names: registry.siteNames, fallback: fallback)
+        let kept = AdminView.applying(taken.changes, served: taken.served, to: nil)
         view = Mutex(
             AdminView(
-                generation: 0, entries: AdminView.applying(taken.changes, to: [:]), sharedCertificate: taken.shared,
+                generation: 0, served: taken.served, unusual: kept.unusual, count: kept.count, sharedCertificate: taken.shared,
                 stateCounts: taken.stateCounts, conflictingHosts: taken.conflicts, reloads: record,
                 routed: AdminView.routing(taken.changes, to: [:])))
     }
 
     /// Applies a change to the registry, counts it as a reload and publishes the admin view, in
-    /// one hold of `reloading`. Only the sites the reload touched are encoded into the new view.
+    /// one hold of `reloading`. Only the sites the reload touched are looked at for the new view.
     /// Sets how files are served (a changed cache-control); the next full reload prepares every
     /// file under it.
     func setOptions(_ options: ServingOptions) {
@@ -379,8 +271,9 @@ final class LockedRegistry: @unchecked Sendable {
             }
             let taken = Self.take(registry, names: registry.takeTouched(), fallback: fallback)
             let previous = current
+            let kept = AdminView.applying(taken.changes, served: taken.served, to: previous)
             let fresh = AdminView(
-                generation: previous.generation + 1, entries: AdminView.applying(taken.changes, to: previous.entries),
+                generation: previous.generation + 1, served: taken.served, unusual: kept.unusual, count: kept.count,
                 sharedCertificate: taken.shared, stateCounts: taken.stateCounts, conflictingHosts: taken.conflicts, reloads: record,
                 journal: previous.journal.appending(generation: previous.generation + 1, names: taken.changes.map(\.directory)),
                 routed: AdminView.routing(taken.changes, to: previous.routed))
@@ -432,21 +325,31 @@ final class LockedRegistry: @unchecked Sendable {
         return page.dropLast(2) + Array(",\"tiers\":{\(tiers.joined(separator: ","))}}}".utf8)
     }
 
-    /// The named sites' statuses and certificates, with the counts: plain values, taken under
-    /// the registry lock in O(names).
+    /// The named sites' statuses and served versions, the snapshot's map of served sites, and the
+    /// counts: taken under the registry lock in O(names).
     private static func take<Names: Sequence<String>>(
         _ registry: SiteRegistry, names: Names, fallback: CertificateKind
-    ) -> (changes: [AdminView.Change], shared: CertificateKind, stateCounts: [SiteState: Int], conflicts: Int) {
+    ) -> (
+        changes: [AdminView.Change], served: TreeDictionary<String, ServedSite>, shared: CertificateKind,
+        stateCounts: [SiteState: Int], conflicts: Int
+    ) {
         let snapshot = registry.snapshot
         // Reads only, under the registry's lock: on every core for a start's 100,000 sites.
         nonisolated(unsafe) let registry = registry
         let changes = Parallel.map(Array(names), threshold: 256) { name in
-            AdminView.Change(
-                directory: name, status: registry.status(of: name), ownCertificate: snapshot.sites[name].map { $0.certificate != nil },
-                fallbackCounts: snapshot.sites[name]?.fallbackCounts, served: snapshot.sites[name],
-                routeCounts: snapshot.sites[name]?.routeCounts)
+            let served = snapshot.sites[name]
+            // Most sites: plain, told without making their status (a start asks of every site).
+            if let served, registry.isPlain(name, served: served) {
+                // The derived state must be the registry's own (SiteStatus.swift `isPlain`,
+                // `init(plain:directory:)`): checked in debug builds, where tests run.
+                assert(
+                    registry.status(of: name) == SiteStatus(plain: served, directory: name),
+                    "a plain site's derived status differs from the registry's: \(name)")
+                return AdminView.Change(directory: name, status: nil, served: served, routeCounts: served.routeCounts, plain: true)
+            }
+            return AdminView.Change(directory: name, status: registry.status(of: name), served: served, routeCounts: served?.routeCounts)
         }
         let shared: CertificateKind = snapshot.defaultCertificate != nil ? .default : fallback
-        return (changes, shared, registry.stateCounts, registry.conflictingHosts)
+        return (changes, snapshot.sites, shared, registry.stateCounts, registry.conflictingHosts)
     }
 }

@@ -92,7 +92,7 @@ struct StatusHTML {
     mutating func overview(index: StatusIndex?, current: Bool, query: Query) {
         head(title: "aasad status")
         raw("<header><h1>aasad status</h1><p class=\"summary\">")
-        raw("<span>\(view.entries.count) sites</span>")
+        raw("<span>\(view.count) sites</span>")
         guard let index else {
             // No index yet: a page that reloads itself soon (a meta refresh is no script, so the
             // Content-Security-Policy needs no change).
@@ -145,7 +145,7 @@ struct StatusHTML {
         let shown = index.problems[start...].prefix(StatusPages.rowsPerPage)
         for problem in shown {
             // Removed since the index was built: its row would say nothing.
-            guard let entry = view.entries[problem.directory] else { continue }
+            guard let entry = view[problem.directory] else { continue }
             let status = Self.status(entry)
             let severe = problem.worst <= .certificateExpiring
             raw("<tr class=\"problem \(severe ? "bad" : "warn")\"><td class=\"name\">")
@@ -231,7 +231,7 @@ struct StatusHTML {
             let directory = index.sorted[position]
             // Removed since the index was built: a look-up each, counted as a name compared,
             // so that a page after a bulk removal stops at the budget too.
-            guard let entry = view.entries[directory] else {
+            guard let entry = view[directory] else {
                 compared += 1
                 position += 1
                 last = directory
@@ -305,7 +305,7 @@ struct StatusHTML {
 
     /// One site's page; false when there is no such site.
     mutating func site(_ directory: String) -> Bool {
-        guard let entry = view.entries[directory] else { return false }
+        guard let entry = view[directory] else { return false }
         let status = Self.status(entry)
         head(title: "aasad: " + directory)
         raw("<p><a href=\"/\">All sites</a></p><h1 id=\"site\">")
@@ -362,10 +362,8 @@ struct StatusHTML {
 
     // MARK: values
 
-    /// A site's status from its entry's JSON (the view keeps the encoded form only).
-    static func status(_ entry: AdminView.Entry) -> SiteStatus? {
-        try? JSONDecoder().decode(SiteStatus.self, from: Data(entry.open + Array("}".utf8)))
-    }
+    /// A site's status, as `/sites` shows it.
+    static func status(_ entry: AdminView.Entry) -> SiteStatus? { entry.status }
 
     /// The files a site serves: name, ETag, size and modification time.
     static func files(_ entry: AdminView.Entry) -> [(name: String, etag: String, size: Int, modified: Int64)] {

@@ -154,13 +154,14 @@ final class StatusIndex: Sendable {
             // Nothing but these sites changed since the previous index: its other problems stand.
             problems = previous.problems.filter { !touched.contains($0.directory) }
             for directory in touched {
-                guard let entry = view.entries[directory] else { continue }
+                guard let entry = view[directory] else { continue }
                 let kinds = Self.kinds(entry, directory: directory, lookups: lookups, now: now)
                 if let worst = kinds.worst { problems.append(Problem(worst: worst, directory: directory, kinds: kinds)) }
             }
             walkedAt = previous.walkedAt
         } else {
-            for (directory, entry) in view.entries {
+            for directory in view.directories {
+                guard let entry = view[directory] else { continue }
                 let kinds = Self.kinds(entry, directory: directory, lookups: lookups, now: now)
                 if let worst = kinds.worst { problems.append(Problem(worst: worst, directory: directory, kinds: kinds)) }
             }
@@ -223,18 +224,18 @@ final class StatusIndex: Sendable {
     /// sites); when none was added or removed the old list is the new one, shared. A sort when
     /// there is no previous list or the journal no longer reaches it.
     static func sortedNames(_ view: AdminView, previous: StatusIndex?) -> [String] {
-        guard let previous else { return view.entries.keys.sorted() }
+        guard let previous else { return view.directories.sorted() }
         if previous.generation == view.generation { return previous.sorted }
         // An index of a newer view than this one (never built today): the journal cannot say
         // what to undo.
-        guard previous.generation < view.generation else { return view.entries.keys.sorted() }
-        guard let touched = view.journal.names(after: previous.generation) else { return view.entries.keys.sorted() }
+        guard previous.generation < view.generation else { return view.directories.sorted() }
+        guard let touched = view.journal.names(after: previous.generation) else { return view.directories.sorted() }
         var added: [String] = []
         var removedAt: [Int] = []
         for name in Set(touched) {
             let at = lowerBound(previous.sorted, name)
             let was = at < previous.sorted.count && previous.sorted[at] == name
-            let now = view.entries[name] != nil
+            let now = view[name] != nil
             if was && !now { removedAt.append(at) } else if !was && now { added.append(name) }
         }
         if added.isEmpty && removedAt.isEmpty { return previous.sorted }

@@ -58,6 +58,46 @@ public final class ConfigWatcher: @unchecked Sendable {
         case link(String)
     }
 
+    /// What one watch stands for.
+    private enum Kinds {
+        case one(Watched)
+        case many(Set<Watched>)
+
+        func forEach(_ body: (Watched) -> Void) {
+            switch self {
+            case .one(let kind): body(kind)
+            case .many(let kinds): kinds.forEach(body)
+            }
+        }
+
+        func inserting(_ kind: Watched) -> Kinds {
+            switch self {
+            case .one(kind): self
+            case .one(let other): .many([other, kind])
+            case .many(let kinds): .many(kinds.union([kind]))
+            }
+        }
+
+        /// These kinds less `kind`; nil when none is left.
+        func removing(_ kind: Watched) -> Kinds? {
+            switch self {
+            case .one(kind): return nil
+            case .one: return self
+            case .many(var kinds):
+                kinds.remove(kind)
+                if kinds.count == 1, let last = kinds.first { return .one(last) }
+                return kinds.isEmpty ? nil : .many(kinds)
+            }
+        }
+    }
+
+    /// The watches of a site's directory and of its `tls/`; nil: not watched (gone, not a
+    /// directory, or past the watch limit).
+    private struct SiteWatch: Equatable {
+        var directory: Int32?
+        var tls: Int32?
+    }
+
     private let root: String
     private let logger: Logger
     private let rescanInterval: Int64?
@@ -67,14 +107,16 @@ public final class ConfigWatcher: @unchecked Sendable {
     private static let clock = MonotonicClock()
     private let stopRequested = Atomic<Bool>(false)
     private let fullRescanRequested = Atomic<Bool>(false)
-    /// What each watch stands for. One directory can stand for several names: a site and the
-    /// alias symlinks that point at it share its inode, so inotify gives them one watch.
-    private var watches: [Int32: Set<Watched>] = [:]
-    /// The watch each site name's directory (and its `tls/`) resolves to now, so that a name that
+    /// What each watch stands for: one thing, inline (almost every watch: at 100,000 sites a set
+    /// per watch was most of the watcher's memory), or several. One directory can stand for
+    /// several names: a site and the alias symlinks that point at it share its inode, so inotify
+    /// gives them one watch.
+    private var watches: [Int32: Kinds] = [:]
+    /// The watches each site name's directory and its `tls/` resolve to now, so that a name that
     /// moves on (deleted, renamed, replaced by a symlink, a symlink retargeted) stops being
-    /// reported for the directory it left, and a watch no name uses is removed.
-    private var siteWatches: [String: Int32] = [:]
-    private var siteTLSWatches: [String: Int32] = [:]
+    /// reported for the directory it left, and a watch no name uses is removed. One entry a
+    /// site, its name stored once (the watches' kinds share its storage).
+    private var siteWatches: [String: SiteWatch] = [:]
     /// The same for the config directory, `sites/` and `tls/` (keys "root", "sites", "tls"): a
     /// swapped tree leaves its old watches behind, which would report its deletion as changes.
     private var fixedWatches: [String: Int32] = [:]
@@ -166,7 +208,7 @@ public final class ConfigWatcher: @unchecked Sendable {
     private func add(_ path: String, _ kind: Watched) -> Int32? {
         switch Self.addWatch(inotify, path, Self.directoryMask) {
         case .success(let wd):
-            watches[wd, default: []].insert(kind)
+            note(wd, standsFor: kind)
             return wd
         case .failure(let error):
             noteFailure(error)
@@ -187,19 +229,36 @@ public final class ConfigWatcher: @unchecked Sendable {
         if error.isWatchLimit { noteWatchLimit(unwatchedSites: 0) }
     }
 
+    private func note(_ wd: Int32, standsFor kind: Watched) {
+        watches[wd] = watches[wd]?.inserting(kind) ?? .one(kind)
+    }
+
     /// Records that `kind` now resolves to `wd` (nil: to nothing); the watch it left loses it, and
     /// is removed when nothing else stands for it.
     private func bind(_ table: inout [String: Int32], _ name: String, to wd: Int32?, _ kind: Watched) {
         let old = table[name]
         guard old != wd else { return }
         table[name] = wd
-        guard let old, var kinds = watches[old] else { return }
-        kinds.remove(kind)
-        if kinds.isEmpty {
-            watches[old] = nil
-            inotify.removeWatch(old)
+        release(old, kind)
+    }
+
+    /// `bind` for a site's directory and its `tls/`.
+    private func bind(site name: String, to watch: SiteWatch) {
+        let old = siteWatches[name] ?? SiteWatch()
+        guard old != watch else { return }
+        siteWatches[name] = watch == SiteWatch() ? nil : watch
+        if old.directory != watch.directory { release(old.directory, .site(name)) }
+        if old.tls != watch.tls { release(old.tls, .siteTLS(name)) }
+    }
+
+    /// `kind` no longer resolves to `wd`: the watch is removed when nothing else stands for it.
+    private func release(_ wd: Int32?, _ kind: Watched) {
+        guard let wd, let kinds = watches[wd] else { return }
+        if let left = kinds.removing(kind) {
+            watches[wd] = left
         } else {
-            watches[old] = kinds
+            watches[wd] = nil
+            inotify.removeWatch(wd)
         }
     }
 
@@ -212,7 +271,7 @@ public final class ConfigWatcher: @unchecked Sendable {
         watchFixed("sites", root + "/sites", .sites)
         let listed = ((try? Files.entries(of: root + "/sites")) ?? []).filter { !$0.hasPrefix(".") }
         // Names watched before and gone now let go of their watches too.
-        let unwatched = watchSites(Array(Set(listed).union(siteWatches.keys).union(siteTLSWatches.keys)))
+        let unwatched = watchSites(Array(Set(listed).union(siteWatches.keys)))
         if unwatched == 0 && watchLimitReported && fixedWatches.count == 3 {
             watchLimitReported = false
             logger.info("every site directory is watched again", metadata: ["watched": "\(watches.count)"])
@@ -269,8 +328,8 @@ public final class ConfigWatcher: @unchecked Sendable {
         }
         let resolved = Parallel.map(names, threshold: Self.parallelThreshold, resolve)
         for (name, watched) in zip(names, resolved) {
-            if case .success(let wd) = watched.site { watches[wd, default: []].insert(.site(name)) }
-            if case .success(let wd) = watched.tls { watches[wd, default: []].insert(.siteTLS(name)) }
+            if case .success(let wd) = watched.site { note(wd, standsFor: .site(name)) }
+            if case .success(let wd) = watched.tls { note(wd, standsFor: .siteTLS(name)) }
         }
         var unwatched = 0
         for (name, watched) in zip(names, resolved) {
@@ -282,8 +341,7 @@ public final class ConfigWatcher: @unchecked Sendable {
                 return nil
             }
             if failures.contains(where: \.isWatchLimit) { unwatched += 1 }
-            bind(&siteWatches, name, to: try? watched.site.get(), .site(name))
-            bind(&siteTLSWatches, name, to: watched.tls.flatMap { try? $0.get() }, .siteTLS(name))
+            bind(site: name, to: SiteWatch(directory: try? watched.site.get(), tls: watched.tls.flatMap { try? $0.get() }))
         }
         if unwatched > 0 { noteWatchLimit(unwatchedSites: unwatched) }
         return unwatched
@@ -320,10 +378,10 @@ public final class ConfigWatcher: @unchecked Sendable {
     /// longer resolve to it.
     private func forget(_ wd: Int32) {
         guard let kinds = watches.removeValue(forKey: wd) else { return }
-        for kind in kinds {
+        kinds.forEach { kind in
             switch kind {
-            case .site(let name) where siteWatches[name] == wd: siteWatches[name] = nil
-            case .siteTLS(let name) where siteTLSWatches[name] == wd: siteTLSWatches[name] = nil
+            case .site(let name) where siteWatches[name]?.directory == wd: forget(site: name) { $0.directory = nil }
+            case .siteTLS(let name) where siteWatches[name]?.tls == wd: forget(site: name) { $0.tls = nil }
             case .link(let path) where linkWatches[path] == wd: linkWatches[path] = nil
             case .root where fixedWatches["root"] == wd: fixedWatches["root"] = nil
             case .sites where fixedWatches["sites"] == wd: fixedWatches["sites"] = nil
@@ -331,6 +389,12 @@ public final class ConfigWatcher: @unchecked Sendable {
             default: break
             }
         }
+    }
+
+    private func forget(site name: String, _ change: (inout SiteWatch) -> Void) {
+        guard var watch = siteWatches[name] else { return }
+        change(&watch)
+        siteWatches[name] = watch == SiteWatch() ? nil : watch
     }
 
     // MARK: - The loop
@@ -390,7 +454,7 @@ public final class ConfigWatcher: @unchecked Sendable {
         // says which site to re-read.
         guard let kinds = watches[event.watch] else { return }
         if mask.contains(.ignored) { forget(event.watch) }
-        for kind in kinds { handle(kind, mask: mask, name: event.name, now: now) }
+        kinds.forEach { handle($0, mask: mask, name: event.name, now: now) }
     }
 
     private func handle(_ kind: Watched, mask: Inotify.Mask, name: String, now: Int64) {

@@ -1,3 +1,5 @@
+public import Served
+
 /// How a site stands (the admin view's `/sites` and `aasad sites`).
 public enum SiteState: String, Sendable, Codable {
     /// Every file on disk is valid and served.
@@ -25,7 +27,7 @@ public struct RefusedHost: Sendable, Codable, Equatable {
 }
 
 /// One site's state, as listed for operators.
-public struct SiteStatus: Sendable, Codable {
+public struct SiteStatus: Sendable, Codable, Equatable {
     public var directory: String
     /// Names it answers for.
     public var hosts: [String]
@@ -49,5 +51,27 @@ extension SiteStatus {
         self.init(
             directory: directory, hosts: ownership.held(by: directory).map(\.name), refusedHosts: refused, state: r.state,
             etag: r.served?.aasa?.etag, loadedAt: r.served?.loadedAt, errors: r.errors)
+    }
+
+    /// The state of a site that serves `served` whole: no errors, no name refused, its names
+    /// those it is served under (most sites' state, which the admin view derives from the served
+    /// site rather than keeping it: Sources/Daemon/AdminView.swift); with nothing served, refused.
+    public init(plain served: ServedSite?, directory: String) {
+        self.init(
+            directory: directory, hosts: served?.hosts.map(\.name) ?? [], refusedHosts: [], state: served == nil ? .refused : .serving,
+            etag: served?.aasa?.etag, loadedAt: served?.loadedAt, errors: [])
+    }
+}
+
+extension SiteRegistry {
+    /// Whether a site's state is the plain one `served` (its version in the snapshot) gives,
+    /// `SiteStatus(plain:directory:)`, told without making either: what the admin view asks of
+    /// every site at a start, and keeps nothing for when true.
+    public func isPlain(_ name: String, served: ServedSite) -> Bool {
+        guard let record = records[name], record.errors.isEmpty, let own = record.served, own.loadedAt == served.loadedAt,
+            own.aasa?.etag == served.aasa?.etag
+        else { return false }
+        let ownership = claims.ownership
+        return ownership.refusals(of: name).isEmpty && ownership.held(by: name) == served.hosts
     }
 }

@@ -2,6 +2,7 @@ import ACME
 import Check
 import Foundation
 import HashTreeCollections
+import Served
 import Synchronization
 import TestSupport
 import Testing
@@ -16,16 +17,29 @@ import Testing
 struct StatusIndexTests {
     static func entry(_ hosts: [String], state: SiteState = .serving, refused: Int = 0, own: Bool? = false) -> AdminView.Entry {
         let status = SiteStatus(
-            directory: hosts[0], hosts: hosts, refusedHosts: [], state: state, etag: "\"e\"", loadedAt: 1_700_000_000,
+            directory: hosts[0], hosts: hosts,
+            refusedHosts: (0..<refused).map { RefusedHost(host: "r\($0)." + hosts[0], heldBy: nil, reason: "refused") }, state: state,
+            etag: "\"e\"", loadedAt: 1_700_000_000,
             errors: state == .serving ? [] : ["sites/\(hosts[0])/apple-app-site-association: bad"])
-        return AdminView.Entry(
-            open: AdminView.open(status), ownCertificate: own, hosts: hosts, fallbackCounts: nil, state: state, refusedHosts: refused)
+        // Served without a pair of its own (`own` false), or not served (nil).
+        let served = own.map { _ in
+            ServedSite(
+                directory: hosts[0], hosts: hosts.map { try! HostName(parsing: $0) }, aasa: nil, assetLinks: nil, certificate: nil,
+                loadedAt: 1_700_000_000)
+        }
+        return AdminView.Entry(directory: hosts[0], served: served, unusual: status)
     }
 
     static func view(_ generation: UInt64, _ entries: TreeDictionary<String, AdminView.Entry>, journal: NameJournal? = nil) -> AdminView {
-        AdminView(
-            generation: generation, entries: entries, sharedCertificate: .development, stateCounts: [:], conflictingHosts: 0,
-            reloads: LockedRegistry.ReloadRecord(), journal: journal)
+        var served: TreeDictionary<String, ServedSite> = [:]
+        var unusual: TreeDictionary<String, AdminView.Unusual> = [:]
+        for (name, entry) in entries {
+            served[name] = entry.served
+            unusual[name] = entry.unusual.map { .status($0) }
+        }
+        return AdminView(
+            generation: generation, served: served, unusual: unusual, count: entries.count, sharedCertificate: .development,
+            stateCounts: [:], conflictingHosts: 0, reloads: LockedRegistry.ReloadRecord(), journal: journal)
     }
 
     /// Look-ups into dictionaries the test keeps, as the sources' own storage.
@@ -519,5 +533,14 @@ struct StatusIndexQueueTests {
         // The same source again builds nothing.
         _ = pages.answer(target: "/", source: Self.source(view))
         #expect(pages.builds == 3 && !pages.isBuilding)
+    }
+}
+
+extension AdminView {
+    /// Every site as one map, for a test that builds a view from another.
+    var entries: TreeDictionary<String, Entry> {
+        var entries: TreeDictionary<String, Entry> = [:]
+        for directory in directories { entries[directory] = self[directory] }
+        return entries
     }
 }
