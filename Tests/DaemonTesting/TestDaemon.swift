@@ -103,8 +103,9 @@ package final class TestDaemon {
     ///
     /// This process must hold no descriptor of them at once. The sockets themselves may go on
     /// listening for a moment: a program another test starts meanwhile holds a copy of every
-    /// descriptor between its fork and its exec (close-on-exec closes them only at the exec), so
-    /// their end is waited for, within 10 s.
+    /// descriptor from its spawn until Foundation's Process closes them in the child (its file
+    /// actions, just before the exec; close-on-exec at the exec), so their end is waited for,
+    /// within 10 s.
     @discardableResult
     package func stop(drain: Bool = true) -> Bool {
         daemon.stop(drain: drain)
