@@ -7,10 +7,85 @@ public enum HTTPDate {
 
     /// `Sun, 06 Nov 1994 08:49:37 GMT` for seconds since the Unix epoch.
     public static func format(_ seconds: Int64) -> String {
+        guard fixedRange.contains(seconds) else { return formatBroken(seconds) }
+        var out: [UInt8] = []
+        out.reserveCapacity(fixedLength)
+        write(seconds, into: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Through gmtime_r, as every time was formatted before `write`: the times outside
+    /// `fixedRange` (a file dated before 1970 or after 9999, or a time gmtime cannot break down:
+    /// its year then stays 1900 and its day 00), and the reference the tests compare `write` with.
+    static func formatBroken(_ seconds: Int64) -> String {
         let tm = broken(seconds)
         return
             "\(days[Int(tm.tm_wday)]), \(two(tm.tm_mday)) \(months[Int(tm.tm_mon)]) \(Int(tm.tm_year) + 1900) \(two(tm.tm_hour)):\(two(tm.tm_min)):\(two(tm.tm_sec)) GMT"
     }
+
+    /// Times whose IMF-fixdate has a four-digit year: 1970-01-01 to 9999-12-31, always
+    /// `fixedLength` bytes.
+    public static let fixedRange: ClosedRange<Int64> = 0...253_402_300_799
+    public static let fixedLength = 29
+
+    /// Appends `format(seconds)`'s bytes to `out` without a String: a served file's
+    /// Last-Modified, written into each response (docs/architecture.md). Inside `fixedRange` by
+    /// arithmetic (days to a civil date, H. Hinnant's `civil_from_days`), with no lock (gmtime_r
+    /// takes glibc's time-zone lock); outside it through `formatBroken`.
+    public static func write(_ seconds: Int64, into out: inout [UInt8]) {
+        guard fixedRange.contains(seconds) else {
+            out.append(contentsOf: formatBroken(seconds).utf8)
+            return
+        }
+        let days = Int(seconds / 86_400)
+        let clock = Int(seconds % 86_400)
+        // Days since 0000-03-01, in 400-year eras of 146,097 days (positive here).
+        let z = days + 719_468
+        let era = z / 146_097
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1_460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let shifted = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * shifted + 2) / 5 + 1
+        let month = shifted < 10 ? shifted + 3 : shifted - 9
+        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+        let weekday = (days + 4) % 7  // 1970-01-01 was a Thursday
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: fixedLength) { text in
+            func put(_ at: Int, _ value: Int, digits: Int) {
+                var value = value
+                for i in stride(from: at + digits - 1, through: at, by: -1) {
+                    text[i] = UInt8(truncatingIfNeeded: 48 + value % 10)
+                    value /= 10
+                }
+            }
+            names.withUnsafeBufferPointer { names in
+                for i in 0..<3 {
+                    text[i] = names[weekday * 3 + i]
+                    text[8 + i] = names[21 + (month - 1) * 3 + i]
+                }
+            }
+            text[3] = 44  // ","
+            text[4] = 32
+            put(5, day, digits: 2)
+            text[7] = 32
+            text[11] = 32
+            put(12, year, digits: 4)
+            text[16] = 32
+            put(17, clock / 3_600, digits: 2)
+            text[19] = 58  // ":"
+            put(20, clock / 60 % 60, digits: 2)
+            text[22] = 58
+            put(23, clock % 60, digits: 2)
+            text[25] = 32
+            text[26] = 71  // "GMT"
+            text[27] = 77
+            text[28] = 84
+            out.append(contentsOf: UnsafeBufferPointer(text))
+        }
+    }
+
+    /// The day names from Sunday, then the month names, three letters each.
+    private static let names = Array((days.joined() + months.joined()).utf8)
 
     /// `06/Nov/1994:08:49:37 +0000`, the Common Log Format's time (access logs).
     public static func common(_ seconds: Int64) -> String {

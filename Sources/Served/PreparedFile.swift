@@ -61,7 +61,12 @@ public final class PreparedContent: Sendable {
     /// The gzip form once made: nil when it is not smaller than the file.
     public final class Compressed: Sendable {
         public let body: [UInt8]?
-        init(_ body: [UInt8]?) { self.body = body }
+        /// The gzip body's ETag (`gzipETag`), made once per content.
+        public let etag: String
+        init(_ body: [UInt8]?, etag: String) {
+            self.body = body
+            self.etag = etag
+        }
     }
 
     /// `sha256` is the body's hash when the caller has it already.
@@ -95,35 +100,67 @@ public final class PreparedContent: Sendable {
     public func compressNow() -> [UInt8]? {
         guard mayCompress else { return nil }
         if let done = compressed.load() { return done.body }
-        let made = Compressed(Gzip.compress(body).flatMap { $0.count < body.count ? $0 : nil })
+        let made = Compressed(Gzip.compress(body).flatMap { $0.count < body.count ? $0 : nil }, etag: gzipETag ?? etag)
         return compressed.storeIfNil(made).body
     }
 }
 
-/// A served file with everything its responses need computed once, when the site is loaded
-/// (docs/architecture.md: the hot path only looks up and writes bytes).
+/// A served file: its content (shared with every site serving the same bytes), the shared fixed
+/// part of its heads (`FileHeadParts`, one per distinct serving options) and its Last-Modified.
+/// Its responses' heads are composed from these when answering (`head`; docs/architecture.md,
+/// "Prepared responses"): a site holds references and a number, no field list of its own.
 public final class PreparedFile: Sendable {
     public let content: PreparedContent
-    /// The options the headers were made with.
-    public let options: ServingOptions
+    /// Content-Type, Cache-Control and Vary, shared.
+    public let parts: FileHeadParts
     /// Modification time, seconds since the epoch.
     public let lastModified: Int64
-    /// The fields of a 200 response, all but `Date` and `Connection`, in both framings.
-    public let headers: PreparedFields
-    /// The same for a 304 (RFC 9110 §15.4.5: the validators and caching fields, no body fields).
-    public let notModifiedHeaders: PreparedFields
-    /// The gzip representation's body and fields, made with the content's gzip body on first use.
+
+    /// The options the heads are made with.
+    public var options: ServingOptions {
+        var options = ServingOptions(cacheControl: parts.cacheControl)
+        options.contentType = parts.contentType
+        options.varyUserAgent = varyUserAgent
+        return options
+    }
+
+    /// Whether the heads say `Vary: User-Agent` (the options asked for it).
+    private var varyUserAgent: Bool { parts.vary.map { $0.hasSuffix("User-Agent") } ?? false }
+
+    /// The head of a 200 (`gzip`: of the gzip form) or a 304 of this file.
+    public func head(_ form: FileHead.Form, gzip: GzipForm? = nil) -> FileHead {
+        FileHead(
+            parts: parts, form: gzip != nil && form == .ok ? .gzip : form, contentLength: gzip?.body.count ?? content.body.count,
+            etag: gzip?.etag ?? content.etag, lastModified: lastModified)
+    }
+
+    /// The fields of a 200 response, all but `Date` and `Connection` (tests, diagnostics: a
+    /// response composes them, `head`).
+    public var headers: PreparedFields { head(.ok).prepared }
+    /// The same for a 304.
+    public var notModifiedHeaders: PreparedFields { head(.notModified).prepared }
+
+    /// The gzip representation of the file: its body and ETag are the content's (made once per
+    /// content); kept per file once made, so that a file's form is one object.
     public final class GzipForm: Sendable {
         public let body: [UInt8]
         public let etag: String
-        public let headers: PreparedFields
-        public let notModifiedHeaders: PreparedFields
+        private let parts: FileHeadParts
+        private let lastModified: Int64
 
-        init(body: [UInt8], etag: String, headers: PreparedFields, notModifiedHeaders: PreparedFields) {
+        init(body: [UInt8], etag: String, parts: FileHeadParts, lastModified: Int64) {
             self.body = body
             self.etag = etag
-            self.headers = headers
-            self.notModifiedHeaders = notModifiedHeaders
+            self.parts = parts
+            self.lastModified = lastModified
+        }
+
+        /// The fields of its 200 and its 304 (tests, diagnostics).
+        public var headers: PreparedFields {
+            FileHead(parts: parts, form: .gzip, contentLength: body.count, etag: etag, lastModified: lastModified).prepared
+        }
+        public var notModifiedHeaders: PreparedFields {
+            FileHead(parts: parts, form: .notModified, contentLength: body.count, etag: etag, lastModified: lastModified).prepared
         }
     }
 
@@ -143,19 +180,8 @@ public final class PreparedFile: Sendable {
     /// content's gzip body exists, and kept.
     public var gzip: GzipForm? {
         if let box = gzipBox.load() { return box.form }
-        guard let made = content.gzipIfMade, let gzipETag = content.gzipETag else { return nil }
-        var form: GzipForm?
-        if let compressed = made.body {
-            let common = Self.commonFields(content, options, lastModified)
-            form = GzipForm(
-                body: compressed, etag: gzipETag,
-                headers: PreparedFields(
-                    [
-                        (name: "Content-Type", value: options.contentType), (name: "Content-Encoding", value: "gzip"),
-                        (name: "Content-Length", value: "\(compressed.count)"), (name: "ETag", value: gzipETag),
-                    ] + common + [(name: "X-Content-Type-Options", value: "nosniff")]),
-                notModifiedHeaders: PreparedFields([(name: "ETag", value: gzipETag)] + common))
-        }
+        guard let made = content.gzipIfMade else { return nil }
+        let form = made.body.map { GzipForm(body: $0, etag: made.etag, parts: parts, lastModified: lastModified) }
         return gzipBox.storeIfNil(GzipBox(form)).form
     }
 
@@ -164,18 +190,6 @@ public final class PreparedFile: Sendable {
     public func gzipNow() -> GzipForm? {
         content.compressNow()
         return gzip
-    }
-
-    /// Last-Modified, Cache-Control and Vary: the fields every response of the file carries.
-    private static func commonFields(
-        _ content: PreparedContent, _ options: ServingOptions, _ lastModified: Int64
-    ) -> [(name: String, value: String)] {
-        // Vary by Accept-Encoding for every file large enough to be offered gzipped (decided at
-        // load, before any compression: the identity answer served while the gzip form is made
-        // varies too), and by User-Agent when the answer depends on it.
-        let varied = (content.mayCompress ? ["Accept-Encoding"] : []) + (options.varyUserAgent ? ["User-Agent"] : [])
-        let vary: [(name: String, value: String)] = varied.isEmpty ? [] : [(name: "Vary", value: varied.joined(separator: ", "))]
-        return [(name: "Last-Modified", value: HTTPDate.format(lastModified)), (name: "Cache-Control", value: options.cacheControl)] + vary
     }
 
     /// A header value a head would not be built from (the settings' checks should have refused
@@ -194,15 +208,12 @@ public final class PreparedFile: Sendable {
     }
 
     /// The same file over another content object of the same bytes (one body shared by the sites
-    /// that serve it): the heads depend only on the bytes, the time and the options, so they are
-    /// shared too rather than built again.
+    /// that serve it).
     package init(_ file: PreparedFile, sharing content: PreparedContent) {
         precondition(content.digest == file.content.digest, "a prepared file shares only a content of its own bytes")
         self.content = content
-        options = file.options
+        parts = file.parts
         lastModified = file.lastModified
-        headers = file.headers
-        notModifiedHeaders = file.notModifiedHeaders
     }
 
     public convenience init(body: [UInt8], modified: Int64, options: ServingOptions) throws(InvalidField) {
@@ -212,14 +223,51 @@ public final class PreparedFile: Sendable {
     public init(content: PreparedContent, modified: Int64, options: ServingOptions) throws(InvalidField) {
         try Self.check(options)
         self.content = content
-        self.options = options
+        parts = SharedHeadParts.parts(options, mayCompress: content.mayCompress)
         lastModified = modified
-        let common = Self.commonFields(content, options, modified)
-        headers = PreparedFields(
-            [
-                (name: "Content-Type", value: options.contentType), (name: "Content-Length", value: "\(content.body.count)"),
-                (name: "ETag", value: content.etag),
-            ] + common + [(name: "X-Content-Type-Options", value: "nosniff")])
-        notModifiedHeaders = PreparedFields([(name: "ETag", value: content.etag)] + common)
     }
+}
+
+/// One `FileHeadParts` per distinct (options, whether the file may be compressed), shared by every
+/// file prepared with them. Held weakly: parts no file uses any more are dropped (a tenant who
+/// cycles through Cache-Control values leaves no trail), the table pruned when it doubles.
+enum SharedHeadParts {
+    private struct Key: Hashable {
+        var contentType: String
+        var cacheControl: String
+        var varyUserAgent: Bool
+        var mayCompress: Bool
+    }
+
+    private final class Weak: Sendable {
+        weak let parts: FileHeadParts?
+        init(_ parts: FileHeadParts) { self.parts = parts }
+    }
+
+    private static let table = Mutex<(entries: [Key: Weak], pruneAt: Int)>(([:], 64))
+
+    static func parts(_ options: ServingOptions, mayCompress: Bool) -> FileHeadParts {
+        let key = Key(
+            contentType: options.contentType, cacheControl: options.cacheControl, varyUserAgent: options.varyUserAgent,
+            mayCompress: mayCompress)
+        return table.withLock { table in
+            if let parts = table.entries[key]?.parts { return parts }
+            // Vary by Accept-Encoding for every file large enough to be offered gzipped (decided
+            // at load, before any compression: the identity answer served while the gzip form is
+            // made varies too), and by User-Agent when the answer depends on it.
+            let varied = (mayCompress ? ["Accept-Encoding"] : []) + (options.varyUserAgent ? ["User-Agent"] : [])
+            let parts = FileHeadParts(
+                contentType: options.contentType, cacheControl: options.cacheControl,
+                vary: varied.isEmpty ? nil : varied.joined(separator: ", "))
+            table.entries[key] = Weak(parts)
+            if table.entries.count >= table.pruneAt {
+                table.entries = table.entries.filter { $0.value.parts != nil }
+                table.pruneAt = max(64, table.entries.count * 2)
+            }
+            return parts
+        }
+    }
+
+    /// Entries held, live or not (for tests).
+    static var count: Int { table.withLock { $0.entries.count } }
 }
