@@ -5,9 +5,9 @@ import HTTPCore
 /// same order as its HTTP/1.1 lines (`FileHead`), names in lower case. Names and fixed values are
 /// static text, taken uncopied; the shared parts' values are taken uncopied when the response's
 /// entry keeps them alive (it has a body) and copied otherwise; the values written per response
-/// (`writeHTTP2Values`) are always copied, during the submit.
+/// (`withHTTP2Values`, on the stack) are always copied, during the submit.
 extension FileHead {
-    /// Where `writeHTTP2Values` ended each value: Content-Length (empty for a 304), ETag,
+    /// Where `withHTTP2Values` ended each value: Content-Length (empty for a 304), ETag,
     /// Last-Modified.
     struct ValueEnds {
         var length: Int
@@ -15,19 +15,24 @@ extension FileHead {
         var lastModified: Int
     }
 
-    /// Appends the Content-Length digits (not for a 304), the ETag and the Last-Modified date to
-    /// an empty `out`.
-    func writeHTTP2Values(into out: inout [UInt8]) -> ValueEnds {
-        if form != .notModified { Self.writeDecimal(contentLength, into: &out) }
-        let length = out.count
-        out.append(contentsOf: etag.utf8)
-        let etagEnd = out.count
-        HTTPDate.write(lastModified, into: &out)
-        return ValueEnds(length: length, etag: etagEnd, lastModified: out.count)
+    /// Calls `body` with the Content-Length digits (not for a 304), the ETag and the
+    /// Last-Modified date written back to back on the stack, and where each ends.
+    func withHTTP2Values<R>(_ body: (UnsafeBufferPointer<UInt8>, ValueEnds) -> R) -> R {
+        withETag { etag in
+            let capacity = Self.maximumDigits + etag.count + HTTPDate.maximumLength
+            return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: capacity) { buffer in
+                let start = buffer.baseAddress!
+                let length = form == .notModified ? 0 : Self.writeDecimal(contentLength, to: start)
+                if let tag = etag.baseAddress, etag.count > 0 { (start + length).update(from: tag, count: etag.count) }
+                let etagEnd = length + etag.count
+                let end = etagEnd + HTTPDate.write(lastModified, to: start + etagEnd)
+                return body(UnsafeBufferPointer(start: start, count: end), ValueEnds(length: length, etag: etagEnd, lastModified: end))
+            }
+        }
     }
 
     /// Appends the fields to `nva`: `values` is `parts.values`, `written` what
-    /// `writeHTTP2Values` wrote (from its start), both alive until the submit returns.
+    /// `withHTTP2Values` wrote, both alive until the submit returns.
     func appendHTTP2(
         values: UnsafeBufferPointer<UInt8>, written: UnsafeBufferPointer<UInt8>, ends: ValueEnds, hasBody: Bool,
         to nva: inout [nghttp2_nv]

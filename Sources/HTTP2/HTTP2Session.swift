@@ -293,9 +293,6 @@ public final class HTTP2Session {
     @exclusivity(unchecked) private var nvaFields: PreparedFields?
     @exclusivity(unchecked) private var nvaFlags: UInt8 = 0
     @exclusivity(unchecked) private var nvaHead = 0
-    /// The values a served file's head writes per response (`FileHead.writeHTTP2Values`), kept
-    /// between responses.
-    @exclusivity(unchecked) private var scratch: [UInt8] = []
     /// The output buffer while `produce` runs, where a DATA frame's body is written straight
     /// from the response's bytes (`sendBody`), and the limit it was given.
     @exclusivity(unchecked) private var sink: UnsafeMutablePointer<[UInt8]>?
@@ -560,7 +557,7 @@ public final class HTTP2Session {
         // lower case already): it copied and lower-cased every name and value of every response.
         // Without a body (HEAD, 304, a redirect) nothing would keep them, and nghttp2 copies them.
         // `:status` points into `Status.codes`, which lives as long as the process; a `location`
-        // is always copied, and so are the values a file's head writes per response (`scratch`).
+        // is always copied, and so are the values a file's head writes per response.
         if hasBody { bodies.append(Outgoing(stream: stream, body: body, offset: 0, head: head, date: date)) }
         let flags = hasBody ? CAASANghttp2_NV_FLAG_NO_COPY : CAASANghttp2_NV_FLAG_NONE
         // `:status`, then `date` unless it is empty, then the fields.
@@ -581,8 +578,8 @@ public final class HTTP2Session {
         }
         let result: Int32 = status.code.withUnsafeBufferPointer { code in
             date.withUnsafeBufferPointer { date in
-                switch head {
-                case .prepared(let fields):
+                guard let file = head.file else {
+                    let fields = head.prepared ?? .none
                     return fields.http2Bytes.withUnsafeBufferPointer { prepared in
                         if fields === nvaFields && flags == nvaFlags && lead == nvaHead {
                             // The same fields as the last response (a client fetching the same
@@ -607,20 +604,17 @@ public final class HTTP2Session {
                         if lead == 2 { nva[1] = Self.field(Self.dateName, date, flags) }
                         return submitWithLocation()
                     }
-                case .file(let file):
-                    // The values written per response (length, ETag, Last-Modified) go into
-                    // `scratch`, which nghttp2 copies them from before `submit` returns.
-                    scratch.removeAll(keepingCapacity: true)
-                    let ends = file.writeHTTP2Values(into: &scratch)
-                    nvaFields = nil
-                    nva.removeAll(keepingCapacity: true)
-                    nva.append(Self.field(Self.statusName, code, flags))
-                    if lead == 2 { nva.append(Self.field(Self.dateName, date, flags)) }
-                    return scratch.withUnsafeBufferPointer { written in
-                        file.parts.values.withUnsafeBufferPointer { values in
-                            file.appendHTTP2(values: values, written: written, ends: ends, hasBody: hasBody, to: &nva)
-                            return submitWithLocation()
-                        }
+                }
+                // A served file's head: the values written per response (length, ETag,
+                // Last-Modified) are on the stack; nghttp2 copies them before `submit` returns.
+                nvaFields = nil
+                nva.removeAll(keepingCapacity: true)
+                nva.append(Self.field(Self.statusName, code, flags))
+                if lead == 2 { nva.append(Self.field(Self.dateName, date, flags)) }
+                return file.withHTTP2Values { written, ends in
+                    file.parts.values.withUnsafeBufferPointer { values in
+                        file.appendHTTP2(values: values, written: written, ends: ends, hasBody: hasBody, to: &nva)
+                        return submitWithLocation()
                     }
                 }
             }

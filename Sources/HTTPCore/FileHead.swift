@@ -9,14 +9,14 @@ public final class FileHeadParts: Sendable {
     public let cacheControl: String
     /// The `Vary` value, nil for none.
     public let vary: String?
-    /// HTTP/1.1: `Content-Type: …\r\nContent-Length: `, and the same with
-    /// `Content-Encoding: gzip` between them.
-    package let lead: [UInt8]
-    package let leadGzip: [UInt8]
-    /// HTTP/1.1: `Cache-Control`, `Vary` and `X-Content-Type-Options` lines; a 304 ends before
-    /// the last (`tailNotModified` bytes).
-    package let tail: [UInt8]
-    package let tailNotModified: Int
+    /// HTTP/1.1, back to back: `Content-Type: …\r\nContent-Length: ` (`lead`), the same with
+    /// `Content-Encoding: gzip` between them (`leadGzip`), and the `Cache-Control`, `Vary` and
+    /// `X-Content-Type-Options` lines (`tail`; a 304's end before the last, `tailNotModified`).
+    package let http1: [UInt8]
+    package let lead: Range<Int>
+    package let leadGzip: Range<Int>
+    package let tail: Range<Int>
+    package let tailNotModified: Range<Int>
     /// HTTP/2: the values of `content-type`, `cache-control` and `vary`, back to back.
     package let values: [UInt8]
 
@@ -27,13 +27,17 @@ public final class FileHeadParts: Sendable {
         self.cacheControl = cacheControl
         self.vary = vary
         let contentTypeLine = Array("Content-Type: \(contentType)\r\n".utf8)
-        lead = contentTypeLine + Array("Content-Length: ".utf8)
-        leadGzip = contentTypeLine + Array("Content-Encoding: gzip\r\nContent-Length: ".utf8)
-        var tail = Array("Cache-Control: \(cacheControl)\r\n".utf8)
-        if let vary { tail += Array("Vary: \(vary)\r\n".utf8) }
-        tailNotModified = tail.count
-        tail += Array("X-Content-Type-Options: nosniff\r\n".utf8)
-        self.tail = tail
+        var bytes = contentTypeLine + Array("Content-Length: ".utf8)
+        lead = 0..<bytes.count
+        bytes += contentTypeLine + Array("Content-Encoding: gzip\r\nContent-Length: ".utf8)
+        leadGzip = lead.upperBound..<bytes.count
+        let tailStart = bytes.count
+        bytes += Array("Cache-Control: \(cacheControl)\r\n".utf8)
+        if let vary { bytes += Array("Vary: \(vary)\r\n".utf8) }
+        tailNotModified = tailStart..<bytes.count
+        bytes += Array("X-Content-Type-Options: nosniff\r\n".utf8)
+        tail = tailStart..<bytes.count
+        http1 = bytes
         values = Array((contentType + cacheControl + (vary ?? "")).utf8)
     }
 
@@ -75,35 +79,60 @@ public struct FileHead: Sendable {
         self.lastModified = lastModified
     }
 
-    /// Appends the HTTP/1.1 lines (`Name: value\r\n` each).
+    /// Appends the HTTP/1.1 lines (`Name: value\r\n` each), composed in one piece on the stack
+    /// and copied into `out` once.
     public func writeHTTP1(into out: inout [UInt8]) {
-        if form != .notModified {
-            out.append(contentsOf: form == .gzip ? parts.leadGzip : parts.lead)
-            Self.writeDecimal(contentLength, into: &out)
-            out.append(contentsOf: Self.etagLine)
-        } else {
-            out.append(contentsOf: Self.etagLine[2...])
-        }
-        out.append(contentsOf: etag.utf8)
-        out.append(contentsOf: Self.lastModifiedLine)
-        HTTPDate.write(lastModified, into: &out)
-        out.append(13)
-        out.append(10)
-        if form == .notModified {
-            out.append(contentsOf: parts.tail[..<parts.tailNotModified])
-        } else {
-            out.append(contentsOf: parts.tail)
+        withETag { etag in
+            parts.http1.withUnsafeBufferPointer { prepared in
+                let lead = form == .ok ? parts.lead : form == .gzip ? parts.leadGzip : 0..<0
+                let tail = form == .notModified ? parts.tailNotModified : parts.tail
+                let capacity = lead.count + Self.maximumDigits + 8 + etag.count + 17 + HTTPDate.maximumLength + 2 + tail.count
+                withUnsafeTemporaryAllocation(of: UInt8.self, capacity: capacity) { buffer in
+                    let start = buffer.baseAddress!
+                    var at = start
+                    func copy(_ from: UnsafePointer<UInt8>?, _ count: Int) {
+                        guard let from, count > 0 else { return }
+                        at.update(from: from, count: count)
+                        at += count
+                    }
+                    let etagLine = Self.etagLine.utf8Start
+                    if form != .notModified {
+                        copy(prepared.baseAddress.map { $0 + lead.lowerBound }, lead.count)
+                        at += Self.writeDecimal(contentLength, to: at)
+                        copy(etagLine, 8)
+                    } else {
+                        copy(etagLine + 2, 6)
+                    }
+                    copy(etag.baseAddress, etag.count)
+                    copy(Self.lastModifiedLine.utf8Start, Self.lastModifiedLine.utf8CodeUnitCount)
+                    at += HTTPDate.write(lastModified, to: at)
+                    at[0] = 13
+                    at[1] = 10
+                    at += 2
+                    copy(prepared.baseAddress.map { $0 + tail.lowerBound }, tail.count)
+                    out.append(contentsOf: UnsafeBufferPointer(start: start, count: at - start))
+                }
+            }
         }
     }
 
-    private static let etagLine = Array("\r\nETag: ".utf8)
-    private static let lastModifiedLine = Array("\r\nLast-Modified: ".utf8)
+    /// The ETag's bytes, without a copy when the String holds them contiguously (ours do).
+    package func withETag<R>(_ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
+        if let result = etag.utf8.withContiguousStorageIfAvailable(body) { return result }
+        return Array(etag.utf8).withUnsafeBufferPointer(body)
+    }
 
-    /// Appends a non-negative number's decimal digits (a negative one as 0: a length never is).
-    package static func writeDecimal(_ value: Int, into out: inout [UInt8]) {
+    private static let etagLine: StaticString = "\r\nETag: "
+    private static let lastModifiedLine: StaticString = "\r\nLast-Modified: "
+    /// Digits of the largest length.
+    package static let maximumDigits = 20
+
+    /// Writes a non-negative number's decimal digits at `to` (room for `maximumDigits`; a
+    /// negative number as 0: a length never is) and returns how many.
+    package static func writeDecimal(_ value: Int, to text: UnsafeMutablePointer<UInt8>) -> Int {
         guard value > 0 else {
-            out.append(48)
-            return
+            text[0] = 48
+            return 1
         }
         var digits = 0
         var rest = value
@@ -111,14 +140,19 @@ public struct FileHead: Sendable {
             digits += 1
             rest /= 10
         }
-        let end = out.count + digits
-        out.append(contentsOf: repeatElement(48, count: digits))
         rest = value
-        var i = end - 1
-        while rest > 0 {
-            out[i] = UInt8(truncatingIfNeeded: 48 + rest % 10)
+        for i in stride(from: digits - 1, through: 0, by: -1) {
+            text[i] = UInt8(truncatingIfNeeded: 48 + rest % 10)
             rest /= 10
-            i -= 1
+        }
+        return digits
+    }
+
+    /// Appends a non-negative number's decimal digits (tests).
+    package static func writeDecimal(_ value: Int, into out: inout [UInt8]) {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: maximumDigits) { buffer in
+            let count = writeDecimal(value, to: buffer.baseAddress!)
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[..<count]))
         }
     }
 
@@ -143,24 +177,28 @@ public struct FileHead: Sendable {
 }
 
 /// The fields of a response but `Date`, `Connection` and a `Location` built per request: prepared
-/// whole (errors, redirects, link pages), or a served file's, composed when written.
-public enum ResponseHead: Sendable {
-    case prepared(PreparedFields)
-    case file(FileHead)
+/// whole (errors, redirects, link pages), or a served file's, composed when written. A struct of
+/// two optionals rather than an enum: a response is copied several times on its way out, and
+/// copying an enum of two payloads took an out-of-line function that switches on the case (about
+/// 200 instructions a copy, callgrind).
+public struct ResponseHead: Sendable {
+    /// Set for prepared fields (then `file` is nil).
+    public var prepared: PreparedFields?
+    /// Set for a served file's head (then `prepared` is nil).
+    public var file: FileHead?
+
+    public static func prepared(_ fields: PreparedFields) -> ResponseHead { ResponseHead(prepared: fields, file: nil) }
+    public static func file(_ head: FileHead) -> ResponseHead { ResponseHead(prepared: nil, file: head) }
 
     /// As a prepared list (tests, diagnostics).
-    public var fields: PreparedFields {
-        switch self {
-        case .prepared(let fields): fields
-        case .file(let head): head.prepared
-        }
-    }
+    public var fields: PreparedFields { file?.prepared ?? prepared ?? .none }
 
     /// Appends the HTTP/1.1 lines.
     public func writeHTTP1(into out: inout [UInt8]) {
-        switch self {
-        case .prepared(let fields): out.append(contentsOf: fields.http1)
-        case .file(let head): head.writeHTTP1(into: &out)
+        if let file {
+            file.writeHTTP1(into: &out)
+        } else if let prepared {
+            out.append(contentsOf: prepared.http1)
         }
     }
 }

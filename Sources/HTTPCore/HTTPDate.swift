@@ -27,15 +27,31 @@ public enum HTTPDate {
     /// `fixedLength` bytes.
     public static let fixedRange: ClosedRange<Int64> = 0...253_402_300_799
     public static let fixedLength = 29
+    /// Room `write(_:to:)` needs for any time (outside `fixedRange`, gmtime's years have up to
+    /// eleven characters: 37 bytes in all).
+    public static let maximumLength = 48
 
-    /// Appends `format(seconds)`'s bytes to `out` without a String: a served file's
-    /// Last-Modified, written into each response (docs/architecture.md). Inside `fixedRange` by
-    /// arithmetic (days to a civil date, H. Hinnant's `civil_from_days`), with no lock (gmtime_r
-    /// takes glibc's time-zone lock); outside it through `formatBroken`.
+    /// Appends `format(seconds)`'s bytes to `out` without a String.
     public static func write(_ seconds: Int64, into out: inout [UInt8]) {
-        guard fixedRange.contains(seconds) else {
-            out.append(contentsOf: formatBroken(seconds).utf8)
-            return
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: maximumLength) { buffer in
+            let count = write(seconds, to: buffer.baseAddress!)
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[..<count]))
+        }
+    }
+
+    /// Writes `format(seconds)`'s bytes at `to`, which has room for `maximumLength`, and returns
+    /// how many: a served file's Last-Modified, written into each response (docs/architecture.md,
+    /// "Prepared responses"). Inside `fixedRange` by arithmetic (days to a civil date, H.
+    /// Hinnant's `civil_from_days`), with no lock (gmtime_r takes glibc's time-zone lock);
+    /// outside it through `formatBroken`.
+    public static func write(_ seconds: Int64, to text: UnsafeMutablePointer<UInt8>) -> Int {
+        guard seconds >= 0 && seconds <= 253_402_300_799 else {
+            var count = 0
+            for byte in formatBroken(seconds).utf8.prefix(maximumLength) {
+                text[count] = byte
+                count += 1
+            }
+            return count
         }
         let days = Int(seconds / 86_400)
         let clock = Int(seconds % 86_400)
@@ -50,42 +66,45 @@ public enum HTTPDate {
         let month = shifted < 10 ? shifted + 3 : shifted - 9
         let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
         let weekday = (days + 4) % 7  // 1970-01-01 was a Thursday
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: fixedLength) { text in
-            func put(_ at: Int, _ value: Int, digits: Int) {
-                var value = value
-                for i in stride(from: at + digits - 1, through: at, by: -1) {
-                    text[i] = UInt8(truncatingIfNeeded: 48 + value % 10)
-                    value /= 10
-                }
-            }
-            names.withUnsafeBufferPointer { names in
-                for i in 0..<3 {
-                    text[i] = names[weekday * 3 + i]
-                    text[8 + i] = names[21 + (month - 1) * 3 + i]
-                }
-            }
-            text[3] = 44  // ","
-            text[4] = 32
-            put(5, day, digits: 2)
-            text[7] = 32
-            text[11] = 32
-            put(12, year, digits: 4)
-            text[16] = 32
-            put(17, clock / 3_600, digits: 2)
-            text[19] = 58  // ":"
-            put(20, clock / 60 % 60, digits: 2)
-            text[22] = 58
-            put(23, clock % 60, digits: 2)
-            text[25] = 32
-            text[26] = 71  // "GMT"
-            text[27] = 77
-            text[28] = 84
-            out.append(contentsOf: UnsafeBufferPointer(text))
-        }
+        let hour = clock / 3_600
+        let minute = clock / 60 % 60
+        let second = clock % 60
+        func digit(_ value: Int) -> UInt8 { UInt8(truncatingIfNeeded: 48 + value) }
+        let names = Self.names.utf8Start
+        text[0] = names[weekday * 3]
+        text[1] = names[weekday * 3 + 1]
+        text[2] = names[weekday * 3 + 2]
+        text[3] = 44  // ","
+        text[4] = 32
+        text[5] = digit(day / 10)
+        text[6] = digit(day % 10)
+        text[7] = 32
+        text[8] = names[18 + month * 3]
+        text[9] = names[19 + month * 3]
+        text[10] = names[20 + month * 3]
+        text[11] = 32
+        text[12] = digit(year / 1_000)
+        text[13] = digit(year / 100 % 10)
+        text[14] = digit(year / 10 % 10)
+        text[15] = digit(year % 10)
+        text[16] = 32
+        text[17] = digit(hour / 10)
+        text[18] = digit(hour % 10)
+        text[19] = 58  // ":"
+        text[20] = digit(minute / 10)
+        text[21] = digit(minute % 10)
+        text[22] = 58
+        text[23] = digit(second / 10)
+        text[24] = digit(second % 10)
+        text[25] = 32
+        text[26] = 71  // "GMT"
+        text[27] = 77
+        text[28] = 84
+        return fixedLength
     }
 
-    /// The day names from Sunday, then the month names, three letters each.
-    private static let names = Array((days.joined() + months.joined()).utf8)
+    /// The day names from Sunday, then the month names, three letters each (January at 21).
+    private static let names: StaticString = "SunMonTueWedThuFriSatJanFebMarAprMayJunJulAugSepOctNovDec"
 
     /// `06/Nov/1994:08:49:37 +0000`, the Common Log Format's time (access logs).
     public static func common(_ seconds: Int64) -> String {
