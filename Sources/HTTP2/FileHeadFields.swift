@@ -18,16 +18,11 @@ extension FileHead {
     /// Calls `body` with the Content-Length digits (not for a 304), the ETag and the
     /// Last-Modified date written back to back on the stack, and where each ends.
     func withHTTP2Values<R>(_ body: (UnsafeBufferPointer<UInt8>, ValueEnds) -> R) -> R {
-        withETag { etag in
-            let capacity = Self.maximumDigits + etag.count + HTTPDate.maximumLength
-            return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: capacity) { buffer in
-                let start = buffer.baseAddress!
-                let length = form == .notModified ? 0 : Self.writeDecimal(contentLength, to: start)
-                if let tag = etag.baseAddress, etag.count > 0 { (start + length).update(from: tag, count: etag.count) }
-                let etagEnd = length + etag.count
-                let end = etagEnd + HTTPDate.write(lastModified, to: start + etagEnd)
-                return body(UnsafeBufferPointer(start: start, count: end), ValueEnds(length: length, etag: etagEnd, lastModified: end))
-            }
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: http2ValuesCapacity) { buffer in
+            let ends = writeHTTP2Values(to: buffer.baseAddress!)
+            return body(
+                UnsafeBufferPointer(start: buffer.baseAddress, count: ends.end),
+                ValueEnds(length: ends.length, etag: ends.etag, lastModified: ends.end))
         }
     }
 
