@@ -47,6 +47,24 @@ public final class FileHeadParts: Sendable {
     package var varyRange: Range<Int>? { vary.map { cacheControlRange.upperBound..<(cacheControlRange.upperBound + $0.utf8.count) } }
 }
 
+/// What a served file's heads are made of beside the shared parts: its (or its gzip form's)
+/// length and ETag and its Last-Modified. The served file is one (a subclass: a site holds no
+/// object more for it), and so is its gzip form once made.
+open class FileHeadSource: @unchecked Sendable {
+    public final let parts: FileHeadParts
+    public final let contentLength: Int
+    public final let etag: String
+    /// Seconds since the epoch.
+    public final let lastModified: Int64
+
+    public init(parts: FileHeadParts, contentLength: Int, etag: String, lastModified: Int64) {
+        self.parts = parts
+        self.contentLength = contentLength
+        self.etag = etag
+        self.lastModified = lastModified
+    }
+}
+
 /// The head of one response of a served file, as references and numbers: written into the output
 /// when answering (`writeHTTP1`, and `HTTP2Session.respond`), never kept per site.
 ///
@@ -63,20 +81,26 @@ public struct FileHead: Sendable {
         case notModified
     }
 
-    public var parts: FileHeadParts
+    /// The file (or its gzip form) whose head this is: one counted reference, so that a
+    /// response carrying it costs a copy what a response of prepared fields does.
+    public var source: FileHeadSource
     public var form: Form
-    /// The body's length (not sent in a 304).
-    public var contentLength: Int
-    public var etag: String
-    /// Seconds since the epoch.
-    public var lastModified: Int64
 
-    public init(parts: FileHeadParts, form: Form, contentLength: Int, etag: String, lastModified: Int64) {
-        self.parts = parts
+    public var parts: FileHeadParts { source.parts }
+    /// The body's length (not sent in a 304).
+    public var contentLength: Int { source.contentLength }
+    public var etag: String { source.etag }
+    /// Seconds since the epoch.
+    public var lastModified: Int64 { source.lastModified }
+
+    public init(source: FileHeadSource, form: Form) {
+        self.source = source
         self.form = form
-        self.contentLength = contentLength
-        self.etag = etag
-        self.lastModified = lastModified
+    }
+
+    /// A head of its own values (tests).
+    public init(parts: FileHeadParts, form: Form, contentLength: Int, etag: String, lastModified: Int64) {
+        self.init(source: FileHeadSource(parts: parts, contentLength: contentLength, etag: etag, lastModified: lastModified), form: form)
     }
 
     /// Appends the HTTP/1.1 lines (`Name: value\r\n` each), composed in one piece on the stack

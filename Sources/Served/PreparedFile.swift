@@ -109,12 +109,10 @@ public final class PreparedContent: Sendable {
 /// part of its heads (`FileHeadParts`, one per distinct serving options) and its Last-Modified.
 /// Its responses' heads are composed from these when answering (`head`; docs/architecture.md,
 /// "Prepared responses"): a site holds references and a number, no field list of its own.
-public final class PreparedFile: Sendable {
+/// Its `FileHeadSource` part holds the shared parts, the content's length and ETag (the ETag's
+/// String shares the content's storage) and the Last-Modified.
+public final class PreparedFile: FileHeadSource, @unchecked Sendable {
     public let content: PreparedContent
-    /// Content-Type, Cache-Control and Vary, shared.
-    public let parts: FileHeadParts
-    /// Modification time, seconds since the epoch.
-    public let lastModified: Int64
 
     /// The options the heads are made with.
     public var options: ServingOptions {
@@ -129,9 +127,8 @@ public final class PreparedFile: Sendable {
 
     /// The head of a 200 (`gzip`: of the gzip form) or a 304 of this file.
     public func head(_ form: FileHead.Form, gzip: GzipForm? = nil) -> FileHead {
-        FileHead(
-            parts: parts, form: gzip != nil && form == .ok ? .gzip : form, contentLength: gzip?.body.count ?? content.body.count,
-            etag: gzip?.etag ?? content.etag, lastModified: lastModified)
+        guard let gzip else { return FileHead(source: self, form: form) }
+        return FileHead(source: gzip, form: form == .ok ? .gzip : form)
     }
 
     /// The fields of a 200 response, all but `Date` and `Connection` (tests, diagnostics: a
@@ -142,26 +139,17 @@ public final class PreparedFile: Sendable {
 
     /// The gzip representation of the file: its body and ETag are the content's (made once per
     /// content); kept per file once made, so that a file's form is one object.
-    public final class GzipForm: Sendable {
+    public final class GzipForm: FileHeadSource, @unchecked Sendable {
         public let body: [UInt8]
-        public let etag: String
-        private let parts: FileHeadParts
-        private let lastModified: Int64
 
         init(body: [UInt8], etag: String, parts: FileHeadParts, lastModified: Int64) {
             self.body = body
-            self.etag = etag
-            self.parts = parts
-            self.lastModified = lastModified
+            super.init(parts: parts, contentLength: body.count, etag: etag, lastModified: lastModified)
         }
 
         /// The fields of its 200 and its 304 (tests, diagnostics).
-        public var headers: PreparedFields {
-            FileHead(parts: parts, form: .gzip, contentLength: body.count, etag: etag, lastModified: lastModified).prepared
-        }
-        public var notModifiedHeaders: PreparedFields {
-            FileHead(parts: parts, form: .notModified, contentLength: body.count, etag: etag, lastModified: lastModified).prepared
-        }
+        public var headers: PreparedFields { FileHead(source: self, form: .gzip).prepared }
+        public var notModifiedHeaders: PreparedFields { FileHead(source: self, form: .notModified).prepared }
     }
 
     /// A box for "made, and there is none" (the file does not get smaller).
@@ -172,7 +160,6 @@ public final class PreparedFile: Sendable {
     private let gzipBox = AtomicLazyReference<GzipBox>()
 
     public var body: [UInt8] { content.body }
-    public var etag: String { content.etag }
 
     /// What a client that accepts gzip is sent, or nil when it gets the file as it is: too small,
     /// gzip is not smaller, or the gzip form is not made yet (asking queues it, see
@@ -212,8 +199,7 @@ public final class PreparedFile: Sendable {
     package init(_ file: PreparedFile, sharing content: PreparedContent) {
         precondition(content.digest == file.content.digest, "a prepared file shares only a content of its own bytes")
         self.content = content
-        parts = file.parts
-        lastModified = file.lastModified
+        super.init(parts: file.parts, contentLength: content.body.count, etag: content.etag, lastModified: file.lastModified)
     }
 
     public convenience init(body: [UInt8], modified: Int64, options: ServingOptions) throws(InvalidField) {
@@ -223,8 +209,9 @@ public final class PreparedFile: Sendable {
     public init(content: PreparedContent, modified: Int64, options: ServingOptions) throws(InvalidField) {
         try Self.check(options)
         self.content = content
-        parts = SharedHeadParts.parts(options, mayCompress: content.mayCompress)
-        lastModified = modified
+        super.init(
+            parts: SharedHeadParts.parts(options, mayCompress: content.mayCompress), contentLength: content.body.count,
+            etag: content.etag, lastModified: modified)
     }
 }
 
