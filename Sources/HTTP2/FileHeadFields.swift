@@ -56,4 +56,20 @@ extension FileHead {
         if let vary = parts.varyRange { nva.append(field("vary", values, vary, kept)) }
         if form != .notModified { nva.append(fixed("x-content-type-options", "nosniff")) }
     }
+
+    /// Points the written values' entries of a list `appendHTTP2` made for a head of the same
+    /// parts and form (after `lead` entries) at this response's `written`.
+    func repointHTTP2(written: UnsafeBufferPointer<UInt8>, ends: ValueEnds, after lead: Int, in nva: inout [nghttp2_nv]) {
+        guard let base = written.baseAddress.map(UnsafeMutablePointer.init(mutating:)) else { return }
+        var i = lead + (form == .ok ? 1 : form == .gzip ? 2 : 0)
+        if form != .notModified {
+            nva[i].value = base
+            nva[i].valuelen = ends.length
+            i += 1
+        }
+        nva[i].value = base + ends.length
+        nva[i].valuelen = ends.etag - ends.length
+        nva[i + 1].value = base + ends.etag
+        nva[i + 1].valuelen = ends.lastModified - ends.etag
+    }
 }

@@ -291,6 +291,11 @@ public final class HTTP2Session {
     /// leading entries (`respond`): the next response of the same file rewrites only `:status`
     /// and `date`.
     @exclusivity(unchecked) private var nvaFields: PreparedFields?
+    /// Or the shared parts and form of the served file's head it was last filled for, and how
+    /// many fields that head has (`respond`).
+    @exclusivity(unchecked) private var nvaParts: FileHeadParts?
+    @exclusivity(unchecked) private var nvaForm = FileHead.Form.ok
+    @exclusivity(unchecked) private var nvaFileCount = 0
     @exclusivity(unchecked) private var nvaFlags: UInt8 = 0
     @exclusivity(unchecked) private var nvaHead = 0
     /// The output buffer while `produce` runs, where a DATA frame's body is written straight
@@ -518,6 +523,7 @@ public final class HTTP2Session {
         if nva.capacity > Self.keptCapacity {
             nva = []
             nvaFields = nil
+            nvaParts = nil
         }
         if answeredPending.isEmpty && answeredPending.capacity > Self.keptCapacity { answeredPending = [] }
         if !resets.isEmpty { resets.removeAll { now - $0 > Self.resetWindow } }
@@ -597,6 +603,7 @@ public final class HTTP2Session {
                                         namelen: span.nameLength, valuelen: span.valueLength, flags: flags))
                             }
                             nvaFields = fields
+                            nvaParts = nil
                             nvaFlags = flags
                             nvaHead = lead
                         }
@@ -607,15 +614,31 @@ public final class HTTP2Session {
                 }
                 // A served file's head: the values written per response (length, ETag,
                 // Last-Modified) are on the stack; nghttp2 copies them before `submit` returns.
+                // A head of the same parts and form as the last response's (a client fetching
+                // the file again, or another file with the same options): the list is kept, and
+                // only the status, the date and the three written values are pointed again.
+                let reuse = file.parts === nvaParts && file.form == nvaForm && flags == nvaFlags && lead == nvaHead
                 nvaFields = nil
-                nva.removeAll(keepingCapacity: true)
-                nva.append(Self.field(Self.statusName, code, flags))
-                if lead == 2 { nva.append(Self.field(Self.dateName, date, flags)) }
                 return file.withHTTP2Values { written, ends in
-                    file.parts.values.withUnsafeBufferPointer { values in
-                        file.appendHTTP2(values: values, written: written, ends: ends, hasBody: hasBody, to: &nva)
-                        return submitWithLocation()
+                    if reuse {
+                        nva.removeSubrange((lead + nvaFileCount)...)
+                        nva[0] = Self.field(Self.statusName, code, flags)
+                        if lead == 2 { nva[1] = Self.field(Self.dateName, date, flags) }
+                        file.repointHTTP2(written: written, ends: ends, after: lead, in: &nva)
+                    } else {
+                        nva.removeAll(keepingCapacity: true)
+                        nva.append(Self.field(Self.statusName, code, flags))
+                        if lead == 2 { nva.append(Self.field(Self.dateName, date, flags)) }
+                        file.parts.values.withUnsafeBufferPointer { values in
+                            file.appendHTTP2(values: values, written: written, ends: ends, hasBody: hasBody, to: &nva)
+                        }
+                        nvaParts = file.parts
+                        nvaForm = file.form
+                        nvaFlags = flags
+                        nvaHead = lead
+                        nvaFileCount = nva.count - lead
                     }
+                    return submitWithLocation()
                 }
             }
         }

@@ -75,9 +75,36 @@ struct HTTP2FileHeadTests {
         }
     }
 
+    @Test("heads of the same parts one after another (the list kept): each response has its own length, ETag and date")
+    func samePartsAgain() {
+        let (session, requests) = HTTP2UncopiedResponseTests.session(streams: [1, 3, 5, 7, 9, 11, 13])
+        let first = ReferenceHeads.File(length: 300, etag: "\"first\"", lastModified: 1_700_000_000)
+        let a = Self.head(first, gzip: false, notModified: false)
+        let second = ReferenceHeads.File(length: 45_000, etag: "\"second-and-longer\"", lastModified: -5)
+        let b = Self.head(second, gzip: false, notModified: false, parts: a.0.parts)
+        let b304 = Self.head(second, gzip: false, notModified: true, parts: a.0.parts)
+        let a304 = Self.head(first, gzip: false, notModified: true, parts: a.0.parts)
+        // (head, expected fields, body sent, location)
+        let plan: [(FileHead, [String], Bool, String?)] = [
+            (a.0, a.1, true, nil), (b.0, b.1, true, nil), (b.0, b.1, true, "https://a.test/x"), (a.0, a.1, true, nil),
+            (a.0, a.1, false, nil), (b304.0, b304.1, false, nil), (a304.0, a304.1, false, nil),
+        ]
+        for (request, (head, _, sendsBody, location)) in zip(requests, plan) {
+            session.respond(
+                stream: request.stream, status: head.form == .notModified ? .notModified : .ok, head: .file(head), date: [],
+                location: location.map { Array($0.utf8) }, body: [7], sendsBody: sendsBody)
+        }
+        let answers = HTTP2UncopiedResponseTests.answers(HTTP2UncopiedResponseTests.produce(session, limit: 1 << 20))
+        for (stream, (head, fields, _, location)) in zip([Int32(1), 3, 5, 7, 9, 11, 13], plan) {
+            let status = head.form == .notModified ? "304" : "200"
+            let expected = [":status: \(status)"] + fields + (location.map { ["location: \($0)"] } ?? [])
+            #expect(answers[stream]?.fields.map { "\($0.name): \($0.value)" } == expected, "stream \(stream)")
+        }
+    }
+
     @Test("the shared parts a response points into stay alive until its frames are written")
     func partsOutliveTheCaller() {
-        let (session, requests) = HTTP2UncopiedResponseTests.session(streams: [1])
+        let (session, requests) = HTTP2UncopiedResponseTests.session(streams: [1, 3])
         let file = ReferenceHeads.File(
             contentType: "application/x-watched", cacheControl: "max-age=12345", length: 50_000, etag: "\"w\"", lastModified: 86_400)
         weak var watched: FileHeadParts?
@@ -96,6 +123,10 @@ struct HTTP2FileHeadTests {
         _ = clobber
         #expect(answers[1]?.fields.dropFirst().map { "\($0.name): \($0.value)" } == expected)
         #expect(answers[1]?.body.count == 50_000)
+        // The session's list, kept for the next head of the same parts, holds them until a
+        // response of other fields; the finished response holds nothing.
+        session.respond(stream: requests[1].stream, status: .ok, fields: .none, date: [], body: [1], sendsBody: true)
+        _ = HTTP2UncopiedResponseTests.produce(session, limit: 1 << 20)
         #expect(watched == nil, "the session holds a finished response's parts")
     }
 }
