@@ -27,6 +27,9 @@ static const int32_t CAASANghttp2_SETTINGS_NO_RFC7540_PRIORITIES = NGHTTP2_SETTI
 static const uint8_t CAASANghttp2_NV_FLAG_NONE = NGHTTP2_NV_FLAG_NONE;
 // A field whose name (lower case) and value nghttp2 points at instead of copying.
 static const uint8_t CAASANghttp2_NV_FLAG_NO_COPY = NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE;
+// A field whose name (lower case, living as long as the process) nghttp2 points at, and whose
+// value it copies.
+static const uint8_t CAASANghttp2_NV_FLAG_NO_COPY_NAME = NGHTTP2_NV_FLAG_NO_COPY_NAME;
 // A DATA frame whose bytes the send_data callback writes itself.
 static const uint32_t CAASANghttp2_DATA_FLAG_NO_COPY = NGHTTP2_DATA_FLAG_NO_COPY;
 static const int CAASANghttp2_ERR_PAUSE = NGHTTP2_ERR_PAUSE;

@@ -278,7 +278,7 @@ public final class HTTP2Session {
         /// NGHTTP2_ERR_STREAM_CLOSED from `session_predicate_for_stream_send` and
         /// `nghttp2_session_mem_send_internal` frees the item; a HEADERS frame already encoded
         /// points at nothing of ours).
-        var fields: PreparedFields
+        var head: ResponseHead
         var date: [UInt8]
     }
 
@@ -291,6 +291,11 @@ public final class HTTP2Session {
     /// leading entries (`respond`): the next response of the same file rewrites only `:status`
     /// and `date`.
     @exclusivity(unchecked) private var nvaFields: PreparedFields?
+    /// Or the shared parts and form of the served file's head it was last filled for, and how
+    /// many fields that head has (`respond`).
+    @exclusivity(unchecked) private var nvaParts: FileHeadParts?
+    @exclusivity(unchecked) private var nvaForm = FileHead.Form.ok
+    @exclusivity(unchecked) private var nvaFileCount = 0
     @exclusivity(unchecked) private var nvaFlags: UInt8 = 0
     @exclusivity(unchecked) private var nvaHead = 0
     /// The output buffer while `produce` runs, where a DATA frame's body is written straight
@@ -518,6 +523,7 @@ public final class HTTP2Session {
         if nva.capacity > Self.keptCapacity {
             nva = []
             nvaFields = nil
+            nvaParts = nil
         }
         if answeredPending.isEmpty && answeredPending.capacity > Self.keptCapacity { answeredPending = [] }
         if !resets.isEmpty { resets.removeAll { now - $0 > Self.resetWindow } }
@@ -536,59 +542,103 @@ public final class HTTP2Session {
     /// Submits a response: `status`, the prepared fields (their HTTP/2 list, already lower case),
     /// `date` (the `date` field's value), `location` when the response has one built for this
     /// request, and a body unless `sendsBody` is false (HEAD, 304).
-    /// A stream nghttp2 no longer has open gets nothing: its body would be kept for a data
-    /// provider nghttp2 never calls.
     public func respond(
         stream: Int32, status: Status, fields: PreparedFields, date: [UInt8], location: [UInt8]? = nil, body: [UInt8], sendsBody: Bool
     ) {
+        respond(stream: stream, status: status, head: .prepared(fields), date: date, location: location, body: body, sendsBody: sendsBody)
+    }
+
+    /// Submits a response whose fields are prepared, or a served file's composed here
+    /// (`FileHead`, `appendFileFields`).
+    /// A stream nghttp2 no longer has open gets nothing: its body would be kept for a data
+    /// provider nghttp2 never calls.
+    public func respond(
+        stream: Int32, status: Status, head: ResponseHead, date: [UInt8], location: [UInt8]? = nil, body: [UInt8], sendsBody: Bool
+    ) {
         guard CAASANghttp2_stream_is_open(session, stream) != 0 else { return }
         let hasBody = sendsBody && !body.isEmpty
-        // With a body, the response's entry in `bodies` keeps the prepared fields and the date
-        // alive until nghttp2 has encoded them (`Outgoing.fields`), so nghttp2 takes them
-        // uncopied (NGHTTP2_NV_FLAG_NO_COPY_NAME and _VALUE; the names are lower case already):
-        // it copied and lower-cased every name and value of every response. Without a body (HEAD,
-        // 304, a redirect) nothing would keep them, and nghttp2 copies them. `:status` points into
-        // `Status.codes`, which lives as long as the process; a `location` is always copied.
-        if hasBody { bodies.append(Outgoing(stream: stream, body: body, offset: 0, fields: fields, date: date)) }
+        // With a body, the response's entry in `bodies` keeps the prepared fields (or a file's
+        // shared parts) and the date alive until nghttp2 has encoded them (`Outgoing.head`), so
+        // nghttp2 takes them uncopied (NGHTTP2_NV_FLAG_NO_COPY_NAME and _VALUE; the names are
+        // lower case already): it copied and lower-cased every name and value of every response.
+        // Without a body (HEAD, 304, a redirect) nothing would keep them, and nghttp2 copies them.
+        // `:status` points into `Status.codes`, which lives as long as the process; a `location`
+        // is always copied, and so are the values a file's head writes per response.
+        if hasBody { bodies.append(Outgoing(stream: stream, body: body, offset: 0, head: head, date: date)) }
         let flags = hasBody ? CAASANghttp2_NV_FLAG_NO_COPY : CAASANghttp2_NV_FLAG_NONE
-        // `:status`, then `date` unless it is empty, then the prepared fields.
-        let head = date.isEmpty ? 1 : 2
-        let result: Int32 = fields.http2Bytes.withUnsafeBufferPointer { prepared in
-            status.code.withUnsafeBufferPointer { code in
-                date.withUnsafeBufferPointer { date in
-                    if fields === nvaFields && flags == nvaFlags && head == nvaHead {
-                        // The same file's fields as the last response (a client fetching it
-                        // again): only the status and the date are written again, and a location
-                        // the last response had is dropped.
-                        nva.removeSubrange((head + fields.http2Spans.count)...)
+        // `:status`, then `date` unless it is empty, then the fields.
+        let lead = date.isEmpty ? 1 : 2
+        func submit() -> Int32 {
+            if hasBody {
+                var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: bodyReader)
+                return nghttp2_submit_response(session, stream, &nva, nva.count, &provider)
+            }
+            return nghttp2_submit_response(session, stream, &nva, nva.count, nil)
+        }
+        func submitWithLocation() -> Int32 {
+            guard let location else { return submit() }
+            return location.withUnsafeBufferPointer { value in
+                nva.append(Self.field(Self.locationName, value, CAASANghttp2_NV_FLAG_NONE))
+                return submit()
+            }
+        }
+        let result: Int32 = status.code.withUnsafeBufferPointer { code in
+            date.withUnsafeBufferPointer { date in
+                guard let file = head.file else {
+                    let fields = head.prepared ?? .none
+                    return fields.http2Bytes.withUnsafeBufferPointer { prepared in
+                        if fields === nvaFields && flags == nvaFlags && lead == nvaHead {
+                            // The same fields as the last response (a client fetching the same
+                            // answer again): only the status and the date are written again, and
+                            // a location the last response had is dropped.
+                            nva.removeSubrange((lead + fields.http2Spans.count)...)
+                        } else {
+                            nva.removeAll(keepingCapacity: true)
+                            nva.append(contentsOf: repeatElement(Self.field(Self.statusName, code, flags), count: lead))
+                            for span in fields.http2Spans {
+                                nva.append(
+                                    nghttp2_nv(
+                                        name: UnsafeMutablePointer(mutating: prepared.baseAddress! + span.name),
+                                        value: UnsafeMutablePointer(mutating: prepared.baseAddress! + span.value),
+                                        namelen: span.nameLength, valuelen: span.valueLength, flags: flags))
+                            }
+                            nvaFields = fields
+                            nvaParts = nil
+                            nvaFlags = flags
+                            nvaHead = lead
+                        }
+                        nva[0] = Self.field(Self.statusName, code, flags)
+                        if lead == 2 { nva[1] = Self.field(Self.dateName, date, flags) }
+                        return submitWithLocation()
+                    }
+                }
+                // A served file's head: the values written per response (length, ETag,
+                // Last-Modified) are on the stack; nghttp2 copies them before `submit` returns.
+                // A head of the same parts and form as the last response's (a client fetching
+                // the file again, or another file with the same options): the list is kept, and
+                // only the status, the date and the three written values are pointed again.
+                let reuse = file.parts === nvaParts && file.form == nvaForm && flags == nvaFlags && lead == nvaHead
+                nvaFields = nil
+                return file.withHTTP2Values { written, ends in
+                    if reuse {
+                        nva.removeSubrange((lead + nvaFileCount)...)
+                        nva[0] = Self.field(Self.statusName, code, flags)
+                        if lead == 2 { nva[1] = Self.field(Self.dateName, date, flags) }
+                        file.repointHTTP2(written: written, ends: ends, after: lead, in: &nva)
                     } else {
                         nva.removeAll(keepingCapacity: true)
-                        nva.append(contentsOf: repeatElement(Self.field(Self.statusName, code, flags), count: head))
-                        for span in fields.http2Spans {
-                            nva.append(
-                                nghttp2_nv(
-                                    name: UnsafeMutablePointer(mutating: prepared.baseAddress! + span.name),
-                                    value: UnsafeMutablePointer(mutating: prepared.baseAddress! + span.value), namelen: span.nameLength,
-                                    valuelen: span.valueLength, flags: flags))
+                        nva.append(Self.field(Self.statusName, code, flags))
+                        if lead == 2 { nva.append(Self.field(Self.dateName, date, flags)) }
+                        file.parts.values.withUnsafeBufferPointer { values in
+                            file.appendHTTP2(values: values, written: written, ends: ends, hasBody: hasBody, to: &nva)
                         }
-                        nvaFields = fields
+                        nvaParts = file.parts
+                        nvaForm = file.form
                         nvaFlags = flags
-                        nvaHead = head
+                        nvaHead = lead
+                        nvaFileCount = nva.count - lead
                     }
-                    nva[0] = Self.field(Self.statusName, code, flags)
-                    if head == 2 { nva[1] = Self.field(Self.dateName, date, flags) }
-                    func submit() -> Int32 {
-                        if hasBody {
-                            var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: bodyReader)
-                            return nghttp2_submit_response(session, stream, &nva, nva.count, &provider)
-                        }
-                        return nghttp2_submit_response(session, stream, &nva, nva.count, nil)
-                    }
-                    guard let location else { return submit() }
-                    return location.withUnsafeBufferPointer { value in
-                        nva.append(Self.field(Self.locationName, value, CAASANghttp2_NV_FLAG_NONE))
-                        return submit()
-                    }
+                    return submitWithLocation()
                 }
             }
         }

@@ -7,10 +7,104 @@ public enum HTTPDate {
 
     /// `Sun, 06 Nov 1994 08:49:37 GMT` for seconds since the Unix epoch.
     public static func format(_ seconds: Int64) -> String {
+        guard fixedRange.contains(seconds) else { return formatBroken(seconds) }
+        var out: [UInt8] = []
+        out.reserveCapacity(fixedLength)
+        write(seconds, into: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Through gmtime_r, as every time was formatted before `write`: the times outside
+    /// `fixedRange` (a file dated before 1970 or after 9999, or a time gmtime cannot break down:
+    /// its year then stays 1900 and its day 00), and the reference the tests compare `write` with.
+    static func formatBroken(_ seconds: Int64) -> String {
         let tm = broken(seconds)
         return
             "\(days[Int(tm.tm_wday)]), \(two(tm.tm_mday)) \(months[Int(tm.tm_mon)]) \(Int(tm.tm_year) + 1900) \(two(tm.tm_hour)):\(two(tm.tm_min)):\(two(tm.tm_sec)) GMT"
     }
+
+    /// Times whose IMF-fixdate has a four-digit year: 1970-01-01 to 9999-12-31, always
+    /// `fixedLength` bytes.
+    public static let fixedRange: ClosedRange<Int64> = 0...253_402_300_799
+    public static let fixedLength = 29
+    /// Room `write(_:to:)` needs for any time (outside `fixedRange`, gmtime's years have up to
+    /// eleven characters: 37 bytes in all).
+    public static let maximumLength = 48
+
+    /// Appends `format(seconds)`'s bytes to `out` without a String.
+    public static func write(_ seconds: Int64, into out: inout [UInt8]) {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: maximumLength) { buffer in
+            let count = write(seconds, to: buffer.baseAddress!)
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[..<count]))
+        }
+    }
+
+    /// Writes `format(seconds)`'s bytes at `to`, which has room for `maximumLength`, and returns
+    /// how many: a served file's Last-Modified, written into each response (docs/architecture.md,
+    /// "Prepared responses"). Inside `fixedRange` by arithmetic (days to a civil date, H.
+    /// Hinnant's `civil_from_days`), with no lock (gmtime_r takes glibc's time-zone lock);
+    /// outside it through `formatBroken`.
+    public static func write(_ seconds: Int64, to text: UnsafeMutablePointer<UInt8>) -> Int {
+        guard seconds >= 0 && seconds <= 253_402_300_799 else {
+            var count = 0
+            for byte in formatBroken(seconds).utf8.prefix(maximumLength) {
+                text[count] = byte
+                count += 1
+            }
+            return count
+        }
+        let days = Int(seconds / 86_400)
+        let clock = Int(seconds % 86_400)
+        // Days since 0000-03-01, in 400-year eras of 146,097 days (positive here).
+        let z = days + 719_468
+        let era = z / 146_097
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1_460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let shifted = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * shifted + 2) / 5 + 1
+        let month = shifted < 10 ? shifted + 3 : shifted - 9
+        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+        let weekday = (days + 4) % 7  // 1970-01-01 was a Thursday
+        let hour = clock / 3_600
+        let minute = clock / 60 % 60
+        let second = clock % 60
+        func digit(_ value: Int) -> UInt8 { UInt8(truncatingIfNeeded: 48 + value) }
+        let names = Self.names.utf8Start
+        text[0] = names[weekday * 3]
+        text[1] = names[weekday * 3 + 1]
+        text[2] = names[weekday * 3 + 2]
+        text[3] = 44  // ","
+        text[4] = 32
+        text[5] = digit(day / 10)
+        text[6] = digit(day % 10)
+        text[7] = 32
+        text[8] = names[18 + month * 3]
+        text[9] = names[19 + month * 3]
+        text[10] = names[20 + month * 3]
+        text[11] = 32
+        text[12] = digit(year / 1_000)
+        text[13] = digit(year / 100 % 10)
+        text[14] = digit(year / 10 % 10)
+        text[15] = digit(year % 10)
+        text[16] = 32
+        text[17] = digit(hour / 10)
+        text[18] = digit(hour % 10)
+        text[19] = 58  // ":"
+        text[20] = digit(minute / 10)
+        text[21] = digit(minute % 10)
+        text[22] = 58
+        text[23] = digit(second / 10)
+        text[24] = digit(second % 10)
+        text[25] = 32
+        text[26] = 71  // "GMT"
+        text[27] = 77
+        text[28] = 84
+        return fixedLength
+    }
+
+    /// The day names from Sunday, then the month names, three letters each (January at 21).
+    private static let names: StaticString = "SunMonTueWedThuFriSatJanFebMarAprMayJunJulAugSepOctNovDec"
 
     /// `06/Nov/1994:08:49:37 +0000`, the Common Log Format's time (access logs).
     public static func common(_ seconds: Int64) -> String {

@@ -499,7 +499,7 @@ struct ConnectionMachine {
                 return context.answerer.answer(view, peer: peer, tls: tlsIdentity)
             }
             session.respond(
-                stream: request.stream, status: response.status, fields: response.headers, date: context.answerer.dateLine.value,
+                stream: request.stream, status: response.status, head: response.head, date: context.answerer.dateLine.value,
                 location: response.location, body: response.body, sendsBody: response.sendsBody)
         }
         session.produce(into: &context.out, limit: context.limits.outputHighWater)

@@ -93,11 +93,10 @@ enum Responder {
         let gzip = acceptsGzip ? file.gzip : nil
         let etag = gzip?.etag ?? file.etag
         if HTTPFields.notModified(etag: etag, lastModified: file.lastModified, ifNoneMatch: ifNoneMatch, ifModifiedSince: ifModifiedSince) {
-            return Response(
-                status: .notModified, headers: gzip?.notModifiedHeaders ?? file.notModifiedHeaders, body: [], sendsBody: false,
-                close: false)
+            let head = file.head(.notModified, gzip: gzip)
+            return Response(status: .notModified, head: .file(head), body: [], sendsBody: false, close: false)
         }
-        return Response(status: .ok, headers: gzip?.headers ?? file.headers, body: gzip?.body ?? file.body, sendsBody: true, close: false)
+        return Response(status: .ok, head: .file(file.head(.ok, gzip: gzip)), body: gzip?.body ?? file.body, sendsBody: true, close: false)
     }
 
     /// Every other path of a site with `routes`, `fallback` or `page` (docs/link-domain.md): the

@@ -4,8 +4,9 @@ public import HTTPCore
 /// copy-on-write), and serialising it copies each piece once into the output buffer.
 public struct Response {
     public var status: Status
-    /// The fields, all but `Date` and `Connection`, prepared in both framings.
-    public var headers: PreparedFields
+    /// The fields, all but `Date` and `Connection`: prepared in both framings, or a served file's
+    /// composed from shared parts when written.
+    public var head: ResponseHead
     public var body: [UInt8]
     /// False for HEAD and 304: the headers describe the body, but it is not sent.
     public var sendsBody: Bool
@@ -15,12 +16,32 @@ public struct Response {
     /// path); every other field is prepared.
     public var location: [UInt8]? = nil
 
-    /// Appends the HTTP/1.1 form: status line, `Date`, the prepared lines, `Connection: close`
-    /// when closing, the empty line and the body.
+    public init(
+        status: Status, head: ResponseHead, body: [UInt8], sendsBody: Bool, close: Bool, location: [UInt8]? = nil
+    ) {
+        self.status = status
+        self.head = head
+        self.body = body
+        self.sendsBody = sendsBody
+        self.close = close
+        self.location = location
+    }
+
+    public init(
+        status: Status, headers: PreparedFields, body: [UInt8], sendsBody: Bool, close: Bool, location: [UInt8]? = nil
+    ) {
+        self.init(status: status, head: .prepared(headers), body: body, sendsBody: sendsBody, close: close, location: location)
+    }
+
+    /// The fields as a prepared list (tests, diagnostics).
+    public var headers: PreparedFields { head.fields }
+
+    /// Appends the HTTP/1.1 form: status line, `Date`, the fields, `Connection: close` when
+    /// closing, the empty line and the body.
     public func serialize(into out: inout [UInt8], dateLine: [UInt8]) {
         out.append(contentsOf: StatusLines.line(status))
         out.append(contentsOf: dateLine)
-        out.append(contentsOf: headers.http1)
+        head.writeHTTP1(into: &out)
         if let location {
             out.append(contentsOf: StatusLines.locationName)
             out.append(contentsOf: location)

@@ -3,7 +3,7 @@ import Hashing
 import Synchronization
 
 /// How files are served: the header values that are policy rather than content.
-public struct ServingOptions: Sendable, Equatable {
+public struct ServingOptions: Sendable, Hashable {
     /// `Cache-Control` of every served file. Short by default so that a fixed file reaches Apple's
     /// CDN and devices within minutes.
     public var cacheControl: String
@@ -61,7 +61,12 @@ public final class PreparedContent: Sendable {
     /// The gzip form once made: nil when it is not smaller than the file.
     public final class Compressed: Sendable {
         public let body: [UInt8]?
-        init(_ body: [UInt8]?) { self.body = body }
+        /// The gzip body's ETag (`gzipETag`), made once per content.
+        public let etag: String
+        init(_ body: [UInt8]?, etag: String) {
+            self.body = body
+            self.etag = etag
+        }
     }
 
     /// `sha256` is the body's hash when the caller has it already.
@@ -93,38 +98,59 @@ public final class PreparedContent: Sendable {
     /// tests that need the form at once). Nil when the file is too small or gzip is no smaller.
     @discardableResult
     public func compressNow() -> [UInt8]? {
-        guard mayCompress else { return nil }
+        guard mayCompress, let gzipETag else { return nil }
         if let done = compressed.load() { return done.body }
-        let made = Compressed(Gzip.compress(body).flatMap { $0.count < body.count ? $0 : nil })
+        let made = Compressed(Gzip.compress(body).flatMap { $0.count < body.count ? $0 : nil }, etag: gzipETag)
         return compressed.storeIfNil(made).body
     }
 }
 
-/// A served file with everything its responses need computed once, when the site is loaded
-/// (docs/architecture.md: the hot path only looks up and writes bytes).
-public final class PreparedFile: Sendable {
+/// A served file: its content (shared with every site serving the same bytes), the shared fixed
+/// part of its heads (`FileHeadParts`, one per distinct serving options) and its Last-Modified.
+/// Its responses' heads are composed from these when answering (`head`; docs/architecture.md,
+/// "Prepared responses"): a site holds references and a number, no field list of its own.
+/// Its `FileHeadSource` part holds the shared parts, the content's length and ETag (the ETag's
+/// String shares the content's storage) and the Last-Modified.
+public final class PreparedFile: FileHeadSource, @unchecked Sendable {
     public let content: PreparedContent
-    /// The options the headers were made with.
-    public let options: ServingOptions
-    /// Modification time, seconds since the epoch.
-    public let lastModified: Int64
-    /// The fields of a 200 response, all but `Date` and `Connection`, in both framings.
-    public let headers: PreparedFields
-    /// The same for a 304 (RFC 9110 §15.4.5: the validators and caching fields, no body fields).
-    public let notModifiedHeaders: PreparedFields
-    /// The gzip representation's body and fields, made with the content's gzip body on first use.
-    public final class GzipForm: Sendable {
-        public let body: [UInt8]
-        public let etag: String
-        public let headers: PreparedFields
-        public let notModifiedHeaders: PreparedFields
 
-        init(body: [UInt8], etag: String, headers: PreparedFields, notModifiedHeaders: PreparedFields) {
+    /// The options the heads are made with, read back from the shared parts (a field added to
+    /// `ServingOptions` must be read back here too, or `ContentCache` prepares every file again).
+    public var options: ServingOptions {
+        var options = ServingOptions(cacheControl: parts.cacheControl)
+        options.contentType = parts.contentType
+        options.varyUserAgent = varyUserAgent
+        return options
+    }
+
+    /// Whether the heads say `Vary: User-Agent` (the options asked for it).
+    private var varyUserAgent: Bool { parts.vary.map { $0.hasSuffix("User-Agent") } ?? false }
+
+    /// The head of a 200 (`gzip`: of the gzip form) or a 304 of this file.
+    public func head(_ form: FileHead.Form, gzip: GzipForm? = nil) -> FileHead {
+        guard let gzip else { return FileHead(source: self, form: form) }
+        return FileHead(source: gzip, form: form == .ok ? .gzip : form)
+    }
+
+    /// The fields of a 200 response, all but `Date` and `Connection` (tests, diagnostics: a
+    /// response composes them, `head`).
+    public var headers: PreparedFields { head(.ok).prepared }
+    /// The same for a 304.
+    public var notModifiedHeaders: PreparedFields { head(.notModified).prepared }
+
+    /// The gzip representation of the file: its body and ETag are the content's (made once per
+    /// content); kept per file once made, so that a file's form is one object.
+    public final class GzipForm: FileHeadSource, @unchecked Sendable {
+        public let body: [UInt8]
+
+        init(body: [UInt8], etag: String, parts: FileHeadParts, lastModified: Int64) {
             self.body = body
-            self.etag = etag
-            self.headers = headers
-            self.notModifiedHeaders = notModifiedHeaders
+            super.init(parts: parts, contentLength: body.count, etag: etag, lastModified: lastModified)
         }
+
+        /// The fields of its 200 and its 304 (tests, diagnostics).
+        public var headers: PreparedFields { FileHead(source: self, form: .gzip).prepared }
+        public var notModifiedHeaders: PreparedFields { FileHead(source: self, form: .notModified).prepared }
     }
 
     /// A box for "made, and there is none" (the file does not get smaller).
@@ -135,7 +161,6 @@ public final class PreparedFile: Sendable {
     private let gzipBox = AtomicLazyReference<GzipBox>()
 
     public var body: [UInt8] { content.body }
-    public var etag: String { content.etag }
 
     /// What a client that accepts gzip is sent, or nil when it gets the file as it is: too small,
     /// gzip is not smaller, or the gzip form is not made yet (asking queues it, see
@@ -143,19 +168,8 @@ public final class PreparedFile: Sendable {
     /// content's gzip body exists, and kept.
     public var gzip: GzipForm? {
         if let box = gzipBox.load() { return box.form }
-        guard let made = content.gzipIfMade, let gzipETag = content.gzipETag else { return nil }
-        var form: GzipForm?
-        if let compressed = made.body {
-            let common = Self.commonFields(content, options, lastModified)
-            form = GzipForm(
-                body: compressed, etag: gzipETag,
-                headers: PreparedFields(
-                    [
-                        (name: "Content-Type", value: options.contentType), (name: "Content-Encoding", value: "gzip"),
-                        (name: "Content-Length", value: "\(compressed.count)"), (name: "ETag", value: gzipETag),
-                    ] + common + [(name: "X-Content-Type-Options", value: "nosniff")]),
-                notModifiedHeaders: PreparedFields([(name: "ETag", value: gzipETag)] + common))
-        }
+        guard let made = content.gzipIfMade else { return nil }
+        let form = made.body.map { GzipForm(body: $0, etag: made.etag, parts: parts, lastModified: lastModified) }
         return gzipBox.storeIfNil(GzipBox(form)).form
     }
 
@@ -164,18 +178,6 @@ public final class PreparedFile: Sendable {
     public func gzipNow() -> GzipForm? {
         content.compressNow()
         return gzip
-    }
-
-    /// Last-Modified, Cache-Control and Vary: the fields every response of the file carries.
-    private static func commonFields(
-        _ content: PreparedContent, _ options: ServingOptions, _ lastModified: Int64
-    ) -> [(name: String, value: String)] {
-        // Vary by Accept-Encoding for every file large enough to be offered gzipped (decided at
-        // load, before any compression: the identity answer served while the gzip form is made
-        // varies too), and by User-Agent when the answer depends on it.
-        let varied = (content.mayCompress ? ["Accept-Encoding"] : []) + (options.varyUserAgent ? ["User-Agent"] : [])
-        let vary: [(name: String, value: String)] = varied.isEmpty ? [] : [(name: "Vary", value: varied.joined(separator: ", "))]
-        return [(name: "Last-Modified", value: HTTPDate.format(lastModified)), (name: "Cache-Control", value: options.cacheControl)] + vary
     }
 
     /// A header value a head would not be built from (the settings' checks should have refused
@@ -194,15 +196,11 @@ public final class PreparedFile: Sendable {
     }
 
     /// The same file over another content object of the same bytes (one body shared by the sites
-    /// that serve it): the heads depend only on the bytes, the time and the options, so they are
-    /// shared too rather than built again.
+    /// that serve it).
     package init(_ file: PreparedFile, sharing content: PreparedContent) {
         precondition(content.digest == file.content.digest, "a prepared file shares only a content of its own bytes")
         self.content = content
-        options = file.options
-        lastModified = file.lastModified
-        headers = file.headers
-        notModifiedHeaders = file.notModifiedHeaders
+        super.init(parts: file.parts, contentLength: content.body.count, etag: content.etag, lastModified: file.lastModified)
     }
 
     public convenience init(body: [UInt8], modified: Int64, options: ServingOptions) throws(InvalidField) {
@@ -212,14 +210,49 @@ public final class PreparedFile: Sendable {
     public init(content: PreparedContent, modified: Int64, options: ServingOptions) throws(InvalidField) {
         try Self.check(options)
         self.content = content
-        self.options = options
-        lastModified = modified
-        let common = Self.commonFields(content, options, modified)
-        headers = PreparedFields(
-            [
-                (name: "Content-Type", value: options.contentType), (name: "Content-Length", value: "\(content.body.count)"),
-                (name: "ETag", value: content.etag),
-            ] + common + [(name: "X-Content-Type-Options", value: "nosniff")])
-        notModifiedHeaders = PreparedFields([(name: "ETag", value: content.etag)] + common)
+        super.init(
+            parts: SharedHeadParts.parts(options, mayCompress: content.mayCompress), contentLength: content.body.count,
+            etag: content.etag, lastModified: modified)
     }
+}
+
+/// One `FileHeadParts` per distinct (options, whether the file may be compressed), shared by every
+/// file prepared with them. Held weakly: parts no file uses any more are dropped (a tenant who
+/// cycles through Cache-Control values leaves no trail), the table pruned when it doubles.
+enum SharedHeadParts {
+    /// Every input of the parts' bytes: the options whole (a field added to them keys here too).
+    private struct Key: Hashable {
+        var options: ServingOptions
+        var mayCompress: Bool
+    }
+
+    private final class Weak: Sendable {
+        weak let parts: FileHeadParts?
+        init(_ parts: FileHeadParts) { self.parts = parts }
+    }
+
+    private static let table = Mutex<(entries: [Key: Weak], pruneAt: Int)>(([:], 64))
+
+    static func parts(_ options: ServingOptions, mayCompress: Bool) -> FileHeadParts {
+        let key = Key(options: options, mayCompress: mayCompress)
+        return table.withLock { table in
+            if let parts = table.entries[key]?.parts { return parts }
+            // Vary by Accept-Encoding for every file large enough to be offered gzipped (decided
+            // at load, before any compression: the identity answer served while the gzip form is
+            // made varies too), and by User-Agent when the answer depends on it.
+            let varied = (mayCompress ? ["Accept-Encoding"] : []) + (options.varyUserAgent ? ["User-Agent"] : [])
+            let parts = FileHeadParts(
+                contentType: options.contentType, cacheControl: options.cacheControl,
+                vary: varied.isEmpty ? nil : varied.joined(separator: ", "))
+            table.entries[key] = Weak(parts)
+            if table.entries.count >= table.pruneAt {
+                table.entries = table.entries.filter { $0.value.parts != nil }
+                table.pruneAt = max(64, table.entries.count * 2)
+            }
+            return parts
+        }
+    }
+
+    /// Entries held, live or not (for tests).
+    static var count: Int { table.withLock { $0.entries.count } }
 }
