@@ -43,7 +43,7 @@ let package = Package(
         .target(name: "HTTP1", dependencies: ["HTTPCore"], swiftSettings: swiftSettings),
         // The one-shot SHA-256 (libcrypto), for every module that hashes bytes, and names too long
         // for a file name written as a digest.
-        .target(name: "Hashing", dependencies: ["CAASAOpenSSL", "HTTPCore"], swiftSettings: swiftSettings),
+        .target(name: "Hashing", dependencies: ["CAASAOpenSSL"], swiftSettings: swiftSettings),
         // OpenSSL contexts, SNI, ALPN, connections, the development certificate.
         .target(name: "TLS", dependencies: ["CAASAOpenSSL", "Hashing"], swiftSettings: swiftSettings),
         // HTTP/2 sessions over libnghttp2: frames in and out, requests collected, responses sent.

@@ -1,5 +1,3 @@
-import HTTPCore
-
 /// A name written as one file name that must fit in Linux's 255 bytes (NAME_MAX) together with
 /// what its writer adds (a suffix, a temporary file's marks). A name that fits `maximumBytes` is
 /// written as it reads; a longer one (a host name may be 253 bytes) as its first bytes, `~`, and
@@ -16,7 +14,15 @@ package enum FittedName {
     package static func component(_ name: String, maximumBytes: Int) -> String {
         precondition(maximumBytes > digestHexDigits + 1, "a fitted name has room for its digest")
         guard name.utf8.count > maximumBytes else { return name }
-        let digest = Hex.string(Digest.sha256(name.utf8))
+        // Lower-case hex written here: Hashing stands alone (the fuzz builds compile it with the
+        // modules that use it, and HTTPCore's `Hex` is not among all of them).
+        let digits = Array("0123456789abcdef".utf8)
+        var digest = ""
+        digest.reserveCapacity(digestHexDigits)
+        for byte in Digest.sha256(name.utf8) {
+            digest.unicodeScalars.append(Unicode.Scalar(digits[Int(byte >> 4)]))
+            digest.unicodeScalars.append(Unicode.Scalar(digits[Int(byte & 15)]))
+        }
         // The start is cut at a byte, and callers' names are ASCII: no character is split.
         let start = name.utf8.prefix(maximumBytes - 1 - digestHexDigits)
         return String(decoding: start, as: UTF8.self) + "~" + digest
