@@ -142,6 +142,7 @@ package final class Daemon: @unchecked Sendable {
     /// written). Throws `StartFailure` (the reason logged) when any part cannot be made.
     package func start() throws {
         precondition(running == nil, "a daemon starts once")
+        Memory.configure()
         let settings = initial
         // Settings built in code are held to the bounds the file's text is.
         let problems = settings.valueProblems(source: "settings") + settings.consistencyProblems(source: "settings")

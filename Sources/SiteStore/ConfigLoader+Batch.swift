@@ -25,12 +25,16 @@ extension ConfigLoader {
     /// is a site even while its directory cannot be examined).
     static func examine(
         _ names: [String], sitesPath: String, records: [String: SiteRecord], known: KnownValid?,
-        check: @escaping SiteRegistry.CertificateCheck, options: ServingOptions, deferChecks: Bool = false
+        check: @escaping SiteRegistry.CertificateCheck, options: ServingOptions, deferChecks: Bool = false,
+        shared: ContentCache? = nil
     ) -> [Entry] {
         // The records as they are now, shared rather than copied into a set (a set per chunk cost
         // O(sites) each: quadratic over a full load). Nothing changes them while `examine` runs:
         // the calling thread waits for the reads.
         nonisolated(unsafe) let sites = records
+        // The contents served already, shared in the same way (read, never changed, while the
+        // reads run; the registry changes them after, in place once this copy is gone).
+        nonisolated(unsafe) let shared = shared
         let isSite: @Sendable (String) -> Bool = { name in
             sites[name] != nil || examineKind(sitesPath, name) == .directory
         }
@@ -42,7 +46,7 @@ extension ConfigLoader {
         // pairs would wait for all of them. A site that has a pair in service keeps the rule that
         // a new pair must load before it replaces the last good one: it is checked now.
         let examineOne: @Sendable (String) -> Entry = { name in
-            let entry = examine(sitesPath: sitesPath, name: name, isSite: isSite, known: known, options: options)
+            let entry = examine(sitesPath: sitesPath, name: name, isSite: isSite, known: known, options: options, shared: shared)
             guard let known, case .site(var source) = entry, let files = source.certificate else { return entry }
             let identity = files.identity
             if known.contains(.certificate, digestHex: identity) {

@@ -68,8 +68,11 @@ public enum ConfigLoader {
     /// keeps every finding (the reporting commands).
     /// `options`: the server's serving options, to prepare each valid file for serving as it is
     /// read (`SiteFile.prepared`); nil prepares nothing.
+    /// `shared`: the contents the registry serves already; a file with the same bytes takes that
+    /// content and lets its own buffer go at once (`siteFile`).
     public static func examine(
-        sitesPath: String, name: String, isSite: (String) -> Bool, known: KnownValid? = nil, options: ServingOptions? = nil
+        sitesPath: String, name: String, isSite: (String) -> Bool, known: KnownValid? = nil, options: ServingOptions? = nil,
+        shared: ContentCache? = nil
     ) -> Entry {
         if name.hasPrefix(".") { return .ignored }
         let relative = "sites/\(name)"
@@ -117,7 +120,8 @@ public enum ConfigLoader {
         case .directory:
             var site = loadSite(
                 host: host, directory: full, relative: relative, known: known, options: options,
-                configRoot: (sitesPath as NSString).deletingLastPathComponent, plainDirectory: entry.kind == .directory)
+                configRoot: (sitesPath as NSString).deletingLastPathComponent, plainDirectory: entry.kind == .directory,
+                shared: shared)
             if host.name != name && host.name + "." != name {
                 site.problems.append(
                     ConfigProblem(
@@ -134,7 +138,7 @@ public enum ConfigLoader {
     /// `FileRules.plainDirectory`).
     public static func loadSite(
         host: HostName, directory: String, relative: String, known: KnownValid? = nil, options: ServingOptions? = nil,
-        configRoot: String? = nil, plainDirectory: Bool = false
+        configRoot: String? = nil, plainDirectory: Bool = false, shared: ContentCache? = nil
     ) -> SiteSource {
         var site = SiteSource(host: host, directory: relative, aliases: [], aasa: nil, assetLinks: nil, certificate: nil, problems: [])
         // The listing says which of the site's files exist, so that a missing one costs no failed
@@ -181,12 +185,12 @@ public enum ConfigLoader {
         if mayExist(aasaFileName),
             let file = readSiteFile(directory, relative, aasaFileName, AppSiteAssociation.maximumFileSize, &site, rules)
         {
-            site.aasa = siteFile(file, .aasa, known, prepareWith, AppSiteAssociation.validate)
+            site.aasa = siteFile(file, .aasa, known, prepareWith, shared, AppSiteAssociation.validate)
         }
         if mayExist(assetLinksFileName),
             let file = readSiteFile(directory, relative, assetLinksFileName, AssetLinks.maximumFileSize, &site, rules)
         {
-            site.assetLinks = siteFile(file, .assetLinks, known, prepareWith, AssetLinks.validate)
+            site.assetLinks = siteFile(file, .assetLinks, known, prepareWith, shared, AssetLinks.validate)
         }
         readPages(directory, relative, &site, rules)
         var certificateUnreadable = false
@@ -203,19 +207,25 @@ public enum ConfigLoader {
     }
 
     /// A file read from a site, validated unless `known` holds its content's verdict already,
-    /// and prepared for serving with `options` when valid.
+    /// and prepared for serving with `options` when valid. A file whose bytes are a content in
+    /// `shared` (another site serves them) takes that content's body and prepared content, and
+    /// its own buffer is let go here, on the reading thread: no second content object, digest or
+    /// ETag is made for a copy the registry would drop.
     private static func siteFile<D>(
         _ file: (path: String, bytes: [UInt8], modified: Int64), _ kind: KnownValid.Kind, _ known: KnownValid?,
-        _ options: ServingOptions?, _ validate: ([UInt8]) -> ValidationResult<D>
+        _ options: ServingOptions?, _ shared: ContentCache?, _ validate: ([UInt8]) -> ValidationResult<D>
     ) -> SiteFile<D> {
         guard let known else {
             return SiteFile(relativePath: file.path, bytes: file.bytes, modified: file.modified, result: validate(file.bytes))
         }
         let hash = Digest.sha256(file.bytes)
+        let digest = Hex.string(hash)
+        let content = shared?.content(digest: digest, bytes: file.bytes)
+        let bytes = content?.body ?? file.bytes
         var read: SiteFile<D>
-        if known.contains(kind, digestHex: Hex.string(hash)) {
+        if known.contains(kind, digestHex: digest) {
             read = SiteFile(
-                relativePath: file.path, bytes: file.bytes, modified: file.modified,
+                relativePath: file.path, bytes: bytes, modified: file.modified,
                 result: ValidationResult(document: nil, diagnostics: []),
                 sha256: hash, validatedEarlier: true)
         } else {
@@ -224,9 +234,9 @@ public enum ConfigLoader {
             // file, and the JSON under it, is dropped here on the reading core, as a verdict known
             // from earlier holds none. At 10,000 sites they were 77 of a first start's 110 MB of
             // peak heap (heaptrack), which the process kept as RSS.
-            let result = validate(file.bytes)
+            let result = validate(bytes)
             read = SiteFile(
-                relativePath: file.path, bytes: file.bytes, modified: file.modified,
+                relativePath: file.path, bytes: bytes, modified: file.modified,
                 result: result.isValid ? ValidationResult(document: nil, diagnostics: result.diagnostics) : result, sha256: hash,
                 validatedEarlier: result.isValid)
         }
@@ -235,7 +245,7 @@ public enum ConfigLoader {
             // (the gzip form is made later, after a request asks for it); an option that cannot
             // make a head leaves it to the registry, which reports it.
             read.prepared = try? PreparedFile(
-                content: PreparedContent(body: file.bytes, sha256: hash), modified: file.modified, options: options)
+                content: content ?? PreparedContent(body: bytes, sha256: hash), modified: file.modified, options: options)
         }
         return read
     }

@@ -4,7 +4,7 @@ import Served
 
 /// Prepared contents by digest, counted, so that identical files share one body and one gzip and
 /// a content no site uses any more is dropped.
-struct ContentCache {
+public struct ContentCache: Sendable {
     private var entries: [String: (content: PreparedContent, uses: Int)] = [:]
 
     /// The prepared file for a valid site file (nil for an invalid one), sharing content, served
@@ -27,7 +27,8 @@ struct ContentCache {
                 return ready
             }
             entries[digest]!.uses += 1
-            return PreparedFile(ready, sharing: entry.content)
+            // The read took the content held already (`ConfigLoader.siteFile`): its file is the one.
+            return ready.content === entry.content ? ready : PreparedFile(ready, sharing: entry.content)
         }
         try PreparedFile.check(options)
         let content: PreparedContent
@@ -51,6 +52,13 @@ struct ContentCache {
         let prepared = try PreparedFile(content: file.content, modified: modified ?? file.lastModified, options: options)
         if entries[file.content.digest] != nil { entries[file.content.digest]!.uses += 1 }
         return prepared
+    }
+
+    /// The content held for these bytes (`digest`: their SHA-256, hex), if any; the bytes are
+    /// compared too, so that only the same bytes are ever shared.
+    func content(digest: String, bytes: [UInt8]) -> PreparedContent? {
+        guard let content = entries[digest]?.content, content.body == bytes else { return nil }
+        return content
     }
 
     /// Gives back a prepared file's use of its content.

@@ -289,7 +289,7 @@ public final class SiteRegistry {
     func examine(_ names: [String]) -> [ConfigLoader.Entry] {
         ConfigLoader.examine(
             names, sitesPath: sitesPath, records: records, known: preparer.validity.known, check: preparer.checkCertificate,
-            options: options, deferChecks: preparer.late.defers)
+            options: options, deferChecks: preparer.late.defers, shared: preparer.contents)
     }
 
     /// A name under `sites/` that cannot be examined (EACCES, EMFILE...) keeps what it was: a

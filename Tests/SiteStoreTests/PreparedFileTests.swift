@@ -134,3 +134,57 @@ struct ContentCacheTests {
         #expect(ready.body == bytes)
     }
 }
+
+@Suite("Content cache: a read takes a content held already")
+struct SharedContentReadTests {
+    /// The address of an array's storage, to tell a shared buffer from a copy of the same bytes.
+    static func storage(_ bytes: [UInt8]) -> UnsafeRawPointer? { bytes.withUnsafeBytes { $0.baseAddress } }
+
+    @Test("a site file whose bytes the cache holds takes that content and its buffer, read again or validated")
+    func readTakesHeldContent() throws {
+        let bytes = PreparedFileTests.json(2_000)
+        let directory = try TemporaryDirectory()
+        try directory.write("sites/b.test/apple-app-site-association", bytes)
+        var cache = ContentCache()
+        let first = SiteFile<Int>(
+            relativePath: "sites/a.test/apple-app-site-association", bytes: bytes, modified: 1_700_000_000,
+            result: ValidationResult(document: 1, diagnostics: []))
+        let held = try #require(try cache.prepare(first, modified: 1_700_000_000, options: ServingOptions())).content
+        // An empty verdict list validates the file; one that knows it does not: both take the content.
+        for known in [KnownValid(), KnownValid(keySet: [KnownValid.Key(.aasa, digestHex: Array(held.digest.utf8))!])] {
+            let site = ConfigLoader.loadSite(
+                host: try HostName(parsing: "b.test"), directory: directory.path("sites/b.test"), relative: "sites/b.test", known: known,
+                options: ServingOptions(), shared: cache)
+            let file = try #require(site.aasa)
+            #expect(file.isValid)
+            let prepared = try #require(file.prepared)
+            #expect(prepared.content === held)
+            #expect(Self.storage(file.bytes) == Self.storage(held.body), "the read's own buffer was let go")
+            // The registry's cache then serves that very file, one more use of the content.
+            let served = try #require(try cache.prepare(file, modified: file.modified, options: ServingOptions()))
+            #expect(served === prepared)
+        }
+        // Without the cache, the read keeps its own bytes and makes its own content.
+        let alone = ConfigLoader.loadSite(
+            host: try HostName(parsing: "b.test"), directory: directory.path("sites/b.test"), relative: "sites/b.test", known: KnownValid(),
+            options: ServingOptions())
+        let own = try #require(alone.aasa?.prepared)
+        #expect(own.content !== held)
+        #expect(own.body == bytes)
+    }
+
+    @Test("only the same bytes are taken: a content is never handed out for other bytes under its digest")
+    func otherBytesUnderTheDigest() throws {
+        let bytes = PreparedFileTests.json(2_000)
+        var cache = ContentCache()
+        let file = SiteFile<Int>(
+            relativePath: "sites/a.test/apple-app-site-association", bytes: bytes, modified: 1_700_000_000,
+            result: ValidationResult(document: 1, diagnostics: []))
+        let held = try #require(try cache.prepare(file, modified: 1_700_000_000, options: ServingOptions())).content
+        #expect(cache.content(digest: held.digest, bytes: bytes) === held)
+        var other = bytes
+        other[other.count - 2] = UInt8(ascii: "]")
+        #expect(cache.content(digest: held.digest, bytes: other) == nil)
+        #expect(cache.content(digest: Hex.string(Digest.sha256(other)), bytes: other) == nil)
+    }
+}
