@@ -9,19 +9,20 @@ public enum Parallel {
         _ elements: [Element], threshold: Int, _ transform: @Sendable (Element) -> Result
     ) -> [Result] {
         guard elements.count > threshold else { return elements.map(transform) }
-        let results = UnsafeMutableBufferPointer<Result>.allocate(capacity: elements.count)
-        defer { results.deallocate() }
         let slices = max(1, ProcessInfo.processInfo.activeProcessorCount * 4)
         let size = (elements.count + slices - 1) / slices
-        // Each slice initialises its own range of `results` only.
-        nonisolated(unsafe) let output = results
-        DispatchQueue.concurrentPerform(iterations: slices) { slice in
-            for i in min(elements.count, slice * size)..<min(elements.count, (slice + 1) * size) {
-                (output.baseAddress! + i).initialize(to: transform(elements[i]))
+        // Written in place into the array returned: a buffer copied into an array retained and
+        // released every reference in every result (100,000 site entries at a full load, on the
+        // thread that waits for them).
+        return [Result](unsafeUninitializedCapacity: elements.count) { buffer, count in
+            // Each slice initialises its own range of `buffer` only.
+            nonisolated(unsafe) let output = buffer
+            DispatchQueue.concurrentPerform(iterations: slices) { slice in
+                for i in min(elements.count, slice * size)..<min(elements.count, (slice + 1) * size) {
+                    (output.baseAddress! + i).initialize(to: transform(elements[i]))
+                }
             }
+            count = elements.count
         }
-        let array = Array(results)
-        _ = results.deinitialize()
-        return array
     }
 }

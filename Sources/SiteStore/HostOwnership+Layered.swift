@@ -89,6 +89,13 @@ struct LayeredMap<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         return out
     }
 
+    /// Makes room in the base for `count` keys while no copy shares it (a first full load,
+    /// which would otherwise grow and rehash it some 17 times on the way to 100,000 sites).
+    mutating func reserveCapacity(_ count: Int) {
+        guard isKnownUniquelyReferenced(&base) else { return }
+        base.values.reserveCapacity(count)
+    }
+
     /// Folds the changes into the base when there are more than `foldThreshold`.
     mutating func foldIfLarge() {
         guard changes.count > foldThreshold else { return }

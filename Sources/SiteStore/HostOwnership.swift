@@ -174,6 +174,15 @@ public struct HostOwnership: Sendable {
     // MARK: - Input
 
     /// Sets what a site names (a new site, or a change). Decided at the next `resolve`.
+    /// Room for `count` sites and their directories' names, for a first full load (where the
+    /// registry reserves its records too).
+    mutating func reserveCapacity(sites count: Int) {
+        sites.reserveCapacity(count)
+        entries.reserveCapacity(count)
+        changedSites.reserveCapacity(count)
+        pending.reserveCapacity(count)
+    }
+
     public mutating func set(_ site: String, _ names: Names) {
         var names = names
         // Each name once; an alias of one of the site's own entries adds nothing.
@@ -515,6 +524,9 @@ public struct HostOwnership: Sendable {
 struct Multimap<Key: Hashable & Sendable, Value: Equatable & Sendable>: Sendable {
     private var first = LayeredMap<Key, Value>()
     private var rest = LayeredMap<Key, [Value]>()
+
+    /// Room for `count` keys (`LayeredMap.reserveCapacity`).
+    mutating func reserveCapacity(_ count: Int) { first.reserveCapacity(count) }
 
     mutating func insert(_ value: Value, for key: Key) {
         if first[key] == nil { first[key] = value } else { rest[key, default: []].append(value) }

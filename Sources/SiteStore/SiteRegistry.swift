@@ -198,7 +198,10 @@ public final class SiteRegistry {
         // A full load at start adds every site: grown once, not doubled (and rehashed) 17 times.
         // Only then: a later full load (a rescan, SIGHUP) lists sites the records mostly hold,
         // and reserving their sum would double the table for good.
-        if records.isEmpty { records.reserveCapacity(ordered.count) }
+        if records.isEmpty {
+            records.reserveCapacity(ordered.count)
+            claims.ownership.reserveCapacity(sites: ordered.count)
+        }
         touched.reserveCapacity(ordered.count)
         // In chunks, so that at most one chunk of parsed files is held at once. Nothing that
         // changes the snapshot happens before the last chunk is read and the tree checked:
