@@ -142,7 +142,6 @@ package final class Daemon: @unchecked Sendable {
     /// written). Throws `StartFailure` (the reason logged) when any part cannot be made.
     package func start() throws {
         precondition(running == nil, "a daemon starts once")
-        Memory.configure()
         let settings = initial
         // Settings built in code are held to the bounds the file's text is.
         let problems = settings.valueProblems(source: "settings") + settings.consistencyProblems(source: "settings")
@@ -439,6 +438,11 @@ package final class Daemon: @unchecked Sendable {
             output("  curl --cacert \(authority) https://\(host.name):\(address.port)/.well-known/apple-app-site-association")
         }
         if checksLate { checkCertificatesLate(sites, logger: logger, serveReloaded: serveReloaded) }
+        // The load trimmed the heap as it ended, but tables of every site freed since (blocks
+        // of hundreds of kilobytes to megabytes, which glibc takes from the heap once its mapping
+        // threshold has risen past them) stayed in it: 46 MB at 100,000 sites
+        // (docs/benchmarks.md, "Memory a start holds").
+        Memory.trim()
         // One line a supervisor or a test can wait for (never a sleep).
         ready.raise()
         output(

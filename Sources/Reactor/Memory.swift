@@ -9,20 +9,6 @@ public enum Memory {
         _ = malloc_trim(0)
     }
 
-    /// Allocations from this size up are mapped on their own and unmapped when freed. glibc
-    /// starts at 128 KB and raises the threshold to the size of each mapped block freed (up to
-    /// 32 MB), after which such blocks come from the heap and, once freed, stay there until a
-    /// trim: a start at 100,000 sites frees tables of hundreds of kilobytes to megabytes (a
-    /// chunk's reads, the sets of names a load sorts) after its last trim, and the process held
-    /// 46 MB more at readiness (docs/benchmarks.md, "Memory a start holds"). Fixed here, the
-    /// threshold stays put; nothing on the serving path allocates blocks this large.
-    public static let mappedThreshold: Int32 = 256 * 1024
-
-    /// Fixes glibc's mapping threshold (`mappedThreshold`): once, early in a long-running process.
-    public static func configure() {
-        _ = mallopt(M_MMAP_THRESHOLD, mappedThreshold)
-    }
-
     /// Seconds between two trims by the serving workers, all of them together. `malloc_trim`
     /// walks the free chunks of every arena (each worker's, and the one that holds the sites),
     /// holding each one's lock: 18 to 210 ms on the calling loop thread for a fragmented heap of

@@ -32,9 +32,6 @@ extension ConfigLoader {
         // O(sites) each: quadratic over a full load). Nothing changes them while `examine` runs:
         // the calling thread waits for the reads.
         nonisolated(unsafe) let sites = records
-        // The contents served already, shared in the same way (read, never changed, while the
-        // reads run; the registry changes them after, in place once this copy is gone).
-        nonisolated(unsafe) let shared = shared
         let isSite: @Sendable (String) -> Bool = { name in
             sites[name] != nil || examineKind(sitesPath, name) == .directory
         }

@@ -209,8 +209,10 @@ public enum ConfigLoader {
     /// A file read from a site, validated unless `known` holds its content's verdict already,
     /// and prepared for serving with `options` when valid. A file whose bytes are a content in
     /// `shared` (another site serves them) takes that content's body and prepared content, and
-    /// its own buffer is let go here, on the reading thread: no second content object, digest or
-    /// ETag is made for a copy the registry would drop.
+    /// its own buffer is let go here, on the reading thread: no second content object, hex
+    /// digest or ETag is kept for a copy the registry would drop. The cache fills as a load is
+    /// applied, so this serves reloads (a site added with another's bytes, a rescan or SIGHUP
+    /// of every site), not a start's reads.
     private static func siteFile<D>(
         _ file: (path: String, bytes: [UInt8], modified: Int64), _ kind: KnownValid.Kind, _ known: KnownValid?,
         _ options: ServingOptions?, _ shared: ContentCache?, _ validate: ([UInt8]) -> ValidationResult<D>

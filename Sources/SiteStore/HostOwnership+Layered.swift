@@ -89,9 +89,12 @@ struct LayeredMap<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         return out
     }
 
-    /// Makes room in the base for `count` keys while no copy shares it (a first full load,
-    /// which would otherwise grow and rehash it some 17 times on the way to 100,000 sites).
+    /// Makes room for `count` keys in the changes, where a load's writes wait until the reload
+    /// folds them (`HostOwnership.compact`), and in the base they are folded into while no copy
+    /// shares it: a first full load grew and rehashed each some 17 times on the way to 100,000
+    /// sites. The changes' room goes with them when they are folded.
     mutating func reserveCapacity(_ count: Int) {
+        changes.reserveCapacity(count)
         guard isKnownUniquelyReferenced(&base) else { return }
         base.values.reserveCapacity(count)
     }

@@ -173,7 +173,6 @@ public struct HostOwnership: Sendable {
 
     // MARK: - Input
 
-    /// Sets what a site names (a new site, or a change). Decided at the next `resolve`.
     /// Room for `count` sites and their directories' names, for a first full load (where the
     /// registry reserves its records too).
     mutating func reserveCapacity(sites count: Int) {
@@ -183,6 +182,7 @@ public struct HostOwnership: Sendable {
         pending.reserveCapacity(count)
     }
 
+    /// Sets what a site names (a new site, or a change). Decided at the next `resolve`.
     public mutating func set(_ site: String, _ names: Names) {
         var names = names
         // Each name once; an alias of one of the site's own entries adds nothing.

@@ -303,3 +303,40 @@ struct ConfigFileBoundTests {
         #expect(problems.contains { $0.file == "sites/a.test/tls/key.pem" && $0.message.contains("missing") })
     }
 }
+
+@Suite("Site registry: a read takes the content another site serves")
+struct SharedContentRegistryTests {
+    @Test("a site added with another's bytes shares its content; removing the other in the same reload keeps it, counted once")
+    func addedBesideRemoved() throws {
+        let c = try TempConfig()
+        try c.write("sites/a.test/apple-app-site-association", good)
+        try c.write("sites/c.test/apple-app-site-association", good2)
+        let r = c.registry()
+        let first = r.reloadAll()
+        let held = try #require(first.site(forHost: "a.test")?.aasa?.content)
+        try c.write("sites/b.test/apple-app-site-association", good)
+        let shared = r.reload(["b.test"])
+        #expect(shared.site(forHost: "b.test")?.aasa?.content === held)
+        #expect(r.preparer.contents.count == 2)
+        // a.test goes while d.test comes with the same bytes, in one reload.
+        try c.remove("sites/a.test")
+        try c.write("sites/d.test/apple-app-site-association", good)
+        let after = r.reload(["a.test", "d.test"])
+        #expect(after.site(forHost: "a.test") == nil)
+        #expect(after.site(forHost: "b.test")?.aasa?.content === held)
+        #expect(after.site(forHost: "d.test")?.aasa?.content === held)
+        #expect(r.preparer.contents.count == 2)
+        // d.test goes: b.test still uses the content, so a site added after takes it again.
+        try c.remove("sites/d.test")
+        _ = r.reload(["d.test"])
+        #expect(r.preparer.contents.count == 2)
+        try c.write("sites/e.test/apple-app-site-association", good)
+        #expect(r.reload(["e.test"]).site(forHost: "e.test")?.aasa?.content === held)
+        // The last two users gone, the content goes too; the other site's stays.
+        try c.remove("sites/b.test")
+        try c.remove("sites/e.test")
+        _ = r.reload(["b.test", "e.test"])
+        #expect(r.preparer.contents.count == 1)
+        #expect(body(r.snapshot, "c.test") == good2)
+    }
+}
