@@ -296,6 +296,11 @@ public final class HTTP2Session {
     @exclusivity(unchecked) private var nvaParts: FileHeadParts?
     @exclusivity(unchecked) private var nvaForm = FileHead.Form.ok
     @exclusivity(unchecked) private var nvaFileCount = 0
+    /// Where the list's written values point (`FileHeadCache.withHTTP2Values`): the same buffer
+    /// and ends again need no pointing again, whichever head it is now, since the buffer holds
+    /// the values of the head being answered.
+    @exclusivity(unchecked) private var nvaWrittenBase: UnsafePointer<UInt8>?
+    @exclusivity(unchecked) private var nvaWrittenEnds: FileHead.ValueEnds?
     @exclusivity(unchecked) private var nvaFlags: UInt8 = 0
     @exclusivity(unchecked) private var nvaHead = 0
     /// The output buffer while `produce` runs, where a DATA frame's body is written straight
@@ -548,12 +553,21 @@ public final class HTTP2Session {
         respond(stream: stream, status: status, head: .prepared(fields), date: date, location: location, body: body, sendsBody: sendsBody)
     }
 
+    /// The same with a cache of its own (tests): a served file's values are written for it.
+    public func respond(
+        stream: Int32, status: Status, head: ResponseHead, date: [UInt8], location: [UInt8]? = nil, body: [UInt8], sendsBody: Bool
+    ) {
+        var heads = FileHeadCache()
+        respond(stream: stream, status: status, head: head, date: date, location: location, body: body, sendsBody: sendsBody, heads: &heads)
+    }
+
     /// Submits a response whose fields are prepared, or a served file's composed here
-    /// (`FileHead`, `appendFileFields`).
+    /// (`FileHead`, `appendHTTP2`) with the values `heads`, the worker's, holds for it.
     /// A stream nghttp2 no longer has open gets nothing: its body would be kept for a data
     /// provider nghttp2 never calls.
     public func respond(
-        stream: Int32, status: Status, head: ResponseHead, date: [UInt8], location: [UInt8]? = nil, body: [UInt8], sendsBody: Bool
+        stream: Int32, status: Status, head: ResponseHead, date: [UInt8], location: [UInt8]? = nil, body: [UInt8], sendsBody: Bool,
+        heads: inout FileHeadCache
     ) {
         guard CAASANghttp2_stream_is_open(session, stream) != 0 else { return }
         let hasBody = sendsBody && !body.isEmpty
@@ -612,19 +626,24 @@ public final class HTTP2Session {
                         return submitWithLocation()
                     }
                 }
-                // A served file's head: the values written per response (length, ETag,
-                // Last-Modified) are on the stack; nghttp2 copies them before `submit` returns.
+                // A served file's head: the values written for it (length, ETag, Last-Modified)
+                // are the worker's cache's; nghttp2 copies them before `submit` returns.
                 // A head of the same parts and form as the last response's (a client fetching
                 // the file again, or another file with the same options): the list is kept, and
-                // only the status, the date and the three written values are pointed again.
+                // only the status, the date and the three written values are pointed again
+                // (not even those when they are where they were: the same head again).
                 let reuse = file.parts === nvaParts && file.form == nvaForm && flags == nvaFlags && lead == nvaHead
                 nvaFields = nil
-                return file.withHTTP2Values { written, ends in
+                return heads.withHTTP2Values(file) { written, ends in
                     if reuse {
                         nva.removeSubrange((lead + nvaFileCount)...)
                         nva[0] = Self.field(Self.statusName, code, flags)
                         if lead == 2 { nva[1] = Self.field(Self.dateName, date, flags) }
-                        file.repointHTTP2(written: written, ends: ends, after: lead, in: &nva)
+                        if written.baseAddress != nvaWrittenBase || ends != nvaWrittenEnds {
+                            file.repointHTTP2(written: written, ends: ends, after: lead, in: &nva)
+                            nvaWrittenBase = written.baseAddress
+                            nvaWrittenEnds = ends
+                        }
                     } else {
                         nva.removeAll(keepingCapacity: true)
                         nva.append(Self.field(Self.statusName, code, flags))
@@ -637,6 +656,8 @@ public final class HTTP2Session {
                         nvaFlags = flags
                         nvaHead = lead
                         nvaFileCount = nva.count - lead
+                        nvaWrittenBase = written.baseAddress
+                        nvaWrittenEnds = ends
                     }
                     return submitWithLocation()
                 }
