@@ -9,7 +9,7 @@ import HTTPCore
 extension FileHead {
     /// Where `FileHeadCache.withHTTP2Values` ended each value: Content-Length (empty for a 304),
     /// ETag, Last-Modified.
-    struct ValueEnds: Equatable {
+    struct ValueEnds {
         var length: Int
         var etag: Int
         var lastModified: Int

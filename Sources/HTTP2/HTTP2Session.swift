@@ -296,11 +296,6 @@ public final class HTTP2Session {
     @exclusivity(unchecked) private var nvaParts: FileHeadParts?
     @exclusivity(unchecked) private var nvaForm = FileHead.Form.ok
     @exclusivity(unchecked) private var nvaFileCount = 0
-    /// Where the list's written values point (`FileHeadCache.withHTTP2Values`): the same buffer
-    /// and ends again need no pointing again, whichever head it is now, since the buffer holds
-    /// the values of the head being answered.
-    @exclusivity(unchecked) private var nvaWrittenBase: UnsafePointer<UInt8>?
-    @exclusivity(unchecked) private var nvaWrittenEnds: FileHead.ValueEnds?
     @exclusivity(unchecked) private var nvaFlags: UInt8 = 0
     @exclusivity(unchecked) private var nvaHead = 0
     /// The output buffer while `produce` runs, where a DATA frame's body is written straight
@@ -630,8 +625,7 @@ public final class HTTP2Session {
                 // are the worker's cache's; nghttp2 copies them before `submit` returns.
                 // A head of the same parts and form as the last response's (a client fetching
                 // the file again, or another file with the same options): the list is kept, and
-                // only the status, the date and the three written values are pointed again
-                // (not even those when they are where they were: the same head again).
+                // only the status, the date and the three written values are pointed again.
                 let reuse = file.parts === nvaParts && file.form == nvaForm && flags == nvaFlags && lead == nvaHead
                 nvaFields = nil
                 return heads.withHTTP2Values(file) { written, ends in
@@ -639,11 +633,7 @@ public final class HTTP2Session {
                         nva.removeSubrange((lead + nvaFileCount)...)
                         nva[0] = Self.field(Self.statusName, code, flags)
                         if lead == 2 { nva[1] = Self.field(Self.dateName, date, flags) }
-                        if written.baseAddress != nvaWrittenBase || ends != nvaWrittenEnds {
-                            file.repointHTTP2(written: written, ends: ends, after: lead, in: &nva)
-                            nvaWrittenBase = written.baseAddress
-                            nvaWrittenEnds = ends
-                        }
+                        file.repointHTTP2(written: written, ends: ends, after: lead, in: &nva)
                     } else {
                         nva.removeAll(keepingCapacity: true)
                         nva.append(Self.field(Self.statusName, code, flags))
@@ -656,8 +646,6 @@ public final class HTTP2Session {
                         nvaFlags = flags
                         nvaHead = lead
                         nvaFileCount = nva.count - lead
-                        nvaWrittenBase = written.baseAddress
-                        nvaWrittenEnds = ends
                     }
                     return submitWithLocation()
                 }
