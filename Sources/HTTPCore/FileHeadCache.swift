@@ -8,7 +8,7 @@
 /// object (and form) is the same head, and holding it means its address cannot be another
 /// file's meanwhile. Two files with equal length, ETag or parts are still two keys, and so are a
 /// file and its replacement after a reload. What it holds is the last file served (until another
-/// is) and the bytes of one head in each framing.
+/// is, or the worker takes a new snapshot: `forget`) and the bytes of one head in each framing.
 public struct FileHeadCache {
     /// The source whose head is kept, held so that its identity (`http1Key`, compared without
     /// a retain) stays its own.
@@ -26,6 +26,15 @@ public struct FileHeadCache {
     package private(set) var http2Ends = (length: 0, etag: 0, end: 0)
 
     public init() {}
+
+    /// Lets go of the sources kept (the worker took a new snapshot: a file it replaced or removed
+    /// must not stay alive here until another file is served); the buffers' room is kept.
+    public mutating func forget() {
+        http1Source = nil
+        http1Key = nil
+        http2Source = nil
+        http2Key = nil
+    }
 
     /// Appends `head`'s HTTP/1.1 lines: the bytes kept when `head` is the last one's source and
     /// form, else written (and kept).

@@ -58,4 +58,28 @@ struct FileHeadCacheTests {
         }
         #expect(lines == [Int64(86_400), 86_400, 172_800, 172_800, -1].map { "Last-Modified: \(ReferenceHeads.date($0))" })
     }
+
+    @Test("forgotten, the cache holds neither file, and a file made where the last one was gets its own head")
+    func forgotten() {
+        var cache = FileHeadCache()
+        var out: [UInt8] = []
+        weak var held: FileHeadSource?
+        do {
+            let (file, _) = Self.twins(86_400, 0)
+            held = file
+            cache.writeHTTP1(FileHead(source: file, form: .ok), into: &out)
+            cache.holdHTTP2Values(FileHead(source: file, form: .ok))
+        }
+        #expect(held != nil)
+        cache.forget()
+        #expect(held == nil)
+        // The allocator likely gives the next file the freed one's address: it is still another key.
+        for time in [Int64(172_800), 259_200] {
+            let (file, _) = Self.twins(time, 0)
+            out.removeAll()
+            cache.writeHTTP1(FileHead(source: file, form: .ok), into: &out)
+            #expect(out == Self.uncached(FileHead(source: file, form: .ok)))
+            cache.forget()
+        }
+    }
 }
