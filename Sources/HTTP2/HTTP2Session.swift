@@ -548,8 +548,10 @@ public final class HTTP2Session {
         respond(stream: stream, status: status, head: .prepared(fields), date: date, location: location, body: body, sendsBody: sendsBody)
     }
 
-    /// The same with a cache of its own (tests): a served file's values are written for it.
-    public func respond(
+    /// The same with a cache of its own, made per call: a served file's values are written for
+    /// it. For tests; `package`, so that the server (which passes its worker's) cannot pick it
+    /// by leaving the cache out.
+    package func respond(
         stream: Int32, status: Status, head: ResponseHead, date: [UInt8], location: [UInt8]? = nil, body: [UInt8], sendsBody: Bool
     ) {
         var heads = FileHeadCache()

@@ -54,8 +54,9 @@ public struct Response {
         if sendsBody { out.append(contentsOf: body) }
     }
 
-    /// The same with a cache of its own (tests).
-    public func serialize(into out: inout [UInt8], dateLine: [UInt8]) {
+    /// The same with a cache of its own, made per call. For tests; `package`, so that the
+    /// server (which passes its worker's) cannot pick it by leaving the cache out.
+    package func serialize(into out: inout [UInt8], dateLine: [UInt8]) {
         var heads = FileHeadCache()
         serialize(into: &out, dateLine: dateLine, heads: &heads)
     }
