@@ -4,30 +4,19 @@ import HTTPCore
 /// A served file's head as an HTTP/2 field list (`HTTP2Session.respond`): the same fields in the
 /// same order as its HTTP/1.1 lines (`FileHead`), names in lower case. Names and fixed values are
 /// static text, taken uncopied; the shared parts' values are taken uncopied when the response's
-/// entry keeps them alive (it has a body) and copied otherwise; the values written per response
-/// (`withHTTP2Values`, on the stack) are always copied, during the submit.
+/// entry keeps them alive (it has a body) and copied otherwise; the values written per head
+/// (`FileHeadCache.withHTTP2Values`, the worker's) are always copied, during the submit.
 extension FileHead {
-    /// Where `withHTTP2Values` ended each value: Content-Length (empty for a 304), ETag,
-    /// Last-Modified.
+    /// Where `FileHeadCache.withHTTP2Values` ended each value: Content-Length (empty for a 304),
+    /// ETag, Last-Modified.
     struct ValueEnds {
         var length: Int
         var etag: Int
         var lastModified: Int
     }
 
-    /// Calls `body` with the Content-Length digits (not for a 304), the ETag and the
-    /// Last-Modified date written back to back on the stack, and where each ends.
-    func withHTTP2Values<R>(_ body: (UnsafeBufferPointer<UInt8>, ValueEnds) -> R) -> R {
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: http2ValuesCapacity) { buffer in
-            let ends = writeHTTP2Values(to: buffer.baseAddress!)
-            return body(
-                UnsafeBufferPointer(start: buffer.baseAddress, count: ends.end),
-                ValueEnds(length: ends.length, etag: ends.etag, lastModified: ends.end))
-        }
-    }
-
     /// Appends the fields to `nva`: `values` is `parts.values`, `written` what
-    /// `withHTTP2Values` wrote, both alive until the submit returns.
+    /// `FileHeadCache.withHTTP2Values` gave, both alive until the submit returns.
     func appendHTTP2(
         values: UnsafeBufferPointer<UInt8>, written: UnsafeBufferPointer<UInt8>, ends: ValueEnds, hasBody: Bool,
         to nva: inout [nghttp2_nv]
@@ -71,5 +60,20 @@ extension FileHead {
         nva[i].valuelen = ends.etag - ends.length
         nva[i + 1].value = base + ends.etag
         nva[i + 1].valuelen = ends.lastModified - ends.etag
+    }
+}
+
+extension FileHeadCache {
+    /// Calls `body` with `head`'s Content-Length digits (not for a 304), ETag and Last-Modified
+    /// date back to back, as the worker's cache holds them (kept from the last response when it
+    /// was the same head, else written now), and where each ends.
+    mutating func withHTTP2Values<R>(_ head: FileHead, _ body: (UnsafeBufferPointer<UInt8>, FileHead.ValueEnds) -> R) -> R {
+        holdHTTP2Values(head)
+        let ends = http2Ends
+        return http2.withUnsafeBufferPointer { values in
+            body(
+                UnsafeBufferPointer(start: values.baseAddress, count: ends.end),
+                FileHead.ValueEnds(length: ends.length, etag: ends.etag, lastModified: ends.end))
+        }
     }
 }

@@ -548,12 +548,23 @@ public final class HTTP2Session {
         respond(stream: stream, status: status, head: .prepared(fields), date: date, location: location, body: body, sendsBody: sendsBody)
     }
 
+    /// The same with a cache of its own, made per call: a served file's values are written for
+    /// it. For tests; `package`, so that the server (which passes its worker's) cannot pick it
+    /// by leaving the cache out.
+    package func respond(
+        stream: Int32, status: Status, head: ResponseHead, date: [UInt8], location: [UInt8]? = nil, body: [UInt8], sendsBody: Bool
+    ) {
+        var heads = FileHeadCache()
+        respond(stream: stream, status: status, head: head, date: date, location: location, body: body, sendsBody: sendsBody, heads: &heads)
+    }
+
     /// Submits a response whose fields are prepared, or a served file's composed here
-    /// (`FileHead`, `appendFileFields`).
+    /// (`FileHead`, `appendHTTP2`) with the values `heads`, the worker's, holds for it.
     /// A stream nghttp2 no longer has open gets nothing: its body would be kept for a data
     /// provider nghttp2 never calls.
     public func respond(
-        stream: Int32, status: Status, head: ResponseHead, date: [UInt8], location: [UInt8]? = nil, body: [UInt8], sendsBody: Bool
+        stream: Int32, status: Status, head: ResponseHead, date: [UInt8], location: [UInt8]? = nil, body: [UInt8], sendsBody: Bool,
+        heads: inout FileHeadCache
     ) {
         guard CAASANghttp2_stream_is_open(session, stream) != 0 else { return }
         let hasBody = sendsBody && !body.isEmpty
@@ -612,14 +623,14 @@ public final class HTTP2Session {
                         return submitWithLocation()
                     }
                 }
-                // A served file's head: the values written per response (length, ETag,
-                // Last-Modified) are on the stack; nghttp2 copies them before `submit` returns.
+                // A served file's head: the values written for it (length, ETag, Last-Modified)
+                // are the worker's cache's; nghttp2 copies them before `submit` returns.
                 // A head of the same parts and form as the last response's (a client fetching
                 // the file again, or another file with the same options): the list is kept, and
                 // only the status, the date and the three written values are pointed again.
                 let reuse = file.parts === nvaParts && file.form == nvaForm && flags == nvaFlags && lead == nvaHead
                 nvaFields = nil
-                return file.withHTTP2Values { written, ends in
+                return heads.withHTTP2Values(file) { written, ends in
                     if reuse {
                         nva.removeSubrange((lead + nvaFileCount)...)
                         nva[0] = Self.field(Self.statusName, code, flags)

@@ -233,10 +233,10 @@ public struct ResponseHead: Sendable {
     /// As a prepared list (tests, diagnostics).
     public var fields: PreparedFields { file?.prepared ?? prepared ?? .none }
 
-    /// Appends the HTTP/1.1 lines.
-    public func writeHTTP1(into out: inout [UInt8]) {
+    /// Appends the HTTP/1.1 lines (a served file's as `heads`, the worker's, holds them).
+    public func writeHTTP1(into out: inout [UInt8], heads: inout FileHeadCache) {
         if let file {
-            file.writeHTTP1(into: &out)
+            heads.writeHTTP1(file, into: &out)
         } else if let prepared {
             out.append(contentsOf: prepared.http1)
         }

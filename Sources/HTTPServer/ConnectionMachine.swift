@@ -28,6 +28,8 @@ struct ConnectionContext<Answerer: RequestAnswering> {
     var frameBuffer: SharedFrameBuffer?
     /// HTTP/2 streams refused since the worker last counted them.
     var streamsRefused = 0
+    /// The last served file's head as written, in both framings (`FileHeadCache`).
+    var heads = FileHeadCache()
 }
 
 /// One connection's protocol state, apart from its socket (hummingbird's connection state
@@ -436,7 +438,7 @@ struct ConnectionMachine {
             case .failed(let error):
                 // The stream position is no longer known: answer and close.
                 let response = context.answerer.refuse(Status(rawValue: error.status) ?? .badRequest, peer: peer)
-                response.serialize(into: &context.out, dateLine: context.answerer.dateLine.bytes)
+                response.serialize(into: &context.out, dateLine: context.answerer.dateLine.bytes, heads: &context.heads)
                 closeAfterWrite = true
                 return (bytes.count, false)
             case .complete(let head):
@@ -449,7 +451,7 @@ struct ConnectionMachine {
                 // An answer may close on its own (plain HTTP's redirect to HTTPS); the client or a
                 // stop may close any.
                 response.close = response.close || !head.keepAlive || context.draining
-                response.serialize(into: &context.out, dateLine: context.answerer.dateLine.bytes)
+                response.serialize(into: &context.out, dateLine: context.answerer.dateLine.bytes, heads: &context.heads)
                 parser.reset()
                 offset += head.length
                 phase = .readingRequest(started: false)
@@ -500,7 +502,7 @@ struct ConnectionMachine {
             }
             session.respond(
                 stream: request.stream, status: response.status, head: response.head, date: context.answerer.dateLine.value,
-                location: response.location, body: response.body, sendsBody: response.sendsBody)
+                location: response.location, body: response.body, sendsBody: response.sendsBody, heads: &context.heads)
         }
         session.produce(into: &context.out, limit: context.limits.outputHighWater)
     }

@@ -36,12 +36,12 @@ public struct Response {
     /// The fields as a prepared list (tests, diagnostics).
     public var headers: PreparedFields { head.fields }
 
-    /// Appends the HTTP/1.1 form: status line, `Date`, the fields, `Connection: close` when
-    /// closing, the empty line and the body.
-    public func serialize(into out: inout [UInt8], dateLine: [UInt8]) {
+    /// Appends the HTTP/1.1 form: status line, `Date`, the fields (a served file's as `heads`,
+    /// the worker's, holds them), `Connection: close` when closing, the empty line and the body.
+    public func serialize(into out: inout [UInt8], dateLine: [UInt8], heads: inout FileHeadCache) {
         out.append(contentsOf: StatusLines.line(status))
         out.append(contentsOf: dateLine)
-        head.writeHTTP1(into: &out)
+        head.writeHTTP1(into: &out, heads: &heads)
         if let location {
             out.append(contentsOf: StatusLines.locationName)
             out.append(contentsOf: location)
@@ -52,6 +52,13 @@ public struct Response {
         out.append(13)
         out.append(10)
         if sendsBody { out.append(contentsOf: body) }
+    }
+
+    /// The same with a cache of its own, made per call. For tests; `package`, so that the
+    /// server (which passes its worker's) cannot pick it by leaving the cache out.
+    package func serialize(into out: inout [UInt8], dateLine: [UInt8]) {
+        var heads = FileHeadCache()
+        serialize(into: &out, dateLine: dateLine, heads: &heads)
     }
 
     /// The response as sent for a request with this method: RFC 9110 §9.3.2, a HEAD response

@@ -270,7 +270,7 @@ final class Worker {
     }
 
     func refreshSnapshot() {
-        if store.generation != context.answerer.snapshot.generation { context.answerer.snapshot = store.snapshot() }
+        context.refreshSnapshot(from: store)
     }
 
     func readClock() {

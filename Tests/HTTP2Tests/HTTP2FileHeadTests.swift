@@ -102,6 +102,38 @@ struct HTTP2FileHeadTests {
         }
     }
 
+    @Test("two files differing only in Last-Modified, alternately on two connections of one worker (one cache): each its own date")
+    func alternatingTwinsOneWorker() {
+        let parts = FileHeadParts(contentType: "application/json", cacheControl: "max-age=300", vary: "Accept-Encoding")
+        let etag = "\"0123456789abcdef0123456789abcdef\""
+        let files = [1_700_000_000, 1_700_000_001].map { ReferenceHeads.File(length: 300, etag: etag, lastModified: $0) }
+        let sources = files.map { FileHeadSource(parts: parts, contentLength: 300, etag: etag, lastModified: $0.lastModified) }
+        let streams: [Int32] = [1, 3, 5, 7]
+        let connections = [HTTP2UncopiedResponseTests.session(streams: streams), HTTP2UncopiedResponseTests.session(streams: streams)]
+        var heads = FileHeadCache()
+        // (connection, file, 304): a on the first, b on the second, a again on the first, ...
+        let plan = [(0, 0, false), (1, 1, false), (0, 0, false), (1, 1, true), (1, 0, false), (0, 1, false), (0, 1, true), (1, 0, true)]
+        var expected: [[Int32: [String]]] = [[:], [:]]
+        var next = [0, 0]
+        for (connection, file, notModified) in plan {
+            let (session, requests) = connections[connection]
+            let stream = requests[next[connection]].stream
+            next[connection] += 1
+            let head = FileHead(source: sources[file], form: notModified ? .notModified : .ok)
+            session.respond(
+                stream: stream, status: notModified ? .notModified : .ok, head: .file(head), date: [], body: [7], sendsBody: !notModified,
+                heads: &heads)
+            expected[connection][stream] =
+                [":status: \(notModified ? 304 : 200)"] + ReferenceHeads.http2(ReferenceHeads.fields(files[file], notModified: notModified))
+        }
+        for (index, (session, _)) in connections.enumerated() {
+            let answers = HTTP2UncopiedResponseTests.answers(HTTP2UncopiedResponseTests.produce(session, limit: 1 << 20))
+            for (stream, fields) in expected[index] {
+                #expect(answers[stream]?.fields.map { "\($0.name): \($0.value)" } == fields, "connection \(index) stream \(stream)")
+            }
+        }
+    }
+
     @Test("the shared parts a response points into stay alive until its frames are written")
     func partsOutliveTheCaller() {
         let (session, requests) = HTTP2UncopiedResponseTests.session(streams: [1, 3, 5])
