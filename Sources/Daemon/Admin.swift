@@ -16,7 +16,9 @@ import TenantAPI
 /// Probes must answer whatever else the admin port is doing: `/healthz` is a constant and
 /// `/readyz` one atomic load, and no page takes the registry's lock (a reload holds it while it
 /// reads the config directory, which at 100,000 sites takes seconds). `/sites` and `/metrics`
-/// read the `AdminView` the reloader published after its last reload.
+/// read the `AdminView` the reloader published after its last reload. `/sites` is rendered
+/// again on a queue of its own (`PageRender`), never on the admin worker's thread: only the page
+/// already rendered for the current state is answered there.
 struct AdminPages: Sendable {
     let sites: LockedRegistry
     /// Raised once the first snapshot is served, lowered when stopping (`/readyz`).
@@ -34,8 +36,28 @@ struct AdminPages: Sendable {
     var status = StatusPages()
     /// Wildcard children's approvals, when automatic certificates are on (`/sites`' `acme.children`).
     var children: ChildApprovals? = nil
+    /// Where `/sites` is rendered when what it shows changed.
+    var sitesRender = PageRender(label: "aasad.sites-page")
 
-    /// `target`: the path, and the query when one was sent.
+    /// `target`: the path, and the query when one was sent. `/sites` is answered now only when
+    /// the page for the current state is rendered already; otherwise later, off this thread.
+    func reply(_ target: String) -> AdminEndpoint.Reply? {
+        guard target == "/sites" || target.hasPrefix("/sites?") else { return answer(target).map(AdminEndpoint.Reply.now) }
+        if let cached = sitesAnswer(renderedOnly: true) { return .now(cached) }
+        return sitesRender.request { self.sitesAnswer(renderedOnly: false)! }
+    }
+
+    /// `/sites`; nil when `renderedOnly` and the page for the current state is not rendered.
+    func sitesAnswer(renderedOnly: Bool) -> AdminEndpoint.Answer? {
+        // Fallback answers change the page too: their total is part of its cache key.
+        let fallbacks = metrics.traffic.statistics().fallbacks.values.reduce(0, &+)
+        let manager = acme()
+        let page = sites.sitesPage(
+            fetches: fetches, acme: manager, fallbacks: fallbacks, cdn: cdn(), verification: verification, renderedOnly: renderedOnly)
+        return page.map { .init(status: .ok, contentType: "application/json", body: Self.withChildren($0, manager == nil ? nil : children)) }
+    }
+
+    /// `target`: the path, and the query when one was sent; `/sites` rendered on this thread.
     func answer(_ target: String) -> AdminEndpoint.Answer? {
         let path = target.firstIndex(of: "?").map { String(target[..<$0]) } ?? target
         if path == "/" { return status.answer(target: target, source: statusSource()) }
@@ -49,13 +71,7 @@ struct AdminPages: Sendable {
         case "/metrics":
             return .init(status: .ok, contentType: MetricsExporter.contentType, body: metrics.scrape())
         case "/sites":
-            // Fallback answers change the page too: their total is part of its cache key.
-            let fallbacks = metrics.traffic.statistics().fallbacks.values.reduce(0, &+)
-            return .init(
-                status: .ok, contentType: "application/json",
-                body: Self.withChildren(
-                    sites.sitesPage(fetches: fetches, acme: acme(), fallbacks: fallbacks, cdn: cdn(), verification: verification),
-                    acme() == nil ? nil : children))
+            return sitesAnswer(renderedOnly: false)
         default:
             return nil
         }
@@ -289,10 +305,12 @@ final class LockedRegistry: @unchecked Sendable {
     /// Host ownership as of the last reload.
     var ownership: HostOwnership { publishedOwnership.withLock { $0 } }
 
-    /// `/sites` for the current view and fetches; rendered again only when either changed.
+    /// `/sites` for the current view and fetches; rendered again only when either changed, and
+    /// then nil if `renderedOnly`.
     func sitesPage(
-        fetches: FetchLog, acme: CertificateManager? = nil, fallbacks: Int = 0, cdn: CDNWatch? = nil, verification: VerificationStore? = nil
-    ) -> [UInt8] {
+        fetches: FetchLog, acme: CertificateManager? = nil, fallbacks: Int = 0, cdn: CDNWatch? = nil, verification: VerificationStore? = nil,
+        renderedOnly: Bool = false
+    ) -> [UInt8]? {
         let view = current
         let version = fetches.version
         // Cut route walks change the page too (one answered by a 404 moves no fallback count).
@@ -305,6 +323,7 @@ final class LockedRegistry: @unchecked Sendable {
         {
             return acme.map { Self.withTiers(cached.bytes, $0) } ?? cached.bytes
         }
+        if renderedOnly { return nil }
         let statuses = acme?.statusesByName()
         let checks = verification.map { ($0.version, $0.verifiedByName()) }
         let bytes = view.render(

@@ -29,14 +29,23 @@ public struct AdminEndpoint: Sendable {
     /// status page reads it; the other pages look at the path only); nil for an unknown path
     /// (404). Never called for another method.
     public typealias Handler = @Sendable (String) -> Answer?
+    /// The same, for a handler that may answer later (`PendingAnswer`).
+    public typealias ReplyHandler = @Sendable (String) -> Reply?
 
-    private let handler: Handler
+    private let handler: ReplyHandler
     /// The configured names `Host` may carry besides loopback names and IP literals.
     private let hosts: AdminHosts
+    /// The admin worker's unsent bytes, against which a large answer is admitted.
+    let output: AdminOutput
 
     public init(hosts: AdminHosts = AdminHosts(), _ handler: @escaping Handler) {
+        self.init(hosts: hosts, output: AdminOutput()) { target in handler(target).map(Reply.now) }
+    }
+
+    public init(hosts: AdminHosts = AdminHosts(), output: AdminOutput = AdminOutput(), replies: @escaping ReplyHandler) {
         self.hosts = hosts
-        self.handler = handler
+        self.handler = replies
+        self.output = output
     }
 
     /// `authority` is the request's `Host` (or an absolute-form target's authority) as sent;
@@ -49,15 +58,41 @@ public struct AdminEndpoint: Sendable {
         // the body, RFC 9110 §9.3.2), so any other method is 405 with `Allow: GET, HEAD`
         // (§15.5.6) for every path, and a POST to `/` or `/sites` costs no page built or rendered.
         guard method != .other else { return .error(.methodNotAllowed, close: false) }
-        guard let answer = handler(target) else { return .error(.notFound, close: false) }
+        switch handler(target) {
+        case nil:
+            return .error(.notFound, close: false)
+        case .now(let answer):
+            // The HEAD rule is applied where every response's is: Exchange.answer.
+            return frame(answer)
+        case .later(let pending):
+            var response = Response.error(.serviceUnavailable, close: false)
+            response.deferred = Deferred(pending: pending, method: method)
+            return response
+        }
+    }
+
+    /// The answer as a response with the four fields every admin answer has; 503 for a large one
+    /// while others wait unsent (`AdminOutput`).
+    func frame(_ answer: Answer) -> Response {
+        guard output.admits(answer.body.count) else {
+            return Self.frame(Self.busy)
+        }
+        return Self.frame(answer)
+    }
+
+    private static func frame(_ answer: Answer) -> Response {
         let headers = PreparedFields(
             [
                 (name: "Content-Type", value: answer.contentType), (name: "Content-Length", value: "\(answer.body.count)"),
                 (name: "Cache-Control", value: "no-store"), (name: "X-Content-Type-Options", value: "nosniff"),
             ] + answer.fields)
-        // The HEAD rule is applied where every response's is: Exchange.answer.
         return Response(status: answer.status, headers: headers, body: answer.body, sendsBody: true, close: false)
     }
+
+    /// A large answer refused while the admin worker holds others unsent.
+    static let busy = Answer(
+        status: .serviceUnavailable, body: Array("busy: other answers are waiting to be read; try again\n".utf8),
+        fields: [(name: "Retry-After", value: "1")])
 }
 
 /// Which `Host` values the admin listener answers (RFC 9110 §7.2): loopback names (`localhost`

@@ -52,6 +52,10 @@ struct ConnectionMachine {
         /// Output pending that the socket would not take yet, or queued requests waiting for
         /// the next writable event; reading is paused (back-pressure).
         case writing
+        /// HTTP/1.1 on the admin listener: a request's answer is being made on another thread
+        /// (`PendingAnswer`); nothing is read (pipelined requests wait behind it) until it is
+        /// given, and only a hang-up is watched for.
+        case answering
         /// The last response is out; the write side is shut and input is read and dropped until
         /// the peer closes, so a late pipelined request cannot turn into a reset that destroys
         /// the response (nginx's lingering close).
@@ -137,6 +141,12 @@ struct ConnectionMachine {
     /// HTTP/1.1: rounds of answering already-read requests left in this readiness event
     /// (`Limits.answerRoundsPerEvent`).
     private var rounds = 0
+    /// HTTP/1.1: the request waiting for its answer from another thread, and whether its
+    /// connection stays open after it.
+    private var awaiting: (deferred: AdminEndpoint.Deferred, keepAlive: Bool)?
+    /// Seconds a connection waits for an answer made on another thread before it is closed: the
+    /// longest render of `/sites` measured is well under it (docs/benchmarks.md).
+    static let answerTimeout: Int64 = 300
     /// HTTP/2: the second since which the session has held incomplete requests without
     /// completing one.
     private var incompleteSince: Int64?
@@ -170,7 +180,7 @@ struct ConnectionMachine {
         let reading: Bool
         if case .readingRequest = phase { reading = true } else { reading = false }
         return Wants(
-            read: phase != .writing, write: phase == .writing, deadline: deadline, handshaking: phase == .handshaking,
+            read: phase != .writing && phase != .answering, write: phase == .writing, deadline: deadline, handshaking: phase == .handshaking,
             readingRequests: reading)
     }
 
@@ -336,6 +346,32 @@ struct ConnectionMachine {
         return hasPendingOutput ? enqueue(&context) : .write
     }
 
+    /// The request a `PendingAnswer` held (phase `answering`, or `writing` what came before it)
+    /// is what is waited for. nil: none.
+    var awaited: AdminEndpoint.Deferred? { awaiting?.deferred }
+
+    /// The answer the connection waited for is given: it is sent, then the requests read after it
+    /// are answered.
+    mutating func answered<A>(_ response: Response, _ context: inout ConnectionContext<A>) -> Next {
+        guard let waited = awaiting else { return .wait }
+        awaiting = nil
+        var response = response
+        response.close = response.close || !waited.keepAlive || context.draining
+        response.serialize(into: &context.out, dateLine: context.answerer.dateLine.bytes)
+        if response.close {
+            closeAfterWrite = true
+            clearInput()
+        } else {
+            queued = bufferedInput > 0
+            rounds = context.limits.answerRoundsPerEvent
+        }
+        // Output before it still pending: this one queues behind it.
+        if hasPendingOutput { return enqueue(&context) }
+        phase = .readingRequest(started: false)
+        deadline = context.now + context.limits.idleTimeout
+        return .write
+    }
+
     /// The worker shut the write side: input is drained, for at most the linger timeout.
     mutating func linger<A>(_ context: inout ConnectionContext<A>) {
         phase = .lingering
@@ -350,6 +386,12 @@ struct ConnectionMachine {
     /// when they are all answered: they must not wait for input that will never come).
     private mutating func outputDone<A>(flushed: Bool, _ context: inout ConnectionContext<A>) -> Next {
         if closeAfterWrite { return .linger }
+        if awaiting != nil {
+            // What came before the deferred request is out; its own answer is not made yet.
+            if phase != .answering { deadline = context.now + Self.answerTimeout }
+            phase = .answering
+            return .wait
+        }
         if flushed {
             phase = .readingRequest(started: false)
             deadline = context.now + context.limits.idleTimeout
@@ -446,6 +488,12 @@ struct ConnectionMachine {
                     target: slice(head.target)!, ifNoneMatch: slice(head.ifNoneMatch), ifModifiedSince: slice(head.ifModifiedSince),
                     userAgent: slice(head.userAgent), acceptsGzip: head.acceptsGzip)
                 var response = context.answerer.answer(request, peer: peer, tls: tlsIdentity)
+                if let deferred = response.deferred {
+                    // Answered later (`answered`): the requests after it wait, unparsed.
+                    awaiting = (deferred, head.keepAlive && !context.draining)
+                    parser.reset()
+                    return (offset + head.length, false)
+                }
                 // An answer may close on its own (plain HTTP's redirect to HTTPS); the client or a
                 // stop may close any.
                 response.close = response.close || !head.keepAlive || context.draining
@@ -496,7 +544,9 @@ struct ConnectionMachine {
                     version: .http2, method: request.method, authority: authority, path: path, target: target,
                     ifNoneMatch: ifNoneMatch, ifModifiedSince: ifModifiedSince, userAgent: userAgent,
                     acceptsGzip: request.acceptsGzip, hasBody: request.hasBody)
-                return context.answerer.answer(view, peer: peer, tls: tlsIdentity)
+                let response = context.answerer.answer(view, peer: peer, tls: tlsIdentity)
+                // Only the admin listener defers, and it speaks HTTP/1.1 alone.
+                return response.deferred == nil ? response : .error(.serviceUnavailable, close: false)
             }
             session.respond(
                 stream: request.stream, status: response.status, head: response.head, date: context.answerer.dateLine.value,

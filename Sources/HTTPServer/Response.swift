@@ -15,6 +15,9 @@ public struct Response {
     /// A `Location` value built for this request (a redirect whose target holds the request's
     /// path); every other field is prepared.
     public var location: [UInt8]? = nil
+    /// An admin request whose answer another thread gives later (`PendingAnswer`): the
+    /// connection waits for it; the rest of this response is never sent.
+    var deferred: AdminEndpoint.Deferred? = nil
 
     public init(
         status: Status, head: ResponseHead, body: [UInt8], sendsBody: Bool, close: Bool, location: [UInt8]? = nil

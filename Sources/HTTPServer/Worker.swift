@@ -59,6 +59,10 @@ final class Worker {
         var tlsWantsWrite = false
         /// In `postedReads`.
         var readPosted = false
+        /// In `awaitingAnswers`.
+        var awaiting = false
+        /// Unsent output counted in the admin endpoint's `AdminOutput` (admin worker only).
+        var heldOutput = 0
     }
 
     /// epoll data of a listener: the top bit set, the listener's index below.
@@ -105,6 +109,9 @@ final class Worker {
     /// Connections to read after the current batch of events: TLS holds their input, so epoll
     /// will not report it (`postRead`).
     var postedReads: [Connection] = []
+    /// Connections waiting for an answer made on another thread (the admin worker's), looked at
+    /// after each batch of events; the answer's giver wakes the loop.
+    var awaitingAnswers: [Connection] = []
     let readBuffer: UnsafeMutableRawBufferPointer
     let stopFlag: AtomicFlag
     /// This worker's counters, for /metrics.
@@ -195,6 +202,7 @@ final class Worker {
             }
             context.answerer.flushLog()
             tick()
+            if !awaitingAnswers.isEmpty { deliverAnswers() }
         }
         defer { context.answerer.flushLog() }
         for case let c? in connections {
@@ -250,6 +258,10 @@ final class Worker {
             readRequests(c)
         case .writing:
             if event.writable || event.hangup { flush(c) }
+        case .answering:
+            // Nothing is watched but errors and hang-ups: the client is gone, and its answer,
+            // when given, is dropped.
+            if event.hangup { close(c) }
         case .lingering:
             drain(c)
         }
@@ -434,6 +446,14 @@ final class Worker {
         }
         c.registration = r
         noteHolding(c)
+        if let output = context.answerer.admin?.output { noteAdminOutput(c, output) }
+        if !c.registration.awaiting, let deferred = c.machine.awaited {
+            c.registration.awaiting = true
+            awaitingAnswers.append(c)
+            // `wake` is the one call on a loop that another thread may make.
+            nonisolated(unsafe) let loop = loop
+            deferred.pending.whenAnswered { loop.wake() }
+        }
         return wants.readingRequests
     }
 
@@ -447,6 +467,7 @@ final class Worker {
             case .readingRequest(let started): counters.timedOut(started ? .request : .idle)
             case .writing: counters.timedOut(.write)
             case .lingering: counters.timedOut(.linger)
+            case .answering: counters.timedOut(.write)
             }
         }
         close(c)
@@ -480,6 +501,10 @@ final class Worker {
     func close(_ c: Connection) {
         guard Int(c.fd) < connections.count, connections[Int(c.fd)] === c else { return }
         noteHolding(c, closing: true)
+        if c.registration.heldOutput != 0 {
+            context.answerer.admin?.output.add(-c.registration.heldOutput)
+            c.registration.heldOutput = 0
+        }
         loop.remove(c.fd)
         connections[Int(c.fd)] = nil
         openConnections -= 1
@@ -487,5 +512,34 @@ final class Worker {
         if !listening { resumeAccepting() }
         c.transport = .plain  // frees the SSL object before the descriptor number can be reused
         Socket.close(c.fd)
+    }
+}
+
+extension Worker {
+    // MARK: - Answers made on another thread
+
+    /// Sends the answers given since the last look to the connections waiting for them
+    /// (`PendingAnswer`); the others keep waiting.
+    func deliverAnswers() {
+        let waiting = awaitingAnswers
+        awaitingAnswers.removeAll(keepingCapacity: true)
+        for c in waiting {
+            guard connections[Int(c.fd)] === c, let deferred = c.machine.awaited else { continue }
+            guard let response = context.answerer.admin?.resolve(deferred) else {
+                awaitingAnswers.append(c)
+                continue
+            }
+            c.registration.awaiting = false
+            perform(c, c.machine.answered(response, &context))
+        }
+    }
+
+    /// Keeps the admin endpoint's count of unsent bytes in line with the connection's.
+    func noteAdminOutput(_ c: Connection, _ output: AdminOutput) {
+        let held = c.machine.output.count - c.machine.outputOffset
+        if held != c.registration.heldOutput {
+            output.add(held - c.registration.heldOutput)
+            c.registration.heldOutput = held
+        }
     }
 }

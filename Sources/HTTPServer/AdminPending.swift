@@ -1,0 +1,91 @@
+import HTTPCore
+import Synchronization
+
+/// An admin answer made on another thread: a page that takes seconds to build (`/sites` at
+/// 100,000 sites) is rendered off the admin worker's thread, which meanwhile answers the probes
+/// and scrapes of every other connection. The connection that asked reads nothing more until
+/// the answer is given (its pipelined requests wait behind it, in order); then the worker, woken,
+/// sends it (docs/architecture.md, "The admin listener").
+public final class PendingAnswer: Sendable {
+    private struct State {
+        var answer: AdminEndpoint.Answer?
+        /// Called once when the answer is given: the waiting workers' wake-ups.
+        var wakes: [@Sendable () -> Void] = []
+    }
+
+    private let state = Mutex(State())
+
+    public init() {}
+
+    /// Gives the answer; the first one given is kept.
+    public func fulfil(_ answer: AdminEndpoint.Answer) {
+        let wakes = state.withLock { state -> [@Sendable () -> Void] in
+            guard state.answer == nil else { return [] }
+            state.answer = answer
+            defer { state.wakes = [] }
+            return state.wakes
+        }
+        for wake in wakes { wake() }
+    }
+
+    /// The answer, once given.
+    public var answer: AdminEndpoint.Answer? { state.withLock { $0.answer } }
+
+    /// Calls `wake` once the answer is given (now, if it already is).
+    func whenAnswered(_ wake: @escaping @Sendable () -> Void) {
+        let now = state.withLock { state -> Bool in
+            if state.answer != nil { return true }
+            state.wakes.append(wake)
+            return false
+        }
+        if now { wake() }
+    }
+}
+
+extension AdminEndpoint {
+    /// What a page handler gives: the answer now, or one a `PendingAnswer` gives later.
+    public enum Reply: Sendable {
+        case now(Answer)
+        case later(PendingAnswer)
+    }
+
+    /// A request waiting for a `PendingAnswer`: what it needs to be framed once given.
+    struct Deferred {
+        let pending: PendingAnswer
+        let method: Method
+    }
+
+    /// The response to a deferred request once its answer is given; nil until then.
+    func resolve(_ deferred: Deferred) -> Response? {
+        guard let answer = deferred.pending.answer else { return nil }
+        return frame(answer).answering(deferred.method)
+    }
+}
+
+/// The bytes of answers the admin worker's connections have not sent yet (their clients have not
+/// read them), kept by the worker: a large page is refused with 503 while others wait unread, so
+/// clients that ask for `/sites` and never read cannot make the server hold a copy each.
+public final class AdminOutput: Sendable {
+    private let bytes = Atomic<Int>(0)
+
+    /// Unsent bytes over which a large answer is refused. One answer of any size is always taken
+    /// when nothing else waits (a page larger than this is still served, one at a time).
+    public static let maximumHeld = 64 * 1024 * 1024
+    /// Answers smaller than this are never refused: probes, `/metrics`, error pages.
+    public static let smallAnswer = 1024 * 1024
+
+    public init() {}
+
+    /// Unsent bytes now.
+    public var held: Int { bytes.load(ordering: .relaxed) }
+
+    func add(_ delta: Int) {
+        bytes.add(delta, ordering: .relaxed)
+    }
+
+    /// Whether an answer of `size` bytes may be queued now.
+    func admits(_ size: Int) -> Bool {
+        let held = held
+        return size < Self.smallAnswer || held == 0 || held + size <= Self.maximumHeld
+    }
+}
