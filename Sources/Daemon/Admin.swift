@@ -103,12 +103,12 @@ extension AdminView {
         out.reserveCapacity(64 + count * 500)
         let shared = "\"\(sharedCertificate.rawValue)\""
         let own = "\"\(CertificateKind.site.rawValue)\""
-        for (index, directory) in directories.sorted().enumerated() {
-            guard let entry = self[directory] else { continue }
+        for (index, site) in sorted.enumerated() {
+            guard let entry = entry(site) else { continue }
+            let directory = site.directory
             if index > 0 { out.append(UInt8(ascii: ",")) }
             // Encoded now, not kept: the view holds no site's JSON between pages.
-            let open = Self.open(entry.status)
-            out += open
+            Self.open(entry.status, into: &out)
             var kind = entry.ownCertificate.map { $0 ? own : shared } ?? "null"
             // Automatic certificates, per name: the site's `certificate` is "acme" once every
             // name it has one for is served one.
@@ -116,7 +116,8 @@ extension AdminView {
             let hosts = entry.ownCertificate == false || verification != nil ? entry.hosts : []
             let automatic = entry.ownCertificate == false ? hosts.compactMap { acme?[$0] } : []
             if !automatic.isEmpty && automatic.allSatisfy({ $0.notAfter != nil }) { kind = "\"acme\"" }
-            out += Array(((open.count > 1 ? "," : "") + "\"certificate\":\(kind)").utf8)
+            out += #","certificate":"#.utf8
+            out += kind.utf8
             if !automatic.isEmpty { out += Array(",\"acme\":".utf8) + Self.json(automatic) }
             // fallback: answers given by the site's fallback (redirects and page), by the
             // platform read from User-Agent, since the site was first loaded.
@@ -155,11 +156,12 @@ extension AdminView {
             // lastAppleFetch: seconds since the epoch of the last fetch with User-Agent AASA-Bot,
             // null if none since start; lastAppleFetchFromAppleNetwork: whether that fetch came
             // from 17.0.0.0/8 (a User-Agent alone can be spoofed; docs/threat-model.md).
-            let last = f.map { "\($0.last)" } ?? "null"
-            let fromApple = f.map { "\($0.lastFromAppleNetwork)" } ?? "null"
-            out += Array(
-                (",\"appleFetches\":\(f?.count ?? 0),\"appleFetchesFromAppleNetwork\":\(f?.countFromAppleNetwork ?? 0)"
-                    + ",\"lastAppleFetch\":\(last),\"lastAppleFetchFromAppleNetwork\":\(fromApple)}").utf8)
+            out += #","appleFetches":\#(f?.count ?? 0),"appleFetchesFromAppleNetwork":\#(f?.countFromAppleNetwork ?? 0)"#.utf8
+            out += #","lastAppleFetch":"#.utf8
+            out += (f.map { "\($0.last)" } ?? "null").utf8
+            out += #","lastAppleFetchFromAppleNetwork":"#.utf8
+            out += (f.map { "\($0.lastFromAppleNetwork)" } ?? "null").utf8
+            out.append(UInt8(ascii: "}"))
         }
         out += Array("]".utf8)
         // The order queue: names due and waiting for the order budget (acme.orders-per-hour),
