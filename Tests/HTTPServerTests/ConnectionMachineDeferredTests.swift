@@ -1,0 +1,121 @@
+import HTTPCore
+import Testing
+
+@testable import HTTPServer
+
+/// Answers `/later` with a `PendingAnswer` (as the admin endpoint answers `/sites` when its page
+/// must be rendered), anything else at once with its path as the body.
+private struct DeferringAnswerer: RequestAnswering {
+    var dateLine: DateLine = {
+        var line = DateLine()
+        line.update(now: 784_111_777)
+        return line
+    }()
+    let pending: PendingAnswer
+
+    mutating func answer(_ request: RequestView, peer: Peer, tls: Responder.TLSIdentity) -> Response {
+        let path = String(decoding: request.path, as: UTF8.self)
+        if path == "/later" {
+            var response = Response.error(.serviceUnavailable, close: false)
+            response.deferred = AdminEndpoint.Deferred(pending: pending, method: request.method)
+            return response
+        }
+        return AdminEndpoint.Answer(status: .ok, body: Array(path.utf8)).framed.answering(request.method)
+    }
+
+    mutating func refuse(_ status: Status, peer: Peer) -> Response { .error(status, close: true) }
+}
+
+extension AdminEndpoint.Answer {
+    fileprivate var framed: Response { AdminEndpoint { _ in nil }.frame(self) }
+}
+
+@Suite("Connection state machine: answers made on another thread")
+struct ConnectionMachineDeferredTests {
+    private typealias Context = ConnectionContext<DeferringAnswerer>
+
+    private static func setUp() -> (ConnectionMachine, Context, PendingAnswer) {
+        let pending = PendingAnswer()
+        let context = Context(now: 1_000, milliseconds: 1_000_000, limits: Limits(), answerer: DeferringAnswerer(pending: pending))
+        let machine = ConnectionMachine(
+            peer: Peer(fd: -1, client: "-", isAdmin: true, counted: nil), tls: false, now: context.now, limits: context.limits)
+        return (machine, context, pending)
+    }
+
+    /// Writes what the machine asks to, all of it, until it waits; returns the bytes.
+    private static func drain(_ machine: inout ConnectionMachine, _ first: ConnectionMachine.Next, _ context: inout Context) -> (
+        String, ConnectionMachine.Next
+    ) {
+        var next = first
+        var written: [UInt8] = []
+        while next == .write {
+            written += context.out
+            next = machine.sent(context.out.count, &context)
+        }
+        return (String(decoding: written, as: UTF8.self), next)
+    }
+
+    @Test("the requests before a deferred one are answered, those after wait unread and in order; reading stops until the answer")
+    func pipelinedAroundDeferred() {
+        var (machine, context, pending) = Self.setUp()
+        let bytes = Array("GET /a HTTP/1.1\r\nHost: localhost\r\n\r\nGET /later HTTP/1.1\r\nHost: localhost\r\n\r\nHEAD /b HTTP/1.1\r\nHost: localhost\r\n\r\nGET /c HTTP/1.1\r\nHost: localhost\r\n\r\n".utf8)
+        var (text, next) = bytes.withUnsafeBytes { Self.drain(&machine, machine.received($0, &context), &context) }
+        #expect(next == .wait)
+        #expect(text.hasSuffix("\r\n\r\n/a"), "only /a is answered: \(text)")
+        #expect(machine.phase == .answering && machine.awaited != nil)
+        #expect(!machine.wants.read && !machine.wants.write && !machine.wants.readingRequests)
+        #expect(machine.deadline == context.now + ConnectionMachine.answerTimeout)
+        // Given, then sent: the pipelined requests follow it, in order, HEAD without its body.
+        pending.fulfil(AdminEndpoint.Answer(status: .ok, body: Array("page".utf8)))
+        let response = AdminEndpoint { _ in nil }.resolve(machine.awaited!)!
+        (text, next) = Self.drain(&machine, machine.answered(response, &context), &context)
+        #expect(next == .wait && machine.awaited == nil && machine.phase == .readingRequest(started: false))
+        let bodies = text.components(separatedBy: "\r\n\r\n").dropFirst().map { String($0.prefix(while: { $0 != "H" })) }
+        #expect(bodies == ["page", "", "/c"], "\(text)")
+        #expect(machine.bufferedInput == 0)
+    }
+
+    @Test("a deferred request with Connection: close lingers after its answer; a deferred answer behind pending output queues after it")
+    func closeAndQueue() {
+        var (machine, context, pending) = Self.setUp()
+        let bytes = Array("GET /later HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\nGET /never HTTP/1.1\r\nHost: localhost\r\n\r\n".utf8)
+        var (_, next) = bytes.withUnsafeBytes { Self.drain(&machine, machine.received($0, &context), &context) }
+        #expect(next == .wait && machine.phase == .answering)
+        pending.fulfil(AdminEndpoint.Answer(status: .ok, body: Array("page".utf8)))
+        var text: String
+        (text, next) = Self.drain(&machine, machine.answered(AdminEndpoint { _ in nil }.resolve(machine.awaited!)!, &context), &context)
+        #expect(next == .linger && text.contains("Connection: close") && !text.contains("/never"))
+    }
+
+    @Test("a pending answer wakes whoever waits, once, even one that asks after it was given; the first answer given is kept")
+    func pendingWakes() {
+        let pending = PendingAnswer()
+        let calls = Counter()
+        pending.whenAnswered { calls.add() }
+        #expect(calls.value == 0 && pending.answer == nil)
+        pending.fulfil(AdminEndpoint.Answer(status: .ok, body: [1]))
+        pending.fulfil(AdminEndpoint.Answer(status: .ok, body: [2]))
+        #expect(calls.value == 1 && pending.answer?.body == [1])
+        pending.whenAnswered { calls.add() }
+        #expect(calls.value == 2)
+    }
+
+    @Test("a large answer is refused with 503 while others wait unsent, never when nothing waits; small ones always pass")
+    func outputBound() {
+        let output = AdminOutput()
+        let endpoint = AdminEndpoint(output: output, replies: { _ in nil })
+        let large = AdminEndpoint.Answer(status: .ok, body: [UInt8](repeating: 0, count: AdminOutput.maximumHeld))
+        #expect(endpoint.frame(large).status == .ok, "nothing waits: taken whatever its size")
+        output.add(1)
+        #expect(endpoint.frame(large).status == .serviceUnavailable)
+        #expect(endpoint.frame(AdminEndpoint.Answer(status: .ok, body: Array("ok\n".utf8))).status == .ok)
+        output.add(-1)
+        #expect(endpoint.frame(large).status == .ok)
+    }
+}
+
+private final class Counter: @unchecked Sendable {
+    // @unchecked: touched only by the test's own thread (`fulfil` calls wake-ups on its caller's).
+    var value = 0
+    func add() { value += 1 }
+}
