@@ -252,15 +252,19 @@ package final class AdminView: Sendable {
         quote(status.state.rawValue, into: &out)
     }
 
-    /// `JSONValue.quote(text)` appended to `out`: printable ASCII without a quote or backslash
-    /// (nearly every name) is copied as it is, which is what `quote` writes for it.
+    /// `JSONValue.quote(text)` appended to `out`: printable ASCII (nearly every name, and an
+    /// ETag with its quotes) is copied with `"` and `\` escaped as `quote` escapes them; anything
+    /// else goes through `quote`.
     static func quote(_ text: String, into out: inout [UInt8]) {
-        if text.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) {
-            out.append(UInt8(ascii: "\""))
-            out += text.utf8
-            out.append(UInt8(ascii: "\""))
-        } else {
+        guard text.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) else {
             out += JSONValue.quote(text).utf8
+            return
         }
+        out.append(UInt8(ascii: "\""))
+        for byte in text.utf8 {
+            if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { out.append(UInt8(ascii: "\\")) }
+            out.append(byte)
+        }
+        out.append(UInt8(ascii: "\""))
     }
 }
