@@ -54,7 +54,9 @@ struct AdminPages: Sendable {
         let manager = acme()
         let page = sites.sitesPage(
             fetches: fetches, acme: manager, fallbacks: fallbacks, cdn: cdn(), verification: verification, renderedOnly: renderedOnly)
-        return page.map { .init(status: .ok, contentType: "application/json", body: Self.withChildren($0, manager == nil ? nil : children)) }
+        return page.map {
+            .init(status: .ok, contentType: "application/json", body: Self.withChildren($0, manager == nil ? nil : children))
+        }
     }
 
     /// `target`: the path, and the query when one was sent; `/sites` rendered on this thread.
@@ -310,7 +312,8 @@ final class LockedRegistry: @unchecked Sendable {
     /// `/sites` for the current view and fetches; rendered again only when either changed, and
     /// then nil if `renderedOnly`.
     func sitesPage(
-        fetches: FetchLog, acme: CertificateManager? = nil, fallbacks: Int = 0, cdn: CDNWatch? = nil, verification: VerificationStore? = nil,
+        fetches: FetchLog, acme: CertificateManager? = nil, fallbacks: Int = 0, cdn: CDNWatch? = nil,
+        verification: VerificationStore? = nil,
         renderedOnly: Bool = false
     ) -> [UInt8]? {
         let view = current

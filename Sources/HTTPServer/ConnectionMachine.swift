@@ -180,7 +180,8 @@ struct ConnectionMachine {
         let reading: Bool
         if case .readingRequest = phase { reading = true } else { reading = false }
         return Wants(
-            read: phase != .writing && phase != .answering, write: phase == .writing, deadline: deadline, handshaking: phase == .handshaking,
+            read: phase != .writing && phase != .answering, write: phase == .writing, deadline: deadline,
+            handshaking: phase == .handshaking,
             readingRequests: reading)
     }
 

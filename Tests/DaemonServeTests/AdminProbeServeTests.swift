@@ -62,7 +62,9 @@ final class AdminProbeServeTests {
         let first = try #require(Loopback.connect(port: server.adminPort))
         defer { close(first) }
         Loopback.send(
-            first, Array("GET /sites HTTP/1.1\r\nHost: localhost\r\n\r\nGET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n".utf8))
+            first,
+            Array(
+                "GET /sites HTTP/1.1\r\nHost: localhost\r\n\r\nGET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n".utf8))
         #expect(gate.waitHeld(), "no render started")
         // Two more while it is held: they wait for the next render, together.
         let others = try (0..<2).map { _ in try #require(Loopback.connect(port: server.adminPort)) }

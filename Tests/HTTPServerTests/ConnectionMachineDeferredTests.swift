@@ -58,7 +58,9 @@ struct ConnectionMachineDeferredTests {
     @Test("the requests before a deferred one are answered, those after wait unread and in order; reading stops until the answer")
     func pipelinedAroundDeferred() {
         var (machine, context, pending) = Self.setUp()
-        let bytes = Array("GET /a HTTP/1.1\r\nHost: localhost\r\n\r\nGET /later HTTP/1.1\r\nHost: localhost\r\n\r\nHEAD /b HTTP/1.1\r\nHost: localhost\r\n\r\nGET /c HTTP/1.1\r\nHost: localhost\r\n\r\n".utf8)
+        let bytes = Array(
+            "GET /a HTTP/1.1\r\nHost: localhost\r\n\r\nGET /later HTTP/1.1\r\nHost: localhost\r\n\r\nHEAD /b HTTP/1.1\r\nHost: localhost\r\n\r\nGET /c HTTP/1.1\r\nHost: localhost\r\n\r\n"
+                .utf8)
         var (text, next) = bytes.withUnsafeBytes { Self.drain(&machine, machine.received($0, &context), &context) }
         #expect(next == .wait)
         #expect(text.hasSuffix("\r\n\r\n/a"), "only /a is answered: \(text)")
@@ -78,7 +80,8 @@ struct ConnectionMachineDeferredTests {
     @Test("a deferred request with Connection: close lingers after its answer; a deferred answer behind pending output queues after it")
     func closeAndQueue() {
         var (machine, context, pending) = Self.setUp()
-        let bytes = Array("GET /later HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\nGET /never HTTP/1.1\r\nHost: localhost\r\n\r\n".utf8)
+        let bytes = Array(
+            "GET /later HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\nGET /never HTTP/1.1\r\nHost: localhost\r\n\r\n".utf8)
         var (_, next) = bytes.withUnsafeBytes { Self.drain(&machine, machine.received($0, &context), &context) }
         #expect(next == .wait && machine.phase == .answering)
         pending.fulfil(AdminEndpoint.Answer(status: .ok, body: Array("page".utf8)))
