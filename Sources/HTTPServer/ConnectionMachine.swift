@@ -174,6 +174,8 @@ struct ConnectionMachine {
         var deadline: Int64
         var handshaking: Bool
         var readingRequests: Bool
+        /// Waiting for an answer made on another thread (phase `answering`).
+        var answering = false
     }
 
     var wants: Wants {
@@ -181,8 +183,7 @@ struct ConnectionMachine {
         if case .readingRequest = phase { reading = true } else { reading = false }
         return Wants(
             read: phase != .writing && phase != .answering, write: phase == .writing, deadline: deadline,
-            handshaking: phase == .handshaking,
-            readingRequests: reading)
+            handshaking: phase == .handshaking, readingRequests: reading, answering: phase == .answering)
     }
 
     // MARK: - Events

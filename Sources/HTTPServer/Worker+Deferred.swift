@@ -19,12 +19,20 @@ extension Worker {
         }
     }
 
-    /// Keeps the admin endpoint's count of unsent bytes in line with the connection's.
-    func noteAdminOutput(_ c: Connection, _ output: AdminOutput) {
+    /// After a step of an admin connection: keeps the count of unsent bytes in line with the
+    /// connection's, and watches for the answer it waits for, if it now waits for one.
+    func noteAdminOutput(_ c: Connection, _ wants: ConnectionMachine.Wants) {
         let held = c.machine.output.count - c.machine.outputOffset
         if held != c.registration.heldOutput {
-            output.add(held - c.registration.heldOutput)
+            adminOutput?.add(held - c.registration.heldOutput)
             c.registration.heldOutput = held
+        }
+        if wants.answering, !c.registration.awaiting, let deferred = c.machine.awaited {
+            c.registration.awaiting = true
+            awaitingAnswers.append(c)
+            // `wake` is the one call on a loop that another thread may make.
+            nonisolated(unsafe) let loop = loop
+            deferred.pending.whenAnswered { loop.wake() }
         }
     }
 }

@@ -112,6 +112,8 @@ final class Worker {
     /// Connections waiting for an answer made on another thread (the admin worker's), looked at
     /// after each batch of events; the answer's giver wakes the loop.
     var awaitingAnswers: [Connection] = []
+    /// The admin endpoint's count of unsent bytes (the admin worker's only).
+    let adminOutput: AdminOutput?
     let readBuffer: UnsafeMutableRawBufferPointer
     let stopFlag: AtomicFlag
     /// This worker's counters, for /metrics.
@@ -131,6 +133,7 @@ final class Worker {
         budget: RequestBudget? = nil, holders: HolderBoard? = nil, ownershipAnswer: OwnershipAnswerResolver? = nil
     ) throws(SystemError) {
         self.counters = counters
+        adminOutput = admin?.output
         self.index = index
         self.listeners = listeners
         self.tls = tls
@@ -446,14 +449,7 @@ final class Worker {
         }
         c.registration = r
         noteHolding(c)
-        if let output = context.answerer.admin?.output { noteAdminOutput(c, output) }
-        if !c.registration.awaiting, let deferred = c.machine.awaited {
-            c.registration.awaiting = true
-            awaitingAnswers.append(c)
-            // `wake` is the one call on a loop that another thread may make.
-            nonisolated(unsafe) let loop = loop
-            deferred.pending.whenAnswered { loop.wake() }
-        }
+        if adminOutput != nil { noteAdminOutput(c, wants) }
         return wants.readingRequests
     }
 
@@ -502,7 +498,7 @@ final class Worker {
         guard Int(c.fd) < connections.count, connections[Int(c.fd)] === c else { return }
         noteHolding(c, closing: true)
         if c.registration.heldOutput != 0 {
-            context.answerer.admin?.output.add(-c.registration.heldOutput)
+            adminOutput?.add(-c.registration.heldOutput)
             c.registration.heldOutput = 0
         }
         loop.remove(c.fd)
