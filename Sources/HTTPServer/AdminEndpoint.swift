@@ -4,7 +4,8 @@ import Synchronization
 
 /// The admin listener's answers: plain HTTP on its own worker thread, so
 /// a large answer (the state of 100,000 sites) never holds up serving. The command supplies the
-/// content; this type frames it.
+/// content; this type frames it. A page that takes long to make is answered later
+/// (`Reply.later`, AdminPending.swift), so that the thread goes on answering probes meanwhile.
 public struct AdminEndpoint: Sendable {
     /// One admin answer: a status, a media type and a body. The status is one of the statuses
     /// the server can send, so an answer cannot carry one the status line would have to guess.
