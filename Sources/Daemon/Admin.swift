@@ -47,7 +47,9 @@ struct AdminPages: Sendable {
         return sitesRender.request { self.sitesAnswer(renderedOnly: false)! }
     }
 
-    /// `/sites`; nil when `renderedOnly` and the page for the current state is not rendered.
+    /// `/sites`; nil when `renderedOnly` and the page for the current state is not rendered. The
+    /// page is the one kept for the next ask, not a copy (what is read now goes in `tail`), so an
+    /// answer refused for its size (`AdminEndpoint.frame`) costs no copy of it.
     func sitesAnswer(renderedOnly: Bool) -> AdminEndpoint.Answer? {
         // Fallback answers change the page too: their total is part of its cache key.
         let fallbacks = metrics.traffic.statistics().fallbacks.values.reduce(0, &+)
@@ -55,7 +57,9 @@ struct AdminPages: Sendable {
         let page = sites.sitesPage(
             fetches: fetches, acme: manager, fallbacks: fallbacks, cdn: cdn(), verification: verification, renderedOnly: renderedOnly)
         return page.map {
-            .init(status: .ok, contentType: "application/json", body: Self.withChildren($0, manager == nil ? nil : children))
+            var tail = $0.tail
+            if manager != nil { tail = Self.withChildren(tail, children) }
+            return .init(status: .ok, contentType: "application/json", body: $0.body, tail: tail)
         }
     }
 
@@ -315,7 +319,7 @@ final class LockedRegistry: @unchecked Sendable {
         fetches: FetchLog, acme: CertificateManager? = nil, fallbacks: Int = 0, cdn: CDNWatch? = nil,
         verification: VerificationStore? = nil,
         renderedOnly: Bool = false
-    ) -> [UInt8]? {
+    ) -> (body: [UInt8], tail: [UInt8])? {
         let view = current
         let version = fetches.version
         // Cut route walks change the page too (one answered by a 404 moves no fallback count).
@@ -326,27 +330,33 @@ final class LockedRegistry: @unchecked Sendable {
             cached.acme == acmeVersion, cached.fallbacks == fallbacks, cached.cdn == cdnVersion,
             cached.verification == verification?.version
         {
-            return acme.map { Self.withTiers(cached.bytes, $0) } ?? cached.bytes
+            return Self.withTiers(cached.bytes, acme)
         }
         if renderedOnly { return nil }
         let statuses = acme?.statusesByName()
         let checks = verification.map { ($0.version, $0.verifiedByName()) }
-        let bytes = view.render(
+        var bytes = view.render(
             fetches: fetches.sites(), acme: statuses?.statuses, cdn: cdn.flatMap { $0.settings.apple ? $0.bySite() : nil },
             dal: cdn.flatMap { $0.watchesGoogle ? $0.googleBySite() : nil }, verification: checks?.1)
+        // With a manager the page is kept open before its `acme` summary's `}` and its own (in
+        // place: the array is this render's alone), for what is read at each ask (`withTiers`).
+        if acme != nil, bytes.count >= 2, bytes[bytes.count - 1] == UInt8(ascii: "}"), bytes[bytes.count - 2] == UInt8(ascii: "}") {
+            bytes.removeLast(2)
+        }
         let acmeSource = acme.flatMap { manager in statuses.map { Source(object: ObjectIdentifier(manager), version: $0.version) } }
         page.withLock { $0 = (view.generation, version, acmeSource, fallbacks, cdnVersion, checks?.0, bytes) }
-        return acme.map { Self.withTiers(bytes, $0) } ?? bytes
+        return Self.withTiers(bytes, acme)
     }
 
-    /// The page with the order budget's tiers added to its `acme` summary: each tier's queued
-    /// names and how long the oldest has waited, read now (the rest of the page is rebuilt only
-    /// when something changed; waits grow every second). `page` ends with the summary's `}`
-    /// and the page's own (`AdminView.render` with a manager).
-    static func withTiers(_ page: [UInt8], _ manager: CertificateManager) -> [UInt8] {
-        guard page.count >= 2, page[page.count - 1] == UInt8(ascii: "}"), page[page.count - 2] == UInt8(ascii: "}") else { return page }
+    /// The page kept and what ends it: with a manager, the order budget's tiers added to its
+    /// `acme` summary (each tier's queued names and how long the oldest has waited, read now: the
+    /// rest of the page is rebuilt only when something changed; waits grow every second), then
+    /// the summary's `}` and the page's own; without one, nothing (the page is whole).
+    static func withTiers(_ page: [UInt8], _ manager: CertificateManager?) -> (body: [UInt8], tail: [UInt8]) {
+        // A page rendered without statuses is whole (it ends with its `}`; an open one with a count).
+        guard let manager, page.last != UInt8(ascii: "}") else { return (page, []) }
         let tiers = manager.tierWaits().map { "\"\($0.tier.label)\":{\"queued\":\($0.queued),\"oldestWaitSeconds\":\($0.oldestAge)}" }
-        return page.dropLast(2) + Array(",\"tiers\":{\(tiers.joined(separator: ","))}}}".utf8)
+        return (page, Array(",\"tiers\":{\(tiers.joined(separator: ","))}}}".utf8))
     }
 
     /// The named sites' statuses and served versions, the snapshot's map of served sites, and the

@@ -26,7 +26,7 @@ package final class PageRender: Sendable {
 
     static let busy = AdminEndpoint.Answer(
         status: .serviceUnavailable, body: Array("busy: too many requests wait for this page; try again\n".utf8),
-        fields: [(name: "Retry-After", value: "1")])
+        fields: [(name: "Retry-After", value: "1")], close: true)
 
     init(label: String) {
         queue = DispatchQueue(label: label)

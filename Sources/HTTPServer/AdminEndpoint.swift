@@ -13,17 +13,29 @@ public struct AdminEndpoint: Sendable {
         public var status: Status
         public var contentType: String
         public var body: [UInt8]
+        /// Sent after `body`, as part of the same content: what a page read now adds to one
+        /// rendered earlier (`/sites`' order budget), without copying the page to append it.
+        public var tail: [UInt8]
         /// Fields sent besides the four every answer has (an HTML page's Content-Security-Policy).
         public var fields: [(name: String, value: String)]
+        /// The connection ends after this answer: a refusal of a costly page, so that a client
+        /// that pipelines many asks for it gets one refusal, not one each.
+        public var close: Bool
 
         public init(
-            status: Status, contentType: String = "text/plain; charset=utf-8", body: [UInt8], fields: [(name: String, value: String)] = []
+            status: Status, contentType: String = "text/plain; charset=utf-8", body: [UInt8], tail: [UInt8] = [],
+            fields: [(name: String, value: String)] = [], close: Bool = false
         ) {
             self.status = status
             self.contentType = contentType
             self.body = body
+            self.tail = tail
             self.fields = fields
+            self.close = close
         }
+
+        /// Bytes of content: `body` and `tail`.
+        public var size: Int { body.count + tail.count }
     }
 
     /// Answers a GET or HEAD for a target: the path, and `?` and the query when one was sent (the
@@ -73,9 +85,10 @@ public struct AdminEndpoint: Sendable {
     }
 
     /// The answer as a response with the four fields every admin answer has; 503 for a large one
-    /// while others wait unsent (`AdminOutput`).
+    /// while others wait unsent (`AdminOutput`), decided from its size before any of it is copied
+    /// (the body is shared with the page kept for the next ask), and ending the connection.
     func frame(_ answer: Answer) -> Response {
-        guard output.admits(answer.body.count) else {
+        guard output.admits(answer.size) else {
             return Self.frame(Self.busy)
         }
         return Self.frame(answer)
@@ -84,16 +97,19 @@ public struct AdminEndpoint: Sendable {
     private static func frame(_ answer: Answer) -> Response {
         let headers = PreparedFields(
             [
-                (name: "Content-Type", value: answer.contentType), (name: "Content-Length", value: "\(answer.body.count)"),
+                (name: "Content-Type", value: answer.contentType), (name: "Content-Length", value: "\(answer.size)"),
                 (name: "Cache-Control", value: "no-store"), (name: "X-Content-Type-Options", value: "nosniff"),
             ] + answer.fields)
-        return Response(status: answer.status, headers: headers, body: answer.body, sendsBody: true, close: false)
+        var response = Response(status: answer.status, headers: headers, body: answer.body, sendsBody: true, close: answer.close)
+        response.tail = answer.tail
+        return response
     }
 
-    /// A large answer refused while the admin worker holds others unsent.
+    /// A large answer refused while the admin worker holds others unsent; the requests pipelined
+    /// after it are not answered (each might be another large one).
     static let busy = Answer(
         status: .serviceUnavailable, body: Array("busy: other answers are waiting to be read; try again\n".utf8),
-        fields: [(name: "Retry-After", value: "1")])
+        fields: [(name: "Retry-After", value: "1")], close: true)
 }
 
 /// Which `Host` values the admin listener answers (RFC 9110 §7.2): loopback names (`localhost`

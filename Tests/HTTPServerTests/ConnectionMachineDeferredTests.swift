@@ -117,6 +117,56 @@ struct ConnectionMachineDeferredTests {
     }
 }
 
+/// Answers through an admin endpoint, as the admin listener does.
+private struct EndpointAnswerer: RequestAnswering {
+    var dateLine = DateLine()
+    let endpoint: AdminEndpoint
+
+    mutating func answer(_ request: RequestView, peer: Peer, tls: Responder.TLSIdentity) -> Response {
+        let target = String(decoding: request.target, as: UTF8.self)
+        return endpoint.respond(method: request.method, authority: request.authority, target: target).answering(request.method)
+    }
+
+    mutating func refuse(_ status: Status, peer: Peer) -> Response { .error(status, close: true) }
+}
+
+@Suite("Connection state machine: a large admin answer refused")
+struct AdminRefusalTests {
+    @Test("pipelined asks for a large page while others wait unsent: one 503 with Connection: close, the rest unanswered")
+    func pipelinedRefusal() {
+        let output = AdminOutput()
+        let asks = Counter()
+        let page = [UInt8](repeating: 0x61, count: AdminOutput.maximumHeld)
+        let endpoint = AdminEndpoint(
+            output: output,
+            replies: { _ in
+                asks.add()
+                return .now(AdminEndpoint.Answer(status: .ok, body: page, tail: Array("}".utf8)))
+            })
+        var context = ConnectionContext(
+            now: 1_000, milliseconds: 1_000_000, limits: Limits(), answerer: EndpointAnswerer(endpoint: endpoint))
+        var machine = ConnectionMachine(
+            peer: Peer(fd: -1, client: "-", isAdmin: true, counted: nil), tls: false, now: context.now, limits: context.limits)
+        output.add(1)
+        let bytes = Array(String(repeating: "GET /sites HTTP/1.1\r\nHost: localhost\r\n\r\n", count: 1_000).utf8)
+        let next = bytes.withUnsafeBytes { machine.received($0, &context) }
+        let text = String(decoding: context.out, as: UTF8.self)
+        #expect(next == .write)
+        #expect(text.hasPrefix("HTTP/1.1 503 ") && text.contains("Connection: close"), "\(text.prefix(300))")
+        #expect(text.components(separatedBy: "HTTP/1.1 ").count == 2, "one answer")
+        #expect(asks.value == 1, "the pipelined asks after the refusal are not answered")
+        _ = machine.sent(context.out.count, &context)
+        // Nothing waits: taken, the tail after the body.
+        output.add(-1)
+        let answer = endpoint.frame(AdminEndpoint.Answer(status: .ok, body: Array("{\"a\":1".utf8), tail: Array("}".utf8)))
+        var out: [UInt8] = []
+        answer.serialize(into: &out, dateLine: [])
+        #expect(
+            String(decoding: out, as: UTF8.self).hasSuffix(
+                "Content-Length: 7\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n\r\n{\"a\":1}"))
+    }
+}
+
 private final class Counter: @unchecked Sendable {
     // @unchecked: touched only by the test's own thread (`fulfil` calls wake-ups on its caller's).
     var value = 0
