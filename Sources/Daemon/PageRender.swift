@@ -7,11 +7,14 @@ import Synchronization
 /// (docs/architecture.md, "The admin listener"). One render at a time on a queue of its own; the
 /// requests that arrive while one runs share the next, which starts when it ends and reads the
 /// state as of then, so every request gets a page at least as new as itself and many requests
-/// cost at most two renders. Past `maximumWaiting` requests waiting, a new one gets 503.
+/// cost at most two renders. Past `maximumWaiting` requests waiting or being rendered for (those
+/// whose client hung up meanwhile not counted), a new one gets 503.
 package final class PageRender: Sendable {
     private struct State {
         var running = false
         var waiting: [PendingAnswer] = []
+        /// Requests the render now running is for.
+        var rendering = 0
     }
 
     private let state = Mutex(State())
@@ -20,8 +23,8 @@ package final class PageRender: Sendable {
     private let beforeRender = Mutex<(@Sendable () -> Void)?>(nil)
     private let started = Atomic<Int>(0)
 
-    /// Requests waiting for a render past which a new one is refused: each holds a connection
-    /// and, once answered, the page until its client reads it (`AdminOutput` bounds those bytes).
+    /// Requests waiting for a render (the running one's included) past which a new one is
+    /// refused: each holds a connection and, once answered, the page until its client reads it (`AdminOutput` bounds those bytes).
     static let maximumWaiting = 64
 
     static let busy = AdminEndpoint.Answer(
@@ -42,7 +45,9 @@ package final class PageRender: Sendable {
     func request(_ render: @escaping @Sendable () -> AdminEndpoint.Answer) -> AdminEndpoint.Reply {
         let pending = PendingAnswer()
         let start = state.withLock { state -> Bool? in
-            guard state.waiting.count < Self.maximumWaiting else { return nil }
+            // A request whose connection closed meanwhile holds no place.
+            state.waiting.removeAll { $0.abandoned }
+            guard state.waiting.count + state.rendering < Self.maximumWaiting else { return nil }
             state.waiting.append(pending)
             if state.running { return false }
             state.running = true
@@ -59,12 +64,14 @@ package final class PageRender: Sendable {
             let batch = state.withLock { state -> [PendingAnswer] in
                 defer { state.waiting = [] }
                 if state.waiting.isEmpty { state.running = false }
+                state.rendering = state.waiting.count
                 return state.waiting
             }
             if batch.isEmpty { return }
             started.add(1, ordering: .releasing)
             beforeRender.withLock { $0 }?()
             let answer = render()
+            state.withLock { $0.rendering = 0 }
             for pending in batch { pending.fulfil(answer) }
         }
     }

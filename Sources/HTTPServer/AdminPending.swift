@@ -14,8 +14,16 @@ public final class PendingAnswer: Sendable {
     }
 
     private let state = Mutex(State())
+    private let gone = Atomic<Bool>(false)
 
     public init() {}
+
+    /// Whether the connection that waited for this answer has closed (its client hung up or timed
+    /// out): nobody will send it, and its place among the waiting may be given to another.
+    public var abandoned: Bool { gone.load(ordering: .relaxed) }
+
+    /// The waiting connection closed.
+    package func abandon() { gone.store(true, ordering: .relaxed) }
 
     /// Gives the answer; the first one given is kept.
     public func fulfil(_ answer: AdminEndpoint.Answer) {

@@ -61,6 +61,8 @@ final class Worker {
         var readPosted = false
         /// In `awaitingAnswers`.
         var awaiting = false
+        /// EPOLLRDHUP alone is watched: the client's FIN while it waits for an answer.
+        var watchingHangup = false
         /// Unsent output counted in the admin endpoint's `AdminOutput` (admin worker only).
         var heldOutput = 0
     }
@@ -262,8 +264,8 @@ final class Worker {
         case .writing:
             if event.writable || event.hangup { flush(c) }
         case .answering:
-            // Nothing is watched but errors and hang-ups: the client is gone, and its answer,
-            // when given, is dropped.
+            // Nothing is watched but errors and hang-ups (the FIN too: EPOLLRDHUP, `sync`): the
+            // client is gone, its waiting place is freed and its answer, when given, is dropped.
             if event.hangup { close(c) }
         case .lingering:
             drain(c)
@@ -441,10 +443,11 @@ final class Worker {
         r.timerDeadline = wants.deadline
         if !wants.handshaking {
             let write = wants.write || r.tlsWantsWrite
-            if r.watchingRead != wants.read || r.watchingWrite != write {
+            if r.watchingRead != wants.read || r.watchingWrite != write || r.watchingHangup != wants.answering {
                 r.watchingRead = wants.read
                 r.watchingWrite = write
-                try? loop.modify(c.fd, data: data(c), read: wants.read, write: write)
+                r.watchingHangup = wants.answering
+                try? loop.modify(c.fd, data: data(c), read: wants.read, write: write, hangup: wants.answering)
             }
         }
         c.registration = r
@@ -463,7 +466,8 @@ final class Worker {
             case .readingRequest(let started): counters.timedOut(started ? .request : .idle)
             case .writing: counters.timedOut(.write)
             case .lingering: counters.timedOut(.linger)
-            case .answering: counters.timedOut(.write)
+            // Only the admin listener's connections wait for an answer, and they are not counted.
+            case .answering: break
             }
         }
         close(c)
@@ -497,6 +501,7 @@ final class Worker {
     func close(_ c: Connection) {
         guard Int(c.fd) < connections.count, connections[Int(c.fd)] === c else { return }
         noteHolding(c, closing: true)
+        c.machine.awaited?.pending.abandon()
         if c.registration.heldOutput != 0 {
             adminOutput?.add(-c.registration.heldOutput)
             c.registration.heldOutput = 0

@@ -94,4 +94,27 @@ final class AdminProbeServeTests {
         #expect(try server.admin("/sites").status == 200)
         #expect(render.renders == 2)
     }
+
+    @Test("a client that asks for /sites and hangs up (FIN) while the render is held is closed at once")
+    func hangUpWhileWaiting() throws {
+        try config.write("config/sites/s.hangup.test/apple-app-site-association", config.aasa)
+        let server = try TestDaemon(config: config)
+        let render = try #require(server.daemon.sitesRender)
+        let gate = Gate()
+        render.holdRenders { gate.hold() }
+        defer {
+            render.holdRenders(nil)
+            gate.release()
+        }
+        let fd = try #require(Loopback.connect(port: server.adminPort))
+        defer { close(fd) }
+        Loopback.send(fd, Array("GET /sites HTTP/1.1\r\nHost: localhost\r\n\r\n".utf8))
+        #expect(gate.waitHeld(), "no render started")
+        // The waiting connection is closed while the render is still held: the client reads EOF.
+        shutdown(fd, Int32(SHUT_WR))
+        Loopback.setReceiveTimeout(fd, seconds: 10)
+        var byte: UInt8 = 0
+        #expect(recv(fd, &byte, 1, 0) == 0, "the server did not close the waiting connection")
+        #expect(render.renders == 1)
+    }
 }

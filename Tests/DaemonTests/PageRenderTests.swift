@@ -7,6 +7,10 @@ import Testing
 
 /// The `/sites` render queue (Sources/Daemon/PageRender.swift): one render at a time, shared by
 /// the requests that wait for it, and a bound on those.
+extension AdminEndpoint.Reply {
+    fileprivate var isNow: Bool { if case .now = self { true } else { false } }
+}
+
 @Suite("PageRender")
 struct PageRenderTests {
     static func page(_ text: String) -> AdminEndpoint.Answer { .init(status: .ok, body: Array(text.utf8)) }
@@ -37,7 +41,16 @@ struct PageRenderTests {
                 refused += 1
             }
         }
-        #expect(waiting.count == PageRender.maximumWaiting && refused == 5)
+        // The held render's request counts: one place fewer for the next.
+        #expect(waiting.count == PageRender.maximumWaiting - 1 && refused == 6)
+        // A request whose connection closed gives its place to a new one.
+        waiting.removeLast().abandon()
+        guard case .later(let late) = render.request(make) else {
+            Issue.record("the place of an abandoned request was not given")
+            return
+        }
+        waiting.append(late)
+        #expect(render.request(make).isNow)
         render.holdRenders(nil)
         gate.release()
         #expect(eventually { waiting.allSatisfy { $0.answer != nil } })
