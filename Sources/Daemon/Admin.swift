@@ -63,7 +63,8 @@ struct AdminPages: Sendable {
         }
     }
 
-    /// `target`: the path, and the query when one was sent; `/sites` rendered on this thread.
+    /// `target`: the path, and the query when one was sent; every page but `/sites` (`reply`
+    /// answers it, never rendering on the calling thread): nil for it.
     func answer(_ target: String) -> AdminEndpoint.Answer? {
         let path = target.firstIndex(of: "?").map { String(target[..<$0]) } ?? target
         if path == "/" { return status.answer(target: target, source: statusSource()) }
@@ -76,8 +77,6 @@ struct AdminPages: Sendable {
                 ? .init(status: .ok, body: Array("ready\n".utf8)) : .init(status: .serviceUnavailable, body: Array("not ready\n".utf8))
         case "/metrics":
             return .init(status: .ok, contentType: MetricsExporter.contentType, body: metrics.scrape())
-        case "/sites":
-            return sitesAnswer(renderedOnly: false)
         default:
             return nil
         }

@@ -367,8 +367,15 @@ struct ConnectionMachine {
             queued = bufferedInput > 0
             rounds = context.limits.answerRoundsPerEvent
         }
-        // Output before it still pending: this one queues behind it.
-        if hasPendingOutput { return enqueue(&context) }
+        // Output before it still pending: this one queues behind it, and the socket's
+        // writability is what is waited for.
+        if hasPendingOutput {
+            if phase != .writing {
+                phase = .writing
+                deadline = context.now + context.limits.writeTimeout
+            }
+            return enqueue(&context)
+        }
         phase = .readingRequest(started: false)
         deadline = context.now + context.limits.idleTimeout
         return .write

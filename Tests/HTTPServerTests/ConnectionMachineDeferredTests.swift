@@ -88,6 +88,24 @@ struct ConnectionMachineDeferredTests {
         var text: String
         (text, next) = Self.drain(&machine, machine.answered(AdminEndpoint { _ in nil }.resolve(machine.awaited!)!, &context), &context)
         #expect(next == .linger && text.contains("Connection: close") && !text.contains("/never"))
+
+        // Given while the answers before it are still pending: it goes after them, and the
+        // connection waits to write.
+        let later: PendingAnswer
+        (machine, context, later) = Self.setUp()
+        let pipelined = Array("GET /a HTTP/1.1\r\nHost: localhost\r\n\r\nGET /later HTTP/1.1\r\nHost: localhost\r\n\r\n".utf8)
+        next = pipelined.withUnsafeBytes { machine.received($0, &context) }
+        #expect(next == .write && machine.awaited != nil)
+        let first = context.out
+        next = machine.sent(10, &context)
+        #expect(next == .wait && machine.phase == .writing)
+        later.fulfil(AdminEndpoint.Answer(status: .ok, body: Array("page".utf8)))
+        next = machine.answered(AdminEndpoint { _ in nil }.resolve(machine.awaited!)!, &context)
+        #expect(next == .wait && machine.phase == .writing && machine.wants.write && machine.awaited == nil)
+        let queued = String(decoding: machine.output[machine.outputOffset...], as: UTF8.self)
+        #expect(queued.hasPrefix(String(decoding: first[10...], as: UTF8.self)) && queued.hasSuffix("\r\n\r\npage"))
+        next = machine.flushed(machine.output.count - machine.outputOffset, &context)
+        #expect(next == .wait && machine.phase == .readingRequest(started: false))
     }
 
     @Test("a pending answer wakes whoever waits, once, even one that asks after it was given; the first answer given is kept")
