@@ -88,7 +88,9 @@ public struct AdminEndpoint: Sendable {
     /// while others wait unsent (`AdminOutput`), decided from its size before any of it is copied
     /// (the body is shared with the page kept for the next ask), and ending the connection.
     func frame(_ answer: Answer) -> Response {
-        guard output.admits(answer.size) else {
+        // The body of an answer another connection holds unsent (one render's page, waited for
+        // by several) is counted once: its other answers are admitted.
+        guard output.holds(answer.body) || output.admits(answer.size) else {
             return Self.frame(Self.busy)
         }
         return Self.frame(answer)

@@ -75,6 +75,9 @@ extension AdminEndpoint {
 /// clients that ask for `/sites` and never read cannot make the server hold a copy each.
 public final class AdminOutput: Sendable {
     private let bytes = Atomic<Int>(0)
+    /// Bodies several connections send from one storage (the answers of one render), by the
+    /// storage's address: counted in `bytes` once, while any connection holds one unsent.
+    private let shared = Mutex<[UInt: (holders: Int, size: Int)]>([:])
 
     /// Unsent bytes over which a large answer is refused. One answer of any size is always taken
     /// when nothing else waits (a page larger than this is still served, one at a time).
@@ -89,6 +92,36 @@ public final class AdminOutput: Sendable {
 
     func add(_ delta: Int) {
         bytes.add(delta, ordering: .relaxed)
+    }
+
+    /// The identity of a body's storage.
+    static func key(_ body: [UInt8]) -> UInt { body.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) } }
+
+    /// A connection holds `body` unsent (`ConnectionMachine.sharedBody`).
+    func share(_ body: [UInt8]) {
+        let first = shared.withLock { shared -> Bool in
+            let key = Self.key(body)
+            shared[key, default: (0, body.count)].holders += 1
+            return shared[key]!.holders == 1
+        }
+        if first { add(body.count) }
+    }
+
+    /// A connection no longer holds the body `key` names.
+    func unshare(_ key: UInt) {
+        let freed = shared.withLock { shared -> Int in
+            guard var entry = shared[key] else { return 0 }
+            entry.holders -= 1
+            shared[key] = entry.holders > 0 ? entry : nil
+            return entry.holders > 0 ? 0 : entry.size
+        }
+        add(-freed)
+    }
+
+    /// Whether the body is one some connection holds already: another answer of it adds no bytes.
+    func holds(_ body: [UInt8]) -> Bool {
+        let key = Self.key(body)
+        return shared.withLock { $0[key] != nil }
     }
 
     /// Whether an answer of `size` bytes may be queued now.

@@ -116,6 +116,13 @@ struct ConnectionMachine {
     /// Output the socket did not take yet, from `outputOffset` on.
     private(set) var output: [UInt8] = []
     private(set) var outputOffset = 0
+    /// Output pending after `output`, each sent whole in turn and never copied into it: a large
+    /// admin answer's body, the same storage as other connections' answers of one render.
+    private var later: [[UInt8]] = []
+    /// The shared body while any of it is unsent: in `later`, or `output` itself.
+    private(set) var sharedBody: [UInt8]?
+    /// `output` is `sharedBody`: new output goes in `later`, never into it (a copy).
+    private var outputIsShared = false
     /// Close once the pending output is written.
     private var closeAfterWrite = false
     /// Milliseconds an idle connection is given, once a stop begins, for a request on its way
@@ -162,7 +169,23 @@ struct ConnectionMachine {
         deadline = now + (tls ? limits.handshakeTimeout : limits.idleTimeout)
     }
 
-    var hasPendingOutput: Bool { outputOffset < output.count }
+    var hasPendingOutput: Bool { outputOffset < output.count || !later.isEmpty }
+
+    /// Pending bytes that are this connection's alone: all but `sharedBody`.
+    var unsharedPending: Int {
+        let first = outputIsShared ? 0 : output.count - outputOffset
+        let rest = later.reduce(0) { $0 + $1.count }
+        return first + rest - (sharedBody != nil && !outputIsShared ? sharedBody!.count : 0)
+    }
+
+    /// The next segment of `later` becomes the output, once `output` is all written.
+    private mutating func advanceOutput() {
+        guard outputOffset >= output.count, !later.isEmpty else { return }
+        if outputIsShared { sharedBody = nil }
+        output = later.removeFirst()
+        outputOffset = 0
+        outputIsShared = sharedBody.map { AdminOutput.key($0) == AdminOutput.key(output) } ?? false
+    }
     /// Input read and not yet answered.
     var bufferedInput: Int { input.count - inputOffset }
     /// What the worker arranges after a step, read in one access: epoll interest (outside the
@@ -259,9 +282,10 @@ struct ConnectionMachine {
     /// The worker wrote `written` bytes of `context.out` (there was no pending output). What the
     /// socket did not take is kept, and the connection waits for writability.
     mutating func sent<A>(_ written: Int, _ context: inout ConnectionContext<A>) -> Next {
-        if written < context.out.count {
+        if written < context.out.count || !later.isEmpty {
             output = Array(context.out[written...])
             outputOffset = 0
+            advanceOutput()
             context.out.removeAll(keepingCapacity: true)
             phase = .writing
             deadline = context.now + context.limits.writeTimeout
@@ -275,6 +299,11 @@ struct ConnectionMachine {
     /// first it would land inside a half-sent HTTP/2 frame (GOAWAY on a graceful stop) or break
     /// OpenSSL's rule that a retried write repeats the same bytes.
     mutating func enqueue<A>(_ context: inout ConnectionContext<A>) -> Next {
+        if outputIsShared || !later.isEmpty {
+            later.append(context.out)
+            context.out.removeAll(keepingCapacity: true)
+            return .wait
+        }
         if outputOffset > 0 {
             output.removeFirst(outputOffset)
             outputOffset = 0
@@ -288,6 +317,7 @@ struct ConnectionMachine {
     /// been pending: queued requests waiting for their turn).
     mutating func flushed<A>(_ written: Int, _ context: inout ConnectionContext<A>) -> Next {
         outputOffset += written
+        advanceOutput()
         if hasPendingOutput {
             // The write timeout is between two writes that make progress (nginx's send_timeout).
             if written > 0 { deadline = context.now + context.limits.writeTimeout }
@@ -295,6 +325,8 @@ struct ConnectionMachine {
         }
         output = []
         outputOffset = 0
+        sharedBody = nil
+        outputIsShared = false
         rounds = context.limits.answerRoundsPerEvent
         return outputDone(flushed: true, &context)
     }
@@ -357,8 +389,16 @@ struct ConnectionMachine {
     mutating func answered<A>(_ response: Response, _ context: inout ConnectionContext<A>) -> Next {
         guard let waited = awaiting else { return .wait }
         awaiting = nil
+        let behind = hasPendingOutput
         var response = response
         response.close = response.close || !waited.keepAlive || context.draining
+        if response.sendsBody, response.body.count >= AdminOutput.smallAnswer, !behind {
+            // A large body is sent from the answer's own storage, which the other requests of its
+            // render share: counted once (`AdminOutput`), copied for none.
+            sharedBody = response.body
+            later = [response.body, response.tail]
+            response.sendsBody = false
+        }
         response.serialize(into: &context.out, dateLine: context.answerer.dateLine.bytes)
         if response.close {
             closeAfterWrite = true
@@ -369,7 +409,7 @@ struct ConnectionMachine {
         }
         // Output before it still pending: this one queues behind it, and the socket's
         // writability is what is waited for.
-        if hasPendingOutput {
+        if behind {
             if phase != .writing {
                 phase = .writing
                 deadline = context.now + context.limits.writeTimeout

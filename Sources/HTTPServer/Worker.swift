@@ -65,6 +65,8 @@ final class Worker {
         var watchingHangup = false
         /// Unsent output counted in the admin endpoint's `AdminOutput` (admin worker only).
         var heldOutput = 0
+        /// The shared body (`AdminOutput.share`) this connection holds unsent.
+        var sharedBody: UInt?
     }
 
     /// epoll data of a listener: the top bit set, the listener's index below.
@@ -505,6 +507,10 @@ final class Worker {
         if c.registration.heldOutput != 0 {
             adminOutput?.add(-c.registration.heldOutput)
             c.registration.heldOutput = 0
+        }
+        if let key = c.registration.sharedBody {
+            adminOutput?.unshare(key)
+            c.registration.sharedBody = nil
         }
         loop.remove(c.fd)
         connections[Int(c.fd)] = nil

@@ -148,6 +148,52 @@ private struct EndpointAnswerer: RequestAnswering {
     mutating func refuse(_ status: Status, peer: Peer) -> Response { .error(status, close: true) }
 }
 
+@Suite("Connection state machine: one render's large answer shared")
+struct AdminSharedAnswerTests {
+    @Test("the waiters of one render send its page from one storage, counted once: all are admitted, another large page is not")
+    func sharedOnce() throws {
+        let output = AdminOutput()
+        let endpoint = AdminEndpoint(output: output, replies: { _ in nil })
+        let pending = PendingAnswer()
+        let page = [UInt8](repeating: 0x61, count: AdminOutput.maximumHeld / 2 + 1)
+        pending.fulfil(AdminEndpoint.Answer(status: .ok, body: page, tail: Array("}".utf8)))
+        var machines: [ConnectionMachine] = []
+        for _ in 0..<3 {
+            var context = ConnectionContext(
+                now: 1_000, milliseconds: 1_000_000, limits: Limits(), answerer: DeferringAnswerer(pending: pending))
+            var machine = ConnectionMachine(
+                peer: Peer(fd: -1, client: "-", isAdmin: true, counted: nil), tls: false, now: context.now, limits: context.limits)
+            let ask = Array("GET /later HTTP/1.1\r\nHost: localhost\r\n\r\n".utf8)
+            _ = ask.withUnsafeBytes { machine.received($0, &context) }
+            let response = endpoint.resolve(machine.awaited!)!
+            #expect(response.status == .ok, "a waiter of the same render is admitted")
+            // The head is written; the body waits in the answer's own storage.
+            let next = machine.answered(response, &context)
+            #expect(next == .write && String(decoding: context.out, as: UTF8.self).hasSuffix("\r\n\r\n"))
+            #expect(machine.sent(context.out.count, &context) == .wait && machine.wants.write)
+            let body = try #require(machine.sharedBody)
+            #expect(AdminOutput.key(body) == AdminOutput.key(page) && machine.unsharedPending == 1)
+            output.share(body)
+            machines.append(machine)
+        }
+        #expect(output.held == page.count, "one page counted, not three")
+        let other = AdminEndpoint.Answer(status: .ok, body: [UInt8](repeating: 0x62, count: AdminOutput.maximumHeld / 2 + 1))
+        #expect(endpoint.frame(other).status == .serviceUnavailable)
+        // Written out: the page and its tail, then nothing is held.
+        var context = ConnectionContext(
+            now: 1_000, milliseconds: 1_000_000, limits: Limits(), answerer: DeferringAnswerer(pending: pending))
+        var sent = 0
+        while machines[0].hasPendingOutput {
+            let n = machines[0].output.count - machines[0].outputOffset
+            sent += n
+            _ = machines[0].flushed(n, &context)
+        }
+        #expect(sent == page.count + 1 && machines[0].sharedBody == nil)
+        for _ in 0..<3 { output.unshare(AdminOutput.key(page)) }
+        #expect(output.held == 0)
+    }
+}
+
 @Suite("Connection state machine: a large admin answer refused")
 struct AdminRefusalTests {
     @Test("pipelined asks for a large page while others wait unsent: one 503 with Connection: close, the rest unanswered")
