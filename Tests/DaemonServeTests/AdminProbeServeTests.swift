@@ -1,3 +1,4 @@
+import Daemon
 import DaemonTesting
 import Foundation
 import TestSupport
@@ -46,13 +47,7 @@ final class AdminProbeServeTests {
 
     @Test("/healthz, /readyz and /metrics answer while a /sites render is held; the /sites asked meanwhile share one render")
     func probesBesideRender() throws {
-        for i in 0..<10 {
-            try config.write("config/sites/s\(i).render.test/apple-app-site-association", config.aasa)
-        }
-        let server = try TestDaemon(config: config)
-        let render = try #require(server.daemon.sitesRender)
-        let gate = Gate()
-        render.holdRenders { gate.hold() }
+        let (server, render, gate) = try holdingRenders(sites: 10)
         defer {
             render.holdRenders(nil)
             gate.release()
@@ -97,11 +92,7 @@ final class AdminProbeServeTests {
 
     @Test("a client that asks for /sites and hangs up (FIN) while the render is held is closed at once")
     func hangUpWhileWaiting() throws {
-        try config.write("config/sites/s.hangup.test/apple-app-site-association", config.aasa)
-        let server = try TestDaemon(config: config)
-        let render = try #require(server.daemon.sitesRender)
-        let gate = Gate()
-        render.holdRenders { gate.hold() }
+        let (server, render, gate) = try holdingRenders(sites: 1)
         defer {
             render.holdRenders(nil)
             gate.release()
@@ -116,5 +107,17 @@ final class AdminProbeServeTests {
         var byte: UInt8 = 0
         #expect(recv(fd, &byte, 1, 0) == 0, "the server did not close the waiting connection")
         #expect(render.renders == 1)
+    }
+
+    /// A daemon with `sites` sites whose `/sites` renders wait on the gate where they begin.
+    private func holdingRenders(sites: Int) throws -> (TestDaemon, PageRender, Gate) {
+        for i in 0..<sites {
+            try config.write("config/sites/s\(i).render.test/apple-app-site-association", config.aasa)
+        }
+        let server = try TestDaemon(config: config)
+        let render = try #require(server.daemon.sitesRender)
+        let gate = Gate()
+        render.holdRenders { gate.hold() }
+        return (server, render, gate)
     }
 }
