@@ -89,7 +89,8 @@ public struct AdminEndpoint: Sendable {
     /// (the body is shared with the page kept for the next ask), and ending the connection.
     func frame(_ answer: Answer) -> Response {
         // The body of an answer another connection holds unsent (one render's page, waited for
-        // by several) is counted once: its other answers are admitted.
+        // by several, or kept for the next ask) is counted once: its other answers are admitted,
+        // as they are sent from that storage, never copied (`ConnectionMachine.sharing`).
         guard output.holds(answer.body) || output.admits(answer.size) else {
             return Self.frame(Self.busy)
         }

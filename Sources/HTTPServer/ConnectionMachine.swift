@@ -392,13 +392,7 @@ struct ConnectionMachine {
         let behind = hasPendingOutput
         var response = response
         response.close = response.close || !waited.keepAlive || context.draining
-        if response.sendsBody, response.body.count >= AdminOutput.smallAnswer, !behind {
-            // A large body is sent from the answer's own storage, which the other requests of its
-            // render share: counted once (`AdminOutput`), copied for none.
-            sharedBody = response.body
-            later = [response.body, response.tail]
-            response.sendsBody = false
-        }
+        let shared = sharing(&response)
         response.serialize(into: &context.out, dateLine: context.answerer.dateLine.bytes)
         if response.close {
             closeAfterWrite = true
@@ -414,11 +408,32 @@ struct ConnectionMachine {
                 phase = .writing
                 deadline = context.now + context.limits.writeTimeout
             }
-            return enqueue(&context)
+            let next = enqueue(&context)
+            queueShared(shared)
+            return next
         }
+        queueShared(shared)
         phase = .readingRequest(started: false)
         deadline = context.now + context.limits.idleTimeout
         return .write
+    }
+
+    /// A large body is sent from the answer's own storage, which the other requests of its render
+    /// and the page kept for the next ask share: counted once (`AdminOutput`), copied for none
+    /// (`AdminEndpoint.frame` admits it for that). Takes the body and tail out of `response`, to
+    /// go after its head (`queueShared`); nil: sent as usual. None is held already: output is
+    /// pending only from the round that read this request, which began with nothing pending.
+    private func sharing(_ response: inout Response) -> [[UInt8]]? {
+        guard response.sendsBody, response.body.count >= AdminOutput.smallAnswer, sharedBody == nil else { return nil }
+        response.sendsBody = false
+        return [response.body, response.tail]
+    }
+
+    /// The body and tail `sharing` took, after everything else pending or in `context.out`.
+    private mutating func queueShared(_ shared: [[UInt8]]?) {
+        guard let shared else { return }
+        sharedBody = shared[0]
+        later += shared
     }
 
     /// The worker shut the write side: input is drained, for at most the linger timeout.
@@ -546,7 +561,12 @@ struct ConnectionMachine {
                 // An answer may close on its own (plain HTTP's redirect to HTTPS); the client or a
                 // stop may close any.
                 response.close = response.close || !head.keepAlive || context.draining
+                // An admin answer (`/sites` when its page is rendered already): nothing is pending
+                // while requests are read and answered (reading stops while writing), so a large
+                // body goes after this round's output, and the round ends.
+                let shared = peer.isAdmin && !hasPendingOutput ? sharing(&response) : nil
                 response.serialize(into: &context.out, dateLine: context.answerer.dateLine.bytes)
+                queueShared(shared)
                 parser.reset()
                 offset += head.length
                 phase = .readingRequest(started: false)
@@ -555,7 +575,7 @@ struct ConnectionMachine {
                     closeAfterWrite = true
                     return (bytes.count, false)
                 }
-                if context.out.count >= context.limits.outputHighWater { return (offset, offset < bytes.count) }
+                if shared != nil || context.out.count >= context.limits.outputHighWater { return (offset, offset < bytes.count) }
             }
         }
         return (offset, false)

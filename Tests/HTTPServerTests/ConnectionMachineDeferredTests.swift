@@ -150,13 +150,18 @@ private struct EndpointAnswerer: RequestAnswering {
 
 @Suite("Connection state machine: one render's large answer shared")
 struct AdminSharedAnswerTests {
-    @Test("the waiters of one render send its page from one storage, counted once: all are admitted, another large page is not")
-    func sharedOnce() throws {
+    /// A render's answer given: a page of over half the bound on unsent bytes, with a tail.
+    fileprivate static func rendered() -> (AdminOutput, AdminEndpoint, PendingAnswer, [UInt8]) {
         let output = AdminOutput()
-        let endpoint = AdminEndpoint(output: output, replies: { _ in nil })
         let pending = PendingAnswer()
         let page = [UInt8](repeating: 0x61, count: AdminOutput.maximumHeld / 2 + 1)
         pending.fulfil(AdminEndpoint.Answer(status: .ok, body: page, tail: Array("}".utf8)))
+        return (output, AdminEndpoint(output: output, replies: { _ in nil }), pending, page)
+    }
+
+    @Test("the waiters of one render send its page from one storage, counted once: all are admitted, another large page is not")
+    func sharedOnce() throws {
+        let (output, endpoint, pending, page) = Self.rendered()
         var machines: [ConnectionMachine] = []
         for _ in 0..<3 {
             var context = ConnectionContext(
@@ -191,6 +196,75 @@ struct AdminSharedAnswerTests {
         #expect(sent == page.count + 1 && machines[0].sharedBody == nil)
         for _ in 0..<3 { output.unshare(AdminOutput.key(page)) }
         #expect(output.held == 0)
+    }
+}
+
+extension AdminSharedAnswerTests {
+    @Test("a waiter whose answer comes behind pending output queues the page shared, not copied: counted once, another page refused")
+    func sharedBehind() throws {
+        let (output, endpoint, pending, page) = Self.rendered()
+        var context = ConnectionContext(
+            now: 1_000, milliseconds: 1_000_000, limits: Limits(), answerer: DeferringAnswerer(pending: pending))
+        var held: [ConnectionMachine] = []
+        for _ in 0..<2 {
+            var machine = ConnectionMachine(
+                peer: Peer(fd: -1, client: "-", isAdmin: true, counted: nil), tls: false, now: context.now, limits: context.limits)
+            let asks = Array("GET /a HTTP/1.1\r\nHost: localhost\r\n\r\nGET /later HTTP/1.1\r\nHost: localhost\r\n\r\n".utf8)
+            #expect(asks.withUnsafeBytes { machine.received($0, &context) } == .write)
+            #expect(machine.sent(10, &context) == .wait && machine.hasPendingOutput, "/a's answer is not all written")
+            let response = endpoint.resolve(machine.awaited!)!
+            #expect(response.status == .ok, "a waiter of the same render is admitted")
+            #expect(machine.answered(response, &context) == .wait && machine.phase == .writing)
+            let body = try #require(machine.sharedBody, "the page is held shared")
+            #expect(AdminOutput.key(body) == AdminOutput.key(page))
+            #expect(machine.output.count < 1024 && machine.unsharedPending < 1024, "no copy of the page: \(machine.unsharedPending)")
+            output.add(machine.unsharedPending)
+            output.share(body)
+            held.append(machine)
+        }
+        #expect(output.held < page.count + 2048, "one page counted, not two: \(output.held)")
+        let other = AdminEndpoint.Answer(status: .ok, body: [UInt8](repeating: 0x62, count: AdminOutput.maximumHeld / 2 + 1))
+        #expect(endpoint.frame(other).status == .serviceUnavailable)
+        // Written out in order: /a's answer, the page's head, the page, its tail.
+        var written: [UInt8] = []
+        while held[0].hasPendingOutput {
+            written += held[0].output[held[0].outputOffset...]
+            _ = held[0].flushed(held[0].output.count - held[0].outputOffset, &context)
+        }
+        let text = String(decoding: written, as: UTF8.self)
+        #expect(text.contains("\r\n\r\n/aHTTP/1.1 200 ") && text.hasSuffix("\r\n\r\n" + String(decoding: page, as: UTF8.self) + "}"))
+        #expect(held[0].sharedBody == nil && held[0].phase == .readingRequest(started: false))
+    }
+}
+
+extension AdminSharedAnswerTests {
+    @Test("a page answered at once while another connection holds it unsent is sent shared, not copied; the asks after it wait")
+    func sharedNow() throws {
+        let output = AdminOutput()
+        let page = [UInt8](repeating: 0x61, count: AdminOutput.maximumHeld / 2 + 1)
+        let endpoint = AdminEndpoint(
+            output: output, replies: { _ in .now(AdminEndpoint.Answer(status: .ok, body: page, tail: Array("}".utf8))) })
+        output.share(page)  // another connection holds the page unsent
+        var context = ConnectionContext(
+            now: 1_000, milliseconds: 1_000_000, limits: Limits(), answerer: EndpointAnswerer(endpoint: endpoint))
+        var machine = ConnectionMachine(
+            peer: Peer(fd: -1, client: "-", isAdmin: true, counted: nil), tls: false, now: context.now, limits: context.limits)
+        let asks = Array(String(repeating: "GET /sites HTTP/1.1\r\nHost: localhost\r\n\r\n", count: 2).utf8)
+        #expect(asks.withUnsafeBytes { machine.received($0, &context) } == .write)
+        #expect(context.out.count < 1024 && String(decoding: context.out, as: UTF8.self).hasPrefix("HTTP/1.1 200 "), "the head only")
+        let body = try #require(machine.sharedBody, "the page is held shared")
+        #expect(AdminOutput.key(body) == AdminOutput.key(page))
+        #expect(machine.sent(context.out.count, &context) == .wait && machine.unsharedPending == 1)
+        // Written out: the page and its tail, then the second ask is answered the same way.
+        var written: [UInt8] = []
+        var next = ConnectionMachine.Next.wait
+        while next == .wait, machine.hasPendingOutput {
+            written += machine.output[machine.outputOffset...]
+            next = machine.flushed(machine.output.count - machine.outputOffset, &context)
+        }
+        #expect(written.count == page.count + 1 && written.last == UInt8(ascii: "}"))
+        #expect(next == .write && String(decoding: context.out, as: UTF8.self).hasPrefix("HTTP/1.1 200 ") && context.out.count < 1024)
+        #expect(machine.sharedBody.map(AdminOutput.key) == AdminOutput.key(page))
     }
 }
 
