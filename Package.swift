@@ -210,7 +210,9 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(
             name: "DaemonTests",
-            dependencies: ["ACME", "Daemon", "SiteStore", "TenantAPI", "TestSupport", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "ACME", "Daemon", "HTTPServer", "SiteStore", "TenantAPI", "TestSupport", .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings),
         // A daemon in-process on loopback for tests (as HummingbirdTesting is for Hummingbird): a
         // config directory in a temporary folder, the shared test keys, real clients, waits on

@@ -16,7 +16,9 @@ import TenantAPI
 /// Probes must answer whatever else the admin port is doing: `/healthz` is a constant and
 /// `/readyz` one atomic load, and no page takes the registry's lock (a reload holds it while it
 /// reads the config directory, which at 100,000 sites takes seconds). `/sites` and `/metrics`
-/// read the `AdminView` the reloader published after its last reload.
+/// read the `AdminView` the reloader published after its last reload. `/sites` is rendered
+/// again on a queue of its own (`PageRender`), never on the admin worker's thread: only the page
+/// already rendered for the current state is answered there.
 struct AdminPages: Sendable {
     let sites: LockedRegistry
     /// Raised once the first snapshot is served, lowered when stopping (`/readyz`).
@@ -34,8 +36,35 @@ struct AdminPages: Sendable {
     var status = StatusPages()
     /// Wildcard children's approvals, when automatic certificates are on (`/sites`' `acme.children`).
     var children: ChildApprovals? = nil
+    /// Where `/sites` is rendered when what it shows changed.
+    var sitesRender = PageRender(label: "aasad.sites-page")
 
-    /// `target`: the path, and the query when one was sent.
+    /// `target`: the path, and the query when one was sent. `/sites` is answered now only when
+    /// the page for the current state is rendered already; otherwise later, off this thread.
+    func reply(_ target: String) -> AdminEndpoint.Reply? {
+        guard target == "/sites" || target.hasPrefix("/sites?") else { return answer(target).map(AdminEndpoint.Reply.now) }
+        if let cached = sitesAnswer(renderedOnly: true) { return .now(cached) }
+        return sitesRender.request { self.sitesAnswer(renderedOnly: false)! }
+    }
+
+    /// `/sites`; nil when `renderedOnly` and the page for the current state is not rendered. The
+    /// page is the one kept for the next ask, not a copy (what is read now goes in `tail`), so an
+    /// answer refused for its size (`AdminEndpoint.frame`) costs no copy of it.
+    func sitesAnswer(renderedOnly: Bool) -> AdminEndpoint.Answer? {
+        // Fallback answers change the page too: their total is part of its cache key.
+        let fallbacks = metrics.traffic.statistics().fallbacks.values.reduce(0, &+)
+        let manager = acme()
+        let page = sites.sitesPage(
+            fetches: fetches, acme: manager, fallbacks: fallbacks, cdn: cdn(), verification: verification, renderedOnly: renderedOnly)
+        return page.map {
+            var tail = $0.tail
+            if manager != nil { tail = Self.withChildren(tail, children) }
+            return .init(status: .ok, contentType: "application/json", body: $0.body, tail: tail)
+        }
+    }
+
+    /// `target`: the path, and the query when one was sent; every page but `/sites` (`reply`
+    /// answers it, never rendering on the calling thread): nil for it.
     func answer(_ target: String) -> AdminEndpoint.Answer? {
         let path = target.firstIndex(of: "?").map { String(target[..<$0]) } ?? target
         if path == "/" { return status.answer(target: target, source: statusSource()) }
@@ -48,14 +77,6 @@ struct AdminPages: Sendable {
                 ? .init(status: .ok, body: Array("ready\n".utf8)) : .init(status: .serviceUnavailable, body: Array("not ready\n".utf8))
         case "/metrics":
             return .init(status: .ok, contentType: MetricsExporter.contentType, body: metrics.scrape())
-        case "/sites":
-            // Fallback answers change the page too: their total is part of its cache key.
-            let fallbacks = metrics.traffic.statistics().fallbacks.values.reduce(0, &+)
-            return .init(
-                status: .ok, contentType: "application/json",
-                body: Self.withChildren(
-                    sites.sitesPage(fetches: fetches, acme: acme(), fallbacks: fallbacks, cdn: cdn(), verification: verification),
-                    acme() == nil ? nil : children))
         default:
             return nil
         }
@@ -87,12 +108,12 @@ extension AdminView {
         out.reserveCapacity(64 + count * 500)
         let shared = "\"\(sharedCertificate.rawValue)\""
         let own = "\"\(CertificateKind.site.rawValue)\""
-        for (index, directory) in directories.sorted().enumerated() {
-            guard let entry = self[directory] else { continue }
+        for (index, site) in sorted.enumerated() {
+            guard let entry = entry(site) else { continue }
+            let directory = site.directory
             if index > 0 { out.append(UInt8(ascii: ",")) }
             // Encoded now, not kept: the view holds no site's JSON between pages.
-            let open = Self.open(entry.status)
-            out += open
+            Self.open(entry.status, into: &out)
             var kind = entry.ownCertificate.map { $0 ? own : shared } ?? "null"
             // Automatic certificates, per name: the site's `certificate` is "acme" once every
             // name it has one for is served one.
@@ -100,7 +121,8 @@ extension AdminView {
             let hosts = entry.ownCertificate == false || verification != nil ? entry.hosts : []
             let automatic = entry.ownCertificate == false ? hosts.compactMap { acme?[$0] } : []
             if !automatic.isEmpty && automatic.allSatisfy({ $0.notAfter != nil }) { kind = "\"acme\"" }
-            out += Array(((open.count > 1 ? "," : "") + "\"certificate\":\(kind)").utf8)
+            out += #","certificate":"#.utf8
+            out += kind.utf8
             if !automatic.isEmpty { out += Array(",\"acme\":".utf8) + Self.json(automatic) }
             // fallback: answers given by the site's fallback (redirects and page), by the
             // platform read from User-Agent, since the site was first loaded.
@@ -139,11 +161,12 @@ extension AdminView {
             // lastAppleFetch: seconds since the epoch of the last fetch with User-Agent AASA-Bot,
             // null if none since start; lastAppleFetchFromAppleNetwork: whether that fetch came
             // from 17.0.0.0/8 (a User-Agent alone can be spoofed; docs/threat-model.md).
-            let last = f.map { "\($0.last)" } ?? "null"
-            let fromApple = f.map { "\($0.lastFromAppleNetwork)" } ?? "null"
-            out += Array(
-                (",\"appleFetches\":\(f?.count ?? 0),\"appleFetchesFromAppleNetwork\":\(f?.countFromAppleNetwork ?? 0)"
-                    + ",\"lastAppleFetch\":\(last),\"lastAppleFetchFromAppleNetwork\":\(fromApple)}").utf8)
+            out += #","appleFetches":\#(f?.count ?? 0),"appleFetchesFromAppleNetwork":\#(f?.countFromAppleNetwork ?? 0)"#.utf8
+            out += #","lastAppleFetch":"#.utf8
+            out += (f.map { "\($0.last)" } ?? "null").utf8
+            out += #","lastAppleFetchFromAppleNetwork":"#.utf8
+            out += (f.map { "\($0.lastFromAppleNetwork)" } ?? "null").utf8
+            out.append(UInt8(ascii: "}"))
         }
         out += Array("]".utf8)
         // The order queue: names due and waiting for the order budget (acme.orders-per-hour),
@@ -289,10 +312,13 @@ final class LockedRegistry: @unchecked Sendable {
     /// Host ownership as of the last reload.
     var ownership: HostOwnership { publishedOwnership.withLock { $0 } }
 
-    /// `/sites` for the current view and fetches; rendered again only when either changed.
+    /// `/sites` for the current view and fetches; rendered again only when either changed, and
+    /// then nil if `renderedOnly`.
     func sitesPage(
-        fetches: FetchLog, acme: CertificateManager? = nil, fallbacks: Int = 0, cdn: CDNWatch? = nil, verification: VerificationStore? = nil
-    ) -> [UInt8] {
+        fetches: FetchLog, acme: CertificateManager? = nil, fallbacks: Int = 0, cdn: CDNWatch? = nil,
+        verification: VerificationStore? = nil,
+        renderedOnly: Bool = false
+    ) -> (body: [UInt8], tail: [UInt8])? {
         let view = current
         let version = fetches.version
         // Cut route walks change the page too (one answered by a 404 moves no fallback count).
@@ -303,26 +329,33 @@ final class LockedRegistry: @unchecked Sendable {
             cached.acme == acmeVersion, cached.fallbacks == fallbacks, cached.cdn == cdnVersion,
             cached.verification == verification?.version
         {
-            return acme.map { Self.withTiers(cached.bytes, $0) } ?? cached.bytes
+            return Self.withTiers(cached.bytes, acme)
         }
+        if renderedOnly { return nil }
         let statuses = acme?.statusesByName()
         let checks = verification.map { ($0.version, $0.verifiedByName()) }
-        let bytes = view.render(
+        var bytes = view.render(
             fetches: fetches.sites(), acme: statuses?.statuses, cdn: cdn.flatMap { $0.settings.apple ? $0.bySite() : nil },
             dal: cdn.flatMap { $0.watchesGoogle ? $0.googleBySite() : nil }, verification: checks?.1)
+        // With a manager the page is kept open before its `acme` summary's `}` and its own (in
+        // place: the array is this render's alone), for what is read at each ask (`withTiers`).
+        if acme != nil, bytes.count >= 2, bytes[bytes.count - 1] == UInt8(ascii: "}"), bytes[bytes.count - 2] == UInt8(ascii: "}") {
+            bytes.removeLast(2)
+        }
         let acmeSource = acme.flatMap { manager in statuses.map { Source(object: ObjectIdentifier(manager), version: $0.version) } }
         page.withLock { $0 = (view.generation, version, acmeSource, fallbacks, cdnVersion, checks?.0, bytes) }
-        return acme.map { Self.withTiers(bytes, $0) } ?? bytes
+        return Self.withTiers(bytes, acme)
     }
 
-    /// The page with the order budget's tiers added to its `acme` summary: each tier's queued
-    /// names and how long the oldest has waited, read now (the rest of the page is rebuilt only
-    /// when something changed; waits grow every second). `page` ends with the summary's `}`
-    /// and the page's own (`AdminView.render` with a manager).
-    static func withTiers(_ page: [UInt8], _ manager: CertificateManager) -> [UInt8] {
-        guard page.count >= 2, page[page.count - 1] == UInt8(ascii: "}"), page[page.count - 2] == UInt8(ascii: "}") else { return page }
+    /// The page kept and what ends it: with a manager, the order budget's tiers added to its
+    /// `acme` summary (each tier's queued names and how long the oldest has waited, read now: the
+    /// rest of the page is rebuilt only when something changed; waits grow every second), then
+    /// the summary's `}` and the page's own; without one, nothing (the page is whole).
+    static func withTiers(_ page: [UInt8], _ manager: CertificateManager?) -> (body: [UInt8], tail: [UInt8]) {
+        // A page rendered without statuses is whole (it ends with its `}`; an open one with a count).
+        guard let manager, page.last != UInt8(ascii: "}") else { return (page, []) }
         let tiers = manager.tierWaits().map { "\"\($0.tier.label)\":{\"queued\":\($0.queued),\"oldestWaitSeconds\":\($0.oldestAge)}" }
-        return page.dropLast(2) + Array(",\"tiers\":{\(tiers.joined(separator: ","))}}}".utf8)
+        return (page, Array(",\"tiers\":{\(tiers.joined(separator: ","))}}}".utf8))
     }
 
     /// The named sites' statuses and served versions, the snapshot's map of served sites, and the

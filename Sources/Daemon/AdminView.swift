@@ -3,6 +3,7 @@ import Reactor
 package import Served
 package import SiteStore
 import StrictJSON
+import Synchronization
 
 /// What the admin pages show of the registry, taken by the reloader after each reload (under
 /// the registry's lock) and published for the admin thread to read without it.
@@ -81,6 +82,8 @@ package final class AdminView: Sendable {
     /// each scrape, so that a scrape costs nothing more for the sites without routes (kept as
     /// `unusual` is, one change at a time).
     let routed: TreeDictionary<String, RouteCounts>
+    /// `sorted`, once made.
+    private let sortedSites = Mutex<[(directory: String, served: ServedSite?)]?>(nil)
 
     init(
         generation: UInt64, served: TreeDictionary<String, ServedSite>, unusual: TreeDictionary<String, Unusual>, count: Int,
@@ -106,6 +109,36 @@ package final class AdminView: Sendable {
         case .notASite: return nil
         case .status(let status): return Entry(directory: directory, served: site, unusual: status)
         case nil: return site.map { Entry(directory: directory, served: $0, unusual: nil) }
+        }
+    }
+
+    /// Every site's directory name with its served version, sorted by name: made on the first
+    /// render of this view and kept (a render after a fetch, with no reload, sorts nothing).
+    var sorted: [(directory: String, served: ServedSite?)] {
+        sortedSites.withLock { kept in
+            if let kept { return kept }
+            var sites: [(directory: String, served: ServedSite?)] = []
+            sites.reserveCapacity(count)
+            for (name, site) in served {
+                if !unusual.isEmpty, case .notASite = unusual[name] { continue }
+                sites.append((name, site))
+            }
+            for (name, kept) in unusual where served[name] == nil {
+                if case .status = kept { sites.append((name, nil)) }
+            }
+            sites.sort { $0.directory < $1.directory }
+            kept = sites
+            return sites
+        }
+    }
+
+    /// The entry of a site of `sorted`; nil when there is none.
+    func entry(_ site: (directory: String, served: ServedSite?)) -> Entry? {
+        if unusual.isEmpty { return site.served.map { Entry(directory: site.directory, served: $0, unusual: nil) } }
+        switch unusual[site.directory] {
+        case .notASite: return nil
+        case .status(let status): return Entry(directory: site.directory, served: site.served, unusual: status)
+        case nil: return site.served.map { Entry(directory: site.directory, served: $0, unusual: nil) }
         }
     }
 
@@ -175,18 +208,63 @@ package final class AdminView: Sendable {
     /// in key order, nil ones left out (as JSONEncoder's `sortedKeys` wrote them, at a tenth of
     /// its cost: `/sites` encodes every site).
     static func open(_ status: SiteStatus) -> [UInt8] {
-        func list(_ items: [String]) -> String { "[" + items.map(JSONValue.quote).joined(separator: ",") + "]" }
-        var text = "{\"directory\":" + JSONValue.quote(status.directory)
-        text += ",\"errors\":" + list(status.errors)
-        if let etag = status.etag { text += ",\"etag\":" + JSONValue.quote(etag) }
-        text += ",\"hosts\":" + list(status.hosts)
-        if let loadedAt = status.loadedAt { text += ",\"loadedAt\":\(loadedAt)" }
-        let refused = status.refusedHosts.map {
-            "{" + ($0.heldBy.map { "\"heldBy\":" + JSONValue.quote($0) + "," } ?? "") + "\"host\":" + JSONValue.quote($0.host)
-                + ",\"reason\":" + JSONValue.quote($0.reason) + "}"
+        var out: [UInt8] = []
+        open(status, into: &out)
+        return out
+    }
+
+    /// `open(_:)` appended to `out`, without a string or array made per member.
+    static func open(_ status: SiteStatus, into out: inout [UInt8]) {
+        func list(_ items: [String]) {
+            out.append(UInt8(ascii: "["))
+            for (k, item) in items.enumerated() {
+                if k > 0 { out.append(UInt8(ascii: ",")) }
+                quote(item, into: &out)
+            }
+            out.append(UInt8(ascii: "]"))
         }
-        text += ",\"refusedHosts\":[" + refused.joined(separator: ",") + "]"
-        text += ",\"state\":" + JSONValue.quote(status.state.rawValue)
-        return Array(text.utf8)
+        out += #"{"directory":"#.utf8
+        quote(status.directory, into: &out)
+        out += #","errors":"#.utf8
+        list(status.errors)
+        if let etag = status.etag {
+            out += #","etag":"#.utf8
+            quote(etag, into: &out)
+        }
+        out += #","hosts":"#.utf8
+        list(status.hosts)
+        if let loadedAt = status.loadedAt { out += #","loadedAt":\#(loadedAt)"#.utf8 }
+        out += #","refusedHosts":["#.utf8
+        for (k, refused) in status.refusedHosts.enumerated() {
+            out += (k > 0 ? ",{" : "{").utf8
+            if let heldBy = refused.heldBy {
+                out += #""heldBy":"#.utf8
+                quote(heldBy, into: &out)
+                out.append(UInt8(ascii: ","))
+            }
+            out += #""host":"#.utf8
+            quote(refused.host, into: &out)
+            out += #","reason":"#.utf8
+            quote(refused.reason, into: &out)
+            out.append(UInt8(ascii: "}"))
+        }
+        out += #"],"state":"#.utf8
+        quote(status.state.rawValue, into: &out)
+    }
+
+    /// `JSONValue.quote(text)` appended to `out`: printable ASCII (nearly every name, and an
+    /// ETag with its quotes) is copied with `"` and `\` escaped as `quote` escapes them; anything
+    /// else goes through `quote`.
+    static func quote(_ text: String, into out: inout [UInt8]) {
+        guard text.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) else {
+            out += JSONValue.quote(text).utf8
+            return
+        }
+        out.append(UInt8(ascii: "\""))
+        for byte in text.utf8 {
+            if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { out.append(UInt8(ascii: "\\")) }
+            out.append(byte)
+        }
+        out.append(UInt8(ascii: "\""))
     }
 }

@@ -202,7 +202,8 @@ extension AdminPages {
     /// `/sites` with `children` added to its `acme` summary (read now: the counters move without
     /// the page being rebuilt): approved children, asks pending and running, answers kept, asks
     /// by answer, names dropped by reason, refusals from the cache, children forgotten. `page`
-    /// ends with the summary's `}` and the page's own, as `SiteRegistry.withTiers` leaves it.
+    /// ends with the summary's `}` and the page's own: the end `LockedRegistry.withTiers` makes
+    /// (its `tail`, a few hundred bytes, so the page itself is never copied for this).
     static func withChildren(_ page: [UInt8], _ children: ChildApprovals?) -> [UInt8] {
         guard let summary = children?.summary(), page.count >= 2, page[page.count - 1] == UInt8(ascii: "}"),
             page[page.count - 2] == UInt8(ascii: "}")

@@ -70,6 +70,8 @@ package final class Daemon: @unchecked Sendable {
         var acmeNames = ACMENames()
         /// The status page's index queue.
         var statusPages: StatusPages? = nil
+        /// Where `/sites` is rendered.
+        var sitesRender: PageRender? = nil
     }
 
     /// - Parameters:
@@ -125,6 +127,7 @@ package final class Daemon: @unchecked Sendable {
     package var adminView: AdminView? { running?.sites.current }
     /// The status page's index queue (tests hold a build there).
     package var statusPages: StatusPages? { running?.statusPages }
+    package var sitesRender: PageRender? { running?.sitesRender }
 
     // MARK: - Start
 
@@ -307,7 +310,7 @@ package final class Daemon: @unchecked Sendable {
                 served: { store.snapshot() }, children: children),
             acme: acme, cdn: { cdnWatch.value }, verification: verification, children: children)
         let adminHosts = AdminHosts(settings.adminHosts)
-        let endpoint = AdminEndpoint(hosts: adminHosts) { path in pages.answer(path) }
+        let endpoint = AdminEndpoint(hosts: adminHosts, replies: { target in pages.reply(target) })
         var serverConfiguration = Server.Configuration(
             https: httpsAddresses, http: httpAddresses, threads: workerCount, limits: limits, admin: adminAddress,
             adminEndpoint: endpoint, fetchLog: fetches, traffic: traffic, accessLog: accessLog,
@@ -422,7 +425,8 @@ package final class Daemon: @unchecked Sendable {
         running = Running(
             server: server, store: store, sites: sites, watcher: watcher, follower: follower, upgrade: upgrade, ready: ready,
             certificateManager: certificateManager, cdnWatch: cdnWatch, serveReloaded: serveReloaded, workers: workerCount, api: api,
-            verification: checker.value, acmeNames: acmeNames, statusPages: pages.status)
+            verification: checker.value, acmeNames: acmeNames, statusPages: pages.status,
+            sitesRender: pages.sitesRender)
         logger.info(
             "serving",
             metadata: [

@@ -4,7 +4,8 @@ import Synchronization
 
 /// The admin listener's answers: plain HTTP on its own worker thread, so
 /// a large answer (the state of 100,000 sites) never holds up serving. The command supplies the
-/// content; this type frames it.
+/// content; this type frames it. A page that takes long to make is answered later
+/// (`Reply.later`, AdminPending.swift), so that the thread goes on answering probes meanwhile.
 public struct AdminEndpoint: Sendable {
     /// One admin answer: a status, a media type and a body. The status is one of the statuses
     /// the server can send, so an answer cannot carry one the status line would have to guess.
@@ -12,31 +13,52 @@ public struct AdminEndpoint: Sendable {
         public var status: Status
         public var contentType: String
         public var body: [UInt8]
+        /// Sent after `body`, as part of the same content: what a page read now adds to one
+        /// rendered earlier (`/sites`' order budget), without copying the page to append it.
+        public var tail: [UInt8]
         /// Fields sent besides the four every answer has (an HTML page's Content-Security-Policy).
         public var fields: [(name: String, value: String)]
+        /// The connection ends after this answer: a refusal of a costly page, so that a client
+        /// that pipelines many asks for it gets one refusal, not one each.
+        public var close: Bool
 
         public init(
-            status: Status, contentType: String = "text/plain; charset=utf-8", body: [UInt8], fields: [(name: String, value: String)] = []
+            status: Status, contentType: String = "text/plain; charset=utf-8", body: [UInt8], tail: [UInt8] = [],
+            fields: [(name: String, value: String)] = [], close: Bool = false
         ) {
             self.status = status
             self.contentType = contentType
             self.body = body
+            self.tail = tail
             self.fields = fields
+            self.close = close
         }
+
+        /// Bytes of content: `body` and `tail`.
+        public var size: Int { body.count + tail.count }
     }
 
     /// Answers a GET or HEAD for a target: the path, and `?` and the query when one was sent (the
     /// status page reads it; the other pages look at the path only); nil for an unknown path
     /// (404). Never called for another method.
     public typealias Handler = @Sendable (String) -> Answer?
+    /// The same, for a handler that may answer later (`PendingAnswer`).
+    public typealias ReplyHandler = @Sendable (String) -> Reply?
 
-    private let handler: Handler
+    private let handler: ReplyHandler
     /// The configured names `Host` may carry besides loopback names and IP literals.
     private let hosts: AdminHosts
+    /// The admin worker's unsent bytes, against which a large answer is admitted.
+    let output: AdminOutput
 
     public init(hosts: AdminHosts = AdminHosts(), _ handler: @escaping Handler) {
+        self.init(hosts: hosts, output: AdminOutput()) { target in handler(target).map(Reply.now) }
+    }
+
+    public init(hosts: AdminHosts = AdminHosts(), output: AdminOutput = AdminOutput(), replies: @escaping ReplyHandler) {
         self.hosts = hosts
-        self.handler = handler
+        self.handler = replies
+        self.output = output
     }
 
     /// `authority` is the request's `Host` (or an absolute-form target's authority) as sent;
@@ -49,15 +71,48 @@ public struct AdminEndpoint: Sendable {
         // the body, RFC 9110 §9.3.2), so any other method is 405 with `Allow: GET, HEAD`
         // (§15.5.6) for every path, and a POST to `/` or `/sites` costs no page built or rendered.
         guard method != .other else { return .error(.methodNotAllowed, close: false) }
-        guard let answer = handler(target) else { return .error(.notFound, close: false) }
+        switch handler(target) {
+        case nil:
+            return .error(.notFound, close: false)
+        case .now(let answer):
+            // The HEAD rule is applied where every response's is: Exchange.answer.
+            return frame(answer)
+        case .later(let pending):
+            var response = Response.error(.serviceUnavailable, close: false)
+            response.deferred = Deferred(pending: pending, method: method)
+            return response
+        }
+    }
+
+    /// The answer as a response with the four fields every admin answer has; 503 for a large one
+    /// while others wait unsent (`AdminOutput`), decided from its size before any of it is copied
+    /// (the body is shared with the page kept for the next ask), and ending the connection.
+    func frame(_ answer: Answer) -> Response {
+        // The body of an answer another connection holds unsent (one render's page, waited for
+        // by several, or kept for the next ask) is counted once: its other answers are admitted,
+        // as they are sent from that storage, never copied (`ConnectionMachine.sharing`).
+        guard output.holds(answer.body) || output.admits(answer.size) else {
+            return Self.frame(Self.busy)
+        }
+        return Self.frame(answer)
+    }
+
+    private static func frame(_ answer: Answer) -> Response {
         let headers = PreparedFields(
             [
-                (name: "Content-Type", value: answer.contentType), (name: "Content-Length", value: "\(answer.body.count)"),
+                (name: "Content-Type", value: answer.contentType), (name: "Content-Length", value: "\(answer.size)"),
                 (name: "Cache-Control", value: "no-store"), (name: "X-Content-Type-Options", value: "nosniff"),
             ] + answer.fields)
-        // The HEAD rule is applied where every response's is: Exchange.answer.
-        return Response(status: answer.status, headers: headers, body: answer.body, sendsBody: true, close: false)
+        var response = Response(status: answer.status, headers: headers, body: answer.body, sendsBody: true, close: answer.close)
+        response.tail = answer.tail
+        return response
     }
+
+    /// A large answer refused while the admin worker holds others unsent; the requests pipelined
+    /// after it are not answered (each might be another large one).
+    static let busy = Answer(
+        status: .serviceUnavailable, body: Array("busy: other answers are waiting to be read; try again\n".utf8),
+        fields: [(name: "Retry-After", value: "1")], close: true)
 }
 
 /// Which `Host` values the admin listener answers (RFC 9110 §7.2): loopback names (`localhost`

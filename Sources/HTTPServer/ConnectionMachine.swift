@@ -54,6 +54,10 @@ struct ConnectionMachine {
         /// Output pending that the socket would not take yet, or queued requests waiting for
         /// the next writable event; reading is paused (back-pressure).
         case writing
+        /// HTTP/1.1 on the admin listener: a request's answer is being made on another thread
+        /// (`PendingAnswer`); nothing is read (pipelined requests wait behind it) until it is
+        /// given, and only a hang-up is watched for.
+        case answering
         /// The last response is out; the write side is shut and input is read and dropped until
         /// the peer closes, so a late pipelined request cannot turn into a reset that destroys
         /// the response (nginx's lingering close).
@@ -114,6 +118,13 @@ struct ConnectionMachine {
     /// Output the socket did not take yet, from `outputOffset` on.
     private(set) var output: [UInt8] = []
     private(set) var outputOffset = 0
+    /// Output pending after `output`, each sent whole in turn and never copied into it: a large
+    /// admin answer's body, the same storage as other connections' answers of one render.
+    private var later: [[UInt8]] = []
+    /// The shared body while any of it is unsent: in `later`, or `output` itself.
+    private(set) var sharedBody: [UInt8]?
+    /// `output` is `sharedBody`: new output goes in `later`, never into it (a copy).
+    private var outputIsShared = false
     /// Close once the pending output is written.
     private var closeAfterWrite = false
     /// Milliseconds an idle connection is given, once a stop begins, for a request on its way
@@ -139,6 +150,12 @@ struct ConnectionMachine {
     /// HTTP/1.1: rounds of answering already-read requests left in this readiness event
     /// (`Limits.answerRoundsPerEvent`).
     private var rounds = 0
+    /// HTTP/1.1: the request waiting for its answer from another thread, and whether its
+    /// connection stays open after it.
+    private var awaiting: (deferred: AdminEndpoint.Deferred, keepAlive: Bool)?
+    /// Seconds a connection waits for an answer made on another thread before it is closed: the
+    /// longest render of `/sites` measured is well under it (docs/benchmarks.md).
+    static let answerTimeout: Int64 = 300
     /// HTTP/2: the second since which the session has held incomplete requests without
     /// completing one.
     private var incompleteSince: Int64?
@@ -154,7 +171,23 @@ struct ConnectionMachine {
         deadline = now + (tls ? limits.handshakeTimeout : limits.idleTimeout)
     }
 
-    var hasPendingOutput: Bool { outputOffset < output.count }
+    var hasPendingOutput: Bool { outputOffset < output.count || !later.isEmpty }
+
+    /// Pending bytes that are this connection's alone: all but `sharedBody`.
+    var unsharedPending: Int {
+        let first = outputIsShared ? 0 : output.count - outputOffset
+        let rest = later.reduce(0) { $0 + $1.count }
+        return first + rest - (sharedBody != nil && !outputIsShared ? sharedBody!.count : 0)
+    }
+
+    /// The next segment of `later` becomes the output, once `output` is all written.
+    private mutating func advanceOutput() {
+        guard outputOffset >= output.count, !later.isEmpty else { return }
+        if outputIsShared { sharedBody = nil }
+        output = later.removeFirst()
+        outputOffset = 0
+        outputIsShared = sharedBody.map { AdminOutput.key($0) == AdminOutput.key(output) } ?? false
+    }
     /// Input read and not yet answered.
     var bufferedInput: Int { input.count - inputOffset }
     /// What the worker arranges after a step, read in one access: epoll interest (outside the
@@ -166,14 +199,16 @@ struct ConnectionMachine {
         var deadline: Int64
         var handshaking: Bool
         var readingRequests: Bool
+        /// Waiting for an answer made on another thread (phase `answering`).
+        var answering = false
     }
 
     var wants: Wants {
         let reading: Bool
         if case .readingRequest = phase { reading = true } else { reading = false }
         return Wants(
-            read: phase != .writing, write: phase == .writing, deadline: deadline, handshaking: phase == .handshaking,
-            readingRequests: reading)
+            read: phase != .writing && phase != .answering, write: phase == .writing, deadline: deadline,
+            handshaking: phase == .handshaking, readingRequests: reading, answering: phase == .answering)
     }
 
     // MARK: - Events
@@ -249,9 +284,10 @@ struct ConnectionMachine {
     /// The worker wrote `written` bytes of `context.out` (there was no pending output). What the
     /// socket did not take is kept, and the connection waits for writability.
     mutating func sent<A>(_ written: Int, _ context: inout ConnectionContext<A>) -> Next {
-        if written < context.out.count {
+        if written < context.out.count || !later.isEmpty {
             output = Array(context.out[written...])
             outputOffset = 0
+            advanceOutput()
             context.out.removeAll(keepingCapacity: true)
             phase = .writing
             deadline = context.now + context.limits.writeTimeout
@@ -265,6 +301,11 @@ struct ConnectionMachine {
     /// first it would land inside a half-sent HTTP/2 frame (GOAWAY on a graceful stop) or break
     /// OpenSSL's rule that a retried write repeats the same bytes.
     mutating func enqueue<A>(_ context: inout ConnectionContext<A>) -> Next {
+        if outputIsShared || !later.isEmpty {
+            later.append(context.out)
+            context.out.removeAll(keepingCapacity: true)
+            return .wait
+        }
         if outputOffset > 0 {
             output.removeFirst(outputOffset)
             outputOffset = 0
@@ -278,6 +319,7 @@ struct ConnectionMachine {
     /// been pending: queued requests waiting for their turn).
     mutating func flushed<A>(_ written: Int, _ context: inout ConnectionContext<A>) -> Next {
         outputOffset += written
+        advanceOutput()
         if hasPendingOutput {
             // The write timeout is between two writes that make progress (nginx's send_timeout).
             if written > 0 { deadline = context.now + context.limits.writeTimeout }
@@ -285,6 +327,8 @@ struct ConnectionMachine {
         }
         output = []
         outputOffset = 0
+        sharedBody = nil
+        outputIsShared = false
         rounds = context.limits.answerRoundsPerEvent
         return outputDone(flushed: true, &context)
     }
@@ -338,6 +382,62 @@ struct ConnectionMachine {
         return hasPendingOutput ? enqueue(&context) : .write
     }
 
+    /// The request a `PendingAnswer` held (phase `answering`, or `writing` what came before it)
+    /// is what is waited for. nil: none.
+    var awaited: AdminEndpoint.Deferred? { awaiting?.deferred }
+
+    /// The answer the connection waited for is given: it is sent, then the requests read after it
+    /// are answered.
+    mutating func answered<A>(_ response: Response, _ context: inout ConnectionContext<A>) -> Next {
+        guard let waited = awaiting else { return .wait }
+        awaiting = nil
+        let behind = hasPendingOutput
+        var response = response
+        response.close = response.close || !waited.keepAlive || context.draining
+        let shared = sharing(&response)
+        response.serialize(into: &context.out, dateLine: context.answerer.dateLine.bytes)
+        if response.close {
+            closeAfterWrite = true
+            clearInput()
+        } else {
+            queued = bufferedInput > 0
+            rounds = context.limits.answerRoundsPerEvent
+        }
+        // Output before it still pending: this one queues behind it, and the socket's
+        // writability is what is waited for.
+        if behind {
+            if phase != .writing {
+                phase = .writing
+                deadline = context.now + context.limits.writeTimeout
+            }
+            let next = enqueue(&context)
+            queueShared(shared)
+            return next
+        }
+        queueShared(shared)
+        phase = .readingRequest(started: false)
+        deadline = context.now + context.limits.idleTimeout
+        return .write
+    }
+
+    /// A large body is sent from the answer's own storage, which the other requests of its render
+    /// and the page kept for the next ask share: counted once (`AdminOutput`), copied for none
+    /// (`AdminEndpoint.frame` admits it for that). Takes the body and tail out of `response`, to
+    /// go after its head (`queueShared`); nil: sent as usual. None is held already: output is
+    /// pending only from the round that read this request, which began with nothing pending.
+    private func sharing(_ response: inout Response) -> [[UInt8]]? {
+        guard response.sendsBody, response.body.count >= AdminOutput.smallAnswer, sharedBody == nil else { return nil }
+        response.sendsBody = false
+        return [response.body, response.tail]
+    }
+
+    /// The body and tail `sharing` took, after everything else pending or in `context.out`.
+    private mutating func queueShared(_ shared: [[UInt8]]?) {
+        guard let shared else { return }
+        sharedBody = shared[0]
+        later += shared
+    }
+
     /// The worker shut the write side: input is drained, for at most the linger timeout.
     mutating func linger<A>(_ context: inout ConnectionContext<A>) {
         phase = .lingering
@@ -352,6 +452,12 @@ struct ConnectionMachine {
     /// when they are all answered: they must not wait for input that will never come).
     private mutating func outputDone<A>(flushed: Bool, _ context: inout ConnectionContext<A>) -> Next {
         if closeAfterWrite { return .linger }
+        if awaiting != nil {
+            // What came before the deferred request is out; its own answer is not made yet.
+            if phase != .answering { deadline = context.now + Self.answerTimeout }
+            phase = .answering
+            return .wait
+        }
         if flushed {
             phase = .readingRequest(started: false)
             deadline = context.now + context.limits.idleTimeout
@@ -448,10 +554,21 @@ struct ConnectionMachine {
                     target: slice(head.target)!, ifNoneMatch: slice(head.ifNoneMatch), ifModifiedSince: slice(head.ifModifiedSince),
                     userAgent: slice(head.userAgent), acceptsGzip: head.acceptsGzip)
                 var response = context.answerer.answer(request, peer: peer, tls: tlsIdentity)
+                if let deferred = response.deferred {
+                    // Answered later (`answered`): the requests after it wait, unparsed.
+                    awaiting = (deferred, head.keepAlive && !context.draining)
+                    parser.reset()
+                    return (offset + head.length, false)
+                }
                 // An answer may close on its own (plain HTTP's redirect to HTTPS); the client or a
                 // stop may close any.
                 response.close = response.close || !head.keepAlive || context.draining
+                // An admin answer (`/sites` when its page is rendered already): nothing is pending
+                // while requests are read and answered (reading stops while writing), so a large
+                // body goes after this round's output, and the round ends.
+                let shared = peer.isAdmin && !hasPendingOutput ? sharing(&response) : nil
                 response.serialize(into: &context.out, dateLine: context.answerer.dateLine.bytes, heads: &context.heads)
+                queueShared(shared)
                 parser.reset()
                 offset += head.length
                 phase = .readingRequest(started: false)
@@ -460,7 +577,7 @@ struct ConnectionMachine {
                     closeAfterWrite = true
                     return (bytes.count, false)
                 }
-                if context.out.count >= context.limits.outputHighWater { return (offset, offset < bytes.count) }
+                if shared != nil || context.out.count >= context.limits.outputHighWater { return (offset, offset < bytes.count) }
             }
         }
         return (offset, false)
@@ -498,7 +615,9 @@ struct ConnectionMachine {
                     version: .http2, method: request.method, authority: authority, path: path, target: target,
                     ifNoneMatch: ifNoneMatch, ifModifiedSince: ifModifiedSince, userAgent: userAgent,
                     acceptsGzip: request.acceptsGzip, hasBody: request.hasBody)
-                return context.answerer.answer(view, peer: peer, tls: tlsIdentity)
+                let response = context.answerer.answer(view, peer: peer, tls: tlsIdentity)
+                // Only the admin listener defers, and it speaks HTTP/1.1 alone.
+                return response.deferred == nil ? response : .error(.serviceUnavailable, close: false)
             }
             session.respond(
                 stream: request.stream, status: response.status, head: response.head, date: context.answerer.dateLine.value,

@@ -15,6 +15,12 @@ public struct Response {
     /// A `Location` value built for this request (a redirect whose target holds the request's
     /// path); every other field is prepared.
     public var location: [UInt8]? = nil
+    /// An admin request whose answer another thread gives later (`PendingAnswer`): the
+    /// connection waits for it; the rest of this response is never sent.
+    var deferred: AdminEndpoint.Deferred? = nil
+    /// Content sent after `body` (`AdminEndpoint.Answer.tail`): HTTP/1.1 only, which the admin
+    /// listener alone speaks.
+    var tail: [UInt8] = []
 
     public init(
         status: Status, head: ResponseHead, body: [UInt8], sendsBody: Bool, close: Bool, location: [UInt8]? = nil
@@ -51,7 +57,10 @@ public struct Response {
         if close { out.append(contentsOf: StatusLines.connectionClose) }
         out.append(13)
         out.append(10)
-        if sendsBody { out.append(contentsOf: body) }
+        if sendsBody {
+            out.append(contentsOf: body)
+            out.append(contentsOf: tail)
+        }
     }
 
     /// The same with a cache of its own, made per call. For tests; `package`, so that the

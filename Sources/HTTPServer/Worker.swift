@@ -59,6 +59,14 @@ final class Worker {
         var tlsWantsWrite = false
         /// In `postedReads`.
         var readPosted = false
+        /// In `awaitingAnswers`.
+        var awaiting = false
+        /// EPOLLRDHUP alone is watched: the client's FIN while it waits for an answer.
+        var watchingHangup = false
+        /// Unsent output counted in the admin endpoint's `AdminOutput` (admin worker only).
+        var heldOutput = 0
+        /// The shared body (`AdminOutput.share`) this connection holds unsent.
+        var sharedBody: UInt?
     }
 
     /// epoll data of a listener: the top bit set, the listener's index below.
@@ -105,6 +113,11 @@ final class Worker {
     /// Connections to read after the current batch of events: TLS holds their input, so epoll
     /// will not report it (`postRead`).
     var postedReads: [Connection] = []
+    /// Connections waiting for an answer made on another thread (the admin worker's), looked at
+    /// after each batch of events; the answer's giver wakes the loop.
+    var awaitingAnswers: [Connection] = []
+    /// The admin endpoint's count of unsent bytes (the admin worker's only).
+    let adminOutput: AdminOutput?
     let readBuffer: UnsafeMutableRawBufferPointer
     let stopFlag: AtomicFlag
     /// This worker's counters, for /metrics.
@@ -124,6 +137,7 @@ final class Worker {
         budget: RequestBudget? = nil, holders: HolderBoard? = nil, ownershipAnswer: OwnershipAnswerResolver? = nil
     ) throws(SystemError) {
         self.counters = counters
+        adminOutput = admin?.output
         self.index = index
         self.listeners = listeners
         self.tls = tls
@@ -195,6 +209,7 @@ final class Worker {
             }
             context.answerer.flushLog()
             tick()
+            if !awaitingAnswers.isEmpty { deliverAnswers() }
         }
         defer { context.answerer.flushLog() }
         for case let c? in connections {
@@ -250,6 +265,10 @@ final class Worker {
             readRequests(c)
         case .writing:
             if event.writable || event.hangup { flush(c) }
+        case .answering:
+            // Nothing is watched but errors and hang-ups (the FIN too: EPOLLRDHUP, `sync`): the
+            // client is gone, its waiting place is freed and its answer, when given, is dropped.
+            if event.hangup { close(c) }
         case .lingering:
             drain(c)
         }
@@ -426,14 +445,16 @@ final class Worker {
         r.timerDeadline = wants.deadline
         if !wants.handshaking {
             let write = wants.write || r.tlsWantsWrite
-            if r.watchingRead != wants.read || r.watchingWrite != write {
+            if r.watchingRead != wants.read || r.watchingWrite != write || r.watchingHangup != wants.answering {
                 r.watchingRead = wants.read
                 r.watchingWrite = write
-                try? loop.modify(c.fd, data: data(c), read: wants.read, write: write)
+                r.watchingHangup = wants.answering
+                try? loop.modify(c.fd, data: data(c), read: wants.read, write: write, hangup: wants.answering)
             }
         }
         c.registration = r
         noteHolding(c)
+        if adminOutput != nil { noteAdminOutput(c, wants) }
         return wants.readingRequests
     }
 
@@ -447,6 +468,8 @@ final class Worker {
             case .readingRequest(let started): counters.timedOut(started ? .request : .idle)
             case .writing: counters.timedOut(.write)
             case .lingering: counters.timedOut(.linger)
+            // Only the admin listener's connections wait for an answer, and they are not counted.
+            case .answering: break
             }
         }
         close(c)
@@ -480,6 +503,15 @@ final class Worker {
     func close(_ c: Connection) {
         guard Int(c.fd) < connections.count, connections[Int(c.fd)] === c else { return }
         noteHolding(c, closing: true)
+        c.machine.awaited?.pending.abandon()
+        if c.registration.heldOutput != 0 {
+            adminOutput?.add(-c.registration.heldOutput)
+            c.registration.heldOutput = 0
+        }
+        if let key = c.registration.sharedBody {
+            adminOutput?.unshare(key)
+            c.registration.sharedBody = nil
+        }
         loop.remove(c.fd)
         connections[Int(c.fd)] = nil
         openConnections -= 1

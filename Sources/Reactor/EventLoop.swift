@@ -40,8 +40,10 @@ public final class EventLoop {
         buffer.deallocate()
     }
 
-    private func mask(read: Bool, write: Bool) -> UInt32 {
+    /// `hangup`: the peer's FIN is reported even while nothing is read (EPOLLRDHUP alone).
+    private func mask(read: Bool, write: Bool, hangup: Bool = false) -> UInt32 {
         (read ? CAASALinux_EPOLLIN | CAASALinux_EPOLLRDHUP : 0) | (write ? CAASALinux_EPOLLOUT : 0)
+            | (hangup ? CAASALinux_EPOLLRDHUP : 0)
     }
 
     /// `exclusive`: EPOLLEXCLUSIVE, for a descriptor several loops wait on (a listening socket
@@ -56,8 +58,9 @@ public final class EventLoop {
         _ = try syscallOrThrow("epoll_ctl ADD", { epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) })
     }
 
-    public func modify(_ fd: Int32, data: UInt64, read: Bool, write: Bool) throws(SystemError) {
-        var ev = CAASALinux_epoll_event(mask(read: read, write: write), data)
+    /// `hangup`: watch for the peer's FIN without reading (a connection waiting for an answer).
+    public func modify(_ fd: Int32, data: UInt64, read: Bool, write: Bool, hangup: Bool = false) throws(SystemError) {
+        var ev = CAASALinux_epoll_event(mask(read: read, write: write, hangup: hangup), data)
         _ = try syscallOrThrow("epoll_ctl MOD", { epoll_ctl(epfd, EPOLL_CTL_MOD, fd, &ev) })
     }
 

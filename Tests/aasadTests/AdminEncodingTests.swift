@@ -1,5 +1,6 @@
 import Check
 import Foundation
+import StrictJSON
 import Testing
 
 @testable import Daemon
@@ -42,6 +43,35 @@ struct AdminEncodingTests {
                 try JSONSerialization.jsonObject(with: Data(hand)) as? NSDictionary, "\(String(decoding: hand, as: UTF8.self))")
             let expected = try #require(try JSONSerialization.jsonObject(with: encoder.encode(status)) as? NSDictionary)
             #expect(parsed == expected, "\(String(decoding: hand, as: UTF8.self))")
+        }
+    }
+
+    @Test("each site's object is, byte for byte, what the string-built form before it wrote")
+    func sameBytesAsStrings() {
+        // The form `open` had when it built a String per member: the oracle for its bytes.
+        func reference(_ status: SiteStatus) -> [UInt8] {
+            func list(_ items: [String]) -> String { "[" + items.map(JSONValue.quote).joined(separator: ",") + "]" }
+            var text = "{\"directory\":" + JSONValue.quote(status.directory)
+            text += ",\"errors\":" + list(status.errors)
+            if let etag = status.etag { text += ",\"etag\":" + JSONValue.quote(etag) }
+            text += ",\"hosts\":" + list(status.hosts)
+            if let loadedAt = status.loadedAt { text += ",\"loadedAt\":\(loadedAt)" }
+            let refused = status.refusedHosts.map {
+                "{" + ($0.heldBy.map { "\"heldBy\":" + JSONValue.quote($0) + "," } ?? "") + "\"host\":" + JSONValue.quote($0.host)
+                    + ",\"reason\":" + JSONValue.quote($0.reason) + "}"
+            }
+            text += ",\"refusedHosts\":[" + refused.joined(separator: ",") + "]"
+            text += ",\"state\":" + JSONValue.quote(status.state.rawValue)
+            return Array(text.utf8)
+        }
+        var statuses = Self.statuses
+        statuses.append(
+            SiteStatus(
+                directory: "two.example", hosts: ["a.example", "b.example"],
+                refusedHosts: [RefusedHost(host: "c.example", heldBy: nil, reason: "r"), RefusedHost(host: "d", heldBy: "x", reason: "")],
+                state: .serving, etag: nil, loadedAt: -1, errors: []))
+        for status in statuses {
+            #expect(AdminView.open(status) == reference(status), "\(String(decoding: reference(status), as: UTF8.self))")
         }
     }
 
