@@ -395,7 +395,7 @@ struct ConnectionMachine {
         var response = response
         response.close = response.close || !waited.keepAlive || context.draining
         let shared = sharing(&response)
-        response.serialize(into: &context.out, dateLine: context.answerer.dateLine.bytes)
+        response.serialize(into: &context.out, dateLine: context.answerer.dateLine.bytes, heads: &context.heads)
         if response.close {
             closeAfterWrite = true
             clearInput()
