@@ -8,8 +8,9 @@ import Synchronization
 /// requests that arrive while one runs share the next, which starts when it ends and reads the
 /// state as of then, so every request gets a page at least as new as itself and many requests
 /// cost at most two renders. Past `maximumWaiting` requests waiting or being rendered for, a new
-/// one gets 503: a waiter whose client hung up before its render began is not counted; the count
-/// a render is for is fixed when it starts, so one that hangs up during it counts until it ends.
+/// one gets 503. A waiter whose client hung up is dropped when the next request arrives; until
+/// then it counts, and a render that starts before then is made for it too. The count a render is
+/// for is fixed when it starts, so one that hangs up during it counts until it ends.
 package final class PageRender: Sendable {
     private struct State {
         var running = false
