@@ -260,8 +260,7 @@ final class HTTP01Responder {
         process.standardError = FileHandle.nullDevice
         try process.run()
         guard let port = ReadyFile.port(portFile, of: process) else {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            process.killAndWait()
             throw PebbleError("the HTTP-01 responder announced no port")
         }
         self.port = port
@@ -269,8 +268,7 @@ final class HTTP01Responder {
 
     deinit {
         // SIGKILL: a child of the test runner inherits its blocked signals, SIGTERM among them.
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        process.killAndWait()
     }
 }
 

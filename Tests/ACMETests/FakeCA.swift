@@ -186,8 +186,7 @@ final class FakeCA {
 
     deinit {
         // SIGKILL, as HTTPSClientTests does (Python does not unblock SIGTERM in a test's child).
-        kill(server.processIdentifier, SIGKILL)
-        server.waitUntilExit()
+        server.killAndWait()
     }
 
     /// A client with an account at this CA.

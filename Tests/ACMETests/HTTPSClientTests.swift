@@ -57,8 +57,7 @@ final class HTTPSClientTests {
     deinit {
         // SIGKILL: a child started from a test thread inherits its blocked signals (libdispatch
         // blocks them in its workers), and Python, unlike pebble (Go), does not unblock SIGTERM.
-        kill(server.processIdentifier, SIGKILL)
-        server.waitUntilExit()
+        server.killAndWait()
     }
 
     func get(_ path: String, timeout: Int = 30_000) throws(ACMEError) -> HTTPSResponse {

@@ -24,8 +24,7 @@ struct LoopbackPortTests {
     }
 
     static func stop(_ process: Process) {
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        process.killAndWait()
     }
 
     @Test(
@@ -135,8 +134,7 @@ struct LoopbackPortTests {
         server.arguments = [Tool.python3, "-c", script, directory.path("port")]
         try server.run()
         defer {
-            kill(server.processIdentifier, SIGKILL)
-            server.waitUntilExit()
+            server.killAndWait()
         }
         let port = try #require(ReadyFile.port(directory.path("port"), of: server))
         #expect(Loopback.listener(port: port, isOwnedBy: server.processIdentifier) == true)

@@ -96,8 +96,7 @@ final class OpenSSLServerSolver: ChallengeSolver, @unchecked Sendable {
 
     func cleanUp(type: String, name: String, token: String) {
         guard let process = server.withLock({ $0.take() }) else { return }
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        process.killAndWait()
     }
 }
 

@@ -72,8 +72,7 @@ struct PebbleTests {
         responder.standardError = FileHandle.nullDevice
         try responder.run()
         defer {
-            kill(responder.processIdentifier, SIGKILL)
-            responder.waitUntilExit()
+            responder.killAndWait()
         }
         let httpPort = try #require(ReadyFile.port(root.path("port"), of: responder))
         let pebble = try Pebble(resolveEverythingToLoopback: true, httpPort: httpPort)

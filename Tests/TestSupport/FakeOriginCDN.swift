@@ -35,7 +35,7 @@ package final class FakeOriginCDN {
             line += data
         }
         guard let bound = Int(String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) else {
-            kill(process.processIdentifier, SIGKILL)
+            process.killAndWait()
             throw FakeServerError(description: "the fake origin did not start: \(String(decoding: line, as: UTF8.self))")
         }
         port = bound
@@ -47,8 +47,7 @@ package final class FakeOriginCDN {
 
     deinit {
         // SIGKILL: Python does not unblock SIGTERM in a child of a test thread.
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        process.killAndWait()
     }
 
     /// Roots to trust: the test CA and the self-signed expired certificate (trusted, so that its

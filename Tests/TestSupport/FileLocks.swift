@@ -20,8 +20,7 @@ package func processHoldingFlock(_ path: String) throws -> Process {
     ]
     try holder.run()
     guard eventually(attempts: 300, { flockHeld(path) }) else {
-        kill(holder.processIdentifier, SIGKILL)
-        holder.waitUntilExit()
+        holder.killAndWait()
         throw FlockHolderError(path: path)
     }
     return holder

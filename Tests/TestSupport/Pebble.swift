@@ -123,10 +123,7 @@ package final class Pebble {
     }
 
     private func killAll() {
-        for child in [process, dns].compactMap({ $0 }) where child.isRunning {
-            kill(child.processIdentifier, SIGKILL)
-            child.waitUntilExit()
-        }
+        for child in [process, dns].compactMap({ $0 }) { child.killAndWait() }
     }
 
     deinit {
@@ -136,8 +133,7 @@ package final class Pebble {
 
     /// Stops pebble (and challtestsrv) now, as a CA outage would.
     package func stop() {
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        process.killAndWait()
     }
 
     /// Stops pebble's process without ending it (SIGSTOP) until `resume`: a request under way

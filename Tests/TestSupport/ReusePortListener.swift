@@ -31,8 +31,7 @@ package final class ReusePortListener {
         ]
         try process.run()
         guard let port = ReadyFile.port(directory.path("port"), of: process) else {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            process.killAndWait()
             throw Failure(description: "the SO_REUSEPORT listener announced no port (asked for \(requested))")
         }
         self.port = port
@@ -41,9 +40,7 @@ package final class ReusePortListener {
     /// Ends the listener's process (idempotent). A test calls it in a `defer`, which also keeps
     /// this value alive to the end of its scope.
     package func stop() {
-        guard process.isRunning else { return }
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        process.killAndWait()
     }
 
     deinit { stop() }

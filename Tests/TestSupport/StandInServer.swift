@@ -50,7 +50,6 @@ package final class StandInServer: @unchecked Sendable {
     }
 
     deinit {
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        process.killAndWait()
     }
 }

@@ -28,8 +28,7 @@ struct SiteClientTests {
         deinit {
             // SIGKILL, not terminate(): the test process blocks SIGTERM for its in-process daemons'
             // signal waits, a child inherits that mask, and the stand-in would never see SIGTERM.
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            process.killAndWait()
         }
 
         var url: String { "http://127.0.0.1:\(port)" }
