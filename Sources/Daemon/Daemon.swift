@@ -205,7 +205,7 @@ package final class Daemon: @unchecked Sendable {
         // checked before the server is ready (so that a small config starts exactly as checked),
         // many after (`checkCertificatesLate`; both in Daemon+LateChecks.swift).
         registry.defersCertificateChecks = true
-        registry.reloadAll()
+        registry.reloadAll(remembers: false)
         registry.defersCertificateChecks = false
         let (checksLate, defaultPair, failedEarly) = Self.checkFirstLoadPairs(registry, logger: logger)
         let store = SnapshotStore(registry.snapshot)
@@ -214,6 +214,9 @@ package final class Daemon: @unchecked Sendable {
             isUnchecked: { checksLate && registry.isUnchecked($0) }, isRefused: registry.isRefused,
             defaultPair: defaultPair, failedEarly: failedEarly, logger: logger)
         let sites = LockedRegistry(registry, fallback: certificates.developmentAuthority != nil ? .development : .otherSite)
+        // The first load's verdicts are recorded for the next start off the start's own thread
+        // (the late checks, if any, record theirs again when they end).
+        DispatchQueue.global(qos: .utility).async { sites.withRegistry { $0.rememberVerdicts() } }
         let ready = AtomicFlag()
         let verification: VerificationStore?
         do {
