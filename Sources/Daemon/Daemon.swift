@@ -45,6 +45,9 @@ package final class Daemon: @unchecked Sendable {
     var running: Running?
     /// Set by the first `stop`; `reload`, `apply(settings:)`, `upgrade` and `stop` do nothing after.
     let stopped = Atomic<Bool>(false)
+    /// Open while the first load's verdicts are being recorded after readiness: a stop waits for
+    /// it, or a server stopped soon after it started would validate every file again next time.
+    let recordingVerdicts = DispatchGroup()
 
     /// The parts while serving: nil before `start` and after `stop`.
     var serving: Running? { stopped.load(ordering: .acquiring) ? nil : running }
@@ -216,7 +219,11 @@ package final class Daemon: @unchecked Sendable {
         let sites = LockedRegistry(registry, fallback: certificates.developmentAuthority != nil ? .development : .otherSite)
         // The first load's verdicts are recorded for the next start off the start's own thread
         // (the late checks, if any, record theirs again when they end).
-        DispatchQueue.global(qos: .utility).async { sites.withRegistry { $0.rememberVerdicts() } }
+        recordingVerdicts.enter()
+        DispatchQueue.global(qos: .utility).async { [recordingVerdicts] in
+            sites.withRegistry { $0.rememberVerdicts() }
+            recordingVerdicts.leave()
+        }
         let ready = AtomicFlag()
         let verification: VerificationStore?
         do {

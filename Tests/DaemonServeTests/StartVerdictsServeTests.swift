@@ -9,6 +9,20 @@ import Testing
 /// still be recorded, or every restart would validate every file again.
 @Suite("The first load's verdicts recorded after readiness")
 final class StartVerdictsServeTests {
+    @Test("a server stopped as soon as it is ready has recorded its verdicts when the stop returns")
+    func stopWaits() throws {
+        let config = try TestConfig()
+        try FileManager.default.removeItem(atPath: config.path("config/sites/own.test/tls"))
+        // Enough sites that the first view and the walk take a while after readiness.
+        let aasa = try Array(Data(contentsOf: URL(fileURLWithPath: config.path("config/sites/a.test/apple-app-site-association"))))
+        for index in 0..<3000 { try config.write("config/sites/s\(index).many.test/apple-app-site-association", aasa) }
+        let file = config.state + "/cache/validated-contents"
+        let identity = try #require(KnownValid.binaryIdentity())
+        let server = try TestDaemon(config: config)
+        #expect(server.stop())
+        #expect(KnownValid.load(path: file, identity: identity).count > 0, "the stop returned before the verdicts were recorded")
+    }
+
     @Test("a start's verdicts reach the state file, and a restart reads them")
     func recorded() throws {
         let config = try TestConfig()
