@@ -252,13 +252,13 @@ final class LockedRegistry: @unchecked Sendable {
     }
 
     /// Open once the first view is published. The first view looks at every site (0.3 to 0.4 s of
-    /// CPU at 100,000 sites, docs/benchmarks.md), so it is built on a thread of its own while the
-    /// start goes on; everything that reads the view or touches the registry waits for it first,
+    /// CPU at 100,000 sites, docs/benchmarks.md), so a start builds it after it is ready
+    /// (Daemon.swift); everything that reads the view or touches the registry waits for it first,
     /// so nothing changes the registry while it is read and no page shows a view without sites.
     private let firstView = DispatchGroup()
 
-    /// `builds`: where the first view is built (`DispatchQueue.global().async`; a test may build
-    /// it in place or hold it back to see who waits for it).
+    /// `builds`: given the first view's build, runs it once, now or later (`DeferredWork.hold`;
+    /// by default on a global queue).
     init(_ registry: SiteRegistry, fallback: CertificateKind, builds: (@escaping @Sendable () -> Void) -> Void = LockedRegistry.elsewhere) {
         self.registry = registry
         self.fallback = fallback
@@ -337,8 +337,11 @@ final class LockedRegistry: @unchecked Sendable {
     /// What the admin pages show, as of the last reload.
     var current: AdminView {
         waitForFirstView()
-        return view.withLock { $0 }
+        return publishedNow
     }
+
+    /// The view published now, without waiting for the first: before it, one without sites.
+    var publishedNow: AdminView { view.withLock { $0 } }
 
     /// Host ownership as of the last reload.
     var ownership: HostOwnership { publishedOwnership.withLock { $0 } }
@@ -415,5 +418,22 @@ final class LockedRegistry: @unchecked Sendable {
         }
         let shared: CertificateKind = snapshot.defaultCertificate != nil ? .default : fallback
         return (changes, snapshot.sites, shared, registry.stateCounts, registry.conflictingHosts)
+    }
+}
+
+/// Work handed over to be run later, at most once, on the thread that calls `run`.
+final class DeferredWork: Sendable {
+    private let work = Mutex<(@Sendable () -> Void)?>(nil)
+
+    /// Keeps `body` for `run` (a second hold replaces a first not yet run).
+    func hold(_ body: @escaping @Sendable () -> Void) { work.withLock { $0 = body } }
+
+    /// Runs what was held, if anything, and forgets it.
+    func run() {
+        let body = work.withLock { kept in
+            defer { kept = nil }
+            return kept
+        }
+        body?()
     }
 }

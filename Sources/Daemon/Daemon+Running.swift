@@ -93,7 +93,6 @@ extension Daemon {
         running.cdnWatch.value?.stop()
         running.statusPages?.stop()
         if let path = running.follower.inForce.pidFile { PIDFile.remove(path) }
-        recordingVerdicts.wait()
     }
 
     /// Serves until SIGTERM or SIGINT (then stops, draining), reloading on SIGHUP and upgrading

@@ -8,29 +8,12 @@ import Testing
 @testable import Daemon
 @testable import SiteStore
 
-/// The first admin view is built off the start's thread (Sources/Daemon/Admin.swift,
-/// `LockedRegistry.init`): until it is published, every reader of the view and every change to the
+/// A start builds the first admin view after it is ready (Sources/Daemon/Daemon.swift,
+/// `LockedRegistry.init`'s `builds`): until it is published, every reader of the view and every change to the
 /// registry waits, so that no page shows a view without the sites and no reload changes the
 /// registry while the build reads it.
-@Suite("Admin view: the first one built beside the start, waited for by every reader")
+@Suite("Admin view: the first one built after readiness, waited for by every reader")
 struct AdminFirstViewTests {
-    /// A build held until `release`.
-    final class HeldBuild: @unchecked Sendable {
-        // @unchecked: `body` is set once by the initializer's call and read after `taken` signals.
-        private var body: (@Sendable () -> Void)?
-        let taken = DispatchSemaphore(value: 0)
-
-        func hold(_ body: @escaping @Sendable () -> Void) {
-            self.body = body
-            taken.signal()
-        }
-
-        func release() {
-            taken.wait()
-            DispatchQueue.global().async { [body] in body?() }
-        }
-    }
-
     static func loaded(_ sites: Int) throws -> (TemporaryDirectory, SiteRegistry) {
         let directory = try TemporaryDirectory(prefix: "aasad-first-view")
         for index in 0..<sites {
@@ -44,7 +27,7 @@ struct AdminFirstViewTests {
     @Test("readers, reloads and registry calls made before the first view wait for it and then see every site")
     func everyoneWaits() throws {
         let (directory, registry) = try Self.loaded(300)  // past the parallel threshold of the view's walk
-        let held = HeldBuild()
+        let held = DeferredWork()
         let sites = LockedRegistry(registry, fallback: .development, builds: held.hold)
         let seen = Mutex<[String: Int]>([:])
         let done = DispatchGroup()
@@ -64,7 +47,7 @@ struct AdminFirstViewTests {
         // None may return while the build is held: a bounded wait that must run out.
         #expect(done.wait(timeout: .now() + .milliseconds(300)) == .timedOut)
         #expect(seen.withLock { $0.isEmpty })
-        held.release()
+        DispatchQueue.global().async { held.run() }
         #expect(done.wait(timeout: .now() + .seconds(60)) == .success)
         #expect(seen.withLock { $0 } == ["current": 300, "withRegistry": 300, "reload": 300])
         AdminViewLazyTests.check(sites)
