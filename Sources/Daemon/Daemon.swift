@@ -45,6 +45,11 @@ package final class Daemon: @unchecked Sendable {
     var running: Running?
     /// Set by the first `stop`; `reload`, `apply(settings:)`, `upgrade` and `stop` do nothing after.
     let stopped = Atomic<Bool>(false)
+    /// The late certificate checks (Daemon+LateChecks.swift) while they run: a stop waits for them.
+    let lateChecks = DispatchGroup()
+    let lateChecksRunning = Atomic<Int>(0)
+    /// Whether the late certificate checks are running (tests: none after `stop` returns).
+    package var checkingCertificatesLate: Bool { lateChecksRunning.load(ordering: .relaxed) > 0 }
 
     /// The parts while serving: nil before `start` and after `stop`.
     var serving: Running? { stopped.load(ordering: .acquiring) ? nil : running }
@@ -483,6 +488,7 @@ package final class Daemon: @unchecked Sendable {
                 children?.stop()
                 certificateManager.value?.stop()
                 cdnWatch.value?.stop()
+                lateChecks.wait()
                 throw StartFailure()
             }
         }

@@ -60,6 +60,17 @@ final class LateCertificateCheckServeTests {
         #expect(server.stop())
     }
 
+    @Test("a stop while pairs are checked after start returns once no check is running")
+    func stopWaitsForChecks() throws {
+        let config = try TestConfig()
+        _ = try manyPairs(config, broken: false)
+        let server = try TestDaemon(config: config, flags: ["--log-level", "info"])
+        // Stopped at once: the checks (a millisecond a pair) are under way or about to start.
+        #expect(server.stop())
+        // The process would exit now, tearing down OpenSSL under a check still running.
+        #expect(!server.daemon.checkingCertificatesLate, "a late check still runs after the stop returned")
+    }
+
     /// Removes the sites of `TestConfig` that have no pair of their own.
     func onlySitesWithPairs(_ config: TestConfig) throws {
         for site in ["a.test", "www.a.test", "*.w.test", "bad.test"] {
