@@ -488,6 +488,8 @@ package final class Daemon: @unchecked Sendable {
                 children?.stop()
                 certificateManager.value?.stop()
                 cdnWatch.value?.stop()
+                // The late checks wait for the first view before they end: it is built first.
+                firstView.run()
                 lateChecks.wait()
                 throw StartFailure()
             }
