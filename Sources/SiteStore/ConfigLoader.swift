@@ -84,16 +84,16 @@ public enum ConfigLoader {
                 configRoot: (sitesPath as NSString).deletingLastPathComponent, plainDirectory: plainDirectory, shared: shared,
                 opened: opened)
         }
-        // A plain directory, nearly every name, is opened at once through `sites` without following
-        // a link: the kernel says it is a directory (no lstat) and the site is read in that very
-        // directory, by names relative to it, whatever its path is swapped for meanwhile. A link,
-        // a file, a name gone or one that cannot be opened is looked at below, as a path.
-        if let sites, let descriptor = try? Files.openDirectoryNotFollowing(name, in: sites) {
+        // A plain directory of a valid name, nearly every name, is opened at once through `sites`
+        // without following a link: the kernel says it is a directory (no lstat) and the site is
+        // read in that very directory, by names relative to it, whatever its path is swapped for
+        // meanwhile. A link, a file, a bad name (which might hold a `/`), a name gone or one that
+        // cannot be opened is looked at below, as a path.
+        if let sites, case .success(let host) = parsedHost(name, relative),
+            let descriptor = try? Files.openDirectoryNotFollowing(name, in: sites)
+        {
             return Files.listing(closing: descriptor) { names, descriptor in
-                switch parsedHost(name, relative) {
-                case .success(let host): read(host, OpenedDirectory(descriptor: descriptor, names: names), true)
-                case .failure(let invalid): .problem(invalid.problem)
-                }
+                read(host, OpenedDirectory(descriptor: descriptor, names: names), true)
             }
         }
         let fm = FileManager.default

@@ -122,6 +122,21 @@ struct DescriptorLoadTests {
         #expect(linked.problems.contains { $0.message.contains("tls/ directory") || $0.message.contains("outside") }, "\(linked.problems)")
     }
 
+    @Test("a directory of a bad name is a problem, a bad name gone is missing, a name through a link is never read")
+    func badNames() throws {
+        let c = try TempConfig()
+        try c.write("sites/bad_name!/apple-app-site-association", aasa)
+        try c.write("sites/z.test/tls/a.test/apple-app-site-association", aasa)
+        try c.link("sites/l.test", to: "z.test/tls")
+        #expect(problem(try examine(c, "bad_name!"))?.contains("not a valid site name") == true)
+        guard case .missing = try examine(c, "gone_name!") else {
+            Issue.record("gone_name! is not missing")
+            return
+        }
+        // A name of two components walks through the link l.test into z.test's tls/: not a site.
+        #expect(problem(try examine(c, "l.test/a.test"))?.contains("not a valid site name") == true)
+    }
+
     @Test("a plain site directory read through its descriptor: a file linked into another site's tls/ or hard-linked to a key is refused")
     func plainDirectoryFilesChecked() throws {
         let c = try TempConfig()
