@@ -92,9 +92,8 @@ public enum ConfigLoader {
         if let sites, case .success(let host) = parsedHost(name, relative),
             let descriptor = try? Files.openDirectoryNotFollowing(name, in: sites)
         {
-            return Files.listing(closing: descriptor) { names, descriptor in
-                read(host, OpenedDirectory(descriptor: descriptor, names: names), true)
-            }
+            defer { Files.close(descriptor) }
+            return read(host, OpenedDirectory(descriptor: descriptor, names: try? Files.entries(in: descriptor)), true)
         }
         let fm = FileManager.default
         let entry: FileStatus
@@ -186,7 +185,7 @@ public enum ConfigLoader {
             plainDirectory: plainDirectory, shared: shared, opened: nil)
     }
 
-    /// A site directory open for reading (`Files.listing`): its descriptor, through which its own
+    /// A site directory open for reading: its descriptor, through which its own
     /// files are opened (`FileRules.siteDescriptor`), and the names it listed (nil when it could
     /// not be listed).
     struct OpenedDirectory {
