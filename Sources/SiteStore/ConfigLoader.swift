@@ -85,9 +85,10 @@ public enum ConfigLoader {
                 opened: opened)
         }
         // A plain directory of a valid name, nearly every name, is opened at once through `sites`
-        // without following a link: the kernel says it is a directory (no lstat) and the site is
-        // read in that very directory, by names relative to it, whatever its path is swapped for
-        // meanwhile. A link, a file, a bad name (which might hold a `/`), a name gone or one that
+        // without following a link: the kernel says it is a directory (no lstat) and its own files
+        // are opened in that very directory, by names relative to it, whatever its path is swapped
+        // for meanwhile (its `tls/` and links inside it are still followed by path, with the file
+        // rules). A link, a file, a bad name (which might hold a `/`), a name gone or one that
         // cannot be opened is looked at below, as a path.
         if let sites, case .success(let host) = parsedHost(name, relative),
             let descriptor = try? Files.openDirectoryNotFollowing(name, in: sites)
@@ -135,7 +136,9 @@ public enum ConfigLoader {
                     severity: .error, file: relative,
                     message: "not a directory; each site is a directory holding its apple-app-site-association"))
         case .directory:
-            return read(host, nil, entry.kind == .directory)
+            // With `sites` open, the open above refused it an instant ago: a name being swapped,
+            // whose files are checked as a link's (where each leads), not trusted as plain.
+            return read(host, nil, entry.kind == .directory && sites == nil)
         }
     }
 

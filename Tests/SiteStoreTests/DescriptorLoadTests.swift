@@ -1,5 +1,6 @@
 import Foundation
 import Reactor
+import Synchronization
 import Testing
 
 @testable import SiteStore
@@ -9,7 +10,7 @@ private let aasa = TempConfig.aasa
 /// A full load orders `sites/` by the types its listing gave (`ConfigLoader.directoriesFirst`)
 /// and opens each plain site directory through the open `sites/` (`ConfigLoader.examine` with
 /// `sites`). A type is what the entry was when listed: whatever it is by the time it is read is
-/// what counts, and a link is never taken for a plain directory.
+/// what counts.
 @Suite("A load by readdir's types and descriptors relative to sites/")
 struct DescriptorLoadTests {
     /// `examine` through `sites/` open, as a full load calls it.
@@ -153,5 +154,43 @@ struct DescriptorLoadTests {
         #expect(site.problems.contains { $0.message.contains("tls/ directory") }, "\(site.problems)")
         #expect(site.problems.contains { $0.message.contains("hard link") }, "\(site.problems)")
         #expect(!site.problems.map(\.message).joined().contains("SECRET"))
+    }
+
+    @Test("a site directory swapped, again and again, for a link into another site's tls/ never serves that tls/ file")
+    func swappedForLinkIntoTLS() throws {
+        let c = try TempConfig()
+        try c.write("sites/a.test/apple-app-site-association", aasa)
+        try c.write("sites/z.test/apple-app-site-association", aasa)
+        try c.write("sites/z.test/tls/apple-app-site-association", "SECRET")
+        try c.link("sites/.swap", to: "z.test/tls")
+        let sitesPath = c.root + "/sites"
+        let sites = try Files.openDirectory(sitesPath)
+        defer { Files.close(sites) }
+        // Renamed in turn: a.test is the real directory, then the link, then the directory again.
+        let stop = Atomic<Bool>(false)
+        let flipped = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            let path = sitesPath + "/"
+            while !stop.load(ordering: .relaxed) {
+                rename(path + "a.test", path + ".held")
+                rename(path + ".swap", path + "a.test")
+                rename(path + "a.test", path + ".swap")
+                rename(path + ".held", path + "a.test")
+            }
+            flipped.signal()
+        }
+        var served = 0
+        var leaked = 0
+        let end = Date().addingTimeInterval(2)
+        while Date() < end {
+            let entry = ConfigLoader.examine(sitesPath: sitesPath, name: "a.test", isSite: { _ in true }, sites: sites)
+            guard case .site(let site) = entry, let bytes = site.aasa?.bytes else { continue }
+            served += 1
+            if bytes == Array("SECRET".utf8) { leaked += 1 }
+        }
+        stop.store(true, ordering: .relaxed)
+        flipped.wait()
+        #expect(served > 0, "the race never read the site")
+        #expect(leaked == 0, "\(leaked) of \(served) reads served the other site's tls/ file")
     }
 }
