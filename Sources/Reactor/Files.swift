@@ -77,6 +77,25 @@ public enum Files {
         try syscallOrThrow("open", { open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW) })
     }
 
+    /// Opens the directory at `path` (symbolic links followed) to look names up in (`openat`):
+    /// each lookup walks one name, not the whole path again.
+    public static func openDirectory(_ path: String) throws(SystemError) -> Int32 {
+        try syscallOrThrow("open", { open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC) })
+    }
+
+    /// Opens the entry `name` of the directory open at `directory` when the entry is a directory
+    /// itself: a symbolic link (even to a directory) or any other file fails, ENOTDIR (Linux
+    /// checks O_DIRECTORY first) or ELOOP. What is opened is the directory
+    /// the kernel found then, whatever the name is swapped for afterwards.
+    public static func openDirectoryNotFollowing(_ name: String, in directory: Int32) throws(SystemError) -> Int32 {
+        try syscallOrThrow("openat", { openat(directory, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) })
+    }
+
+    /// `openForReadingNotFollowing` of the entry `name` of the directory open at `directory`.
+    public static func openForReadingNotFollowing(_ name: String, in directory: Int32) throws(SystemError) -> Int32 {
+        try syscallOrThrow("openat", { openat(directory, name, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW) })
+    }
+
     /// A descriptor that names a file without opening it (O_PATH, symbolic links followed):
     /// `status(of:)` and `path(of:)` work on it, reading does not. What a link leads to is
     /// looked at before it is opened, since opening some devices acts (a tape rewinds, a
@@ -123,6 +142,52 @@ public enum Files {
             return true
         }
         return names
+    }
+
+    /// The names in the directory open at `fd`, as `entries` spells them, `.` and `..` left out:
+    /// `getdents64` on the descriptor itself (fdopendir would add an fstat, two fcntl calls and a
+    /// 32 KB buffer per directory, and at a full load every site's directory is listed). Read
+    /// from the descriptor's offset: list a descriptor once.
+    public static func entries(in fd: Int32) throws(SystemError) -> [String] {
+        var names: [String] = []
+        var failure: SystemError?
+        withUnsafeTemporaryAllocation(byteCount: listingBufferSize, alignment: 8) { buffer in
+            do throws(SystemError) {
+                while true {
+                    let count = try syscallOrThrow("getdents64", { CAASALinux_getdents64(fd, buffer.baseAddress, buffer.count) })
+                    if count == 0 { return }
+                    try eachRecord(UnsafeRawBufferPointer(rebasing: buffer[..<count])) { name in
+                        names.append(String(decoding: name, as: UTF8.self))
+                    }
+                }
+            } catch {
+                failure = error
+            }
+        }
+        if let failure { throw failure }
+        return names
+    }
+
+    /// Bytes asked of `getdents64` at once: a site directory's few names fit many times over.
+    static let listingBufferSize = 4096
+
+    /// Each name in `records`, `linux_dirent64` records as `getdents64` gives them (a 64-bit inode
+    /// and offset, a 16-bit record length, a type byte, the name ending in NUL), `.` and `..`
+    /// left out. A record length that does not fit is EIO: a kernel's answer never has one.
+    static func eachRecord(_ records: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) -> Void) throws(SystemError) {
+        let nameOffset = 19
+        var offset = 0
+        while offset < records.count {
+            guard records.count - offset > nameOffset else { throw SystemError(call: "getdents64", errno: EIO) }
+            let length = Int(records.loadUnaligned(fromByteOffset: offset + 16, as: UInt16.self))
+            guard length > nameOffset, length <= records.count - offset else { throw SystemError(call: "getdents64", errno: EIO) }
+            let field = UnsafeRawBufferPointer(rebasing: records[(offset + nameOffset)..<(offset + length)])
+            let name = UnsafeRawBufferPointer(rebasing: field.prefix { $0 != 0 })
+            offset += length
+            if name.count == 1 && name[0] == 0x2E { continue }
+            if name.count == 2 && name[0] == 0x2E && name[1] == 0x2E { continue }
+            body(name)
+        }
     }
 
     /// A directory entry as readdir gives it: its name (as `entries` spells it) and its type

@@ -7,11 +7,23 @@ extension ConfigLoader {
     public static let parallelThreshold = 64
 
     /// The names in the order a reload reads them: site directories first, so that aliases find
-    /// their targets, each part sorted (one `lstat` a name, on every core for a large batch).
-    static func directoriesFirst(_ names: Set<String>, sitesPath: String) -> [String] {
-        let candidates = Array(names)
+    /// their targets, each part sorted. `listed`: entries of `sites/` with the type readdir gave
+    /// (the entry's own: a symlink to a directory is no directory); a name listed without a type
+    /// (DT_UNKNOWN, which some file systems give) or not listed (a record, an alias, a name the
+    /// watcher reported) takes one `lstat`, on every core for a large batch. A type is what the
+    /// entry was when listed: `examine` reads what it is then, and a directory replaced since only
+    /// moves in this order.
+    static func directoriesFirst(_ names: Set<String>, sitesPath: String, listed: [Files.Entry] = []) -> [String] {
+        var directories = Set<String>(minimumCapacity: names.count)
+        var typed = Set<String>(minimumCapacity: listed.count)
+        for entry in listed {
+            guard let kind = entry.kind, names.contains(entry.name) else { continue }
+            typed.insert(entry.name)
+            if kind == .directory { directories.insert(entry.name) }
+        }
+        let candidates = typed.isEmpty ? Array(names) : names.filter { !typed.contains($0) }
         let kinds = Parallel.map(candidates, threshold: parallelThreshold) { isDirectory(sitesPath, $0) }
-        let directories = Set(zip(candidates, kinds).lazy.filter(\.1).map(\.0))
+        for (name, isDirectory) in zip(candidates, kinds) where isDirectory { directories.insert(name) }
         return directories.sorted() + names.subtracting(directories).sorted()
     }
 
@@ -42,8 +54,14 @@ extension ConfigLoader {
         // of CPU parsing a pair, mostly making decoder contexts, and a first start of 50,000
         // pairs would wait for all of them. A site that has a pair in service keeps the rule that
         // a new pair must load before it replaces the last good one: it is checked now.
+        // `sites/` open once for the batch: each site directory is opened through it
+        // (`examine`), a one-name walk for the kernel instead of the whole path.
+        let sitesDirectory = try? Files.openDirectory(sitesPath)
+        defer { if let sitesDirectory { Files.close(sitesDirectory) } }
         let examineOne: @Sendable (String) -> Entry = { name in
-            let entry = examine(sitesPath: sitesPath, name: name, isSite: isSite, known: known, options: options, shared: shared)
+            let entry = examine(
+                sitesPath: sitesPath, name: name, isSite: isSite, known: known, options: options, shared: shared,
+                sites: sitesDirectory)
             guard let known, case .site(var source) = entry, let files = source.certificate else { return entry }
             let identity = files.identity
             if known.contains(.certificate, digestHex: identity) {

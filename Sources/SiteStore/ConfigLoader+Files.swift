@@ -63,6 +63,9 @@ extension ConfigLoader {
         /// link is one of its direct entries, and needs no look at its path (a `readlink` per
         /// file saved at 100,000 sites).
         public var plainDirectory = false
+        /// The site directory open (`ConfigLoader.OpenedDirectory`): its own entries are opened
+        /// through it (`openat`), in the directory that was listed and by a one-name walk.
+        var siteDescriptor: Int32?
 
         public init(
             siteDirectory: String? = nil, configRoot: String? = nil, within: String? = nil, singleName: Bool = false,
@@ -158,7 +161,7 @@ extension ConfigLoader {
         let fd: Int32
         let linked: Bool
         do {
-            fd = try Files.openForReadingNotFollowing(path)
+            fd = try openNotFollowing(path, rules)
             linked = false
         } catch  where error.errno == ELOOP {
             let location = try Files.openLocation(path)
@@ -181,6 +184,17 @@ extension ConfigLoader {
             Files.close(fd)
             throw error
         }
+    }
+
+    /// Opens `path` without following a link as its last component: through the site's open
+    /// directory when it is one of its entries (`FileRules.siteDescriptor`), else by the path.
+    static func openNotFollowing(_ path: String, _ rules: FileRules) throws(SystemError) -> Int32 {
+        if let descriptor = rules.siteDescriptor, let site = rules.siteDirectory, let name = self.path(path, below: site),
+            !name.isEmpty, !name.utf8.contains(UInt8(ascii: "/"))
+        {
+            return try Files.openForReadingNotFollowing(String(name), in: descriptor)
+        }
+        return try Files.openForReadingNotFollowing(path)
     }
 
     static func kindRefusal(_ kind: FileStatus.Kind) -> String? {

@@ -70,13 +70,32 @@ public enum ConfigLoader {
     /// read (`SiteFile.prepared`); nil prepares nothing.
     /// `shared`: the contents the registry serves already; a file with the same bytes takes that
     /// content and lets its own buffer go at once (`siteFile`).
+    /// `sites`: `sitesPath` open as a directory (`Files.openDirectory`), when the caller has it.
     public static func examine(
         sitesPath: String, name: String, isSite: (String) -> Bool, known: KnownValid? = nil, options: ServingOptions? = nil,
-        shared: ContentCache? = nil
+        shared: ContentCache? = nil, sites: Int32? = nil
     ) -> Entry {
         if name.hasPrefix(".") { return .ignored }
         let relative = "sites/\(name)"
         let full = sitesPath + "/" + name
+        let read = { (host: HostName, opened: OpenedDirectory?, plainDirectory: Bool) -> Entry in
+            siteEntry(
+                host: host, name: name, directory: full, relative: relative, known: known, options: options,
+                configRoot: (sitesPath as NSString).deletingLastPathComponent, plainDirectory: plainDirectory, shared: shared,
+                opened: opened)
+        }
+        // A plain directory of a valid name, nearly every name, is opened at once through `sites`
+        // without following a link: the kernel says it is a directory (no lstat) and its own files
+        // are opened in that very directory, by names relative to it, whatever its path is swapped
+        // for meanwhile (its `tls/` and links inside it are still followed by path, with the file
+        // rules). A link, a file, a bad name (which might hold a `/`), a name gone or one that
+        // cannot be opened is looked at below, as a path.
+        if let sites, case .success(let host) = parsedHost(name, relative),
+            let descriptor = try? Files.openDirectoryNotFollowing(name, in: sites)
+        {
+            defer { Files.close(descriptor) }
+            return read(host, OpenedDirectory(descriptor: descriptor, names: try? Files.entries(in: descriptor)), true)
+        }
         let fm = FileManager.default
         let entry: FileStatus
         do {
@@ -86,10 +105,9 @@ public enum ConfigLoader {
             return .unreadable(ConfigProblem(severity: .error, file: relative, message: "cannot be examined: \(error.reason)"))
         }
         let host: HostName
-        do {
-            host = try HostName(parsing: name)
-        } catch {
-            return .problem(ConfigProblem(severity: .error, file: relative, message: "not a valid site name: \(error)"))
+        switch parsedHost(name, relative) {
+        case .success(let parsed): host = parsed
+        case .failure(let invalid): return .problem(invalid.problem)
         }
         // A symlink to a sibling site directory is an alias of that site.
         if entry.kind == .symbolicLink, let target = try? fm.destinationOfSymbolicLink(atPath: full) {
@@ -118,18 +136,43 @@ public enum ConfigLoader {
                     severity: .error, file: relative,
                     message: "not a directory; each site is a directory holding its apple-app-site-association"))
         case .directory:
-            var site = loadSite(
-                host: host, directory: full, relative: relative, known: known, options: options,
-                configRoot: (sitesPath as NSString).deletingLastPathComponent, plainDirectory: entry.kind == .directory,
-                shared: shared)
-            if host.name != name && host.name + "." != name {
-                site.problems.append(
-                    ConfigProblem(
-                        severity: .warning, file: relative,
-                        message: "served as \(host.name); host names are lower case, so name the directory that way"))
-            }
-            return .site(site)
+            // With `sites` open, the open above refused it an instant ago: a name being swapped,
+            // whose files are checked as a link's (where each leads), not trusted as plain.
+            return read(host, nil, entry.kind == .directory && sites == nil)
         }
+    }
+
+    /// The host a name under `sites/` serves, or why it cannot be one.
+    private static func parsedHost(_ name: String, _ relative: String) -> Result<HostName, InvalidName> {
+        do {
+            return .success(try HostName(parsing: name))
+        } catch {
+            let problem = ConfigProblem(severity: .error, file: relative, message: "not a valid site name: \(error)")
+            return .failure(InvalidName(problem: problem))
+        }
+    }
+
+    /// Why a name under `sites/` cannot be a site's.
+    private struct InvalidName: Error {
+        var problem: ConfigProblem
+    }
+
+    /// `examine`'s answer for a site directory: `loadSite`, with a word on a name not in lower
+    /// case.
+    private static func siteEntry(
+        host: HostName, name: String, directory: String, relative: String, known: KnownValid?, options: ServingOptions?,
+        configRoot: String, plainDirectory: Bool, shared: ContentCache?, opened: OpenedDirectory?
+    ) -> Entry {
+        var site = loadSite(
+            host: host, directory: directory, relative: relative, known: known, options: options, configRoot: configRoot,
+            plainDirectory: plainDirectory, shared: shared, opened: opened)
+        if host.name != name && host.name + "." != name {
+            site.problems.append(
+                ConfigProblem(
+                    severity: .warning, file: relative,
+                    message: "served as \(host.name); host names are lower case, so name the directory that way"))
+        }
+        return .site(site)
     }
 
     /// Reads and validates one site directory. `configRoot`: the config directory it is in (nil
@@ -140,12 +183,30 @@ public enum ConfigLoader {
         host: HostName, directory: String, relative: String, known: KnownValid? = nil, options: ServingOptions? = nil,
         configRoot: String? = nil, plainDirectory: Bool = false, shared: ContentCache? = nil
     ) -> SiteSource {
+        loadSite(
+            host: host, directory: directory, relative: relative, known: known, options: options, configRoot: configRoot,
+            plainDirectory: plainDirectory, shared: shared, opened: nil)
+    }
+
+    /// A site directory open for reading: its descriptor, through which its own
+    /// files are opened (`FileRules.siteDescriptor`), and the names it listed (nil when it could
+    /// not be listed).
+    struct OpenedDirectory {
+        var descriptor: Int32
+        var names: [String]?
+    }
+
+    /// `loadSite`, reading the site through `opened` when it is open already.
+    static func loadSite(
+        host: HostName, directory: String, relative: String, known: KnownValid?, options: ServingOptions?,
+        configRoot: String?, plainDirectory: Bool, shared: ContentCache?, opened: OpenedDirectory?
+    ) -> SiteSource {
         var site = SiteSource(host: host, directory: relative, aliases: [], aasa: nil, assetLinks: nil, certificate: nil, problems: [])
         // The listing says which of the site's files exist, so that a missing one costs no failed
         // open (most sites have no site.yaml, assetlinks.json or tls/). A name created after the
         // listing raises its own watcher event and a read of its own. When the directory cannot
         // be listed, each file is tried, and tells itself why it cannot be read.
-        let listed = try? Files.entries(of: directory)
+        let listed = opened.map(\.names) ?? (try? Files.entries(of: directory))
         let entries = listed ?? []
         // A name listed in another case may be the file on a case-insensitive filesystem (vfat,
         // SMB, ext4 with casefold): it is tried, and an open of the exact name says.
@@ -156,7 +217,8 @@ public enum ConfigLoader {
         // Every file a site names is a regular file outside every tls/ folder, checked on the
         // descriptor: a symlink or hard link from site.yaml, the association files or the page
         // to a key must never be read, whatever would then quote or serve it.
-        let rules = FileRules(siteDirectory: directory, configRoot: configRoot, plainDirectory: plainDirectory)
+        var rules = FileRules(siteDirectory: directory, configRoot: configRoot, plainDirectory: plainDirectory)
+        rules.siteDescriptor = opened?.descriptor
         // site.yaml first: it names the page, which is then one of the site's files.
         if mayExist("site.yaml") { readSettings(directory, relative, &site, rules) }
         let prepareWith = options.map { options in

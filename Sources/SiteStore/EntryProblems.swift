@@ -1,5 +1,5 @@
-import Foundation
 import Logging
+import Reactor
 
 /// Why names under `sites/` are not sites, and why `sites/` itself could not be read: a listing
 /// that failed (no `sites/`, one that cannot be listed) or a config root that no longer
@@ -14,14 +14,15 @@ struct EntryProblems {
     /// could not be resolved since, if either.
     private(set) var directory: ConfigProblem?
 
-    /// The names `sites/` lists under `readRoot`; when it cannot be listed, says why (logged)
-    /// and gives none. Known sites are still examined one by one after a failed listing; any
-    /// that cannot be read keep their last good version.
-    mutating func list(readRoot: String, logger: Logger) -> (names: [String], failed: Bool) {
+    /// The entries `sites/` lists under `readRoot`, each with its type as readdir gives it (which
+    /// orders a full load without an lstat a name: `ConfigLoader.directoriesFirst`); when it
+    /// cannot be listed, says why (logged) and gives none. Known sites are still examined one by
+    /// one after a failed listing; any that cannot be read keep their last good version.
+    mutating func list(readRoot: String, logger: Logger) -> (entries: [Files.Entry], failed: Bool) {
         do {
-            let names = try FileManager.default.contentsOfDirectory(atPath: readRoot + "/sites")
+            let entries = try Files.typedEntries(of: readRoot + "/sites")
             directory = nil
-            return (names, false)
+            return (entries, false)
         } catch {
             let problem: ConfigProblem
             switch ConfigLoader.examineKind(readRoot, "sites") {
@@ -31,7 +32,7 @@ struct EntryProblems {
                     message: "no sites/ directory; create sites/<host>/apple-app-site-association for each host")
             case .directory, .unreadable:
                 problem = ConfigProblem(
-                    severity: .error, file: "sites", message: "cannot list the directory: \(ConfigLoader.describe(error))")
+                    severity: .error, file: "sites", message: "cannot list the directory: \(error.reason)")
             }
             logger.error("sites/: \(problem.message)")
             directory = problem

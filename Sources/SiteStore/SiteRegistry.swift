@@ -151,10 +151,11 @@ public final class SiteRegistry {
             lastReloadProblems = 1
             return true
         }
-        let names = Set(listed.names).union(records.keys).union(claims.aliases.keys).union(entryProblems.byName.keys)
+        let names = Set(listed.entries.lazy.map(\.name)).union(records.keys).union(claims.aliases.keys).union(
+            entryProblems.byName.keys)
         readDefaultCertificate()
         claims.readAliasPolicy(root: tree.readRoot, logger: logger)
-        guard apply(names) else { return false }
+        guard apply(names, listed: listed.entries) else { return false }
         if defaultCertificate.failed { lastReloadProblems += 1 }
         if aliasPolicyProblem != nil { lastReloadProblems += 1 }
         tree.markLoaded()
@@ -191,14 +192,15 @@ public final class SiteRegistry {
     }
 
     /// Reads and applies the named entries from the pinned tree; false, with nothing served
-    /// changed, when the tree was swapped while it was read.
-    private func apply(_ names: Set<String>) -> Bool {
+    /// changed, when the tree was swapped while it was read. `listed`: the entries a listing of
+    /// `sites/` gave, with their types (`ConfigLoader.directoriesFirst`).
+    private func apply(_ names: Set<String>, listed: [Files.Entry] = []) -> Bool {
         var names = names
         for name in names where !claims.danglingAliases.isEmpty && ConfigLoader.isDirectory(sitesPath, name) {
             names.formUnion(claims.danglingAliases[name] ?? [])
         }
         var touched = Set<String>()
-        let ordered = ConfigLoader.directoriesFirst(names, sitesPath: sitesPath)
+        let ordered = ConfigLoader.directoriesFirst(names, sitesPath: sitesPath, listed: listed)
         // A full load at start adds every site: grown once, not doubled (and rehashed) 17 times.
         // Only then: a later full load (a rescan, SIGHUP) lists sites the records mostly hold,
         // and reserving their sum would double the table for good.

@@ -24,6 +24,11 @@ int CAASALinux_pipe_cloexec(int fds[2]);
 // it (opening some devices acts: a tape rewinds, a watchdog arms). O_PATH needs _GNU_SOURCE.
 int CAASALinux_open_location(const char *path);
 
+// getdents64(2) on an open directory: the listing without fdopendir's fstat, fcntl calls and
+// buffer (a site directory per site is listed at a full load). Returns bytes read, 0 at the end,
+// or -1 with errno set.
+ssize_t CAASALinux_getdents64(int fd, void *buffer, size_t size);
+
 // renameat2(2) (glibc 2.28, GNU only): RENAME_NOREPLACE (1) creates a name that must not exist,
 // RENAME_EXCHANGE (2) swaps two names in one step; the tenant API puts whole site directories
 // in place with them.

@@ -1,0 +1,196 @@
+import Foundation
+import Reactor
+import Synchronization
+import Testing
+
+@testable import SiteStore
+
+private let aasa = TempConfig.aasa
+
+/// A full load orders `sites/` by the types its listing gave (`ConfigLoader.directoriesFirst`)
+/// and opens each plain site directory through the open `sites/` (`ConfigLoader.examine` with
+/// `sites`). A type is what the entry was when listed: whatever it is by the time it is read is
+/// what counts.
+@Suite("A load by readdir's types and descriptors relative to sites/")
+struct DescriptorLoadTests {
+    /// `examine` through `sites/` open, as a full load calls it.
+    private func examine(_ c: TempConfig, _ name: String) throws -> ConfigLoader.Entry {
+        let sitesPath = c.root + "/sites"
+        let sites = try Files.openDirectory(sitesPath)
+        defer { Files.close(sites) }
+        return ConfigLoader.examine(
+            sitesPath: sitesPath, name: name, isSite: { ConfigLoader.examineKind(sitesPath, $0) == .directory }, sites: sites)
+    }
+
+    private func problem(_ entry: ConfigLoader.Entry) -> String? {
+        if case .problem(let problem) = entry { problem.message } else { nil }
+    }
+
+    @Test("an entry listed without a type (DT_UNKNOWN) is looked at: a directory still comes first, a link or file after")
+    func unknownTypes() throws {
+        let c = try TempConfig()
+        try c.write("sites/z.test/apple-app-site-association", aasa)
+        try c.write("sites/b.test/apple-app-site-association", aasa)
+        try c.link("sites/a.test", to: "z.test")
+        try c.write("sites/c.test", "a file")
+        let names: Set = ["z.test", "b.test", "a.test", "c.test"]
+        let unknown = names.map { Files.Entry(name: $0, kind: nil) }
+        let ordered = ConfigLoader.directoriesFirst(names, sitesPath: c.root + "/sites", listed: unknown)
+        #expect(ordered == ["b.test", "z.test", "a.test", "c.test"])
+        // Some typed, some not, one not listed at all (a record's name): each in its place.
+        let mixed = [Files.Entry(name: "z.test", kind: .directory), Files.Entry(name: "a.test", kind: nil)]
+        #expect(ConfigLoader.directoriesFirst(names, sitesPath: c.root + "/sites", listed: mixed) == ordered)
+    }
+
+    @Test("a symlink alias in the listing is not taken for a directory, and loads as an alias")
+    func aliasListedAsLink() throws {
+        let c = try TempConfig()
+        try c.write("sites/z.test/apple-app-site-association", aasa)
+        try c.link("sites/a.test", to: "z.test")
+        let listed = try Files.typedEntries(of: c.root + "/sites")
+        #expect(listed.contains(Files.Entry(name: "a.test", kind: .symbolicLink)))
+        #expect(ConfigLoader.directoriesFirst(["a.test", "z.test"], sitesPath: c.root + "/sites", listed: listed) == ["z.test", "a.test"])
+        guard case .alias(_, let target) = try examine(c, "a.test") else {
+            Issue.record("not an alias")
+            return
+        }
+        #expect(target == "z.test")
+        let r = SiteRegistry.inspecting(root: c.root)
+        r.reloadAll()
+        #expect(r.answer(forHost: "a.test") == .served("z.test"))
+    }
+
+    @Test("a directory replaced by a link, a file or nothing after the listing is read as what it is then")
+    func replacedAfterListing() throws {
+        let c = try TempConfig()
+        for name in ["a.test", "b.test", "c.test", "d.test", "z.test"] { try c.write("sites/\(name)/apple-app-site-association", aasa) }
+        try c.write("sites/z.test/tls/apple-app-site-association", aasa)
+        let listed = try Files.typedEntries(of: c.root + "/sites")
+        #expect(listed.allSatisfy { $0.kind == .directory })
+        let ordered = ConfigLoader.directoriesFirst(Set(listed.map(\.name)), sitesPath: c.root + "/sites", listed: listed)
+        #expect(ordered == ["a.test", "b.test", "c.test", "d.test", "z.test"])
+        for name in ["a.test", "b.test", "c.test", "d.test"] { try FileManager.default.removeItem(atPath: c.root + "/sites/" + name) }
+        try c.link("sites/a.test", to: "z.test")
+        try c.link("sites/b.test", to: "z.test/tls")
+        try c.write("sites/c.test", "a file")
+        // a.test: another name for z.test, read as an alias though listed as a directory.
+        guard case .alias(_, let target) = try examine(c, "a.test") else {
+            Issue.record("a.test is not an alias")
+            return
+        }
+        #expect(target == "z.test")
+        // b.test: a link into z.test's tls/ reads nothing from there.
+        if case .site(let site) = try examine(c, "b.test") {
+            #expect(site.aasa == nil)
+            #expect(site.problems.contains { $0.message.contains("tls/ directory") }, "\(site.problems)")
+        } else {
+            Issue.record("b.test: not examined as a site")
+        }
+        #expect(problem(try examine(c, "c.test"))?.contains("not a directory") == true)
+        guard case .missing = try examine(c, "d.test") else {
+            Issue.record("d.test is not missing")
+            return
+        }
+    }
+
+    @Test("a site directory that is a link to another site's directory is an alias; to a folder outside the config, a site")
+    func siteDirectoryLinks() throws {
+        let c = try TempConfig()
+        try c.write("sites/z.test/apple-app-site-association", aasa)
+        let outside = try TempConfig()
+        try outside.write("site/apple-app-site-association", aasa)
+        try c.link("sites/y.test", to: c.root + "/sites/z.test")
+        try c.link("sites/x.test", to: outside.root + "/site")
+        guard case .alias(_, let target) = try examine(c, "y.test") else {
+            Issue.record("y.test is not an alias")
+            return
+        }
+        #expect(target == "z.test")
+        guard case .site(let site) = try examine(c, "x.test") else {
+            Issue.record("x.test is not a site")
+            return
+        }
+        #expect(site.aasa?.result.isValid == true)
+        // A link inside that folder to z.test's files is still refused where it leads into tls/.
+        try c.write("sites/z.test/tls/key.pem", "-----BEGIN PRIVATE KEY-----\nSECRET\n")
+        try outside.write("site/site.yaml", "page: landing.html\n")
+        try outside.link("site/landing.html", to: c.root + "/sites/z.test/tls/key.pem")
+        guard case .site(let linked) = try examine(c, "x.test") else {
+            Issue.record("x.test is not a site")
+            return
+        }
+        #expect(linked.pages["landing.html"] == nil)
+        #expect(linked.problems.contains { $0.message.contains("tls/ directory") || $0.message.contains("outside") }, "\(linked.problems)")
+    }
+
+    @Test("a directory of a bad name is a problem, a bad name gone is missing, a name through a link is never read")
+    func badNames() throws {
+        let c = try TempConfig()
+        try c.write("sites/bad_name!/apple-app-site-association", aasa)
+        try c.write("sites/z.test/tls/a.test/apple-app-site-association", aasa)
+        try c.link("sites/l.test", to: "z.test/tls")
+        #expect(problem(try examine(c, "bad_name!"))?.contains("not a valid site name") == true)
+        guard case .missing = try examine(c, "gone_name!") else {
+            Issue.record("gone_name! is not missing")
+            return
+        }
+        // A name of two components walks through the link l.test into z.test's tls/: not a site.
+        #expect(problem(try examine(c, "l.test/a.test"))?.contains("not a valid site name") == true)
+    }
+
+    @Test("a plain site directory read through its descriptor: a file linked into another site's tls/ or hard-linked to a key is refused")
+    func plainDirectoryFilesChecked() throws {
+        let c = try TempConfig()
+        try c.write("sites/z.test/tls/key.pem", "-----BEGIN PRIVATE KEY-----\nSECRET\n")
+        try c.write("sites/z.test/apple-app-site-association", aasa)
+        try c.write("sites/a.test/site.yaml", "page: landing.html\n")
+        try c.link("sites/a.test/apple-app-site-association", to: "../z.test/tls/key.pem")
+        #expect(link(c.root + "/sites/z.test/tls/key.pem", c.root + "/sites/a.test/landing.html") == 0)
+        guard case .site(let site) = try examine(c, "a.test") else {
+            Issue.record("a.test is not a site")
+            return
+        }
+        #expect(site.aasa == nil && site.pages["landing.html"] == nil)
+        #expect(site.problems.contains { $0.message.contains("tls/ directory") }, "\(site.problems)")
+        #expect(site.problems.contains { $0.message.contains("hard link") }, "\(site.problems)")
+        #expect(!site.problems.map(\.message).joined().contains("SECRET"))
+    }
+
+    @Test("a site directory swapped, again and again, for a link into another site's tls/ never serves that tls/ file")
+    func swappedForLinkIntoTLS() throws {
+        let c = try TempConfig()
+        try c.write("sites/a.test/apple-app-site-association", aasa)
+        try c.write("sites/z.test/apple-app-site-association", aasa)
+        try c.write("sites/z.test/tls/apple-app-site-association", "SECRET")
+        try c.link("sites/.swap", to: "z.test/tls")
+        let sitesPath = c.root + "/sites"
+        let sites = try Files.openDirectory(sitesPath)
+        defer { Files.close(sites) }
+        // Renamed in turn: a.test is the real directory, then the link, then the directory again.
+        let stop = Atomic<Bool>(false)
+        let flipped = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            let path = sitesPath + "/"
+            while !stop.load(ordering: .relaxed) {
+                rename(path + "a.test", path + ".held")
+                rename(path + ".swap", path + "a.test")
+                rename(path + "a.test", path + ".swap")
+                rename(path + ".held", path + "a.test")
+            }
+            flipped.signal()
+        }
+        var served = 0
+        var leaked = 0
+        let end = Date().addingTimeInterval(2)
+        while Date() < end {
+            let entry = ConfigLoader.examine(sitesPath: sitesPath, name: "a.test", isSite: { _ in true }, sites: sites)
+            guard case .site(let site) = entry, let bytes = site.aasa?.bytes else { continue }
+            served += 1
+            if bytes == Array("SECRET".utf8) { leaked += 1 }
+        }
+        stop.store(true, ordering: .relaxed)
+        flipped.wait()
+        #expect(served > 0, "the race never read the site")
+        #expect(leaked == 0, "\(leaked) of \(served) reads served the other site's tls/ file")
+    }
+}
