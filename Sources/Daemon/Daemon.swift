@@ -221,13 +221,15 @@ package final class Daemon: @unchecked Sendable {
         // The first admin view (a look at every site) and the record of the first load's verdicts
         // (a walk over every site and a rewrite of the state file) are made on this thread once
         // the server is ready, when `start` returns (or throws): together 0.4 to 0.6 s at 100,000
-        // sites that no client waits for (docs/benchmarks.md). Until the view is built, whatever
-        // reads it or changes the registry waits (`LockedRegistry`).
+        // sites that no HTTPS client waits for (docs/benchmarks.md). Until the view is built,
+        // whatever reads it or changes the registry waits (`LockedRegistry`): an admin page other
+        // than the probes asked meanwhile holds the admin worker until then, and every failure
+        // after the server started builds it before stopping the server (which joins that worker).
         let firstView = DeferredWork()
         let sites = LockedRegistry(
             registry, fallback: certificates.developmentAuthority != nil ? .development : .otherSite, builds: firstView.hold)
-        // The first load's verdicts are recorded for the next start off the start's own thread
-        // (the late checks, if any, record theirs again when they end).
+        // The first load's verdicts are recorded for the next start after readiness, on this
+        // thread (the late checks, if any, record theirs again when they end).
         defer {
             firstView.run()
             sites.withRegistry { $0.rememberVerdicts() }
@@ -372,6 +374,9 @@ package final class Daemon: @unchecked Sendable {
                 verification: verification, verificationDue: { checker.value?.poke() })
         } catch {
             logger.critical("the tenant API cannot listen", metadata: ["error": "\(error)"])
+            // An admin page asked since the server started waits for the first view, and the
+            // stop joins the admin worker: the view is built first (here and below).
+            firstView.run()
             server.stop()
             throw StartFailure()
         }
@@ -387,6 +392,7 @@ package final class Daemon: @unchecked Sendable {
             } catch {
                 logger.critical("cannot run as \(user)", metadata: ["error": "\(error)"])
                 api?.listener.stop()
+                firstView.run()
                 server.stop()
                 throw StartFailure()
             }
@@ -484,12 +490,13 @@ package final class Daemon: @unchecked Sendable {
                 api?.listener.stop()
                 checker.value?.stop()
                 watcher?.stop()
+                // Before the stop joins the admin worker, which may wait for the view; the late
+                // checks wait for it too.
+                firstView.run()
                 server.stop()
                 children?.stop()
                 certificateManager.value?.stop()
                 cdnWatch.value?.stop()
-                // The late checks wait for the first view before they end: it is built first.
-                firstView.run()
                 lateChecks.wait()
                 throw StartFailure()
             }

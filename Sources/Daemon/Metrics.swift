@@ -90,7 +90,8 @@ final class MetricsExporter: Sendable {
     func scrape(firstView: Bool = true) -> [UInt8] {
         let statistics = traffic.statistics()
         let apple = fetches.buckets()
-        // The view the last reload published: a scrape never waits for a reload in progress.
+        // The view the last reload published: a scrape never waits for a reload in progress, only
+        // (right after readiness) for the first view.
         let view = firstView ? sites.current : sites.publishedNow
         let (states, conflicts, reloads) = (view.stateCounts, view.conflictingHosts, view.reloads)
         let manager = acme()

@@ -4,12 +4,12 @@ import SiteStore
 import TestSupport
 import Testing
 
-/// A start records the verdicts of its first load for the next start after it is ready, off its
-/// own thread (Sources/Daemon/Daemon.swift, `SiteRegistry.reloadAll(remembers:)`): they must
+/// A start records the verdicts of its first load for the next start after it is ready, before
+/// `start` returns (Sources/Daemon/Daemon.swift, `SiteRegistry.reloadAll(remembers:)`): they must
 /// still be recorded, or every restart would validate every file again.
 @Suite("The first load's verdicts recorded after readiness")
 final class StartVerdictsServeTests {
-    @Test("a server stopped as soon as it is ready has recorded its verdicts when the stop returns")
+    @Test("a server stopped as soon as its start returned has recorded its verdicts")
     func stopWaits() throws {
         let config = try TestConfig()
         try FileManager.default.removeItem(atPath: config.path("config/sites/own.test/tls"))
@@ -20,7 +20,7 @@ final class StartVerdictsServeTests {
         let identity = try #require(KnownValid.binaryIdentity())
         let server = try TestDaemon(config: config)
         #expect(server.stop())
-        #expect(KnownValid.load(path: file, identity: identity).count > 0, "the stop returned before the verdicts were recorded")
+        #expect(KnownValid.load(path: file, identity: identity).count > 0, "the start returned before the verdicts were recorded")
     }
 
     @Test("a start's verdicts reach the state file, and a restart reads them")
@@ -31,8 +31,8 @@ final class StartVerdictsServeTests {
         let file = config.state + "/cache/validated-contents"
         let identity = try #require(KnownValid.binaryIdentity())
         let server = try TestDaemon(config: config)
-        // Waited for: the file is written on a thread of its own after readiness.
-        #expect(eventually { KnownValid.load(path: file, identity: identity).count > 0 }, "no verdict was recorded")
+        // Written after readiness, before the start returned.
+        #expect(KnownValid.load(path: file, identity: identity).count > 0, "no verdict was recorded")
         let first = KnownValid.load(path: file, identity: identity)
         #expect(server.stop())
         // A restart trusts them, and records the same set (nothing changed on disk).
