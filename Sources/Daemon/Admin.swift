@@ -251,7 +251,15 @@ final class LockedRegistry: @unchecked Sendable {
         var lastSuccessAt = Int64(Date().timeIntervalSince1970)
     }
 
-    init(_ registry: SiteRegistry, fallback: CertificateKind) {
+    /// Open once the first view is published. The first view looks at every site (0.3 to 0.4 s of
+    /// CPU at 100,000 sites, docs/benchmarks.md), so a start builds it after it is ready
+    /// (Daemon.swift); everything that reads the view or touches the registry waits for it first,
+    /// so nothing changes the registry while it is read and no page shows a view without sites.
+    private let firstView = DispatchGroup()
+
+    /// `builds`: given the first view's build, runs it once, now or later (`DeferredWork.hold`;
+    /// by default on a global queue).
+    init(_ registry: SiteRegistry, fallback: CertificateKind, builds: (@escaping @Sendable () -> Void) -> Void = LockedRegistry.elsewhere) {
         self.registry = registry
         self.fallback = fallback
         var record = ReloadRecord()
@@ -259,31 +267,51 @@ final class LockedRegistry: @unchecked Sendable {
         reloading = Mutex(record)
         publishedOwnership = Mutex(registry.hostOwnership)
         _ = registry.takeTouched()
-        let taken = Self.take(registry, names: registry.siteNames, fallback: fallback)
-        let kept = AdminView.applying(taken.changes, served: taken.served, to: nil)
         view = Mutex(
             AdminView(
+                generation: 0, served: [:], unusual: [:], count: 0, sharedCertificate: fallback, stateCounts: [:], conflictingHosts: 0,
+                reloads: record))
+        firstView.enter()
+        // Only this thread reads the registry until `firstView` opens: every other way in waits.
+        nonisolated(unsafe) let registry = registry
+        let reloads = record
+        builds { [self] in
+            let taken = Self.take(registry, names: registry.siteNames, fallback: fallback)
+            let kept = AdminView.applying(taken.changes, served: taken.served, to: nil)
+            let first = AdminView(
                 generation: 0, served: taken.served, unusual: kept.unusual, count: kept.count, sharedCertificate: taken.shared,
-                stateCounts: taken.stateCounts, conflictingHosts: taken.conflicts, reloads: record,
-                routed: AdminView.routing(taken.changes, to: [:])))
+                stateCounts: taken.stateCounts, conflictingHosts: taken.conflicts, reloads: reloads,
+                routed: AdminView.routing(taken.changes, to: [:]))
+            view.withLock { $0 = first }
+            firstView.leave()
+        }
     }
+
+    /// The first view built on a global queue.
+    static func elsewhere(_ body: @escaping @Sendable () -> Void) { DispatchQueue.global().async(execute: body) }
+
+    /// Waits until the first view is published (at once after that).
+    func waitForFirstView() { firstView.wait() }
 
     /// Applies a change to the registry, counts it as a reload and publishes the admin view, in
     /// one hold of `reloading`. Only the sites the reload touched are looked at for the new view.
     /// Sets how files are served (a changed cache-control); the next full reload prepares every
     /// file under it.
     func setOptions(_ options: ServingOptions) {
-        reloading.withLock { _ in registry.options = options }
+        waitForFirstView()
+        return reloading.withLock { _ in registry.options = options }
     }
 
     /// Reads or changes the registry under the reloads' lock without counting a reload or
     /// publishing a view: for changes no site's state shows (verdicts on certificate pairs).
     func withRegistry<Result: Sendable>(_ body: (SiteRegistry) -> Result) -> Result {
-        reloading.withLock { _ in body(registry) }
+        waitForFirstView()
+        return reloading.withLock { _ in body(registry) }
     }
 
     func reload(_ body: (SiteRegistry) -> Snapshot) -> Snapshot {
-        reloading.withLock { record in
+        waitForFirstView()
+        return reloading.withLock { record in
             let snapshot = body(registry)
             record.reloads += 1
             record.lastSuccessful = registry.lastReloadProblems == 0
@@ -307,7 +335,13 @@ final class LockedRegistry: @unchecked Sendable {
     }
 
     /// What the admin pages show, as of the last reload.
-    var current: AdminView { view.withLock { $0 } }
+    var current: AdminView {
+        waitForFirstView()
+        return publishedNow
+    }
+
+    /// The view published now, without waiting for the first: before it, one without sites.
+    var publishedNow: AdminView { view.withLock { $0 } }
 
     /// Host ownership as of the last reload.
     var ownership: HostOwnership { publishedOwnership.withLock { $0 } }
@@ -384,5 +418,22 @@ final class LockedRegistry: @unchecked Sendable {
         }
         let shared: CertificateKind = snapshot.defaultCertificate != nil ? .default : fallback
         return (changes, snapshot.sites, shared, registry.stateCounts, registry.conflictingHosts)
+    }
+}
+
+/// Work handed over to be run later, at most once, on the thread that calls `run`.
+final class DeferredWork: Sendable {
+    private let work = Mutex<(@Sendable () -> Void)?>(nil)
+
+    /// Keeps `body` for `run` (a second hold replaces a first not yet run).
+    func hold(_ body: @escaping @Sendable () -> Void) { work.withLock { $0 = body } }
+
+    /// Runs what was held, if anything, and forgets it.
+    func run() {
+        let body = work.withLock { kept in
+            defer { kept = nil }
+            return kept
+        }
+        body?()
     }
 }

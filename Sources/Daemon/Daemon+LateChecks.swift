@@ -118,12 +118,25 @@ extension Daemon {
     func checkCertificatesLate(
         _ sites: LockedRegistry, logger: Logger, serveReloaded: @escaping @Sendable (Snapshot, [String]?) -> Void
     ) {
+        lateChecks.enter()
+        lateChecksRunning.add(1, ordering: .relaxed)
         DispatchQueue.global(qos: .utility).async { [self] in
+            defer {
+                lateChecksRunning.subtract(1, ordering: .relaxed)
+                lateChecks.leave()
+            }
             let began = DispatchTime.now().uptimeNanoseconds
             let pairs = sites.withRegistry { $0.uncheckedCertificates }
-            let problems = Parallel.map(pairs, threshold: ConfigLoader.parallelThreshold) { ConfigLoading.check($0) }
-            guard !self.stopped.load(ordering: .acquiring) else { return }
-            let verdicts = zip(pairs, problems).map { (identity: $0.identity, problem: $1) }
+            // A stop ends the checks at the next pair, and waits for those in flight (`stop`):
+            // the process's exit tears OpenSSL's global state down, and a check still parsing
+            // then crashed it (a stop during the 50,000 checks of a first start).
+            let problems = Parallel.map(pairs, threshold: ConfigLoader.parallelThreshold) { files -> (checked: Bool, problem: String?) in
+                guard !self.stopped.load(ordering: .acquiring) else { return (false, nil) }
+                return (true, ConfigLoading.check(files))
+            }
+            // Every pair was checked unless a stop came (and `stopped` stays set once set).
+            guard !self.stopped.load(ordering: .acquiring), problems.allSatisfy(\.checked) else { return }
+            let verdicts = zip(pairs, problems).map { (identity: $0.identity, problem: $1.problem) }
             let refused = verdicts.count { $0.problem != nil }
             logger.info(
                 "certificate pairs checked after start",

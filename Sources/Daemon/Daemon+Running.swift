@@ -93,6 +93,9 @@ extension Daemon {
         running.cdnWatch.value?.stop()
         running.statusPages?.stop()
         if let path = running.follower.inForce.pidFile { PIDFile.remove(path) }
+        // Pairs being checked after start end at the next pair (`stopped`); none may still be
+        // in OpenSSL when the process exits.
+        lateChecks.wait()
     }
 
     /// Serves until SIGTERM or SIGINT (then stops, draining), reloading on SIGHUP and upgrading

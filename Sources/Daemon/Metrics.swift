@@ -80,15 +80,19 @@ final class MetricsExporter: Sendable {
         }
         registry.makeGauge(descriptor: Self.family("aasad_build_info"), labels: [("version", Daemon.version)]).set(to: 1)
         // Every series exists from the start, at zero, so that rate() and alerts see them.
-        _ = scrape()
+        // The start makes this before its first admin view, which it builds once it is ready:
+        // the site series start from the empty view rather than wait for it.
+        _ = scrape(firstView: false)
     }
 
-    /// The page, with every value read now.
-    func scrape() -> [UInt8] {
+    /// The page, with every value read now. `firstView`: wait for the first admin view (made
+    /// after readiness, `LockedRegistry`), else read the view published now, empty before it.
+    func scrape(firstView: Bool = true) -> [UInt8] {
         let statistics = traffic.statistics()
         let apple = fetches.buckets()
-        // The view the last reload published: a scrape never waits for a reload in progress.
-        let view = sites.current
+        // The view the last reload published: a scrape never waits for a reload in progress, only
+        // (right after readiness) for the first view.
+        let view = firstView ? sites.current : sites.publishedNow
         let (states, conflicts, reloads) = (view.stateCounts, view.conflictingHosts, view.reloads)
         let manager = acme()
         let certificates = manager.map { ($0.counters(), $0.stateCounts(), $0.tierWaits()) }

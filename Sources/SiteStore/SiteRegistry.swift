@@ -111,8 +111,12 @@ public final class SiteRegistry {
     /// deletions), and the default certificate. Returns the new snapshot. Everything is read
     /// from the one tree `root` names when the reload starts; if it is swapped meanwhile (git-sync),
     /// the reload starts again on the new tree, so the snapshot is never made of two trees.
+    /// `remembers`: the verdicts of what is served are recorded for the next start
+    /// (`rememberVerdicts`) before it returns; a start passes false and records them after it is
+    /// ready (a walk over every site and a rewrite of the state file: 0.14 to 0.21 s at 100,000
+    /// sites, docs/benchmarks.md).
     @discardableResult
-    public func reloadAll() -> Snapshot {
+    public func reloadAll(remembers: Bool = true) -> Snapshot {
         var loaded = false
         for _ in 1...Self.maximumTreeAttempts {
             if case .unresolved = pinTree() { return snapshot }
@@ -131,7 +135,7 @@ public final class SiteRegistry {
                 metadata: ["tree": "\(root)", "attempts": "\(Self.maximumTreeAttempts)"])
             return snapshot
         }
-        rememberVerdicts()
+        if remembers { rememberVerdicts() }
         // Parsing on every core leaves freed memory in per-thread malloc arenas; give it back.
         Memory.trim()
         return snapshot
@@ -370,7 +374,7 @@ public final class SiteRegistry {
 
     /// Records the verdicts of what is served now for the next start (`ValidityCache.remember`:
     /// a walk over every record and a rewrite of the state file, some megabytes at 100,000 sites).
-    func rememberVerdicts() {
+    public func rememberVerdicts() {
         preparer.remember(
             served: records.values.lazy.compactMap(\.served), defaultCertificate: snapshot.defaultCertificateIdentity, logger: logger)
     }

@@ -1,6 +1,7 @@
 import Daemon
 import DaemonTesting
 import Foundation
+import Synchronization
 import TestSupport
 import Testing
 
@@ -58,6 +59,39 @@ final class LateCertificateCheckServeTests {
         // it taken out of the registry).
         #expect(try server.servedFingerprint("s7.late.test") == Tool.fingerprint(ofFile: own))
         #expect(server.stop())
+    }
+
+    @Test("a stop while pairs are checked after start returns once no check is running")
+    func stopWaitsForChecks() throws {
+        let config = try TestConfig()
+        _ = try manyPairs(config, broken: false)
+        let server = try TestDaemon(config: config, flags: ["--log-level", "info"])
+        // Stopped at once: the checks (a millisecond a pair) are under way or about to start.
+        #expect(server.stop())
+        // The process would exit now, tearing down OpenSSL under a check still running.
+        #expect(!server.daemon.checkingCertificatesLate, "a late check still runs after the stop returned")
+    }
+
+    @Test("a start that fails on its PID file while pairs wait for their late check fails, not hangs")
+    func failedStartWithLateChecks() throws {
+        let config = try TestConfig()
+        _ = try manyPairs(config, broken: false)
+        let pidFile = config.path("no-such-directory/aasad.pid")
+        let ended = DispatchSemaphore(value: 0)
+        let outcome = Mutex<String?>(nil)
+        // On a thread of its own: a start that deadlocks must fail the test, not hang the run.
+        nonisolated(unsafe) let shared = config
+        DispatchQueue.global().async {
+            do {
+                _ = try TestDaemon(config: shared, flags: ["--pid-file", pidFile])
+                outcome.withLock { $0 = "started" }
+            } catch {
+                outcome.withLock { $0 = "failed" }
+            }
+            ended.signal()
+        }
+        #expect(ended.wait(timeout: .now() + .seconds(120)) == .success, "the failed start never returned")
+        #expect(outcome.withLock { $0 } == "failed")
     }
 
     /// Removes the sites of `TestConfig` that have no pair of their own.
