@@ -79,13 +79,17 @@ public final class AdminOutput: Sendable {
     /// storage's address: counted in `bytes` once, while any connection holds one unsent.
     private let shared = Mutex<[UInt: (holders: Int, size: Int)]>([:])
 
-    /// Unsent bytes over which a large answer is refused. One answer of any size is always taken
-    /// when nothing else waits (a page larger than this is still served, one at a time).
+    /// Unsent bytes over which a large answer is refused, by default. One answer of any size is
+    /// always taken when nothing else waits (a page larger than this is still served, one at a time).
     public static let maximumHeld = 64 * 1024 * 1024
     /// Answers smaller than this are never refused: probes, `/metrics`, error pages.
     public static let smallAnswer = 1024 * 1024
+    /// This count's bound (`maximumHeld` but in tests).
+    public let bound: Int
 
-    public init() {}
+    public init(bound: Int = AdminOutput.maximumHeld) {
+        self.bound = bound
+    }
 
     /// Unsent bytes now.
     public var held: Int { bytes.load(ordering: .relaxed) }
@@ -127,6 +131,6 @@ public final class AdminOutput: Sendable {
     /// Whether an answer of `size` bytes may be queued now.
     func admits(_ size: Int) -> Bool {
         let held = held
-        return size < Self.smallAnswer || held == 0 || held + size <= Self.maximumHeld
+        return size < Self.smallAnswer || held == 0 || held + size <= bound
     }
 }
