@@ -66,7 +66,7 @@ extension AdminEndpoint {
     /// The response to a deferred request once its answer is given; nil until then.
     func resolve(_ deferred: Deferred) -> Response? {
         guard let answer = deferred.pending.answer else { return nil }
-        return frame(answer).answering(deferred.method)
+        return frame(answer, for: deferred.method).answering(deferred.method)
     }
 }
 
@@ -132,5 +132,40 @@ public final class AdminOutput: Sendable {
     func admits(_ size: Int) -> Bool {
         let held = held
         return size < Self.smallAnswer || held == 0 || held + size <= bound
+    }
+
+    /// What one connection has counted here, kept with its state (`ConnectionMachine.account`).
+    struct Account {
+        /// Unsent bytes of its own.
+        var held = 0
+        /// The shared body it holds unsent (`share`), by its storage's identity.
+        var shared: UInt?
+    }
+
+    /// Brings the count in line with a connection's unsent output: `own` bytes of its own, and
+    /// `shared` held from a storage others may hold too (nil: none).
+    func settle(_ account: inout Account, own: Int, shared: [UInt8]?) {
+        if own != account.held {
+            add(own - account.held)
+            account.held = own
+        }
+        let key = shared.map(Self.key)
+        if key != account.shared {
+            if let old = account.shared { unshare(old) }
+            if let shared { share(shared) }
+            account.shared = key
+        }
+    }
+}
+
+extension ConnectionMachine {
+    /// Brings the admin worker's count (`AdminOutput`) in line with this connection's unsent
+    /// output: after each of its steps, before each of its requests is answered (what the step
+    /// wrote so far counts no longer: a page the client read whole is not held against its next
+    /// ask), and at its close (`closing`: nothing counts).
+    mutating func settle(_ output: AdminOutput, closing: Bool = false) {
+        let own = closing ? 0 : unsharedPending
+        let shared = closing ? nil : sharedBody
+        output.settle(&account, own: own, shared: shared)
     }
 }

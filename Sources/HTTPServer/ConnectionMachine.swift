@@ -30,6 +30,9 @@ struct ConnectionContext<Answerer: RequestAnswering> {
     var streamsRefused = 0
     /// The last served file's head as written, in both framings (`FileHeadCache`).
     var heads = FileHeadCache()
+    /// The admin worker's count of unsent bytes, kept in line before each request is answered
+    /// (`ConnectionMachine.settle`); nil on other workers.
+    var adminOutput: AdminOutput?
 }
 
 /// One connection's protocol state, apart from its socket (hummingbird's connection state
@@ -115,6 +118,8 @@ struct ConnectionMachine {
     /// Where the unanswered input starts. Answering moves it; the array is compacted only when
     /// the answered part is at least half of it, so a long pipeline costs linear work.
     private var inputOffset = 0
+    /// What this connection's unsent output counts in the admin worker's `AdminOutput` (`settle`).
+    var account = AdminOutput.Account()
     /// Output the socket did not take yet, from `outputOffset` on.
     private(set) var output: [UInt8] = []
     private(set) var outputOffset = 0
@@ -553,6 +558,7 @@ struct ConnectionMachine {
                     version: .http1, method: head.method, authority: slice(head.host), path: slice(head.path)!,
                     target: slice(head.target)!, ifNoneMatch: slice(head.ifNoneMatch), ifModifiedSince: slice(head.ifModifiedSince),
                     userAgent: slice(head.userAgent), acceptsGzip: head.acceptsGzip)
+                if let output = context.adminOutput { settle(output) }
                 var response = context.answerer.answer(request, peer: peer, tls: tlsIdentity)
                 if let deferred = response.deferred {
                     // Answered later (`answered`): the requests after it wait, unparsed.

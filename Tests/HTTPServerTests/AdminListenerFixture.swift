@@ -24,8 +24,14 @@ final class AdminListener {
     private let laterAsks: Asks
     private var clients: [AdminClient] = []
 
-    /// `bound`: the cap on unread bytes; `size`: each page's body (its tail adds one byte).
-    init(bound: Int = AdminOutput.maximumHeld, size: Int) throws {
+    /// Bytes of each page's `tail`: 1, or 0 (the page whole in its body, as `/sites` is without
+    /// an ACME manager).
+    let tail: Int
+
+    /// `bound`: the cap on unread bytes; `size`: each page's body; `tail`: whether a tail of one
+    /// byte follows it.
+    init(bound: Int = AdminOutput.maximumHeld, size: Int, tail: Bool = true) throws {
+        let tail = tail ? Array("}".utf8) : []
         let output = AdminOutput(bound: bound)
         let pageA = [UInt8](repeating: UInt8(ascii: "a"), count: size)
         let pageB = [UInt8](repeating: UInt8(ascii: "b"), count: size)
@@ -34,8 +40,8 @@ final class AdminListener {
         let laterAsks = Asks()
         let endpoint = AdminEndpoint(output: output) { target in
             switch target {
-            case "/a": return .now(Self.answer(pageA))
-            case "/b": return .now(Self.answer(pageB))
+            case "/a": return .now(Self.answer(pageA, tail))
+            case "/b": return .now(Self.answer(pageB, tail))
             case "/later":
                 laterAsks.count.add(1, ordering: .relaxed)
                 return .later(later)
@@ -53,19 +59,20 @@ final class AdminListener {
         try server.start()
         port = Int(server.boundAdmin!.port)
         self.output = output
+        self.tail = tail.count
         self.pageA = pageA
         self.pageB = pageB
     }
 
-    private static func answer(_ page: [UInt8]) -> AdminEndpoint.Answer {
-        AdminEndpoint.Answer(status: .ok, contentType: "application/json", body: page, tail: Array("}".utf8))
+    private static func answer(_ page: [UInt8], _ tail: [UInt8]) -> AdminEndpoint.Answer {
+        AdminEndpoint.Answer(status: .ok, contentType: "application/json", body: page, tail: tail)
     }
 
     /// Asks for `/later` so far.
     var asksLater: Int { laterAsks.count.load(ordering: .relaxed) }
 
     /// Gives `/later`'s answer: `pageA`, to every request that waits for it and every one after.
-    func giveLater() { later.fulfil(Self.answer(pageA)) }
+    func giveLater() { later.fulfil(Self.answer(pageA, Array("}".utf8))) }
 
     /// A client that sends `requests` (each a method and a path) in one write. `reads: false`
     /// gives it a small receive buffer, so that the kernel holds little of what it does not read:

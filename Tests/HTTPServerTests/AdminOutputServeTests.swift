@@ -83,3 +83,68 @@ struct AdminOutputServeTests {
         #expect(eventually(attempts: 300) { admin.output.held == 0 }, "still counted: \(admin.output.held)")
     }
 }
+
+/// Near the cap: what is refused (a large answer while others wait unread) and what is not (a
+/// client that read everything before its next ask; a HEAD, which sends no body).
+@Suite("Admin listener: the cap on unread bytes, near it", .serialized)
+struct AdminOutputCapServeTests {
+    /// Pages of 5 MB under a cap of 8 MB: one fits, two do not.
+    static let size = 5 * 1024 * 1024
+    static let bound = 8 * 1024 * 1024
+
+    /// Each page's last byte written and the next ask answered in one step: the page it read
+    /// must no longer count then.
+    @Test(
+        "pipelined asks for two different pages on one connection that reads everything: each answered, none refused",
+        arguments: [false, true])
+    func pipelinedAfterRead(tail: Bool) throws {
+        let admin = try AdminListener(bound: Self.bound, size: Self.size, tail: tail)
+        defer { admin.stop() }
+        let paths = ["/a", "/b", "/a", "/b", "/a", "/b"]
+        let client = try admin.client(paths.map { ("GET", $0) }, reads: true)
+        for path in paths {
+            let answer = client.read()
+            #expect(answer?.status == 200 && answer?.received == Self.size + admin.tail, "\(path): \(answer?.head ?? "nothing")")
+            #expect(answer?.first == path.utf8.last)
+            if answer?.status != 200 { break }
+        }
+        #expect(eventually(attempts: 300) { admin.output.held == 0 }, "still counted: \(admin.output.held)")
+    }
+
+    @Test("a page another connection holds unread refuses a different one (503, the connection closed), not the same one")
+    func refusedWhileHeld() throws {
+        let admin = try AdminListener(bound: Self.bound, size: Self.size)
+        defer { admin.stop() }
+        let idle = try admin.client([("GET", "/a")], reads: false)
+        #expect(eventually(attempts: 300) { idle.arrived > 0 && admin.output.held >= Self.size })
+        let other = try admin.client([("GET", "/b"), ("GET", "/healthz")], reads: true)
+        let refused = other.read()
+        #expect(refused?.status == 503 && refused?.head.contains("Connection: close") == true)
+        #expect(other.read() == nil, "nothing after the refusal")
+        let same = try admin.client([("GET", "/a")], reads: true)
+        #expect(same.read()?.status == 200, "the page held is counted once: another answer of it adds nothing")
+    }
+
+    @Test("HEAD for a large page while another is held unread: answered without its body, not counted, the connection kept")
+    func headNotCounted() throws {
+        let admin = try AdminListener(bound: Self.bound, size: Self.size)
+        defer { admin.stop() }
+        admin.giveLater()
+        let idle = try admin.client([("GET", "/b")], reads: false)
+        #expect(eventually(attempts: 300) { idle.arrived > 0 && admin.output.held >= Self.size })
+        let held = admin.output.held
+        // HEAD answered at once and given later, mixed with GETs: a GET of another page is still refused.
+        let asks = [("HEAD", "/a"), ("HEAD", "/later"), ("GET", "/healthz"), ("HEAD", "/a"), ("GET", "/a")]
+        let client = try admin.client(asks, reads: false)
+        for (method, path) in asks.dropLast() {
+            let answer = client.read(head: method == "HEAD")
+            #expect(answer?.status == 200, "\(method) \(path): \(answer?.head ?? "nothing")")
+            if method == "HEAD" {
+                #expect(answer?.length == Self.size + 1 && answer?.head.contains("Connection: close") == false)
+                #expect(admin.output.held < held + 4096, "a HEAD's body is not counted: \(admin.output.held)")
+            }
+        }
+        let refused = client.read()
+        #expect(refused?.status == 503 && refused?.head.contains("Connection: close") == true)
+    }
+}
