@@ -149,11 +149,11 @@ struct ConnectionMachine {
     func endsWithStop<A>(_ context: ConnectionContext<A>) -> Bool {
         context.draining && graceOver(context) && phase == .readingRequest(started: false)
     }
-    /// HTTP/1.1: answering stopped at the output high-water mark with input left, so complete
-    /// requests may be waiting.
+    /// HTTP/1.1: answering stopped at the output high-water mark (or, on the admin listener,
+    /// after one answer) with input left, so complete requests may be waiting.
     private var queued = false
     /// HTTP/1.1: rounds of answering already-read requests left in this readiness event
-    /// (`Limits.answerRoundsPerEvent`).
+    /// (`Limits.answerRoundsPerEvent`); none after an admin answer (one a turn).
     private var rounds = 0
     /// HTTP/1.1: the request waiting for its answer from another thread, and whether its
     /// connection stays open after it.
@@ -405,8 +405,9 @@ struct ConnectionMachine {
             closeAfterWrite = true
             clearInput()
         } else {
+            // The requests after it wait for the next turn, as after any admin answer.
             queued = bufferedInput > 0
-            rounds = context.limits.answerRoundsPerEvent
+            rounds = 0
         }
         // Output before it still pending: this one queues behind it, and the socket's
         // writability is what is waited for.
@@ -583,7 +584,15 @@ struct ConnectionMachine {
                     closeAfterWrite = true
                     return (bytes.count, false)
                 }
-                if shared != nil || context.out.count >= context.limits.outputHighWater { return (offset, offset < bytes.count) }
+                // The admin listener answers one request per connection per turn of the loop
+                // (`rounds` spent): each admin page costs work on its thread even when its answer
+                // is small (`HEAD /sites` takes the page's cache key, `/metrics` a scrape), so a
+                // client that pipelines thousands of them would otherwise hold the probes on
+                // other connections for seconds (docs/benchmarks.md, "The admin listener").
+                if peer.isAdmin { rounds = 0 }
+                if peer.isAdmin || shared != nil || context.out.count >= context.limits.outputHighWater {
+                    return (offset, offset < bytes.count)
+                }
             }
         }
         return (offset, false)

@@ -13,7 +13,8 @@ import TestSupport
 /// `/a` and `/b`: two large pages, each always from its own storage (as `/sites` is answered
 /// from the page kept for the next ask); `/later`: `pageA`, given later (`PendingAnswer`)
 /// once `giveLater` is called, as a render gives `/sites`; `/small`: 200 KB, copied for each
-/// answer; anything else: `ok`.
+/// answer; `/held`: `ok`, counted, its first ask holding the admin worker's thread at `gate`;
+/// `/probe`: `ok`, noting how many `/held` were answered before it; anything else: `ok`.
 final class AdminListener {
     let output: AdminOutput
     let port: Int
@@ -22,7 +23,10 @@ final class AdminListener {
     private let server: Server
     private let later: PendingAnswer
     private let laterAsks: Asks
+    private let heldAsks: Asks
     private var clients: [AdminClient] = []
+    /// Where the first ask for `/held` waits.
+    let gate: Gate
 
     /// Bytes of each page's `tail`: 1, or 0 (the page whole in its body, as `/sites` is without
     /// an ACME manager).
@@ -38,6 +42,8 @@ final class AdminListener {
         let small = [UInt8](repeating: UInt8(ascii: "s"), count: 200 * 1024)
         let later = PendingAnswer()
         let laterAsks = Asks()
+        let heldAsks = Asks()
+        let gate = Gate()
         let endpoint = AdminEndpoint(output: output) { target in
             switch target {
             case "/a": return .now(Self.answer(pageA, tail))
@@ -46,8 +52,13 @@ final class AdminListener {
                 laterAsks.count.add(1, ordering: .relaxed)
                 return .later(later)
             case "/small": return .now(AdminEndpoint.Answer(status: .ok, body: small))
-            default: return .now(AdminEndpoint.Answer(status: .ok, body: Array("ok\n".utf8)))
+            case "/held":
+                if heldAsks.count.add(1, ordering: .relaxed).newValue == 1 { gate.hold() }
+            case "/probe":
+                heldAsks.beforeProbe.store(heldAsks.count.load(ordering: .relaxed), ordering: .relaxed)
+            default: break
             }
+            return .now(AdminEndpoint.Answer(status: .ok, body: Array("ok\n".utf8)))
         }
         let configuration = Server.Configuration(
             https: [], http: [], threads: 1, admin: try SocketAddress(parsing: "127.0.0.1:0"), adminEndpoint: endpoint)
@@ -56,6 +67,8 @@ final class AdminListener {
             logger: Logger(label: "test.admin", factory: { _ in SwiftLogNoOpLogHandler() }))
         self.later = later
         self.laterAsks = laterAsks
+        self.heldAsks = heldAsks
+        self.gate = gate
         try server.start()
         port = Int(server.boundAdmin!.port)
         self.output = output
@@ -70,6 +83,9 @@ final class AdminListener {
 
     /// Asks for `/later` so far.
     var asksLater: Int { laterAsks.count.load(ordering: .relaxed) }
+
+    /// Asks for `/held` answered before the last `/probe` (-1: no probe yet).
+    var heldBeforeProbe: Int { heldAsks.beforeProbe.load(ordering: .relaxed) }
 
     /// Gives `/later`'s answer: `pageA`, to every request that waits for it and every one after.
     func giveLater() { later.fulfil(Self.answer(pageA, Array("}".utf8))) }
@@ -97,6 +113,7 @@ final class AdminListener {
 
 private final class Asks: Sendable {
     let count = Atomic<Int>(0)
+    let beforeProbe = Atomic<Int>(-1)
 }
 
 /// One client of an `AdminListener`.
