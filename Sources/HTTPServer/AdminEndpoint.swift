@@ -88,7 +88,7 @@ public struct AdminEndpoint: Sendable {
     /// has; 503 for a large one while others wait unsent (`AdminOutput`), decided from its size
     /// before any of it is copied (the body is shared with the page kept for the next ask), and
     /// ending the connection.
-    func frame(_ answer: Answer, for method: Method = .get) -> Response {
+    func frame(_ answer: Answer, for method: Method) -> Response {
         // The body of an answer another connection holds unsent (one render's page, waited for
         // by several, or kept for the next ask) is counted once: its other answers are admitted,
         // as they are sent from that storage, never copied (`ConnectionMachine.sharing`). A HEAD
