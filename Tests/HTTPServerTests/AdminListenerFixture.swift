@@ -119,10 +119,13 @@ private final class Asks: Sendable {
 /// One client of an `AdminListener`.
 final class AdminClient {
     let fd: Int32
-    private var buffer: [UInt8] = []
+    private var reader: ResponseReader
     private(set) var closed = false
 
-    init(fd: Int32) { self.fd = fd }
+    init(fd: Int32) {
+        self.fd = fd
+        reader = ResponseReader(fd: fd)
+    }
 
     struct Answer {
         var status: Int
@@ -135,48 +138,21 @@ final class AdminClient {
     }
 
     /// Bytes arrived and not read yet (FIONREAD): nonzero once the server answered.
-    var arrived: Int {
-        var count: Int32 = 0
-        _ = ioctl(fd, UInt(FIONREAD), &count)
-        return Int(count)
-    }
-
-    private func fill() -> Bool {
-        var chunk = [UInt8](repeating: 0, count: 1 << 16)
-        let n = recv(fd, &chunk, chunk.count, 0)
-        guard n > 0 else { return false }
-        buffer += chunk[0..<n]
-        return true
-    }
+    var arrived: Int { reader.arrived }
 
     /// Reads the next answer; `head`: a HEAD's, without a body. nil: the connection ended first.
     func read(head: Bool = false) -> Answer? {
-        var end: Int?
-        while end == nil {
-            end = buffer.indices.dropLast(3).first { buffer[$0..<($0 + 4)] == [13, 10, 13, 10] }
-            if end == nil, !fill() { return nil }
-        }
-        let text = String(decoding: buffer[..<end!], as: UTF8.self)
-        buffer.removeFirst(end! + 4)
-        let status = Int(text.dropFirst("HTTP/1.1 ".count).prefix(3)) ?? 0
-        let field = text.split(separator: "\r\n").first { $0.lowercased().hasPrefix("content-length: ") }
-        let length = field.flatMap { Int($0.dropFirst("content-length: ".count)) } ?? 0
-        var answer = Answer(status: status, length: length, head: text, received: 0, first: buffer.first)
+        guard let fields = reader.head() else { return nil }
+        var answer = Answer(status: fields.status, length: fields.length, head: fields.text, received: 0)
         guard !head else { return answer }
-        while answer.received < length {
-            if buffer.isEmpty, !fill() { return answer }
-            if answer.first == nil { answer.first = buffer.first }
-            let taken = min(buffer.count, length - answer.received)
-            buffer.removeFirst(taken)
-            answer.received += taken
-        }
+        (_, answer.received, answer.first) = reader.body(fields.length, keep: false)
         return answer
     }
 
     /// Reads up to `bytes` of what arrived, then closes: a client that hangs up mid-page.
     func hangUp(after bytes: Int = 0) {
         var left = bytes
-        while left > 0, fill() { left -= buffer.count; buffer = [] }
+        while left > 0, reader.fill() { left -= reader.drop() }
         close()
     }
 
