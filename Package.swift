@@ -183,7 +183,11 @@ let package = Package(
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1", "HTTPCore", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "HTTPCore", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(
-            name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTPCore", "HTTP2", "Served", "SiteStore", "TLS"],
+            name: "HTTPServerTests",
+            dependencies: [
+                "HTTPServer", "HTTPCore", "HTTP2", "Reactor", "Served", "SiteStore", "TLS", "TestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "ACMETests",

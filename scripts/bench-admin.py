@@ -13,9 +13,12 @@ With --unread=N, then: after a fetch (so the page must render again), N connecti
 /sites and never read (receive buffer 4 KB), while /healthz is polled; prints the statuses they got
 (read after), the /healthz latencies, the renders' CPU and the server's RSS before and once every
 answer was given (the unread bytes it holds). With --slowloris=N: N connections that send a
-request head a byte a second while /healthz is polled for ten seconds.
+request head a byte a second while /healthz is polled for ten seconds. With --pipelined=C:N (and
+optionally --method=GET): once the page is rendered, C connections each send N pipelined
+`HEAD /sites` in one go and never read (receive buffer 4 KB) while /healthz is polled, until the
+server's CPU is still for a second; prints the /healthz latencies and the server's CPU seconds.
 
-Usage: AASAD=PATH scripts/bench-admin.py TREE [ROUNDS] [--unread=N] [--slowloris=N]   (build first: swift build -c release --product aasad)
+Usage: AASAD=PATH scripts/bench-admin.py TREE [ROUNDS] [--unread=N] [--slowloris=N] [--pipelined=C:N]   (build first: swift build -c release --product aasad)
 """
 import http.client, os, re, shutil, socket, statistics, subprocess, sys, tempfile, threading, time
 
@@ -25,6 +28,8 @@ tree = args[0]
 rounds = int(args[1]) if len(args) > 1 else 3
 unread = int(options.get("unread", 0))
 slowloris = int(options.get("slowloris", 0))
+pipelined = [int(x) for x in options["pipelined"].split(":")] if "pipelined" in options else None
+method = options.get("method", "HEAD")
 binary = os.environ.get("AASAD") or subprocess.run(["swift", "build", "-c", "release", "--show-bin-path"], capture_output=True, text=True, check=True).stdout.strip() + "/aasad"
 state = tempfile.mkdtemp(prefix="aasad-admin-bench-")
 
@@ -90,7 +95,7 @@ try:
         results.append((wall, used, statistics.median(latencies), latencies[-1]))
         print(f"bench=admin round={k} sites_status={status} sites_wall_s={wall:.2f} sites_cpu_s={used:.2f} {summary(probes)}", flush=True)
     med = lambda i: statistics.median(r[i] for r in results)
-    print(f"bench=admin median sites_wall_s={med(0):.2f} sites_cpu_s={med(1):.2f} healthz_median_ms={med(2) * 1000:.1f} healthz_max_ms={med(3) * 1000:.1f}", flush=True)
+    if results: print(f"bench=admin median sites_wall_s={med(0):.2f} sites_cpu_s={med(1):.2f} healthz_median_ms={med(2) * 1000:.1f} healthz_max_ms={med(3) * 1000:.1f}", flush=True)
     if unread:
         get(http_port, "/.well-known/apple-app-site-association", {"Host": "s2.bench.test", "User-Agent": "AASA-Bot/1.0"})
         before, c0 = rss(server.pid), cpu(server.pid)
@@ -118,6 +123,36 @@ try:
             statuses[head.decode(errors="replace")] = statuses.get(head.decode(errors="replace"), 0) + 1
             s.close()
         print(f"bench=admin unread={unread} statuses={statuses} cpu_s={last - c0:.2f} rss_before_kb={before} rss_held_kb={held} {summary(probes)}", flush=True)
+    if pipelined:
+        conns, asks = pipelined
+        c0 = cpu(server.pid)
+        done = threading.Event()
+        probes, poller = poll_healthz(admin, done)
+        clients = []
+        for _ in range(conns):
+            s = socket.socket()
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            s.connect(("127.0.0.1", admin))
+            clients.append(s)
+        request = f"{method} /sites HTTP/1.1\r\nHost: localhost\r\n\r\n".encode() * asks
+        # Sent from threads: a server that stops reading (its answers unread) would block a send.
+        def send(s):
+            try:
+                s.sendall(request)
+            except OSError:
+                pass
+        senders = [threading.Thread(target=send, args=(s,)) for s in clients]
+        for t in senders: t.start()
+        last = -1.0
+        while cpu(server.pid) != last:
+            last = cpu(server.pid)
+            time.sleep(1)
+        done.set()
+        poller.join()
+        for s in clients:
+            s.close()
+        for t in senders: t.join(timeout=5)
+        print(f"bench=admin pipelined={conns}x{asks} method={method} cpu_s={last - c0:.2f} {summary(probes)}", flush=True)
     if slowloris:
         clients = []
         for _ in range(slowloris):

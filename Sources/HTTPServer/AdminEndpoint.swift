@@ -76,7 +76,7 @@ public struct AdminEndpoint: Sendable {
             return .error(.notFound, close: false)
         case .now(let answer):
             // The HEAD rule is applied where every response's is: Exchange.answer.
-            return frame(answer)
+            return frame(answer, for: method)
         case .later(let pending):
             var response = Response.error(.serviceUnavailable, close: false)
             response.deferred = Deferred(pending: pending, method: method)
@@ -84,14 +84,16 @@ public struct AdminEndpoint: Sendable {
         }
     }
 
-    /// The answer as a response with the four fields every admin answer has; 503 for a large one
-    /// while others wait unsent (`AdminOutput`), decided from its size before any of it is copied
-    /// (the body is shared with the page kept for the next ask), and ending the connection.
-    func frame(_ answer: Answer) -> Response {
+    /// The answer to a request of `method` as a response with the four fields every admin answer
+    /// has; 503 for a large one while others wait unsent (`AdminOutput`), decided from its size
+    /// before any of it is copied (the body is shared with the page kept for the next ask), and
+    /// ending the connection.
+    func frame(_ answer: Answer, for method: Method) -> Response {
         // The body of an answer another connection holds unsent (one render's page, waited for
         // by several, or kept for the next ask) is counted once: its other answers are admitted,
-        // as they are sent from that storage, never copied (`ConnectionMachine.sharing`).
-        guard output.holds(answer.body) || output.admits(answer.size) else {
+        // as they are sent from that storage, never copied (`ConnectionMachine.sharing`). A HEAD
+        // sends none of it: nothing to hold, whatever its size.
+        guard method == .head || output.holds(answer.body) || output.admits(answer.size) else {
             return Self.frame(Self.busy)
         }
         return Self.frame(answer)

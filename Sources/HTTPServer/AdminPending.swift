@@ -66,7 +66,7 @@ extension AdminEndpoint {
     /// The response to a deferred request once its answer is given; nil until then.
     func resolve(_ deferred: Deferred) -> Response? {
         guard let answer = deferred.pending.answer else { return nil }
-        return frame(answer).answering(deferred.method)
+        return frame(answer, for: deferred.method).answering(deferred.method)
     }
 }
 
@@ -79,13 +79,17 @@ public final class AdminOutput: Sendable {
     /// storage's address: counted in `bytes` once, while any connection holds one unsent.
     private let shared = Mutex<[UInt: (holders: Int, size: Int)]>([:])
 
-    /// Unsent bytes over which a large answer is refused. One answer of any size is always taken
-    /// when nothing else waits (a page larger than this is still served, one at a time).
+    /// Unsent bytes over which a large answer is refused, by default. One answer of any size is
+    /// always taken when nothing else waits (a page larger than this is still served, one at a time).
     public static let maximumHeld = 64 * 1024 * 1024
     /// Answers smaller than this are never refused: probes, `/metrics`, error pages.
     public static let smallAnswer = 1024 * 1024
+    /// This count's bound (`maximumHeld` but in tests).
+    public let bound: Int
 
-    public init() {}
+    public init(bound: Int = AdminOutput.maximumHeld) {
+        self.bound = bound
+    }
 
     /// Unsent bytes now.
     public var held: Int { bytes.load(ordering: .relaxed) }
@@ -127,6 +131,41 @@ public final class AdminOutput: Sendable {
     /// Whether an answer of `size` bytes may be queued now.
     func admits(_ size: Int) -> Bool {
         let held = held
-        return size < Self.smallAnswer || held == 0 || held + size <= Self.maximumHeld
+        return size < Self.smallAnswer || held == 0 || held + size <= bound
+    }
+
+    /// What one connection has counted here, kept with its state (`ConnectionMachine.account`).
+    struct Account {
+        /// Unsent bytes of its own.
+        var held = 0
+        /// The shared body it holds unsent (`share`), by its storage's identity.
+        var shared: UInt?
+    }
+
+    /// Brings the count in line with a connection's unsent output: `own` bytes of its own, and
+    /// `shared` held from a storage others may hold too (nil: none).
+    func settle(_ account: inout Account, own: Int, shared: [UInt8]?) {
+        if own != account.held {
+            add(own - account.held)
+            account.held = own
+        }
+        let key = shared.map(Self.key)
+        if key != account.shared {
+            if let old = account.shared { unshare(old) }
+            if let shared { share(shared) }
+            account.shared = key
+        }
+    }
+}
+
+extension ConnectionMachine {
+    /// Brings the admin worker's count (`AdminOutput`) in line with this connection's unsent
+    /// output: after each of its steps, before each of its requests is answered (what the step
+    /// wrote so far counts no longer: a page the client read whole is not held against its next
+    /// ask), and at its close (`closing`: nothing counts).
+    mutating func settle(_ output: AdminOutput, closing: Bool = false) {
+        let own = closing ? 0 : unsharedPending
+        let shared = closing ? nil : sharedBody
+        output.settle(&account, own: own, shared: shared)
     }
 }

@@ -30,6 +30,9 @@ struct ConnectionContext<Answerer: RequestAnswering> {
     var streamsRefused = 0
     /// The last served file's head as written, in both framings (`FileHeadCache`).
     var heads = FileHeadCache()
+    /// The admin worker's count of unsent bytes, kept in line before each request is answered
+    /// (`ConnectionMachine.settle`); nil on other workers.
+    var adminOutput: AdminOutput?
 }
 
 /// One connection's protocol state, apart from its socket (hummingbird's connection state
@@ -115,6 +118,8 @@ struct ConnectionMachine {
     /// Where the unanswered input starts. Answering moves it; the array is compacted only when
     /// the answered part is at least half of it, so a long pipeline costs linear work.
     private var inputOffset = 0
+    /// What this connection's unsent output counts in the admin worker's `AdminOutput` (`settle`).
+    var account = AdminOutput.Account()
     /// Output the socket did not take yet, from `outputOffset` on.
     private(set) var output: [UInt8] = []
     private(set) var outputOffset = 0
@@ -144,11 +149,11 @@ struct ConnectionMachine {
     func endsWithStop<A>(_ context: ConnectionContext<A>) -> Bool {
         context.draining && graceOver(context) && phase == .readingRequest(started: false)
     }
-    /// HTTP/1.1: answering stopped at the output high-water mark with input left, so complete
-    /// requests may be waiting.
+    /// HTTP/1.1: answering stopped at the output high-water mark (or, on the admin listener,
+    /// after one answer) with input left, so complete requests may be waiting.
     private var queued = false
     /// HTTP/1.1: rounds of answering already-read requests left in this readiness event
-    /// (`Limits.answerRoundsPerEvent`).
+    /// (`Limits.answerRoundsPerEvent`); none after an admin answer (one a turn).
     private var rounds = 0
     /// HTTP/1.1: the request waiting for its answer from another thread, and whether its
     /// connection stays open after it.
@@ -400,8 +405,9 @@ struct ConnectionMachine {
             closeAfterWrite = true
             clearInput()
         } else {
+            // The requests after it wait for the next turn, as after any admin answer.
             queued = bufferedInput > 0
-            rounds = context.limits.answerRoundsPerEvent
+            rounds = 0
         }
         // Output before it still pending: this one queues behind it, and the socket's
         // writability is what is waited for.
@@ -553,6 +559,7 @@ struct ConnectionMachine {
                     version: .http1, method: head.method, authority: slice(head.host), path: slice(head.path)!,
                     target: slice(head.target)!, ifNoneMatch: slice(head.ifNoneMatch), ifModifiedSince: slice(head.ifModifiedSince),
                     userAgent: slice(head.userAgent), acceptsGzip: head.acceptsGzip)
+                if let output = context.adminOutput { settle(output) }
                 var response = context.answerer.answer(request, peer: peer, tls: tlsIdentity)
                 if let deferred = response.deferred {
                     // Answered later (`answered`): the requests after it wait, unparsed.
@@ -577,7 +584,15 @@ struct ConnectionMachine {
                     closeAfterWrite = true
                     return (bytes.count, false)
                 }
-                if shared != nil || context.out.count >= context.limits.outputHighWater { return (offset, offset < bytes.count) }
+                // The admin listener answers one request per connection per turn of the loop
+                // (`rounds` spent): each admin page costs work on its thread even when its answer
+                // is small (`HEAD /sites` takes the page's cache key, `/metrics` a scrape), so a
+                // client that pipelines thousands of them would otherwise hold the probes on
+                // other connections for seconds (docs/benchmarks.md, "The admin listener").
+                if peer.isAdmin { rounds = 0 }
+                if peer.isAdmin || shared != nil || context.out.count >= context.limits.outputHighWater {
+                    return (offset, offset < bytes.count)
+                }
             }
         }
         return (offset, false)

@@ -24,7 +24,8 @@ public struct Limits: Sendable, Equatable {
     /// input, at most `readsPerEvent` reads an event, before others get their turn (h2o bounds a
     /// socket's writes per loop round the same way; the socket's send buffer bounds it further).
     /// When the rounds run out with requests still queued, the connection waits for writability,
-    /// not for input.
+    /// not for input. An admin connection spends them all on one answer (one request a turn:
+    /// `ConnectionMachine.answerHTTP1`).
     public var answerRoundsPerEvent = 16
     /// Input read but not yet answered, at most (bytes): reading stops while complete requests
     /// wait for the socket (pipelining back-pressure, as swift-nio's HTTPServerPipelineHandler

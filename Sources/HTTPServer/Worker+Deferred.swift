@@ -22,18 +22,7 @@ extension Worker {
     /// After a step of an admin connection: keeps the count of unsent bytes in line with the
     /// connection's, and watches for the answer it waits for, if it now waits for one.
     func noteAdminOutput(_ c: Connection, _ wants: ConnectionMachine.Wants) {
-        let held = c.machine.unsharedPending
-        if held != c.registration.heldOutput {
-            adminOutput?.add(held - c.registration.heldOutput)
-            c.registration.heldOutput = held
-        }
-        let body = c.machine.sharedBody
-        let key = body.map(AdminOutput.key)
-        if key != c.registration.sharedBody {
-            if let old = c.registration.sharedBody { adminOutput?.unshare(old) }
-            if let body { adminOutput?.share(body) }
-            c.registration.sharedBody = key
-        }
+        if let adminOutput { c.machine.settle(adminOutput) }
         if wants.answering, !c.registration.awaiting, let deferred = c.machine.awaited {
             c.registration.awaiting = true
             awaitingAnswers.append(c)

@@ -63,10 +63,6 @@ final class Worker {
         var awaiting = false
         /// EPOLLRDHUP alone is watched: the client's FIN while it waits for an answer.
         var watchingHangup = false
-        /// Unsent output counted in the admin endpoint's `AdminOutput` (admin worker only).
-        var heldOutput = 0
-        /// The shared body (`AdminOutput.share`) this connection holds unsent.
-        var sharedBody: UInt?
     }
 
     /// epoll data of a listener: the top bit set, the listener's index below.
@@ -157,7 +153,7 @@ final class Worker {
             admin: admin, http01: http01, httpsRedirect: httpsRedirect, ownershipAnswer: ownershipAnswer)
         context = ConnectionContext(
             now: (milliseconds + 999) / 1000, milliseconds: milliseconds, limits: limits, answerer: exchange, budget: budget,
-            frameBuffer: SharedFrameBuffer())
+            frameBuffer: SharedFrameBuffer(), adminOutput: admin?.output)
         second = milliseconds / 1000
         context.out.reserveCapacity(limits.outputHighWater + Self.readBufferSize)
         wheel = TimerWheel(now: milliseconds / 1000)
@@ -504,14 +500,7 @@ final class Worker {
         guard Int(c.fd) < connections.count, connections[Int(c.fd)] === c else { return }
         noteHolding(c, closing: true)
         c.machine.awaited?.pending.abandon()
-        if c.registration.heldOutput != 0 {
-            adminOutput?.add(-c.registration.heldOutput)
-            c.registration.heldOutput = 0
-        }
-        if let key = c.registration.sharedBody {
-            adminOutput?.unshare(key)
-            c.registration.sharedBody = nil
-        }
+        if let adminOutput { c.machine.settle(adminOutput, closing: true) }
         loop.remove(c.fd)
         connections[Int(c.fd)] = nil
         openConnections -= 1

@@ -34,42 +34,18 @@ package final class KeepAliveClient {
 
     private func connectNow() {
         fd = Loopback.connect(port: port) ?? -1
+        reader = ResponseReader(fd: fd)
         guard fd >= 0 else { return }
         Loopback.setReceiveTimeout(fd, seconds: 5)
     }
 
-    private var buffer: [UInt8] = []
-
-    private func fill() -> Bool {
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        let n = recv(fd, &chunk, chunk.count, 0)
-        guard n > 0 else { return false }
-        buffer += chunk[0..<n]
-        return true
-    }
+    /// The connection's reader, made new with each connection.
+    private var reader = ResponseReader(fd: -1)
 
     private func readResponse() -> Answer? {
-        let terminator: [UInt8] = [13, 10, 13, 10]
-        var headEnd: Int?
-        while headEnd == nil {
-            if let r = buffer.firstRange(of: terminator) { headEnd = r.upperBound } else if !fill() { return nil }
-        }
-        let head = String(decoding: buffer[..<headEnd!], as: UTF8.self)
-        let status = Int(head.split(separator: " ").dropFirst().first ?? "") ?? 0
-        var length = 0
-        for line in head.split(separator: "\r\n") where line.lowercased().hasPrefix("content-length:") {
-            length = Int(line.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) ?? 0
-        }
-        while buffer.count < headEnd! + length {
-            if !fill() {
-                let body = Array(buffer[headEnd!...])
-                buffer = []
-                return Answer(status: status, body: body, complete: false)
-            }
-        }
-        let body = Array(buffer[headEnd!..<(headEnd! + length)])
-        buffer.removeFirst(headEnd! + length)
-        return Answer(status: status, body: body, complete: true)
+        guard let head = reader.head() else { return nil }
+        let body = reader.body(head.length, keep: true)
+        return Answer(status: head.status, body: body.bytes, complete: body.count == head.length)
     }
 }
 
