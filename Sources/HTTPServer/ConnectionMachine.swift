@@ -410,7 +410,9 @@ struct ConnectionMachine {
             rounds = 0
         }
         // Output before it still pending: this one queues behind it, and the socket's
-        // writability is what is waited for.
+        // writability is what is waited for. Kept though the admin listener, the only one that
+        // defers, answers one request a turn (so a deferred ask finds nothing pending there):
+        // the tests drive it on another listener (ConnectionMachineDeferredTests).
         if behind {
             if phase != .writing {
                 phase = .writing
