@@ -119,12 +119,8 @@ extension Daemon {
         _ sites: LockedRegistry, logger: Logger, serveReloaded: @escaping @Sendable (Snapshot, [String]?) -> Void
     ) {
         lateChecks.enter()
-        lateChecksRunning.add(1, ordering: .relaxed)
         DispatchQueue.global(qos: .utility).async { [self] in
-            defer {
-                lateChecksRunning.subtract(1, ordering: .relaxed)
-                lateChecks.leave()
-            }
+            defer { lateChecks.leave() }
             let began = DispatchTime.now().uptimeNanoseconds
             let pairs = sites.withRegistry { $0.uncheckedCertificates }
             // A stop ends the checks at the next pair, and waits for those in flight (`stop`):

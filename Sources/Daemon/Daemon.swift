@@ -47,9 +47,8 @@ package final class Daemon: @unchecked Sendable {
     let stopped = Atomic<Bool>(false)
     /// The late certificate checks (Daemon+LateChecks.swift) while they run: a stop waits for them.
     let lateChecks = DispatchGroup()
-    let lateChecksRunning = Atomic<Int>(0)
     /// Whether the late certificate checks are running (tests: none after `stop` returns).
-    package var checkingCertificatesLate: Bool { lateChecksRunning.load(ordering: .relaxed) > 0 }
+    package var checkingCertificatesLate: Bool { lateChecks.wait(timeout: .now()) == .timedOut }
 
     /// The parts while serving: nil before `start` and after `stop`.
     var serving: Running? { stopped.load(ordering: .acquiring) ? nil : running }
