@@ -26,3 +26,31 @@ public enum Parallel {
         }
     }
 }
+
+extension Parallel {
+    /// Work started on another thread now and waited for later: the next batch of a load read
+    /// while the calling thread applies this one. The caller waits once, also on its way out
+    /// early (a `defer`), so that no work outlives the caller's use of what it reads.
+    public final class Ahead<Result: Sendable>: @unchecked Sendable {
+        private let done = DispatchSemaphore(value: 0)
+        /// Written once by the work's thread before `done` is signalled; read after the wait.
+        private var result: Result?
+
+        public init(_ work: @escaping @Sendable () -> Result) {
+            DispatchQueue.global(qos: .userInitiated).async {
+                self.result = work()
+                self.done.signal()
+            }
+        }
+
+        /// The result, once the work has ended. Called once.
+        public func wait() -> Result {
+            done.wait()
+            // A second wait finds no result and stops the process rather than waiting for good.
+            defer { done.signal() }
+            guard let result else { preconditionFailure("Parallel.Ahead waited for twice") }
+            self.result = nil
+            return result
+        }
+    }
+}

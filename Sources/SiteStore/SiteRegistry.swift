@@ -201,69 +201,102 @@ public final class SiteRegistry {
         }
         var touched = Set<String>()
         let ordered = ConfigLoader.directoriesFirst(names, sitesPath: sitesPath, listed: listed)
+        // A first load (a start) reads each next chunk on the other cores while this thread
+        // applies and updates the one read (`FirstLoad`); later loads read a chunk, apply it,
+        // and update every site touched once all are read.
+        let first = records.isEmpty ? FirstLoad(reading: examiner()) : nil
+        defer {
+            // A first load given up (its tree swapped) forgets what it updated: the next attempt
+            // is a first load again, and nothing unpublished is taken as served meanwhile.
+            if let first, first.end() { discardFirstLoad() }
+        }
         // A full load at start adds every site: grown once, not doubled (and rehashed) 17 times.
         // Only then: a later full load (a rescan, SIGHUP) lists sites the records mostly hold,
         // and reserving their sum would double the table for good.
-        if records.isEmpty {
+        if first != nil {
             records.reserveCapacity(ordered.count)
             claims.ownership.reserveCapacity(sites: ordered.count)
         }
         touched.reserveCapacity(ordered.count)
-        // In chunks, so that at most one chunk of parsed files is held at once. Nothing that
+        // In chunks, so that at most two chunks of parsed files are held at once. Nothing that
         // changes the snapshot happens before the last chunk is read and the tree checked:
-        // removals wait in `removals`, and sites are updated after the loop. An attempt that
+        // removals wait in `removals`, and sites are published after the loop. An attempt that
         // sees a swap leaves what is served as it was.
         var removals: [String] = []
-        var entries: [ConfigLoader.Entry] = []
-        var entryBase = 0
-        for (index, name) in ordered.enumerated() {
-            if index - entryBase >= entries.count {
-                entryBase = index
-                entries = examine(Array(ordered[index..<min(ordered.count, index + Self.chunkSize)]))
-                chunkRead?()
-                if !tree.stillPinned() { return false }
+        var updated: [String] = []
+        var failing = Set<String>()
+        // Sites named by another entry (an alias, an unreadable name): a first load that updated
+        // one before that entry was applied updates it again, its names changed.
+        var named = Set<String>()
+        for start in stride(from: 0, to: ordered.count, by: Self.chunkSize) {
+            let chunk = Array(ordered[start..<min(ordered.count, start + Self.chunkSize)])
+            let entries = first?.read(chunk) ?? examine(chunk)
+            chunkRead?()
+            if !tree.stillPinned() { return false }
+            if let first, start + Self.chunkSize < ordered.count {
+                first.readAhead(Array(ordered[start + Self.chunkSize..<min(ordered.count, start + 2 * Self.chunkSize)]))
             }
-            let entry = entries[index - entryBase]
-            if case .unreadable(let problem) = entry {
-                // Whatever the name was, it stays so until it can be read again.
-                keepUnreadable(name, problem)
-                touched.insert(claims.aliases[name]?.target ?? name)
-                continue
-            }
-            if let old = claims.removeAlias(name) { touched.insert(old.target) }
-            if entryProblems.forget(name) {
-                if records[name] == nil { touched.insert(name) }
-                claims.forgetDangling(name)
-            }
-            switch entry {
-            case .site(let source):
-                if let index = records.index(forKey: name) {
-                    // In place: a record copied out and stored back retained and released each
-                    // of its references, and looked the name up twice.
-                    records.values[index].source = source
-                } else {
-                    records[name] = SiteRecord(host: source.host, source: source)
-                    tracking.move(from: nil, to: .refused)  // until its first update
+            var sites: [String] = []
+            for (name, entry) in zip(chunk, entries) {
+                if case .unreadable(let problem) = entry {
+                    // Whatever the name was, it stays so until it can be read again.
+                    keepUnreadable(name, problem)
+                    let site = claims.aliases[name]?.target ?? name
+                    touched.insert(site)
+                    named.insert(site)
+                    continue
                 }
-                touched.insert(name)
-            case .alias(let host, let target):
-                claims.addAlias(name, host: host, target: target)
-                touched.insert(target)
-                // Directories come first in `ordered`: a target without a record now is no site.
-                if records[target] == nil { logger.error("sites/\(name): an alias of \(target), which is not a site") }
-                removals.append(name)
-            case .problem(let problem):
-                entryProblems.record(name, problem, logger: logger, logUnchanged: true)
-                if let target = HostClaims.siblingTarget(of: name, in: sitesPath) { claims.addDangling(name, target: target) }
-                removals.append(name)
-            case .ignored, .missing:
-                removals.append(name)
-            case .unreadable:
-                break  // handled above
+                if let old = claims.removeAlias(name) {
+                    touched.insert(old.target)
+                    named.insert(old.target)
+                }
+                if entryProblems.forget(name) {
+                    if records[name] == nil { touched.insert(name) }
+                    claims.forgetDangling(name)
+                }
+                switch entry {
+                case .site(let source):
+                    if let index = records.index(forKey: name) {
+                        // In place: a record copied out and stored back retained and released each
+                        // of its references, and looked the name up twice.
+                        records.values[index].source = source
+                    } else {
+                        records[name] = SiteRecord(host: source.host, source: source)
+                        tracking.move(from: nil, to: .refused)  // until its first update
+                    }
+                    touched.insert(name)
+                    sites.append(name)
+                case .alias(let host, let target):
+                    claims.addAlias(name, host: host, target: target)
+                    touched.insert(target)
+                    named.insert(target)
+                    // Directories come first in `ordered`: a target without a record now is no site.
+                    if records[target] == nil { logger.error("sites/\(name): an alias of \(target), which is not a site") }
+                    removals.append(name)
+                case .problem(let problem):
+                    entryProblems.record(name, problem, logger: logger, logUnchanged: true)
+                    if let target = HostClaims.siblingTarget(of: name, in: sitesPath) { claims.addDangling(name, target: target) }
+                    removals.append(name)
+                case .ignored, .missing:
+                    removals.append(name)
+                case .unreadable:
+                    break  // handled above
+                }
+            }
+            // A first load updates the chunk's sites now, while the next one is read.
+            if let first {
+                for name in sites {
+                    if update(name) { failing.insert(name) }
+                    updated.append(name)
+                }
+                first.updated.formUnion(sites)
             }
         }
         // A site touched only through an alias is read again too: records keep no file contents.
-        let reread = touched.subtracting(names).subtracting(removals).filter { records[$0] != nil }.sorted()
+        // So is one a first load updated before an alias of it was read: its names changed.
+        let early = first?.updated ?? []
+        let redo = named.intersection(early)
+        let reread = touched.subtracting(names).subtracting(removals).union(redo).filter { records[$0] != nil }.sorted()
         let rereadEntries = examine(reread)
         if !reread.isEmpty && !tree.stillPinned() { return false }
         for name in removals where records[name] != nil { remove(name) }
@@ -274,12 +307,13 @@ public final class SiteRegistry {
             default: remove(name)
             }
         }
-        var updated: [String] = []
-        var withErrors = 0
-        for name in touched.sorted() where records[name] != nil {
-            if update(name) { withErrors += 1 }
-            updated.append(name)
+        // A first load updated its sites chunk by chunk: only those left, and those named since.
+        let pending = first == nil ? touched : touched.subtracting(early).union(redo)
+        for name in pending.sorted() where records[name] != nil {
+            if update(name) { failing.insert(name) } else { failing.remove(name) }
+            if !early.contains(name) { updated.append(name) }
         }
+        first?.applied = true
         // Every site updated is published, and every other site whose names or refusals the
         // decisions changed: at a full load, resolve returns every site, each already published
         // (gathering both in one set hashed every name twice more).
@@ -287,7 +321,7 @@ public final class SiteRegistry {
         for name in updated { publish(name) }
         for name in resolved where !touched.contains(name) || records[name] == nil { publish(name) }
         claims.settle(logger: logger)
-        lastReloadProblems = withErrors + names.count { entryProblems.byName[$0] != nil }
+        lastReloadProblems = failing.count { records[$0] != nil } + names.count { entryProblems.byName[$0] != nil }
         return true
     }
 
@@ -299,6 +333,33 @@ public final class SiteRegistry {
         ConfigLoader.examine(
             names, sitesPath: sitesPath, records: records, known: preparer.validity.known, check: preparer.checkCertificate,
             options: options, deferChecks: preparer.late.defers, shared: preparer.contents)
+    }
+
+    /// `examine` for a first load's chunks, read while this thread applies others (`FirstLoad`):
+    /// with what the registry held as the load started (no records; the verdicts and contents of
+    /// before), never what this thread changes meanwhile. The verdicts and contents are values
+    /// shared with the reads, so the first change this thread makes copies each once (never once a
+    /// chunk). The records the load makes are not passed: a chunk's names are in no other chunk,
+    /// and a link whose target is one of them finds a directory there with one `lstat`.
+    func examiner() -> @Sendable ([String]) -> [ConfigLoader.Entry] {
+        let (sitesPath, known, check, options) = (sitesPath, preparer.validity.known, preparer.checkCertificate, options)
+        let (defers, contents) = (preparer.late.defers, preparer.contents)
+        return { names in
+            ConfigLoader.examine(
+                names, sitesPath: sitesPath, records: [:], known: known, check: check, options: options, deferChecks: defers,
+                shared: contents)
+        }
+    }
+
+    /// A first load given up: every record it made is forgotten (there were none before it), with
+    /// the names they claimed and the contents their versions held; none was published.
+    private func discardFirstLoad() {
+        for (name, record) in records {
+            tracking.move(from: record.state, to: nil)
+            claims.ownership.remove(name)
+            preparer.release(record.served)
+        }
+        records.removeAll(keepingCapacity: true)
     }
 
     /// A name under `sites/` that cannot be examined (EACCES, EMFILE...) keeps what it was: a

@@ -118,6 +118,61 @@ struct ConfigTreeTests {
         #expect(trees(registry.reload(["s0.t.test"]), sites: sites) == ["b": sites])
     }
 
+    @Test("a tree swapped in the middle of a first load, the old one deleted at once, gives a snapshot of the new tree only")
+    func swapMidFirstLoad() throws {
+        // A first load updates each chunk's sites as it goes, reading the next chunk meanwhile
+        // (`FirstLoad`): the attempt that saw the swap must leave nothing of tree A behind.
+        let sites = multiChunk
+        let layout = try GitSyncLayout()
+        try layout.worktree("A", sites: sites, tree: "a")
+        try layout.worktree("B", sites: sites, tree: "b")
+        layout.publish("A")
+        let registry = layout.registry()
+        var reads = 0
+        registry.chunkRead = {
+            reads += 1
+            // The second chunk's read: the first chunk's sites are updated by then.
+            guard reads == 2 else { return }
+            layout.publish("B")
+            try? layout.remove("A")
+        }
+        let snapshot = registry.reloadAll()
+        #expect(reads > 2)
+        #expect(trees(snapshot, sites: sites) == ["b": sites])
+        #expect(registry.stateCounts.values.reduce(0, +) == sites)
+        #expect(registry.distinctContents == sites)
+    }
+
+    @Test("a tree swapped during every attempt of a first load leaves nothing served and no site counted")
+    func swapEveryFirstAttempt() throws {
+        let sites = multiChunk
+        let layout = try GitSyncLayout()
+        let names = (0...SiteRegistry.maximumTreeAttempts).map { "T\($0)" }
+        for name in names { try layout.worktree(name, sites: sites, tree: "b") }
+        layout.publish(names[0])
+        let registry = layout.registry()
+        // Each attempt's second chunk is read from a tree then replaced and deleted.
+        var current = 0
+        var reads = 0
+        registry.chunkRead = {
+            reads += 1
+            guard reads % 2 == 0, current + 1 < names.count else { return }
+            layout.publish(names[current + 1])
+            try? layout.remove(names[current])
+            current += 1
+        }
+        let snapshot = registry.reloadAll()
+        #expect(current == SiteRegistry.maximumTreeAttempts)
+        #expect(snapshot.sites.isEmpty)
+        // What the given-up attempts updated is forgotten with them: no status says served.
+        #expect(registry.statuses.isEmpty)
+        #expect(registry.stateCounts.values.allSatisfy { $0 == 0 })
+        #expect(registry.distinctContents == 0)
+        registry.chunkRead = nil
+        #expect(trees(registry.reloadAll(), sites: sites) == ["b": sites])
+        #expect(registry.stateCounts.values.reduce(0, +) == sites)
+    }
+
     @Test("a one-site reload after a swap reads the whole new tree")
     func singleNameAfterSwap() throws {
         let layout = try GitSyncLayout()

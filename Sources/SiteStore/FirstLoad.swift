@@ -1,0 +1,48 @@
+import Reactor
+
+/// A first load's reads (a start, or the first load of a registry with no sites): the registry's
+/// thread applies and updates one chunk of sites while the next chunk is read on the other cores,
+/// instead of reading every chunk with all cores, then updating every site on one
+/// (docs/architecture.md, "A start's load"). Later loads keep the order of reading each chunk,
+/// applying it, and updating every site once all are read: their records are shared with the
+/// reads, which a change made meanwhile would copy whole.
+final class FirstLoad {
+    private let reading: @Sendable ([String]) -> [ConfigLoader.Entry]
+    /// The chunk read ahead, and its names.
+    private var ahead: (names: [String], read: Parallel.Ahead<[ConfigLoader.Entry]>)?
+    /// Sites updated as their chunk was applied.
+    var updated = Set<String>()
+    /// Set once the whole load has been applied; a load that ends without it was given up.
+    var applied = false
+
+    /// `reading`: reads a chunk's entries with what the registry held as the load started
+    /// (`SiteRegistry.examiner`).
+    init(reading: @escaping @Sendable ([String]) -> [ConfigLoader.Entry]) {
+        self.reading = reading
+    }
+
+    /// The entries of the chunk `names`: the read started by `readAhead`, waited for, or a read
+    /// now on every core.
+    func read(_ names: [String]) -> [ConfigLoader.Entry] {
+        guard let ahead else { return reading(names) }
+        self.ahead = nil
+        precondition(ahead.names == names, "a first load read ahead another chunk than the one it applies")
+        return ahead.read.wait()
+    }
+
+    /// Starts reading the chunk `names`, which `read` then returns.
+    func readAhead(_ names: [String]) {
+        let reading = reading
+        ahead = (names, Parallel.Ahead { reading(names) })
+    }
+
+    /// Waits for a read still running (a load given up between chunks); returns whether the load
+    /// was given up.
+    func end() -> Bool {
+        if let ahead {
+            self.ahead = nil
+            _ = ahead.read.wait()
+        }
+        return !applied
+    }
+}

@@ -1,0 +1,66 @@
+import Foundation
+import Testing
+
+@testable import SiteStore
+
+/// A first load updates each chunk's sites while the next chunk is read (`FirstLoad`); a later
+/// full load reads every chunk, then updates every site. Both must serve the same.
+@Suite("A first load, chunk by chunk")
+struct FirstLoadTests {
+    /// Sites in more than one chunk, some failing, with alias symlinks to sites of the first and
+    /// of a later chunk, and one to a name that is no site.
+    private func layout() throws -> (GitSyncLayout, sites: Int) {
+        let sites = SiteRegistry.chunkSize + 50
+        let layout = try GitSyncLayout()
+        let later = SiteRegistry.chunkSize + 10
+        try layout.worktree("A", sites: sites, tree: "a", changed: [3: "{", later + 1: "[]"])
+        let directory = layout.root + "/.worktrees/A/sites/"
+        for (alias, target) in [
+            ("a0.t.test", "s0.t.test"), ("a1.t.test", "s\(later).t.test"), ("a2.t.test", "s0.t.test"), ("a3.t.test", "none.t.test"),
+        ] {
+            try FileManager.default.createSymbolicLink(atPath: directory + alias, withDestinationPath: target)
+        }
+        layout.publish("A")
+        return (layout, sites)
+    }
+
+    /// Each site served, by directory: its hosts and its file.
+    private func served(_ registry: SiteRegistry) -> [String: [String]] {
+        var served: [String: [String]] = [:]
+        for site in registry.snapshot.sites.values {
+            served[site.directory] =
+                site.hosts.map(\.description).sorted() + [site.aasa.map { String(decoding: $0.body, as: UTF8.self) } ?? "-"]
+        }
+        return served
+    }
+
+    @Test("alias symlinks read after their target was updated give it their names")
+    func aliasesOfEarlierChunks() throws {
+        let (layout, _) = try layout()
+        let registry = layout.registry()
+        let snapshot = registry.reloadAll()
+        let later = "s\(SiteRegistry.chunkSize + 10).t.test"
+        #expect(snapshot.site(forHost: "a0.t.test")?.directory == "s0.t.test")
+        #expect(snapshot.site(forHost: "a2.t.test")?.directory == "s0.t.test")
+        #expect(snapshot.site(forHost: "a1.t.test")?.directory == later)
+        #expect(snapshot.site(forHost: "s0.t.test")?.hosts.map(\.description).sorted() == ["a0.t.test", "a2.t.test", "s0.t.test"])
+        #expect(registry.status(of: "s0.t.test")?.hosts.count == 3)
+    }
+
+    @Test("a first load serves, counts and reports what a later full load of the same tree does")
+    func sameAsLaterLoad() throws {
+        let (layout, sites) = try layout()
+        let registry = layout.registry()
+        registry.reloadAll()
+        let first = (served(registry), registry.lastReloadProblems, registry.stateCounts, registry.distinctContents)
+        #expect(first.0.count == sites - 2)
+        // Two invalid sites, and the alias of no site.
+        #expect(first.1 == 3)
+        registry.reloadAll()
+        let again = (served(registry), registry.lastReloadProblems, registry.stateCounts, registry.distinctContents)
+        #expect(first.0 == again.0)
+        #expect(first.1 == again.1)
+        #expect(first.2 == again.2)
+        #expect(first.3 == again.3)
+    }
+}
