@@ -46,3 +46,32 @@ final class FirstLoad {
         return !applied
     }
 }
+
+extension SiteRegistry {
+    /// `examine` for a first load's chunks, read while this thread applies others (`FirstLoad`):
+    /// with what the registry held as the load started (no records; the verdicts and contents of
+    /// before), never what this thread changes meanwhile. The verdicts and contents are values
+    /// shared with the reads, so the first change this thread makes copies each once (never once a
+    /// chunk). The records the load makes are not passed: a chunk's names are in no other chunk,
+    /// and a link whose target is one of them finds a directory there with one `lstat`.
+    func examiner() -> @Sendable ([String]) -> [ConfigLoader.Entry] {
+        let (sitesPath, known, check, options) = (sitesPath, preparer.validity.known, preparer.checkCertificate, options)
+        let (defers, contents) = (preparer.late.defers, preparer.contents)
+        return { names in
+            ConfigLoader.examine(
+                names, sitesPath: sitesPath, records: [:], known: known, check: check, options: options, deferChecks: defers,
+                shared: contents)
+        }
+    }
+
+    /// A first load given up: every record it made is forgotten (there were none before it), with
+    /// the names they claimed and the contents their versions held; none was published.
+    func discardFirstLoad() {
+        for (name, record) in records {
+            tracking.move(from: record.state, to: nil)
+            claims.ownership.remove(name)
+            preparer.release(record.served)
+        }
+        records.removeAll(keepingCapacity: true)
+    }
+}

@@ -20,7 +20,7 @@ import Served
 /// pairs taken unchecked with their late verdicts, `LateCertificateChecks`), the default certificate
 /// (`DefaultCertificate`), the snapshot and its generation (`SnapshotEditor`) and what the admin
 /// view reads (`SiteTracking`). What stays here is the order of a reload and the sites' records.
-/// One file of about 510 lines: a reload's order (read in chunks, check the tree, apply,
+/// One file of about 560 lines: a reload's order (read in chunks, check the tree, apply,
 /// resolve, publish) reads best in one place, and the public reading API at its end is short
 /// reads of the records and the claims.
 public final class SiteRegistry {
@@ -333,33 +333,6 @@ public final class SiteRegistry {
         ConfigLoader.examine(
             names, sitesPath: sitesPath, records: records, known: preparer.validity.known, check: preparer.checkCertificate,
             options: options, deferChecks: preparer.late.defers, shared: preparer.contents)
-    }
-
-    /// `examine` for a first load's chunks, read while this thread applies others (`FirstLoad`):
-    /// with what the registry held as the load started (no records; the verdicts and contents of
-    /// before), never what this thread changes meanwhile. The verdicts and contents are values
-    /// shared with the reads, so the first change this thread makes copies each once (never once a
-    /// chunk). The records the load makes are not passed: a chunk's names are in no other chunk,
-    /// and a link whose target is one of them finds a directory there with one `lstat`.
-    func examiner() -> @Sendable ([String]) -> [ConfigLoader.Entry] {
-        let (sitesPath, known, check, options) = (sitesPath, preparer.validity.known, preparer.checkCertificate, options)
-        let (defers, contents) = (preparer.late.defers, preparer.contents)
-        return { names in
-            ConfigLoader.examine(
-                names, sitesPath: sitesPath, records: [:], known: known, check: check, options: options, deferChecks: defers,
-                shared: contents)
-        }
-    }
-
-    /// A first load given up: every record it made is forgotten (there were none before it), with
-    /// the names they claimed and the contents their versions held; none was published.
-    private func discardFirstLoad() {
-        for (name, record) in records {
-            tracking.move(from: record.state, to: nil)
-            claims.ownership.remove(name)
-            preparer.release(record.served)
-        }
-        records.removeAll(keepingCapacity: true)
     }
 
     /// A name under `sites/` that cannot be examined (EACCES, EMFILE...) keeps what it was: a
