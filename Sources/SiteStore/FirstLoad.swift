@@ -10,8 +10,6 @@ final class FirstLoad {
     private let reading: @Sendable ([String]) -> [ConfigLoader.Entry]
     /// The chunk read ahead, and its names.
     private var ahead: (names: [String], read: Parallel.Ahead<[ConfigLoader.Entry]>)?
-    /// Sites updated as their chunk was applied.
-    var updated = Set<String>()
     /// Set once the whole load has been applied; a load that ends without it was given up.
     var applied = false
 

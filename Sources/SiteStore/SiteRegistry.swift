@@ -284,18 +284,17 @@ public final class SiteRegistry {
                 }
             }
             // A first load updates the chunk's sites now, while the next one is read.
-            if let first {
+            if first != nil {
                 for name in sites {
                     if update(name) { failing.insert(name) }
                     updated.append(name)
                 }
-                first.updated.formUnion(sites)
             }
         }
         // A site touched only through an alias is read again too: records keep no file contents.
-        // So is one a first load updated before an alias of it was read: its names changed.
-        let early = first?.updated ?? []
-        let redo = named.intersection(early)
+        // So is one a first load updated before an alias of it was read: its names changed. (A
+        // first load made every record there is, and updated each in its chunk.)
+        let redo = first == nil ? [] : Set(named.lazy.filter { self.records[$0] != nil })
         let reread = touched.subtracting(names).subtracting(removals).union(redo).filter { records[$0] != nil }.sorted()
         let rereadEntries = examine(reread)
         if !reread.isEmpty && !tree.stillPinned() { return false }
@@ -307,11 +306,10 @@ public final class SiteRegistry {
             default: remove(name)
             }
         }
-        // A first load updated its sites chunk by chunk: only those left, and those named since.
-        let pending = first == nil ? touched : touched.subtracting(early).union(redo)
-        for name in pending.sorted() where records[name] != nil {
+        // A first load updated its sites chunk by chunk: only those named since are left.
+        for name in (first == nil ? touched : redo).sorted() where records[name] != nil {
             if update(name) { failing.insert(name) } else { failing.remove(name) }
-            if !early.contains(name) { updated.append(name) }
+            if first == nil { updated.append(name) }
         }
         first?.applied = true
         // Every site updated is published, and every other site whose names or refusals the
