@@ -108,6 +108,14 @@ struct LayeredMap<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// Folds the changes into the base: in place when no copy shares it, else into a new one.
     mutating func fold() {
         guard !changes.isEmpty else { return }
+        // Into an empty base (a first load's 100,000 sites): the changes' own table becomes it,
+        // each value taken as it lies, rather than every key hashed again. None of them marks a
+        // removal then (`store` marks only keys the base holds), which is checked, not assumed.
+        if base.values.isEmpty, !changes.values.contains(where: { $0 == nil }) {
+            base = Base(changes.mapValues { $0! })
+            changes = [:]
+            return
+        }
         if !isKnownUniquelyReferenced(&base) { base = Base(base.values) }
         for (key, value) in changes { base.values[key] = value }
         changes = [:]
