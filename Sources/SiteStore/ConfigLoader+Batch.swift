@@ -57,6 +57,12 @@ extension ConfigLoader {
         // `sites/` open once for the batch: each site directory is opened through it
         // (`examine`), a one-name walk for the kernel instead of the whole path.
         let sitesDirectory = try? Files.openDirectory(sitesPath)
+        // The batch's reads share the contents they prepare (`BatchContents`).
+        let shared = shared.map { cache in
+            var cache = cache
+            cache.batch = BatchContents()
+            return cache
+        }
         defer { if let sitesDirectory { Files.close(sitesDirectory) } }
         let examineOne: @Sendable (String) -> Entry = { name in
             let entry = examine(

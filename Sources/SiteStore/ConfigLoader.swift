@@ -270,11 +270,9 @@ public enum ConfigLoader {
 
     /// A file read from a site, validated unless `known` holds its content's verdict already,
     /// and prepared for serving with `options` when valid. A file whose bytes are a content in
-    /// `shared` (another site serves them) takes that content's body and prepared content, and
-    /// its own buffer is let go here, on the reading thread: no second content object, hex
-    /// digest or ETag is kept for a copy the registry would drop. The cache fills as a load is
-    /// applied, so this serves reloads (a site added with another's bytes, a rescan or SIGHUP
-    /// of every site), not a start's reads.
+    /// `shared` (another site serves them, or another read of the batch prepared them:
+    /// `ContentCache.batch`, all a start has) takes that content and its body, and its own buffer
+    /// goes here, on the reading thread: no copy is kept for the registry to drop.
     private static func siteFile<D>(
         _ file: (path: String, bytes: [UInt8], modified: Int64), _ kind: KnownValid.Kind, _ known: KnownValid?,
         _ options: ServingOptions?, _ shared: ContentCache?, _ validate: ([UInt8]) -> ValidationResult<D>
@@ -308,8 +306,11 @@ public enum ConfigLoader {
             // The heads, made here on every core rather than by the registry on its one thread
             // (the gzip form is made later, after a request asks for it); an option that cannot
             // make a head leaves it to the registry, which reports it.
-            read.prepared = try? PreparedFile(
-                content: content ?? PreparedContent(body: bytes, sha256: hash), modified: file.modified, options: options)
+            // Kept for the batch's other reads, or the one another thread kept first, with its buffer.
+            let made = content ?? PreparedContent(body: bytes, sha256: hash)
+            let served = shared?.keep(made) ?? made
+            read.bytes = served.body
+            read.prepared = try? PreparedFile(content: served, modified: file.modified, options: options)
         }
         return read
     }

@@ -1,11 +1,16 @@
 import HTTPCore
 import Hashing
 import Served
+import Synchronization
 
 /// Prepared contents by digest, counted, so that identical files share one body and one gzip and
 /// a content no site uses any more is dropped.
 public struct ContentCache: Sendable {
     private var entries: [String: (content: PreparedContent, uses: Int)] = [:]
+    /// The contents prepared by the reads of one batch (`ConfigLoader.examine`), when this is that
+    /// batch's view of the registry's cache: a read takes the content another read of the batch
+    /// made for the same bytes (`keep`). Nil in the registry's own cache.
+    var batch: BatchContents?
 
     /// The prepared file for a valid site file (nil for an invalid one), sharing content, served
     /// with `modified` as its Last-Modified. Throws, holding nothing, when the options cannot
@@ -56,9 +61,16 @@ public struct ContentCache: Sendable {
 
     /// The content held for these bytes (`digest`: their SHA-256, hex), if any; the bytes are
     /// compared too, so that only the same bytes are ever shared.
+    /// The contents of the batch under way (`batch`) count too.
     func content(digest: String, bytes: [UInt8]) -> PreparedContent? {
-        guard let content = entries[digest]?.content, content.body == bytes else { return nil }
+        guard let content = entries[digest]?.content ?? batch?.content(digest: digest), content.body == bytes else { return nil }
         return content
+    }
+
+    /// The content a read of a batch serves for `content`'s bytes: one another read of the batch
+    /// kept first, or `content` itself, kept for the next reads (outside a batch: `content`).
+    func keep(_ content: PreparedContent) -> PreparedContent {
+        batch?.keep(content) ?? content
     }
 
     /// Gives back a prepared file's use of its content.
@@ -69,6 +81,36 @@ public struct ContentCache: Sendable {
 
     /// Distinct contents held (for tests).
     var count: Int { entries.count }
+}
+
+/// The contents made by the reads of one batch, by digest, shared by its reading threads. A full
+/// load reads every site before the registry applies any (docs/benchmarks.md, "Memory a start
+/// holds, and the start's own thread"): without this, each read of a file that many sites serve
+/// kept its own buffer, digest and ETag until the registry's cache replaced them, and those
+/// buffers, freed long after and between allocations that stay, were most of the heap's holes.
+/// With it, such a read lets its own buffer go on the reading thread as soon as it has the digest.
+/// Only the same bytes are ever shared: the digest finds a candidate, the bytes decide.
+final class BatchContents: Sendable {
+    private let table = Mutex<[String: PreparedContent]>([:])
+
+    /// The content kept for `digest`, if any (the caller compares the bytes).
+    func content(digest: String) -> PreparedContent? {
+        table.withLock { $0[digest] }
+    }
+
+    /// The content kept for these bytes, or `content` after keeping it when there is none. A
+    /// content kept for other bytes under the same digest is neither returned nor replaced.
+    func keep(_ content: PreparedContent) -> PreparedContent {
+        let held = table.withLock { table in
+            if let held = table[content.digest] { return held }
+            table[content.digest] = content
+            return content
+        }
+        return held === content || held.body == content.body ? held : content
+    }
+
+    /// Contents kept (for tests).
+    var count: Int { table.withLock { $0.count } }
 }
 
 /// Which version of a site's file is served: the new one when valid, else the last good one,

@@ -70,6 +70,24 @@ struct DeferredCertificateTests {
         #expect(checks.calls == calls)
     }
 
+    @Test("once every pair waiting has its verdict, the table that held them is let go rather than kept empty")
+    func settledTableLetGo() {
+        var validity = ValidityCache(file: verdicts, keepsSources: false)
+        var late = LateCertificateChecks()
+        let pairs = (0..<500).map {
+            CertificateFiles(directory: "sites/s\($0).test/tls", chainPEM: Array("chain \($0)".utf8), keyPEM: Array("key \($0)".utf8))
+        }
+        for files in pairs { late.take(files, validity: validity) }
+        #expect(late.unchecked.count == 500)
+        _ = late.settle(pairs.prefix(499).map { ($0.identity, nil) }, validity: &validity, records: [:])
+        #expect(late.unchecked.count == 1)
+        #expect(late.unchecked.capacity >= 1)
+        _ = late.settle([(pairs[499].identity, "the key does not match")], validity: &validity, records: [:])
+        #expect(late.unchecked.isEmpty)
+        #expect(late.unchecked.capacity == 0, "the room of 500 pairs stayed")
+        #expect(late.isRefused(pairs[499].identity))
+    }
+
     @Test("a broken pair replacing an unchecked one never keeps the unchecked one once that fails")
     func replacedWhileUnchecked() throws {
         try site("b.test", key: "broken first")

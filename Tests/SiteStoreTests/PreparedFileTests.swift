@@ -188,3 +188,80 @@ struct SharedContentReadTests {
         #expect(cache.content(digest: Hex.string(Digest.sha256(other)), bytes: other) == nil)
     }
 }
+
+@Suite("Content cache: the reads of one batch share what they prepare")
+struct BatchContentReadTests {
+    /// The sites of a batch read on every core (`ConfigLoader.examine`), as a full load reads them.
+    static func examine(_ directory: TemporaryDirectory, _ names: [String]) -> [String: SiteSource] {
+        let entries = ConfigLoader.examine(
+            names, sitesPath: directory.path("sites"), records: [:], known: KnownValid(), check: { _ in nil },
+            options: ServingOptions(), shared: ContentCache())
+        var sources: [String: SiteSource] = [:]
+        for (name, entry) in zip(names, entries) { if case .site(let source) = entry { sources[name] = source } }
+        return sources
+    }
+
+    @Test("sites with the same bytes read in one batch take one content and one buffer; other bytes, or another kind, never")
+    func oneContentPerBytes() throws {
+        let common = PreparedFileTests.json(2_000)
+        var nearly = common
+        // The same length, one byte apart, and still valid: the last path pattern's `*` is an `x`.
+        nearly[try #require(nearly.lastIndex(of: UInt8(ascii: "*")))] = UInt8(ascii: "x")
+        let own = PreparedFileTests.json(1_500)
+        let directory = try TemporaryDirectory()
+        // More sites than `ConfigLoader.parallelThreshold`: the reads race on two threads or more.
+        var names: [String] = []
+        for i in 0..<200 {
+            let name = "s\(i).test"
+            names.append(name)
+            try directory.write("sites/\(name)/apple-app-site-association", i % 50 == 7 ? own : common)
+        }
+        try directory.write("sites/nearly.test/apple-app-site-association", nearly)
+        // The same bytes as another site's association file, as an assetlinks.json: not valid as
+        // one, whatever the batch holds.
+        try directory.write("sites/kinds.test/apple-app-site-association", own)
+        try directory.write("sites/kinds.test/assetlinks.json", common)
+        names += ["nearly.test", "kinds.test"]
+        let sources = Self.examine(directory, names)
+        #expect(sources.count == names.count)
+        let first = try #require(sources["s0.test"]?.aasa?.prepared?.content)
+        let firstOwn = try #require(sources["s7.test"]?.aasa?.prepared?.content)
+        for i in 0..<200 {
+            let file = try #require(sources["s\(i).test"]?.aasa)
+            let expected = i % 50 == 7 ? firstOwn : first
+            #expect(file.prepared?.content === expected, "s\(i).test: one content for the same bytes")
+            #expect(
+                SharedContentReadTests.storage(file.bytes) == SharedContentReadTests.storage(expected.body),
+                "s\(i).test: the read's own buffer was let go")
+        }
+        #expect(first.body == common && firstOwn.body == own)
+        let other = try #require(sources["nearly.test"]?.aasa?.prepared)
+        #expect(other.content !== first)
+        #expect(other.body == nearly)
+        let kinds = try #require(sources["kinds.test"])
+        #expect(kinds.aasa?.prepared?.content === firstOwn)
+        #expect(kinds.assetLinks?.isValid == false)
+        #expect(kinds.assetLinks?.prepared == nil)
+    }
+
+    @Test("a batch keeps a content only for its own bytes: a content under another's digest is neither given nor replaced")
+    func keepsOnlyTheSameBytes() {
+        let batch = BatchContents()
+        let a = PreparedContent(body: PreparedFileTests.json(1_000))
+        #expect(batch.keep(a) === a)
+        #expect(batch.keep(PreparedContent(body: PreparedFileTests.json(1_000))) === a)
+        var cache = ContentCache()
+        cache.batch = batch
+        #expect(cache.content(digest: a.digest, bytes: a.body) === a)
+        var other = a.body
+        other[other.count - 2] = UInt8(ascii: "]")
+        #expect(cache.content(digest: a.digest, bytes: other) == nil)
+        // Other bytes claiming `a`'s digest (a hash given by the caller): kept apart, `a` stays.
+        let forged = PreparedContent(body: other, sha256: Digest.sha256(a.body))
+        #expect(forged.digest == a.digest)
+        #expect(batch.keep(forged) === forged)
+        #expect(cache.content(digest: a.digest, bytes: a.body) === a)
+        #expect(cache.content(digest: a.digest, bytes: other) == nil)
+        #expect(batch.count == 1)
+    }
+}
