@@ -83,11 +83,12 @@ public struct ContentCache: Sendable {
     var count: Int { entries.count }
 }
 
-/// The contents made by the reads of one batch, by digest, shared by its reading threads. A full
-/// load reads every site before the registry applies any (docs/benchmarks.md, "Memory a start
-/// holds, and the start's own thread"): without this, each read of a file that many sites serve
-/// kept its own buffer, digest and ETag until the registry's cache replaced them, and those
-/// buffers, freed long after and between allocations that stay, were most of the heap's holes.
+/// The contents made by the reads of one batch, by digest, shared by its reading threads. The
+/// registry applies a batch only once it is read whole (and a load other than a first one updates
+/// its sites only once every batch is read; docs/architecture.md, "A start's load"): without this,
+/// each read of a file that many sites serve kept its own buffer, digest and ETag until the
+/// registry's cache replaced them, and those buffers, freed late and between allocations that
+/// stay, were most of the heap's holes (docs/benchmarks.md, "What a restart at 100,000 sites holds").
 /// With it, such a read lets its own buffer go on the reading thread as soon as it has the digest.
 /// Only the same bytes are ever shared: the digest finds a candidate, the bytes decide.
 final class BatchContents: Sendable {
