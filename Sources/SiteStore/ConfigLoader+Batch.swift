@@ -42,7 +42,8 @@ extension ConfigLoader {
     ) -> [Entry] {
         // The records as they are now, shared rather than copied into a set (a set per chunk cost
         // O(sites) each: quadratic over a full load). Nothing changes them while `examine` runs:
-        // the calling thread waits for the reads.
+        // the calling thread waits for the reads, except a first load's, which reads ahead and
+        // passes no records (`SiteRegistry.examiner`).
         nonisolated(unsafe) let sites = records
         let isSite: @Sendable (String) -> Bool = { name in
             sites[name] != nil || examineKind(sitesPath, name) == .directory

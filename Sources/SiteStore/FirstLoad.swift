@@ -12,11 +12,14 @@ final class FirstLoad {
     private var ahead: (names: [String], read: Parallel.Ahead<[ConfigLoader.Entry]>)?
     /// Set once the whole load has been applied; a load that ends without it was given up.
     var applied = false
+    /// The pairs waiting for their late check as the load started, given back if it is given up.
+    let late: LateCertificateChecks
 
     /// `reading`: reads a chunk's entries with what the registry held as the load started
-    /// (`SiteRegistry.examiner`).
-    init(reading: @escaping @Sendable ([String]) -> [ConfigLoader.Entry]) {
+    /// (`SiteRegistry.examiner`); `late`: the registry's pairs waiting for their late check then.
+    init(reading: @escaping @Sendable ([String]) -> [ConfigLoader.Entry], late: LateCertificateChecks) {
         self.reading = reading
+        self.late = late
     }
 
     /// The entries of the chunk `names`: the read started by `readAhead`, waited for, or a read
@@ -63,8 +66,10 @@ extension SiteRegistry {
     }
 
     /// A first load given up: every record it made is forgotten (there were none before it), with
-    /// the names they claimed and the contents their versions held; none was published.
-    func discardFirstLoad() {
+    /// the names they claimed, the contents their versions held and the pairs they took unchecked
+    /// (`late`: those waiting as it started); none was published.
+    func discardFirstLoad(late: LateCertificateChecks) {
+        preparer.late = late
         for (name, record) in records {
             tracking.move(from: record.state, to: nil)
             claims.ownership.remove(name)

@@ -204,12 +204,19 @@ public final class SiteRegistry {
         // A first load (a start) reads each next chunk on the other cores while this thread
         // applies and updates the one read (`FirstLoad`); later loads read a chunk, apply it,
         // and update every site touched once all are read.
-        let first = records.isEmpty ? FirstLoad(reading: examiner()) : nil
+        let first = records.isEmpty ? FirstLoad(reading: examiner(), late: preparer.late) : nil
         defer {
             // A first load given up (its tree swapped) forgets what it updated: the next attempt
             // is a first load again, and nothing unpublished is taken as served meanwhile.
-            if let first, first.end() { discardFirstLoad() }
+            if let first, first.end() { discardFirstLoad(late: first.late) }
         }
+        // Sites an alias symlink listed now points to: a first load updates them after the loop,
+        // with their symlinks' names, rather than in their chunk and then again from a second
+        // read (which would also check their pairs during the load instead of after it).
+        let aliased =
+            first == nil
+            ? []
+            : Set(listed.lazy.filter { $0.kind == .symbolicLink }.compactMap { HostClaims.siblingTarget(of: $0.name, in: self.sitesPath) })
         // A full load at start adds every site: grown once, not doubled (and rehashed) 17 times.
         // Only then: a later full load (a rescan, SIGHUP) lists sites the records mostly hold,
         // and reserving their sum would double the table for good.
@@ -218,7 +225,9 @@ public final class SiteRegistry {
             claims.ownership.reserveCapacity(sites: ordered.count)
         }
         touched.reserveCapacity(ordered.count)
-        // In chunks, so that at most two chunks of parsed files are held at once. Nothing that
+        // In chunks, so that a first load holds the parsed files of at most two chunks (and of the
+        // sites aliases point to) at once; a later load holds those of the sites it reads until
+        // the update after the loop. Nothing that
         // changes the snapshot happens before the last chunk is read and the tree checked:
         // removals wait in `removals`, and sites are published after the loop. An attempt that
         // sees a swap leaves what is served as it was.
@@ -265,7 +274,7 @@ public final class SiteRegistry {
                         tracking.move(from: nil, to: .refused)  // until its first update
                     }
                     touched.insert(name)
-                    sites.append(name)
+                    if !aliased.contains(name) { sites.append(name) }
                 case .alias(let host, let target):
                     claims.addAlias(name, host: host, target: target)
                     touched.insert(target)
@@ -292,9 +301,10 @@ public final class SiteRegistry {
             }
         }
         // A site touched only through an alias is read again too: records keep no file contents.
-        // So is one a first load updated before an alias of it was read: its names changed. (A
-        // first load made every record there is, and updated each in its chunk.)
-        let redo = first == nil ? [] : Set(named.lazy.filter { self.records[$0] != nil })
+        // So is one a first load updated before an alias of it was read (a symlink made or changed
+        // since the listing): its names changed. (A first load made every record there is, and
+        // updated each in its chunk but those in `aliased`.)
+        let redo = first == nil ? [] : Set(named.lazy.filter { self.records[$0] != nil && !aliased.contains($0) })
         let reread = touched.subtracting(names).subtracting(removals).union(redo).filter { records[$0] != nil }.sorted()
         let rereadEntries = examine(reread)
         if !reread.isEmpty && !tree.stillPinned() { return false }
@@ -306,10 +316,10 @@ public final class SiteRegistry {
             default: remove(name)
             }
         }
-        // A first load updated its sites chunk by chunk: only those named since are left.
-        for name in (first == nil ? touched : redo).sorted() where records[name] != nil {
+        // A first load updated its sites chunk by chunk: only the aliased and those named since are left.
+        for name in (first == nil ? touched : aliased.union(redo)).sorted() where records[name] != nil {
             if update(name) { failing.insert(name) } else { failing.remove(name) }
-            if first == nil { updated.append(name) }
+            if !redo.contains(name) { updated.append(name) }
         }
         first?.applied = true
         // Every site updated is published, and every other site whose names or refusals the

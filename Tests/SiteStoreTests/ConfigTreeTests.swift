@@ -124,7 +124,8 @@ struct ConfigTreeTests {
         // (`FirstLoad`): the attempt that saw the swap must leave nothing of tree A behind.
         let sites = multiChunk
         let layout = try GitSyncLayout()
-        try layout.worktree("A", sites: sites, tree: "a")
+        // A has a site B lacks, which the given-up attempt made a record of.
+        try layout.worktree("A", sites: sites + 1, tree: "a")
         try layout.worktree("B", sites: sites, tree: "b")
         layout.publish("A")
         let registry = layout.registry()
@@ -140,6 +141,8 @@ struct ConfigTreeTests {
         #expect(reads > 2)
         #expect(trees(snapshot, sites: sites) == ["b": sites])
         #expect(registry.stateCounts.values.reduce(0, +) == sites)
+        #expect(registry.statuses.count == sites)
+        #expect(registry.status(of: "s\(sites).t.test") == nil)
         #expect(registry.distinctContents == sites)
     }
 

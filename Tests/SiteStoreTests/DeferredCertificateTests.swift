@@ -44,6 +44,23 @@ struct DeferredCertificateTests {
     /// The certificate verdicts written to the state file.
     func storedCertificateVerdicts() -> Int { KnownValid.load(path: verdicts.path, identity: "x").keys.count { $0.hasPrefix("c") } }
 
+    @Test("a first load of several chunks defers the pair of a site an alias symlink names, and reads it once")
+    func aliasedSiteDeferred() throws {
+        // a.test sorts into the first chunk; its alias is applied after every directory.
+        try site("a.test", key: "broken key a")
+        for i in 0..<(SiteRegistry.chunkSize + 10) { try c.write("sites/s\(i).test/apple-app-site-association", good) }
+        try FileManager.default.createSymbolicLink(atPath: c.root + "/sites/www.a.test", withDestinationPath: "a.test")
+        let r = registry()
+        r.defersCertificateChecks = true
+        r.reloadAll()
+        r.defersCertificateChecks = false
+        #expect(checks.calls == 0, "the aliased site's pair was checked during the load")
+        #expect(r.uncheckedCertificateCount == 1)
+        #expect(r.snapshot.site(forHost: "www.a.test")?.directory == "a.test")
+        #expect(r.checkUncheckedCertificates() == ["a.test"])
+        #expect(r.snapshot.site(forHost: "www.a.test")?.certificate == nil, "a refused pair stayed in service")
+    }
+
     @Test("a deferring load checks no pair and records none as valid; the late check reports a broken one and takes it out")
     func deferredThenChecked() throws {
         try site("a.test", key: "key a")
