@@ -56,6 +56,21 @@ def poll_healthz(port, done):
     thread.start()
     return probes, thread
 
+def never_reading(port):
+    """A client connected to the admin port with a 4 KB receive buffer, which the run never reads."""
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.connect(("127.0.0.1", port))
+    return s
+
+def until_still(pid):
+    """Waits until the server's CPU time stays the same for a second; returns that time."""
+    last = -1.0
+    while cpu(pid) != last:
+        last = cpu(pid)
+        time.sleep(1)
+    return last
+
 def summary(probes):
     latencies = sorted(p[0] for p in probes)
     return (f"healthz_n={len(latencies)} healthz_median_ms={statistics.median(latencies) * 1000:.1f} "
@@ -103,16 +118,11 @@ try:
         probes, poller = poll_healthz(admin, done)
         clients = []
         for _ in range(unread):
-            s = socket.socket()
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-            s.connect(("127.0.0.1", admin))
+            s = never_reading(admin)
             s.sendall(b"GET /sites HTTP/1.1\r\nHost: localhost\r\n\r\n")
             clients.append(s)
         # Every answer given: the server's CPU stays still for a second.
-        last = -1.0
-        while cpu(server.pid) != last:
-            last = cpu(server.pid)
-            time.sleep(1)
+        last = until_still(server.pid)
         held = rss(server.pid)
         done.set()
         poller.join()
@@ -128,12 +138,7 @@ try:
         c0 = cpu(server.pid)
         done = threading.Event()
         probes, poller = poll_healthz(admin, done)
-        clients = []
-        for _ in range(conns):
-            s = socket.socket()
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-            s.connect(("127.0.0.1", admin))
-            clients.append(s)
+        clients = [never_reading(admin) for _ in range(conns)]
         request = f"{method} /sites HTTP/1.1\r\nHost: localhost\r\n\r\n".encode() * asks
         # Sent from threads: a server that stops reading (its answers unread) would block a send.
         def send(s):
@@ -143,10 +148,7 @@ try:
                 pass
         senders = [threading.Thread(target=send, args=(s,)) for s in clients]
         for t in senders: t.start()
-        last = -1.0
-        while cpu(server.pid) != last:
-            last = cpu(server.pid)
-            time.sleep(1)
+        last = until_still(server.pid)
         done.set()
         poller.join()
         for s in clients:
