@@ -190,26 +190,31 @@ package final class Daemon: @unchecked Sendable {
         }
         try? FileManager.default.createDirectory(
             atPath: cacheDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        // Watched before it is read: what changes while the first load runs (seconds at 100,000
+        // sites) is in the watcher's first batch. The site directories are watched on a thread
+        // of their own while the verdicts load and the first load lists and orders `sites/`;
+        // the load reads no site before they are all watched (`beforeReading`).
+        var watcher: ConfigWatcher?
+        if settings.watch {
+            do {
+                watcher = try ConfigWatcher(
+                    root: config, rescanInterval: settings.rescanInterval, logger: logger, sitesInBackground: true)
+            } catch {
+                logger.warning("cannot watch the config directory; changes apply on SIGHUP only", metadata: ["error": "\(error)"])
+            }
+        }
         let knownValidFile = KnownValid.binaryIdentity().map { (path: cacheDirectory + "/validated-contents", identity: $0) }
         let registry = SiteRegistry(
             root: config, options: ServingOptions(cacheControl: settings.cacheControl), logger: logger,
             checkCertificate: ConfigLoading.check, knownValidFile: knownValidFile,
             servedFirstFile: ConfigLoading.servedFirstFile(state: settings.state))
-        // Watched before it is read: what changes while the first load runs (seconds at 100,000
-        // sites) is in the watcher's first batch.
-        var watcher: ConfigWatcher?
-        if settings.watch {
-            do {
-                watcher = try ConfigWatcher(root: config, rescanInterval: settings.rescanInterval, logger: logger)
-            } catch {
-                logger.warning("cannot watch the config directory; changes apply on SIGHUP only", metadata: ["error": "\(error)"])
-            }
-        }
         // The first load takes the certificate pairs it has no verdict for unchecked; a few are
         // checked before the server is ready (so that a small config starts exactly as checked),
         // many after (`checkCertificatesLate`; both in Daemon+LateChecks.swift).
         registry.defersCertificateChecks = true
+        registry.beforeReading = watcher.map { watcher in { watcher.waitForSites() } }
         registry.reloadAll(remembers: false)
+        registry.beforeReading = nil
         registry.defersCertificateChecks = false
         let (checksLate, defaultPair, failedEarly) = Self.checkFirstLoadPairs(registry, logger: logger)
         let store = SnapshotStore(registry.snapshot)

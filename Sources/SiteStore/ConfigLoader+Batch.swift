@@ -14,6 +14,24 @@ extension ConfigLoader {
     /// entry was when listed: `examine` reads what it is then, and a directory replaced since only
     /// moves in this order.
     static func directoriesFirst(_ names: Set<String>, sitesPath: String, listed: [Files.Entry] = []) -> [String] {
+        // Nearly always (a start, a full rescan of a tree whose names were all listed): each name
+        // listed once with its type, and no other. Two sorted arrays then, without the sets below
+        // (a third of this order's time at a million sites, perf in docs/benchmarks.md).
+        if listed.count >= names.count {
+            var directories: [String] = []
+            var others: [String] = []
+            for entry in listed {
+                guard let kind = entry.kind, names.contains(entry.name) else { continue }
+                if kind == .directory { directories.append(entry.name) } else { others.append(entry.name) }
+            }
+            if directories.count + others.count == names.count {
+                directories.sort()
+                others.sort()
+                // A listing may give a name twice (one made again while it was read): then some
+                // other name is missing and the sets below decide.
+                if !hasCommonOrRepeated(directories, others) { return directories + others }
+            }
+        }
         var directories = Set<String>(minimumCapacity: names.count)
         var typed = Set<String>(minimumCapacity: listed.count)
         for entry in listed {
@@ -25,6 +43,26 @@ extension ConfigLoader {
         let kinds = Parallel.map(candidates, threshold: parallelThreshold) { isDirectory(sitesPath, $0) }
         for (name, isDirectory) in zip(candidates, kinds) where isDirectory { directories.insert(name) }
         return directories.sorted() + names.subtracting(directories).sorted()
+    }
+
+    /// Whether two sorted arrays share a name, or either holds one twice.
+    static func hasCommonOrRepeated(_ a: [String], _ b: [String]) -> Bool {
+        var i = 0
+        var j = 0
+        var last: String?
+        while i < a.count || j < b.count {
+            let next: String
+            if j == b.count || (i < a.count && a[i] < b[j]) {
+                next = a[i]
+                i += 1
+            } else {
+                next = b[j]
+                j += 1
+            }
+            if next == last { return true }
+            last = next
+        }
+        return false
     }
 
     /// A directory itself, not a symlink to one: one `lstat` (a full load asks for every name).

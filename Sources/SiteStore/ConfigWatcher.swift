@@ -127,6 +127,9 @@ public final class ConfigWatcher: @unchecked Sendable {
     private var watchLimitReported = false
     private var thread: Thread?
     private let finished = DispatchSemaphore(value: 0)
+    /// Signalled when the site directories `init` left to a thread of their own are watched; nil
+    /// once waited for, or when `init` watched them itself.
+    private var sitesWatched: DispatchSemaphore?
 
     private var pending = Change()
     private var firstEvent: Int64?
@@ -135,10 +138,16 @@ public final class ConfigWatcher: @unchecked Sendable {
     private var openWrites: [String: Int64] = [:]
     private var lastRescan: Int64
 
-    /// Watches the whole config directory at once: make it before the first load reads the
-    /// directory, so that nothing written while the load runs goes unseen (its events wait in
-    /// the kernel's queue until `start`).
-    public init(root: String, rescanInterval: Int64?, logger: Logger) throws {
+    /// Watches the whole config directory: make it before the first load reads the directory, so
+    /// that nothing written while the load runs goes unseen (its events wait in the kernel's queue
+    /// until `start`).
+    ///
+    /// `sitesInBackground`: the config directory, `sites/` and `tls/` are watched before `init`
+    /// returns, each site directory on a thread of its own meanwhile (at a million sites, seconds
+    /// of path walks and bookkeeping that the first load's listing and ordering of `sites/` need
+    /// not wait for); `waitForSites()` returns once they are all watched, and nothing may read a
+    /// site's files before it has. Otherwise every watch is added before `init` returns.
+    public init(root: String, rescanInterval: Int64?, logger: Logger, sitesInBackground: Bool = false) throws {
         self.root = root
         self.rescanInterval = rescanInterval
         self.logger = logger
@@ -148,7 +157,29 @@ public final class ConfigWatcher: @unchecked Sendable {
             throw WatchError("\(error)")
         }
         lastRescan = Self.milliseconds()
-        watchEverything()
+        watchFixedParts()
+        if sitesInBackground {
+            let watching = DispatchSemaphore(value: 0)
+            sitesWatched = watching
+            // The thread's work happens before `waitForSites` returns (the semaphore orders it):
+            // the watcher's state stays one thread's at a time.
+            let t = Thread { [self] in
+                watchListedSites()
+                watching.signal()
+            }
+            t.name = "aasad-watching"
+            t.start()
+        } else {
+            watchListedSites()
+        }
+    }
+
+    /// Returns once every site directory listed at `init` is watched (at once unless `init` was
+    /// told to watch them in the background). Safe to call more than once, from one thread at a time.
+    public func waitForSites() {
+        guard let watching = sitesWatched else { return }
+        watching.wait()
+        sitesWatched = nil
     }
 
     public struct WatchError: Error, CustomStringConvertible {
@@ -159,6 +190,7 @@ public final class ConfigWatcher: @unchecked Sendable {
     /// Starts following changes: `apply` runs on the watcher's thread with each batch, the first
     /// one holding whatever changed since `init`.
     public func start(apply: @escaping (Change) -> Void) {
+        waitForSites()
         self.apply = apply
         let t = Thread { [self] in
             run()
@@ -175,6 +207,7 @@ public final class ConfigWatcher: @unchecked Sendable {
     /// `fs.inotify.max_user_instances` (128 by default), even when one process starts and stops
     /// many daemons (Tests/DaemonTesting).
     public func stop() {
+        waitForSites()
         stopRequested.store(true, ordering: .releasing)
         wake()
         if thread != nil {
@@ -265,10 +298,22 @@ public final class ConfigWatcher: @unchecked Sendable {
     /// Watches the root, `sites/`, every site directory and its `tls/`, and the default `tls/`.
     /// inotify_add_watch returns the existing watch for a directory already watched.
     private func watchEverything() {
+        watchFixedParts()
+        watchListedSites()
+    }
+
+    /// The first part of `watchEverything`: what leads to the config directory, the directory
+    /// itself, `sites/` and the default `tls/`.
+    private func watchFixedParts() {
         watchLinks()
         watchFixed("root", root, .root)
         watchFixed("tls", root + "/tls", .defaultTLS)
         watchFixed("sites", root + "/sites", .sites)
+    }
+
+    /// The second: every name listed in `sites/` now (watched after `sites/` itself, so that a
+    /// name made after the listing raises an event there) and every one watched before.
+    private func watchListedSites() {
         let listed = ((try? Files.entries(of: root + "/sites")) ?? []).filter { !$0.hasPrefix(".") }
         // Names watched before and gone now let go of their watches too.
         let unwatched = watchSites(Array(Set(listed).union(siteWatches.keys)))

@@ -35,6 +35,10 @@ public final class SiteRegistry {
     /// Runs after each chunk of a reload is read and before the tree is checked: where a test
     /// swaps the tree in the middle of a reload.
     var chunkRead: (() -> Void)?
+    /// Runs once a reload has listed and ordered the names it reads, before it reads any site's
+    /// files: a start waits there for the watcher's watches on the site directories
+    /// (`ConfigWatcher.waitForSites`), added meanwhile on a thread of their own.
+    public var beforeReading: (() -> Void)?
     /// How files are served (Cache-Control); a change applies to every file at the next full reload.
     public var options: ServingOptions {
         get { preparer.options }
@@ -237,6 +241,7 @@ public final class SiteRegistry {
         // Sites named by another entry (an alias, an unreadable name): a first load that updated
         // one before that entry was applied updates it again, its names changed.
         var named = Set<String>()
+        beforeReading?()
         for start in stride(from: 0, to: ordered.count, by: Self.chunkSize) {
             let chunk = Array(ordered[start..<min(ordered.count, start + Self.chunkSize)])
             let entries = first?.read(chunk) ?? examine(chunk)

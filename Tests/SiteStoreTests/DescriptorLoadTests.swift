@@ -42,6 +42,34 @@ struct DescriptorLoadTests {
         #expect(ConfigLoader.directoriesFirst(names, sitesPath: c.root + "/sites", listed: mixed) == ordered)
     }
 
+    @Test("a listing that gives a name twice (made again while it was read) still orders each name once, the one it left out in its place")
+    func nameListedTwice() throws {
+        let c = try TempConfig()
+        for name in ["a.test", "b.test", "m.test"] { try c.write("sites/\(name)/apple-app-site-association", aasa) }
+        try c.link("sites/l.test", to: "a.test")
+        let names: Set = ["a.test", "b.test", "m.test", "l.test"]
+        let expected = ["a.test", "b.test", "m.test", "l.test"]
+        // As many entries as names, one name twice (as a directory and as a link) and b.test not
+        // listed: b.test still comes among the directories, and no name twice.
+        let twiceAcross = [
+            Files.Entry(name: "a.test", kind: .directory), Files.Entry(name: "m.test", kind: .directory),
+            Files.Entry(name: "l.test", kind: .symbolicLink), Files.Entry(name: "a.test", kind: .symbolicLink),
+        ]
+        #expect(ConfigLoader.directoriesFirst(names, sitesPath: c.root + "/sites", listed: twiceAcross) == expected)
+        let twiceAsDirectory = [
+            Files.Entry(name: "m.test", kind: .directory), Files.Entry(name: "a.test", kind: .directory),
+            Files.Entry(name: "l.test", kind: .symbolicLink), Files.Entry(name: "m.test", kind: .directory),
+        ]
+        #expect(ConfigLoader.directoriesFirst(names, sitesPath: c.root + "/sites", listed: twiceAsDirectory) == expected)
+        // The plain case takes the listing's types as they are.
+        let listed = try Files.typedEntries(of: c.root + "/sites")
+        #expect(ConfigLoader.directoriesFirst(names, sitesPath: c.root + "/sites", listed: listed) == expected)
+        #expect(!ConfigLoader.hasCommonOrRepeated(["a", "c"], ["b", "d"]))
+        #expect(ConfigLoader.hasCommonOrRepeated(["a", "c"], ["c"]))
+        #expect(ConfigLoader.hasCommonOrRepeated(["a", "a"], []))
+        #expect(ConfigLoader.hasCommonOrRepeated([], ["b", "b"]))
+    }
+
     @Test("a symlink alias in the listing is not taken for a directory, and loads as an alias")
     func aliasListedAsLink() throws {
         let c = try TempConfig()

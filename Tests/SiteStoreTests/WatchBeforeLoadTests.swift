@@ -44,4 +44,40 @@ struct WatchBeforeLoadTests {
         let applied = registry.reload(["s0.t.test"])
         #expect(applied.site(forHost: "s0.t.test")?.aasa.map { String(decoding: $0.body, as: UTF8.self) } == newBody)
     }
+
+    @Test("site directories watched on a thread of their own: the load reads no site before `beforeReading`, and a change to any site after it is reported")
+    func sitesWatchedInBackground() throws {
+        let layout = try GitSyncLayout()
+        let sites = SiteRegistry.chunkSize + 10
+        try layout.worktree("A", sites: sites, tree: "a")
+        layout.publish("A")
+        let logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+        let watcher = try ConfigWatcher(root: layout.link, rescanInterval: nil, logger: logger, sitesInBackground: true)
+        let registry = layout.registry()
+        let file = { (site: Int) in "\(layout.root)/.worktrees/A/sites/s\(site).t.test/apple-app-site-association" }
+        // Written once the watches are in, before any site is read: the load serves the new
+        // bytes (a read before `beforeReading` would serve the old ones).
+        let early = GitSyncLayout.body("early", 7)
+        var waited = 0
+        registry.beforeReading = {
+            waited += 1
+            watcher.waitForSites()
+            try? Data(early.utf8).write(to: URL(fileURLWithPath: file(7)))
+        }
+        let first = registry.reloadAll()
+        #expect(waited == 1)
+        #expect(first.site(forHost: "s7.t.test")?.aasa.map { String(decoding: $0.body, as: UTF8.self) } == early)
+        // Every site directory is watched: a change to the first and the last is reported.
+        let batches = Mutex<[ConfigWatcher.Change]>([])
+        watcher.start { change in batches.withLock { $0.append(change) } }
+        defer { watcher.stop() }
+        for site in [0, sites - 1] { try Data(GitSyncLayout.body("z", site).utf8).write(to: URL(fileURLWithPath: file(site))) }
+        let seen = eventually(attempts: 500, interval: 0.02) {
+            batches.withLock { changes in
+                ["s0.t.test", "s\(sites - 1).t.test"].allSatisfy { name in changes.contains { $0.sites.contains(name) } }
+            }
+        }
+        #expect(seen, "a change to a site watched in the background was not reported")
+        #expect(!batches.withLock { $0.contains(where: \.full) })
+    }
 }
