@@ -45,7 +45,7 @@ struct WatchBeforeLoadTests {
         #expect(applied.site(forHost: "s0.t.test")?.aasa.map { String(decoding: $0.body, as: UTF8.self) } == newBody)
     }
 
-    @Test("site directories watched on a thread of their own: the load reads no site before `beforeReading`, and a change to any site after it is reported")
+    @Test("sites watched on a thread of their own: no site is read before `beforeReading`, and a change to any site is reported")
     func sitesWatchedInBackground() throws {
         let layout = try GitSyncLayout()
         let sites = SiteRegistry.chunkSize + 10
