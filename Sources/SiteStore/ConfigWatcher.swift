@@ -315,8 +315,14 @@ public final class ConfigWatcher: @unchecked Sendable {
     /// name made after the listing raises an event there) and every one watched before.
     private func watchListedSites() {
         let listed = ((try? Files.entries(of: root + "/sites")) ?? []).filter { !$0.hasPrefix(".") }
-        // Names watched before and gone now let go of their watches too.
-        let unwatched = watchSites(Array(Set(listed).union(siteWatches.keys)))
+        // Names watched before and gone now let go of their watches too. The first time, the
+        // tables are grown once for every name (at a million sites their doublings were a third
+        // of the bookkeeping, perf in docs/benchmarks.md).
+        if siteWatches.isEmpty {
+            siteWatches.reserveCapacity(listed.count)
+            watches.reserveCapacity(watches.count + listed.count)
+        }
+        let unwatched = watchSites(siteWatches.isEmpty ? listed : Array(Set(listed).union(siteWatches.keys)))
         if unwatched == 0 && watchLimitReported && fixedWatches.count == 3 {
             watchLimitReported = false
             logger.info("every site directory is watched again", metadata: ["watched": "\(watches.count)"])

@@ -1,15 +1,15 @@
 import Reactor
 
 /// A first load's reads (a start, or the first load of a registry with no sites): the registry's
-/// thread applies and updates one chunk of sites while the next chunk is read on the other cores,
+/// thread applies and updates one chunk of sites while the next two are read on the other cores,
 /// instead of reading every chunk with all cores, then updating every site on one
 /// (docs/architecture.md, "A start's load"). Later loads keep the order of reading each chunk,
 /// applying it, and updating every site once all are read: their records are shared with the
 /// reads, which a change made meanwhile would copy whole.
 final class FirstLoad {
     private let reading: @Sendable ([String]) -> [ConfigLoader.Entry]
-    /// The chunk read ahead, and its names.
-    private var ahead: (names: [String], read: Parallel.Ahead<[ConfigLoader.Entry]>)?
+    /// The chunks read ahead, in the order they are applied, with their names.
+    private var ahead: [(names: [String], read: Parallel.Ahead<[ConfigLoader.Entry]>)] = []
     /// Set once the whole load has been applied; a load that ends without it was given up.
     var applied = false
     /// The pairs waiting for their late check as the load started, given back if it is given up.
@@ -25,25 +25,34 @@ final class FirstLoad {
     /// The entries of the chunk `names`: the read started by `readAhead`, waited for, or a read
     /// now on every core.
     func read(_ names: [String]) -> [ConfigLoader.Entry] {
-        guard let ahead else { return reading(names) }
-        self.ahead = nil
-        precondition(ahead.names == names, "a first load read ahead another chunk than the one it applies")
-        return ahead.read.wait()
+        guard !ahead.isEmpty else { return reading(names) }
+        let next = ahead.removeFirst()
+        precondition(next.names == names, "a first load read ahead another chunk than the one it applies")
+        return next.read.wait()
     }
 
-    /// Starts reading the chunk `names`, which `read` then returns.
-    func readAhead(_ names: [String]) {
+    /// Chunks read ahead at most: two, so that the other cores start the one after next while
+    /// this thread still applies one (with one, they waited for it at every chunk's end).
+    static let depth = 2
+
+    /// Starts reading the chunks of `ordered` after the one at `start` not read yet, up to
+    /// `depth` ahead, each of `size` names; `read` returns them in order.
+    func readAhead(after start: Int, in ordered: [String], size: Int) {
         let reading = reading
-        ahead = (names, Parallel.Ahead { reading(names) })
+        var next = start + size * (1 + ahead.count)
+        while ahead.count < Self.depth && next < ordered.count {
+            let names = Array(ordered[next..<min(ordered.count, next + size)])
+            ahead.append((names, Parallel.Ahead { reading(names) }))
+            next += size
+        }
     }
 
-    /// Waits for a read still running (a load given up between chunks); returns whether the load
-    /// was given up.
+    /// Waits for the reads still running (a load given up between chunks); returns whether the
+    /// load was given up.
     func end() -> Bool {
-        if let ahead {
-            self.ahead = nil
-            _ = ahead.read.wait()
-        }
+        let running = ahead
+        ahead = []
+        for chunk in running { _ = chunk.read.wait() }
         return !applied
     }
 }

@@ -205,7 +205,7 @@ public final class SiteRegistry {
         }
         var touched = Set<String>()
         let ordered = ConfigLoader.directoriesFirst(names, sitesPath: sitesPath, listed: listed)
-        // A first load (a start) reads each next chunk on the other cores while this thread
+        // A first load (a start) reads the next two chunks on the other cores while this thread
         // applies and updates the one read (`FirstLoad`); later loads read a chunk, apply it,
         // and update every site touched once all are read.
         let first = records.isEmpty ? FirstLoad(reading: examiner(), late: preparer.late) : nil
@@ -229,7 +229,7 @@ public final class SiteRegistry {
             claims.ownership.reserveCapacity(sites: ordered.count)
         }
         touched.reserveCapacity(ordered.count)
-        // In chunks, so that a first load holds the parsed files of at most two chunks (and of the
+        // In chunks, so that a first load holds the parsed files of at most three chunks (and of the
         // sites aliases point to) at once; a later load holds those of the sites it reads until
         // the update after the loop. Nothing that
         // changes the snapshot happens before the last chunk is read and the tree checked:
@@ -247,9 +247,7 @@ public final class SiteRegistry {
             let entries = first?.read(chunk) ?? examine(chunk)
             chunkRead?()
             if !tree.stillPinned() { return false }
-            if let first, start + Self.chunkSize < ordered.count {
-                first.readAhead(Array(ordered[start + Self.chunkSize..<min(ordered.count, start + 2 * Self.chunkSize)]))
-            }
+            first?.readAhead(after: start, in: ordered, size: Self.chunkSize)
             var sites: [String] = []
             for (name, entry) in zip(chunk, entries) {
                 if case .unreadable(let problem) = entry {
