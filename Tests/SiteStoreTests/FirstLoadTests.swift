@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import SiteStore
@@ -62,5 +63,36 @@ struct FirstLoadTests {
         #expect(first.1 == again.1)
         #expect(first.2 == again.2)
         #expect(first.3 == again.3)
+    }
+
+    @Test("sites published at once, worked out on every core, serve and log what one at a time does")
+    func publishedAtOnce() throws {
+        let c = try TempConfig()
+        for i in 0..<40 { try c.write("sites/s\(i).test/apple-app-site-association", TempConfig.aasa) }
+        // s1.test claims s2.test's name (refused) and one of its own (held).
+        try c.write("sites/s1.test/site.yaml", "aliases: [s2.test, extra1.test]\n")
+        let lines = LogLines()
+        let registry = SiteRegistry(root: c.root, logger: lines.logger)
+        registry.reloadAll()
+        let names = registry.snapshot.sites.keys.sorted()
+        // By the name each site is published under, and who answers for each name.
+        let served = {
+            var served: [String: [String]] = [:]
+            for (name, site) in registry.snapshot.sites {
+                served[name] = [site.directory] + site.hosts.map(\.description).sorted()
+                for host in site.hosts { served[name]?.append(registry.snapshot.site(forHost: host.name)?.directory ?? "-") }
+            }
+            return served
+        }
+        let refusal = { lines.messages().filter { $0.contains("s2.test") } }
+        let loaded = (served(), refusal())
+        #expect(loaded.0.allSatisfy { name, served in served[0] == name })
+        #expect(loaded.0["s1.test"] == ["s1.test", "extra1.test", "s1.test", "s1.test", "s1.test"])
+        #expect(loaded.1.count == 1 && loaded.1[0].contains("sites/s1.test"))
+        for threshold in [0, Int.max] {
+            registry.publish(names, threshold: threshold)
+            #expect(served() == loaded.0)
+        }
+        #expect(refusal() == Array(repeating: loaded.1[0], count: 3))
     }
 }
