@@ -1,3 +1,4 @@
+import Dispatch
 import HTTPCore
 public import HashTreeCollections
 
@@ -75,6 +76,49 @@ public final class Snapshot: @unchecked Sendable {
         Self.replace(directory, with: site, &sites, &exact, &wildcards)
         self.generation = generation
     }
+
+    /// `replaceInPlace` for many sites, in order. Into a snapshot that serves nothing yet (a first
+    /// load: a million sites), the map by directory and the maps by host are built on two cores;
+    /// should a directory come twice, in order on this one, as `replace` does each.
+    package func replaceInPlace(_ many: [(String, ServedSite?)], generation: UInt64) {
+        self.generation = generation
+        guard sites.isEmpty, exact.isEmpty, wildcards.isEmpty, many.count > Self.parallelBuild else {
+            for (directory, site) in many { Self.replace(directory, with: site, &sites, &exact, &wildcards) }
+            return
+        }
+        nonisolated(unsafe) var bySite = TreeDictionary<String, ServedSite>()
+        nonisolated(unsafe) var byHost = (exact: TreeDictionary<String, ServedSite>(), wildcards: TreeDictionary<String, ServedSite>())
+        nonisolated(unsafe) var repeated = false
+        DispatchQueue.concurrentPerform(iterations: 2) { part in
+            if part == 0 {
+                // A directory not served (rare: a site whose first version failed) is looked for
+                // among the served ones after.
+                var unserved: [String] = []
+                for (directory, site) in many {
+                    if let site {
+                        if bySite.updateValue(site, forKey: directory) != nil { repeated = true }
+                    } else {
+                        unserved.append(directory)
+                    }
+                }
+                if unserved.contains(where: { bySite[$0] != nil }) || Set(unserved).count != unserved.count { repeated = true }
+            } else {
+                for case (_, let site?) in many {
+                    site.forEachHost { host in
+                        if let suffix = host.wildcardSuffix { byHost.wildcards[suffix] = site } else { byHost.exact[host.name] = site }
+                    }
+                }
+            }
+        }
+        guard !repeated else {
+            for (directory, site) in many { Self.replace(directory, with: site, &sites, &exact, &wildcards) }
+            return
+        }
+        (sites, exact, wildcards) = (bySite, byHost.exact, byHost.wildcards)
+    }
+
+    /// Sites above which `replaceInPlace(_:generation:)` builds an empty snapshot's maps on two cores.
+    static let parallelBuild = 4_096
 
     private static func replace(
         _ directory: String, with site: ServedSite?, _ sites: inout TreeDictionary<String, ServedSite>,

@@ -476,7 +476,12 @@ public final class SiteRegistry {
         let publications = Parallel.map(names, threshold: threshold) { name in
             Self.publication(of: records[name]?.served, name, ownership)
         }
-        for (name, publication) in zip(names, publications) { publish(name, publication) }
+        tracking.reserve(names.count)
+        for (name, publication) in zip(names, publications) {
+            tracking.touch(name)
+            log(publication.refusals, of: name)
+        }
+        editor.replace(Array(zip(names, publications.lazy.map(\.site))))
     }
 
     /// Batches larger than this are worked out on every core by `publish(_:)`.
@@ -493,11 +498,15 @@ public final class SiteRegistry {
 
     private func publish(_ name: String, _ publication: (site: ServedSite?, refusals: [HostOwnership.Refusal])) {
         tracking.touch(name)
-        for refusal in publication.refusals {
+        log(publication.refusals, of: name)
+        editor.replace(name, with: publication.site)
+    }
+
+    private func log(_ refusals: [HostOwnership.Refusal], of name: String) {
+        for refusal in refusals {
             let problem = HostClaims.problem(refusal, site: name)
             logger.error("\(problem.file): \(problem.message)")
         }
-        editor.replace(name, with: publication.site)
     }
 
     // MARK: - What the commands and the admin view read

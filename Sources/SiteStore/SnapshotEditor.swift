@@ -23,6 +23,17 @@ struct SnapshotEditor {
         }
     }
 
+    /// `replace` for many sites in order, each its own generation; a snapshot with no site yet (a
+    /// first load) builds its maps at once (`Snapshot.replaceInPlace(_:generation:)`).
+    mutating func replace(_ sites: [(String, ServedSite?)]) {
+        guard isKnownUniquelyReferenced(&snapshot) else {
+            for (name, site) in sites { replace(name, with: site) }
+            return
+        }
+        generation += UInt64(sites.count)
+        snapshot.replaceInPlace(sites, generation: generation)
+    }
+
     /// Serves `files` for hosts whose site has no certificate of its own.
     mutating func setDefaultCertificate(_ files: CertificateFiles?) {
         generation += 1

@@ -1,0 +1,49 @@
+import HTTPCore
+import Testing
+
+@testable import Served
+
+/// A first load publishes every site into an empty snapshot at once, its maps by directory and by
+/// host built on two cores (`Snapshot.replaceInPlace(_:generation:)`): the snapshot must answer
+/// as one built a site at a time does, whatever the batch holds.
+@Suite("A snapshot built at once")
+struct SnapshotBuildTests {
+    private static func site(_ directory: String, _ hosts: [String]) throws -> ServedSite {
+        let aasa = try PreparedFile(body: Array("{}".utf8), modified: 1, options: ServingOptions())
+        return ServedSite(
+            directory: directory, hosts: try hosts.map { try HostName(parsing: $0) }, aasa: aasa, assetLinks: nil, certificate: nil,
+            loadedAt: 1)
+    }
+
+    /// The answers a snapshot gives for every directory and host the batch names.
+    private static func answers(_ snapshot: Snapshot, _ batch: [(String, ServedSite?)], hosts: [String]) -> [String] {
+        batch.map { directory, _ in "\(directory)=\(snapshot.sites[directory].map { "\(ObjectIdentifier($0))" } ?? "-")" }
+            + hosts.map { host in "\(host)=\(snapshot.site(forHost: host).map { "\(ObjectIdentifier($0))" } ?? "-")" }
+    }
+
+    @Test("unique directories, names two sites claim, wildcards, unserved directories; one repeated; one unserved then served")
+    func sameAsOneAtATime() throws {
+        let count = Snapshot.parallelBuild + 100
+        var batch: [(String, ServedSite?)] = []
+        var hosts: [String] = []
+        for i in 0..<count {
+            batch.append(("s\(i).test", try Self.site("s\(i).test", ["s\(i).test", "*.w\(i).test", "shared\(i % 7).test"])))
+            hosts += ["s\(i).test", "x.w\(i).test", "w\(i).test"]
+            if i % 1000 == 0 { batch.append(("gone\(i).test", nil)) }
+        }
+        hosts += (0..<7).map { "shared\($0).test" }
+        let repeated = batch + [("s5.test", try Self.site("s5.test", ["other5.test"]))]
+        let servedLater = [("s9.test", nil)] + batch.filter { $0.0 != "s9.test" } + [("s9.test", try Self.site("s9.test", ["late9.test"]))]
+        let removedLater = batch + [("s11.test", nil)]
+        for (label, many) in [("unique", batch), ("repeated", repeated), ("served later", servedLater), ("removed later", removedLater)] {
+            let atOnce = Snapshot(generation: 0, sites: [], defaultCertificate: nil)
+            atOnce.replaceInPlace(many, generation: 7)
+            let oneByOne = Snapshot(generation: 0, sites: [], defaultCertificate: nil)
+            for (directory, site) in many { oneByOne.replaceInPlace(directory, with: site, generation: 7) }
+            let names = hosts + ["other5.test", "late9.test"]
+            #expect(Self.answers(atOnce, many, hosts: names) == Self.answers(oneByOne, many, hosts: names), "\(label)")
+            #expect(atOnce.sites.count == oneByOne.sites.count, "\(label)")
+            #expect(atOnce.generation == 7)
+        }
+    }
+}
