@@ -252,12 +252,16 @@ public final class SiteRegistry {
         beforeReading?()
         for start in stride(from: 0, to: ordered.count, by: Self.chunkSize) {
             let chunk = Array(ordered[start..<min(ordered.count, start + Self.chunkSize)])
-            let entries = first?.read(chunk) ?? examine(chunk)
+            var entries = first?.read(chunk) ?? examine(chunk)
             chunkRead?()
             if !tree.stillPinned() { return false }
             first?.readAhead(after: start, in: ordered, size: Self.chunkSize)
             var sites: [String] = []
-            for (name, entry) in zip(chunk, entries) {
+            for (i, name) in chunk.enumerated() {
+                // Moved out of the array, not copied (a copy retained every reference in every
+                // site's files, and the array's end released them again).
+                var entry = ConfigLoader.Entry.ignored
+                swap(&entry, &entries[i])
                 if case .unreadable(let problem) = entry {
                     // Whatever the name was, it stays so until it can be read again.
                     keepUnreadable(name, problem)
