@@ -207,12 +207,12 @@ public final class PreparedFile: FileHeadSource, @unchecked Sendable {
         try self.init(content: PreparedContent(body: body), modified: modified, options: options)
     }
 
+    /// Options are checked (`check`) when their shared parts are made, once per distinct value
+    /// rather than once per file: no head is made from parts whose options were not checked.
     public init(content: PreparedContent, modified: Int64, options: ServingOptions) throws(InvalidField) {
-        try Self.check(options)
+        let parts = try SharedHeadParts.parts(options, mayCompress: content.mayCompress)
         self.content = content
-        super.init(
-            parts: SharedHeadParts.parts(options, mayCompress: content.mayCompress), contentLength: content.body.count,
-            etag: content.etag, lastModified: modified)
+        super.init(parts: parts, contentLength: content.body.count, etag: content.etag, lastModified: modified)
     }
 }
 
@@ -233,8 +233,12 @@ enum SharedHeadParts {
 
     private static let table = Mutex<(entries: [Key: Weak], pruneAt: Int)>(([:], 64))
 
-    static func parts(_ options: ServingOptions, mayCompress: Bool) -> FileHeadParts {
+    /// The parts for `options`, checked (`PreparedFile.check`) before they are made: parts in the
+    /// table hold options that passed, and an option that cannot be sent makes none.
+    static func parts(_ options: ServingOptions, mayCompress: Bool) throws(PreparedFile.InvalidField) -> FileHeadParts {
         let key = Key(options: options, mayCompress: mayCompress)
+        if let parts = table.withLock({ $0.entries[key]?.parts }) { return parts }
+        try PreparedFile.check(options)
         return table.withLock { table in
             if let parts = table.entries[key]?.parts { return parts }
             // Vary by Accept-Encoding for every file large enough to be offered gzipped (decided

@@ -1,3 +1,4 @@
+import Foundation
 import Reactor
 import Served
 
@@ -65,6 +66,11 @@ extension ConfigLoader {
         return false
     }
 
+    /// The config directory `sites/` is in, whose `tls/` folders no site file is read from.
+    static func configRoot(of sitesPath: String) -> String {
+        (sitesPath as NSString).deletingLastPathComponent
+    }
+
     /// A directory itself, not a symlink to one: one `lstat` (a full load asks for every name).
     static func isDirectory(_ sitesPath: String, _ name: String) -> Bool {
         (try? Files.linkStatus(sitesPath + "/" + name))?.kind == .directory
@@ -103,10 +109,11 @@ extension ConfigLoader {
             return cache
         }
         defer { if let sitesDirectory { Files.close(sitesDirectory) } }
+        let configRoot = configRoot(of: sitesPath)
         let examineOne: @Sendable (String) -> Entry = { name in
             let entry = examine(
                 sitesPath: sitesPath, name: name, isSite: isSite, known: known, options: options, shared: shared,
-                sites: sitesDirectory)
+                sites: sitesDirectory, configRoot: configRoot)
             guard let known, case .site(var source) = entry, let files = source.certificate else { return entry }
             let identity = files.identity
             if known.contains(.certificate, digestHex: identity) {

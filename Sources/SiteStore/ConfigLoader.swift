@@ -71,9 +71,11 @@ public enum ConfigLoader {
     /// `shared`: the contents the registry serves already; a file with the same bytes takes that
     /// content and lets its own buffer go at once (`siteFile`).
     /// `sites`: `sitesPath` open as a directory (`Files.openDirectory`), when the caller has it.
+    /// `configRoot`: `configRoot(of: sitesPath)`, when the caller has it (a batch works it out
+    /// once for all its names rather than once per site).
     public static func examine(
         sitesPath: String, name: String, isSite: (String) -> Bool, known: KnownValid? = nil, options: ServingOptions? = nil,
-        shared: ContentCache? = nil, sites: Int32? = nil
+        shared: ContentCache? = nil, sites: Int32? = nil, configRoot: String? = nil
     ) -> Entry {
         if name.hasPrefix(".") { return .ignored }
         let relative = "sites/\(name)"
@@ -81,7 +83,7 @@ public enum ConfigLoader {
         let read = { (host: HostName, opened: OpenedDirectory?, plainDirectory: Bool) -> Entry in
             siteEntry(
                 host: host, name: name, directory: full, relative: relative, known: known, options: options,
-                configRoot: (sitesPath as NSString).deletingLastPathComponent, plainDirectory: plainDirectory, shared: shared,
+                configRoot: configRoot ?? Self.configRoot(of: sitesPath), plainDirectory: plainDirectory, shared: shared,
                 opened: opened)
         }
         // A plain directory of a valid name, nearly every name, is opened at once through `sites`

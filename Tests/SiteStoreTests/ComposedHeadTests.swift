@@ -107,4 +107,17 @@ struct ComposedHeadTests {
             }
         }
     }
+
+    /// Options are checked once per value, when their parts are made: a refused value makes no
+    /// parts, so it is refused again every time, for a file of either size, while good parts live.
+    @Test("a refused value is refused every time and leaves no parts")
+    func refusedEveryTime() throws {
+        let kept = try PreparedFile(body: PreparedFileTests.json(3_000), modified: 0, options: ServingOptions())
+        let bad = ServingOptions(cacheControl: "max-age=1\r\nSet-Cookie: a=b")
+        for body in [Array("{}".utf8), PreparedFileTests.json(3_000), Array("{}".utf8)] {
+            #expect(throws: PreparedFile.InvalidField.self) { try PreparedFile(body: body, modified: 0, options: bad) }
+        }
+        let again = try PreparedFile(body: PreparedFileTests.json(2_000), modified: 0, options: ServingOptions())
+        #expect(again.parts === kept.parts)
+    }
 }
