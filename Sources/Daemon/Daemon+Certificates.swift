@@ -162,7 +162,6 @@ extension Daemon {
             let development = try DevelopmentAuthority(directory: state + "/dev-tls", hosts: hosts)
             let issued = development.issued
             let files = CertificateFiles(directory: state + "/dev-tls", chainPEM: issued.chainPEM, keyPEM: issued.keyPEM)
-            let shown = Self.firstNamed(hosts).joined(separator: " ")
             // Only pairs waiting for their check, or refused and still served until their sites
             // are read again: the notices above say what is served.
             if hosts.isEmpty, pending + stillRefused > 0 {
@@ -174,6 +173,7 @@ extension Daemon {
                 return Certificates(defaultSource: files.source, developmentAuthority: issued.authorityPath, development: development)
             }
             if automatic {
+                let shown = Self.firstNamed(hosts).joined(separator: " ")
                 let message =
                     "\(hosts.count) host\(hosts.count == 1 ? "" : "s") without a certificate of their own get automatic certificates (acme); "
                     + "until each is issued, and for connections without SNI, the development certificate is served: \(shown)"
@@ -247,7 +247,6 @@ extension Daemon {
             for site in snapshot.sites.values { check(site) }
         }
         guard !refused.isEmpty else { return }
-        refused.sort()
         logger.warning(
             "\(refused.count) host\(refused.count == 1 ? " is" : "s are") outside the development CA's name constraints and get the default development certificate, which clients refuse for them: \(Self.named(refused)). The CA is not made again while serving (clients trust this one); restart to make one that permits them, then trust the new ca.pem",
             metadata: ["certificate": "development", "ca": "\(development.issued.authorityPath)"])

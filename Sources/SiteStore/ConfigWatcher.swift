@@ -24,8 +24,10 @@ import Synchronization
 /// raises an event and a later batch. (Watching after reading lost files written in between until
 /// the next full rescan: a recreated site answered 404 with its file on disk.)
 public final class ConfigWatcher: @unchecked Sendable {
-    // @unchecked: all state but the wake-up pipe and the stop flag is touched by the watcher's
-    // own thread only.
+    // @unchecked: all state but the wake-up pipe and the stop flag is touched by one thread at a
+    // time: `init`'s, then (with `sitesInBackground`) the thread watching the site directories,
+    // whose work `waitForSites` orders before its caller's (a semaphore), then the watcher's own
+    // thread from `start`.
 
     /// Quiet time before a batch of changes is applied.
     public static let debounce: Int64 = 100
@@ -130,6 +132,8 @@ public final class ConfigWatcher: @unchecked Sendable {
     /// Signalled when the site directories `init` left to a thread of their own are watched; nil
     /// once waited for, or when `init` watched them itself.
     private var sitesWatched: DispatchSemaphore?
+    /// How many site names were watched when `waitForSites` last returned (for tests).
+    private(set) var watchedSites = 0
 
     private var pending = Change()
     private var firstEvent: Int64?
@@ -147,7 +151,14 @@ public final class ConfigWatcher: @unchecked Sendable {
     /// of path walks and bookkeeping that the first load's listing and ordering of `sites/` need
     /// not wait for); `waitForSites()` returns once they are all watched, and nothing may read a
     /// site's files before it has. Otherwise every watch is added before `init` returns.
-    public init(root: String, rescanInterval: Int64?, logger: Logger, sitesInBackground: Bool = false) throws {
+    public convenience init(root: String, rescanInterval: Int64?, logger: Logger, sitesInBackground: Bool = false) throws {
+        try self.init(root: root, rescanInterval: rescanInterval, logger: logger, sitesInBackground: sitesInBackground, holding: nil)
+    }
+
+    /// `holding`: run first on the thread that watches the site directories (a test holds it there).
+    init(
+        root: String, rescanInterval: Int64?, logger: Logger, sitesInBackground: Bool, holding: (@Sendable () -> Void)?
+    ) throws {
         self.root = root
         self.rescanInterval = rescanInterval
         self.logger = logger
@@ -164,6 +175,7 @@ public final class ConfigWatcher: @unchecked Sendable {
             // The thread's work happens before `waitForSites` returns (the semaphore orders it):
             // the watcher's state stays one thread's at a time.
             let t = Thread { [self] in
+                holding?()
                 watchListedSites()
                 watching.signal()
             }
@@ -177,6 +189,7 @@ public final class ConfigWatcher: @unchecked Sendable {
     /// Returns once every site directory listed at `init` is watched (at once unless `init` was
     /// told to watch them in the background). Safe to call more than once, from one thread at a time.
     public func waitForSites() {
+        defer { watchedSites = siteWatches.count }
         guard let watching = sitesWatched else { return }
         watching.wait()
         sitesWatched = nil

@@ -21,7 +21,7 @@ import Served
 /// (`DefaultCertificate`), the snapshot and its generation (`SnapshotEditor`) and what the admin
 /// view reads (`SiteTracking`). What stays here is the order of a reload and the sites' records.
 /// One file of about 560 lines: a reload's order (read in chunks, check the tree, apply,
-/// resolve, publish) reads best in one place, and the public reading API at its end is short
+/// resolve; publishing is in SiteRegistry+Publish.swift) reads best in one place, and the public reading API at its end is short
 /// reads of the records and the claims.
 public final class SiteRegistry {
     /// Says whether certificate files load and match; nil when they do, else why not. (The TLS
@@ -468,54 +468,6 @@ public final class SiteRegistry {
         claims.ownership.set(name, HostOwnership.Names(host: host, symlinks: symlinks, aliases: aliases))
         tracking.move(from: before, to: records.values[index].state)
         return !errors.isEmpty
-    }
-
-    /// Puts a site's current served version into the snapshot, answering for the names it holds.
-    func publish(_ name: String) {
-        publish(name, Self.publication(of: records[name]?.served, name, claims.ownership))
-    }
-
-    /// `publish` for many sites: what each serves with its names, and its refused claims, are
-    /// worked out on every core for a large batch (reads of the records and the decisions only),
-    /// then put into the snapshot and logged on this thread in order (at a million sites, a
-    /// start's thread spent a second and a half on the names alone, perf in docs/benchmarks.md).
-    func publish(_ names: [String], threshold: Int = parallelPublication) {
-        nonisolated(unsafe) let records = records
-        let ownership = claims.ownership
-        let publications = Parallel.map(names, threshold: threshold) { name in
-            Self.publication(of: records[name]?.served, name, ownership)
-        }
-        tracking.reserve(names.count)
-        for (name, publication) in zip(names, publications) {
-            tracking.touch(name)
-            log(publication.refusals, of: name)
-        }
-        editor.replace(Array(zip(names, publications.lazy.map(\.site))))
-    }
-
-    /// Batches larger than this are worked out on every core by `publish(_:)`.
-    static let parallelPublication = 4_096
-
-    /// A site's served version with the names it holds (nil: nothing served), and the claims refused.
-    private static func publication(
-        of served: ServedSite?, _ name: String, _ ownership: HostOwnership
-    ) -> (site: ServedSite?, refusals: [HostOwnership.Refusal]) {
-        guard let served else { return (nil, []) }
-        let hosts = ownership.held(by: name)
-        return (served.hasHosts(hosts) ? served : served.with(hosts: hosts), ownership.refusals(of: name))
-    }
-
-    private func publish(_ name: String, _ publication: (site: ServedSite?, refusals: [HostOwnership.Refusal])) {
-        tracking.touch(name)
-        log(publication.refusals, of: name)
-        editor.replace(name, with: publication.site)
-    }
-
-    private func log(_ refusals: [HostOwnership.Refusal], of name: String) {
-        for refusal in refusals {
-            let problem = HostClaims.problem(refusal, site: name)
-            logger.error("\(problem.file): \(problem.message)")
-        }
     }
 
     // MARK: - What the commands and the admin view read

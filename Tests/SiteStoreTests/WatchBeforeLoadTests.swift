@@ -80,4 +80,22 @@ struct WatchBeforeLoadTests {
         #expect(seen, "a change to a site watched in the background was not reported")
         #expect(!batches.withLock { $0.contains(where: \.full) })
     }
+
+    @Test("waitForSites returns only once every site listed is watched, however late the watching thread runs")
+    func waitsForEverySite() throws {
+        let layout = try GitSyncLayout()
+        // Past the watcher's parallel threshold: watched on every core.
+        let sites = ConfigWatcher.parallelThreshold + 44
+        try layout.worktree("A", sites: sites, tree: "a")
+        layout.publish("A")
+        let logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+        let gate = DispatchSemaphore(value: 0)
+        let watcher = try ConfigWatcher(
+            root: layout.link, rescanInterval: nil, logger: logger, sitesInBackground: true, holding: { gate.wait() })
+        // The watching thread starts only as this one begins to wait.
+        DispatchQueue.global().async { gate.signal() }
+        watcher.waitForSites()
+        #expect(watcher.watchedSites == sites)
+        watcher.stop()
+    }
 }

@@ -1,0 +1,54 @@
+import Reactor
+import Served
+
+/// Publishing: a site's served version put into the snapshot with the names it holds, its refused
+/// claims logged (`SiteRegistry.apply` publishes what a reload updated and what the decisions changed).
+extension SiteRegistry {
+    /// Puts a site's current served version into the snapshot, answering for the names it holds.
+    func publish(_ name: String) {
+        publish(name, Self.publication(of: records[name]?.served, name, claims.ownership))
+    }
+
+    /// `publish` for many sites: what each serves with its names, and its refused claims, are
+    /// worked out on every core for a large batch (reads of the records and the decisions only),
+    /// then put into the snapshot and logged on this thread in order (at a million sites,
+    /// `held(by:)` alone was 1.0 s of the start's thread, perf in docs/benchmarks.md).
+    func publish(_ names: [String], threshold: Int = parallelPublication) {
+        nonisolated(unsafe) let records = records
+        let ownership = claims.ownership
+        let publications = Parallel.map(names, threshold: threshold) { name in
+            Self.publication(of: records[name]?.served, name, ownership)
+        }
+        tracking.reserve(names.count)
+        for (name, publication) in zip(names, publications) {
+            tracking.touch(name)
+            log(publication.refusals, of: name)
+        }
+        editor.replace(Array(zip(names, publications.lazy.map(\.site))))
+    }
+
+    /// Batches larger than this are worked out on every core by `publish(_:)`.
+    static let parallelPublication = 4_096
+
+    /// A site's served version with the names it holds (nil: nothing served), and the claims refused.
+    static func publication(
+        of served: ServedSite?, _ name: String, _ ownership: HostOwnership
+    ) -> (site: ServedSite?, refusals: [HostOwnership.Refusal]) {
+        guard let served else { return (nil, []) }
+        let hosts = ownership.held(by: name)
+        return (served.hasHosts(hosts) ? served : served.with(hosts: hosts), ownership.refusals(of: name))
+    }
+
+    func publish(_ name: String, _ publication: (site: ServedSite?, refusals: [HostOwnership.Refusal])) {
+        tracking.touch(name)
+        log(publication.refusals, of: name)
+        editor.replace(name, with: publication.site)
+    }
+
+    func log(_ refusals: [HostOwnership.Refusal], of name: String) {
+        for refusal in refusals {
+            let problem = HostClaims.problem(refusal, site: name)
+            logger.error("\(problem.file): \(problem.message)")
+        }
+    }
+}
