@@ -11,13 +11,19 @@ import Testing
 /// was lost until the next full rescan when the watches were added after the load.
 @Suite("The watcher is made before the first load")
 struct WatchBeforeLoadTests {
-    @Test("a file changed while the first load runs, after its site was read, is in the watcher's first batch")
-    func changeDuringFirstLoad() throws {
+    private let logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+
+    /// A published tree of `sites` sites `s0.t.test`…
+    private func layout(sites: Int) throws -> GitSyncLayout {
         let layout = try GitSyncLayout()
-        let sites = SiteRegistry.chunkSize + 10
         try layout.worktree("A", sites: sites, tree: "a")
         layout.publish("A")
-        let logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+        return layout
+    }
+    @Test("a file changed while the first load runs, after its site was read, is in the watcher's first batch")
+    func changeDuringFirstLoad() throws {
+        let sites = SiteRegistry.chunkSize + 10
+        let layout = try layout(sites: sites)
         let watcher = try ConfigWatcher(root: layout.link, rescanInterval: nil, logger: logger)
         let registry = layout.registry()
         // s0.t.test is in the first chunk: rewritten once that chunk has been read.
@@ -47,11 +53,8 @@ struct WatchBeforeLoadTests {
 
     @Test("sites watched on a thread of their own: no site is read before `beforeReading`, and a change to any site is reported")
     func sitesWatchedInBackground() throws {
-        let layout = try GitSyncLayout()
         let sites = SiteRegistry.chunkSize + 10
-        try layout.worktree("A", sites: sites, tree: "a")
-        layout.publish("A")
-        let logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+        let layout = try layout(sites: sites)
         let watcher = try ConfigWatcher(root: layout.link, rescanInterval: nil, logger: logger, sitesInBackground: true)
         let registry = layout.registry()
         let file = { (site: Int) in "\(layout.root)/.worktrees/A/sites/s\(site).t.test/apple-app-site-association" }
@@ -83,12 +86,9 @@ struct WatchBeforeLoadTests {
 
     @Test("waitForSites returns only once every site listed is watched, however late the watching thread runs")
     func waitsForEverySite() throws {
-        let layout = try GitSyncLayout()
         // Past the watcher's parallel threshold: watched on every core.
         let sites = ConfigWatcher.parallelThreshold + 44
-        try layout.worktree("A", sites: sites, tree: "a")
-        layout.publish("A")
-        let logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+        let layout = try layout(sites: sites)
         let gate = DispatchSemaphore(value: 0)
         let watcher = try ConfigWatcher(
             root: layout.link, rescanInterval: nil, logger: logger, sitesInBackground: true, holding: { gate.wait() })
