@@ -237,7 +237,14 @@ enum SharedHeadParts {
     /// table hold options that passed, and an option that cannot be sent makes none.
     static func parts(_ options: ServingOptions, mayCompress: Bool) throws(PreparedFile.InvalidField) -> FileHeadParts {
         let key = Key(options: options, mayCompress: mayCompress)
-        if let parts = table.withLock({ $0.entries[key]?.parts }) { return parts }
+        // Strings are equal by canonical equivalence, not bytes: parts found for an equal value
+        // are taken only for the same bytes (a value the check passed is ASCII, equal only to
+        // itself), else the value is checked.
+        if let parts = table.withLock({ $0.entries[key]?.parts }),
+            parts.cacheControl.utf8.elementsEqual(options.cacheControl.utf8)
+        {
+            return parts
+        }
         try PreparedFile.check(options)
         return table.withLock { table in
             if let parts = table.entries[key]?.parts { return parts }

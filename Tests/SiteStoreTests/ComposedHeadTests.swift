@@ -120,4 +120,15 @@ struct ComposedHeadTests {
         let again = try PreparedFile(body: PreparedFileTests.json(2_000), modified: 0, options: ServingOptions())
         #expect(again.parts === kept.parts)
     }
+
+    /// Swift's strings are equal by canonical equivalence: U+037E (Greek question mark) equals
+    /// `;`. A value equal to one whose parts are alive, but of other bytes, is still checked.
+    @Test("a value equal to a checked one but of other bytes is checked, not given its parts")
+    func equivalentValueChecked() throws {
+        let plain = try PreparedFile(body: [], modified: 0, options: ServingOptions(cacheControl: "max-age=300;"))
+        let equivalent = ServingOptions(cacheControl: "max-age=300\u{037E}")
+        #expect(equivalent == ServingOptions(cacheControl: "max-age=300;"))
+        #expect(throws: PreparedFile.InvalidField.self) { try PreparedFile(body: [], modified: 0, options: equivalent) }
+        #expect(plain.parts.cacheControl == "max-age=300;")
+    }
 }
