@@ -132,8 +132,9 @@ public final class ConfigWatcher: @unchecked Sendable {
     /// Signalled when the site directories `init` left to a thread of their own are watched; nil
     /// once waited for, or when `init` watched them itself.
     private var sitesWatched: DispatchSemaphore?
-    /// How many site names were watched when `waitForSites` last returned (for tests).
-    private(set) var watchedSites = 0
+    /// How many site names are watched (for tests: read after `waitForSites`, which orders the
+    /// watching thread's work before it).
+    var watchedSites: Int { siteWatches.count }
 
     private var pending = Change()
     private var firstEvent: Int64?
@@ -189,7 +190,6 @@ public final class ConfigWatcher: @unchecked Sendable {
     /// Returns once every site directory listed at `init` is watched (at once unless `init` was
     /// told to watch them in the background). Safe to call more than once, from one thread at a time.
     public func waitForSites() {
-        defer { watchedSites = siteWatches.count }
         guard let watching = sitesWatched else { return }
         watching.wait()
         sitesWatched = nil
