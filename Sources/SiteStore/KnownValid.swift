@@ -83,25 +83,61 @@ public struct KnownValid: Sendable {
         }
     }
 
-    /// The verdicts.
-    private(set) var keySet: Set<Key> = []
+    /// The verdicts read at start or last remembered: sorted, each once, 40 bytes a key (a
+    /// `Set` of the same keys took 105 bytes a key with its empty slots, and its inserts were
+    /// most of a start's reading of the file: docs/benchmarks.md).
+    private(set) var sorted: [Key] = []
+    /// Verdicts added since (a load's new contents and pairs): few at a restart.
+    private var added: Set<Key> = []
+
+    /// Every verdict, sorted, each once.
+    var sortedKeys: [Key] { added.isEmpty ? sorted : Self.normalized(sorted + added) }
 
     /// The keys as text (the file's lines).
-    var keys: Set<String> { Set(keySet.map(\.text)) }
+    var keys: Set<String> { Set(sortedKeys.map(\.text)) }
 
     public init() {}
 
-    init(keySet: Set<Key>) { self.keySet = keySet }
+    /// The verdicts `keys`, in any order, repeated or not.
+    init(keys: [Key]) { sorted = Self.normalized(keys) }
+
+    /// The verdicts `sorted`, already sorted and each once (as `sorted` or `sortedKeys` gave).
+    init(sorted: [Key]) { self.sorted = sorted }
+
+    /// `keys` sorted, each once.
+    static func normalized(_ keys: [Key]) -> [Key] {
+        var keys = keys
+        keys.sort()
+        var kept = 0
+        for index in keys.indices where kept == 0 || keys[kept - 1] != keys[index] {
+            keys[kept] = keys[index]
+            kept += 1
+        }
+        keys.removeLast(keys.count - kept)
+        return keys
+    }
+
+    /// Whether `sorted` holds `key`: a binary search.
+    private func isStored(_ key: Key) -> Bool {
+        var low = 0
+        var high = sorted.count
+        while low < high {
+            let middle = low + (high - low) / 2
+            if sorted[middle] < key { low = middle + 1 } else { high = middle }
+        }
+        return low < sorted.count && sorted[low] == key
+    }
 
     public func contains(_ kind: Kind, digestHex: String) -> Bool {
-        Key(kind, digestHex: digestHex.utf8).map { keySet.contains($0) } ?? false
+        guard let key = Key(kind, digestHex: digestHex.utf8) else { return false }
+        return isStored(key) || added.contains(key)
     }
 
     mutating func insert(_ kind: Kind, digestHex: String) {
-        if let key = Key(kind, digestHex: digestHex.utf8) { keySet.insert(key) }
+        if let key = Key(kind, digestHex: digestHex.utf8), !isStored(key) { added.insert(key) }
     }
 
-    public var count: Int { keySet.count }
+    public var count: Int { sorted.count + added.count }
 
     /// The file's first line: format and the binary's identity.
     static func header(identity: String) -> String { "aasad validated-contents 1 \(identity)\n" }
@@ -117,29 +153,38 @@ public struct KnownValid: Sendable {
         else { return KnownValid() }
         let header = Array(Self.header(identity: identity).utf8)
         guard bytes.starts(with: header) else { return KnownValid() }
-        var known = KnownValid()
-        var line: [UInt8] = []
-        for byte in bytes[header.count...] {
-            if byte != UInt8(ascii: "\n") {
-                line.append(byte)
-                if line.count > 65 { return KnownValid() }
-                continue
+        // Lines of 65 bytes and a newline, read in place; the file is written sorted, so the keys
+        // are kept as read unless they are not (then sorted, costing time only).
+        let lineLength = 66
+        guard (bytes.count - header.count) % lineLength == 0 else { return KnownValid() }
+        var keys: [Key] = []
+        keys.reserveCapacity((bytes.count - header.count) / lineLength)
+        var ordered = true
+        let parsed = bytes.withUnsafeBufferPointer { buffer -> Bool in
+            var start = header.count
+            while start < buffer.count {
+                guard buffer[start + 65] == UInt8(ascii: "\n"), let kind = Kind(rawValue: Character(UnicodeScalar(buffer[start]))),
+                    let key = Key(kind, digestHex: UnsafeBufferPointer(rebasing: buffer[(start + 1)..<(start + 65)]))
+                else { return false }
+                if let last = keys.last, !(last < key) { ordered = false }
+                keys.append(key)
+                start += lineLength
             }
-            guard line.count == 65, let kind = Kind(rawValue: Character(UnicodeScalar(line[0]))),
-                let key = Key(kind, digestHex: line.dropFirst())
-            else { return KnownValid() }
-            known.keySet.insert(key)
-            line.removeAll(keepingCapacity: true)
+            return true
         }
-        return line.isEmpty ? known : KnownValid()
+        guard parsed else { return KnownValid() }
+        var known = KnownValid()
+        known.sorted = ordered ? keys : normalized(keys)
+        return known
     }
 
     /// Writes the verdicts to `path`: a new file, synced, then renamed over the old, so that a
     /// crash leaves one or the other whole.
     public func store(path: String, identity: String) throws(SystemError) {
         var text = Self.header(identity: identity)
-        text.reserveCapacity(text.utf8.count + keySet.count * 66)
-        for key in keySet.sorted() {
+        let keys = sortedKeys
+        text.reserveCapacity(text.utf8.count + keys.count * 66)
+        for key in keys {
             text += key.text
             text += "\n"
         }

@@ -11,7 +11,7 @@ struct ValidityCache {
     private(set) var known: KnownValid?
     /// Where `known` is kept between runs, by its keys, and the binary it belongs to; nil: memory
     /// only.
-    private var file: (state: StateFile<Set<KnownValid.Key>>, identity: String)?
+    private var file: (state: StateFile<[KnownValid.Key]>, identity: String)?
     /// Whether a failed write was logged already (a state directory that cannot be written
     /// would otherwise log at every rescan).
     var writeFailed: Bool { file?.state.writeFailed ?? false }
@@ -21,7 +21,7 @@ struct ValidityCache {
         guard !keepsSources else { return }
         known = file.map { KnownValid.load(path: $0.path, identity: $0.identity) } ?? KnownValid()
         if let file {
-            self.file = (StateFile(path: file.path, stored: known?.keySet ?? [], keeps: "the validated contents"), file.identity)
+            self.file = (StateFile(path: file.path, stored: known?.sorted ?? [], keeps: "the validated contents"), file.identity)
         }
     }
 
@@ -36,36 +36,40 @@ struct ValidityCache {
         served: some Sequence<ServedSite>, defaultCertificate: String?, late: inout LateCertificateChecks, logger: Logger
     ) {
         guard known != nil else { return }
-        var current = KnownValid()
+        var current: [KnownValid.Key] = []
+        func add(_ kind: KnownValid.Kind, _ digestHex: String) {
+            if let key = KnownValid.Key(kind, digestHex: digestHex.utf8) { current.append(key) }
+        }
         // Refused pairs still served: a site read again after its pair failed keeps it when the
         // read cannot happen (the root unresolved, a load given up), and such a pair is neither
         // recorded as valid nor forgotten as refused until no site serves it.
         var stillRefused = Set<String>()
         for site in served {
-            if let file = site.aasa { current.insert(.aasa, digestHex: file.content.digest) }
-            if let file = site.assetLinks { current.insert(.assetLinks, digestHex: file.content.digest) }
+            if let file = site.aasa { add(.aasa, file.content.digest) }
+            if let file = site.assetLinks { add(.assetLinks, file.content.digest) }
             guard let identity = site.certificateIdentity, !late.isUnchecked(identity) else { continue }
             if late.isRefused(identity) {
                 stillRefused.insert(identity)
             } else {
-                current.insert(.certificate, digestHex: identity)
+                add(.certificate, identity)
             }
         }
         late.forgetRefused(except: stillRefused)
-        if let identity = defaultCertificate, !late.isRefused(identity) { current.insert(.certificate, digestHex: identity) }
+        if let identity = defaultCertificate, !late.isRefused(identity) { add(.certificate, identity) }
+        let remembered = KnownValid(keys: current)
         guard let identity = file?.identity, let stored = file?.state.stored else {
-            known = current
+            known = remembered
             return
         }
-        if current.keySet == stored {
-            // The verdicts read at start (or last written): kept, rather than a second equal set.
-            known = KnownValid(keySet: stored)
+        if remembered.sorted == stored {
+            // The verdicts read at start (or last written): kept, rather than a second equal array.
+            known = KnownValid(sorted: stored)
             return
         }
-        known = current
+        known = remembered
         // Only start-up time depends on it.
-        file?.state.keep(current.keySet, logger: logger) { path throws(SystemError) in
-            try current.store(path: path, identity: identity)
+        file?.state.keep(remembered.sorted, logger: logger) { path throws(SystemError) in
+            try remembered.store(path: path, identity: identity)
         }
     }
 

@@ -94,6 +94,7 @@ struct KnownValidTests {
             header + key + "\n" + "a" + String(repeating: "g", count: 64) + "\n",  // not hex
             header + key + "\n" + "z" + digest(good) + "\n",  // unknown kind
             header + key + "0\n",  // too long
+            header + String(key.dropLast()) + "\n" + key + "\n" + "a",  // a short line, the length of whole ones
             "aasad validated-contents 2 x\n" + key + "\n",  // another format
             "",
         ]
@@ -104,6 +105,28 @@ struct KnownValidTests {
         try c.write("validated-contents", header + key + "\n")
         #expect(KnownValid.load(path: path, identity: "x").keys == [key])
         #expect(KnownValid.load(path: c.root + "/missing", identity: "x").count == 0)
+    }
+
+    @Test("a file out of order or with a key twice is read whole, sorted; every key is found, read or added")
+    func unordered() throws {
+        let c = try TempConfig()
+        let path = c.root + "/validated-contents"
+        let digests = (0..<40).map { digest("content \($0)") }
+        let lines = digests.map { "a" + $0 } + digests.prefix(5).map { "c" + $0 } + ["a" + digests[3]]
+        try c.write("validated-contents", KnownValid.header(identity: "x") + lines.reversed().map { $0 + "\n" }.joined())
+        var known = KnownValid.load(path: path, identity: "x")
+        #expect(known.count == 45)
+        #expect(known.sortedKeys == known.sortedKeys.sorted() && Set(known.sortedKeys).count == 45)
+        for hex in digests { #expect(known.contains(.aasa, digestHex: hex)) }
+        #expect(known.contains(.certificate, digestHex: digests[4]))
+        #expect(!known.contains(.certificate, digestHex: digests[5]), "a verdict of another kind")
+        #expect(!known.contains(.aasa, digestHex: digest("new")))
+        known.insert(.aasa, digestHex: digest("new"))
+        known.insert(.aasa, digestHex: digests[0])
+        #expect(known.contains(.aasa, digestHex: digest("new")) && known.count == 46)
+        try known.store(path: path, identity: "x")
+        let again = KnownValid.load(path: path, identity: "x")
+        #expect(again.sorted == known.sortedKeys && again.count == 46)
     }
 
     @Test("a state directory that cannot be written costs the next start time, not this one's sites")

@@ -151,7 +151,7 @@ struct SharedContentReadTests {
             result: ValidationResult(document: 1, diagnostics: []))
         let held = try #require(try cache.prepare(first, modified: 1_700_000_000, options: ServingOptions())).content
         // An empty verdict list validates the file; one that knows it does not: both take the content.
-        for known in [KnownValid(), KnownValid(keySet: [KnownValid.Key(.aasa, digestHex: Array(held.digest.utf8))!])] {
+        for known in [KnownValid(), KnownValid(keys: [KnownValid.Key(.aasa, digestHex: Array(held.digest.utf8))!])] {
             let site = ConfigLoader.loadSite(
                 host: try HostName(parsing: "b.test"), directory: directory.path("sites/b.test"), relative: "sites/b.test", known: known,
                 options: ServingOptions(), shared: cache)
