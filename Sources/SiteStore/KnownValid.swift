@@ -28,9 +28,9 @@ public struct KnownValid: Sendable {
         case certificate = "c"
     }
 
-    /// One key: a kind and the SHA-256 of the bytes, 33 bytes held inline in the set (the key as
+    /// One key: a kind and the SHA-256 of the bytes, 33 bytes (40 with padding) held inline (the key as
     /// text, the kind's letter and 64 hex digits, was a String of its own: 133 bytes a key with
-    /// its slot, heaptrack at 10,000 sites). Ordered as its text form sorts.
+    /// its slot in a set, heaptrack at 10,000 sites). Ordered as its text form sorts.
     struct Key: Hashable, Comparable {
         let kind: UInt8
         let digest: (UInt64, UInt64, UInt64, UInt64)
