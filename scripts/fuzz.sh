@@ -10,6 +10,7 @@
 #           (first byte 0x1E) the record files replicas share in the storage directory
 #   check   CDN and origin bodies as canonical JSON, entitlements entries/plists  Fuzz/check-corpus, Fuzz/check-fail-cases
 #   ownership  which site holds which host: programs of directory, symlink and alias changes  Fuzz/ownership-corpus, Fuzz/ownership-fail-cases
+#   verdicts   the verdicts' file a restart trusts (state/…/validated-contents)      Fuzz/verdicts-corpus, Fuzz/verdicts-fail-cases
 #   tokens  the tenant API's tokens file (api.tokens-file: YAML, digests, host patterns)  Fuzz/tokens-corpus, Fuzz/tokens-fail-cases
 #   api     a tenant API request's bytes: the listener's reading, route, {host}, Authorization,
 #           the list's query, If-Match, the PUT body                                Fuzz/api-corpus, Fuzz/api-fail-cases
@@ -18,7 +19,7 @@
 # out-of-memory input is moved to its fail-cases folder. The normal test run replays both folders of
 # every target (of the ownership corpus, one share in 8 a day: scripts/fuzz-replay.sh replays all). Each run is recorded in Fuzz/ledger.tsv (date, commit, inputs, exec/s, coverage,
 # units added, result); scripts/fuzz-ledger.py sums it into docs/reliability.md's table.
-# Usage: scripts/fuzz.sh [seconds per target] [aasa|http1|fields|http2|config|pem|acme|check|ownership|tokens|api|tenant|all]   (default 60, all)
+# Usage: scripts/fuzz.sh [seconds per target] [aasa|http1|fields|http2|config|pem|acme|check|ownership|verdicts|tokens|api|tenant|all]   (default 60, all)
 # FUZZ_RUNS=N runs N inputs per target instead of a time (the documented campaign: 10,000,000).
 # FUZZ_SMOKE=1 is CI's check that every target builds and runs: it compiles without optimisation
 # (a third of -O's compile time), starts from an empty corpus (the committed corpora are replayed
@@ -30,8 +31,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 which="${2:-all}"
-case "$which" in aasa | http1 | fields | http2 | config | pem | acme | check | ownership | tokens | api | tenant | all) ;; *)
-    echo "usage: scripts/fuzz.sh [seconds] [aasa|http1|fields|http2|config|pem|acme|check|ownership|tokens|api|tenant|all]" >&2
+case "$which" in aasa | http1 | fields | http2 | config | pem | acme | check | ownership | verdicts | tokens | api | tenant | all) ;; *)
+    echo "usage: scripts/fuzz.sh [seconds] [aasa|http1|fields|http2|config|pem|acme|check|ownership|verdicts|tokens|api|tenant|all]" >&2
     exit 64
     ;;
 esac
@@ -212,6 +213,13 @@ if [ "$which" = all ] || [ "$which" = ownership ]; then
         Sources/SiteStore/AliasPolicy.swift Sources/Served/HostName.swift Sources/Served/Punycode.swift \
         Sources/SafeText/*.swift) Fuzz/FuzzOwnership.swift -o "$out/fuzz-ownership"
     run ownership Fuzz/ownership-corpus Fuzz/ownership-fail-cases 512
+fi
+
+if [ "$which" = all ] || [ "$which" = verdicts ]; then
+    # The verdicts' file format (no I/O: its reading from disk is KnownValid+Disk.swift) and its
+    # checks, as one module. The corpus is committed.
+    compile Sources/SiteStore/KnownValid.swift Sources/SiteStore/KnownValidFuzz.swift Fuzz/FuzzVerdicts.swift -o "$out/fuzz-verdicts"
+    run verdicts Fuzz/verdicts-corpus Fuzz/verdicts-fail-cases 4096
 fi
 
 if [ "$which" = all ] || [ "$which" = tokens ] || [ "$which" = api ] || [ "$which" = tenant ]; then

@@ -1,8 +1,3 @@
-import CAASAOpenSSL
-import Glibc
-public import Reactor
-import Served
-
 /// Contents already known to pass their validator, so that a load skips validating them again;
 /// and certificate pairs known to load, so that it skips checking them again.
 ///
@@ -104,7 +99,9 @@ public struct KnownValid: Sendable {
     /// The verdicts `sorted`, already sorted and each once (as `sorted` or `sortedKeys` gave).
     init(sorted: [Key]) { self.sorted = sorted }
 
-    /// `keys` sorted, each once.
+    /// `keys` sorted, each once, in an array the size of what is kept: the served contents repeat
+    /// (100,000 sites serving one file give 100,000 equal keys), and the verdicts are held for the
+    /// process's life.
     static func normalized(_ keys: [Key]) -> [Key] {
         var keys = keys
         keys.sort()
@@ -113,8 +110,7 @@ public struct KnownValid: Sendable {
             keys[kept] = keys[index]
             kept += 1
         }
-        keys.removeLast(keys.count - kept)
-        return keys
+        return kept == keys.count ? keys : Array(keys[..<kept])
     }
 
     /// Whether `sorted` holds `key`: a binary search.
@@ -142,29 +138,26 @@ public struct KnownValid: Sendable {
     /// The file's first line: format and the binary's identity.
     static func header(identity: String) -> String { "aasad validated-contents 1 \(identity)\n" }
 
-    /// A file larger than this is not read: two keys a site at 1,000,000 sites is 140 MB, far
-    /// beyond what any real state holds; a larger file is not ours.
-    static let maximumFileSize = 256 << 20
+    /// The length of one line of the file: the kind's letter, 64 hex digits and a newline.
+    static let lineLength = 66
 
-    /// Reads the verdicts stored at `path` for the binary `identity`; empty when the file is
-    /// missing, from another binary, damaged, or too large.
-    public static func load(path: String, identity: String) -> KnownValid {
-        guard case .success(let bytes) = ConfigLoader.readBounded(path: path, limit: maximumFileSize), bytes.count <= maximumFileSize
-        else { return KnownValid() }
+    /// The verdicts in `bytes`, the file as `fileBytes(identity:)` writes it for the binary
+    /// `identity`; empty when the header is another's or any line is damaged (the file is a cache:
+    /// a damaged one costs a full validation, never a verdict). Lines are read in place; the file
+    /// is written sorted, so the keys are kept as read unless they are not (then sorted and each
+    /// kept once, costing time only).
+    static func parse(_ bytes: [UInt8], identity: String) -> KnownValid {
         let header = Array(Self.header(identity: identity).utf8)
-        guard bytes.starts(with: header) else { return KnownValid() }
-        // Lines of 65 bytes and a newline, read in place; the file is written sorted, so the keys
-        // are kept as read unless they are not (then sorted, costing time only).
-        let lineLength = 66
-        guard (bytes.count - header.count) % lineLength == 0 else { return KnownValid() }
+        guard bytes.starts(with: header), (bytes.count - header.count) % lineLength == 0 else { return KnownValid() }
         var keys: [Key] = []
         keys.reserveCapacity((bytes.count - header.count) / lineLength)
         var ordered = true
         let parsed = bytes.withUnsafeBufferPointer { buffer -> Bool in
             var start = header.count
             while start < buffer.count {
-                guard buffer[start + 65] == UInt8(ascii: "\n"), let kind = Kind(rawValue: Character(UnicodeScalar(buffer[start]))),
-                    let key = Key(kind, digestHex: UnsafeBufferPointer(rebasing: buffer[(start + 1)..<(start + 65)]))
+                guard buffer[start + lineLength - 1] == UInt8(ascii: "\n"),
+                    let kind = Kind(rawValue: Character(UnicodeScalar(buffer[start]))),
+                    let key = Key(kind, digestHex: UnsafeBufferPointer(rebasing: buffer[(start + 1)..<(start + lineLength - 1)]))
                 else { return false }
                 if let last = keys.last, !(last < key) { ordered = false }
                 keys.append(key)
@@ -173,41 +166,18 @@ public struct KnownValid: Sendable {
             return true
         }
         guard parsed else { return KnownValid() }
-        var known = KnownValid()
-        known.sorted = ordered ? keys : normalized(keys)
-        return known
+        return ordered ? KnownValid(sorted: keys) : KnownValid(keys: keys)
     }
 
-    /// Writes the verdicts to `path`: a new file, synced, then renamed over the old, so that a
-    /// crash leaves one or the other whole.
-    public func store(path: String, identity: String) throws(SystemError) {
-        var text = Self.header(identity: identity)
+    /// The file's bytes for the binary `identity`: the header, then every verdict's line, sorted.
+    func fileBytes(identity: String) -> [UInt8] {
         let keys = sortedKeys
-        text.reserveCapacity(text.utf8.count + keys.count * 66)
+        var bytes = Array(Self.header(identity: identity).utf8)
+        bytes.reserveCapacity(bytes.count + keys.count * Self.lineLength)
         for key in keys {
-            text += key.text
-            text += "\n"
+            bytes += key.text.utf8
+            bytes.append(UInt8(ascii: "\n"))
         }
-        try Files.replaceAtomically(path, with: Array(text.utf8), mode: 0o600)
-    }
-
-    /// The running binary's identity: its size, modification time and inode, so that a rebuilt
-    /// or replaced binary (whose validators may differ) never trusts an older one's verdicts; and
-    /// the OpenSSL it runs with and that library's configuration file, since a certificate's
-    /// verdict is OpenSSL's (a new version or security level may refuse what an old one took).
-    public static func binaryIdentity(path: String = "/proc/self/exe") -> String? {
-        func file(_ path: String) -> String? {
-            var info = stat()
-            guard stat(path, &info) == 0 else { return nil }
-            return "\(info.st_size)-\(info.st_mtim.tv_sec).\(info.st_mtim.tv_nsec)-\(info.st_ino)"
-        }
-        guard let binary = file(path) else { return nil }
-        let openSSL = String(cString: OpenSSL_version(OPENSSL_VERSION)).filter { $0 != "\n" && $0 != " " }
-        var configuration = "no-openssl.cnf"
-        if let name = CONF_get1_default_config_file() {
-            configuration = file(String(cString: name)) ?? configuration
-            CRYPTO_free(name, nil, 0)
-        }
-        return "\(binary) \(openSSL) \(configuration)"
+        return bytes
     }
 }

@@ -129,6 +129,21 @@ struct KnownValidTests {
         #expect(again.sorted == known.sortedKeys && again.count == 46)
     }
 
+    @Test(
+        "keys repeated side by side in a sorted file are kept once; the served keys, repeated, are held in an array their distinct count's size"
+    )
+    func repeatsKeptOnce() throws {
+        let digests = (0..<3).map { digest("content \($0)") }.sorted()
+        let lines = ["a" + digests[0], "a" + digests[0], "a" + digests[1], "a" + digests[2], "a" + digests[2], "a" + digests[2]]
+        let known = KnownValid.parse(Array((KnownValid.header(identity: "x") + lines.map { $0 + "\n" }.joined()).utf8), identity: "x")
+        #expect(known.sortedKeys.map(\.text) == digests.map { "a" + $0 })
+        #expect(known.count == 3)
+        // 100,000 sites serving one file remember 100,000 equal keys: one is kept, in a small array.
+        let key = try #require(KnownValid.Key(.aasa, digestHex: Array(digests[0].utf8)))
+        let remembered = KnownValid(keys: Array(repeating: key, count: 100_000))
+        #expect(remembered.count == 1 && remembered.sorted.capacity < 16)
+    }
+
     @Test("a state directory that cannot be written costs the next start time, not this one's sites")
     func unwritable() throws {
         let c = try TempConfig()

@@ -1,0 +1,29 @@
+import TestSupport
+import Testing
+
+@testable import SiteStore
+
+/// Replays the verdicts fuzzing corpus and saved failures (scripts/fuzz.sh verdicts) through the
+/// fuzz target's own checks (`KnownValidFuzz.check`, Fuzz/FuzzVerdicts.swift): a damaged file
+/// ignored whole, the keys of a well-formed one exactly its lines, sorted, each once and found, and
+/// written back as read.
+@Suite("Verdicts fuzz corpus replay")
+struct VerdictsFuzzReplayTests {
+    @Test("every corpus input keeps the file's invariants")
+    func corpus() {
+        let inputs = FuzzCorpus.inputs("verdicts-corpus")
+        #expect(inputs.count >= 9)
+        for input in inputs {
+            #expect(KnownValidFuzz.check(input.bytes) == nil, "\(input.name)")
+        }
+    }
+
+    @Test("every saved failure keeps them too: repeated keys side by side, a short line padded by a long one")
+    func failures() {
+        let inputs = FuzzCorpus.failCases("verdicts-fail-cases")
+        #expect(inputs.count >= 2)
+        for input in inputs {
+            #expect(KnownValidFuzz.check(input.bytes) == nil, "\(input.name)")
+        }
+    }
+}
