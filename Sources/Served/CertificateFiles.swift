@@ -8,10 +8,15 @@ public struct CertificateFiles: Sendable, Equatable {
     /// Leaf first, then intermediates.
     public let chainPEM: [UInt8]
     public let keyPEM: [UInt8]
-    /// Identifies the pair by content: sites with the same bytes share one TLS context. Kept,
-    /// not computed on use: the SNI callback asks for it on every handshake (a SHA-256 of both
-    /// files was 71,000 instructions of a resumed handshake's 2.4 million).
-    public let identity: String
+    /// The SHA-256 of chain, a zero byte and key, kept inline: the SNI callback asks for the
+    /// pair's identity on every handshake (hashing both files was 71,000 instructions of a resumed
+    /// handshake's 2.4 million), and a 64-character string of its own was 112 bytes a pair
+    /// (5.6 MB at 50,000 pairs, heaptrack in docs/benchmarks.md) where this is 32.
+    private let digest: (UInt64, UInt64, UInt64, UInt64)
+
+    /// Identifies the pair by content: sites with the same bytes share one TLS context. The
+    /// digest in lower-case hex, written on each use (a few hundred instructions).
+    public var identity: String { withUnsafeBytes(of: digest) { Hex.string($0) } }
 
     /// Largest PEM file read: a chain of a few certificates is under 10 KB.
     public static let maximumFileSize = 1 << 20
@@ -20,6 +25,14 @@ public struct CertificateFiles: Sendable, Equatable {
         self.directory = directory
         self.chainPEM = chainPEM
         self.keyPEM = keyPEM
-        identity = Hex.string(Digest.sha256(chainPEM + [0] + keyPEM))
+        var digest: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+        let bytes = Digest.sha256(chainPEM + [0] + keyPEM)
+        withUnsafeMutableBytes(of: &digest) { $0.copyBytes(from: bytes) }
+        self.digest = digest
+    }
+
+    /// The same directory and bytes (the digest follows from the bytes).
+    public static func == (a: CertificateFiles, b: CertificateFiles) -> Bool {
+        a.directory == b.directory && a.chainPEM == b.chainPEM && a.keyPEM == b.keyPEM
     }
 }

@@ -1,0 +1,35 @@
+import Foundation
+import Served
+import Testing
+
+@Suite("A certificate pair's identity")
+struct CertificateIdentityTests {
+    @Test("is the SHA-256 of chain, a zero byte and key in lower-case hex, as sha256sum writes it; another byte, another identity")
+    func digestOfBytes() throws {
+        var generator = SystemRandomNumberGenerator()
+        for length in [0, 1, 31, 32, 33, 700, 4_096] {
+            let chain = (0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            let key = (0..<(length / 3)).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            let files = CertificateFiles(directory: "sites/a.test/tls", chainPEM: chain, keyPEM: key)
+            // The same digest from outside the process: the identity keys the verdicts kept
+            // between runs and the shared TLS contexts.
+            let input = FileManager.default.temporaryDirectory.appendingPathComponent("identity-\(UUID().uuidString)")
+            try Data(chain + [0] + key).write(to: input)
+            defer { try? FileManager.default.removeItem(at: input) }
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/sha256sum")
+            process.arguments = [input.path]
+            let output = Pipe()
+            process.standardOutput = output
+            try process.run()
+            let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            #expect(files.identity == String(printed.prefix(64)), "\(length) bytes")
+            #expect(files.identity.utf8.count == 64)
+            var changed = chain + [0]
+            changed[changed.count - 1] ^= 1
+            #expect(CertificateFiles(directory: "sites/a.test/tls", chainPEM: changed, keyPEM: key).identity != files.identity)
+            #expect(CertificateFiles(directory: "sites/b.test/tls", chainPEM: chain, keyPEM: key).identity == files.identity)
+        }
+    }
+}
