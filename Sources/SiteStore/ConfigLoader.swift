@@ -167,7 +167,7 @@ public enum ConfigLoader {
     ) -> Entry {
         var site = loadSite(
             host: host, directory: directory, relative: relative, known: known, options: options, configRoot: configRoot,
-            plainDirectory: plainDirectory, shared: shared, opened: opened)
+            plainDirectory: plainDirectory, shared: shared, opened: opened, siteName: name)
         if host.name != name && host.name + "." != name {
             site.problems.append(
                 ConfigProblem(
@@ -187,7 +187,7 @@ public enum ConfigLoader {
     ) -> SiteSource {
         loadSite(
             host: host, directory: directory, relative: relative, known: known, options: options, configRoot: configRoot,
-            plainDirectory: plainDirectory, shared: shared, opened: nil)
+            plainDirectory: plainDirectory, shared: shared, opened: nil, siteName: nil)
     }
 
     /// A site directory open for reading: its descriptor, through which its own
@@ -198,10 +198,11 @@ public enum ConfigLoader {
         var names: [String]?
     }
 
-    /// `loadSite`, reading the site through `opened` when it is open already.
+    /// `loadSite`, reading the site through `opened` when it is open already; `siteName`: the
+    /// site's name under `sites/`, which its certificate pair keeps (`CertificateFiles`).
     static func loadSite(
         host: HostName, directory: String, relative: String, known: KnownValid?, options: ServingOptions?,
-        configRoot: String?, plainDirectory: Bool, shared: ContentCache?, opened: OpenedDirectory?
+        configRoot: String?, plainDirectory: Bool, shared: ContentCache?, opened: OpenedDirectory?, siteName: String?
     ) -> SiteSource {
         var site = SiteSource(host: host, directory: relative, aliases: [], aasa: nil, assetLinks: nil, certificate: nil, problems: [])
         // The listing says which of the site's files exist, so that a missing one costs no failed
@@ -259,7 +260,8 @@ public enum ConfigLoader {
         readPages(directory, relative, &site, rules)
         var certificateUnreadable = false
         if mayExist("tls") {
-            site.certificate = readCertificate(directory, relative + "/tls", &site.problems, unreadable: &certificateUnreadable)
+            site.certificate = readCertificate(
+                directory, relative + "/tls", &site.problems, unreadable: &certificateUnreadable, site: siteName)
         }
         if certificateUnreadable { site.unreadable.insert("tls") }
         if site.aasa == nil && site.assetLinks == nil && !site.problems.contains(where: { $0.severity == .error }) {
@@ -364,8 +366,10 @@ public enum ConfigLoader {
 
     /// The same; `unreadable` is set when the folder or a file is there but cannot be read (the
     /// caller then keeps the pair it had: a certificate is only gone when its files are).
+    /// `site`: the name under `sites/` of the site whose `tls/` this is, kept by the pair rather
+    /// than a path of its own.
     static func readCertificate(
-        _ directory: String, _ relative: String, _ problems: inout [ConfigProblem], unreadable: inout Bool
+        _ directory: String, _ relative: String, _ problems: inout [ConfigProblem], unreadable: inout Bool, site: String? = nil
     ) -> CertificateFiles? {
         let tls = directory + "/tls"
         let status: FileStatus
@@ -398,6 +402,7 @@ public enum ConfigLoader {
             }
         }
         guard files.count == 2 else { return nil }
+        if let site, "sites/" + site + "/tls" == relative { return CertificateFiles(siteNamed: site, chainPEM: files[0], keyPEM: files[1]) }
         return CertificateFiles(directory: relative, chainPEM: files[0], keyPEM: files[1])
     }
 }

@@ -1,8 +1,11 @@
 import Foundation
+import Logging
 import Served
 import Testing
 
-@Suite("A certificate pair's identity")
+@testable import SiteStore
+
+@Suite("A certificate pair's identity and directory")
 struct CertificateIdentityTests {
     @Test("is the SHA-256 of chain, a zero byte and key in lower-case hex, as sha256sum writes it; another byte, another identity")
     func digestOfBytes() throws {
@@ -31,5 +34,28 @@ struct CertificateIdentityTests {
             #expect(CertificateFiles(directory: "sites/a.test/tls", chainPEM: changed, keyPEM: key).identity != files.identity)
             #expect(CertificateFiles(directory: "sites/b.test/tls", chainPEM: chain, keyPEM: key).identity == files.identity)
         }
+    }
+
+    @Test("a site's pair names its own tls/ in messages, whatever its spelling; another folder its path")
+    func directory() throws {
+        let c = try TempConfig()
+        for name in ["a.test", "B.test", "c.test"] {
+            try c.write(
+                "sites/\(name)/apple-app-site-association",
+                #"{"applinks": {"apps": [], "details": [{"appIDs": ["ABCDE12345.com.example.app"], "components": [{"/": "/a/*"}]}]}}"#)
+            try c.write("sites/\(name)/tls/cert.pem", "chain of \(name)")
+            try c.write("sites/\(name)/tls/key.pem", "key of \(name)")
+        }
+        let registry = SiteRegistry(root: c.root, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+        let snapshot = registry.reloadAll()
+        for name in ["a.test", "B.test", "c.test"] {
+            let files = try #require(snapshot.sites[name]?.certificate, "\(name)")
+            #expect(files.directory == "sites/\(name)/tls")
+            #expect(String(decoding: files.chainPEM, as: UTF8.self) == "chain of \(name)")
+        }
+        #expect(CertificateFiles(directory: "tls", chainPEM: [1], keyPEM: [2]).directory == "tls")
+        let named = CertificateFiles(siteNamed: "a.test", chainPEM: [1], keyPEM: [2])
+        #expect(named == CertificateFiles(directory: "sites/a.test/tls", chainPEM: [1], keyPEM: [2]))
+        #expect(named != CertificateFiles(siteNamed: "b.test", chainPEM: [1], keyPEM: [2]))
     }
 }
