@@ -79,8 +79,7 @@ public struct KnownValid: Sendable {
     }
 
     /// The verdicts read at start or last remembered: sorted, each once, 40 bytes a key (a
-    /// `Set` of the same keys took 105 bytes a key with its empty slots, and its inserts were
-    /// most of a start's reading of the file: docs/benchmarks.md).
+    /// `Set` of the same keys took 105 bytes a key with its empty slots: docs/benchmarks.md).
     private(set) var sorted: [Key] = []
     /// Verdicts added since (a load's new contents and pairs): few at a restart.
     private var added: Set<Key> = []
@@ -110,7 +109,9 @@ public struct KnownValid: Sendable {
             keys[kept] = keys[index]
             kept += 1
         }
-        return kept == keys.count ? keys : Array(keys[..<kept])
+        // A copy of exactly what is kept: the array sorted may have room to spare (built by
+        // appending), whether or not keys repeated.
+        return Array(keys[..<kept])
     }
 
     /// Whether `sorted` holds `key`: a binary search.
@@ -143,9 +144,9 @@ public struct KnownValid: Sendable {
 
     /// The verdicts in `bytes`, the file as `fileBytes(identity:)` writes it for the binary
     /// `identity`; empty when the header is another's or any line is damaged (the file is a cache:
-    /// a damaged one costs a full validation, never a verdict). Lines are read in place; the file
-    /// is written sorted, so the keys are kept as read unless they are not (then sorted and each
-    /// kept once, costing time only).
+    /// a damaged one costs a full validation, never a verdict). Lines are parsed in the file's
+    /// buffer, without a line buffer of their own; the file is written sorted, so the keys are kept
+    /// as read unless they are not (then sorted and each kept once, costing time only).
     static func parse(_ bytes: [UInt8], identity: String) -> KnownValid {
         let header = Array(Self.header(identity: identity).utf8)
         guard bytes.starts(with: header), (bytes.count - header.count) % lineLength == 0 else { return KnownValid() }

@@ -39,12 +39,15 @@ public enum KnownValidFuzz {
     }
 
     /// One line from a group of three bytes: `flags` picks the kind and a flaw, `a` and `b` the
-    /// digest (their hex, repeated).
+    /// digest (their hex, varied by word and repeated).
     static func line(_ flags: UInt8, _ a: UInt8, _ b: UInt8) -> [UInt8] {
         let kinds = Array("alcl".utf8)
         var out = [flags & 7 == 7 ? UInt8(ascii: "x") : kinds[Int(flags & 3)]]
-        let pair = Array(String(format2(a) + format2(b)).utf8)
-        for _ in 0..<16 { out += pair }
+        // Each of the digest's four 64-bit words differs (a word compared wrongly shows).
+        for word in 0..<4 {
+            let pair = Array(String(format2(a ^ UInt8(word)) + format2(b &+ UInt8(word * 37))).utf8)
+            for _ in 0..<4 { out += pair }
+        }
         switch (flags >> 3) & 3 {
         case 1 where flags & 0x80 != 0: out.removeLast()  // a short line
         case 2 where flags & 0x80 != 0: out.append(UInt8(ascii: "0"))  // a long one
@@ -92,7 +95,7 @@ public enum KnownValidFuzz {
         var expected = Set(lines)
         if let failure = compare(known, expected, identity: identity, what: "read") { return failure }
         // A digest of another kind, with one digit changed, or in upper case is not a verdict.
-        for line in expected.prefix(8) {
+        for (index, line) in expected.prefix(8).enumerated() {
             let hex = String(decoding: line.dropFirst(), as: UTF8.self)
             for kind in [KnownValid.Kind.aasa, .assetLinks, .certificate] {
                 let other = [UInt8(kind.rawValue.asciiValue ?? 0)] + line.dropFirst()
@@ -100,8 +103,10 @@ public enum KnownValidFuzz {
                     return "a verdict of kind \(kind) for a line of another"
                 }
             }
+            // One digit changed, in each word in turn and at a place the line itself picks.
             var changed = Array(line.dropFirst())
-            changed[changed.count - 1] = changed[changed.count - 1] == UInt8(ascii: "0") ? UInt8(ascii: "1") : UInt8(ascii: "0")
+            let place = (index % 4) * 16 + Int(line[1 + index % 64] % 16)
+            changed[place] = changed[place] == UInt8(ascii: "0") ? UInt8(ascii: "1") : UInt8(ascii: "0")
             if !expected.contains([line[0]] + changed), let kind = KnownValid.Kind(rawValue: Character(UnicodeScalar(line[0]))),
                 known.contains(kind, digestHex: String(decoding: changed, as: UTF8.self))
             {
