@@ -78,8 +78,8 @@ public enum ConfigLoader {
         shared: ContentCache? = nil, sites: Int32? = nil, configRoot: String? = nil
     ) -> Entry {
         if name.hasPrefix(".") { return .ignored }
-        let relative = "sites/\(name)"
-        let full = sitesPath + "/" + name
+        let relative = Files.joined("sites/", name)
+        let full = Files.joined(sitesPath, "/", name)
         let read = { (host: HostName, opened: OpenedDirectory?, plainDirectory: Bool) -> Entry in
             siteEntry(
                 host: host, name: name, directory: full, relative: relative, known: known, options: options,
@@ -96,7 +96,8 @@ public enum ConfigLoader {
             let descriptor = try? Files.openDirectoryNotFollowing(name, in: sites)
         {
             defer { Files.close(descriptor) }
-            return read(host, OpenedDirectory(descriptor: descriptor, names: try? Files.entries(in: descriptor)), true)
+            return read(
+                host, OpenedDirectory(descriptor: descriptor, names: try? Files.entries(in: descriptor, interned: internedNames)), true)
         }
         let fm = FileManager.default
         let entry: FileStatus
@@ -259,7 +260,8 @@ public enum ConfigLoader {
         readPages(directory, relative, &site, rules)
         var certificateUnreadable = false
         if mayExist("tls") {
-            site.certificate = readCertificate(directory, relative + "/tls", &site.problems, unreadable: &certificateUnreadable)
+            site.certificate = readCertificate(
+                directory, Files.joined(relative, "/tls"), &site.problems, unreadable: &certificateUnreadable)
         }
         if certificateUnreadable { site.unreadable.insert("tls") }
         if site.aasa == nil && site.assetLinks == nil && !site.problems.contains(where: { $0.severity == .error }) {
@@ -340,8 +342,8 @@ public enum ConfigLoader {
     static func readSiteFile(
         _ directory: String, _ relative: String, _ name: String, _ limit: Int, _ site: inout SiteSource, _ rules: FileRules
     ) -> (path: String, bytes: [UInt8], modified: Int64)? {
-        let relativePath = "\(relative)/\(name)"
-        switch readFile(path: directory + "/" + name, limit: limit, rules: rules) {
+        let relativePath = Files.joined(relative, "/", name)
+        switch readFile(path: Files.joined(directory, "/", name), limit: limit, rules: rules) {
         case .success(let file):
             return (relativePath, file.bytes, file.modified)
         case .failure(let error) where error.isMissing:
@@ -367,7 +369,7 @@ public enum ConfigLoader {
     static func readCertificate(
         _ directory: String, _ relative: String, _ problems: inout [ConfigProblem], unreadable: inout Bool
     ) -> CertificateFiles? {
-        let tls = directory + "/tls"
+        let tls = Files.joined(directory, "/tls")
         let status: FileStatus
         do {
             status = try Files.status(tls)
@@ -381,7 +383,7 @@ public enum ConfigLoader {
         guard status.kind == .directory else { return nil }
         var files: [[UInt8]] = []
         for name in ["cert.pem", "key.pem"] {
-            switch readBounded(path: tls + "/" + name, limit: CertificateFiles.maximumFileSize) {
+            switch readBounded(path: Files.joined(tls, "/", name), limit: CertificateFiles.maximumFileSize) {
             case .success(let bytes) where bytes.count > CertificateFiles.maximumFileSize:
                 problems.append(
                     ConfigProblem(severity: .error, file: "\(relative)/\(name)", message: "larger than 1 MB; is it a certificate?"))
