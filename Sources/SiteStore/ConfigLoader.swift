@@ -294,6 +294,7 @@ public enum ConfigLoader {
                 relativePath: file.path, bytes: bytes, modified: file.modified,
                 result: ValidationResult(document: nil, diagnostics: []),
                 sha256: hash, validatedEarlier: true)
+            read.verdictKnown = true
         } else {
             // Serve keeps no parsed model (the registry drops each site's source once applied),
             // but a full load holds every site's source until it is applied: the model of a valid

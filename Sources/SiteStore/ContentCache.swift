@@ -229,7 +229,7 @@ extension ContentCache {
             let prepared = try prepare(file, modified: modified, options: options)
             if let prepared {
                 record.lastModified[which] = max(record.lastModified[which] ?? prepared.lastModified, prepared.lastModified)
-                if let kind { validity.insert(kind, digestHex: prepared.content.digest) }
+                if let kind, !file.verdictKnown { validity.insert(kind, digestHex: prepared.content.digest) }
             }
             return prepared
         } catch {
