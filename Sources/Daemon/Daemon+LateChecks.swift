@@ -46,8 +46,8 @@ extension Daemon {
         var candidates: [ServedSite] = []
         for site in snapshot.sites.values {
             // A site without a pair needs the development certificate anyway.
-            guard let identity = site.certificateIdentity else { return (nil, []) }
-            if let held = candidates.firstIndex(where: { $0.certificateIdentity == identity }) {
+            guard let files = site.certificate else { return (nil, []) }
+            if let held = candidates.firstIndex(where: { $0.certificate?.hasSameBytes(as: files) == true }) {
                 guard site.directory < candidates[held].directory else { continue }
                 candidates.remove(at: held)
             } else if candidates.count == defaultCandidateChecks {

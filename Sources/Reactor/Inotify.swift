@@ -58,7 +58,7 @@ public final class Inotify: @unchecked Sendable {
     /// Watches a directory (inotify returns the existing watch for one already watched). Throws
     /// ENOSPC (`isWatchLimit`) when `fs.inotify.max_user_watches` is reached.
     public func addWatch(_ path: String, _ mask: Mask) throws(SystemError) -> Int32 {
-        try syscallOrThrow("inotify_add_watch", { inotify_add_watch(fd, path, mask.rawValue) })
+        try syscallOrThrow("inotify_add_watch", { path.withCString { inotify_add_watch(fd, $0, mask.rawValue) } })
     }
 
     /// Stops a watch; an `ignored` event follows.

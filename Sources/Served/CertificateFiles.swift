@@ -1,7 +1,9 @@
 import HTTPCore
 import Hashing
 
-/// A certificate chain and its private key, as PEM bytes read from a `tls/` directory.
+/// A certificate chain and its private key, as PEM bytes read from a `tls/` directory. 72 bytes
+/// inline; a served site holds one behind a reference (`ServedSite.certificate`), so that a site
+/// without a pair of its own pays 8.
 public struct CertificateFiles: Sendable, Equatable {
     /// The directory they came from, relative to the config directory (e.g. `sites/a.com/tls`).
     public var directory: String {
@@ -29,7 +31,8 @@ public struct CertificateFiles: Sendable, Equatable {
     private let digest: (UInt64, UInt64, UInt64, UInt64)
 
     /// Identifies the pair by content: sites with the same bytes share one TLS context. The
-    /// digest in lower-case hex, written on each use (a few hundred instructions).
+    /// digest in lower-case hex, written on each use (about 160 ns: once a handshake for a site
+    /// with its own pair, against a handshake's hundreds of microseconds).
     public var identity: String { withUnsafeBytes(of: digest) { Hex.string($0) } }
 
     /// Largest PEM file read: a chain of a few certificates is under 10 KB.
@@ -55,8 +58,18 @@ public struct CertificateFiles: Sendable, Equatable {
         self.digest = digest
     }
 
-    /// The same directory and bytes (the digest follows from the bytes).
+    /// Whether `other` holds the same bytes (the same identity), without writing either in hex.
+    public func hasSameBytes(as other: CertificateFiles) -> Bool { digest == other.digest }
+
+    /// The same directory and bytes: digests first (most unequal pairs differ there), then the
+    /// directory (by name when both are a site's), then the bytes themselves.
     public static func == (a: CertificateFiles, b: CertificateFiles) -> Bool {
-        a.directory == b.directory && a.chainPEM == b.chainPEM && a.keyPEM == b.keyPEM
+        guard a.digest == b.digest else { return false }
+        let samePlace: Bool
+        switch (a.place, b.place) {
+        case (.site(let one), .site(let other)): samePlace = one == other
+        default: samePlace = a.directory == b.directory
+        }
+        return samePlace && a.chainPEM == b.chainPEM && a.keyPEM == b.keyPEM
     }
 }

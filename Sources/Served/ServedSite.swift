@@ -15,7 +15,10 @@ public final class ServedSite: Sendable {
     public let aasa: PreparedFile?
     public let assetLinks: PreparedFile?
     /// Its own certificate; nil means the default one.
-    public let certificate: CertificateFiles?
+    public var certificate: CertificateFiles? { ownCertificate?.files }
+    /// The same, behind a reference: 8 bytes a site rather than the pair's 72 inline in every
+    /// site, with a pair or not (docs/benchmarks.md, "a pair's identity and path").
+    private let ownCertificate: CertificateBox?
     /// When this version was loaded, seconds since the epoch.
     public let loadedAt: Int64
     /// What few sites have; nil when the site has none of it.
@@ -48,7 +51,7 @@ public final class ServedSite: Sendable {
         return hosts.first == firstHost && hosts.dropFirst().elementsEqual(otherHosts)
     }
 
-    /// `certificate?.identity`: the pair's SHA-256, computed once by `CertificateFiles`.
+    /// `certificate?.identity`: the pair's SHA-256 (computed once by `CertificateFiles`) in hex.
     public var certificateIdentity: String? { certificate?.identity }
     /// The page served for other paths (site.yaml `page:`).
     public var page: PreparedFile? { extras?.page }
@@ -123,7 +126,7 @@ public final class ServedSite: Sendable {
         otherHosts = hosts.count > 1 ? Array(hosts.dropFirst()) : []
         self.aasa = aasa
         self.assetLinks = assetLinks
-        self.certificate = certificate
+        ownCertificate = certificate.map(CertificateBox.init)
         self.loadedAt = loadedAt
         extras = Extras(
             page: page, pages: pages, fallback: fallback, fallbackSettings: fallbackSettings, fallbackCounts: fallbackCounts,
@@ -136,11 +139,18 @@ public final class ServedSite: Sendable {
         otherHosts = hosts.count > 1 ? Array(hosts.dropFirst()) : []
         aasa = site.aasa
         assetLinks = site.assetLinks
-        certificate = site.certificate
+        ownCertificate = site.ownCertificate
         loadedAt = site.loadedAt
         extras = site.extras
     }
 
     /// The same site answering for other names (after a conflict appeared or went away).
     package func with(hosts: [HostName]) -> ServedSite { ServedSite(self, hosts: hosts) }
+}
+
+/// A site's own certificate pair, held by reference (`ServedSite.certificate`).
+private final class CertificateBox: Sendable {
+    let files: CertificateFiles
+
+    init(_ files: CertificateFiles) { self.files = files }
 }

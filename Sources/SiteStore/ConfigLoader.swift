@@ -78,8 +78,8 @@ public enum ConfigLoader {
         shared: ContentCache? = nil, sites: Int32? = nil, configRoot: String? = nil
     ) -> Entry {
         if name.hasPrefix(".") { return .ignored }
-        let relative = "sites/\(name)"
-        let full = sitesPath + "/" + name
+        let relative = Files.joined("sites/", name)
+        let full = Files.joined(sitesPath, "/", name)
         let read = { (host: HostName, opened: OpenedDirectory?, plainDirectory: Bool) -> Entry in
             siteEntry(
                 host: host, name: name, directory: full, relative: relative, known: known, options: options,
@@ -96,7 +96,8 @@ public enum ConfigLoader {
             let descriptor = try? Files.openDirectoryNotFollowing(name, in: sites)
         {
             defer { Files.close(descriptor) }
-            return read(host, OpenedDirectory(descriptor: descriptor, names: try? Files.entries(in: descriptor)), true)
+            return read(
+                host, OpenedDirectory(descriptor: descriptor, names: try? Files.entries(in: descriptor, interned: internedNames)), true)
         }
         let fm = FileManager.default
         let entry: FileStatus
@@ -261,7 +262,7 @@ public enum ConfigLoader {
         var certificateUnreadable = false
         if mayExist("tls") {
             site.certificate = readCertificate(
-                directory, relative + "/tls", &site.problems, unreadable: &certificateUnreadable, site: siteName)
+                directory, Files.joined(relative, "/tls"), &site.problems, unreadable: &certificateUnreadable, site: siteName)
         }
         if certificateUnreadable { site.unreadable.insert("tls") }
         if site.aasa == nil && site.assetLinks == nil && !site.problems.contains(where: { $0.severity == .error }) {
@@ -294,6 +295,7 @@ public enum ConfigLoader {
                 relativePath: file.path, bytes: bytes, modified: file.modified,
                 result: ValidationResult(document: nil, diagnostics: []),
                 sha256: hash, validatedEarlier: true)
+            read.verdictKnown = true
         } else {
             // Serve keeps no parsed model (the registry drops each site's source once applied),
             // but a full load holds every site's source until it is applied: the model of a valid
@@ -342,8 +344,8 @@ public enum ConfigLoader {
     static func readSiteFile(
         _ directory: String, _ relative: String, _ name: String, _ limit: Int, _ site: inout SiteSource, _ rules: FileRules
     ) -> (path: String, bytes: [UInt8], modified: Int64)? {
-        let relativePath = "\(relative)/\(name)"
-        switch readFile(path: directory + "/" + name, limit: limit, rules: rules) {
+        let relativePath = Files.joined(relative, "/", name)
+        switch readFile(path: Files.joined(directory, "/", name), limit: limit, rules: rules) {
         case .success(let file):
             return (relativePath, file.bytes, file.modified)
         case .failure(let error) where error.isMissing:
@@ -354,55 +356,5 @@ public enum ConfigLoader {
             site.problems.append(ConfigProblem(severity: .error, file: relativePath, message: "cannot read the file: \(error)"))
             return nil
         }
-    }
-
-    /// Reads `tls/cert.pem` and `tls/key.pem` under `directory` when that folder exists (`relative`
-    /// names it in messages). Both files must be there; whether they load and match is the TLS
-    /// layer's check.
-    static func readCertificate(_ directory: String, _ relative: String, _ problems: inout [ConfigProblem]) -> CertificateFiles? {
-        var unreadable = false
-        return readCertificate(directory, relative, &problems, unreadable: &unreadable)
-    }
-
-    /// The same; `unreadable` is set when the folder or a file is there but cannot be read (the
-    /// caller then keeps the pair it had: a certificate is only gone when its files are).
-    /// `site`: the name under `sites/` of the site whose `tls/` this is, kept by the pair rather
-    /// than a path of its own.
-    static func readCertificate(
-        _ directory: String, _ relative: String, _ problems: inout [ConfigProblem], unreadable: inout Bool, site: String? = nil
-    ) -> CertificateFiles? {
-        let tls = directory + "/tls"
-        let status: FileStatus
-        do {
-            status = try Files.status(tls)
-        } catch {
-            if !error.isNoSuchFile {
-                unreadable = true
-                problems.append(ConfigProblem(severity: .error, file: relative, message: "cannot be examined: \(error.reason)"))
-            }
-            return nil
-        }
-        guard status.kind == .directory else { return nil }
-        var files: [[UInt8]] = []
-        for name in ["cert.pem", "key.pem"] {
-            switch readBounded(path: tls + "/" + name, limit: CertificateFiles.maximumFileSize) {
-            case .success(let bytes) where bytes.count > CertificateFiles.maximumFileSize:
-                problems.append(
-                    ConfigProblem(severity: .error, file: "\(relative)/\(name)", message: "larger than 1 MB; is it a certificate?"))
-            case .success(let bytes):
-                files.append(bytes)
-            case .failure(let error):
-                if !error.isMissing { unreadable = true }
-                problems.append(
-                    ConfigProblem(
-                        severity: .error, file: "\(relative)/\(name)",
-                        message: error.isMissing
-                            ? "missing: a tls/ directory holds cert.pem (the chain, leaf first) and key.pem"
-                            : "cannot read the file: \(error)"))
-            }
-        }
-        guard files.count == 2 else { return nil }
-        if let site, "sites/" + site + "/tls" == relative { return CertificateFiles(siteNamed: site, chainPEM: files[0], keyPEM: files[1]) }
-        return CertificateFiles(directory: relative, chainPEM: files[0], keyPEM: files[1])
     }
 }

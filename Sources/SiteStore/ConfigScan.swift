@@ -34,6 +34,10 @@ public struct SiteFile<Document: Sendable>: Sendable {
     /// The bytes were not validated again: the same content of the same kind passed before
     /// (`KnownValid`); `result` then holds no document and no finding.
     public var validatedEarlier = false
+    /// The verdicts known when it was read held this content's already (`KnownValid.contains`):
+    /// the registry need not record it again (a verdict is never dropped between a read and its
+    /// apply), which spared parsing its digest back into a key for every file of a restart.
+    var verdictKnown = false
     /// The file prepared for serving by the read itself (serve's loads, on every core), with the
     /// file's own time and the options its site.yaml asks for: what the registry serves when it
     /// picks that time and those options, as it does for every file of a first load. Set only by

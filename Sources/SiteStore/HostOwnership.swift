@@ -469,8 +469,16 @@ public struct HostOwnership: Sendable {
     /// The names a site holds, in the order it names them (its directory's first).
     public func held(by site: String) -> [HostName] {
         guard let names = sites[site] else { return [] }
+        // In `entries`' order, without making it: the array of a site's entries, and this one
+        // grown, were three allocations a site for each publication of 100,000 sites.
         var out: [HostName] = []
-        for (entry, host) in names.entries where named(host) == Entry(site: site, entry: entry) { out.append(host) }
+        out.reserveCapacity(1 + names.symlinks.count + names.aliases.count)
+        if named(names.host) == Entry(site: site, entry: "") { out.append(names.host) }
+        if !names.symlinks.isEmpty {
+            for (entry, host) in names.symlinks.sorted(by: { $0.key < $1.key }) where named(host) == Entry(site: site, entry: entry) {
+                out.append(host)
+            }
+        }
         for host in names.aliases where aliasHeld[host] == site { out.append(host) }
         return out
     }

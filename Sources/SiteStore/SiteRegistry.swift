@@ -276,7 +276,9 @@ public final class SiteRegistry {
                     if records[name] == nil { touched.insert(name) }
                     claims.forgetDangling(name)
                 }
-                switch entry {
+                // Consumed: its site's parts move into the record rather than being retained there
+                // and released with the entry (0.14 s of the start's thread at 100,000 sites).
+                switch consume entry {
                 case .site(let source):
                     if let index = records.index(forKey: name) {
                         // In place: a record copied out and stored back retained and released each

@@ -82,4 +82,30 @@ final class DirectoryDescriptorTests {
         }
         #expect(throws: SystemError.self) { try Files.openForReadingNotFollowing("l", in: opened) }
     }
+
+    @Test("paths joined with one allocation; names interned only when equal; an entry opened by its place in a multibyte path")
+    func joinedInternedAndOffsets() throws {
+        #expect(Files.joined("/é/sites/", "a.test", "/tls") == "/é/sites/a.test/tls")
+        #expect(Files.joined("", "") == "")
+        let site = directory + "/é-конфиг"
+        try FileManager.default.createDirectory(atPath: site, withIntermediateDirectories: true)
+        for name in ["apple-app-site-association", "apple-app-site-association.json", "apple-app-site-associatio"] {
+            try Data(name.utf8).write(to: URL(fileURLWithPath: site + "/" + name))
+        }
+        try FileManager.default.createSymbolicLink(atPath: site + "/l", withDestinationPath: "apple-app-site-association")
+        let opened = try Files.openDirectory(site)
+        defer { Files.close(opened) }
+        let listed = try Files.entries(in: opened, interned: ["apple-app-site-association"])
+        #expect(
+            listed.sorted() == ["apple-app-site-association", "apple-app-site-association.json", "apple-app-site-associatio", "l"].sorted())
+        for name in ["apple-app-site-association", "apple-app-site-association.json"] {
+            let path = site + "/" + name
+            let fd = try Files.openForReadingNotFollowing(path, nameAt: site.utf8.count + 1, in: opened)
+            defer { Files.close(fd) }
+            var buffer = [UInt8](repeating: 0, count: 64)
+            let count = try buffer.withUnsafeMutableBytes { try Files.read(fd, into: $0) }
+            #expect(Array(buffer[..<count]) == Array(name.utf8))
+        }
+        #expect(throws: SystemError.self) { try Files.openForReadingNotFollowing(site + "/l", nameAt: site.utf8.count + 1, in: opened) }
+    }
 }

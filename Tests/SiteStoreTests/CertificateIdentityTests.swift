@@ -57,5 +57,11 @@ struct CertificateIdentityTests {
         let named = CertificateFiles(siteNamed: "a.test", chainPEM: [1], keyPEM: [2])
         #expect(named == CertificateFiles(directory: "sites/a.test/tls", chainPEM: [1], keyPEM: [2]))
         #expect(named != CertificateFiles(siteNamed: "b.test", chainPEM: [1], keyPEM: [2]))
+        // The same place with other bytes is another pair (a reload keeps a site's pair only when
+        // it is equal), and the same bytes elsewhere have the same identity.
+        #expect(named != CertificateFiles(siteNamed: "a.test", chainPEM: [1], keyPEM: [3]))
+        #expect(named != CertificateFiles(directory: "sites/a.test/tls", chainPEM: [1, 0], keyPEM: [2]))
+        #expect(named.hasSameBytes(as: CertificateFiles(directory: "tls", chainPEM: [1], keyPEM: [2])))
+        #expect(!named.hasSameBytes(as: CertificateFiles(siteNamed: "a.test", chainPEM: [1], keyPEM: [2, 2])))
     }
 }

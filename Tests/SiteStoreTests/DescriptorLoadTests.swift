@@ -221,4 +221,31 @@ struct DescriptorLoadTests {
         #expect(served > 0, "the race never read the site")
         #expect(leaked == 0, "\(leaked) of \(served) reads served the other site's tls/ file")
     }
+    @Test(
+        "a site's files are opened through its descriptor by their place in the path in bytes: a config path with multibyte names, and what is no entry of the site"
+    )
+    func entryOffsets() throws {
+        #expect(
+            ConfigLoader.entryOffset("/tmp/é-конфиг/sites/a.test/apple-app-site-association", in: "/tmp/é-конфиг/sites/a.test")
+                == "/tmp/é-конфиг/sites/a.test/".utf8.count)
+        #expect(ConfigLoader.entryOffset("/d/a/f", in: "/d/a/") == 5)
+        #expect(ConfigLoader.entryOffset("/f", in: "/") == 1)
+        // Not one entry of the directory: nested, the directory itself, a sibling sharing its start, elsewhere.
+        for (path, directory) in [
+            ("/d/a/tls/key.pem", "/d/a"), ("/d/a", "/d/a"), ("/d/a/", "/d/a"), ("/d/ab/f", "/d/a"), ("/e/a/f", "/d/a"),
+        ] {
+            #expect(ConfigLoader.entryOffset(path, in: directory) == nil, "\(path) in \(directory)")
+        }
+        let parent = NSTemporaryDirectory() + "aasad-é-конфиг-" + UUID().uuidString + "/"
+        try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: parent) }
+        let c = try TempConfig(parent: parent)
+        try c.write("sites/a.test/apple-app-site-association", aasa)
+        guard case .site(let site) = try examine(c, "a.test") else {
+            Issue.record("not read as a site")
+            return
+        }
+        #expect(site.aasa?.bytes == Array(aasa.utf8))
+        #expect(site.problems.isEmpty, "\(site.problems)")
+    }
 }

@@ -196,6 +196,21 @@ struct HostOwnershipTests {
         #expect(restarted.holder(serving: "www.shop.test")?.site == "b.test")
     }
 
+    @Test("the names a site holds, in its order: its directory's, its symlinks' by entry, its aliases'; not those another holds")
+    func heldInOrder() {
+        var ownership = HostOwnership()
+        let symlinks = ["z.test": host("z.test"), "b.test": host("b.test"), "m.test": host("m.test")]
+        ownership.set("a.test", HostOwnership.Names(host: host("a.test"), symlinks: symlinks, aliases: [host("y.test"), host("c.test")]))
+        _ = ownership.resolve()
+        let all = ["a.test", "b.test", "m.test", "z.test", "y.test", "c.test"].map(host)
+        #expect(ownership.held(by: "a.test") == all)
+        // A directory of its own takes a site.yaml alias's name.
+        ownership.set("c.test", HostOwnership.Names(host: host("c.test")))
+        _ = ownership.resolve()
+        #expect(ownership.held(by: "a.test") == ["a.test", "b.test", "m.test", "z.test", "y.test"].map(host))
+        #expect(ownership.held(by: "nothing.test").isEmpty)
+    }
+
     @Test("a directory made later for a name an alias holds takes it: the operator's names come first")
     func directoryOverridesAlias() {
         var ownership = HostOwnership()

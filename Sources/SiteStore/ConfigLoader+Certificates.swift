@@ -1,0 +1,58 @@
+import Reactor
+import Served
+
+// A site's and the default certificate pair as the loader reads them (ConfigLoader.swift reads the
+// rest of a site).
+extension ConfigLoader {
+    /// Reads `tls/cert.pem` and `tls/key.pem` under `directory` when that folder exists (`relative`
+    /// names it in messages). Both files must be there; whether they load and match is the TLS
+    /// layer's check.
+    static func readCertificate(_ directory: String, _ relative: String, _ problems: inout [ConfigProblem]) -> CertificateFiles? {
+        var unreadable = false
+        return readCertificate(directory, relative, &problems, unreadable: &unreadable)
+    }
+
+    /// The same; `unreadable` is set when the folder or a file is there but cannot be read (the
+    /// caller then keeps the pair it had: a certificate is only gone when its files are).
+    /// `site`: the name under `sites/` of the site whose `tls/` this is, kept by the pair rather
+    /// than a path of its own.
+    static func readCertificate(
+        _ directory: String, _ relative: String, _ problems: inout [ConfigProblem], unreadable: inout Bool, site: String? = nil
+    ) -> CertificateFiles? {
+        let tls = Files.joined(directory, "/tls")
+        let status: FileStatus
+        do {
+            status = try Files.status(tls)
+        } catch {
+            if !error.isNoSuchFile {
+                unreadable = true
+                problems.append(ConfigProblem(severity: .error, file: relative, message: "cannot be examined: \(error.reason)"))
+            }
+            return nil
+        }
+        guard status.kind == .directory else { return nil }
+        var files: [[UInt8]] = []
+        for name in ["cert.pem", "key.pem"] {
+            switch readBounded(path: Files.joined(tls, "/", name), limit: CertificateFiles.maximumFileSize) {
+            case .success(let bytes) where bytes.count > CertificateFiles.maximumFileSize:
+                problems.append(
+                    ConfigProblem(severity: .error, file: "\(relative)/\(name)", message: "larger than 1 MB; is it a certificate?"))
+            case .success(let bytes):
+                files.append(bytes)
+            case .failure(let error):
+                if !error.isMissing { unreadable = true }
+                problems.append(
+                    ConfigProblem(
+                        severity: .error, file: "\(relative)/\(name)",
+                        message: error.isMissing
+                            ? "missing: a tls/ directory holds cert.pem (the chain, leaf first) and key.pem"
+                            : "cannot read the file: \(error)"))
+            }
+        }
+        guard files.count == 2 else { return nil }
+        if let site, Files.joined("sites/", site, "/tls") == relative {
+            return CertificateFiles(siteNamed: site, chainPEM: files[0], keyPEM: files[1])
+        }
+        return CertificateFiles(directory: relative, chainPEM: files[0], keyPEM: files[1])
+    }
+}
