@@ -53,6 +53,15 @@ public struct KnownValid: Sendable {
             digest = (a, b, c, d)
         }
 
+        /// The key of `hex`, read from the string's UTF-8 storage (a digest's string is native, so
+        /// no copy): iterating the string's UTF-8 view byte by byte was thousands of instructions a
+        /// key, looked up for every file a start reads (callgrind, docs/benchmarks.md).
+        init?(_ kind: Kind, hex: String) {
+            var hex = hex
+            guard let key = hex.withUTF8({ Key(kind, digestHex: $0) }) else { return nil }
+            self = key
+        }
+
         /// The kind's letter, then the lower-case hex digest: one line of the file.
         var text: String {
             var out = String(UnicodeScalar(kind))
@@ -126,12 +135,12 @@ public struct KnownValid: Sendable {
     }
 
     public func contains(_ kind: Kind, digestHex: String) -> Bool {
-        guard let key = Key(kind, digestHex: digestHex.utf8) else { return false }
+        guard let key = Key(kind, hex: digestHex) else { return false }
         return isStored(key) || added.contains(key)
     }
 
     mutating func insert(_ kind: Kind, digestHex: String) {
-        if let key = Key(kind, digestHex: digestHex.utf8), !isStored(key) { added.insert(key) }
+        if let key = Key(kind, hex: digestHex), !isStored(key) { added.insert(key) }
     }
 
     public var count: Int { sorted.count + added.count }

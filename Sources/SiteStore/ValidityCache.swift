@@ -38,7 +38,7 @@ struct ValidityCache {
         guard known != nil else { return }
         var current: [KnownValid.Key] = []
         func add(_ kind: KnownValid.Kind, _ digestHex: String) {
-            if let key = KnownValid.Key(kind, digestHex: digestHex.utf8) { current.append(key) }
+            if let key = KnownValid.Key(kind, hex: digestHex) { current.append(key) }
         }
         // Refused pairs still served: a site read again after its pair failed keeps it when the
         // read cannot happen (the root unresolved, a load given up), and such a pair is neither
