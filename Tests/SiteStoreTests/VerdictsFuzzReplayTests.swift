@@ -9,21 +9,17 @@ import Testing
 /// written back as read.
 @Suite("Verdicts fuzz corpus replay")
 struct VerdictsFuzzReplayTests {
-    @Test("every corpus input keeps the file's invariants")
-    func corpus() {
-        let inputs = FuzzCorpus.inputs("verdicts-corpus")
-        #expect(inputs.count >= 9)
+    /// Every input of `inputs`, at least `least` of them, through the checks.
+    static func replay(_ inputs: [FuzzCorpus.Input], least: Int) {
+        #expect(inputs.count >= least)
         for input in inputs {
             #expect(KnownValidFuzz.check(input.bytes) == nil, "\(input.name)")
         }
     }
 
+    @Test("every corpus input keeps the file's invariants")
+    func corpus() { Self.replay(FuzzCorpus.inputs("verdicts-corpus"), least: 9) }
+
     @Test("every saved failure keeps them too: repeated keys side by side, a short line padded by a long one")
-    func failures() {
-        let inputs = FuzzCorpus.failCases("verdicts-fail-cases")
-        #expect(inputs.count >= 2)
-        for input in inputs {
-            #expect(KnownValidFuzz.check(input.bytes) == nil, "\(input.name)")
-        }
-    }
+    func failures() { Self.replay(FuzzCorpus.failCases("verdicts-fail-cases"), least: 2) }
 }
