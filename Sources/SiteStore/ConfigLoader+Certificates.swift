@@ -7,12 +7,7 @@ extension ConfigLoader {
     /// Reads `tls/cert.pem` and `tls/key.pem` under `directory` when that folder exists (`relative`
     /// names it in messages). Both files must be there; whether they load and match is the TLS
     /// layer's check.
-    static func readCertificate(_ directory: String, _ relative: String, _ problems: inout [ConfigProblem]) -> CertificateFiles? {
-        var unreadable = false
-        return readCertificate(directory, relative, &problems, unreadable: &unreadable)
-    }
-
-    /// The same; `unreadable` is set when the folder or a file is there but cannot be read (the
+    /// `unreadable` is set when the folder or a file is there but cannot be read (the
     /// caller then keeps the pair it had: a certificate is only gone when its files are).
     /// `site`: the name under `sites/` of the site whose `tls/` this is, kept by the pair rather
     /// than a path of its own.

@@ -144,6 +144,20 @@ struct KnownValidTests {
         #expect(remembered.count == 1 && remembered.sorted.capacity < 16)
     }
 
+    @Test("a key read from a string's storage is the key of its UTF-8 bytes, for any string")
+    func keyFromString() {
+        let hex = digest("x")
+        let cases = [
+            hex, hex.uppercased(), String(hex.dropLast()), hex + "0", String(repeating: "é", count: 64),
+            String(repeating: "é", count: 32), String(hex.dropLast()) + "\u{FFFD}", "", String(hex.dropFirst(0)),
+            String(Substring(hex + "00").dropLast(2)),
+        ]
+        for text in cases {
+            #expect(KnownValid.Key(.aasa, hex: text) == KnownValid.Key(.aasa, digestHex: Array(text.utf8)), "\(text)")
+        }
+        #expect(KnownValid.Key(.aasa, hex: hex) != nil && KnownValid.Key(.aasa, hex: hex.uppercased()) == nil)
+    }
+
     @Test("a state directory that cannot be written costs the next start time, not this one's sites")
     func unwritable() throws {
         let c = try TempConfig()
