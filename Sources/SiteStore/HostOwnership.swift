@@ -127,7 +127,18 @@ public struct HostOwnership: Sendable {
 
         /// The names of sites/ that lead to the site: its directory, then its symlinks by entry.
         var entries: [(entry: String, host: HostName)] {
-            [(entry: "", host: host)] + symlinks.sorted { $0.key < $1.key }.map { (entry: $0.key, host: $0.value) }
+            var out: [(entry: String, host: HostName)] = []
+            out.reserveCapacity(1 + symlinks.count)
+            forEachEntry { out.append((entry: $0, host: $1)) }
+            return out
+        }
+
+        /// Calls `body` with each of `entries` in its order, without making the array (most sites
+        /// have no symlink: nothing is sorted or allocated for them).
+        func forEachEntry(_ body: (_ entry: String, _ host: HostName) -> Void) {
+            body("", host)
+            guard !symlinks.isEmpty else { return }
+            for (entry, host) in symlinks.sorted(by: { $0.key < $1.key }) { body(entry, host) }
         }
     }
 
@@ -473,11 +484,8 @@ public struct HostOwnership: Sendable {
         // grown, were three allocations a site for each publication of 100,000 sites.
         var out: [HostName] = []
         out.reserveCapacity(1 + names.symlinks.count + names.aliases.count)
-        if named(names.host) == Entry(site: site, entry: "") { out.append(names.host) }
-        if !names.symlinks.isEmpty {
-            for (entry, host) in names.symlinks.sorted(by: { $0.key < $1.key }) where named(host) == Entry(site: site, entry: entry) {
-                out.append(host)
-            }
+        names.forEachEntry { entry, host in
+            if named(host) == Entry(site: site, entry: entry) { out.append(host) }
         }
         for host in names.aliases where aliasHeld[host] == site { out.append(host) }
         return out
