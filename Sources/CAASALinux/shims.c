@@ -11,6 +11,10 @@ int CAASALinux_pipe_cloexec(int fds[2]) { return pipe2(fds, O_CLOEXEC); }
 
 int CAASALinux_open_location(const char *path) { return open(path, O_PATH | O_CLOEXEC); }
 
+int CAASALinux_open_directory_location(int directory, const char *name) {
+    return openat(directory, name, O_PATH | O_DIRECTORY | O_CLOEXEC);
+}
+
 #include <sys/syscall.h>
 
 ssize_t CAASALinux_getdents64(int fd, void *buffer, size_t size) { return syscall(SYS_getdents64, fd, buffer, size); }

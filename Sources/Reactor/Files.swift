@@ -135,6 +135,13 @@ public enum Files {
         try syscallOrThrow("open", { path.withCString { CAASALinux_open_location($0) } })
     }
 
+    /// A descriptor for the directory the entry `name` of the directory open at `directory`
+    /// leads to (a symbolic link followed; O_PATH), to open its names in with `openat`: one name
+    /// walked instead of a whole path. Anything but a directory fails ENOTDIR, unopened.
+    public static func openDirectoryLocation(_ name: String, in directory: Int32) throws(SystemError) -> Int32 {
+        try syscallOrThrow("openat", { name.withCString { CAASALinux_open_directory_location(directory, $0) } })
+    }
+
     /// Opens for reading (close-on-exec, non-blocking) the very file `location` names, through
     /// the kernel's `/proc/self/fd/N` link: the same inode even if its name was replaced since.
     /// Needs /proc, as `path(of:)` does (and as the process's own arguments do: without /proc,

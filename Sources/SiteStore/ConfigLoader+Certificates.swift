@@ -10,25 +10,34 @@ extension ConfigLoader {
     /// `unreadable` is set when the folder or a file is there but cannot be read (the
     /// caller then keeps the pair it had: a certificate is only gone when its files are).
     /// `site`: the name under `sites/` of the site whose `tls/` this is, kept by the pair rather
-    /// than a path of its own.
+    /// than a path of its own. `in`: `directory` open (a site's `OpenedDirectory`): `tls/` and its
+    /// files are then opened through it, one name walked each instead of the whole path.
     static func readCertificate(
-        _ directory: String, _ relative: String, _ problems: inout [ConfigProblem], unreadable: inout Bool, site: String? = nil
+        _ directory: String, _ relative: String, _ problems: inout [ConfigProblem], unreadable: inout Bool, site: String? = nil,
+        in descriptor: Int32? = nil
     ) -> CertificateFiles? {
         let tls = Files.joined(directory, "/tls")
-        let status: FileStatus
-        do {
-            status = try Files.status(tls)
+        var rules = FileRules()
+        do throws(SystemError) {
+            if let descriptor {
+                // A link named tls/ is followed, as by its path: where it leads is the pair's
+                // place (the TLS layer checks the pair against the site's names).
+                rules.directory = (tls, try Files.openDirectoryLocation("tls", in: descriptor))
+            } else if try Files.status(tls).kind != .directory {
+                return nil
+            }
         } catch {
+            // Gone, or not a directory (ENOTDIR): no pair.
             if !error.isNoSuchFile {
                 unreadable = true
                 problems.append(ConfigProblem(severity: .error, file: relative, message: "cannot be examined: \(error.reason)"))
             }
             return nil
         }
-        guard status.kind == .directory else { return nil }
+        defer { if let opened = rules.directory { Files.close(opened.descriptor) } }
         var files: [[UInt8]] = []
         for name in ["cert.pem", "key.pem"] {
-            switch readBounded(path: Files.joined(tls, "/", name), limit: CertificateFiles.maximumFileSize) {
+            switch readFile(path: Files.joined(tls, "/", name), limit: CertificateFiles.maximumFileSize, rules: rules).map(\.bytes) {
             case .success(let bytes) where bytes.count > CertificateFiles.maximumFileSize:
                 problems.append(
                     ConfigProblem(severity: .error, file: "\(relative)/\(name)", message: "larger than 1 MB; is it a certificate?"))

@@ -63,9 +63,10 @@ extension ConfigLoader {
         /// link is one of its direct entries, and needs no look at its path (a `readlink` per
         /// file saved at 100,000 sites).
         public var plainDirectory = false
-        /// The site directory open (`ConfigLoader.OpenedDirectory`): its own entries are opened
-        /// through it (`openat`), in the directory that was listed and by a one-name walk.
-        var siteDescriptor: Int32?
+        /// The directory the file is in, open (a site's `ConfigLoader.OpenedDirectory`, a site's
+        /// `tls/`): its own entries are opened through it (`openat`), in the directory that was
+        /// listed or opened and by a one-name walk.
+        var directory: (path: String, descriptor: Int32)?
 
         public init(
             siteDirectory: String? = nil, configRoot: String? = nil, within: String? = nil, singleName: Bool = false,
@@ -186,11 +187,11 @@ extension ConfigLoader {
         }
     }
 
-    /// Opens `path` without following a link as its last component: through the site's open
-    /// directory when it is one of its entries (`FileRules.siteDescriptor`), else by the path.
+    /// Opens `path` without following a link as its last component: through the open directory
+    /// when it is one of its entries (`FileRules.directory`), else by the path.
     static func openNotFollowing(_ path: String, _ rules: FileRules) throws(SystemError) -> Int32 {
-        if let descriptor = rules.siteDescriptor, let site = rules.siteDirectory, let offset = entryOffset(path, in: site) {
-            return try Files.openForReadingNotFollowing(path, nameAt: offset, in: descriptor)
+        if let directory = rules.directory, let offset = entryOffset(path, in: directory.path) {
+            return try Files.openForReadingNotFollowing(path, nameAt: offset, in: directory.descriptor)
         }
         return try Files.openForReadingNotFollowing(path)
     }

@@ -192,7 +192,7 @@ public enum ConfigLoader {
     }
 
     /// A site directory open for reading: its descriptor, through which its own
-    /// files are opened (`FileRules.siteDescriptor`), and the names it listed (nil when it could
+    /// files and its `tls/` are opened (`FileRules.directory`), and the names it listed (nil when it could
     /// not be listed).
     struct OpenedDirectory {
         var descriptor: Int32
@@ -222,7 +222,7 @@ public enum ConfigLoader {
         // descriptor: a symlink or hard link from site.yaml, the association files or the page
         // to a key must never be read, whatever would then quote or serve it.
         var rules = FileRules(siteDirectory: directory, configRoot: configRoot, plainDirectory: plainDirectory)
-        rules.siteDescriptor = opened?.descriptor
+        rules.directory = opened.map { (directory, $0.descriptor) }
         // site.yaml first: it names the page, which is then one of the site's files.
         if mayExist("site.yaml") { readSettings(directory, relative, &site, rules) }
         let prepareWith = options.map { options in
@@ -262,7 +262,8 @@ public enum ConfigLoader {
         var certificateUnreadable = false
         if mayExist("tls") {
             site.certificate = readCertificate(
-                directory, Files.joined(relative, "/tls"), &site.problems, unreadable: &certificateUnreadable, site: siteName)
+                directory, Files.joined(relative, "/tls"), &site.problems, unreadable: &certificateUnreadable, site: siteName,
+                in: opened?.descriptor)
         }
         if certificateUnreadable { site.unreadable.insert("tls") }
         if site.aasa == nil && site.assetLinks == nil && !site.problems.contains(where: { $0.severity == .error }) {

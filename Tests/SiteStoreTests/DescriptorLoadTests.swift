@@ -221,6 +221,70 @@ struct DescriptorLoadTests {
         #expect(served > 0, "the race never read the site")
         #expect(leaked == 0, "\(leaked) of \(served) reads served the other site's tls/ file")
     }
+    /// `loadSite` of the directory open at `descriptor` (listed through it), as a full load reads
+    /// a plain site directory, while `path` may name another directory by then.
+    private func loadOpened(_ c: TempConfig, _ name: String, descriptor: Int32) throws -> SiteSource {
+        let path = c.root + "/sites/" + name
+        return ConfigLoader.loadSite(
+            host: try HostName(parsing: name), directory: path, relative: "sites/" + name, known: nil, options: nil,
+            configRoot: c.root, plainDirectory: true, shared: nil,
+            opened: ConfigLoader.OpenedDirectory(descriptor: descriptor, names: try Files.entries(in: descriptor)), siteName: name)
+    }
+
+    @Test("a site's tls/ is read through its open directory: the pair of the directory opened, whatever its path names by then")
+    func pairThroughDescriptor() throws {
+        let c = try TempConfig()
+        try c.write("sites/a.test/apple-app-site-association", aasa)
+        try c.write("sites/a.test/tls/cert.pem", "OPENED CHAIN")
+        try c.write("sites/a.test/tls/key.pem", "OPENED KEY")
+        let descriptor = try Files.openDirectory(c.root + "/sites/a.test")
+        defer { Files.close(descriptor) }
+        // The directory moved away and another put at its path, with a pair of its own.
+        #expect(rename(c.root + "/sites/a.test", c.root + "/sites/.old") == 0)
+        try c.write("sites/a.test/apple-app-site-association", aasa)
+        try c.write("sites/a.test/tls/cert.pem", "PATH CHAIN")
+        try c.write("sites/a.test/tls/key.pem", "PATH KEY")
+        let site = try loadOpened(c, "a.test", descriptor: descriptor)
+        #expect(site.certificate?.chainPEM == Array("OPENED CHAIN".utf8))
+        #expect(site.certificate?.keyPEM == Array("OPENED KEY".utf8))
+        #expect(site.certificate?.directory == "sites/a.test/tls")
+        #expect(site.problems.isEmpty, "\(site.problems)")
+    }
+
+    @Test(
+        "a site's tls/ through its descriptor: a link to a folder is followed, a file, FIFO or dangling link is no pair and no error, a file linked to a device is refused"
+    )
+    func tlsKindsThroughDescriptor() throws {
+        let c = try TempConfig()
+        try c.write("pairs/p/cert.pem", "LINKED CHAIN")
+        try c.write("pairs/p/key.pem", "LINKED KEY")
+        for name in ["link.test", "file.test", "fifo.test", "dangling.test", "device.test"] {
+            try c.write("sites/\(name)/apple-app-site-association", aasa)
+        }
+        try c.link("sites/link.test/tls", to: c.root + "/pairs/p")
+        try c.write("sites/file.test/tls", "not a folder")
+        #expect(mkfifo(c.root + "/sites/fifo.test/tls", 0o644) == 0)
+        try c.link("sites/dangling.test/tls", to: c.root + "/pairs/gone")
+        try c.write("sites/device.test/tls/key.pem", "KEY")
+        try c.link("sites/device.test/tls/cert.pem", to: "/dev/zero")
+        func load(_ name: String) throws -> SiteSource {
+            let descriptor = try Files.openDirectory(c.root + "/sites/" + name)
+            defer { Files.close(descriptor) }
+            return try loadOpened(c, name, descriptor: descriptor)
+        }
+        let linked = try load("link.test")
+        #expect(linked.certificate?.chainPEM == Array("LINKED CHAIN".utf8))
+        #expect(linked.problems.isEmpty, "\(linked.problems)")
+        for name in ["file.test", "fifo.test", "dangling.test"] {
+            let site = try load(name)
+            #expect(site.certificate == nil, "\(name)")
+            #expect(site.problems.isEmpty && site.unreadable.isEmpty, "\(name): \(site.problems)")
+        }
+        let device = try load("device.test")
+        #expect(device.certificate == nil)
+        #expect(device.problems.contains { $0.file == "sites/device.test/tls/cert.pem" && $0.message.contains("not a regular file") }, "\(device.problems)")
+    }
+
     @Test(
         "a site's files are opened through its descriptor by their place in the path in bytes: a config path with multibyte names, and what is no entry of the site"
     )

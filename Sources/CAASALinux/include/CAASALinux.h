@@ -24,6 +24,12 @@ int CAASALinux_pipe_cloexec(int fds[2]);
 // it (opening some devices acts: a tape rewinds, a watchdog arms). O_PATH needs _GNU_SOURCE.
 int CAASALinux_open_location(const char *path);
 
+// openat(directory, name, O_PATH | O_DIRECTORY | O_CLOEXEC): a descriptor for the directory the
+// entry `name` of `directory` leads to (symbolic links followed), to open names in with openat;
+// it needs search permission only, as a path walk through it does. Anything but a directory
+// fails ENOTDIR, unopened.
+int CAASALinux_open_directory_location(int directory, const char *name);
+
 // getdents64(2) on an open directory: the listing without fdopendir's fstat, fcntl calls and
 // buffer (a site directory per site is listed at a full load). Returns bytes read, 0 at the end,
 // or -1 with errno set.
