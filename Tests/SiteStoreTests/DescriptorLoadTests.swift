@@ -282,7 +282,9 @@ struct DescriptorLoadTests {
         }
         let device = try load("device.test")
         #expect(device.certificate == nil)
-        #expect(device.problems.contains { $0.file == "sites/device.test/tls/cert.pem" && $0.message.contains("not a regular file") }, "\(device.problems)")
+        #expect(
+            device.problems.contains { $0.file == "sites/device.test/tls/cert.pem" && $0.message.contains("not a regular file") },
+            "\(device.problems)")
     }
 
     @Test(
