@@ -137,3 +137,4 @@ struct WatcherTableTests {
         }
     }
 }
+
