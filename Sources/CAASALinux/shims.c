@@ -48,11 +48,6 @@ int CAASALinux_bind_in_private_namespace(const char *from, const char *to) {
     return mount(from, to, NULL, MS_BIND, NULL);
 }
 
-int CAASALinux_own_working_directory(int directory) {
-    if (unshare(CLONE_FS) != 0) return -1;
-    return fchdir(directory);
-}
-
 #include <spawn.h>
 
 int CAASALinux_spawn_close_from(posix_spawn_file_actions_t *actions, int from) {

@@ -375,35 +375,24 @@ public final class ConfigWatcher: @unchecked Sendable {
         watchSites([name])
     }
 
-    /// The same for many names. The watches are added on every core for a large batch, on
-    /// threads whose working directory is `sites/` (`Parallel.map(_:in:threshold:_:)`): each
-    /// watch walks `NAME` or `NAME/tls`, not the whole path (at 100,000 sites, a path walk each
-    /// is seconds on one core). The bookkeeping follows on this thread: first every new binding,
-    /// then the release of the old ones, so that a watch another name has just resolved to is
-    /// never removed as unused.
+    /// The same for many names. The watches are added on every core for a large batch (at
+    /// 100,000 sites, one path walk each is seconds on one); the bookkeeping follows on this
+    /// thread: first every new binding, then the release of the old ones, so that a watch
+    /// another name has just resolved to is never removed as unused.
     /// Returns how many of the names could not be watched for inotify's watch limit.
     @discardableResult
     private func watchSites(_ names: [String]) -> Int {
         let inotify = self.inotify
         let sites = root + "/sites/"
-        let resolve: @Sendable (String, Bool) -> (site: Result<Int32, SystemError>, tls: Result<Int32, SystemError>?) = {
-            name, inSites in
+        let resolve: @Sendable (String) -> (site: Result<Int32, SystemError>, tls: Result<Int32, SystemError>?) = { name in
             let mask = Self.directoryMask.union(.onlyDirectory)
             // Each path made with one allocation (`+` makes one a step, three a site).
-            let path = inSites ? name : Files.joined(sites, name)
+            let path = Files.joined(sites, name)
             let site = Self.addWatch(inotify, path, mask)
             guard case .success = site else { return (site, nil) }
             return (site, Self.addWatch(inotify, Files.joined(path, "/tls"), mask))
         }
-        // `sites/` as it resolves now: a batch's names are all looked up in one directory.
-        let directory = names.count > Self.parallelThreshold ? try? Files.openDirectory(sites) : nil
-        defer { if let directory { Files.close(directory) } }
-        let resolved =
-            if let directory {
-                Parallel.map(names, in: directory, threshold: Self.parallelThreshold, resolve)
-            } else {
-                Parallel.map(names, threshold: Self.parallelThreshold) { resolve($0, false) }
-            }
+        let resolved = Parallel.map(names, threshold: Self.parallelThreshold, resolve)
         for (name, watched) in zip(names, resolved) {
             if case .success(let wd) = watched.site { note(wd, standsFor: .site(name)) }
             if case .success(let wd) = watched.tls { note(wd, standsFor: .siteTLS(name)) }

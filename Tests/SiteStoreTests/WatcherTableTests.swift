@@ -101,40 +101,4 @@ struct WatcherTableTests {
         // The site's watch stayed when the alias let go of it; removing the site lets go of it too.
         _ = try w.reported(after: { try FileManager.default.removeItem(atPath: w.path("sites/a.test")) }, awaiting: "a.test")
     }
-
-    @Test(
-        "past the parallel threshold, each site directory and its tls/ is watched by its name in sites/, the config given by a relative path too"
-    )
-    func manySitesByName() throws {
-        let directory = try TemporaryDirectory(prefix: "aasad-watcher-many")
-        let count = ConfigWatcher.parallelThreshold + 40
-        let names = (0..<count).map { "s\($0).test" }
-        for (i, name) in names.enumerated() {
-            try directory.write("sites/\(name)/apple-app-site-association", Array("{}".utf8))
-            if i % 2 == 1 { try directory.write("sites/\(name)/tls/cert.pem", Array("x".utf8)) }
-        }
-        // The same directory by a path relative to the process's working directory.
-        let cwd = FileManager.default.currentDirectoryPath
-        let depth = cwd.split(separator: "/").count
-        let relative = String(repeating: "../", count: depth) + directory.path.drop { $0 == "/" }
-        let logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
-        for root in [directory.path, relative] {
-            let watcher = try ConfigWatcher(root: root, rescanInterval: nil, logger: logger, sitesInBackground: true)
-            defer { watcher.stop() }
-            watcher.waitForSites()
-            #expect(watcher.watchedSites == count, "\(root)")
-            let batches = Mutex<[Set<String>]>([])
-            watcher.start { change in batches.withLock { $0.append(change.sites) } }
-            // A site's file, and the tls/ of the first and the last site with one.
-            let changed = [names[0], names[1], names[count - 1]]
-            try directory.write("sites/\(names[0])/apple-app-site-association", Array("{\"x\":1}".utf8))
-            try directory.write("sites/\(names[1])/tls/cert.pem", Array("y".utf8))
-            try directory.write("sites/\(names[count - 1])/tls/cert.pem", Array("y".utf8))
-            let seen = eventually(attempts: 500, interval: 0.02) {
-                batches.withLock { Set($0.joined()) }.isSuperset(of: changed)
-            }
-            #expect(seen, "\(root): \(batches.withLock { Set($0.joined()) }) lacks one of \(changed)")
-        }
-    }
 }
-

@@ -51,12 +51,6 @@ int CAASALinux_mount_id(int fd, uint64_t *id);
 // `to`. Returns 0, or -1 with errno set (EPERM without CAP_SYS_ADMIN). The thread must end after.
 int CAASALinux_bind_in_private_namespace(const char *from, const char *to);
 
-// unshare(CLONE_FS), then fchdir(directory): the calling thread gets a working directory of its
-// own, `directory`, and no other thread's moves (no privilege needed; a seccomp filter may refuse
-// it, as Docker's default profile does: -1 with errno set, nothing changed but possibly the
-// unsharing). The thread must end after its work, as its relative paths resolve there.
-int CAASALinux_own_working_directory(int directory);
-
 #include <spawn.h>
 // posix_spawn_file_actions_addclosefrom_np (glibc 2.34, GNU only): the new program starts with
 // every descriptor from `from` up closed, whatever the parent forgot to mark close-on-exec
