@@ -69,12 +69,14 @@ public final class PreparedContent: Sendable {
         }
     }
 
-    /// `sha256` is the body's hash when the caller has it already.
-    public init(body: [UInt8], sha256: [UInt8]? = nil) {
+    /// `sha256` is the body's hash when the caller has it already, `digest` that hash as
+    /// `Hex.string` writes it when the caller has that too.
+    public init(body: [UInt8], sha256: [UInt8]? = nil, digest: String? = nil) {
         self.body = body
-        let hash = sha256 ?? Digest.sha256(body)
-        digest = Hex.string(hash)
-        etag = "\"\(digest.prefix(32))\""
+        let digest = digest ?? Hex.string(sha256 ?? Digest.sha256(body))
+        self.digest = digest
+        // The first 32 hex digits, taken as bytes (`prefix` on the string walks it by Characters).
+        etag = "\"" + String(decoding: digest.utf8.prefix(32), as: UTF8.self) + "\""
         mayCompress = body.count >= Self.minimumCompressedSize
     }
 

@@ -291,7 +291,7 @@ public enum ConfigLoader {
         let content = shared?.content(digest: digest, bytes: file.bytes)
         let bytes = content?.body ?? file.bytes
         var read: SiteFile<D>
-        if known.contains(kind, digestHex: digest) {
+        if known.contains(kind, sha256: hash) {
             read = SiteFile(
                 relativePath: file.path, bytes: bytes, modified: file.modified,
                 result: ValidationResult(document: nil, diagnostics: []),
@@ -314,7 +314,7 @@ public enum ConfigLoader {
             // (the gzip form is made later, after a request asks for it); an option that cannot
             // make a head leaves it to the registry, which reports it.
             // Kept for the batch's other reads, or the one another thread kept first, with its buffer.
-            let made = content ?? PreparedContent(body: bytes, sha256: hash)
+            let made = content ?? PreparedContent(body: bytes, sha256: hash, digest: digest)
             let served = shared?.keep(made) ?? made
             read.bytes = served.body
             read.prepared = try? PreparedFile(content: served, modified: file.modified, options: options)

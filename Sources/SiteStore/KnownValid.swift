@@ -53,6 +53,22 @@ public struct KnownValid: Sendable {
             digest = (a, b, c, d)
         }
 
+        /// The key of a SHA-256 given as its 32 bytes: its words read big-endian, as its hex
+        /// digits give them (a file's verdict is looked up with the hash its read computed, not
+        /// written in hex and parsed back); nil for another length.
+        init?(_ kind: Kind, sha256: [UInt8]) {
+            guard sha256.count == 32 else { return nil }
+            self.kind = kind.rawValue.asciiValue ?? 0
+            digest = sha256.withUnsafeBytes { bytes in
+                (
+                    UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: 0, as: UInt64.self)),
+                    UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: 8, as: UInt64.self)),
+                    UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: 16, as: UInt64.self)),
+                    UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: 24, as: UInt64.self))
+                )
+            }
+        }
+
         /// The key of `hex`, read from the string's UTF-8 storage (a digest's string is native, so
         /// no copy): iterating the string's UTF-8 view byte by byte was thousands of instructions a
         /// key, looked up for every file a start reads (callgrind, docs/benchmarks.md).
@@ -136,6 +152,12 @@ public struct KnownValid: Sendable {
 
     public func contains(_ kind: Kind, digestHex: String) -> Bool {
         guard let key = Key(kind, hex: digestHex) else { return false }
+        return isStored(key) || added.contains(key)
+    }
+
+    /// Whether a content of `kind` whose SHA-256 is `sha256` (its 32 bytes) was valid.
+    public func contains(_ kind: Kind, sha256: [UInt8]) -> Bool {
+        guard let key = Key(kind, sha256: sha256) else { return false }
         return isStored(key) || added.contains(key)
     }
 

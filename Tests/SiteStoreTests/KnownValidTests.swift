@@ -158,6 +158,30 @@ struct KnownValidTests {
         #expect(KnownValid.Key(.aasa, hex: hex) != nil && KnownValid.Key(.aasa, hex: hex.uppercased()) == nil)
     }
 
+    @Test("a key from a hash's 32 bytes is the key of its hex digits; another length is none; a file's verdict is found by it")
+    func keyFromBytes() {
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<200 {
+            let bytes = (0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            #expect(KnownValid.Key(.aasa, sha256: bytes) == KnownValid.Key(.aasa, hex: Hex.string(bytes)), "\(bytes)")
+            #expect(KnownValid.Key(.assetLinks, sha256: bytes) != KnownValid.Key(.aasa, sha256: bytes))
+        }
+        // Each byte in its place: a lone byte set anywhere gives the key of its hex.
+        for position in 0..<32 {
+            var bytes = [UInt8](repeating: 0, count: 32)
+            bytes[position] = 0x5A
+            #expect(KnownValid.Key(.aasa, sha256: bytes) == KnownValid.Key(.aasa, hex: Hex.string(bytes)), "byte \(position)")
+        }
+        #expect(KnownValid.Key(.aasa, sha256: [UInt8](repeating: 1, count: 31)) == nil)
+        #expect(KnownValid.Key(.aasa, sha256: [UInt8](repeating: 1, count: 33)) == nil)
+        #expect(KnownValid.Key(.aasa, sha256: []) == nil)
+        let hash = Digest.sha256(Array(good.utf8))
+        let known = KnownValid.parse(Array((KnownValid.header(identity: "x") + "a" + Hex.string(hash) + "\n").utf8), identity: "x")
+        #expect(known.contains(.aasa, sha256: hash))
+        #expect(!known.contains(.assetLinks, sha256: hash))
+        #expect(!known.contains(.aasa, sha256: Digest.sha256(Array(refused.utf8))))
+    }
+
     @Test("a state directory that cannot be written costs the next start time, not this one's sites")
     func unwritable() throws {
         let c = try TempConfig()
