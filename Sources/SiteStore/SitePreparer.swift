@@ -25,8 +25,8 @@ struct SitePreparer {
     /// neither well-known file has a version to serve). Returns the problems of the version on
     /// disk, one line each (the record's `errors` are left for the caller, which logs a change).
     /// `symlinkHosts`: the names its alias symlinks give it, sorted.
-    mutating func prepare(_ name: String, _ record: inout SiteRecord, symlinkHosts: [HostName]) -> [String] {
-        let source = record.source
+    mutating func prepare(_ name: String, _ record: inout SiteRecord, symlinkHosts: [HostName], takesSource: Bool = false) -> [String] {
+        let source = takesSource ? record.takeSource() : record.source
         var errors: [String] = []
         for problem in source.problems where problem.severity == .error { errors.append("\(problem.file): \(problem.message)") }
 

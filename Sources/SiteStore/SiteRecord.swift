@@ -22,6 +22,22 @@ struct SiteRecord {
         changeRare { $0.source = nil }
     }
 
+    /// The source, moved out of the record, which keeps none: what serve's apply takes, so that
+    /// its parts are neither retained for a copy nor released by a second one (a full load takes
+    /// every site's). A box another copy of the record shares is left as it is: its source is
+    /// copied out.
+    mutating func takeSource() -> SiteSource {
+        guard rare?.value.source != nil else { return source }
+        guard isKnownUniquelyReferenced(&rare) else {
+            defer { dropSource() }
+            return source
+        }
+        var taken: SiteSource?
+        swap(&taken, &rare!.value.source)
+        if rare!.value.isEmpty { rare = nil }
+        return taken ?? source
+    }
+
     /// The site's directory `sites/<name>` could not be examined: nothing read, everything kept.
     /// The update that follows keeps every last good file, the certificate in service and the
     /// settings in force, with `problem` as the site's error.
@@ -71,7 +87,7 @@ struct SiteRecord {
         }
     }
     /// What few records have at a time; nil when it would be empty.
-    private var rare: Boxed<Rare>?
+    private var rare: RareBox?
 
     /// The parts of a record that most sites do not have once applied.
     private struct Rare {
@@ -83,18 +99,25 @@ struct SiteRecord {
         var isEmpty: Bool { source == nil && errors.isEmpty && fallbackCounts == nil && routeCounts == nil }
     }
 
+    /// The rare parts' box: changed in place only by `takeSource`, when no other copy of the
+    /// record holds it; every other change makes a new one.
+    private final class RareBox {
+        var value: Rare
+        init(_ value: Rare) { self.value = value }
+    }
+
     /// Changes a rare part: a new box (copies of the record never share a change), none when
     /// every rare part is gone.
     private mutating func changeRare(_ change: (inout Rare) -> Void) {
         var value = rare?.value ?? Rare()
         rare = nil
         change(&value)
-        rare = value.isEmpty ? nil : Boxed(value)
+        rare = value.isEmpty ? nil : RareBox(value)
     }
 
     init(host: HostName, source: SiteSource) {
         self.host = host
-        rare = Boxed(Rare(source: source))
+        rare = RareBox(Rare(source: source))
     }
 
     /// How the site stands: serving, serving its last good version, or refused.

@@ -452,7 +452,9 @@ public final class SiteRegistry {
         // only while it serves: a site counts as holding a name from when it serves it).
         let host = records.values[index].host
         let symlinks = claims.symlinks(of: name)
-        let errors = preparer.prepare(name, &records.values[index], symlinkHosts: symlinks.values.sorted())
+        // What was read is applied: keep no file contents or parsed models (memory at 100,000
+        // sites), unless a reporting command asked for them.
+        let errors = preparer.prepare(name, &records.values[index], symlinkHosts: symlinks.values.sorted(), takesSource: !keepsSources)
         let served = records.values[index].served
         let errorsBefore = records.values[index].errors
         if errors != errorsBefore {
@@ -463,9 +465,6 @@ public final class SiteRegistry {
             }
         }
         records.values[index].errors = errors
-        // What was read is applied: keep no file contents or parsed models (memory at 100,000
-        // sites), unless a reporting command asked for them.
-        if !keepsSources { records.values[index].dropSource() }
         let aliases = served == nil ? [] : records.values[index].settings.aliases
         claims.ownership.set(name, HostOwnership.Names(host: host, symlinks: symlinks, aliases: aliases))
         tracking.move(from: before, to: records.values[index].state)

@@ -118,6 +118,28 @@ struct CompactRecordTests {
         #expect(record.routeCounts === routeCounts && copy.routeCounts == nil)
     }
 
+    @Test("a source taken moves out of the record, which keeps its other rare parts; a copy holding the same box keeps its own")
+    func sourceTaken() {
+        let name = host("a.test")
+        let source = SiteSource(host: name, directory: "sites/a.test", aliases: [], problems: [])
+        // Alone in its box: moved out, and the box goes with it.
+        var alone = SiteRecord(host: name, source: source)
+        #expect(alone.takeSource().directory == "sites/a.test")
+        #expect(alone.source.directory == "")
+        #expect(alone.takeSource().directory == "")
+        // With errors beside it: they stay.
+        var record = SiteRecord(host: name, source: source)
+        record.errors = ["sites/a.test/apple-app-site-association: broken"]
+        let copy = record
+        #expect(record.takeSource().directory == "sites/a.test")
+        #expect(record.source.directory == "" && record.errors.count == 1)
+        // The copy shared the box when the source was taken: it still has everything.
+        #expect(copy.source.directory == "sites/a.test" && copy.errors.count == 1)
+        var other = copy
+        #expect(other.takeSource().directory == "sites/a.test")
+        #expect(other.source.directory == "" && copy.source.directory == "sites/a.test")
+    }
+
     @Test("a verdict key keeps its kind and digest, sorts as its text, and refuses what is no lower-case SHA-256")
     func verdictKeys() throws {
         let digests = ["00", "0f", "a0", "ff", "7f"].map { String(repeating: $0, count: 32) }
