@@ -35,6 +35,12 @@ public struct CertificateFiles: Sendable, Equatable {
     /// with its own pair, against a handshake's hundreds of microseconds).
     public var identity: String { withUnsafeBytes(of: digest) { Hex.string($0) } }
 
+    /// The identity's 32 bytes, for a lookup that needs no hex (a restart looks up every pair's
+    /// verdict).
+    public func withIdentityBytes<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
+        try withUnsafeBytes(of: digest, body)
+    }
+
     /// Largest PEM file read: a chain of a few certificates is under 10 KB.
     public static let maximumFileSize = 1 << 20
 

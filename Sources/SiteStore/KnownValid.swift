@@ -56,17 +56,20 @@ public struct KnownValid: Sendable {
         /// The key of a SHA-256 given as its 32 bytes: its words read big-endian, as its hex
         /// digits give them (a file's verdict is looked up with the hash its read computed, not
         /// written in hex and parsed back); nil for another length.
-        init?(_ kind: Kind, sha256: [UInt8]) {
+        init?(_ kind: Kind, sha256: UnsafeRawBufferPointer) {
             guard sha256.count == 32 else { return nil }
             self.kind = kind.rawValue.asciiValue ?? 0
-            digest = sha256.withUnsafeBytes { bytes in
-                (
-                    UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: 0, as: UInt64.self)),
-                    UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: 8, as: UInt64.self)),
-                    UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: 16, as: UInt64.self)),
-                    UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: 24, as: UInt64.self))
-                )
-            }
+            digest = (
+                UInt64(bigEndian: sha256.loadUnaligned(fromByteOffset: 0, as: UInt64.self)),
+                UInt64(bigEndian: sha256.loadUnaligned(fromByteOffset: 8, as: UInt64.self)),
+                UInt64(bigEndian: sha256.loadUnaligned(fromByteOffset: 16, as: UInt64.self)),
+                UInt64(bigEndian: sha256.loadUnaligned(fromByteOffset: 24, as: UInt64.self))
+            )
+        }
+
+        init?(_ kind: Kind, sha256: [UInt8]) {
+            guard let key = sha256.withUnsafeBytes({ Key(kind, sha256: $0) }) else { return nil }
+            self = key
         }
 
         /// The key of `hex`, read from the string's UTF-8 storage (a digest's string is native, so
@@ -157,6 +160,11 @@ public struct KnownValid: Sendable {
 
     /// Whether a content of `kind` whose SHA-256 is `sha256` (its 32 bytes) was valid.
     public func contains(_ kind: Kind, sha256: [UInt8]) -> Bool {
+        sha256.withUnsafeBytes { contains(kind, sha256: $0) }
+    }
+
+    /// The same for the 32 bytes at `sha256`.
+    public func contains(_ kind: Kind, sha256: UnsafeRawBufferPointer) -> Bool {
         guard let key = Key(kind, sha256: sha256) else { return false }
         return isStored(key) || added.contains(key)
     }

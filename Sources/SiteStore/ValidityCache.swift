@@ -82,8 +82,10 @@ struct ValidityCache {
         check: SiteRegistry.CertificateCheck
     ) -> String? {
         guard known != nil else { return check(files) }
+        // A pair known valid is found by its digest's bytes (a restart looks up every pair;
+        // `checked` is the read's verdict on these very files, with their identity).
+        if files.withIdentityBytes({ known?.contains(.certificate, sha256: $0) }) == true { return nil }
         let identity = checked?.identity ?? files.identity
-        if known?.contains(.certificate, digestHex: identity) == true { return nil }
         if let problem = late.refusal(identity) { return problem }
         let problem: String?
         if let checked {

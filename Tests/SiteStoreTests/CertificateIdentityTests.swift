@@ -1,4 +1,5 @@
 import Foundation
+import HTTPCore
 import Logging
 import Served
 import Testing
@@ -29,6 +30,8 @@ struct CertificateIdentityTests {
             process.waitUntilExit()
             #expect(files.identity == String(printed.prefix(64)), "\(length) bytes")
             #expect(files.identity.utf8.count == 64)
+            // Its bytes, as the verdicts are looked up by: the same digest.
+            #expect(files.withIdentityBytes { Hex.string($0) } == files.identity)
             var changed = chain + [0]
             changed[changed.count - 1] ^= 1
             #expect(CertificateFiles(directory: "sites/a.test/tls", chainPEM: changed, keyPEM: key).identity != files.identity)
