@@ -26,14 +26,13 @@ public struct ContentCache: Sendable {
         // comparison is then one identity check).
         let ready = file.prepared.flatMap { $0.content.body == file.bytes ? $0 : nil }
         if let ready, ready.lastModified == modified, ready.options == options {
-            let digest = ready.content.digest
-            guard let entry = entries[digest] else {
-                entries[digest] = (ready.content, 1)
-                return ready
-            }
-            entries[digest]!.uses += 1
+            // Counted, or made, in one lookup of the digest (a first load makes most entries).
+            let held = { (entry: inout (content: PreparedContent, uses: Int)) -> PreparedContent in
+                entry.uses += 1
+                return entry.content
+            }(&entries[ready.content.digest, default: (ready.content, 0)])
             // The read took the content held already (`ConfigLoader.siteFile`): its file is the one.
-            return ready.content === entry.content ? ready : PreparedFile(ready, sharing: entry.content)
+            return ready.content === held ? ready : PreparedFile(ready, sharing: held)
         }
         try PreparedFile.check(options)
         let content: PreparedContent
@@ -47,6 +46,25 @@ public struct ContentCache: Sendable {
         }
         return try PreparedFile(content: content, modified: modified, options: options)
     }
+
+    /// Room for `count` distinct contents: a first load, which makes nearly all of them, grows
+    /// the table once rather than doubling and rehashing it as it goes.
+    mutating func reserveCapacity(_ count: Int) {
+        entries.reserveCapacity(count)
+    }
+
+    /// Gives back the room `reserveCapacity` made when the contents turned out few (sites that
+    /// share files): the table is made again at their size, rather than kept for the process's
+    /// life at one slot a site.
+    mutating func releaseUnusedCapacity() {
+        guard entries.capacity > 4 * max(entries.count, 256) else { return }
+        var resized = [String: (content: PreparedContent, uses: Int)](minimumCapacity: entries.count)
+        for (digest, entry) in entries { resized[digest] = entry }
+        entries = resized
+    }
+
+    /// The table's room, in contents (for tests).
+    var capacity: Int { entries.capacity }
 
     /// A prepared file's content under other options (the settings changed while the file's new
     /// version is invalid or unreadable): one more use of the same content.

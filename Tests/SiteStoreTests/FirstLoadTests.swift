@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import TestSupport
 import Testing
 
@@ -95,4 +96,27 @@ struct FirstLoadTests {
         }
         #expect(refusal() == Array(repeating: loaded.1[0], count: 3))
     }
+
+    @Test("a first load grows the content table once for every site, and gives the room back when the sites share their file")
+    func contentTableSized() throws {
+        let sites = 2_000
+        func load(shared: Bool) throws -> SiteRegistry {
+            let c = try TempConfig()
+            for i in 0..<sites {
+                let body = shared ? TempConfig.aasa : TempConfig.aasa.replacingOccurrences(of: "/*", with: "/\(i)/*")
+                try c.write("sites/s\(i).test/apple-app-site-association", body)
+            }
+            let registry = SiteRegistry(root: c.root, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+            registry.reloadAll()
+            return registry
+        }
+        let distinct = try load(shared: false)
+        #expect(distinct.distinctContents == sites)
+        #expect(distinct.snapshot.sites.count == sites)
+        let one = try load(shared: true)
+        #expect(one.distinctContents == 1)
+        #expect(one.snapshot.sites.count == sites)
+        #expect(one.preparer.contents.capacity < 64, "\(one.preparer.contents.capacity) slots kept for one content")
+    }
 }
+
