@@ -119,4 +119,3 @@ struct FirstLoadTests {
         #expect(one.preparer.contents.capacity < 64, "\(one.preparer.contents.capacity) slots kept for one content")
     }
 }
-
