@@ -47,25 +47,6 @@ public struct ContentCache: Sendable {
         return try PreparedFile(content: content, modified: modified, options: options)
     }
 
-    /// Room for `count` distinct contents: a first load, which makes nearly all of them, grows
-    /// the table once rather than doubling and rehashing it as it goes.
-    mutating func reserveCapacity(_ count: Int) {
-        entries.reserveCapacity(count)
-    }
-
-    /// Gives back the room `reserveCapacity` made when the contents turned out few (sites that
-    /// share files): the table is made again at their size, rather than kept for the process's
-    /// life at one slot a site.
-    mutating func releaseUnusedCapacity() {
-        guard entries.capacity > 4 * max(entries.count, 256) else { return }
-        var resized = [String: (content: PreparedContent, uses: Int)](minimumCapacity: entries.count)
-        for (digest, entry) in entries { resized[digest] = entry }
-        entries = resized
-    }
-
-    /// The table's room, in contents (for tests).
-    var capacity: Int { entries.capacity }
-
     /// A prepared file's content under other options (the settings changed while the file's new
     /// version is invalid or unreadable): one more use of the same content.
     /// `modified`: another Last-Modified (a restamped page); nil keeps the file's.

@@ -227,7 +227,6 @@ public final class SiteRegistry {
         if first != nil {
             records.reserveCapacity(ordered.count)
             claims.ownership.reserveCapacity(sites: ordered.count)
-            preparer.contents.reserveCapacity(ordered.count)
         }
         touched.reserveCapacity(ordered.count)
         // In chunks, so that a first load holds the parsed files of at most three chunks (and of the
@@ -337,7 +336,6 @@ public final class SiteRegistry {
             if !redo.contains(name) { updated.append(name) }
         }
         first?.applied = true
-        if first != nil { preparer.contents.releaseUnusedCapacity() }
         // Every site updated is published, and every other site whose names or refusals the
         // decisions changed: at a full load, resolve returns every site, each already published
         // (gathering both in one set hashed every name twice more).

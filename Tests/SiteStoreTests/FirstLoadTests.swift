@@ -97,10 +97,10 @@ struct FirstLoadTests {
         #expect(refusal() == Array(repeating: loaded.1[0], count: 3))
     }
 
-    @Test("a first load grows the content table once for every site, and gives the room back when the sites share their file")
-    func contentTableSized() throws {
+    @Test("a first load keeps one content for every distinct file, counted by the sites that serve its bytes")
+    func contentsShared() throws {
         let sites = 2_000
-        func load(shared: Bool) throws -> SiteRegistry {
+        func load(shared: Bool) throws -> (SiteRegistry, TempConfig) {
             let c = try TempConfig()
             for i in 0..<sites {
                 let body = shared ? TempConfig.aasa : TempConfig.aasa.replacingOccurrences(of: "/*", with: "/\(i)/*")
@@ -108,14 +108,20 @@ struct FirstLoadTests {
             }
             let registry = SiteRegistry(root: c.root, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
             registry.reloadAll()
-            return registry
+            return (registry, c)
         }
-        let distinct = try load(shared: false)
+        let (distinct, _) = try load(shared: false)
         #expect(distinct.distinctContents == sites)
         #expect(distinct.snapshot.sites.count == sites)
-        let one = try load(shared: true)
+        let (one, c) = try load(shared: true)
         #expect(one.distinctContents == 1)
         #expect(one.snapshot.sites.count == sites)
-        #expect(one.preparer.contents.capacity < 64, "\(one.preparer.contents.capacity) slots kept for one content")
+        // Held while one site serves it, dropped with the last.
+        for i in 1..<sites { try FileManager.default.removeItem(atPath: c.root + "/sites/s\(i).test") }
+        one.reloadAll()
+        #expect(one.snapshot.sites.count == 1 && one.distinctContents == 1)
+        try FileManager.default.removeItem(atPath: c.root + "/sites/s0.test")
+        one.reloadAll()
+        #expect(one.distinctContents == 0)
     }
 }
