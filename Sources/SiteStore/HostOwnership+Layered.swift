@@ -66,6 +66,12 @@ struct LayeredMap<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         return old
     }
 
+    /// Whether the map holds no key: then a lookup finds nothing and a removal has nothing to
+    /// remove (a first load decides 100,000 names against maps of contests, alias claims and
+    /// refusals that are all empty, and skips their lookups). A key removed since the last fold
+    /// may leave this false for an empty map, never true for one that holds a key.
+    var isEmpty: Bool { changes.isEmpty && base.values.isEmpty }
+
     /// Every key and value, in no particular order.
     func forEach(_ body: (Key, Value) -> Void) {
         for (key, value) in base.values where changes[key] == nil { body(key, value) }

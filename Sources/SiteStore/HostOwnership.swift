@@ -171,6 +171,9 @@ public struct HostOwnership: Sendable {
     private var pendingEntryWildcards: Set<Substring> = []
     /// Sites `set` changed since the last `resolve` (a name let go touches only the site).
     private var changedSites: Set<String> = []
+    /// Whether a site was removed since the last `resolve`: then some of `changedSites` may be
+    /// gone (a first load removes none, and takes the set as it is).
+    private var removedSites = false
     /// Who held which alias before the process started, for its first `resolve` only.
     private var prior: [HostName: String]
     /// The operator's bound on aliases; nil: none.
@@ -271,6 +274,7 @@ public struct HostOwnership: Sendable {
     /// Forgets a site (its directory is gone).
     public mutating func remove(_ site: String) {
         guard let old = sites.removeValue(forKey: site) else { return }
+        removedSites = true
         unregister(site, old)
         refusals[site] = nil
     }
@@ -308,8 +312,9 @@ public struct HostOwnership: Sendable {
     /// Decides the claims on every name changed since the last call; returns the sites whose held
     /// names or refusals may have changed.
     public mutating func resolve() -> Set<String> {
-        var touched = changedSites.filter { sites[$0] != nil }
+        var touched = removedSites ? changedSites.filter { sites[$0] != nil } : changedSites
         changedSites = []
+        removedSites = false
         guard !pending.isEmpty else {
             prior = [:]
             return touched
@@ -340,20 +345,24 @@ public struct HostOwnership: Sendable {
         pending = []
         pendingEntryWildcards = []
         // Rule 1, per host.
+        // Maps with nothing in them are not looked up (a first load's: no refusals, contests or
+        // alias claims yet; `isEmpty` is never true for a map that holds a key).
         for host in hosts {
             let candidates = entries[host]
             for entry in candidates {
                 touched.insert(entry.site)
-                refusals[entry.site]?[host] = nil
+                if !refusals.isEmpty { refusals[entry.site]?[host] = nil }
             }
-            contested[host] =
-                candidates.count < 2
-                ? nil
-                : candidates.min { a, b in
-                    let (exactA, exactB) = (a.name == host.name, b.name == host.name)
-                    if exactA != exactB { return exactA }
-                    return a.name.utf8.lexicographicallyPrecedes(b.name.utf8)
-                }
+            if candidates.count >= 2 || !contested.isEmpty {
+                contested[host] =
+                    candidates.count < 2
+                    ? nil
+                    : candidates.min { a, b in
+                        let (exactA, exactB) = (a.name == host.name, b.name == host.name)
+                        if exactA != exactB { return exactA }
+                        return a.name.utf8.lexicographicallyPrecedes(b.name.utf8)
+                    }
+            }
             if let holder = named(host) {
                 // Another spelling of a name the same site holds is no contest.
                 for entry in candidates where entry.site != holder.site {
@@ -365,7 +374,8 @@ public struct HostOwnership: Sendable {
         // Rules 2 and 3: the alias claims on those names, held ones first.
         var claims: [Claim] = []
         var heldBefore: [HostName: String] = [:]
-        for host in hosts {
+        // (Nothing to do for any host while no alias is claimed or held.)
+        for host in hosts where !aliasHeld.isEmpty || !aliasClaims.isEmpty {
             let before = aliasHeld.removeValue(forKey: host)
             if let before {
                 touched.insert(before)
@@ -386,8 +396,12 @@ public struct HostOwnership: Sendable {
                 aliasHeld[claim.host] = claim.site
             }
         }
-        if hosts.contains(where: { aliasHeld[$0] != heldBefore[$0] }) { rememberedVersion &+= 1 }
-        for site in touched where refusals[site]?.isEmpty == true { refusals[site] = nil }
+        if !(aliasHeld.isEmpty && heldBefore.isEmpty), hosts.contains(where: { aliasHeld[$0] != heldBefore[$0] }) {
+            rememberedVersion &+= 1
+        }
+        if !refusals.isEmpty {
+            for site in touched where refusals[site]?.isEmpty == true { refusals[site] = nil }
+        }
         prior = [:]
         return touched
     }
@@ -574,6 +588,9 @@ struct Multimap<Key: Hashable & Sendable, Value: Equatable & Sendable>: Sendable
 
     /// The keys with a value.
     var keys: [Key] { first.keys }
+
+    /// Whether no key has a value (`LayeredMap.isEmpty`: never true while one has).
+    var isEmpty: Bool { first.isEmpty }
 
     mutating func foldIfLarge() {
         first.foldIfLarge()

@@ -211,6 +211,22 @@ struct HostOwnershipTests {
         #expect(ownership.held(by: "nothing.test").isEmpty)
     }
 
+    @Test("what a decision touched: the sites set since, less those removed before it; a first load's every site")
+    func touchedSites() {
+        var ownership = HostOwnership()
+        for name in ["a.test", "b.test", "c.test"] { ownership.set(name, Site(dir: name).names) }
+        #expect(ownership.resolve() == ["a.test", "b.test", "c.test"])
+        // Set, then removed before the decision: not among the touched.
+        ownership.set("d.test", Site(dir: "d.test").names)
+        ownership.set("b.test", Site(dir: "b.test", aliases: ["www.b.test"]).names)
+        ownership.remove("d.test")
+        #expect(ownership.resolve() == ["b.test"])
+        // Removed alone: nothing of it left to touch.
+        ownership.remove("c.test")
+        #expect(ownership.resolve().isEmpty)
+        #expect(ownership.held(by: "c.test").isEmpty && ownership.held(by: "b.test") == [host("b.test"), host("www.b.test")])
+    }
+
     @Test("a directory made later for a name an alias holds takes it: the operator's names come first")
     func directoryOverridesAlias() {
         var ownership = HostOwnership()
