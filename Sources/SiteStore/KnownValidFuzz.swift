@@ -109,6 +109,7 @@ public enum KnownValidFuzz {
             changed[place] = changed[place] == UInt8(ascii: "0") ? UInt8(ascii: "1") : UInt8(ascii: "0")
             if !expected.contains([line[0]] + changed), let kind = KnownValid.Kind(rawValue: Character(UnicodeScalar(line[0]))),
                 known.contains(kind, digestHex: String(decoding: changed, as: UTF8.self))
+                    || known.contains(kind, sha256: digestBytes(changed[...]))
             {
                 return "a verdict for a digest one digit off"
             }
@@ -129,6 +130,12 @@ public enum KnownValidFuzz {
         return inserts.isEmpty ? nil : compare(known, expected, identity: identity, what: "after inserts")
     }
 
+    /// The bytes 64 lower-case hex digits stand for, read here on their own (not by `KnownValid`).
+    static func digestBytes(_ hex: ArraySlice<UInt8>) -> [UInt8] {
+        func value(_ digit: UInt8) -> UInt8 { digit <= UInt8(ascii: "9") ? digit &- UInt8(ascii: "0") : digit &- UInt8(ascii: "a") &+ 10 }
+        return stride(from: hex.startIndex, to: hex.endIndex - 1, by: 2).map { value(hex[$0]) &* 16 &+ value(hex[$0 + 1]) }
+    }
+
     /// Whether `known` holds exactly `expected`, sorted and found, and writes them back as the
     /// reference would and reads them again the same.
     static func compare(_ known: KnownValid, _ expected: Set<[UInt8]>, identity: String, what: String) -> String? {
@@ -143,6 +150,10 @@ public enum KnownValidFuzz {
             guard let kind = KnownValid.Kind(rawValue: Character(UnicodeScalar(line[0]))),
                 known.contains(kind, digestHex: String(decoding: line.dropFirst(), as: UTF8.self))
             else { return "\(what): a key read is not found" }
+            // By the digest's bytes, as a load looks a file up (the hash it computed).
+            guard known.contains(kind, sha256: digestBytes(line.dropFirst())) else {
+                return "\(what): a key read is not found by its bytes"
+            }
         }
         let written = known.fileBytes(identity: identity)
         let header = Array("aasad validated-contents 1 \(identity)\n".utf8)
