@@ -198,7 +198,7 @@ package final class Daemon: @unchecked Sendable {
         if settings.watch {
             do {
                 watcher = try ConfigWatcher(
-                    root: config, rescanInterval: settings.rescanInterval, logger: logger, sitesInBackground: true)
+                    root: config, rescanInterval: settings.rescanInterval, logger: logger, sitesInBackground: true, tlsByLoad: true)
             } catch {
                 logger.warning("cannot watch the config directory; changes apply on SIGHUP only", metadata: ["error": "\(error)"])
             }
@@ -213,8 +213,11 @@ package final class Daemon: @unchecked Sendable {
         // many after (`checkCertificatesLate`; both in Daemon+LateChecks.swift).
         registry.defersCertificateChecks = true
         registry.beforeReading = watcher.map { watcher in { watcher.waitForSites() } }
+        // The sites' tls/ folders are watched by the load, each before its pair is read.
+        if let watcher { registry.watchesTLS = { @Sendable name in watcher.watchTLS(ofSite: name) } }
         registry.reloadAll(remembers: false)
         registry.beforeReading = nil
+        registry.watchesTLS = nil
         registry.defersCertificateChecks = false
         let (checksLate, defaultPair, failedEarly) = Self.checkFirstLoadPairs(registry, logger: logger)
         let store = SnapshotStore(registry.snapshot)

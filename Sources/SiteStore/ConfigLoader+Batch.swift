@@ -82,7 +82,7 @@ extension ConfigLoader {
     static func examine(
         _ names: [String], sitesPath: String, records: [String: SiteRecord], known: KnownValid?,
         check: @escaping SiteRegistry.CertificateCheck, options: ServingOptions, deferChecks: Bool = false,
-        shared: ContentCache? = nil
+        shared: ContentCache? = nil, watchTLS: (@Sendable (String) -> Void)? = nil
     ) -> [Entry] {
         // The records as they are now, shared rather than copied into a set (a set per chunk cost
         // O(sites) each: quadratic over a full load). Nothing changes them while `examine` runs:
@@ -113,7 +113,7 @@ extension ConfigLoader {
         let examineOne: @Sendable (String) -> Entry = { name in
             let entry = examine(
                 sitesPath: sitesPath, name: name, isSite: isSite, known: known, options: options, shared: shared,
-                sites: sitesDirectory, configRoot: configRoot)
+                sites: sitesDirectory, configRoot: configRoot, watchTLS: watchTLS)
             guard let known, case .site(var source) = entry, let files = source.certificate else { return entry }
             let identity = files.identity
             if files.withIdentityBytes({ known.contains(.certificate, sha256: $0) }) {

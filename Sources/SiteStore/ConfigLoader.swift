@@ -73,9 +73,11 @@ public enum ConfigLoader {
     /// `sites`: `sitesPath` open as a directory (`Files.openDirectory`), when the caller has it.
     /// `configRoot`: `configRoot(of: sitesPath)`, when the caller has it (a batch works it out
     /// once for all its names rather than once per site).
+    /// `watchTLS`: called with the name before a site's `tls/` is read, when its listing shows one
+    /// (a start's first load: `ConfigWatcher.watchTLS(ofSite:)`).
     public static func examine(
         sitesPath: String, name: String, isSite: (String) -> Bool, known: KnownValid? = nil, options: ServingOptions? = nil,
-        shared: ContentCache? = nil, sites: Int32? = nil, configRoot: String? = nil
+        shared: ContentCache? = nil, sites: Int32? = nil, configRoot: String? = nil, watchTLS: (@Sendable (String) -> Void)? = nil
     ) -> Entry {
         if name.hasPrefix(".") { return .ignored }
         let relative = Files.joined("sites/", name)
@@ -84,7 +86,7 @@ public enum ConfigLoader {
             siteEntry(
                 host: host, name: name, directory: full, relative: relative, known: known, options: options,
                 configRoot: configRoot ?? Self.configRoot(of: sitesPath), plainDirectory: plainDirectory, shared: shared,
-                opened: opened)
+                opened: opened, watchTLS: watchTLS)
         }
         // A plain directory of a valid name, nearly every name, is opened at once through `sites`
         // without following a link: the kernel says it is a directory (no lstat) and its own files
@@ -165,11 +167,12 @@ public enum ConfigLoader {
     /// case.
     private static func siteEntry(
         host: HostName, name: String, directory: String, relative: String, known: KnownValid?, options: ServingOptions?,
-        configRoot: String, plainDirectory: Bool, shared: ContentCache?, opened: OpenedDirectory?
+        configRoot: String, plainDirectory: Bool, shared: ContentCache?, opened: OpenedDirectory?,
+        watchTLS: (@Sendable (String) -> Void)?
     ) -> Entry {
         var site = loadSite(
             host: host, directory: directory, relative: relative, known: known, options: options, configRoot: configRoot,
-            plainDirectory: plainDirectory, shared: shared, opened: opened, siteName: name)
+            plainDirectory: plainDirectory, shared: shared, opened: opened, siteName: name, watchTLS: watchTLS)
         if host.name != name && host.name + "." != name {
             site.problems.append(
                 ConfigProblem(
@@ -201,10 +204,12 @@ public enum ConfigLoader {
     }
 
     /// `loadSite`, reading the site through `opened` when it is open already; `siteName`: the
-    /// site's name under `sites/`, which its certificate pair keeps (`CertificateFiles`).
+    /// site's name under `sites/`, which its certificate pair keeps (`CertificateFiles`);
+    /// `watchTLS`: called with `siteName` before its `tls/` is read (`examine`).
     static func loadSite(
         host: HostName, directory: String, relative: String, known: KnownValid?, options: ServingOptions?,
-        configRoot: String?, plainDirectory: Bool, shared: ContentCache?, opened: OpenedDirectory?, siteName: String?
+        configRoot: String?, plainDirectory: Bool, shared: ContentCache?, opened: OpenedDirectory?, siteName: String?,
+        watchTLS: (@Sendable (String) -> Void)? = nil
     ) -> SiteSource {
         var site = SiteSource(host: host, directory: relative, aliases: [], aasa: nil, assetLinks: nil, certificate: nil, problems: [])
         // The listing says which of the site's files exist, so that a missing one costs no failed
@@ -262,6 +267,8 @@ public enum ConfigLoader {
         readPages(directory, relative, &site, rules)
         var certificateUnreadable = false
         if mayExist("tls") {
+            // Watched before it is read: a pair changed after the read raises an event.
+            if let watchTLS, let siteName { watchTLS(siteName) }
             site.certificate = readCertificate(
                 directory, Files.joined(relative, "/tls"), &site.problems, unreadable: &certificateUnreadable, site: siteName,
                 in: opened?.descriptor)

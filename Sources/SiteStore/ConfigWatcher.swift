@@ -136,6 +136,10 @@ public final class ConfigWatcher: @unchecked Sendable {
     /// watching thread's work before it).
     var watchedSites: Int { siteWatches.count }
 
+    /// The `tls/` watches a first load added (`watchTLS(ofSite:)`, from its reading threads),
+    /// until `start` binds them.
+    private let loadTLSWatches = Mutex<[(name: String, watch: Result<Int32, SystemError>)]>([])
+
     private var pending = Change()
     private var firstEvent: Int64?
     private var lastEvent: Int64 = 0
@@ -152,13 +156,24 @@ public final class ConfigWatcher: @unchecked Sendable {
     /// of path walks and bookkeeping that the first load's listing and ordering of `sites/` need
     /// not wait for); `waitForSites()` returns once they are all watched, and nothing may read a
     /// site's files before it has. Otherwise every watch is added before `init` returns.
-    public convenience init(root: String, rescanInterval: Int64?, logger: Logger, sitesInBackground: Bool = false) throws {
-        try self.init(root: root, rescanInterval: rescanInterval, logger: logger, sitesInBackground: sitesInBackground, holding: nil)
+    ///
+    /// `tlsByLoad`: that first pass leaves the sites' `tls/` folders alone; the first load watches
+    /// each one its listing of a site shows, before it reads the pair (`watchTLS(ofSite:)`), and
+    /// `start` takes those watches in. A site without a `tls/` (most of them) then costs no failed
+    /// path walk (2 µs each, docs/benchmarks.md); a `tls/` made after the load listed its site
+    /// raises an event in the site's directory, watched before the listing, and is watched then.
+    public convenience init(
+        root: String, rescanInterval: Int64?, logger: Logger, sitesInBackground: Bool = false, tlsByLoad: Bool = false
+    ) throws {
+        try self.init(
+            root: root, rescanInterval: rescanInterval, logger: logger, sitesInBackground: sitesInBackground, tlsByLoad: tlsByLoad,
+            holding: nil)
     }
 
     /// `holding`: run first on the thread that watches the site directories (a test holds it there).
     init(
-        root: String, rescanInterval: Int64?, logger: Logger, sitesInBackground: Bool, holding: (@Sendable () -> Void)?
+        root: String, rescanInterval: Int64?, logger: Logger, sitesInBackground: Bool, tlsByLoad: Bool = false,
+        holding: (@Sendable () -> Void)?
     ) throws {
         self.root = root
         self.rescanInterval = rescanInterval
@@ -177,14 +192,45 @@ public final class ConfigWatcher: @unchecked Sendable {
             // the watcher's state stays one thread's at a time.
             let t = Thread { [self] in
                 holding?()
-                watchListedSites()
+                watchListedSites(tls: !tlsByLoad)
                 watching.signal()
             }
             t.name = "aasad-watching"
             t.start()
         } else {
-            watchListedSites()
+            watchListedSites(tls: !tlsByLoad)
         }
+    }
+
+    /// Watches the `tls/` of the site `name` (`sites/NAME/tls`, followed where it leads): what a
+    /// first load does for each site whose listing shows one, before it reads the pair, when
+    /// `init` was told `tlsByLoad`. Safe on any thread, while the load runs (`inotify_add_watch`
+    /// alone); `start` binds the watches to their sites before it reads an event.
+    public func watchTLS(ofSite name: String) {
+        let result = Self.addWatch(inotify, Files.joined(root + "/sites/", name, "/tls"), Self.directoryMask.union(.onlyDirectory))
+        loadTLSWatches.withLock { $0.append((name, result)) }
+    }
+
+    /// Binds the watches the load added (`watchTLS(ofSite:)`) to their sites, on the thread that
+    /// owns the tables (`start`'s, before the watcher's own thread runs).
+    private func bindLoadTLSWatches() {
+        let added = loadTLSWatches.withLock { added in
+            defer { added = [] }
+            return added
+        }
+        var unwatched = 0
+        for (name, result) in added {
+            switch result {
+            case .success(let wd):
+                note(wd, standsFor: .siteTLS(name))
+                var watch = siteWatches[name] ?? SiteWatch()
+                watch.tls = wd
+                bind(site: name, to: watch)
+            case .failure(let error):
+                if error.isWatchLimit { unwatched += 1 }
+            }
+        }
+        if unwatched > 0 { noteWatchLimit(unwatchedSites: unwatched) }
     }
 
     /// Returns once every site directory listed at `init` is watched (at once unless `init` was
@@ -204,6 +250,7 @@ public final class ConfigWatcher: @unchecked Sendable {
     /// one holding whatever changed since `init`.
     public func start(apply: @escaping (Change) -> Void) {
         waitForSites()
+        bindLoadTLSWatches()
         self.apply = apply
         let t = Thread { [self] in
             run()
@@ -325,8 +372,9 @@ public final class ConfigWatcher: @unchecked Sendable {
     }
 
     /// The second: every name listed in `sites/` now (watched after `sites/` itself, so that a
-    /// name made after the listing raises an event there) and every one watched before.
-    private func watchListedSites() {
+    /// name made after the listing raises an event there) and every one watched before; `tls`:
+    /// their `tls/` too (not in the first pass of `init(tlsByLoad:)`).
+    private func watchListedSites(tls: Bool = true) {
         let listed = ((try? Files.entries(of: root + "/sites")) ?? []).filter { !$0.hasPrefix(".") }
         // Names watched before and gone now let go of their watches too. The first time, the
         // tables are grown once for every name (at a million sites their doublings were a third
@@ -335,7 +383,7 @@ public final class ConfigWatcher: @unchecked Sendable {
             siteWatches.reserveCapacity(listed.count)
             watches.reserveCapacity(watches.count + listed.count)
         }
-        let unwatched = watchSites(siteWatches.isEmpty ? listed : Array(Set(listed).union(siteWatches.keys)))
+        let unwatched = watchSites(siteWatches.isEmpty ? listed : Array(Set(listed).union(siteWatches.keys)), tls: tls)
         if unwatched == 0 && watchLimitReported && fixedWatches.count == 3 {
             watchLimitReported = false
             logger.info("every site directory is watched again", metadata: ["watched": "\(watches.count)"])
@@ -381,7 +429,7 @@ public final class ConfigWatcher: @unchecked Sendable {
     /// another name has just resolved to is never removed as unused.
     /// Returns how many of the names could not be watched for inotify's watch limit.
     @discardableResult
-    private func watchSites(_ names: [String]) -> Int {
+    private func watchSites(_ names: [String], tls: Bool = true) -> Int {
         let inotify = self.inotify
         let sites = root + "/sites/"
         let resolve: @Sendable (String) -> (site: Result<Int32, SystemError>, tls: Result<Int32, SystemError>?) = { name in
@@ -389,7 +437,7 @@ public final class ConfigWatcher: @unchecked Sendable {
             // Each path made with one allocation (`+` makes one a step, three a site).
             let path = Files.joined(sites, name)
             let site = Self.addWatch(inotify, path, mask)
-            guard case .success = site else { return (site, nil) }
+            guard case .success = site, tls else { return (site, nil) }
             return (site, Self.addWatch(inotify, Files.joined(path, "/tls"), mask))
         }
         let resolved = Parallel.map(names, threshold: Self.parallelThreshold, resolve)

@@ -66,11 +66,11 @@ extension SiteRegistry {
     /// and a link whose target is one of them finds a directory there with one `lstat`.
     func examiner() -> @Sendable ([String]) -> [ConfigLoader.Entry] {
         let (sitesPath, known, check, options) = (sitesPath, preparer.validity.known, preparer.checkCertificate, options)
-        let (defers, contents) = (preparer.late.defers, preparer.contents)
+        let (defers, contents, watchTLS) = (preparer.late.defers, preparer.contents, watchesTLS)
         return { names in
             ConfigLoader.examine(
                 names, sitesPath: sitesPath, records: [:], known: known, check: check, options: options, deferChecks: defers,
-                shared: contents)
+                shared: contents, watchTLS: watchTLS)
         }
     }
 

@@ -39,6 +39,10 @@ public final class SiteRegistry {
     /// files: a start waits there for the watcher's watches on the site directories
     /// (`ConfigWatcher.waitForSites`), added meanwhile on a thread of their own.
     public var beforeReading: (() -> Void)?
+    /// Called with a site's name under `sites/` before its `tls/` is read, on the reading
+    /// threads, when its listing shows one: a start's first load watches each `tls/` there
+    /// (`ConfigWatcher.watchTLS(ofSite:)`, for a watcher made with `tlsByLoad`).
+    public var watchesTLS: (@Sendable (String) -> Void)?
     /// How files are served (Cache-Control); a change applies to every file at the next full reload.
     public var options: ServingOptions {
         get { preparer.options }
@@ -354,7 +358,7 @@ public final class SiteRegistry {
     func examine(_ names: [String]) -> [ConfigLoader.Entry] {
         ConfigLoader.examine(
             names, sitesPath: sitesPath, records: records, known: preparer.validity.known, check: preparer.checkCertificate,
-            options: options, deferChecks: preparer.late.defers, shared: preparer.contents)
+            options: options, deferChecks: preparer.late.defers, shared: preparer.contents, watchTLS: watchesTLS)
     }
 
     /// A name under `sites/` that cannot be examined (EACCES, EMFILE...) keeps what it was: a

@@ -98,4 +98,56 @@ struct WatchBeforeLoadTests {
         #expect(watcher.watchedSites == sites)
         watcher.stop()
     }
+
+    @Test(
+        "tls/ watched by the load: none by the watcher's first pass, each one a listing shows before its pair is read, a later one from its site's event"
+    )
+    func tlsWatchedByLoad() throws {
+        let directory = try TemporaryDirectory(prefix: "aasad-tls-by-load")
+        // Past the watcher's parallel threshold and the load's chunk: the batch paths of both.
+        let count = SiteRegistry.chunkSize + 20
+        let aasa = Array(TempConfig.aasa.utf8)
+        for i in 0..<count {
+            try directory.write("sites/s\(i).test/apple-app-site-association", aasa)
+            if i % 2 == 1 {
+                try directory.write("sites/s\(i).test/tls/cert.pem", Array("chain \(i)".utf8))
+                try directory.write("sites/s\(i).test/tls/key.pem", Array("key \(i)".utf8))
+            }
+        }
+        let watcher = try ConfigWatcher(
+            root: directory.path, rescanInterval: nil, logger: logger, sitesInBackground: true, tlsByLoad: true)
+        defer { watcher.stop() }
+        let registry = SiteRegistry(
+            root: directory.path, logger: logger, checkCertificate: { _ in nil },
+            knownValidFile: (path: directory.path("validated-contents"), identity: "x"))
+        registry.beforeReading = { watcher.waitForSites() }
+        let asked = Mutex<[String]>([])
+        let firstCert = directory.path("sites/s1.test/tls/cert.pem")
+        // Each tls/ is watched before its pair is read: rewritten here, the load reads the new bytes.
+        registry.watchesTLS = { name in
+            asked.withLock { $0.append(name) }
+            watcher.watchTLS(ofSite: name)
+            if name == "s1.test" { try? Data("chain rewritten".utf8).write(to: URL(fileURLWithPath: firstCert)) }
+        }
+        let first = registry.reloadAll()
+        registry.watchesTLS = nil
+        #expect(Set(asked.withLock { $0 }) == Set((0..<count).filter { $0 % 2 == 1 }.map { "s\($0).test" }))
+        #expect(first.site(forHost: "s1.test")?.certificate?.chainPEM == Array("chain rewritten".utf8))
+        let batches = Mutex<[Set<String>]>([])
+        watcher.start { change in batches.withLock { $0.append(change.sites) } }
+        func reported(_ name: String) -> Bool {
+            eventually(attempts: 500, interval: 0.02) { batches.withLock { $0.contains { $0.contains(name) } } }
+        }
+        // A pair changed after the load read it, in the first and the last site with one.
+        try directory.write("sites/s1.test/tls/key.pem", Array("key changed".utf8))
+        try directory.write("sites/s\(count - 1).test/tls/cert.pem", Array("chain changed".utf8))
+        #expect(reported("s1.test"), "a change to a tls/ the load watched was not reported")
+        #expect(reported("s\(count - 1).test"))
+        // A site without one gets a tls/ after the load: its directory's event, then its files'.
+        try directory.write("sites/s0.test/tls/cert.pem", Array("chain new".utf8))
+        #expect(reported("s0.test"))
+        batches.withLock { $0 = [] }
+        try directory.write("sites/s0.test/tls/key.pem", Array("key new".utf8))
+        #expect(reported("s0.test"), "a change in a tls/ made after the load was not reported")
+    }
 }
