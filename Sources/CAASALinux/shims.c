@@ -15,6 +15,8 @@ int CAASALinux_open_directory_location(int directory, const char *name) {
     return openat(directory, name, O_PATH | O_DIRECTORY | O_CLOEXEC);
 }
 
+int CAASALinux_open_location_at(int directory, const char *name) { return openat(directory, name, O_PATH | O_CLOEXEC); }
+
 #include <sys/syscall.h>
 
 ssize_t CAASALinux_getdents64(int fd, void *buffer, size_t size) { return syscall(SYS_getdents64, fd, buffer, size); }

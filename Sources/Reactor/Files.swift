@@ -142,6 +142,13 @@ public enum Files {
         try syscallOrThrow("openat", { name.withCString { CAASALinux_open_directory_location(directory, $0) } })
     }
 
+    /// `openLocation` of the entry named by the end of `path` from its UTF-8 byte `offset` on, in
+    /// the directory open at `directory` (a link followed from there).
+    public static func openLocation(_ path: String, nameAt offset: Int, in directory: Int32) throws(SystemError) -> Int32 {
+        precondition(offset >= 0 && offset < path.utf8.count, "a name's offset outside its path")
+        return try syscallOrThrow("openat", { path.withCString { CAASALinux_open_location_at(directory, $0 + offset) } })
+    }
+
     /// Opens for reading (close-on-exec, non-blocking) the very file `location` names, through
     /// the kernel's `/proc/self/fd/N` link: the same inode even if its name was replaced since.
     /// Needs /proc, as `path(of:)` does (and as the process's own arguments do: without /proc,

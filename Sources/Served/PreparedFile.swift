@@ -74,6 +74,7 @@ public final class PreparedContent: Sendable {
     public init(body: [UInt8], sha256: [UInt8]? = nil, digest: String? = nil) {
         self.body = body
         let digest = digest ?? Hex.string(sha256 ?? Digest.sha256(body))
+        assert(sha256.map { Hex.string($0) == digest } ?? true, "a digest given for other bytes than its hash")
         self.digest = digest
         // The first 32 hex digits, taken as bytes (`prefix` on the string walks it by Characters).
         etag = "\"" + String(decoding: digest.utf8.prefix(32), as: UTF8.self) + "\""

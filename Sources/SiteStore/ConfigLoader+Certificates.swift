@@ -11,7 +11,8 @@ extension ConfigLoader {
     /// caller then keeps the pair it had: a certificate is only gone when its files are).
     /// `site`: the name under `sites/` of the site whose `tls/` this is, kept by the pair rather
     /// than a path of its own. `in`: `directory` open (a site's `OpenedDirectory`): `tls/` and its
-    /// files are then opened through it, one name walked each instead of the whole path.
+    /// files are then opened through it, one name walked each instead of the whole path (a
+    /// linked `cert.pem`, as a Kubernetes Secret mounts it, followed from there).
     static func readCertificate(
         _ directory: String, _ relative: String, _ problems: inout [ConfigProblem], unreadable: inout Bool, site: String? = nil,
         in descriptor: Int32? = nil

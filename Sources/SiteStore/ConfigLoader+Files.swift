@@ -165,7 +165,14 @@ extension ConfigLoader {
             fd = try openNotFollowing(path, rules)
             linked = false
         } catch  where error.errno == ELOOP {
-            let location = try Files.openLocation(path)
+            // A link: followed from the open directory when it is one of its entries, so that
+            // the file is that directory's whatever its path names by then.
+            let location =
+                if let directory = rules.directory, let offset = entryOffset(path, in: directory.path) {
+                    try Files.openLocation(path, nameAt: offset, in: directory.descriptor)
+                } else {
+                    try Files.openLocation(path)
+                }
             defer { Files.close(location) }
             if let refusal = kindRefusal(try Files.status(of: location).kind) { return .refused(refusal) }
             fd = try Files.reopenForReading(location)

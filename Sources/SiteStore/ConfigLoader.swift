@@ -91,10 +91,9 @@ public enum ConfigLoader {
         // A plain directory of a valid name, nearly every name, is opened at once through `sites`
         // without following a link: the kernel says it is a directory (no lstat) and its own files
         // are opened in that very directory, by names relative to it, whatever its path is swapped
-        // for meanwhile, its `tls/` too (a `tls/` that is a link is followed from there; links
-        // inside the site are followed by path, with the file rules). A link, a file, a bad name
-        // (which might hold a `/`), a name gone or one that cannot be opened is looked at below,
-        // as a path.
+        // for meanwhile, its `tls/` too; a link among them is followed from there, under the file
+        // rules. A link, a file, a bad name (which might hold a `/`), a name gone or one that
+        // cannot be opened is looked at below, as a path.
         if let sites, case .success(let host) = parsedHost(name, relative),
             let descriptor = try? Files.openDirectoryNotFollowing(name, in: sites)
         {

@@ -135,10 +135,12 @@ public final class ConfigWatcher: @unchecked Sendable {
     /// How many site names are watched (for tests: read after `waitForSites`, which orders the
     /// watching thread's work before it).
     var watchedSites: Int { siteWatches.count }
+    /// How many site names have their `tls/` watched (for tests, as `watchedSites`).
+    var watchedSiteTLS: Int { siteWatches.values.count { $0.tls != nil } }
 
     /// The `tls/` watches a first load added (`watchTLS(ofSite:)`, from its reading threads),
-    /// until `start` binds them.
-    private let loadTLSWatches = Mutex<[(name: String, watch: Result<Int32, SystemError>)]>([])
+    /// until `start` binds them (nil from then on).
+    private let loadTLSWatches = Mutex<[(name: String, watch: Result<Int32, SystemError>)]?>([])
 
     private var pending = Change()
     private var firstEvent: Int64?
@@ -206,17 +208,20 @@ public final class ConfigWatcher: @unchecked Sendable {
     /// first load does for each site whose listing shows one, before it reads the pair, when
     /// `init` was told `tlsByLoad`. Safe on any thread, while the load runs (`inotify_add_watch`
     /// alone); `start` binds the watches to their sites before it reads an event.
+    /// Once `start` has run, nothing: a `tls/` is then watched by the watcher's own passes.
     public func watchTLS(ofSite name: String) {
-        let result = Self.addWatch(inotify, Files.joined(root + "/sites/", name, "/tls"), Self.directoryMask.union(.onlyDirectory))
-        loadTLSWatches.withLock { $0.append((name, result)) }
+        loadTLSWatches.withLock { added in
+            guard added != nil else { return }
+            added?.append((name, Self.addWatch(inotify, Files.joined(root + "/sites/", name, "/tls"), Self.siteMask)))
+        }
     }
 
     /// Binds the watches the load added (`watchTLS(ofSite:)`) to their sites, on the thread that
     /// owns the tables (`start`'s, before the watcher's own thread runs).
     private func bindLoadTLSWatches() {
         let added = loadTLSWatches.withLock { added in
-            defer { added = [] }
-            return added
+            defer { added = nil }
+            return added ?? []
         }
         var unwatched = 0
         for (name, result) in added {
@@ -433,12 +438,11 @@ public final class ConfigWatcher: @unchecked Sendable {
         let inotify = self.inotify
         let sites = root + "/sites/"
         let resolve: @Sendable (String) -> (site: Result<Int32, SystemError>, tls: Result<Int32, SystemError>?) = { name in
-            let mask = Self.directoryMask.union(.onlyDirectory)
             // Each path made with one allocation (`+` makes one a step, three a site).
             let path = Files.joined(sites, name)
-            let site = Self.addWatch(inotify, path, mask)
+            let site = Self.addWatch(inotify, path, Self.siteMask)
             guard case .success = site, tls else { return (site, nil) }
-            return (site, Self.addWatch(inotify, Files.joined(path, "/tls"), mask))
+            return (site, Self.addWatch(inotify, Files.joined(path, "/tls"), Self.siteMask))
         }
         let resolved = Parallel.map(names, threshold: Self.parallelThreshold, resolve)
         for (name, watched) in zip(names, resolved) {
@@ -484,6 +488,9 @@ public final class ConfigWatcher: @unchecked Sendable {
                 "unwatched_sites": "\(unwatchedSites)", "watches": "\(watches.count)", "limit": "\(limit.map(String.init) ?? "unknown")",
             ])
     }
+
+    /// What a site's directory and its `tls/` are watched for.
+    static let siteMask = directoryMask.union(.onlyDirectory)
 
     /// Batches of names larger than this are watched on every core.
     static let parallelThreshold = 256

@@ -67,11 +67,6 @@ public struct KnownValid: Sendable {
             )
         }
 
-        init?(_ kind: Kind, sha256: [UInt8]) {
-            guard let key = sha256.withUnsafeBytes({ Key(kind, sha256: $0) }) else { return nil }
-            self = key
-        }
-
         /// The key of `hex`, read from the string's UTF-8 storage (a digest's string is native, so
         /// no copy): iterating the string's UTF-8 view byte by byte was thousands of instructions a
         /// key, looked up for every file a start reads (callgrind, docs/benchmarks.md).
@@ -154,8 +149,7 @@ public struct KnownValid: Sendable {
     }
 
     public func contains(_ kind: Kind, digestHex: String) -> Bool {
-        guard let key = Key(kind, hex: digestHex) else { return false }
-        return isStored(key) || added.contains(key)
+        Key(kind, hex: digestHex).map(contains) ?? false
     }
 
     /// Whether a content of `kind` whose SHA-256 is `sha256` (its 32 bytes) was valid.
@@ -165,9 +159,10 @@ public struct KnownValid: Sendable {
 
     /// The same for the 32 bytes at `sha256`.
     public func contains(_ kind: Kind, sha256: UnsafeRawBufferPointer) -> Bool {
-        guard let key = Key(kind, sha256: sha256) else { return false }
-        return isStored(key) || added.contains(key)
+        Key(kind, sha256: sha256).map(contains) ?? false
     }
+
+    private func contains(_ key: Key) -> Bool { isStored(key) || added.contains(key) }
 
     mutating func insert(_ kind: Kind, digestHex: String) {
         if let key = Key(kind, hex: digestHex), !isStored(key) { added.insert(key) }

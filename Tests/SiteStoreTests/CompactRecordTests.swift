@@ -127,7 +127,12 @@ struct CompactRecordTests {
         #expect(alone.takeSource().directory == "sites/a.test")
         #expect(alone.source.directory == "")
         #expect(alone.takeSource().directory == "")
-        // With errors beside it: they stay.
+        // With errors beside it, alone in its box: moved out in place, the errors stay.
+        var withErrors = SiteRecord(host: name, source: source)
+        withErrors.errors = ["sites/a.test/apple-app-site-association: broken"]
+        #expect(withErrors.takeSource().directory == "sites/a.test")
+        #expect(withErrors.source.directory == "" && withErrors.errors.count == 1)
+        // Shared with a copy: the record's source goes, the copy's stays.
         var record = SiteRecord(host: name, source: source)
         record.errors = ["sites/a.test/apple-app-site-association: broken"]
         let copy = record

@@ -251,6 +251,28 @@ struct DescriptorLoadTests {
         #expect(site.problems.isEmpty, "\(site.problems)")
     }
 
+    @Test("linked files in an open site directory (a Kubernetes Secret's cert.pem, a shared file) are followed from that directory")
+    func linksThroughDescriptor() throws {
+        let c = try TempConfig()
+        for (directory, tag) in [("sites/a.test", "OPENED"), ("sites/.next", "PATH")] {
+            try c.write("\(directory)/shared.json", TempConfig.aasa.replacingOccurrences(of: "/*", with: "/\(tag.lowercased())/*"))
+            try c.link("\(directory)/apple-app-site-association", to: "shared.json")
+            try c.write("\(directory)/tls/..data/cert.pem", "\(tag) CHAIN")
+            try c.write("\(directory)/tls/..data/key.pem", "\(tag) KEY")
+            try c.link("\(directory)/tls/cert.pem", to: "..data/cert.pem")
+            try c.link("\(directory)/tls/key.pem", to: "..data/key.pem")
+        }
+        let descriptor = try Files.openDirectory(c.root + "/sites/a.test")
+        defer { Files.close(descriptor) }
+        // The directory swapped for another by the time its files are opened.
+        #expect(rename(c.root + "/sites/a.test", c.root + "/sites/.old") == 0)
+        #expect(rename(c.root + "/sites/.next", c.root + "/sites/a.test") == 0)
+        let site = try loadOpened(c, "a.test", descriptor: descriptor)
+        #expect(site.certificate?.chainPEM == Array("OPENED CHAIN".utf8))
+        #expect(site.certificate?.keyPEM == Array("OPENED KEY".utf8))
+        #expect(site.aasa.map { String(decoding: $0.bytes, as: UTF8.self).contains("/opened/") } == true)
+    }
+
     @Test(
         "a site's tls/ through its descriptor: a link to a folder is followed, a file, FIFO or dangling link is no pair and no error, a file linked to a device is refused"
     )

@@ -163,18 +163,23 @@ struct KnownValidTests {
         var generator = SystemRandomNumberGenerator()
         for _ in 0..<200 {
             let bytes = (0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }
-            #expect(KnownValid.Key(.aasa, sha256: bytes) == KnownValid.Key(.aasa, hex: Hex.string(bytes)), "\(bytes)")
-            #expect(KnownValid.Key(.assetLinks, sha256: bytes) != KnownValid.Key(.aasa, sha256: bytes))
+            #expect(
+                bytes.withUnsafeBytes { KnownValid.Key(.aasa, sha256: $0) } == KnownValid.Key(.aasa, hex: Hex.string(bytes)), "\(bytes)")
+            #expect(
+                bytes.withUnsafeBytes { KnownValid.Key(.assetLinks, sha256: $0) }
+                    != bytes.withUnsafeBytes { KnownValid.Key(.aasa, sha256: $0) })
         }
         // Each byte in its place: a lone byte set anywhere gives the key of its hex.
         for position in 0..<32 {
             var bytes = [UInt8](repeating: 0, count: 32)
             bytes[position] = 0x5A
-            #expect(KnownValid.Key(.aasa, sha256: bytes) == KnownValid.Key(.aasa, hex: Hex.string(bytes)), "byte \(position)")
+            #expect(
+                bytes.withUnsafeBytes { KnownValid.Key(.aasa, sha256: $0) } == KnownValid.Key(.aasa, hex: Hex.string(bytes)),
+                "byte \(position)")
         }
-        #expect(KnownValid.Key(.aasa, sha256: [UInt8](repeating: 1, count: 31)) == nil)
-        #expect(KnownValid.Key(.aasa, sha256: [UInt8](repeating: 1, count: 33)) == nil)
-        #expect(KnownValid.Key(.aasa, sha256: []) == nil)
+        #expect([UInt8](repeating: 1, count: 31).withUnsafeBytes { KnownValid.Key(.aasa, sha256: $0) } == nil)
+        #expect([UInt8](repeating: 1, count: 33).withUnsafeBytes { KnownValid.Key(.aasa, sha256: $0) } == nil)
+        #expect([UInt8]().withUnsafeBytes { KnownValid.Key(.aasa, sha256: $0) } == nil)
         let hash = Digest.sha256(Array(good.utf8))
         let known = KnownValid.parse(Array((KnownValid.header(identity: "x") + "a" + Hex.string(hash) + "\n").utf8), identity: "x")
         #expect(known.contains(.aasa, sha256: hash))

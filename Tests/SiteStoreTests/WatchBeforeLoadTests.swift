@@ -120,7 +120,11 @@ struct WatchBeforeLoadTests {
         let registry = SiteRegistry(
             root: directory.path, logger: logger, checkCertificate: { _ in nil },
             knownValidFile: (path: directory.path("validated-contents"), identity: "x"))
-        registry.beforeReading = { watcher.waitForSites() }
+        registry.beforeReading = {
+            watcher.waitForSites()
+            // The watcher's own pass watched the site directories, no tls/.
+            #expect(watcher.watchedSites == count && watcher.watchedSiteTLS == 0)
+        }
         let asked = Mutex<[String]>([])
         let firstCert = directory.path("sites/s1.test/tls/cert.pem")
         // Each tls/ is watched before its pair is read: rewritten here, the load reads the new bytes.
@@ -135,6 +139,9 @@ struct WatchBeforeLoadTests {
         #expect(first.site(forHost: "s1.test")?.certificate?.chainPEM == Array("chain rewritten".utf8))
         let batches = Mutex<[Set<String>]>([])
         watcher.start { change in batches.withLock { $0.append(change.sites) } }
+        // A call after `start` watches nothing: the watcher's own passes do.
+        watcher.watchTLS(ofSite: "s0.test")
+        #expect(watcher.watchedSiteTLS == count / 2)
         func reported(_ name: String) -> Bool {
             eventually(attempts: 500, interval: 0.02) { batches.withLock { $0.contains { $0.contains(name) } } }
         }

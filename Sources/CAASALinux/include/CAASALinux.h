@@ -30,6 +30,10 @@ int CAASALinux_open_location(const char *path);
 // fails ENOTDIR, unopened.
 int CAASALinux_open_directory_location(int directory, const char *name);
 
+// openat(directory, name, O_PATH | O_CLOEXEC): `open_location` for an entry of an open directory,
+// a symbolic link followed from there (a relative target resolves in that very directory).
+int CAASALinux_open_location_at(int directory, const char *name);
+
 // getdents64(2) on an open directory: the listing without fdopendir's fstat, fcntl calls and
 // buffer (a site directory per site is listed at a full load). Returns bytes read, 0 at the end,
 // or -1 with errno set.
