@@ -74,7 +74,7 @@ public enum ConfigLoader {
     /// `configRoot`: `configRoot(of: sitesPath)`, when the caller has it (a batch works it out
     /// once for all its names rather than once per site).
     /// `watchTLS`: called with the name before a site's `tls/` is read, when its listing shows one
-    /// (a start's first load: `ConfigWatcher.watchTLS(ofSite:)`).
+    /// or it could not be listed (a start's first load: `ConfigWatcher.watchTLS(ofSite:)`).
     public static func examine(
         sitesPath: String, name: String, isSite: (String) -> Bool, known: KnownValid? = nil, options: ServingOptions? = nil,
         shared: ContentCache? = nil, sites: Int32? = nil, configRoot: String? = nil, watchTLS: (@Sendable (String) -> Void)? = nil

@@ -27,7 +27,7 @@ public final class ConfigWatcher: @unchecked Sendable {
     // @unchecked: all state but the wake-up pipe and the stop flag is touched by one thread at a
     // time: `init`'s, then (with `sitesInBackground`) the thread watching the site directories,
     // whose work `waitForSites` orders before its caller's (a semaphore), then the watcher's own
-    // thread from `start`.
+    // thread from `start`. The `tls/` watches a first load adds wait in a Mutex until `start`.
 
     /// Quiet time before a batch of changes is applied.
     public static let debounce: Int64 = 100
@@ -210,10 +210,10 @@ public final class ConfigWatcher: @unchecked Sendable {
     /// alone); `start` binds the watches to their sites before it reads an event.
     /// Once `start` has run, nothing: a `tls/` is then watched by the watcher's own passes.
     public func watchTLS(ofSite name: String) {
-        loadTLSWatches.withLock { added in
-            guard added != nil else { return }
-            added?.append((name, Self.addWatch(inotify, Files.joined(root + "/sites/", name, "/tls"), Self.siteMask)))
-        }
+        // The path walk outside the lock: the reading threads add theirs at once.
+        guard loadTLSWatches.withLock({ $0 != nil }) else { return }
+        let result = Self.addWatch(inotify, Files.joined(root + "/sites/", name, "/tls"), Self.siteMask)
+        loadTLSWatches.withLock { $0?.append((name, result)) }
     }
 
     /// Binds the watches the load added (`watchTLS(ofSite:)`) to their sites, on the thread that
@@ -223,11 +223,14 @@ public final class ConfigWatcher: @unchecked Sendable {
             defer { added = nil }
             return added ?? []
         }
+        // As `watchSites`: every new binding first, then the release of the old ones, so that a
+        // watch another name has just resolved to (a `tls/` two sites share through a link) is
+        // never removed as unused.
+        for case (let name, .success(let wd)) in added { note(wd, standsFor: .siteTLS(name)) }
         var unwatched = 0
         for (name, result) in added {
             switch result {
             case .success(let wd):
-                note(wd, standsFor: .siteTLS(name))
                 var watch = siteWatches[name] ?? SiteWatch()
                 watch.tls = wd
                 bind(site: name, to: watch)
