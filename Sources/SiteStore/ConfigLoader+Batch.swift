@@ -116,7 +116,7 @@ extension ConfigLoader {
                 sites: sitesDirectory, configRoot: configRoot, watchTLS: watchTLS)
             guard let known, case .site(var source) = entry, let files = source.certificate else { return entry }
             let identity = files.identity
-            if files.withIdentityBytes({ known.contains(.certificate, sha256: $0) }) {
+            if known.contains(pair: files) {
                 source.checkedCertificate = (identity, nil)
             } else if deferChecks && sites[name]?.served?.certificate == nil {
                 source.certificateCheckDeferred = true

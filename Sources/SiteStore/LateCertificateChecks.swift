@@ -29,7 +29,7 @@ struct LateCertificateChecks {
     /// Takes a pair into service unchecked (a load that defers checks), unless `validity` knows
     /// it valid or keeps no verdicts (a reporting registry).
     mutating func take(_ files: CertificateFiles, validity: ValidityCache) {
-        guard validity.known != nil, files.withIdentityBytes({ validity.known?.contains(.certificate, sha256: $0) }) != true else { return }
+        guard let known = validity.known, !known.contains(pair: files) else { return }
         unchecked[files.identity] = files
     }
 

@@ -10,8 +10,8 @@ import Served
 struct SiteRecord {
     var host: HostName
     /// The site as last read from disk, until it is applied: serve keeps none of it after
-    /// (`dropSource`; at 100,000 sites the emptied sources alone were 60 MB), the reporting
-    /// commands keep it all.
+    /// (its apply takes it out, `takeSource`; at 100,000 sites the emptied sources alone were
+    /// 60 MB), the reporting commands keep it all.
     var source: SiteSource {
         get { rare?.value.source ?? SiteSource(host: host, directory: "", aliases: [], problems: []) }
         set { changeRare { $0.source = newValue } }

@@ -40,8 +40,9 @@ public final class SiteRegistry {
     /// (`ConfigWatcher.waitForSites`), added meanwhile on a thread of their own.
     public var beforeReading: (() -> Void)?
     /// Called with a site's name under `sites/` before its `tls/` is read, on the reading
-    /// threads, when its listing shows one: a start's first load watches each `tls/` there
-    /// (`ConfigWatcher.watchTLS(ofSite:)`, for a watcher made with `tlsByLoad`).
+    /// threads, when its listing shows one or it could not be listed: a start's first load
+    /// watches each `tls/` there (`ConfigWatcher.watchTLS(ofSite:)`, for a watcher made with
+    /// `tlsByLoad`).
     public var watchesTLS: (@Sendable (String) -> Void)?
     /// How files are served (Cache-Control); a change applies to every file at the next full reload.
     public var options: ServingOptions {

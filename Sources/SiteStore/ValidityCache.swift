@@ -2,6 +2,15 @@ import Logging
 import Reactor
 import Served
 
+extension KnownValid {
+    /// Whether the pair `files` is known to load and match, looked up by its identity's 32 bytes
+    /// (every pair of a restart is looked up; its hex identity parsed back cost more than the
+    /// search). Here rather than in KnownValid.swift, which the `verdicts` fuzz target builds alone.
+    func contains(pair files: CertificateFiles) -> Bool {
+        files.withIdentityBytes { contains(.certificate, sha256: $0) }
+    }
+}
+
 /// Contents whose verdict is known valid (`KnownValid`), so that loads skip validating them
 /// again, kept between runs in serve's state directory: what a start spends on 50,000 sites is
 /// mostly validation and certificate checks, and a restart serves the same bytes.
@@ -84,7 +93,7 @@ struct ValidityCache {
         guard known != nil else { return check(files) }
         // A pair known valid is found by its digest's bytes (a restart looks up every pair;
         // `checked` is the read's verdict on these very files, with their identity).
-        if files.withIdentityBytes({ known?.contains(.certificate, sha256: $0) }) == true { return nil }
+        if known?.contains(pair: files) == true { return nil }
         let identity = checked?.identity ?? files.identity
         if let problem = late.refusal(identity) { return problem }
         let problem: String?
