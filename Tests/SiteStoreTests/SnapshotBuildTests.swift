@@ -21,7 +21,9 @@ struct SnapshotBuildTests {
             + hosts.map { host in "\(host)=\(snapshot.site(forHost: host).map { "\(ObjectIdentifier($0))" } ?? "-")" }
     }
 
-    @Test("unique directories, names two sites claim, wildcards, unserved directories; one repeated; one unserved then served")
+    @Test(
+        "unique directories, names two sites claim, wildcards, unserved directories, directories not a name of theirs; one repeated; one unserved then served; a directory's name claimed by another site"
+    )
     func sameAsOneAtATime() throws {
         let count = Snapshot.parallelBuild + 100
         var batch: [(String, ServedSite?)] = []
@@ -30,17 +32,33 @@ struct SnapshotBuildTests {
             batch.append(("s\(i).test", try Self.site("s\(i).test", ["s\(i).test", "*.w\(i).test", "shared\(i % 7).test"])))
             hosts += ["s\(i).test", "x.w\(i).test", "w\(i).test"]
             if i % 1000 == 0 { batch.append(("gone\(i).test", nil)) }
+            if i % 500 == 0 {
+                // Directories that are not a name of their site: another name, a wildcard only,
+                // the name in another case.
+                batch.append(("d\(i).test", try Self.site("d\(i).test", ["x\(i).test"])))
+                batch.append(("o\(i).test", try Self.site("o\(i).test", ["*.o\(i).test"])))
+                batch.append(("C\(i).test", try Self.site("C\(i).test", ["c\(i).test"])))
+                hosts += ["d\(i).test", "x\(i).test", "o\(i).test", "y.o\(i).test", "C\(i).test", "c\(i).test"]
+            }
         }
         hosts += (0..<7).map { "shared\($0).test" }
         let repeated = batch + [("s5.test", try Self.site("s5.test", ["other5.test"]))]
         let servedLater = [("s9.test", nil)] + batch.filter { $0.0 != "s9.test" } + [("s9.test", try Self.site("s9.test", ["late9.test"]))]
         let removedLater = batch + [("s11.test", nil)]
-        for (label, many) in [("unique", batch), ("repeated", repeated), ("served later", servedLater), ("removed later", removedLater)] {
+        // A name one site holds as its directory's and another claims too, the other after it or before it.
+        let claimedAfter = batch + [("t3.test", try Self.site("t3.test", ["t3.test", "s3.test"]))]
+        let claimedBefore = [("t4.test", try Self.site("t4.test", ["s4.test"]))] + batch
+        // The other claims a directory name whose site does not hold it: no contest.
+        let claimedUnheld = batch + [("t0.test", try Self.site("t0.test", ["d0.test"]))]
+        for (label, many) in [
+            ("unique", batch), ("repeated", repeated), ("served later", servedLater), ("removed later", removedLater),
+            ("claimed after", claimedAfter), ("claimed before", claimedBefore), ("claimed unheld", claimedUnheld),
+        ] {
             let atOnce = Snapshot(generation: 0, sites: [], defaultCertificate: nil)
             atOnce.replaceInPlace(many, generation: 7)
             let oneByOne = Snapshot(generation: 0, sites: [], defaultCertificate: nil)
             for (directory, site) in many { oneByOne.replaceInPlace(directory, with: site, generation: 7) }
-            let names = hosts + ["other5.test", "late9.test"]
+            let names = hosts + ["other5.test", "late9.test", "t3.test", "t4.test", "t0.test"]
             #expect(Self.answers(atOnce, many, hosts: names) == Self.answers(oneByOne, many, hosts: names), "\(label)")
             #expect(atOnce.sites.count == oneByOne.sites.count, "\(label)")
             #expect(atOnce.generation == 7)
