@@ -187,6 +187,48 @@ struct KnownValidTests {
         #expect(!known.contains(.aasa, sha256: Digest.sha256(Array(refused.utf8))))
     }
 
+    @Test("every stored key is found in its bucket, at a bucket's edges and the array's ends; a neighbour or another kind is not")
+    func bucketsFindEveryKey() {
+        var generator = SystemRandomNumberGenerator()
+        let kinds: [KnownValid.Kind] = [.aasa, .certificate, .assetLinks]
+        /// 32 bytes whose first word is `first` (big-endian, as a key reads them), the rest random.
+        func hash(first: UInt64) -> [UInt8] {
+            withUnsafeBytes(of: first.bigEndian) { Array($0) } + (0..<24).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        }
+        // Random first words, and those at the edges of buckets: a bucket's first and last word,
+        // the lowest and highest of all.
+        let width = UInt64(64 - KnownValid.bucketBits)
+        var firsts = (0..<3_000).map { _ in UInt64.random(in: 0...UInt64.max, using: &generator) }
+        for bucket in [0, 1, 7, 4_094, 4_095] as [UInt64] {
+            firsts += [bucket << width, bucket << width | (1 << width - 1)]
+            // Several keys in one bucket, of each kind (the kind follows the index below).
+            firsts += (0..<30).map { _ in bucket << width | UInt64.random(in: 0..<(1 << width), using: &generator) }
+        }
+        var stored: [(KnownValid.Kind, [UInt8])] = []
+        var absent: [(KnownValid.Kind, [UInt8])] = []
+        for (index, first) in firsts.enumerated() {
+            let bytes = hash(first: first)
+            let kind = kinds[index % 3]
+            stored.append((kind, bytes))
+            // Another kind, and the same hash with its last byte changed: never stored.
+            absent.append((kinds[(index + 1) % 3], bytes))
+            var neighbour = bytes
+            neighbour[31] ^= 1
+            absent.append((kind, neighbour))
+        }
+        let keys = stored.compactMap { kind, bytes in bytes.withUnsafeBytes { KnownValid.Key(kind, sha256: $0) } }
+        let known = KnownValid(keys: keys.shuffled())
+        #expect(known.count == keys.count)
+        for (kind, bytes) in stored { #expect(known.contains(kind, sha256: bytes), "\(kind) \(Hex.string(bytes))") }
+        for (kind, bytes) in absent { #expect(!known.contains(kind, sha256: bytes), "\(kind) \(Hex.string(bytes))") }
+        // Read from its file, the same.
+        let read = KnownValid.parse(known.fileBytes(identity: "x"), identity: "x")
+        #expect(stored.allSatisfy { read.contains($0.0, sha256: $0.1) })
+        #expect(!absent.contains { read.contains($0.0, sha256: $0.1) })
+        // None stored: nothing found.
+        #expect(!KnownValid().contains(.aasa, sha256: stored[0].1))
+    }
+
     @Test("a state directory that cannot be written costs the next start time, not this one's sites")
     func unwritable() throws {
         let c = try TempConfig()
