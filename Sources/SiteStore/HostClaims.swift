@@ -122,8 +122,19 @@ struct HostClaims {
 
     /// The alias symlinks of a site, by symlink name.
     func symlinks(of site: String) -> [String: HostName] {
+        Self.symlinks(of: site, aliases: aliases, byTarget: aliasesByTarget)
+    }
+
+    /// The same from the two maps: what the registry calls for each site it updates, passing
+    /// `claims.aliases` and `claims.aliasesByTarget`. A method called through the registry's
+    /// property copied the whole of its `HostClaims` (every reference in it retained, then
+    /// released) for each site of a full load (perf, docs/benchmarks.md).
+    static func symlinks(
+        of site: String, aliases: [String: (host: HostName, target: String)], byTarget: [String: Set<String>]
+    ) -> [String: HostName] {
+        guard let entries = byTarget[site] else { return [:] }
         var symlinks: [String: HostName] = [:]
-        for entry in aliasesByTarget[site] ?? [] { symlinks[entry] = aliases[entry]?.host }
+        for entry in entries { symlinks[entry] = aliases[entry]?.host }
         return symlinks
     }
 

@@ -450,29 +450,32 @@ public final class SiteRegistry {
     func update(_ name: String) -> Bool {
         // The record is changed where it lies (`records.values[index]`), never copied out and
         // stored back: that retained and released each of its references and hashed the name
-        // twice more, for every site of a full load.
+        // twice more, for every site of a full load. Read through one `inout` too: each read of
+        // `records.values[index].field` copied the whole record (the getter returns it) to take
+        // one field.
         guard let index = records.index(forKey: name) else { return false }
-        let before = records.values[index].state
+        return update(name, &records.values[index])
+    }
+
+    private func update(_ name: String, _ record: inout SiteRecord) -> Bool {
+        let before = record.state
         // Claimed hosts: the directory's own, its alias symlinks', its site.yaml aliases (those
         // only while it serves: a site counts as holding a name from when it serves it).
-        let host = records.values[index].host
-        let symlinks = claims.symlinks(of: name)
+        let symlinks = HostClaims.symlinks(of: name, aliases: claims.aliases, byTarget: claims.aliasesByTarget)
         // What was read is applied: keep no file contents or parsed models (memory at 100,000
         // sites), unless a reporting command asked for them.
-        let errors = preparer.prepare(name, &records.values[index], symlinkHosts: symlinks.values.sorted(), takesSource: !keepsSources)
-        let served = records.values[index].served
-        let errorsBefore = records.values[index].errors
-        if errors != errorsBefore {
+        let errors = preparer.prepare(name, &record, symlinkHosts: symlinks.values.sorted(), takesSource: !keepsSources)
+        if errors != record.errors {
             for line in errors { logger.error("\(line)") }
-            if errors.isEmpty && !errorsBefore.isEmpty { logger.info("site fixed", metadata: ["site": "\(name)"]) }
+            if errors.isEmpty && !record.errors.isEmpty { logger.info("site fixed", metadata: ["site": "\(name)"]) }
             if !errors.isEmpty {
-                logger.error(served == nil ? "not served: \(name)" : "serving the last good version: \(name)")
+                logger.error(record.served == nil ? "not served: \(name)" : "serving the last good version: \(name)")
             }
         }
-        records.values[index].errors = errors
-        let aliases = served == nil ? [] : records.values[index].settings.aliases
-        claims.ownership.set(name, HostOwnership.Names(host: host, symlinks: symlinks, aliases: aliases))
-        tracking.move(from: before, to: records.values[index].state)
+        record.errors = errors
+        let aliases = record.served == nil ? [] : record.settings.aliases
+        claims.ownership.set(name, HostOwnership.Names(host: record.host, symlinks: symlinks, aliases: aliases))
+        tracking.move(from: before, to: record.state)
         return !errors.isEmpty
     }
 
