@@ -278,7 +278,7 @@ public final class SiteRegistry {
                     touchNamed(old.target)
                 }
                 if entryProblems.forget(name) {
-                    if records[name] == nil { touched.insert(name) }
+                    if !hasRecord(name) { touched.insert(name) }
                     claims.forgetDangling(name)
                 }
                 // Consumed: its site's parts move into the record rather than being retained there
@@ -299,7 +299,7 @@ public final class SiteRegistry {
                     claims.addAlias(name, host: host, target: target)
                     touchNamed(target)
                     // Directories come first in `ordered`: a target without a record now is no site.
-                    if records[target] == nil { logger.error("sites/\(name): an alias of \(target), which is not a site") }
+                    if !hasRecord(target) { logger.error("sites/\(name): an alias of \(target), which is not a site") }
                     removals.append(name)
                 case .problem(let problem):
                     entryProblems.record(name, problem, logger: logger, logUnchanged: true)
@@ -323,11 +323,11 @@ public final class SiteRegistry {
         // So is one a first load updated before an alias of it was read (a symlink made or changed
         // since the listing): its names changed. (A first load made every record there is, and
         // updated each in its chunk but those in `aliased`.)
-        let redo = first == nil ? [] : Set(named.lazy.filter { self.records[$0] != nil && !aliased.contains($0) })
-        let reread = beyond.subtracting(removals).union(redo).filter { records[$0] != nil }.sorted()
+        let redo = first == nil ? [] : Set(named.lazy.filter { self.hasRecord($0) && !aliased.contains($0) })
+        let reread = beyond.subtracting(removals).union(redo).filter { hasRecord($0) }.sorted()
         let rereadEntries = examine(reread)
         if !reread.isEmpty && !tree.stillPinned() { return false }
-        for name in removals where records[name] != nil { remove(name) }
+        for name in removals where hasRecord(name) { remove(name) }
         for (name, entry) in zip(reread, rereadEntries) {
             switch entry {
             case .site(let source): records[name]?.source = source
@@ -336,7 +336,7 @@ public final class SiteRegistry {
             }
         }
         // A first load updated its sites chunk by chunk: only the aliased and those named since are left.
-        for name in (first == nil ? touched : aliased.union(redo)).sorted() where records[name] != nil {
+        for name in (first == nil ? touched : aliased.union(redo)).sorted() where hasRecord(name) {
             if update(name) { failing.insert(name) } else { failing.remove(name) }
             if !redo.contains(name) { updated.append(name) }
         }
@@ -346,11 +346,16 @@ public final class SiteRegistry {
         // (gathering both in one set hashed every name twice more).
         let resolved = claims.ownership.resolve()
         publish(updated)
-        for name in resolved where !touched.contains(name) || records[name] == nil { publish(name) }
+        for name in resolved where !touched.contains(name) || !hasRecord(name) { publish(name) }
         claims.settle(logger: logger)
-        lastReloadProblems = failing.count { records[$0] != nil } + names.count { entryProblems.byName[$0] != nil }
+        lastReloadProblems = failing.count { hasRecord($0) } + names.count { entryProblems.byName[$0] != nil }
         return true
     }
+
+    /// Whether `name` has a record, found without copying it out (`records[name] != nil` copied
+    /// the whole record, every reference in it retained and released, for each of the names a
+    /// full load checks).
+    func hasRecord(_ name: String) -> Bool { records.index(forKey: name) != nil }
 
     /// Entries read before they are applied and their parsed files dropped.
     static let chunkSize = 1024
@@ -366,7 +371,7 @@ public final class SiteRegistry {
     /// site keeps its last good files, certificate and settings, with the problem as its error;
     /// an alias stays an alias; an unknown name is reported.
     func keepUnreadable(_ name: String, _ problem: ConfigProblem) {
-        if records[name] != nil {
+        if hasRecord(name) {
             records[name]?.keepEverything(name, problem)
         } else if claims.aliases[name] == nil {
             entryProblems.record(name, problem, logger: logger, logUnchanged: false)
@@ -539,7 +544,7 @@ public final class SiteRegistry {
     /// Names under `sites/` that are not sites, and aliases of a directory that is not one, with
     /// why (by name); first, `sites/` itself when it could not be listed.
     public var entryErrors: [ConfigProblem] {
-        entryProblems.reported(with: claims.aliasesOfNoSite { records[$0] != nil } + (aliasPolicyProblem.map { [$0] } ?? []))
+        entryProblems.reported(with: claims.aliasesOfNoSite { hasRecord($0) } + (aliasPolicyProblem.map { [$0] } ?? []))
     }
 
     /// Distinct prepared contents held (identical files counted once).
