@@ -288,9 +288,12 @@ public final class SiteRegistry {
                     if let index = records.index(forKey: name) {
                         // In place: a record copied out and stored back retained and released each
                         // of its references, and looked the name up twice.
-                        records.values[index].source = source
+                        records.values[index].source = consume source
                     } else {
-                        records[name] = SiteRecord(host: source.host, source: source)
+                        // Moved in (`consume`): passed as it was, the entry was copied whole,
+                        // every reference in the site's files retained, then released with it.
+                        let host = source.host
+                        records[name] = SiteRecord(host: host, source: consume source)
                         tracking.move(from: nil, to: .refused)  // until its first update
                     }
                     touched.insert(name)
