@@ -15,6 +15,7 @@ package import TLS
 /// on their own without locks (`TrafficCounters`); each scrape reads those counts and moves the
 /// registry's metrics to them, so the serving path never touches a metric. Every label comes from
 /// a fixed set. Metrics other libraries emit through swift-metrics land on the same page.
+/// About 430 lines: one scrape's families, in the order the page lists them, read best in one place.
 final class MetricsExporter: Sendable {
     /// Whether swift-metrics' global factory was set (once per process).
     private static let bootstrapped = Mutex(false)

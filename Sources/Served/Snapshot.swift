@@ -79,19 +79,21 @@ public final class Snapshot: @unchecked Sendable {
 
     /// `replaceInPlace` for many sites, in order. Into a snapshot that serves nothing yet (a first
     /// load: a million sites), the map by directory is built on one core while the other sorts
-    /// the names by kind; should a directory come twice, or two sites hold one name, in order on
-    /// this one, as `replace` does each.
+    /// the names by kind; should a directory come twice (served or not), or a site's own
+    /// directory name be claimed by another site too, in order on this one, as `replace` does
+    /// each. Returns whether the maps were built at once (for tests).
     ///
     /// A site's directory is almost always one of its names (`sites/example.com/` serves
     /// example.com), so the map of exact names starts as the map by directory itself, sharing
     /// every node with it, and is changed only where the two differ: directories that are not a
     /// name their site holds leave it, other exact names join it. Built on its own, it cost a
     /// second trie of every site (0.08 s and its nodes' memory at 100,000 sites, docs/benchmarks.md).
-    package func replaceInPlace(_ many: [(String, ServedSite?)], generation: UInt64) {
+    @discardableResult
+    package func replaceInPlace(_ many: [(String, ServedSite?)], generation: UInt64) -> Bool {
         self.generation = generation
         guard sites.isEmpty, exact.isEmpty, wildcards.isEmpty, many.count > Self.parallelBuild else {
             for (directory, site) in many { Self.replace(directory, with: site, &sites, &exact, &wildcards) }
-            return
+            return false
         }
         nonisolated(unsafe) var bySite = TreeDictionary<String, ServedSite>()
         nonisolated(unsafe) var repeated = false
@@ -130,9 +132,10 @@ public final class Snapshot: @unchecked Sendable {
         }
         guard !repeated, let byName = Self.exactNames(bySite, unheld: unheld, elsewhere: elsewhere) else {
             for (directory, site) in many { Self.replace(directory, with: site, &sites, &exact, &wildcards) }
-            return
+            return false
         }
         (sites, exact, wildcards) = (bySite, byName, byWildcard)
+        return true
     }
 
     /// The map of exact names, from the map by directory (each directory unique) and what differs

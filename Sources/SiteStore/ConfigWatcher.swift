@@ -27,7 +27,8 @@ public final class ConfigWatcher: @unchecked Sendable {
     // @unchecked: all state but the wake-up pipe and the stop flag is touched by one thread at a
     // time: `init`'s, then (with `sitesInBackground`) the thread watching the site directories,
     // whose work `waitForSites` orders before its caller's (a semaphore), then the watcher's own
-    // thread from `start`. The `tls/` watches a first load adds wait in a Mutex until `start`.
+    // thread from `start`. The `tls/` watches a first load adds wait in a Mutex until that thread
+    // binds them, first thing.
 
     /// Quiet time before a batch of changes is applied.
     public static let debounce: Int64 = 100
@@ -207,8 +208,10 @@ public final class ConfigWatcher: @unchecked Sendable {
     /// Watches the `tls/` of the site `name` (`sites/NAME/tls`, followed where it leads): what a
     /// first load does for each site whose listing shows one, before it reads the pair, when
     /// `init` was told `tlsByLoad`. Safe on any thread, while the load runs (`inotify_add_watch`
-    /// alone); `start` binds the watches to their sites before it reads an event.
-    /// Once `start` has run, nothing: a `tls/` is then watched by the watcher's own passes.
+    /// alone); the watcher's thread binds the watches to their sites before it reads an event.
+    /// For the load only, which ends before `start`: once the watcher's thread has bound them,
+    /// nothing (a `tls/` is then watched by the watcher's own passes), and a call racing that
+    /// binding may leave a watch bound to no site (its events ignored until a pass watches it).
     public func watchTLS(ofSite name: String) {
         // The path walk outside the lock: the reading threads add theirs at once.
         guard loadTLSWatches.withLock({ $0 != nil }) else { return }

@@ -105,7 +105,7 @@ public struct KnownValid: Sendable {
     /// `Set` of the same keys took 105 bytes a key with its empty slots: docs/benchmarks.md).
     private(set) var sorted: [Key] = []
     /// Where each bucket of `sorted` starts (`bucket(_:)`), and past the last its end: a lookup
-    /// searches one bucket, some tens of keys side by side, rather than the whole array, whose
+    /// searches one bucket, tens of keys side by side, rather than the whole array, whose
     /// every probe but the first few missed the cache (a restart looks up every file and pair it
     /// reads: 150,000 lookups over 150,000 keys at 100,000 sites took 0.09 s, docs/benchmarks.md).
     /// Empty when a key has no bucket (then the whole array is searched).
@@ -131,7 +131,8 @@ public struct KnownValid: Sendable {
     }
 
     /// Bits of a digest's first word that choose its bucket within its kind: 4,096 buckets a kind
-    /// (48 KB of starts), about 37 keys a bucket at 150,000 keys.
+    /// (48 KB of starts for three kinds); at 100,000 sites half with a pair, about 24 keys an
+    /// AASA bucket and 12 a pair's.
     static let bucketBits = 12
 
     /// A key's bucket: its kind's rank, then the first bits of its digest, so that buckets follow

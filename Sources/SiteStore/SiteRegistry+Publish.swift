@@ -12,8 +12,9 @@ extension SiteRegistry {
     /// `publish` for many sites: what each serves with its names is worked out on every core for
     /// a large batch (reads of the records and the decisions only), then put into the snapshot,
     /// and its refused claims logged, on this thread in order (at a million sites, `held(by:)`
-    /// alone was 1.0 s of the start's thread, perf in docs/benchmarks.md; the refusals of a
-    /// site that has none are an empty map's lookup).
+    /// alone was 1.0 s of the start's thread, perf in docs/benchmarks.md). The refusals are
+    /// looked up on this thread: nothing while no site has any (a first load's, most reloads'),
+    /// else a lookup in the refusals' two layers a site.
     func publish(_ names: [String], threshold: Int = parallelPublication) {
         nonisolated(unsafe) let records = records
         let ownership = claims.ownership

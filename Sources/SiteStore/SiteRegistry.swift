@@ -20,7 +20,7 @@ import Served
 /// pairs taken unchecked with their late verdicts, `LateCertificateChecks`), the default certificate
 /// (`DefaultCertificate`), the snapshot and its generation (`SnapshotEditor`) and what the admin
 /// view reads (`SiteTracking`). What stays here is the order of a reload and the sites' records.
-/// One file of about 560 lines: a reload's order (read in chunks, check the tree, apply,
+/// One file of about 580 lines: a reload's order (read in chunks, check the tree, apply,
 /// resolve; publishing is in SiteRegistry+Publish.swift) reads best in one place, and the public reading API at its end is short
 /// reads of the records and the claims.
 public final class SiteRegistry {

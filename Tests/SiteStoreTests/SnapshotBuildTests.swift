@@ -3,9 +3,10 @@ import Testing
 
 @testable import Served
 
-/// A first load publishes every site into an empty snapshot at once, its maps by directory and by
-/// host built on two cores (`Snapshot.replaceInPlace(_:generation:)`): the snapshot must answer
-/// as one built a site at a time does, whatever the batch holds.
+/// A first load publishes every site into an empty snapshot at once, its map by directory built on
+/// one core while the other sorts the names, and its map of exact names made from the map by
+/// directory (`Snapshot.replaceInPlace(_:generation:)`): the snapshot must answer as one built a
+/// site at a time does, whatever the batch holds, and be built at once unless the order decides.
 @Suite("A snapshot built at once")
 struct SnapshotBuildTests {
     private static func site(_ directory: String, _ hosts: [String]) throws -> ServedSite {
@@ -50,15 +51,25 @@ struct SnapshotBuildTests {
         let claimedBefore = [("t4.test", try Self.site("t4.test", ["s4.test"]))] + batch
         // The other claims a directory name whose site does not hold it: no contest.
         let claimedUnheld = batch + [("t0.test", try Self.site("t0.test", ["d0.test"]))]
-        for (label, many) in [
-            ("unique", batch), ("repeated", repeated), ("served later", servedLater), ("removed later", removedLater),
-            ("claimed after", claimedAfter), ("claimed before", claimedBefore), ("claimed unheld", claimedUnheld),
+        // A wildcard another site holds too, after it and before it; a site naming one host twice;
+        // an unserved directory twice.
+        let sameWildcard =
+            [("u2.test", try Self.site("u2.test", ["u2.test", "*.w2.test"]))] + batch
+            + [("u1.test", try Self.site("u1.test", ["u1.test", "*.w1.test"]))]
+        let twice = batch + [("v1.test", try Self.site("v1.test", ["v1.test", "vv1.test", "vv1.test"]))]
+        let unservedTwice = batch + [("gone0.test", nil)]
+        // Whether each batch is built at once: only an order that decides falls back.
+        for (label, many, atOnceExpected) in [
+            ("unique", batch, true), ("repeated", repeated, false), ("served later", servedLater, false),
+            ("removed later", removedLater, false), ("claimed after", claimedAfter, false), ("claimed before", claimedBefore, false),
+            ("claimed unheld", claimedUnheld, true), ("same wildcard", sameWildcard, true), ("a host twice", twice, true),
+            ("unserved twice", unservedTwice, false),
         ] {
             let atOnce = Snapshot(generation: 0, sites: [], defaultCertificate: nil)
-            atOnce.replaceInPlace(many, generation: 7)
+            #expect(atOnce.replaceInPlace(many, generation: 7) == atOnceExpected, "\(label)")
             let oneByOne = Snapshot(generation: 0, sites: [], defaultCertificate: nil)
             for (directory, site) in many { oneByOne.replaceInPlace(directory, with: site, generation: 7) }
-            let names = hosts + ["other5.test", "late9.test", "t3.test", "t4.test", "t0.test"]
+            let names = hosts + ["other5.test", "late9.test", "t3.test", "t4.test", "t0.test", "u1.test", "u2.test", "v1.test", "vv1.test"]
             #expect(Self.answers(atOnce, many, hosts: names) == Self.answers(oneByOne, many, hosts: names), "\(label)")
             #expect(atOnce.sites.count == oneByOne.sites.count, "\(label)")
             #expect(atOnce.generation == 7)
