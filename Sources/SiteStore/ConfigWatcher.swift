@@ -140,7 +140,7 @@ public final class ConfigWatcher: @unchecked Sendable {
     var watchedSiteTLS: Int { siteWatches.values.count { $0.tls != nil } }
 
     /// The `tls/` watches a first load added (`watchTLS(ofSite:)`, from its reading threads),
-    /// until `start` binds them (nil from then on).
+    /// until the watcher's thread, started by `start`, binds them (nil from then on).
     private let loadTLSWatches = Mutex<[(name: String, watch: Result<Int32, SystemError>)]?>([])
 
     private var pending = Change()
@@ -162,7 +162,7 @@ public final class ConfigWatcher: @unchecked Sendable {
     ///
     /// `tlsByLoad`: that first pass leaves the sites' `tls/` folders alone; the first load watches
     /// each one its listing of a site shows, before it reads the pair (`watchTLS(ofSite:)`), and
-    /// `start` takes those watches in. A site without a `tls/` (most of them) then costs no failed
+    /// the watcher's thread takes those watches in when `start` starts it. A site without a `tls/` (most of them) then costs no failed
     /// path walk (2 µs each, docs/benchmarks.md); a `tls/` made after the load listed its site
     /// raises an event in the site's directory, watched before the listing, and is watched then.
     public convenience init(

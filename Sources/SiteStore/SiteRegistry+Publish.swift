@@ -13,8 +13,8 @@ extension SiteRegistry {
     /// a large batch (reads of the records and the decisions only), then put into the snapshot,
     /// and its refused claims logged, on this thread in order (at a million sites, `held(by:)`
     /// alone was 1.0 s of the start's thread, perf in docs/benchmarks.md). The refusals are
-    /// looked up on this thread: nothing while no site has any (a first load's, most reloads'),
-    /// else a lookup in the refusals' two layers a site.
+    /// looked up on this thread: while no site has any (most loads), two empty maps' checks a site
+    /// (no hashing), else a lookup in the refusals' two layers a site.
     func publish(_ names: [String], threshold: Int = parallelPublication) {
         nonisolated(unsafe) let records = records
         let ownership = claims.ownership

@@ -6,7 +6,8 @@ import Testing
 /// A first load publishes every site into an empty snapshot at once, its map by directory built on
 /// one core while the other sorts the names, and its map of exact names made from the map by
 /// directory (`Snapshot.replaceInPlace(_:generation:)`): the snapshot must answer as one built a
-/// site at a time does, whatever the batch holds, and be built at once unless the order decides.
+/// site at a time does, whatever the batch holds, and be built at once unless the order decides or a
+/// directory comes twice.
 @Suite("A snapshot built at once")
 struct SnapshotBuildTests {
     private static func site(_ directory: String, _ hosts: [String]) throws -> ServedSite {
@@ -58,7 +59,8 @@ struct SnapshotBuildTests {
             + [("u1.test", try Self.site("u1.test", ["u1.test", "*.w1.test"]))]
         let twice = batch + [("v1.test", try Self.site("v1.test", ["v1.test", "vv1.test", "vv1.test"]))]
         let unservedTwice = batch + [("gone0.test", nil)]
-        // Whether each batch is built at once: only an order that decides falls back.
+        // Whether each batch is built at once: only an order that decides, or a directory named
+        // twice (served or not, as the build checks it), falls back.
         for (label, many, atOnceExpected) in [
             ("unique", batch, true), ("repeated", repeated, false), ("served later", servedLater, false),
             ("removed later", removedLater, false), ("claimed after", claimedAfter, false), ("claimed before", claimedBefore, false),
