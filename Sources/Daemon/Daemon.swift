@@ -211,11 +211,6 @@ package final class Daemon: @unchecked Sendable {
         // The first load takes the certificate pairs it has no verdict for unchecked; a few are
         // checked before the server is ready (so that a small config starts exactly as checked),
         // many after (`checkCertificatesLate`; both in Daemon+LateChecks.swift).
-        // A load that validates every file (no verdicts: a first start, a new binary) keeps
-        // large blocks in mappings of their own (Memory.swift): 13 MB less held after it at
-        // 100,000 sites. Not for a restart, which holds no more without it and whose system
-        // time the mappings raised by 3 % (docs/benchmarks.md).
-        if registry.knownVerdicts == 0 { Memory.keepLargeBlocksMapped() }
         registry.defersCertificateChecks = true
         registry.beforeReading = watcher.map { watcher in { watcher.waitForSites() } }
         // The sites' tls/ folders are watched by the load, each before its pair is read.

@@ -9,22 +9,6 @@ public enum Memory {
         _ = malloc_trim(0)
     }
 
-    /// Keeps every block of 128 KB or more in a mapping of its own (`mallopt(M_MMAP_THRESHOLD)`),
-    /// whatever was freed before. Left to itself, glibc raises that threshold to the size of each
-    /// mapped block freed, up to 32 MB, and its trim threshold to twice that: after a start has
-    /// built and dropped its large tables, blocks of megabytes come from the heap, where what
-    /// lives on between them keeps their pages, and the trims leave them. A first start at
-    /// 100,000 sites held 356.9 MB three seconds after readiness with the threshold left to move,
-    /// 344.1 MB with it fixed; a restart held 337 MB either way, and spent 3 % more system time
-    /// with it fixed (docs/benchmarks.md, "A restart's serial tail and its copies"). For the
-    /// whole process: the start calls it before a first load that validates every file.
-    public static func keepLargeBlocksMapped() {
-        _ = mallopt(M_MMAP_THRESHOLD, largeBlock)
-    }
-
-    /// The smallest block `keepLargeBlocksMapped` keeps mapped: glibc's own starting threshold.
-    public static let largeBlock: Int32 = 128 * 1024
-
     /// Seconds between two trims by the serving workers, all of them together. `malloc_trim`
     /// walks the free chunks of every arena (each worker's, and the one that holds the sites),
     /// holding each one's lock: 18 to 210 ms on the calling loop thread for a fragmented heap of

@@ -553,10 +553,6 @@ public final class SiteRegistry {
     /// Distinct prepared contents held (identical files counted once).
     public var distinctContents: Int { preparer.contents.count }
 
-    /// How many verdicts the registry starts from (read from its state file): none at a first
-    /// start, or the first under a new binary, which validates every file it reads.
-    public var knownVerdicts: Int { preparer.validity.known?.count ?? 0 }
-
     /// Why a host is answered as it is: the snapshot's own lookup first (exactly what `serve`
     /// does), then, for a host it does not serve, the site that holds the name (or the most
     /// specific wildcard above it).
