@@ -323,11 +323,17 @@ public enum Files {
                 if errno != 0 { throw SystemError(call: "readdir", errno: errno) }
                 return
             }
-            let more = withUnsafeBytes(of: entry.pointee.d_name) { raw -> Bool in
-                let name = UnsafeRawBufferPointer(rebasing: raw.prefix { $0 != 0 })
+            // The name read where it lies in readdir's buffer, up to its NUL: a record there is
+            // only as long as its name (`d_reclen`), and copying `d_name`'s whole 256 bytes out
+            // read past the buffer's end for a short last record (a crash when that end was a
+            // page's).
+            let type = entry.pointee.d_type
+            let more = withUnsafeMutablePointer(to: &entry.pointee.d_name) { field -> Bool in
+                let start = UnsafeRawPointer(field)
+                let name = UnsafeRawBufferPointer(start: start, count: strlen(start.assumingMemoryBound(to: CChar.self)))
                 if name.count == 1 && name[0] == 0x2E { return true }
                 if name.count == 2 && name[0] == 0x2E && name[1] == 0x2E { return true }
-                return body(name, entry.pointee.d_type)
+                return body(name, type)
             }
             if !more { return }
         }
