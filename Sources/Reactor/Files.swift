@@ -326,18 +326,21 @@ public enum Files {
             // The name read where it lies in readdir's buffer, up to its NUL: a record there is
             // only as long as its name (`d_reclen`), and copying `d_name`'s whole 256 bytes out
             // read past the buffer's end for a short last record (a crash when that end was a
-            // page's).
-            let type = entry.pointee.d_type
-            let more = withUnsafeMutablePointer(to: &entry.pointee.d_name) { field -> Bool in
-                let start = UnsafeRawPointer(field)
-                let name = UnsafeRawBufferPointer(start: start, count: strlen(start.assumingMemoryBound(to: CChar.self)))
-                if name.count == 1 && name[0] == 0x2E { return true }
-                if name.count == 2 && name[0] == 0x2E && name[1] == 0x2E { return true }
-                return body(name, type)
-            }
-            if !more { return }
+            // page's). Both fields are read at the record's address plus their offsets, never
+            // through `pointee`, which the language may load whole.
+            let record = UnsafeRawPointer(entry)
+            let type = record.load(fromByteOffset: direntTypeOffset, as: UInt8.self)
+            let start = record + direntNameOffset
+            let name = UnsafeRawBufferPointer(start: start, count: strlen(start.assumingMemoryBound(to: CChar.self)))
+            if name.count == 1 && name[0] == 0x2E { continue }
+            if name.count == 2 && name[0] == 0x2E && name[1] == 0x2E { continue }
+            if !body(name, type) { return }
         }
     }
+
+    /// Where a `dirent`'s type and name lie in its record.
+    private static let direntTypeOffset = MemoryLayout<dirent>.offset(of: \dirent.d_type)!
+    private static let direntNameOffset = MemoryLayout<dirent>.offset(of: \dirent.d_name)!
 
     /// Reads into `buffer`; 0 at the end of the file.
     public static func read(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) throws(SystemError) -> Int {
