@@ -232,7 +232,11 @@ public final class SiteRegistry {
         if first != nil {
             records.reserveCapacity(ordered.count)
             claims.ownership.reserveCapacity(sites: ordered.count)
+            // Its verdicts are recorded by the `remember` after it, all at once
+            // (`ValidityCache.defersInserts`).
+            preparer.validity.defersInserts = true
         }
+        defer { preparer.validity.defersInserts = false }
         touched.reserveCapacity(ordered.count)
         // In chunks, so that a first load holds the parsed files of at most three chunks (and of the
         // sites aliases point to) at once; a later load holds those of the sites it reads until
@@ -424,7 +428,10 @@ public final class SiteRegistry {
     /// false for a few settled before readiness, which the settling of the rest records after.
     @discardableResult
     public func settleCertificateChecks(_ verdicts: [(identity: String, problem: String?)], remembers: Bool = true) -> [String] {
+        // The verdicts are recorded by `rememberVerdicts` below, at once (`defersInserts`).
+        preparer.validity.defersInserts = remembers
         let names = preparer.settleLate(verdicts, records: records)
+        preparer.validity.defersInserts = false
         if !names.isEmpty { reload(Set(names)) }
         if remembers { rememberVerdicts() }
         return names

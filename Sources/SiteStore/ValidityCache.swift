@@ -34,7 +34,17 @@ struct ValidityCache {
         }
     }
 
+    /// While set, `insert` records nothing: during a load or a settling of late checks that a
+    /// `remember` follows, which records every verdict from what is then served. A first load's
+    /// own reads never look at what it adds (they take the verdicts as the load started). One by
+    /// one, the 50,000 new verdicts of a first start grew the set of added keys seven times, and
+    /// the late checks' 50,000 as many again; the blocks each growth freed were then split for
+    /// small allocations that live on: 13 MB more held after a first start at 100,000 sites
+    /// (docs/benchmarks.md, "A first start's verdicts").
+    var defersInserts = false
+
     mutating func insert(_ kind: KnownValid.Kind, digestHex: String) {
+        guard !defersInserts else { return }
         known?.insert(kind, digestHex: digestHex)
     }
 
