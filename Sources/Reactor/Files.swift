@@ -195,16 +195,19 @@ public enum Files {
     /// from the descriptor's offset: list a descriptor once.
     /// `interned`: names taken as these very strings when listed (no copy of each: a site's
     /// `apple-app-site-association` is too long for a string kept inline).
-    public static func entries(in fd: Int32, interned: [String] = []) throws(SystemError) -> [String] {
+    /// At most `limit` names, and no more of the directory read once it has more (a directory
+    /// others can write to, a tenant's site, cannot make its reader hold a million names).
+    public static func entries(in fd: Int32, interned: [String] = [], limit: Int = .max) throws(SystemError) -> [String] {
         var names: [String] = []
         names.reserveCapacity(4)
         var failure: SystemError?
         withUnsafeTemporaryAllocation(byteCount: listingBufferSize, alignment: 8) { buffer in
             do throws(SystemError) {
-                while true {
+                while names.count < limit {
                     let count = try syscallOrThrow("getdents64", { CAASALinux_getdents64(fd, buffer.baseAddress, buffer.count) })
                     if count == 0 { return }
                     try eachRecord(UnsafeRawBufferPointer(rebasing: buffer[..<count])) { name in
+                        guard names.count < limit else { return }
                         names.append(interned.first { same($0, name) } ?? String(decoding: name, as: UTF8.self))
                     }
                 }
@@ -289,7 +292,8 @@ public enum Files {
     /// exactly); nil when there are more than `limit`, so that a directory of a million names is
     /// never listed whole. Read through a duplicate of `fd` (fdopendir takes the descriptor it is
     /// given, and closedir closes it), so `fd` stays the caller's; the duplicate is closed before
-    /// this returns. A directory opened with O_NOFOLLOW is listed, never one swapped in at its path.
+    /// this returns. The duplicate shares `fd`'s offset, which the listing moves: list a
+    /// descriptor once. A directory opened with O_NOFOLLOW is listed, never one swapped in at its path.
     public static func entryBytes(in fd: Int32, limit: Int) throws(SystemError) -> [[CChar]]? {
         // Close-on-exec as every other descriptor here: a plain dup would be inherited by a
         // program another thread starts while the directory is being listed.

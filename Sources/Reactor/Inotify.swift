@@ -82,7 +82,7 @@ public final class Inotify: @unchecked Sendable {
             }
             var offset = 0
             while offset + MemoryLayout<inotify_event>.size <= n {
-                let event = buffer.load(fromByteOffset: offset, as: inotify_event.self)
+                let event = buffer.loadUnaligned(fromByteOffset: offset, as: inotify_event.self)
                 let nameStart = offset + MemoryLayout<inotify_event>.size
                 let nameEnd = min(n, nameStart + Int(event.len))
                 let nameBytes = UnsafeRawBufferPointer(rebasing: buffer[nameStart..<nameEnd])

@@ -62,6 +62,14 @@ public enum ConfigLoader {
     /// The names of a site directory whose last good versions an unreadable directory keeps.
     static let siteEntries: Set<String> = [aasaFileName, assetLinksFileName, "site.yaml", "tls"]
 
+    /// The most entries a site directory's listing takes: its files, `tls/` and
+    /// `SiteSettings.maximumPages` pages fit several times over. A directory with more is not
+    /// listed (`loadSite` then tries each file a site may hold), so that a tenant cannot make a
+    /// reload hold, sort and warn about a million names.
+    static let maximumListedEntries = 64
+    /// The ignored entries of a site that are each named in a warning; the rest are counted.
+    static let maximumIgnoredNamed = 8
+
     /// Examines one name under `sites/`: the same question for a full scan and for the watcher's
     /// single-site reloads. `isSite` tells whether a sibling name is a site directory.
     /// `known`: contents whose verdict is known (serve's loads); nil validates everything and
@@ -98,8 +106,8 @@ public enum ConfigLoader {
             let descriptor = try? Files.openDirectoryNotFollowing(name, in: sites)
         {
             defer { Files.close(descriptor) }
-            return read(
-                host, OpenedDirectory(descriptor: descriptor, names: try? Files.entries(in: descriptor, interned: internedNames)), true)
+            let names = try? Files.entries(in: descriptor, interned: internedNames, limit: maximumListedEntries + 1)
+            return read(host, OpenedDirectory(descriptor: descriptor, names: names), true)
         }
         let fm = FileManager.default
         let entry: FileStatus
@@ -215,7 +223,16 @@ public enum ConfigLoader {
         // open (most sites have no site.yaml, assetlinks.json or tls/). A name created after the
         // listing raises its own watcher event and a read of its own. When the directory cannot
         // be listed, each file is tried, and tells itself why it cannot be read.
-        let listed = opened.map(\.names) ?? (try? Files.entries(of: directory))
+        var listed = opened.map(\.names) ?? (try? Files.entries(of: directory, limit: maximumListedEntries + 1))
+        if let names = listed, names.count > maximumListedEntries {
+            // A tenant's directory of a million files costs every reload of it one listing
+            // buffer, never a million names, their sort and a warning each.
+            listed = nil
+            site.problems.append(
+                ConfigProblem(
+                    severity: .warning, file: relative,
+                    message: "holds more than \(maximumListedEntries) entries: not listed; only the files a site uses are read"))
+        }
         let entries = listed ?? []
         // A name listed in another case may be the file on a case-insensitive filesystem (vfat,
         // SMB, ext4 with casefold): it is tried, and an open of the exact name says.
@@ -236,6 +253,7 @@ public enum ConfigLoader {
             return options
         }
         let pageNames = Set(site.settings.pageNames)
+        var ignored = 0
         for entry in entries.sorted()
         where !knownSiteEntries.contains(entry) && !pageNames.contains(entry) && (!entry.hasPrefix(".") || entry == ".well-known") {
             let message: String
@@ -245,10 +263,18 @@ public enum ConfigLoader {
             case ".well-known", "well-known":
                 message = "not served: put apple-app-site-association directly in the site directory"
             default:
+                // A few named, then a count: the warnings are kept with the site.
+                ignored += 1
+                guard ignored <= maximumIgnoredNamed else { continue }
                 message =
                     "ignored: a site directory holds apple-app-site-association, assetlinks.json, site.yaml, tls/ and the pages site.yaml names"
             }
             site.problems.append(ConfigProblem(severity: .warning, file: "\(relative)/\(entry)", message: message))
+        }
+        if ignored > maximumIgnoredNamed {
+            site.problems.append(
+                ConfigProblem(
+                    severity: .warning, file: relative, message: "\(ignored - maximumIgnoredNamed) more entries ignored, not named here"))
         }
         // The association files may be hard links (`rsync --link-dest` and `cp -al` deploys make
         // them): only JSON of their shape is ever served, and a key is not JSON (a PEM file

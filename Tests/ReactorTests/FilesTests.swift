@@ -78,7 +78,9 @@ final class FilesTests {
     func longListing() throws {
         let names = Set((0..<3000).map { "n\($0)" })
         for name in names { #expect(close(open(directory + "/" + name, O_CREAT | O_WRONLY, 0o600)) == 0) }
-        #expect(Set(try Files.entries(of: directory)) == names)
+        let listed = try Files.entries(of: directory)
+        #expect(listed.count == names.count)
+        #expect(Set(listed) == names)
         let typed = try Files.typedEntries(of: directory)
         #expect(typed.count == names.count)
         #expect(Set(typed.map(\.name)) == names)
@@ -89,11 +91,18 @@ final class FilesTests {
             try #require(fd >= 0)
             return fd
         }
-        let descriptors = try (0..<3).map { _ in try opened() }
+        let descriptors = try (0..<6).map { _ in try opened() }
         defer { for fd in descriptors { close(fd) } }
         let bytes = try #require(try Files.entryBytes(in: descriptors[0], limit: 5000))
+        #expect(bytes.count == names.count)
         #expect(Set(bytes.map { String(cString: $0) }) == names)
         #expect(try Files.entryBytes(in: descriptors[1], limit: 2999) == nil)
-        #expect(Set(try Files.entries(in: descriptors[2])) == names)
+        #expect(try Files.entryBytes(in: descriptors[2], limit: 3000)?.count == 3000)
+        let fromDescriptor = try Files.entries(in: descriptors[3])
+        #expect(fromDescriptor.count == names.count)
+        #expect(Set(fromDescriptor) == names)
+        // A bounded listing stops at its bound, wherever in a read of records that falls.
+        #expect(try Files.entries(in: descriptors[4], limit: 1000).count == 1000)
+        #expect(Set(try Files.entries(in: descriptors[5], limit: 1000)).isSubset(of: names))
     }
 }

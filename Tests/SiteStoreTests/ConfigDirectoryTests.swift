@@ -1,5 +1,6 @@
 import AASA
 import Foundation
+import Logging
 import Testing
 
 @testable import SiteStore
@@ -127,6 +128,39 @@ struct ConfigDirectoryTests {
         let messages = scan.sites.flatMap(\.problems).map(\.message)
         #expect(messages.contains { $0.contains(advice) }, "\(messages)")
         #expect(messages.contains { $0.contains("neither apple-app-site-association nor assetlinks.json") })
+    }
+
+    /// A tenant's directory full of files costs a reload one bounded listing and a few warnings,
+    /// and what the site serves is read all the same, file by file.
+    @Test(
+        "a site directory of many entries: a few named, the rest counted; past the listing's bound, not listed", arguments: [20, 65, 3000])
+    func crowdedSiteDirectory(_ junk: Int) throws {
+        let c = try TempConfig()
+        try c.write("sites/a.example/apple-app-site-association", TempConfig.aasa)
+        try c.write(
+            "sites/a.example/assetlinks.json",
+            #"[{"relation":["delegate_permission/common.handle_all_urls"],"target":{"namespace":"android_app","package_name":"com.example","sha256_cert_fingerprints":["14:6D:E9:83:C5:73:06:50:D8:EE:B9:95:2F:34:FC:64:16:A0:83:42:E6:1D:BE:A8:8A:04:96:B2:3F:CF:44:E5"]}}]"#
+        )
+        for index in 0..<junk { try c.write("sites/a.example/junk-\(index)", "") }
+        let scan = ConfigLoader.scan(directory: c.root)
+        let problems = scan.sites.flatMap(\.problems)
+        #expect(scan.sites.first?.aasa?.isValid == true)
+        #expect(scan.sites.first?.assetLinks?.isValid == true)
+        #expect(!problems.contains { $0.severity == .error }, "\(problems)")
+        let named = problems.count { $0.message.hasPrefix("ignored:") }
+        if junk <= ConfigLoader.maximumListedEntries - 2 {
+            #expect(named == ConfigLoader.maximumIgnoredNamed)
+            #expect(problems.contains { $0.message == "\(junk - ConfigLoader.maximumIgnoredNamed) more entries ignored, not named here" })
+        } else {
+            #expect(named == 0)
+            #expect(problems.count == 1, "\(problems)")
+            #expect(problems.first?.message.contains("holds more than \(ConfigLoader.maximumListedEntries) entries") == true)
+        }
+        let registry = SiteRegistry(root: c.root, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+        let snapshot = registry.reloadAll()
+        #expect(snapshot.site(forHost: "a.example")?.aasa != nil)
+        #expect(snapshot.site(forHost: "a.example")?.assetLinks != nil)
+        #expect(registry.status(of: "a.example")?.errors == [])
     }
 
     @Test("a missing sites/ directory is an error that says what to create")
