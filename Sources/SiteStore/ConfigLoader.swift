@@ -66,7 +66,7 @@ public enum ConfigLoader {
     /// `SiteSettings.maximumPages` pages fit several times over. A directory with more is not
     /// listed (`loadSite` then tries each file a site may hold), so that a tenant cannot make a
     /// reload hold, sort and warn about a million names.
-    static let maximumListedEntries = 64
+    public static let maximumListedEntries = 64
     /// The ignored entries of a site that are each named in a warning; the rest are counted.
     static let maximumIgnoredNamed = 8
 

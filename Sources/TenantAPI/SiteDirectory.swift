@@ -62,11 +62,17 @@ struct SiteDirectory: Sendable {
         case .symbolicLink: return .foreign("sites/\(host) is a symbolic link (an alias or a site kept elsewhere), managed by hand")
         default: return .foreign("sites/\(host) is not a directory")
         }
-        let entries: [String]
+        var entries: [String]
         do {
-            entries = try Files.entries(of: path)
+            entries = try Files.entries(of: path, limit: ConfigLoader.maximumListedEntries + 1)
         } catch {
             return .foreign("sites/\(host) cannot be listed: \(error.reason)")
+        }
+        // A directory fuller than a site's listing takes (ConfigLoader.swift) is listed no
+        // further: not the API's, and read by its files' names.
+        if entries.count > ConfigLoader.maximumListedEntries {
+            if strict { return .foreign("sites/\(host) holds more than \(ConfigLoader.maximumListedEntries) entries; it is managed by hand") }
+            entries = SiteFiles.names
         }
         var files: [String: [UInt8]] = [:]
         for entry in entries {

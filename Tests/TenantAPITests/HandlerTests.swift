@@ -252,6 +252,21 @@ import Testing
         #expect((try? FileManager.default.destinationOfSymbolicLink(atPath: fixture.sites + "/alias.example")) == "real.example")
     }
 
+    /// A directory fuller than a site's listing takes is listed no further (ConfigLoader.swift):
+    /// never the API's to write, read by its files' names.
+    @Test func aCrowdedSiteDirectoryIsAConflictAndReadByName() throws {
+        let fixture = try APIFixture(prepare: { dir in
+            try dir.write("sites/full.example/apple-app-site-association", Array(APIFixture.aasa.utf8))
+            for index in 0..<2000 { try dir.write("sites/full.example/junk-\(index)", []) }
+        })
+        #expect(fixture.put("full.example").status == 409)
+        #expect(fixture.call("DELETE", "/v1/sites/full.example").status == 409)
+        #expect(FileManager.default.fileExists(atPath: fixture.sites + "/full.example/junk-0"))
+        let read = fixture.call("GET", "/v1/sites/full.example")
+        #expect(read.status == 200)
+        #expect(read.text.contains(#""aasa":{"sha256""#), "\(read.text)")
+    }
+
     @Test func ownershipIsDecidedAsAReloadWouldDecideIt() throws {
         let fixture = try APIFixture(prepare: { dir in
             try dir.write("sites/a.example/apple-app-site-association", Array(APIFixture.aasa.utf8))
