@@ -71,7 +71,9 @@ struct SiteDirectory: Sendable {
         // A directory fuller than a site's listing takes (ConfigLoader.swift) is listed no
         // further: not the API's, and read by its files' names.
         if entries.count > ConfigLoader.maximumListedEntries {
-            if strict { return .foreign("sites/\(host) holds more than \(ConfigLoader.maximumListedEntries) entries; it is managed by hand") }
+            if strict {
+                return .foreign("sites/\(host) holds more than \(ConfigLoader.maximumListedEntries) entries; it is managed by hand")
+            }
             entries = SiteFiles.names
         }
         var files: [String: [UInt8]] = [:]
