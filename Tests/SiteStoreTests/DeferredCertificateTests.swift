@@ -43,6 +43,15 @@ struct DeferredCertificateTests {
         try c.write("sites/\(name)/tls/key.pem", key)
     }
 
+    /// A registry after a first load that took its pairs unchecked.
+    func deferringLoad(remembers: Bool = true) -> SiteRegistry {
+        let r = registry()
+        r.defersCertificateChecks = true
+        r.reloadAll(remembers: remembers)
+        r.defersCertificateChecks = false
+        return r
+    }
+
     /// The certificate verdicts written to the state file.
     func storedCertificateVerdicts() -> Int { KnownValid.load(path: verdicts.path, identity: "x").keys.count { $0.hasPrefix("c") } }
 
@@ -52,10 +61,7 @@ struct DeferredCertificateTests {
         try site("a.test", key: "broken key a")
         for i in 0..<(SiteRegistry.chunkSize + 10) { try c.write("sites/s\(i).test/apple-app-site-association", good) }
         try FileManager.default.createSymbolicLink(atPath: c.root + "/sites/www.a.test", withDestinationPath: "a.test")
-        let r = registry()
-        r.defersCertificateChecks = true
-        r.reloadAll()
-        r.defersCertificateChecks = false
+        let r = deferringLoad()
         #expect(checks.calls == 0, "the aliased site's pair was checked during the load")
         #expect(r.uncheckedCertificateCount == 1)
         #expect(r.snapshot.site(forHost: "www.a.test")?.directory == "a.test")
@@ -67,10 +73,7 @@ struct DeferredCertificateTests {
     func deferredThenChecked() throws {
         try site("a.test", key: "key a")
         try site("b.test", key: "broken key b")
-        let r = registry()
-        r.defersCertificateChecks = true
-        r.reloadAll()
-        r.defersCertificateChecks = false
+        let r = deferringLoad()
         #expect(checks.calls == 0)
         #expect(r.uncheckedCertificates.count == 2)
         #expect(r.snapshot.site(forHost: "b.test")?.certificate != nil, "taken unchecked until its check")
@@ -110,10 +113,7 @@ struct DeferredCertificateTests {
     @Test("a broken pair replacing an unchecked one never keeps the unchecked one once that fails")
     func replacedWhileUnchecked() throws {
         try site("b.test", key: "broken first")
-        let r = registry()
-        r.defersCertificateChecks = true
-        r.reloadAll()
-        r.defersCertificateChecks = false
+        let r = deferringLoad()
         // The tenant puts another broken pair in place before the late check: it is checked at
         // once (the site has a pair in service) and refused, so the unchecked one is kept...
         try c.write("sites/b.test/tls/key.pem", "broken second")
@@ -146,10 +146,7 @@ struct DeferredCertificateTests {
     func verdictsRecordedAtOnce() throws {
         try site("a.test", key: "key a")
         try site("b.test", key: "key b")
-        let r = registry()
-        r.defersCertificateChecks = true
-        r.reloadAll(remembers: false)
-        r.defersCertificateChecks = false
+        let r = deferringLoad(remembers: false)
         #expect(r.preparer.validity.known?.contains(.aasa, digestHex: Hex.string(Digest.sha256(Array(good.utf8)))) == false)
         r.rememberVerdicts()
         #expect(r.preparer.validity.known?.contains(.aasa, digestHex: Hex.string(Digest.sha256(Array(good.utf8)))) == true)
