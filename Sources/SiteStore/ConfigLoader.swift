@@ -231,7 +231,9 @@ public enum ConfigLoader {
             site.problems.append(
                 ConfigProblem(
                     severity: .warning, file: relative,
-                    message: "holds more than \(maximumListedEntries) entries: not listed; only the files a site uses are read"))
+                    message:
+                        "holds more than \(maximumListedEntries) entries, so it is not listed: its files are opened by name, and stray or misnamed files in it are not reported"
+                ))
         }
         let entries = listed ?? []
         // A name listed in another case may be the file on a case-insensitive filesystem (vfat,

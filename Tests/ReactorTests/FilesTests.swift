@@ -91,7 +91,7 @@ final class FilesTests {
             try #require(fd >= 0)
             return fd
         }
-        let descriptors = try (0..<6).map { _ in try opened() }
+        let descriptors = try (0..<5).map { _ in try opened() }
         defer { for fd in descriptors { close(fd) } }
         let bytes = try #require(try Files.entryBytes(in: descriptors[0], limit: 5000))
         #expect(bytes.count == names.count)
@@ -103,6 +103,6 @@ final class FilesTests {
         #expect(Set(fromDescriptor) == names)
         // A bounded listing stops at its bound, wherever in a read of records that falls.
         #expect(try Files.entries(in: descriptors[4], limit: 1000).count == 1000)
-        #expect(Set(try Files.entries(in: descriptors[5], limit: 1000)).isSubset(of: names))
+        #expect(!(try Files.entries(in: descriptors[4])).isEmpty, "the bounded listing read the whole directory")
     }
 }

@@ -255,16 +255,22 @@ import Testing
     /// A directory fuller than a site's listing takes is listed no further (ConfigLoader.swift):
     /// never the API's to write, read by its files' names.
     @Test func aCrowdedSiteDirectoryIsAConflictAndReadByName() throws {
+        // The API's files written after the others: a listing that stopped at its bound would
+        // not hold them.
         let fixture = try APIFixture(prepare: { dir in
-            try dir.write("sites/full.example/apple-app-site-association", Array(APIFixture.aasa.utf8))
             for index in 0..<2000 { try dir.write("sites/full.example/junk-\(index)", []) }
+            try dir.write("sites/full.example/apple-app-site-association", Array(APIFixture.aasa.utf8))
+            try dir.write("sites/full.example/site.yaml", Array("cache-control: max-age=60\n".utf8))
         })
-        #expect(fixture.put("full.example").status == 409)
+        let put = fixture.put("full.example")
+        #expect(put.status == 409)
+        #expect(put.text.contains("holds more than 64 entries"), "\(put.text)")
         #expect(fixture.call("DELETE", "/v1/sites/full.example").status == 409)
         #expect(FileManager.default.fileExists(atPath: fixture.sites + "/full.example/junk-0"))
         let read = fixture.call("GET", "/v1/sites/full.example")
         #expect(read.status == 200)
         #expect(read.text.contains(#""aasa":{"sha256""#), "\(read.text)")
+        #expect(read.text.contains(#""settings":{"sha256""#), "\(read.text)")
     }
 
     @Test func ownershipIsDecidedAsAReloadWouldDecideIt() throws {
