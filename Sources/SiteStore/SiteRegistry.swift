@@ -179,7 +179,13 @@ public final class SiteRegistry {
         case .unresolved: return snapshot
         // Another tree was published since the last full reload: it may differ anywhere.
         case .moved: return reloadAll()
-        case .same: return apply(names) ? snapshot : reloadAll()
+        case .same:
+            // With no site before, `apply` is a first load, which adds no verdict one by one
+            // (`ValidityCache.defersInserts`): they are recorded here.
+            let first = records.isEmpty
+            guard apply(names) else { return reloadAll() }
+            if first { rememberVerdicts() }
+            return snapshot
         }
     }
 
@@ -229,6 +235,7 @@ public final class SiteRegistry {
         // A full load at start adds every site: grown once, not doubled (and rehashed) 17 times.
         // Only then: a later full load (a rescan, SIGHUP) lists sites the records mostly hold,
         // and reserving their sum would double the table for good.
+        let defersBefore = preparer.validity.defersInserts
         if first != nil {
             records.reserveCapacity(ordered.count)
             claims.ownership.reserveCapacity(sites: ordered.count)
@@ -236,7 +243,7 @@ public final class SiteRegistry {
             // (`ValidityCache.defersInserts`).
             preparer.validity.defersInserts = true
         }
-        defer { preparer.validity.defersInserts = false }
+        defer { preparer.validity.defersInserts = defersBefore }
         touched.reserveCapacity(ordered.count)
         // In chunks, so that a first load holds the parsed files of at most three chunks (and of the
         // sites aliases point to) at once; a later load holds those of the sites it reads until
@@ -429,9 +436,10 @@ public final class SiteRegistry {
     @discardableResult
     public func settleCertificateChecks(_ verdicts: [(identity: String, problem: String?)], remembers: Bool = true) -> [String] {
         // The verdicts are recorded by `rememberVerdicts` below, at once (`defersInserts`).
+        let defersBefore = preparer.validity.defersInserts
         preparer.validity.defersInserts = remembers
         let names = preparer.settleLate(verdicts, records: records)
-        preparer.validity.defersInserts = false
+        preparer.validity.defersInserts = defersBefore
         if !names.isEmpty { reload(Set(names)) }
         if remembers { rememberVerdicts() }
         return names

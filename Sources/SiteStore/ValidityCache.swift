@@ -34,8 +34,9 @@ struct ValidityCache {
         }
     }
 
-    /// While set, `insert` records nothing: during a load or a settling of late checks that a
-    /// `remember` follows, which records every verdict from what is then served. A first load's
+    /// While set, `insert` records nothing: during a first load or a settling of late checks, which
+    /// a `remember` follows (`SiteRegistry.reloadAll`, `reload`, `settleCertificateChecks`; a
+    /// start's after readiness), recording every verdict from what is then served. A first load's
     /// own reads never look at what it adds (they take the verdicts as the load started). One by
     /// one, the 50,000 new verdicts of a first start grew the set of added keys seven times, and
     /// the late checks' 50,000 as many again; the blocks each growth freed were then split for
@@ -112,7 +113,7 @@ struct ValidityCache {
         } else {
             problem = check(files)
         }
-        if problem == nil { known?.insert(.certificate, digestHex: identity) }
+        if problem == nil { insert(.certificate, digestHex: identity) }
         return problem
     }
 }

@@ -32,4 +32,14 @@ struct VerdictRecordTests {
         #expect(snapshot.site(forHost: "b.test")?.aasa != nil)
         #expect(snapshot.site(forHost: "c.test")?.aasa != nil)
     }
+
+    @Test("a site added where none was served before (a first load by a reload) has its verdict known at once")
+    func recordedByFirstReload() throws {
+        let c = try TempConfig()
+        let registry = SiteRegistry(root: c.root, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+        registry.reloadAll()
+        try c.write("sites/a.test/apple-app-site-association", Self.aasa("a"))
+        #expect(registry.reload(["a.test"]).site(forHost: "a.test")?.aasa != nil)
+        #expect(registry.preparer.validity.known?.contains(.aasa, digestHex: Self.digest(Self.aasa("a"))) == true)
+    }
 }
