@@ -37,11 +37,13 @@ struct ValidityCache {
     /// While set, `insert` records nothing: during a first load or a settling of late checks, which
     /// a `remember` follows (`SiteRegistry.reloadAll`, `reload`, `settleCertificateChecks`; a
     /// start's after readiness), recording every verdict from what is then served. A first load's
-    /// own reads never look at what it adds (they take the verdicts as the load started). One by
-    /// one, the 50,000 new verdicts of a first start grew the set of added keys seven times, and
-    /// the late checks' 50,000 as many again; the blocks each growth freed were then split for
-    /// small allocations that live on: 13 MB more held after a first start at 100,000 sites
-    /// (docs/benchmarks.md, "A first start's verdicts").
+    /// chunks are read with the verdicts as the load started (`SiteRegistry.examiner`); its
+    /// re-reads after the loop (alias targets) and a second attempt after a tree swap validate
+    /// again what it validated, a cost only. One by one, the 50,000 new verdicts of a first start
+    /// grew the set of added keys past 64 KB seven times, and the late checks' 50,000 as often
+    /// again; the blocks each growth freed were then split for small allocations that live on:
+    /// 13 MB more held after a first start at 100,000 sites (docs/benchmarks.md, "A first start's
+    /// verdicts").
     var defersInserts = false
 
     mutating func insert(_ kind: KnownValid.Kind, digestHex: String) {
